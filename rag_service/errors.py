@@ -1,0 +1,84 @@
+"""Every error rag_service raises on purpose, as one tree.
+
+    RagError                      base of all; ``str(err)`` is a one-line message naming input and fix
+    ├── ConfigurationError        a setting, preset or per-call override is invalid
+    │   ├── UnknownContextError   ``context=`` names no row of ``rag_configurations``
+    │   └── UnknownFilterError    a filter key is not one of the supported ones
+    ├── QueryError                the query text cannot be searched (empty, ...)
+    ├── DatabaseError             the database cannot be reached or is not usable
+    │   ├── DatabaseUnavailableError  connection refused / lost; retryable
+    │   ├── SchemaError           the schema is missing or not at the migration head
+    │   └── EmbeddingMismatchError   stored vectors come from another model or dimension
+    ├── IngestError               a document could not be read or indexed
+    │   ├── UnsupportedFileError  the file type has no loader
+    │   └── DocumentReadError     unreadable, not valid UTF-8, binary, too large
+    ├── ChunkingError             invalid chunker settings (unknown strategy, overlap >= size)
+    ├── ReindexInProgressError    another reindex holds this collection's lock
+    └── ModelLoadError            an embedding or reranking model cannot be loaded
+
+The CLI turns any ``RagError`` into ``error: <message>`` and exit status 1.
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base class: a failure the user can act on; the message says how."""
+
+
+class ConfigurationError(RagError, ValueError):
+    """A setting, preset value or override is invalid."""
+
+
+class UnknownContextError(ConfigurationError):
+    """The context name is not a row of ``rag_configurations``."""
+
+
+class UnknownFilterError(ConfigurationError):
+    """A filter key is not supported."""
+
+
+class QueryError(RagError, ValueError):
+    """The query cannot be searched."""
+
+
+class DatabaseError(RagError):
+    """The database is unreachable or unusable."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The connection failed or was lost; retrying later may succeed."""
+
+    retryable = True
+
+
+class SchemaError(DatabaseError):
+    """The schema is missing or behind the code's migrations."""
+
+
+class EmbeddingMismatchError(DatabaseError):
+    """The database holds vectors of another embedding model or dimension."""
+
+
+class IngestError(RagError):
+    """A document could not be indexed."""
+
+
+class UnsupportedFileError(IngestError):
+    """No loader exists for this file type."""
+
+
+class DocumentReadError(IngestError):
+    """The file is unreadable, binary, badly encoded or too large."""
+
+
+class ChunkingError(RagError, ValueError):
+    """Chunker settings are invalid."""
+
+
+class ReindexInProgressError(RagError):
+    """Another reindex of the same collection is running."""
+
+
+class ModelLoadError(RagError):
+    """A model could not be loaded from its name or path."""

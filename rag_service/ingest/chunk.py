@@ -1,0 +1,56 @@
+"""The values every chunker returns, and the interface chunkers share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+#: chunk_type values stored in ``document_chunks.chunk_type``
+CHILD = "child"  # a small piece of a markdown section; the section is its parent
+TEXT = "text"  # a piece from a flat strategy (recursive, sentence, token); no parent
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """One chunk of a document.
+
+    ``document_text[start_char:end_char] == content`` always holds. For markdown children,
+    ``parent_content == document_text[parent_start:parent_end]`` is the whole section (header kept).
+    """
+
+    content: str
+    start_char: int
+    end_char: int
+    chunk_index: int
+    chunk_type: str
+    token_count: int
+    headers: dict[str, str] = field(default_factory=dict)
+    parent_content: str | None = None
+    parent_start: int | None = None
+    parent_end: int | None = None
+
+    @property
+    def header_path(self) -> str:
+        """Headers joined outermost first, e.g. ``"Guide > Install > Linux"``."""
+        return " > ".join(self.headers[k] for k in ("h1", "h2", "h3", "h4") if k in self.headers)
+
+
+@dataclass(slots=True)
+class ChunkedDocument:
+    """A chunker's output: kept chunks, and how many pieces the garbage filter dropped, by reason."""
+
+    chunks: list[TextChunk]
+    filtered: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def filtered_total(self) -> int:
+        """All pieces dropped by the garbage filter."""
+        return sum(self.filtered.values())
+
+
+class Chunker(Protocol):
+    """Splits one document's text into chunks with exact character offsets."""
+
+    def split(self, text: str) -> ChunkedDocument:
+        """Return the chunks of ``text`` (possibly none) and the garbage-filter counts."""
+        ...
