@@ -1,0 +1,42 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both do the whole set-up first.
+VENV ?= .venv
+PYTHON ?= python3
+# CPU torch first: a plain `torch` requirement would pull a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.rag_installed
+
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install test test-fast lint demo bench eval clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest
+
+test-fast: install
+	$(BIN)/pytest -m "not slow and not multiprocess"
+
+demo: install
+	$(BIN)/rag demo
+
+bench: install
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) .rag_test_data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,89 @@
+"""The ``rag`` command: thin; library errors become one-line messages here and nowhere else.
+
+Exit status: 0 success, 1 a user error (one line on stderr, no traceback), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from rag_service.config import Settings, load_settings
+from rag_service.errors import RagError
+from rag_service.log import configure_logging, mask_url
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
+    from rag_service.db import migrate
+    from rag_service.db.engine import open_engine
+
+    engine = open_engine(settings)
+    try:
+        migrate.upgrade(engine, args.revision)
+        from rag_service.db.status import read_status
+
+        print("\n".join(read_status(engine).lines()))
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _db_status(args: argparse.Namespace, settings: Settings) -> int:
+    from rag_service.db.engine import open_engine
+    from rag_service.db.status import read_status
+
+    engine = open_engine(settings)
+    try:
+        status = read_status(engine)
+    finally:
+        engine.dispose()
+    print("\n".join(status.lines()))
+    return 0 if status.up_to_date else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="rag", description="Retrieval on PostgreSQL + pgvector.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    db = commands.add_parser("db", help="database schema")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    upgrade = db_commands.add_parser("upgrade", help="migrate the database to the newest schema")
+    upgrade.add_argument("--revision", default="head", help=argparse.SUPPRESS)
+    upgrade.set_defaults(handler=_db_upgrade)
+    status = db_commands.add_parser("status", help="server, schema, stored model, counts")
+    status.set_defaults(handler=_db_status)
+
+    _register_extra_commands(commands)
+    return parser
+
+
+def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Subcommands defined in their own modules (ingest, retrieval, evaluation)."""
+    from rag_service import cli_commands
+
+    cli_commands.register(commands)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``rag``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_level)
+        handler: Handler = args.handler
+        return handler(args, settings)
+    except RagError as exc:
+        print(f"error: {mask_url(str(exc))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

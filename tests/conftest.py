@@ -1,0 +1,135 @@
+"""One real PostgreSQL + pgvector for the whole run, migrated once; each test in a rolled-back transaction.
+
+``RAG_TEST_DATABASE=testcontainers`` uses the pgvector/pgvector image when a Docker engine answers;
+otherwise (the default) the embedded server under ``RAG_TEST_DATA_DIR`` (default ``.rag_test_data``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import Connection, Engine
+from sqlalchemy.engine import make_url
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from rag_service.config import Settings
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.embedded import start_embedded_server
+from rag_service.db.engine import make_engine, normalise_url
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_DATA_DIR = Path(os.environ.get("RAG_TEST_DATA_DIR", REPO / ".rag_test_data"))
+
+
+def _testcontainers_url() -> str | None:
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception as exc:
+        print(f"\nRAG_TEST_DATABASE=testcontainers but no Docker engine answers ({exc}); using embedded")
+        return None
+    from testcontainers.postgres import PostgresContainer
+
+    container = PostgresContainer("pgvector/pgvector:pg17", driver="psycopg")
+    container.start()
+    import atexit
+
+    atexit.register(container.stop)
+    return normalise_url(container.get_connection_url())
+
+
+@pytest.fixture(scope="session")
+def server_url() -> str:
+    """URL of a database on the test server (used to create per-run databases)."""
+    if os.environ.get("RAG_TEST_DATABASE") == "testcontainers":
+        url = _testcontainers_url()
+        if url:
+            return url
+    return start_embedded_server(TEST_DATA_DIR)
+
+
+def _admin_params(url: str) -> dict[str, object]:
+    parsed = make_url(url)
+    params: dict[str, object] = {"dbname": parsed.database or "postgres", "autocommit": True}
+    if parsed.host:
+        params["host"] = parsed.host
+    params.update({k: v for k, v in parsed.query.items() if k in ("host", "port")})
+    if parsed.port:
+        params["port"] = parsed.port
+    if parsed.username:
+        params["user"] = parsed.username
+    if parsed.password:
+        params["password"] = parsed.password
+    return params
+
+
+class DatabaseFactory:
+    """Creates empty databases on the test server and drops them at the end of the run."""
+
+    def __init__(self, server_url: str) -> None:
+        self.server_url = server_url
+        self.created: list[str] = []
+
+    def create(self, prefix: str = "rag_test") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(**_admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
+            conn.execute(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        return make_url(self.server_url).set(database=name).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        with psycopg.connect(**_admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
+            for name in self.created:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def database_factory(server_url: str) -> Iterator[DatabaseFactory]:
+    factory = DatabaseFactory(server_url)
+    yield factory
+    factory.drop_all()
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """Settings for tests: small pool; the database comes from fixtures, not from the environment."""
+    return Settings(database_url=None, data_dir=TEST_DATA_DIR, pool_size=4, pool_max_overflow=4)
+
+
+@pytest.fixture(scope="session")
+def migrated_url(database_factory: DatabaseFactory) -> str:
+    """A database migrated to head once for the whole run."""
+    return database_factory.create()
+
+
+@pytest.fixture(scope="session")
+def engine(migrated_url: str, settings: Settings) -> Iterator[Engine]:
+    eng = make_engine(migrated_url, settings)
+    migrate.upgrade(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def connection(engine: Engine) -> Iterator[Connection]:
+    """A connection inside a transaction that is rolled back after the test."""
+    conn = engine.connect()
+    outer = conn.begin()
+    yield conn
+    outer.rollback()
+    conn.close()
+
+
+@pytest.fixture
+def db(engine: Engine, connection: Connection) -> Database:
+    """The service's Database joined to the test's transaction (its commits become savepoints)."""
+    return Database(engine, bind=connection)

@@ -1,0 +1,125 @@
+"""The embedded server is shared between processes, survives kill -9 of a user and stops with the last."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.multiprocess
+
+HOLDER = """
+import sys
+from rag_service.db.embedded import start_embedded_server
+import psycopg
+url = start_embedded_server(__import__('pathlib').Path(sys.argv[1]))
+print(url, flush=True)
+sys.stdin.read()  # hold the server until stdin closes
+"""
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="rag_emb_", dir="/tmp"))
+    yield path
+    pidfile = path / "pg" / "postmaster.pid"
+    if pidfile.exists():  # never leave a server behind
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pidfile.read_text().split()[0]), signal.SIGTERM)
+        time.sleep(1)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _start_holder(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(data_dir)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("postgresql+psycopg://"), url
+    return proc, url
+
+
+def _server_pid(data_dir: Path) -> int | None:
+    pidfile = data_dir / "pg" / "postmaster.pid"
+    return int(pidfile.read_text().split()[0]) if pidfile.exists() else None
+
+
+def _handles(data_dir: Path) -> list[int]:
+    return [int(p) for p in json.loads((data_dir / "pg" / ".handle_pids.json").read_text())]
+
+
+def _query(url: str) -> int:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    with psycopg.connect(
+        host=parsed.query["host"], port=parsed.query["port"], user="postgres", dbname=parsed.database
+    ) as conn:
+        row = conn.execute("SELECT 1").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _wait_stopped(data_dir: Path, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while _server_pid(data_dir) is not None and time.time() < deadline:
+        time.sleep(0.2)
+    assert _server_pid(data_dir) is None, "server still running after the last user exited"
+
+
+def test_two_processes_share_one_server_and_last_one_stops_it(data_dir):
+    first, url_a = _start_holder(data_dir)
+    second, url_b = _start_holder(data_dir)
+    try:
+        assert url_a == url_b
+        server = _server_pid(data_dir)
+        assert server is not None
+        assert sorted(_handles(data_dir)) == sorted([first.pid, second.pid])
+        assert _query(url_a) == 1
+        _stop(first)
+        assert _server_pid(data_dir) == server, "server stopped while a user remained"
+        assert _query(url_b) == 1
+    finally:
+        _stop(second)
+    _wait_stopped(data_dir)
+
+
+def test_kill_9_leaves_next_start_working(data_dir):
+    victim, url = _start_holder(data_dir)
+    victim.kill()
+    victim.wait()
+    for pipe in (victim.stdin, victim.stdout):
+        if pipe is not None:
+            pipe.close()
+    assert victim.pid in _handles(data_dir), "precondition: a killed process leaves its pid behind"
+    survivor, url_again = _start_holder(data_dir)
+    try:
+        assert url_again == url
+        assert _handles(data_dir) == [survivor.pid], "stale pid was not cleaned at start"
+        assert _query(url_again) == 1
+    finally:
+        _stop(survivor)
+    _wait_stopped(data_dir)  # the stale pid no longer keeps the server alive
