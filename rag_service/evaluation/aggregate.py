@@ -10,9 +10,7 @@ from rag_service.errors import ConfigurationError
 __all__ = ["rank_documents_by_best_chunk"]
 
 
-def rank_documents_by_best_chunk(
-    chunk_hits: Sequence[tuple[str, float]], *, top_k: int
-) -> list[tuple[str, float]]:
+def rank_documents_by_best_chunk(chunk_hits: Sequence[tuple[str, float]], *, top_k: int) -> list[tuple[str, float]]:
     """Rank documents by their best chunk's score, highest first, and keep the first ``top_k``.
 
     ``chunk_hits`` are ``(doc_id, score)`` pairs, one per retrieved chunk, in any order. The sort is

@@ -99,7 +99,7 @@ def _qrels_path(root: Path, split: str) -> Path:
     if not path.is_file():
         existing = sorted(p.stem for p in qrels_dir.glob("*.tsv") if p.is_file())
         choices = ", ".join(existing) if existing else "none"
-        raise ConfigurationError(f"{path} is missing; choose --split from the splits found: {choices}")
+        raise ConfigurationError(f"{path} is missing; choose one of the splits found: {choices}")
     return path
 
 

@@ -133,9 +133,7 @@ def evaluate_run(run: Run, qrels: Qrels, *, measures: Sequence[str] = DEFAULT_ME
     if not qrels:
         raise ConfigurationError("qrels are empty; evaluate against a split with judged queries")
     per_query = evaluate_per_query(run, qrels, measures=measures)
-    return {
-        name: math.fsum(values[name] for values in per_query.values()) / len(per_query) for name in measures
-    }
+    return {name: math.fsum(values[name] for values in per_query.values()) / len(per_query) for name in measures}
 
 
 def _parse_measure(name: str) -> tuple[_Measure, int]:

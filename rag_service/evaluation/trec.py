@@ -31,9 +31,7 @@ def write_trec_run(run: Run, path: Path, *, tag: str) -> None:
         with Path(path).open("w", encoding="utf-8") as handle:
             handle.writelines(lines)
     except OSError as err:
-        raise ConfigurationError(
-            f"cannot write run file {path} ({err.strerror}); choose a writable path"
-        ) from None
+        raise ConfigurationError(f"cannot write run file {path} ({err.strerror}); choose a writable path") from None
 
 
 def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
@@ -51,17 +49,13 @@ def read_trec_run(path: Path) -> dict[str, dict[str, float]]:
             continue
         where = f"run file {path} line {line_number}"
         if len(fields) != 6:
-            raise DocumentReadError(
-                f"{where} has {len(fields)} fields; expected 'qid Q0 docid rank score tag'"
-            )
+            raise DocumentReadError(f"{where} has {len(fields)} fields; expected 'qid Q0 docid rank score tag'")
         qid, _, doc_id, rank, score_text, _ = fields
         try:
             int(rank)
             score = float(score_text)
         except ValueError:
-            raise DocumentReadError(
-                f"{where}: rank {rank!r} or score {score_text!r} is not a number"
-            ) from None
+            raise DocumentReadError(f"{where}: rank {rank!r} or score {score_text!r} is not a number") from None
         if math.isnan(score):
             raise DocumentReadError(f"{where}: score is NaN; write a number")
         scores = run.setdefault(qid, {})
