@@ -47,7 +47,7 @@ class RetrievedChunk:
 
     ``start_char``/``end_char`` are offsets into the source document's text. ``relevance_score`` is in
     0..1 (the final stage's score, normalised). ``embedding`` is kept for MMR only: it is excluded from
-    ``to_dict``, ``repr`` and equality.
+    ``to_dict``, ``repr`` and equality, as is ``parent`` (the enclosing section, used to return parents).
     """
 
     chunk_id: int
@@ -66,6 +66,8 @@ class RetrievedChunk:
     content_hash: str = ""
     embedding: npt.NDArray[np.floating[Any]] | None = field(default=None, repr=False, compare=False)
     is_parent: bool = False
+    #: ``(parent_content, parent_start, parent_end)`` of a markdown child, for parent expansion
+    parent: tuple[str, int, int] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict in a fixed key order; without the embedding."""

@@ -1,0 +1,282 @@
+"""The LLM context: chunks grouped by source with citation numbers, within an exact token budget.
+
+Layout (groups and chunks separated by a blank line)::
+
+    [1] docs/guide.md — Guide Title
+    § Guide > Install > Linux (relevance 87%)
+    <chunk text>
+
+    § Guide > Usage (relevance 80%)
+    <chunk text>
+
+    [2] docs/faq.md
+    (relevance 64%)
+    <chunk text>
+    [… truncated]
+
+Groups are ordered by their best chunk's relevance, chunks inside a group by relevance; ``[n]`` is
+``Source.number``. Chunks are admitted in relevance order while they fit. A chunk that does not fit
+whole is cut at a token boundary (never inside a character) and followed by the marker line
+``[… truncated]`` if at least ``min_cut_tokens`` of its tokens fit; the cut chunk is the last one
+admitted. Otherwise it is left out and the next, less relevant chunks are still tried whole.
+
+The budget is exact: the returned text, counted by tiktoken as one string, never has more than
+``max_tokens`` tokens, and ``total_tokens`` is that count. Parts are counted once each to decide
+quickly (joining rarely changes a count by more than a token per seam); near the limit, and always at
+the end, the whole string is counted, and the last admitted chunk is cut or dropped if it is over.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import tiktoken
+
+from rag_service.errors import ConfigurationError
+from rag_service.result import RetrievedChunk, Source
+from rag_service.tokens import DEFAULT_ENCODING, get_encoding
+
+TRUNCATION_MARKER = "[… truncated]"
+#: fewest tokens of a chunk worth showing when it has to be cut
+MIN_CUT_TOKENS = 50
+_SEPARATOR = "\n\n"
+
+
+@dataclass(slots=True)
+class FormattedContext:
+    """The formatter's output.
+
+    ``included`` lists the chunks that appear in ``text``, in text order (group by group);
+    ``cut_chunk_id`` names the one shown only in part, if any. ``truncated`` is true when any chunk
+    was cut or left out.
+    """
+
+    text: str
+    total_tokens: int
+    sources: list[Source]
+    included: list[RetrievedChunk]
+    truncated: bool
+    cut_chunk_id: int | None = None
+
+
+@dataclass(slots=True)
+class _Entry:
+    chunk: RetrievedChunk
+    block: str  # chunk header line + "\n" + shown text
+    cut: bool = False
+
+
+@dataclass(slots=True)
+class _Group:
+    source: str
+    title: str
+    entries: list[_Entry] = field(default_factory=list)
+
+
+def _clean(text: str) -> str:
+    """``text`` as valid UTF-8 (lone surrogates replaced)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_clean(text).split())
+
+
+def _relevance(chunk: RetrievedChunk) -> float:
+    value = float(chunk.relevance_score)
+    return 0.0 if math.isnan(value) else value
+
+
+def _group_header(number: int, group: _Group) -> str:
+    head = f"[{number}] {_one_line(group.source)}"
+    return f"{head} — {group.title}" if group.title and group.title != group.source else head
+
+
+def _chunk_header(chunk: RetrievedChunk) -> str:
+    percent = round(min(1.0, max(0.0, _relevance(chunk))) * 100)
+    path = _one_line(chunk.header_path)
+    return f"§ {path} (relevance {percent}%)" if path else f"(relevance {percent}%)"
+
+
+def _render(groups: Sequence[_Group]) -> str:
+    sections = []
+    for number, group in enumerate(groups, start=1):
+        if group.entries:
+            blocks = _SEPARATOR.join(entry.block for entry in group.entries)
+            sections.append(f"{_group_header(number, group)}\n{blocks}")
+    return _SEPARATOR.join(sections)
+
+
+class _Builder:
+    """Admits chunks one at a time and keeps the layout and a running token estimate."""
+
+    def __init__(self, enc: tiktoken.Encoding, max_tokens: int, min_cut_tokens: int) -> None:
+        self.enc = enc
+        self.max_tokens = max_tokens
+        self.min_cut_tokens = min_cut_tokens
+        self.groups: dict[str, _Group] = {}
+        self.admitted: list[_Entry] = []  # in admission (relevance) order
+        self.estimate = 0
+        self.cut_entry: _Entry | None = None
+
+    def count(self, text: str) -> int:
+        return len(self.enc.encode(text, disallowed_special=()))
+
+    def exact(self) -> int:
+        return self.count(_render(list(self.groups.values())))
+
+    def _add(self, entry: _Entry) -> None:
+        chunk = entry.chunk
+        group = self.groups.get(chunk.source)
+        if group is None:
+            group = self.groups[chunk.source] = _Group(chunk.source, _one_line(chunk.title))
+        group.entries.append(entry)
+        self.admitted.append(entry)
+
+    def _remove(self, entry: _Entry) -> None:
+        group = self.groups[entry.chunk.source]
+        group.entries.remove(entry)
+        if not group.entries:
+            del self.groups[entry.chunk.source]
+        self.admitted.remove(entry)
+
+    def _overhead(self, chunk: RetrievedChunk) -> int:
+        """Estimated tokens a new entry adds besides its block: separator and maybe a group header."""
+        cost = 1 if self.admitted else 0  # "\n\n" before it
+        if chunk.source not in self.groups:
+            title = _one_line(chunk.title)
+            header = _group_header(len(self.groups) + 1, _Group(chunk.source, title))
+            cost += self.count(header) + 1  # header line and its "\n"
+        return cost
+
+    def offer(self, chunk: RetrievedChunk, header: str, body: str) -> bool:
+        """Admit ``chunk`` whole if it fits, else cut it if enough fits; report whether it is in."""
+        block = f"{header}\n{body}" if body else header
+        added = self._overhead(chunk) + self.count(block)
+        entry = _Entry(chunk, block)
+        if self.estimate + added <= self.max_tokens:
+            self._add(entry)
+            self.estimate += added
+            return True
+        if self.estimate + added - self.max_tokens <= len(self.admitted) + 2:  # near: count exactly
+            self._add(entry)
+            exact = self.exact()
+            if exact <= self.max_tokens:
+                self.estimate = exact
+                return True
+            self._remove(entry)
+        return self.try_cut(chunk, header, body)
+
+    def try_cut(self, chunk: RetrievedChunk, header: str, body: str) -> bool:
+        """Admit the longest token prefix of ``body`` (>= min_cut_tokens) that fits, with the marker."""
+        if self.cut_entry is not None:
+            return False
+        room = self.max_tokens - self.estimate - self._overhead(chunk) - self.count(header)
+        if room - self.count(TRUNCATION_MARKER) - 2 < self.min_cut_tokens - len(self.admitted) - 2:
+            return False
+        tokens = self.enc.encode(body, disallowed_special=())
+        data = body.encode("utf-8")
+        offsets: list[int] = []  # byte length of each cuttable prefix, shortest first
+        end = 0
+        for count, piece in enumerate(self.enc.decode_tokens_bytes(tokens), start=1):
+            end += len(piece)
+            if self.min_cut_tokens <= count < len(tokens) and (end == len(data) or data[end] & 0xC0 != 0x80):
+                offsets.append(end)
+        if not offsets:
+            return False
+
+        def entry_at(index: int) -> _Entry:
+            shown = data[: offsets[index]].decode("utf-8").rstrip()
+            return _Entry(chunk, f"{header}\n{shown}\n{TRUNCATION_MARKER}", cut=True)
+
+        def fits(index: int) -> int | None:
+            entry = entry_at(index)
+            self._add(entry)
+            exact = self.exact()
+            self._remove(entry)
+            return exact if exact <= self.max_tokens else None
+
+        if fits(0) is None:
+            return False
+        low, high = 0, len(offsets) - 1  # invariant: offsets[low] fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            if fits(mid) is None:
+                high = mid - 1
+            else:
+                low = mid
+        entry = entry_at(low)
+        self._add(entry)
+        self.cut_entry = entry
+        self.estimate = self.exact()
+        return True
+
+    def settle(self) -> tuple[str, int, bool]:
+        """The final text and its exact count; drops or cuts the last admitted chunks if over."""
+        dropped = False
+        text = _render(list(self.groups.values()))
+        total = self.count(text)
+        while total > self.max_tokens and self.admitted:
+            last = self.admitted[-1]
+            self._remove(last)
+            dropped = True
+            if last.cut:
+                self.cut_entry = None
+            else:
+                self.estimate = self.exact()
+                header, _, body = last.block.partition("\n")
+                self.try_cut(last.chunk, header, body)
+            text = _render(list(self.groups.values()))
+            total = self.count(text)
+        return text, total, dropped
+
+
+def format_context(
+    chunks: Sequence[RetrievedChunk],
+    *,
+    max_tokens: int,
+    encoding: str = DEFAULT_ENCODING,
+    min_cut_tokens: int = MIN_CUT_TOKENS,
+) -> FormattedContext:
+    """Lay out ``chunks`` for an LLM within ``max_tokens`` tokens (see the module docstring).
+
+    An empty ``chunks`` gives an empty text with 0 tokens. ``sources`` lists only the sources that
+    appear in the text, numbered as cited.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+        raise ConfigurationError(f"max_tokens ({max_tokens!r}) must be a positive integer; pass e.g. 2000")
+    if isinstance(min_cut_tokens, bool) or not isinstance(min_cut_tokens, int) or min_cut_tokens < 1:
+        raise ConfigurationError(f"min_cut_tokens ({min_cut_tokens!r}) must be an integer >= 1")
+    builder = _Builder(get_encoding(encoding), max_tokens, min_cut_tokens)
+    order = sorted(range(len(chunks)), key=lambda i: (-_relevance(chunks[i]), i))
+    omitted = False
+    for i in order:
+        chunk = chunks[i]
+        if builder.cut_entry is not None:
+            omitted = True
+            continue
+        if not builder.offer(chunk, _chunk_header(chunk), _clean(chunk.content).strip()):
+            omitted = True
+    text, total, dropped = builder.settle()
+
+    groups = list(builder.groups.values())
+    sources = [
+        Source(number, group.source, group.title, [entry.chunk.chunk_id for entry in group.entries])
+        for number, group in enumerate(groups, start=1)
+    ]
+    included = [entry.chunk for group in groups for entry in group.entries]
+    cut = builder.cut_entry
+    return FormattedContext(
+        text=text,
+        total_tokens=total,
+        sources=sources,
+        included=included,
+        truncated=omitted or dropped or cut is not None,
+        cut_chunk_id=cut.chunk.chunk_id if cut is not None else None,
+    )

@@ -1,0 +1,209 @@
+"""The user's query: validation, parsing for PostgreSQL full-text search, and cheap expansion.
+
+``parse_query`` reads websearch syntax: ``"quoted phrases"``, ``-term`` / ``-"phrase"`` (a ``-`` at
+the start of a token) to exclude, everything else a word. An unbalanced quote makes the rest of the
+text one phrase, as ``websearch_to_tsquery`` does. Nothing here ever raises on odd input.
+
+``websearch_parts`` turns that into two strings for ``websearch_to_tsquery``, combined in SQL as
+``websearch_to_tsquery(cfg, any_terms) && websearch_to_tsquery(cfg, required_terms)``:
+
+* ``any_terms``: the words joined with `` or `` — a question matches documents with any of its words
+  (an AND of every word of a natural-language question would match almost nothing);
+* ``required_terms``: phrases as ``"a b"`` and exclusions as ``-x`` / ``-"a b"``, which keep their
+  websearch meaning (phrase required, term excluded).
+
+Words are made inert first. Inside an unquoted word, PostgreSQL's websearch parser treats ``'`` and
+``\\`` as quoting/escaping (``don't or it's or bar`` parses to just ``'bar'``), ``! & | ( ) <`` as
+operators and ``:`` as a weight/prefix marker, ``"`` as a phrase and a leading ``-`` as negation. So
+words are split at those characters, stripped of leading and trailing punctuation, and the word
+``or`` (any case) is dropped. Phrase text goes inside quotes, where only ``"`` is special.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from rag_service.errors import ConfigurationError, QueryError
+
+#: longer queries are cut (at a word boundary) to this many characters by ``validate_query``
+MAX_QUERY_CHARS = 8000
+
+# a phrase (optionally excluded), up to the closing quote or the end; or a run of other characters
+_TOKEN = re.compile(r'(-?)"([^"]*)"?|([^\s"]+)')
+# characters PostgreSQL's websearch parser gives a meaning to inside an unquoted word
+_SPECIAL = re.compile(r"""["'\\!&|()<>:*\x00-\x1f\x7f\ud800-\udfff]+""")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PHRASE_UNSAFE = re.compile(r'["\x00-\x1f\x7f\ud800-\udfff]')
+_KEY_WORD = re.compile(r"\w+")
+
+_STOP_WORDS = frozenset(
+    (
+        "a", "about", "an", "and", "any", "are", "as", "at", "be", "been", "being", "but", "by", "can",
+        "could", "did", "do", "does", "doing", "done", "for", "from", "get", "had", "has", "have", "having",
+        "he", "her", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "me",
+        "my", "of", "on", "or", "our", "please", "she", "should", "so", "some", "tell", "than", "that", "the",
+        "their", "them", "then", "there", "these", "they", "this", "those", "to", "us", "was", "we", "were",
+        "what", "when", "where", "which", "while", "who", "whom", "whose", "why", "will", "with", "would",
+        "you", "your", "explain", "describe", "show", "give", "find", "list",
+    )
+)
+
+
+@dataclass(slots=True)
+class ParsedQuery:
+    """A query split the websearch way; every entry is non-empty and safe to quote."""
+
+    words: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+
+
+def _edge_stripped(piece: str) -> str:
+    """``piece`` without leading/trailing punctuation, symbols, spaces and control characters."""
+    start, end = 0, len(piece)
+    while start < end and unicodedata.category(piece[start])[0] in "PSZC":
+        start += 1
+    while end > start and unicodedata.category(piece[end - 1])[0] in "PSZC":
+        end -= 1
+    return piece[start:end]
+
+
+def _has_word_character(text: str) -> bool:
+    return any(unicodedata.category(ch)[0] in "LN" for ch in text)
+
+
+def _inert_words(token: str) -> list[str]:
+    """The searchable words of one unquoted token, with nothing websearch would interpret."""
+    words = []
+    for piece in _SPECIAL.sub(" ", token).split():
+        word = _edge_stripped(piece)
+        if word and word.casefold() != "or" and _has_word_character(word):
+            words.append(word)
+    return words
+
+
+def _phrase(text: str) -> str:
+    """Phrase text with whitespace collapsed; empty when it holds no word character."""
+    phrase = " ".join(_PHRASE_UNSAFE.sub(" ", text).split())
+    return phrase if _has_word_character(phrase) else ""
+
+
+def _add(items: list[str], seen: set[str], item: str) -> None:
+    key = item.casefold()
+    if item and key not in seen:
+        seen.add(key)
+        items.append(item)
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Split ``text`` into words, required phrases and excluded terms (websearch semantics).
+
+    Duplicates are dropped case-insensitively (first spelling kept). A lone ``-`` and the word ``or``
+    are ignored; an excluded token that contains special characters becomes an excluded phrase.
+    """
+    parsed = ParsedQuery()
+    seen_words: set[str] = set()
+    seen_phrases: set[str] = set()
+    seen_excluded: set[str] = set()
+    for match in _TOKEN.finditer(text):
+        negated, quoted, bare = match.groups()
+        if bare is None:
+            phrase = _phrase(quoted)
+            _add(parsed.excluded if negated else parsed.phrases,
+                 seen_excluded if negated else seen_phrases, phrase)
+        elif bare.startswith("-"):
+            _add(parsed.excluded, seen_excluded, " ".join(_inert_words(bare.lstrip("-"))))
+        else:
+            for word in _inert_words(bare):
+                _add(parsed.words, seen_words, word)
+    return parsed
+
+
+def _quoted(term: str) -> str:
+    return f'"{term}"' if " " in term else term
+
+
+def websearch_parts(parsed: ParsedQuery) -> tuple[str, str]:
+    """``(any_terms, required_terms)`` for ``websearch_to_tsquery``; either may be ``""``.
+
+    ``any_terms`` is ``"w1 or w2 or ..."``; ``required_terms`` is ``'"p1" "p2" -x -"y z"'``.
+    """
+    any_terms = " or ".join(word for words in parsed.words for word in _inert_words(words))
+    required = [f'"{phrase}"' for phrase in map(_phrase, parsed.phrases) if phrase]
+    for term in parsed.excluded:
+        inert = " ".join(_inert_words(term))
+        if inert:
+            required.append(f"-{_quoted(inert)}")
+    return any_terms, " ".join(required)
+
+
+def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
+    """The query ready to search: stripped, control characters removed, at most ``max_chars`` long.
+
+    Raises ``QueryError`` when nothing but whitespace is left. A longer query is not refused: it is
+    cut at the last whitespace before ``max_chars`` (or at ``max_chars`` if there is none in the
+    second half, e.g. CJK text), since the embedding model reads only its first few hundred tokens
+    anyway. Lone surrogates (invalid in UTF-8 and in PostgreSQL) become ``?``.
+    """
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ConfigurationError(f"max_chars ({max_chars!r}) must be a positive integer; the default is 8000")
+    if not isinstance(text, str):
+        raise QueryError(f"query must be text, got {type(text).__name__}; pass the question as a string")
+    cleaned = _CONTROL.sub(" ", text.encode("utf-8", errors="replace").decode("utf-8")).strip()
+    if not cleaned:
+        raise QueryError("query is empty; pass the question to search for")
+    if len(cleaned) > max_chars:
+        head = cleaned[: max_chars + 1]
+        boundary = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+        cleaned = (head[:boundary] if boundary >= max_chars // 2 else cleaned[:max_chars]).rstrip()
+    return cleaned
+
+
+def split_identifier(word: str) -> str:
+    """``AgentFactory`` -> ``Agent Factory``, ``HTTPServer`` -> ``HTTP Server``, ``a_b`` -> ``a b``."""
+    out: list[str] = []
+    for i, ch in enumerate(word):
+        if ch == "_":
+            out.append(" ")
+            continue
+        if i and ch.isupper():
+            prev = word[i - 1]
+            nxt = word[i + 1] if i + 1 < len(word) else ""
+            if prev.islower() or prev.isdigit() or (prev.isupper() and nxt.islower()):
+                out.append(" ")
+        out.append(ch)
+    return " ".join("".join(out).split())
+
+
+def expand_query(text: str) -> list[str]:
+    """Up to three deterministic variants of ``text``, the original first; no model involved.
+
+    1. the original text;
+    2. its keyword core: the words without stop and question words
+       (``How does AgentFactory work?`` -> ``AgentFactory work``);
+    3. the core with identifiers split (``Agent Factory work``).
+
+    Quoted phrases and ``-exclusions`` are carried into variants 2 and 3 in websearch syntax.
+    Variants equal to an earlier one (ignoring case and spacing) or empty are dropped.
+    """
+    parsed = parse_query(text)
+    core_words = [w for w in parsed.words if w.casefold() not in _STOP_WORDS]
+    _, required = websearch_parts(parsed)
+    core = " ".join([*core_words, required]).strip()
+    split = " ".join([*(split_identifier(w) for w in core_words), required]).strip()
+    original = text.strip()
+    variants = [original]
+    seen = {_variant_key(original)}
+    for variant in (core, split):
+        key = _variant_key(variant)
+        if key and key not in seen:
+            seen.add(key)
+            variants.append(variant)
+    return variants
+
+
+def _variant_key(text: str) -> str:
+    """What makes two variants the same: their word characters, ignoring case and punctuation."""
+    return " ".join(_KEY_WORD.findall(text.casefold()))

@@ -1,0 +1,205 @@
+"""The context formatter: layout, citations, and an exact token budget on the whole string."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag_service.errors import ConfigurationError
+from rag_service.format import TRUNCATION_MARKER, format_context
+from rag_service.result import ChunkScores, RetrievedChunk
+from rag_service.tokens import count_tokens
+
+
+def _chunk(
+    chunk_id: int,
+    source: str,
+    relevance: float,
+    content: str,
+    *,
+    header_path: str = "",
+    title: str = "",
+) -> RetrievedChunk:
+    return RetrievedChunk(
+        chunk_id=chunk_id,
+        document_id=hash(source) % 1000,
+        source=source,
+        content=content,
+        headers={},
+        header_path=header_path,
+        start_char=0,
+        end_char=len(content),
+        relevance_score=relevance,
+        scores=ChunkScores(fused=relevance),
+        collection="default",
+        chunk_type="child",
+        title=title,
+    )
+
+
+GUIDE = "docs/guide.md"
+FAQ = "docs/faq.md"
+
+
+def _sample() -> list[RetrievedChunk]:
+    return [
+        _chunk(1, GUIDE, 0.87, "Run pip install rag-service.", header_path="Guide > Install > Linux",
+               title="Guide Title"),
+        _chunk(2, FAQ, 0.91, "Yes, it works offline.", header_path="FAQ > Offline"),
+        _chunk(3, GUIDE, 0.40, "Call retrieve() with a query.", header_path="Guide > Usage",
+               title="Guide Title"),
+        _chunk(4, "notes.txt", 0.10, "Misc notes."),
+    ]
+
+
+def test_layout_groups_by_source_with_citations() -> None:
+    result = format_context(_sample(), max_tokens=1000)
+    assert result.text == (
+        "[1] docs/faq.md\n"
+        "§ FAQ > Offline (relevance 91%)\n"
+        "Yes, it works offline.\n"
+        "\n"
+        "[2] docs/guide.md — Guide Title\n"
+        "§ Guide > Install > Linux (relevance 87%)\n"
+        "Run pip install rag-service.\n"
+        "\n"
+        "§ Guide > Usage (relevance 40%)\n"
+        "Call retrieve() with a query.\n"
+        "\n"
+        "[3] notes.txt\n"
+        "(relevance 10%)\n"
+        "Misc notes."
+    )
+    assert [(s.number, s.source, s.title, s.chunk_ids) for s in result.sources] == [
+        (1, FAQ, "", [2]),
+        (2, GUIDE, "Guide Title", [1, 3]),
+        (3, "notes.txt", "", [4]),
+    ]
+    assert [c.chunk_id for c in result.included] == [2, 1, 3, 4]  # text order
+    assert result.total_tokens == count_tokens(result.text)
+    assert not result.truncated and result.cut_chunk_id is None
+
+
+def test_every_citation_number_maps_to_its_source() -> None:
+    result = format_context(_sample(), max_tokens=1000)
+    for source in result.sources:
+        assert f"[{source.number}] {source.source}" in result.text
+
+
+def test_empty_input_gives_empty_context() -> None:
+    result = format_context([], max_tokens=100)
+    assert (result.text, result.total_tokens, result.sources, result.included, result.truncated) == (
+        "", 0, [], [], False,
+    )
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5, True, 2.5])
+def test_invalid_budget_raises(max_tokens: object) -> None:
+    with pytest.raises(ConfigurationError, match=r"max_tokens .* must be a positive integer"):
+        format_context(_sample(), max_tokens=max_tokens)  # type: ignore[arg-type]
+
+
+def test_long_chunk_is_cut_at_a_token_boundary_with_marker() -> None:
+    words = " ".join(f"word{i}" for i in range(400))
+    chunks = [_chunk(1, GUIDE, 0.9, words, header_path="Guide"), _chunk(2, FAQ, 0.5, "Later chunk.")]
+    result = format_context(chunks, max_tokens=150)
+    assert result.truncated
+    assert result.cut_chunk_id == 1
+    assert result.text.endswith(TRUNCATION_MARKER)
+    shown = result.text.split("\n")[2]
+    assert words.startswith(shown) and len(shown) < len(words)
+    assert count_tokens(shown) >= 50
+    assert [c.chunk_id for c in result.included] == [1]  # nothing is admitted after a cut
+    assert result.total_tokens == count_tokens(result.text) <= 150
+    assert result.total_tokens >= 140  # the cut fills the budget nearly to the token
+
+
+def test_chunk_that_cannot_keep_50_tokens_is_omitted_and_smaller_ones_still_fit() -> None:
+    big = " ".join(f"token{i}" for i in range(300))
+    chunks = [
+        _chunk(1, GUIDE, 0.9, "Short first answer."),
+        _chunk(2, FAQ, 0.8, big),
+        _chunk(3, "notes.txt", 0.7, "Tiny."),
+    ]
+    result = format_context(chunks, max_tokens=45)
+    assert result.truncated and result.cut_chunk_id is None
+    assert TRUNCATION_MARKER not in result.text
+    assert [c.chunk_id for c in result.included] == [1, 3]
+    assert [s.source for s in result.sources] == [GUIDE, "notes.txt"]
+    assert [s.number for s in result.sources] == [1, 2]
+
+
+def test_budget_too_small_for_anything() -> None:
+    result = format_context(_sample(), max_tokens=3)
+    assert (result.text, result.total_tokens, result.sources) == ("", 0, [])
+    assert result.truncated
+
+
+def test_cut_never_splits_a_character() -> None:
+    emoji = "🚀👩‍👩‍👧‍👦日本語テキスト" * 200
+    result = format_context([_chunk(1, GUIDE, 0.9, emoji)], max_tokens=120)
+    assert result.cut_chunk_id == 1
+    shown = result.text.split("\n")[2]
+    assert "\ufffd" not in result.text
+    assert emoji.startswith(shown)
+    assert result.total_tokens == count_tokens(result.text) <= 120
+
+
+def test_percentages_are_clamped_and_rounded() -> None:
+    chunks = [_chunk(1, GUIDE, 1.7, "a"), _chunk(2, FAQ, -0.2, "b"), _chunk(3, "x", 0.125, "c")]
+    text = format_context(chunks, max_tokens=200).text
+    assert "(relevance 100%)" in text and "(relevance 0%)" in text and "(relevance 12%)" in text
+
+
+texts = st.lists(
+    st.one_of(
+        st.characters(codec="utf-8", exclude_categories=["Cs"]),
+        st.sampled_from(["🚀", "👩‍👩‍👧‍👦", "日本語", "مرحبا", "שלום", " ", "\n", "\n\n", ".", "<|endoftext|>", "é"]),
+        st.sampled_from(["word ", "token", "Install with pip. ", "  ", "ab"]),
+    ),
+    max_size=300,
+).map("".join)
+chunk_specs = st.lists(
+    st.tuples(st.sampled_from([GUIDE, FAQ, "a/b.rst", "emoji🚀.md"]), st.floats(0.0, 1.0), texts),
+    max_size=8,
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chunk_specs, st.integers(1, 700))
+def test_budget_is_never_exceeded(specs: list[tuple[str, float, str]], max_tokens: int) -> None:
+    chunks = [
+        _chunk(i, source, rel, text, header_path="H > Sub" if i % 2 else "", title="T" if i % 3 else "")
+        for i, (source, rel, text) in enumerate(specs)
+    ]
+    result = format_context(chunks, max_tokens=max_tokens)
+    assert result.total_tokens == count_tokens(result.text) <= max_tokens
+    included = {c.chunk_id for c in result.included}
+    assert sorted(included) == sorted(cid for s in result.sources for cid in s.chunk_ids)
+    assert [s.number for s in result.sources] == list(range(1, len(result.sources) + 1))
+    assert {s.source for s in result.sources} == {c.source for c in result.included}
+    for chunk in result.included:
+        body = chunk.content.strip()
+        if chunk.chunk_id != result.cut_chunk_id and body:
+            assert body in result.text  # shown whole unless it is the one cut chunk
+    if result.cut_chunk_id is not None:
+        assert result.truncated and result.text.count(f"\n{TRUNCATION_MARKER}") >= 1
+    else:
+        assert TRUNCATION_MARKER not in result.text or any(TRUNCATION_MARKER in c.content for c in chunks)
+    if len(included) < len(chunks):
+        assert result.truncated
+
+
+def test_many_chunks_are_fast() -> None:
+    import time
+
+    chunks = [
+        _chunk(i, f"docs/{i % 7}.md", 1 - i / 200, " ".join(f"w{i}x{j}" for j in range(120)))
+        for i in range(200)
+    ]
+    start = time.perf_counter()
+    result = format_context(chunks, max_tokens=8000)
+    elapsed = time.perf_counter() - start
+    assert result.total_tokens == count_tokens(result.text) <= 8000
+    assert elapsed < 2.0

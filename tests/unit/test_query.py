@@ -1,0 +1,210 @@
+"""Query handling: websearch parsing, inert terms for PostgreSQL, expansion and validation."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag_service.errors import QueryError
+from rag_service.retrieve.query import (
+    MAX_QUERY_CHARS,
+    ParsedQuery,
+    expand_query,
+    parse_query,
+    split_identifier,
+    validate_query,
+    websearch_parts,
+)
+
+# characters PostgreSQL's websearch parser interprets inside an unquoted word
+_UNSAFE_IN_WORD = re.compile(r"""["'\\!&|()<>:*\x00]""")
+
+
+def _assert_inert(any_terms: str) -> None:
+    if not any_terms:
+        return
+    for word in any_terms.split(" or "):
+        assert word and " " not in word
+        assert not _UNSAFE_IN_WORD.search(word), word
+        assert not word.startswith("-"), word
+        assert word.casefold() != "or"
+
+
+def test_plain_question_is_an_or_of_its_words() -> None:
+    parsed = parse_query("How does AgentFactory work?")
+    assert parsed == ParsedQuery(words=["How", "does", "AgentFactory", "work"])
+    assert websearch_parts(parsed) == ("How or does or AgentFactory or work", "")
+
+
+def test_phrases_and_exclusions_are_required_terms() -> None:
+    parsed = parse_query('install "docker compose" -windows -"old version" linux')
+    assert parsed.words == ["install", "linux"]
+    assert parsed.phrases == ["docker compose"]
+    assert parsed.excluded == ["windows", "old version"]
+    assert websearch_parts(parsed) == ("install or linux", '"docker compose" -windows -"old version"')
+
+
+def test_sql_injection_text_is_just_words() -> None:
+    parsed = parse_query("'); DROP TABLE documents; --")
+    assert parsed == ParsedQuery(words=["DROP", "TABLE", "documents"])
+    any_terms, required = websearch_parts(parsed)
+    assert (any_terms, required) == ("DROP or TABLE or documents", "")
+
+
+def test_operator_soup_leaves_only_words() -> None:
+    parsed = parse_query("a & | ! ( ) : * '")
+    assert parsed == ParsedQuery(words=["a"])
+    assert websearch_parts(parsed) == ("a", "")
+    assert websearch_parts(parse_query("foo<->bar <2> baz:* x|y")) == ("foo or bar or 2 or baz or x or y", "")
+
+
+def test_apostrophes_and_backslashes_cannot_swallow_the_or() -> None:
+    # PostgreSQL parses "don't or it's or bar" to just 'bar': the quote starts a quoted value
+    any_terms, _ = websearch_parts(parse_query("don't or it's or bar's a\\b"))
+    assert any_terms == "don or t or it or s or bar or a or b"
+
+
+def test_or_and_lone_dash_are_dropped() -> None:
+    parsed = parse_query("cats OR dogs or, Or - -- birds")
+    assert parsed == ParsedQuery(words=["cats", "dogs", "birds"])
+
+
+def test_dash_inside_a_word_is_not_an_exclusion() -> None:
+    parsed = parse_query("state-of-the-art x-ray -legacy")
+    assert parsed.words == ["state-of-the-art", "x-ray"]
+    assert parsed.excluded == ["legacy"]
+
+
+def test_excluded_token_with_special_characters_becomes_a_phrase() -> None:
+    parsed = parse_query("good -don't")
+    assert parsed.excluded == ["don t"]
+    assert websearch_parts(parsed) == ("good", '-"don t"')
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "phrases"),
+    [
+        ('"unbalanced phrase here', [], ["unbalanced phrase here"]),
+        ('start "closed" then "open rest', ["start", "then"], ["closed", "open rest"]),
+        ('a"b"c', ["a", "c"], ["b"]),
+        ('"" "   " word', ["word"], []),
+        ('"', [], []),
+    ],
+)
+def test_unbalanced_and_empty_quotes(text: str, words: list[str], phrases: list[str]) -> None:
+    parsed = parse_query(text)
+    assert (parsed.words, parsed.phrases) == (words, phrases)
+    _, required = websearch_parts(parsed)
+    assert required.count('"') % 2 == 0
+
+
+def test_emoji_and_right_to_left_text() -> None:
+    parsed = parse_query("🚀 rocket مرحبا بالعالم -שלום 日本語のテキスト 👍")
+    assert parsed.words == ["rocket", "مرحبا", "بالعالم", "日本語のテキスト"]
+    assert parsed.excluded == ["שלום"]
+    assert websearch_parts(parsed) == ("rocket or مرحبا or بالعالم or 日本語のテキスト", "-שלום")
+
+
+def test_combining_marks_stay_on_their_word() -> None:
+    word = "हिन्दी"  # ends with a vowel sign (category Mc), not punctuation
+    assert parse_query(word).words == [word]
+
+
+def test_duplicates_are_dropped_case_insensitively() -> None:
+    assert parse_query("Pool pool POOL size").words == ["Pool", "size"]
+
+
+def test_hand_built_parsed_query_is_made_inert() -> None:
+    parsed = ParsedQuery(words=['ev"il', "-neg", "or", "a b"], phrases=['x "y'], excluded=["it's"])
+    any_terms, required = websearch_parts(parsed)
+    _assert_inert(any_terms)
+    assert any_terms == "ev or il or neg or a or b"
+    assert required == '"x y" -"it s"'
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=200)
+       | st.text(alphabet='ab -"\'\\&|!():*<>orOR🚀日', max_size=60))
+def test_any_text_parses_to_inert_parts(text: str) -> None:
+    parsed = parse_query(text)
+    any_terms, required = websearch_parts(parsed)
+    _assert_inert(any_terms)
+    assert required.count('"') % 2 == 0
+    assert "\x00" not in any_terms + required
+    variants = expand_query(text)
+    assert 1 <= len(variants) <= 3 and variants[0] == text.strip()
+
+
+def test_huge_query_parses_quickly() -> None:
+    text = ("AgentFactory retrieval 🚀 \"quoted part\" -skip مرحبا " * 2500)[:100_000]
+    start = time.perf_counter()
+    parsed = parse_query(text)
+    websearch_parts(parsed)
+    expand_query(text)
+    assert time.perf_counter() - start < 2.0
+    assert parsed.words == ["AgentFactory", "retrieval", "مرحبا"]
+
+
+def test_expand_query_variants() -> None:
+    assert expand_query("How does AgentFactory work?") == [
+        "How does AgentFactory work?",
+        "AgentFactory work",
+        "Agent Factory work",
+    ]
+    assert expand_query("connection_pool_size") == ["connection_pool_size", "connection pool size"]
+    assert expand_query("AgentFactory") == ["AgentFactory", "Agent Factory"]
+    assert expand_query("what is it?") == ["what is it?"]  # nothing but stop words
+    assert expand_query("pool size") == ["pool size"]  # core equals the original
+    assert expand_query("How to install \"docker compose\" -windows") == [
+        "How to install \"docker compose\" -windows",
+        'install "docker compose" -windows',
+    ]
+
+
+def test_expand_query_dedupes_case_insensitively() -> None:
+    assert expand_query("AGENTFACTORY?") == ["AGENTFACTORY?"]
+
+
+@pytest.mark.parametrize(
+    ("word", "split"),
+    [
+        ("AgentFactory", "Agent Factory"),
+        ("HTTPServer", "HTTP Server"),
+        ("getHTTPResponse", "get HTTP Response"),
+        ("snake_case_name", "snake case name"),
+        ("v2Model", "v2 Model"),
+        ("plain", "plain"),
+        ("__init__", "init"),
+    ],
+)
+def test_split_identifier(word: str, split: str) -> None:
+    assert split_identifier(word) == split
+
+
+def test_validate_query_rejects_empty() -> None:
+    for text in ["", "   ", "\n\t ", "\x00\x01"]:
+        with pytest.raises(QueryError, match="query is empty; pass the question to search for"):
+            validate_query(text)
+
+
+def test_validate_query_cleans() -> None:
+    assert validate_query("  how to\x00 install \n") == "how to  install"
+    assert validate_query("bad \ud800 surrogate") == "bad ? surrogate"
+
+
+def test_validate_query_truncates_long_queries_at_a_word_boundary() -> None:
+    text = "word " * 20_000  # 100,000 characters
+    cut = validate_query(text)
+    assert len(cut) <= MAX_QUERY_CHARS
+    assert cut.endswith("word") and text.startswith(cut)
+    assert len(cut) > MAX_QUERY_CHARS - 10
+
+
+def test_validate_query_hard_cuts_text_without_spaces() -> None:
+    text = "日本語" * 40_000
+    assert validate_query(text) == text[:MAX_QUERY_CHARS]
+    assert validate_query("abc def", max_chars=5) == "abc"

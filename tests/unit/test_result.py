@@ -1,0 +1,95 @@
+"""Result records: JSON-ready dicts in a stable order, embeddings kept out of them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from rag_service.result import (
+    ChunkScores,
+    RAGResult,
+    RetrievalMetrics,
+    RetrievedChunk,
+    Source,
+)
+
+
+def _chunk(chunk_id: int = 7, *, embedding: np.ndarray | None = None) -> RetrievedChunk:
+    return RetrievedChunk(
+        chunk_id=chunk_id,
+        document_id=3,
+        source="docs/guide.md",
+        content="Install with pip.",
+        headers={"h1": "Guide", "h2": "Install"},
+        header_path="Guide > Install",
+        start_char=10,
+        end_char=27,
+        relevance_score=np.float32(0.5),  # type: ignore[arg-type]  # numpy scalars come from models
+        scores=ChunkScores(vector=np.float64(0.8), fused=0.03),
+        collection="default",
+        chunk_type="child",
+        title="Guide",
+        embedding=embedding,
+    )
+
+
+def test_scores_as_dict_omits_unset_and_keeps_order() -> None:
+    assert ChunkScores().as_dict() == {}
+    scores = ChunkScores(rerank=2.5, vector=0.1, keyword=0.0)
+    assert list(scores.as_dict().items()) == [("vector", 0.1), ("keyword", 0.0), ("rerank", 2.5)]
+
+
+def test_chunk_to_dict_excludes_embedding_and_is_json_ready() -> None:
+    chunk = _chunk(embedding=np.ones(4, dtype=np.float32))
+    data = chunk.to_dict()
+    assert "embedding" not in data
+    assert list(data)[:3] == ["chunk_id", "document_id", "collection"]
+    assert data["scores"] == {"vector": 0.8, "fused": 0.03}
+    assert type(data["relevance_score"]) is float
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_chunk_equality_and_repr_ignore_the_embedding() -> None:
+    a = _chunk(embedding=np.ones(3))
+    b = _chunk(embedding=np.zeros(3))
+    assert a == b  # would raise "truth value of an array is ambiguous" if compared
+    assert "embedding" not in repr(a)
+
+
+def test_metrics_defaults_and_degrade() -> None:
+    metrics = RetrievalMetrics()
+    assert metrics.reranker == "none"
+    assert metrics.degraded == []
+    metrics.degrade("rerank", "model 'x' not found;\n  using fused order")
+    assert metrics.degraded == ["rerank: model 'x' not found; using fused order"]
+    assert RetrievalMetrics().degraded == []  # no shared default list
+
+
+def test_rag_result_to_dict_stable_and_serialisable() -> None:
+    result = RAGResult(
+        chunks=[_chunk(1), _chunk(2)],
+        formatted_context="[1] docs/guide.md — Guide\n...",
+        total_tokens=12,
+        sources=[Source(number=1, source="docs/guide.md", title="Guide", chunk_ids=[1, 2])],
+        query="how to install",
+        context_type="chatbot",
+        metrics=RetrievalMetrics(total_time_ms=3.5, total_candidates=40, after_rerank=5),
+    )
+    data = result.to_dict()
+    assert list(data) == [
+        "query",
+        "context_type",
+        "total_tokens",
+        "chunks",
+        "sources",
+        "formatted_context",
+        "metrics",
+    ]
+    assert data["sources"] == [{"number": 1, "source": "docs/guide.md", "title": "Guide", "chunk_ids": [1, 2]}]
+    assert [c["chunk_id"] for c in data["chunks"]] == [1, 2]
+    metric_keys = list(data["metrics"])
+    assert metric_keys[:3] == ["embedding_time_ms", "retrieval_time_ms", "rerank_time_ms"]
+    assert {"total_time_ms", "total_candidates", "after_rerank", "reranker", "degraded"} <= set(metric_keys)
+    text = json.dumps(data, ensure_ascii=False)
+    assert json.dumps(result.to_dict(), ensure_ascii=False) == text  # same output every time
