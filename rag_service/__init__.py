@@ -1,6 +1,36 @@
-"""rag_service: retrieval on PostgreSQL + pgvector that turns documents into context for an LLM."""
+"""rag_service: retrieval on PostgreSQL + pgvector that turns documents into context for an LLM.
 
-from rag_service.errors import RagError
+The public names are imported lazily, so ``import rag_service.errors`` (or the CLI's ``--help``)
+does not pay for torch and sentence-transformers.
+"""
 
-__all__ = ["RagError"]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag_service.errors import RagError
+    from rag_service.ingest.report import IngestReport
+    from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk, Source
+    from rag_service.service import UniversalRAGService, get_universal_rag, reset_universal_rag
+
+_EXPORTS = {
+    "IngestReport": "rag_service.ingest.report",
+    "RAGResult": "rag_service.result",
+    "RagError": "rag_service.errors",
+    "RetrievalMetrics": "rag_service.result",
+    "RetrievedChunk": "rag_service.result",
+    "Source": "rag_service.result",
+    "UniversalRAGService": "rag_service.service",
+    "get_universal_rag": "rag_service.service",
+    "reset_universal_rag": "rag_service.service",
+}
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'rag_service' has no attribute {name!r}")

@@ -133,3 +133,12 @@ def connection(engine: Engine) -> Iterator[Connection]:
 def db(engine: Engine, connection: Connection) -> Database:
     """The service's Database joined to the test's transaction (its commits become savepoints)."""
     return Database(engine, bind=connection)
+
+
+@pytest.fixture
+def fresh_database(database_factory: DatabaseFactory, settings: Settings) -> Iterator[Database]:
+    """A migrated database of its own whose transactions really commit (threads, processes, locks)."""
+    eng = make_engine(database_factory.create("rag_fresh"), settings)
+    migrate.upgrade(eng)
+    yield Database(eng)
+    eng.dispose()

@@ -1,0 +1,197 @@
+"""SQL for documents and their chunks: look-ups, atomic replacement, deletion, embedding reuse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Session
+
+from rag_service.config import SCHEMA_EMBEDDING_DIM
+from rag_service.db.models import Document, DocumentChunk
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """What ingestion needs to know about a document already in the database."""
+
+    id: int
+    source: str
+    content_hash: str
+    chunker: str
+
+
+@dataclass(slots=True)
+class ChunkRow:
+    """One chunk ready to be written."""
+
+    chunk_index: int
+    chunk_type: str
+    content: str
+    start_char: int
+    end_char: int
+    token_count: int
+    content_hash: str
+    embedding: np.ndarray[Any, np.dtype[np.float32]]
+    headers: dict[str, str] = field(default_factory=dict)
+    header_path: str = ""
+    parent_content: str | None = None
+    parent_start: int | None = None
+    parent_end: int | None = None
+
+
+_INSERT_CHUNK = text(
+    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
+    "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
+    "embedding, content_tsv) "
+    "VALUES (:document_id, :collection, :chunk_index, :chunk_type, :content, :parent_content, :parent_start, "
+    ":parent_end, :headers, :header_path, :start_char, :end_char, :token_count, :content_hash, :embedding, "
+    "to_tsvector(CAST(:fts_config AS regconfig), :header_path || E'\\n' || :content))"
+).bindparams(bindparam("headers", type_=JSONB), bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)))
+
+_UPSERT_DOCUMENT = text(
+    "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata) "
+    "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata) "
+    "ON CONFLICT (collection, source) DO UPDATE SET title = EXCLUDED.title, content = EXCLUDED.content, "
+    "content_hash = EXCLUDED.content_hash, chunker = EXCLUDED.chunker, chunk_count = EXCLUDED.chunk_count, "
+    "metadata = EXCLUDED.metadata, updated_at = now() "
+    "RETURNING id, (xmax = 0) AS inserted"
+).bindparams(bindparam("metadata", type_=JSONB))
+
+
+def find_document(session: Session, *, collection: str, source: str) -> StoredDocument | None:
+    """The stored document with this key, if any."""
+    row = session.execute(
+        select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+            Document.collection == collection, Document.source == source
+        )
+    ).first()
+    return StoredDocument(*row) if row else None
+
+
+def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
+    """Vectors already stored for chunk texts with these content hashes (any collection, same model)."""
+    if not hashes:
+        return {}
+    rows = session.execute(
+        select(DocumentChunk.content_hash, DocumentChunk.embedding).where(
+            DocumentChunk.content_hash.in_(sorted(set(hashes)))
+        )
+    )
+    found: dict[str, np.ndarray[Any, Any]] = {}
+    for content_hash, vector in rows:
+        found.setdefault(content_hash, np.asarray(vector, dtype=np.float32))
+    return found
+
+
+def replace_document(
+    session: Session,
+    *,
+    collection: str,
+    source: str,
+    title: str,
+    content: str,
+    content_hash: str,
+    chunker: str,
+    fts_config: str,
+    chunks: Sequence[ChunkRow],
+    metadata: dict[str, Any] | None = None,
+) -> tuple[int, bool]:
+    """Insert or update the document and replace all its chunks; returns (id, created).
+
+    Runs inside the caller's transaction, so readers see the old or the new version, never a mix.
+    """
+    row = session.execute(
+        _UPSERT_DOCUMENT,
+        {
+            "collection": collection,
+            "source": source,
+            "title": title,
+            "content": content,
+            "content_hash": content_hash,
+            "chunker": chunker,
+            "chunk_count": len(chunks),
+            "metadata": metadata or {},
+        },
+    ).one()
+    document_id, created = int(row[0]), bool(row[1])
+    if not created:
+        session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
+    if chunks:
+        session.execute(
+            _INSERT_CHUNK,
+            [
+                {
+                    "document_id": document_id,
+                    "collection": collection,
+                    "chunk_index": c.chunk_index,
+                    "chunk_type": c.chunk_type,
+                    "content": c.content,
+                    "parent_content": c.parent_content,
+                    "parent_start": c.parent_start,
+                    "parent_end": c.parent_end,
+                    "headers": c.headers,
+                    "header_path": c.header_path,
+                    "start_char": c.start_char,
+                    "end_char": c.end_char,
+                    "token_count": c.token_count,
+                    "content_hash": c.content_hash,
+                    "embedding": c.embedding,
+                    "fts_config": fts_config,
+                }
+                for c in chunks
+            ],
+        )
+    return document_id, created
+
+
+def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[str]) -> list[StoredDocument]:
+    """Documents of ``collection`` whose source equals a prefix or lies below it (for --prune)."""
+    found: dict[int, StoredDocument] = {}
+    for prefix in prefixes:
+        below = prefix.rstrip("/") + "/"
+        rows = session.execute(
+            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+                Document.collection == collection,
+                (Document.source == prefix) | Document.source.startswith(below, autoescape=True),
+            )
+        )
+        for row in rows:
+            found[row[0]] = StoredDocument(*row)
+    return sorted(found.values(), key=lambda d: d.source)
+
+
+def delete_documents(session: Session, ids: Sequence[int]) -> int:
+    """Delete documents (their chunks cascade); returns how many were deleted."""
+    if not ids:
+        return 0
+    result = session.execute(delete(Document).where(Document.id.in_(list(ids))))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredText:
+    """A stored document's text, for ``reindex --all``."""
+
+    id: int
+    collection: str
+    source: str
+    title: str
+    content: str
+    chunker: str
+
+
+def iter_stored_texts(session: Session, *, collection: str | None = None) -> Iterator[StoredText]:
+    """Every stored document (of one collection, or all), ordered by collection and source."""
+    query = select(
+        Document.id, Document.collection, Document.source, Document.title, Document.content, Document.chunker
+    ).order_by(Document.collection, Document.source)
+    if collection is not None:
+        query = query.where(Document.collection == collection)
+    for row in session.execute(query):
+        yield StoredText(*row)

@@ -1,0 +1,355 @@
+"""Hybrid search in ONE statement: a vector arm and a keyword arm as CTEs, fused in SQL.
+
+Built with SQLAlchemy Core: every value is a bound parameter, identifiers come from the models.
+
+* vector arm: ``ORDER BY embedding <=> :q LIMIT :candidate_k`` through the HNSW index, with
+  ``hnsw.ef_search`` and pgvector 0.8 iterative scans set for the transaction, so filtered queries
+  still return ``candidate_k`` rows;
+* keyword arm: the stored tsvector matched with ``@@`` through its GIN index and ranked by
+  ``ts_rank_cd``; the tsquery is ``websearch_to_tsquery(any-terms) && websearch_to_tsquery(required)``
+  (see ``rag_service.retrieve.query``), so a question is an OR of its words while quoted phrases and
+  ``-term`` keep their websearch meaning, and no user string can cause a tsquery syntax error;
+* fusion: weighted RRF ``vw/(rrf_k + rank_v) + kw/(rrf_k + rank_k)`` or linear fusion of min-max
+  normalised arm scores — the same arithmetic as ``rag_service.retrieve.fusion``, same order.
+
+An arm whose weight is 0 is not run at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    CTE,
+    BigInteger,
+    ColumnElement,
+    Double,
+    Select,
+    String,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    null,
+    select,
+    text,
+)
+from sqlalchemy.dialects.postgresql import REGCONFIG
+from sqlalchemy.orm import Session
+
+from rag_service.config import SCHEMA_EMBEDDING_DIM
+from rag_service.db.models import Document, DocumentChunk
+from rag_service.errors import UnknownFilterError
+
+#: the filter keys ``retrieve(filters=...)`` accepts, and the value each needs
+FILTER_KEYS: Mapping[str, str] = {
+    "source": "a source path (exact match)",
+    "source_prefix": "a source path prefix, e.g. 'docs/'",
+    "headers": "a dict of header levels, e.g. {'h1': 'Guide'} (containment)",
+    "metadata": "a dict the document metadata must contain",
+    "document_id": "a document id (int)",
+    "chunk_type": "'child' or 'text'",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkFilters:
+    """Validated filters; every value becomes a bound parameter."""
+
+    source: str | None = None
+    source_prefix: str | None = None
+    headers: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+    document_id: int | None = None
+    chunk_type: str | None = None
+
+    @classmethod
+    def parse(cls, filters: Mapping[str, Any] | None) -> ChunkFilters:
+        """Check keys and value types; UnknownFilterError names the key and lists the valid ones."""
+        if not filters:
+            return cls()
+        unknown = sorted(set(filters) - set(FILTER_KEYS))
+        if unknown:
+            raise UnknownFilterError(
+                f"unknown filter key(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(FILTER_KEYS)}"
+            )
+        for key in ("source", "source_prefix", "chunk_type"):
+            if key in filters and not isinstance(filters[key], str):
+                raise UnknownFilterError(f"filter {key!r} must be {FILTER_KEYS[key]}, not {filters[key]!r}")
+        for key in ("headers", "metadata"):
+            if key in filters and not isinstance(filters[key], dict):
+                raise UnknownFilterError(f"filter {key!r} must be {FILTER_KEYS[key]}, not {filters[key]!r}")
+        headers = filters.get("headers")
+        if headers is not None and not all(isinstance(v, str) for v in headers.values()):
+            raise UnknownFilterError(f"filter 'headers' values must be strings: {headers!r}")
+        doc_id = filters.get("document_id")
+        if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, int)):
+            raise UnknownFilterError(f"filter 'document_id' must be an int, not {doc_id!r}")
+        return cls(**{k: filters[k] for k in FILTER_KEYS if k in filters})
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """Everything one hybrid search needs."""
+
+    collection: str
+    query_vector: np.ndarray[Any, Any] | None
+    any_terms: str
+    required_terms: str
+    vector_weight: float
+    keyword_weight: float
+    rrf_k: int = 60
+    fusion_method: str = "rrf"
+    candidate_k: int = 20
+    limit: int = 20
+    fts_config: str = "english"
+    ef_search: int = 100
+    filters: ChunkFilters = field(default_factory=ChunkFilters)
+
+    @property
+    def runs_vector(self) -> bool:
+        """The vector arm runs when it has weight and a query vector."""
+        return self.vector_weight > 0 and self.query_vector is not None
+
+    @property
+    def runs_keyword(self) -> bool:
+        """The keyword arm runs when it has weight and something to match."""
+        return self.keyword_weight > 0 and bool(self.any_terms.strip() or self.required_terms.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One fused candidate with the chunk's stored fields."""
+
+    chunk_id: int
+    document_id: int
+    source: str
+    title: str
+    content: str
+    headers: dict[str, str]
+    header_path: str
+    start_char: int
+    end_char: int
+    chunk_type: str
+    content_hash: str
+    parent_content: str | None
+    parent_start: int | None
+    parent_end: int | None
+    embedding: np.ndarray[Any, Any]
+    vector_rank: int | None
+    keyword_rank: int | None
+    vector_score: float | None
+    keyword_score: float | None
+    fused_score: float
+
+
+def _conditions(request: SearchRequest) -> list[ColumnElement[bool]]:
+    f = request.filters
+    conds: list[ColumnElement[bool]] = [DocumentChunk.collection == bindparam("collection", request.collection)]
+    if f.source is not None or f.source_prefix is not None or f.metadata is not None:
+        docs = select(Document.id).where(Document.collection == bindparam("doc_collection", request.collection))
+        if f.source is not None:
+            docs = docs.where(Document.source == bindparam("source", f.source))
+        if f.source_prefix is not None:
+            docs = docs.where(Document.source.startswith(f.source_prefix, autoescape=True))
+        if f.metadata is not None:
+            docs = docs.where(Document.meta.contains(f.metadata))
+        conds.append(DocumentChunk.document_id.in_(docs.scalar_subquery()))
+    if f.headers is not None:
+        conds.append(DocumentChunk.headers.contains(f.headers))
+    if f.document_id is not None:
+        conds.append(DocumentChunk.document_id == bindparam("document_id", f.document_id))
+    if f.chunk_type is not None:
+        conds.append(DocumentChunk.chunk_type == bindparam("chunk_type", f.chunk_type))
+    return conds
+
+
+def _empty_arm(name: str) -> CTE:
+    return (
+        select(
+            cast(null(), BigInteger).label("id"),
+            cast(null(), BigInteger).label("rank"),
+            cast(null(), Double).label("score"),
+            cast(null(), Double).label("norm"),
+        )
+        .where(literal(False))
+        .cte(name)
+    )
+
+
+def _normalised(score: ColumnElement[float]) -> ColumnElement[float]:
+    lo, hi = func.min(score).over(), func.max(score).over()
+    return case((hi == lo, literal(1.0, Double)), else_=(score - lo) / (hi - lo))
+
+
+def _vector_arm(request: SearchRequest) -> CTE:
+    if not request.runs_vector:
+        return _empty_arm("vector_arm")
+    qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
+    distance = DocumentChunk.embedding.cosine_distance(qvec)
+    nearest = (
+        select(DocumentChunk.id.label("id"), distance.label("distance"))
+        .where(*_conditions(request))
+        .order_by(distance)
+        .limit(bindparam("candidate_k", request.candidate_k))
+        .subquery("nearest")
+    )
+    similarity = cast(1.0 - nearest.c.distance, Double)
+    return select(
+        nearest.c.id,
+        func.row_number().over(order_by=(nearest.c.distance, nearest.c.id)).label("rank"),
+        similarity.label("score"),
+        _normalised(similarity).label("norm"),
+    ).cte("vector_arm")
+
+
+def tsquery_expression(request: SearchRequest) -> ColumnElement[Any]:
+    """``websearch(any) && websearch(required)``; Postgres' ``&&`` returns the other side when one is empty."""
+    cfg = cast(bindparam("fts_config", request.fts_config, type_=String), REGCONFIG)
+    any_q = func.websearch_to_tsquery(cfg, bindparam("any_terms", request.any_terms, type_=String))
+    req_q = func.websearch_to_tsquery(cfg, bindparam("required_terms", request.required_terms, type_=String))
+    return any_q.op("&&")(req_q)
+
+
+def _keyword_arm(request: SearchRequest) -> CTE:
+    if not request.runs_keyword:
+        return _empty_arm("keyword_arm")
+    tsq = tsquery_expression(request)  # inline: constant-folded at plan time, so the GIN index applies
+    rank = cast(func.ts_rank_cd(DocumentChunk.content_tsv, tsq), Double)
+    matched = (
+        select(DocumentChunk.id.label("id"), rank.label("score"))
+        .where(DocumentChunk.content_tsv.op("@@")(tsq), *_conditions(request))
+        .order_by(rank.desc(), DocumentChunk.id)
+        .limit(bindparam("candidate_k_kw", request.candidate_k))
+        .subquery("matched")
+    )
+    return select(
+        matched.c.id,
+        func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),
+        matched.c.score,
+        _normalised(matched.c.score).label("norm"),
+    ).cte("keyword_arm")
+
+
+def build_search(request: SearchRequest) -> Select[Any]:
+    """The single hybrid statement (exposed for EXPLAIN in tests and benchmarks)."""
+    v, k = _vector_arm(request), _keyword_arm(request)
+    vw = bindparam("vector_weight", float(request.vector_weight), type_=Double)
+    kw = bindparam("keyword_weight", float(request.keyword_weight), type_=Double)
+    if request.fusion_method == "linear":
+        v_term: ColumnElement[Any] = vw * v.c.norm
+        k_term: ColumnElement[Any] = kw * k.c.norm
+    else:
+        rrf_k = bindparam("rrf_k", int(request.rrf_k), type_=BigInteger)
+        v_term = vw / cast(rrf_k + v.c.rank, Double)
+        k_term = kw / cast(rrf_k + k.c.rank, Double)
+    fused = (
+        select(
+            func.coalesce(v.c.id, k.c.id).label("id"),
+            v.c.rank.label("vector_rank"),
+            k.c.rank.label("keyword_rank"),
+            v.c.score.label("vector_score"),
+            k.c.score.label("keyword_score"),
+            (func.coalesce(v_term, literal(0.0, Double)) + func.coalesce(k_term, literal(0.0, Double))).label(
+                "fused_score"
+            ),
+            func.least(v.c.rank, k.c.rank).label("best_rank"),
+        )
+        .select_from(v.join(k, v.c.id == k.c.id, full=True))
+        .cte("fused")
+    )
+    c, d = DocumentChunk, Document
+    return (
+        select(
+            fused.c.id,
+            c.document_id,
+            d.source,
+            d.title,
+            c.content,
+            c.headers,
+            c.header_path,
+            c.start_char,
+            c.end_char,
+            c.chunk_type,
+            c.content_hash,
+            c.parent_content,
+            c.parent_start,
+            c.parent_end,
+            c.embedding,
+            fused.c.vector_rank,
+            fused.c.keyword_rank,
+            fused.c.vector_score,
+            fused.c.keyword_score,
+            fused.c.fused_score,
+        )
+        .select_from(fused.join(c, c.id == fused.c.id).join(d, d.id == c.document_id))
+        .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
+        .limit(bindparam("limit", request.limit))
+    )
+
+
+def explain(session: Session, request: SearchRequest) -> str:
+    """``EXPLAIN`` of the hybrid statement with these parameters (for tests and benchmarks)."""
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    compiled = build_search(request).compile(session.get_bind())
+    params = {k: Jsonb(v) if isinstance(v, dict) else v for k, v in compiled.params.items()}
+    raw = session.connection().connection.dbapi_connection
+    assert raw is not None
+    register_vector(raw)
+    if request.runs_vector:
+        configure_vector_scan(session, ef_search=request.ef_search)
+    with raw.cursor() as cursor:
+        cursor.execute("EXPLAIN " + str(compiled), params)  # the compiled statement: bound parameters only
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def configure_vector_scan(session: Session, *, ef_search: int) -> None:
+    """Per-transaction HNSW settings: candidate list size and iterative scans for filtered queries."""
+    session.execute(
+        text(
+            "SELECT set_config('hnsw.ef_search', :ef, true), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+        ),
+        {"ef": str(int(ef_search))},
+    )
+
+
+def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
+    """Run the fused search; one round trip after the per-transaction settings."""
+    if not (request.runs_vector or request.runs_keyword):
+        return []
+    if request.runs_vector:
+        configure_vector_scan(session, ef_search=request.ef_search)
+    rows = session.execute(build_search(request)).all()
+    return [
+        SearchHit(
+            chunk_id=row.id,
+            document_id=row.document_id,
+            source=row.source,
+            title=row.title,
+            content=row.content,
+            headers=row.headers or {},
+            header_path=row.header_path,
+            start_char=row.start_char,
+            end_char=row.end_char,
+            chunk_type=row.chunk_type,
+            content_hash=row.content_hash,
+            parent_content=row.parent_content,
+            parent_start=row.parent_start,
+            parent_end=row.parent_end,
+            embedding=np.asarray(row.embedding, dtype=np.float32),
+            vector_rank=row.vector_rank,
+            keyword_rank=row.keyword_rank,
+            vector_score=row.vector_score,
+            keyword_score=row.keyword_score,
+            fused_score=float(row.fused_score),
+        )
+        for row in rows
+    ]

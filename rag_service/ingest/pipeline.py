@@ -1,0 +1,321 @@
+"""Ingestion: files -> chunks -> vectors -> rows, incremental and atomic per document.
+
+Documents are keyed by (collection, source). A document whose text and chunker settings are unchanged
+is skipped before any embedding. Changed documents are chunked, their chunk texts looked up by content
+hash so stored vectors are reused, the rest embedded in large batches across documents (the model is
+the bottleneck), and each document is then written in its own transaction: readers see the old or
+the new version, and a failure leaves the old version in place and is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_service.config import Settings
+from rag_service.db import documents as repo
+from rag_service.db.database import Database
+from rag_service.db.index_settings import check_index_settings
+from rag_service.db.locks import reindex_lock
+from rag_service.embed import Embedder
+from rag_service.errors import ConfigurationError, RagError
+from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.chunkers import chunker_fingerprint, make_chunker, strategy_for_path
+from rag_service.ingest.loaders import discover_files, load_document
+from rag_service.ingest.progress import Progress
+from rag_service.ingest.report import FileProblem, IngestReport
+
+#: chunks gathered across documents before one call to the embedding model
+EMBED_BATCH_CHUNKS = 256
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the text, hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def source_for(path: Path) -> str:
+    """The stored source key of a path: relative to the working directory when inside it, POSIX style."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def validate_collection(collection: str) -> str:
+    """Collections are non-empty names of at most 200 characters."""
+    if not collection or not collection.strip() or len(collection) > 200 or "\x00" in collection:
+        raise ConfigurationError(f"collection name {collection[:50]!r} must be 1-200 characters, not blank")
+    return collection
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A document chunked and waiting for vectors."""
+
+    source: str
+    title: str
+    text: str
+    content_hash: str
+    chunker: str
+    chunked: ChunkedDocument
+    existed: bool
+
+
+class Indexer:
+    """Indexes files (or stored texts) into one collection."""
+
+    def __init__(self, db: Database, embedder: Embedder, settings: Settings) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.settings = settings
+
+    # -- public entry points -------------------------------------------------------------------------
+
+    def index_paths(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        collection: str = "default",
+        strategy: str | None = None,
+        prune: bool = False,
+        force: bool = False,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Index files and folders; unchanged documents are skipped unless ``force``."""
+        validate_collection(collection)
+        if strategy is not None:
+            self._fingerprint(strategy)  # unknown strategies fail before any work
+        report = IngestReport(collection=collection)
+        started = time.perf_counter()
+        files, skipped = discover_files([Path(p) for p in paths])
+        report.skipped = [FileProblem(source_for(p), reason) for p, reason in skipped]
+        with reindex_lock(self.db.engine, collection):
+            self._guard()
+            with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
+                batch = _Batch(self, collection, report, bar)
+                for path in files:
+                    batch.add_file(path, strategy=strategy, force=force)
+                batch.flush()
+            if prune:
+                scope = [source_for(Path(p)) for p in paths]
+                seen = {source_for(p) for p in files}
+                with self.db.transaction() as session:
+                    gone = [
+                        d.id
+                        for d in repo.documents_in_scope(session, collection=collection, prefixes=scope)
+                        if d.source not in seen
+                    ]
+                    report.deleted = repo.delete_documents(session, gone)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def index_texts(
+        self,
+        items: Iterable[tuple[str, str, str]],
+        *,
+        collection: str,
+        strategy: str = "recursive",
+        force: bool = False,
+        progress: bool = False,
+        total: int | None = None,
+    ) -> IngestReport:
+        """Index in-memory documents given as (source, title, text) with one strategy."""
+        validate_collection(collection)
+        self._fingerprint(strategy)
+        report = IngestReport(collection=collection)
+        started = time.perf_counter()
+        with reindex_lock(self.db.engine, collection):
+            self._guard()
+            with Progress(total=total, enabled=progress, label=f"indexing {collection}") as bar:
+                batch = _Batch(self, collection, report, bar)
+                for source, title, text in items:
+                    batch.add_text(source, title, text, strategy=strategy, force=force)
+                batch.flush()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def reindex_all(self, *, collection: str | None = None, progress: bool = False) -> IngestReport:
+        """Re-chunk and re-embed every stored document from its stored text (current settings)."""
+        with self.db.transaction() as session:
+            stored = list(repo.iter_stored_texts(session, collection=collection))
+        collections = sorted({d.collection for d in stored}) or [collection or "default"]
+        report = IngestReport(collection=collection or ",".join(collections))
+        started = time.perf_counter()
+        with Progress(total=len(stored), enabled=progress, label="reindexing") as bar:
+            for name in collections:
+                with reindex_lock(self.db.engine, name):
+                    self._guard()
+                    batch = _Batch(self, name, report, bar, reuse_vectors=False)
+                    for doc in (d for d in stored if d.collection == name):
+                        strategy = doc.chunker.split(":", 1)[0]
+                        batch.add_text(doc.source, doc.title, doc.content, strategy=strategy, force=True)
+                    batch.flush()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- helpers used by _Batch ----------------------------------------------------------------------
+
+    def _guard(self) -> None:
+        with self.db.transaction() as session:
+            check_index_settings(
+                session,
+                model_id=self.embedder.model_id,
+                dim=self.embedder.dim,
+                fts_config=self.settings.fts_config,
+                record=True,
+            )
+
+    def _sizes(self, strategy: str) -> dict[str, Any]:
+        if strategy == "token":  # token sizes are in tokens; the character settings do not apply
+            return {"chunk_size": None, "chunk_overlap": None}
+        return {"chunk_size": self.settings.chunk_size, "chunk_overlap": self.settings.chunk_overlap}
+
+    def _fingerprint(self, strategy: str) -> str:
+        make_chunker(strategy, **self._sizes(strategy))  # validates
+        return chunker_fingerprint(strategy, **self._sizes(strategy))
+
+    def _chunk(self, strategy: str, text: str) -> ChunkedDocument:
+        return make_chunker(strategy, **self._sizes(strategy)).split(text)
+
+
+class _Batch:
+    """Collects chunked documents, embeds them together, writes each in its own transaction."""
+
+    def __init__(
+        self,
+        indexer: Indexer,
+        collection: str,
+        report: IngestReport,
+        bar: Progress,
+        *,
+        reuse_vectors: bool = True,
+    ) -> None:
+        self.indexer = indexer
+        self.collection = collection
+        self.report = report
+        self.bar = bar
+        self.reuse_vectors = reuse_vectors
+        self.pending: list[_Pending] = []
+        self.pending_chunks = 0
+
+    def add_file(self, path: Path, *, strategy: str | None, force: bool) -> None:
+        source = source_for(path)
+        try:
+            loaded = load_document(path, max_bytes=self.indexer.settings.max_file_bytes)
+        except RagError as exc:
+            self._fail(source, str(exc))
+            return
+        self.add_text(source, loaded.title, loaded.text, strategy=strategy or strategy_for_path(path), force=force)
+
+    def add_text(self, source: str, title: str, text: str, *, strategy: str, force: bool) -> None:
+        try:
+            self._prepare(source, title, text, strategy=strategy, force=force)
+        except RagError as exc:
+            self._fail(source, str(exc))
+        if self.pending_chunks >= EMBED_BATCH_CHUNKS:
+            self.flush()
+
+    def _prepare(self, source: str, title: str, text: str, *, strategy: str, force: bool) -> None:
+        if "\x00" in text:
+            raise _ReadFailure("contains NUL bytes, which PostgreSQL text cannot store; remove them")
+        digest = content_hash(text)
+        fingerprint = self.indexer._fingerprint(strategy)
+        with self.indexer.db.transaction() as session:
+            existing = repo.find_document(session, collection=self.collection, source=source)
+        if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
+            self.report.unchanged += 1
+            self.bar.advance(chunks=0)
+            return
+        chunked = self.indexer._chunk(strategy, text)
+        self.pending.append(_Pending(source, title, text, digest, fingerprint, chunked, existing is not None))
+        self.pending_chunks += len(chunked.chunks)
+
+    def flush(self) -> None:
+        """Embed everything pending, then write document by document."""
+        if not self.pending:
+            return
+        pending, self.pending, self.pending_chunks = self.pending, [], 0
+        try:
+            vectors = self._vectors([c.content for p in pending for c in p.chunked.chunks])
+        except Exception as exc:  # a model failure fails these documents, not the run
+            for doc in pending:
+                self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
+            return
+        for doc in pending:
+            self._write(doc, vectors)
+
+    def _vectors(self, texts: list[str]) -> dict[str, np.ndarray[Any, Any]]:
+        hashes = {content_hash(t): t for t in texts}
+        found: dict[str, np.ndarray[Any, Any]] = {}
+        if self.reuse_vectors:
+            with self.indexer.db.transaction() as session:
+                found = repo.stored_embeddings(session, list(hashes))
+        missing = [h for h in hashes if h not in found]
+        self.report.embeddings_reused += sum(1 for t in texts if content_hash(t) in found)
+        if missing:
+            started = time.perf_counter()
+            encoded = self.indexer.embedder.embed_documents([hashes[h] for h in missing])
+            self.report.embedding_seconds += time.perf_counter() - started
+            self.report.chunks_embedded += len(missing)
+            found.update(zip(missing, encoded, strict=True))
+        return found
+
+    def _write(self, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        rows = [
+            repo.ChunkRow(
+                chunk_index=c.chunk_index,
+                chunk_type=c.chunk_type,
+                content=c.content,
+                start_char=c.start_char,
+                end_char=c.end_char,
+                token_count=c.token_count,
+                content_hash=content_hash(c.content),
+                embedding=vectors[content_hash(c.content)],
+                headers=c.headers,
+                header_path=c.header_path,
+                parent_content=c.parent_content,
+                parent_start=c.parent_start,
+                parent_end=c.parent_end,
+            )
+            for c in doc.chunked.chunks
+        ]
+        try:
+            with self.indexer.db.transaction() as session:
+                repo.replace_document(
+                    session,
+                    collection=self.collection,
+                    source=doc.source,
+                    title=doc.title,
+                    content=doc.text,
+                    content_hash=doc.content_hash,
+                    chunker=doc.chunker,
+                    fts_config=self.indexer.settings.fts_config,
+                    chunks=rows,
+                )
+        except Exception as exc:  # this document keeps its previous version; the run goes on
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+            self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+            return
+        if doc.existed:
+            self.report.updated += 1
+        else:
+            self.report.added += 1
+        self.report.chunks_written += len(rows)
+        self.report.add_filtered(doc.chunked.filtered)
+        self.bar.advance(chunks=len(rows))
+
+    def _fail(self, source: str, reason: str) -> None:
+        self.report.failed.append(FileProblem(source, reason))
+        self.bar.advance(chunks=0)
+
+
+class _ReadFailure(RagError):
+    """A stored or given text that cannot be indexed."""

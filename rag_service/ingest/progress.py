@@ -1,0 +1,39 @@
+"""A progress bar for long runs: items done, chunks written, rate and ETA (tqdm, on stderr)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+
+from tqdm import tqdm
+
+
+class Progress:
+    """Counts documents against ``total`` and chunks as a postfix; a no-op when disabled."""
+
+    def __init__(self, *, total: int | None, enabled: bool, label: str, unit: str = "doc") -> None:
+        self._bar = (
+            tqdm(total=total, desc=label, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+            if enabled
+            else None
+        )
+        self._chunks = 0
+        self._started = time.perf_counter()
+
+    def advance(self, *, chunks: int) -> None:
+        """One more item done, with ``chunks`` chunks written."""
+        self._chunks += chunks
+        if self._bar is not None:
+            rate = self._chunks / max(time.perf_counter() - self._started, 1e-9)
+            self._bar.set_postfix_str(f"{self._chunks} chunks, {rate:.1f} chunks/s", refresh=False)
+            self._bar.update(1)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._bar is not None:
+            self._bar.close()

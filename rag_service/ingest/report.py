@@ -1,0 +1,69 @@
+"""The report every ingest run ends with."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class FileProblem:
+    """A file that failed or was skipped, and why (one line)."""
+
+    source: str
+    reason: str
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """Counts of one ``index_paths`` / ``reindex_all`` run."""
+
+    collection: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: list[FileProblem] = field(default_factory=list)
+    skipped: list[FileProblem] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    embeddings_reused: int = 0
+    filtered: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    embedding_seconds: float = 0.0
+
+    @property
+    def filtered_total(self) -> int:
+        """Pieces dropped by the garbage filter."""
+        return sum(self.filtered.values())
+
+    @property
+    def ok(self) -> bool:
+        """True when no document failed."""
+        return not self.failed
+
+    def add_filtered(self, counts: dict[str, int]) -> None:
+        """Accumulate garbage-filter counts by reason."""
+        for reason, count in counts.items():
+            self.filtered[reason] = self.filtered.get(reason, 0) + count
+
+    def lines(self) -> list[str]:
+        """Human-readable summary."""
+        filtered = ", ".join(f"{k} {v}" for k, v in sorted(self.filtered.items())) or "none"
+        out = [
+            f"collection {self.collection!r}: {self.added} added, {self.updated} updated, "
+            f"{self.unchanged} unchanged, {self.deleted} deleted, {len(self.failed)} failed, "
+            f"{len(self.skipped)} skipped",
+            f"chunks: {self.chunks_written} written ({self.chunks_embedded} embedded, "
+            f"{self.embeddings_reused} reused vectors); filtered: {filtered}",
+            f"time: {self.seconds:.2f} s ({self.embedding_seconds:.2f} s embedding)",
+        ]
+        out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
+        out += [f"skipped: {p.source}: {p.reason}" for p in self.skipped]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        data = asdict(self)
+        data["filtered_total"] = self.filtered_total
+        return data

@@ -1,0 +1,221 @@
+"""The retrieval pipeline: expand -> embed -> hybrid SQL -> merge -> rerank -> parents -> MMR -> format.
+
+Each stage is timed into ``RetrievalMetrics``; a stage that cannot run as configured (the reranker
+model cannot be loaded) is skipped and reported in ``metrics.degraded``, never faked.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from rag_service.config import Preset, Settings
+from rag_service.db.database import Database
+from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
+from rag_service.embed import Embedder
+from rag_service.errors import ModelLoadError
+from rag_service.format import format_context
+from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
+from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
+from rag_service.retrieve.mmr import mmr_select
+from rag_service.retrieve.parents import dedupe, expand_to_parents
+from rag_service.retrieve.query import expand_query, parse_query, validate_query, websearch_parts
+from rag_service.retrieve.rerank import Reranker
+
+RerankerSource = Callable[[], Reranker | None]
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalOptions:
+    """Per-call settings beyond the preset."""
+
+    collection: str = "default"
+    filters: ChunkFilters = ChunkFilters()
+
+
+class Retriever:
+    """Runs one query through every stage; holds no per-query state."""
+
+    def __init__(
+        self, db: Database, embedder: Callable[[], Embedder], reranker: RerankerSource, settings: Settings
+    ) -> None:
+        self.db = db
+        self._embedder = embedder
+        self._reranker = reranker
+        self.settings = settings
+
+    def search_candidates(
+        self, query: str, preset: Preset, options: RetrievalOptions, metrics: RetrievalMetrics
+    ) -> list[RetrievedChunk]:
+        """Fused candidates of every query variant, merged and de-duplicated, best first."""
+        started = time.perf_counter()
+        variants = expand_query(query) if preset.expand_query else [query]
+        metrics.query_variants = len(variants)
+        metrics.expansion_time_ms = _ms(started)
+
+        vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
+        if preset.vector_weight > 0:
+            started = time.perf_counter()
+            embedder = self._embedder()
+            vectors = [embedder.embed_query(v) for v in variants]
+            metrics.embedding_time_ms = _ms(started)
+
+        started = time.perf_counter()
+        per_variant: list[list[SearchHit]] = []
+        with self.db.transaction() as session:
+            for variant, vector in zip(variants, vectors, strict=True):
+                any_terms, required = websearch_parts(parse_query(variant))
+                request = SearchRequest(
+                    collection=options.collection,
+                    query_vector=vector,
+                    any_terms=any_terms,
+                    required_terms=required,
+                    vector_weight=preset.vector_weight,
+                    keyword_weight=preset.keyword_weight,
+                    rrf_k=preset.rrf_k,
+                    fusion_method=preset.fusion_method,
+                    candidate_k=preset.candidate_k,
+                    limit=preset.candidate_k,
+                    fts_config=self.settings.fts_config,
+                    ef_search=self.settings.hnsw_ef_search,
+                    filters=options.filters,
+                )
+                per_variant.append(hybrid_search(session, request))
+        metrics.retrieval_time_ms = _ms(started)
+        chunks = _merge(per_variant, preset, options.collection)
+        metrics.total_candidates = len(chunks)
+        return chunks
+
+    def retrieve(
+        self, query: str, preset: Preset, options: RetrievalOptions, *, encoding: str = "cl100k_base"
+    ) -> RAGResult:
+        """The whole pipeline for one query."""
+        total_started = time.perf_counter()
+        text = validate_query(query)
+        metrics = RetrievalMetrics()
+        chunks = self.search_candidates(text, preset, options, metrics)
+        chunks = self._rerank(text, chunks, preset, metrics)
+        metrics.after_rerank = len(chunks)
+
+        started = time.perf_counter()
+        if preset.return_parents:
+            chunks = expand_to_parents(chunks, _parent_map(chunks))
+        metrics.parents_time_ms = _ms(started)
+
+        started = time.perf_counter()
+        chunks = _diversify(chunks, k=preset.max_chunks, diversity=preset.diversity)
+        metrics.mmr_time_ms = _ms(started)
+
+        started = time.perf_counter()
+        formatted = format_context(chunks, max_tokens=preset.max_tokens, encoding=encoding)
+        metrics.format_time_ms = _ms(started)
+        metrics.total_time_ms = _ms(total_started)
+        return RAGResult(
+            chunks=list(formatted.included),
+            formatted_context=formatted.text,
+            total_tokens=formatted.total_tokens,
+            sources=formatted.sources,
+            query=text,
+            context_type=preset.context_type,
+            metrics=metrics,
+        )
+
+    def _rerank(
+        self, query: str, chunks: list[RetrievedChunk], preset: Preset, metrics: RetrievalMetrics
+    ) -> list[RetrievedChunk]:
+        if not preset.rerank_enabled or not chunks:
+            return chunks
+        try:
+            reranker = self._reranker()
+        except ModelLoadError as exc:
+            metrics.degrade("rerank", str(exc))
+            return chunks
+        if reranker is None:
+            return chunks  # reranking switched off by RAG_RERANK_MODEL=none: not a degradation
+        started = time.perf_counter()
+        scores = reranker.score(query, [_rerank_text(c) for c in chunks])
+        metrics.rerank_time_ms = _ms(started)
+        metrics.reranker = reranker.name
+        rescored = [
+            replace(
+                c,
+                scores=replace(c.scores, rerank=float(s)),
+                relevance_score=_sigmoid(float(s)) if reranker.returns_logits else min(max(float(s), 0.0), 1.0),
+            )
+            for c, s in zip(chunks, scores, strict=True)
+        ]
+        order = sorted(range(len(rescored)), key=lambda i: (-scores[i], i))
+        return [rescored[i] for i in order]
+
+
+def _rerank_text(chunk: RetrievedChunk) -> str:
+    return f"{chunk.header_path}\n{chunk.content}" if chunk.header_path else chunk.content
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def _merge(per_variant: Sequence[Sequence[SearchHit]], preset: Preset, collection: str) -> list[RetrievedChunk]:
+    """One ranking from the variants' fused rankings (RRF across variants), identical texts once."""
+    best_score = (
+        max_linear_score(preset.vector_weight, preset.keyword_weight)
+        if preset.fusion_method == "linear"
+        else max_rrf_score(preset.vector_weight, preset.keyword_weight, preset.rrf_k)
+    )
+    hits: dict[int, SearchHit] = {}
+    for variant_hits in per_variant:
+        for hit in variant_hits:
+            if hit.chunk_id not in hits or hit.fused_score > hits[hit.chunk_id].fused_score:
+                hits[hit.chunk_id] = hit
+    if len(per_variant) == 1:
+        order = [h.chunk_id for h in per_variant[0]]
+    else:
+        merged = rrf_merge_lists([[h.chunk_id for h in hs] for hs in per_variant], rrf_k=preset.rrf_k)
+        order = [chunk_id for chunk_id, _ in merged]
+    return dedupe([_to_chunk(hits[i], best_score, collection) for i in order])
+
+
+def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedChunk:
+    return RetrievedChunk(
+        chunk_id=hit.chunk_id,
+        document_id=hit.document_id,
+        source=hit.source,
+        content=hit.content,
+        headers=hit.headers,
+        header_path=hit.header_path,
+        start_char=hit.start_char,
+        end_char=hit.end_char,
+        relevance_score=min(max(hit.fused_score / best_score, 0.0), 1.0) if best_score > 0 else 0.0,
+        scores=ChunkScores(vector=hit.vector_score, keyword=hit.keyword_score, fused=hit.fused_score),
+        collection=collection,
+        chunk_type=hit.chunk_type,
+        title=hit.title,
+        content_hash=hit.content_hash,
+        embedding=hit.embedding,
+        parent=(hit.parent_content, hit.parent_start, hit.parent_end)
+        if hit.parent_content is not None and hit.parent_start is not None and hit.parent_end is not None
+        else None,
+    )
+
+
+def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, int]]:
+    return {c.chunk_id: c.parent for c in chunks if c.parent is not None}
+
+
+def _diversify(chunks: list[RetrievedChunk], *, k: int, diversity: float) -> list[RetrievedChunk]:
+    if len(chunks) <= 1 or all(c.embedding is None for c in chunks):
+        return chunks[:k]
+    dim = next(c.embedding for c in chunks if c.embedding is not None).shape[0]  # type: ignore[union-attr]
+    vectors = np.stack([c.embedding if c.embedding is not None else np.zeros(dim) for c in chunks])
+    picked = mmr_select([c.relevance_score for c in chunks], vectors, k=k, diversity=diversity)
+    return [chunks[i] for i in picked]

@@ -1,0 +1,164 @@
+"""``UniversalRAGService`` wires the parts together; it holds no SQL and no model code.
+
+``get_universal_rag()`` returns the one service of the process (built on first call, thread-safe);
+``reset_universal_rag()`` closes it, for tests and for code that changes the environment.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM, Settings, load_settings
+from rag_service.db.database import Database
+from rag_service.db.index_settings import check_index_settings
+from rag_service.db.presets import list_presets, load_preset
+from rag_service.db.search import ChunkFilters
+from rag_service.embed import BUNDLED_MINILM_ID, Embedder, load_embedder
+from rag_service.ingest.pipeline import Indexer, validate_collection
+from rag_service.ingest.report import IngestReport
+from rag_service.log import configure_logging
+from rag_service.result import RAGResult
+from rag_service.retrieve.rerank import Reranker, RerankerCache
+from rag_service.retrieve.retriever import RetrievalOptions, Retriever
+
+_NOT_GIVEN: Any = object()
+
+
+class UniversalRAGService:
+    """Index documents and retrieve LLM-ready context from them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        database: Database,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = _NOT_GIVEN,
+    ) -> None:
+        self.settings = settings
+        self.db = database
+        self._embedder = embedder
+        self._embedder_lock = threading.Lock()
+        self._rerankers = RerankerCache()
+        self._fixed_reranker = reranker
+        self._check_embedding_record()
+        self._retriever = Retriever(database, self.embedder, self.reranker, settings)
+
+    # -- parts, built lazily -------------------------------------------------------------------------
+
+    def embedder(self) -> Embedder:
+        """The embedding model, loaded on first use."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = load_embedder(
+                    self.settings.embedding_model, batch_size=self.settings.embedding_batch_size
+                )
+            return self._embedder
+
+    def reranker(self) -> Reranker | None:
+        """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""
+        if self._fixed_reranker is not _NOT_GIVEN:
+            fixed: Reranker | None = self._fixed_reranker
+            return fixed
+        return self._rerankers.get(self.settings.rerank_model, cache_dir=self.settings.data_dir / "models")
+
+    def _check_embedding_record(self) -> None:
+        if self._embedder is None and self.settings.embedding_model == BUNDLED_MINILM:
+            model_id, dim = BUNDLED_MINILM_ID, SCHEMA_EMBEDDING_DIM  # known without loading the model
+        else:
+            model_id, dim = self.embedder().model_id, self.embedder().dim
+        with self.db.transaction() as session:
+            check_index_settings(session, model_id=model_id, dim=dim, fts_config=self.settings.fts_config)
+
+    # -- ingestion -----------------------------------------------------------------------------------
+
+    def _indexer(self) -> Indexer:
+        return Indexer(self.db, self.embedder(), self.settings)
+
+    def index_paths(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        collection: str = "default",
+        strategy: str | None = None,
+        prune: bool = False,
+        force: bool = False,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Index files and folders into ``collection`` (incremental; see ``Indexer.index_paths``)."""
+        return self._indexer().index_paths(
+            paths, collection=collection, strategy=strategy, prune=prune, force=force, progress=progress
+        )
+
+    def reindex_all(self, *, collection: str | None = None, progress: bool = False) -> IngestReport:
+        """Re-chunk and re-embed every stored document from its stored text."""
+        return self._indexer().reindex_all(collection=collection, progress=progress)
+
+    # -- retrieval -----------------------------------------------------------------------------------
+
+    def retrieve(
+        self,
+        query: str,
+        context: str = "chatbot",
+        *,
+        collection: str = "default",
+        filters: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> RAGResult:
+        """Context for ``query`` shaped by the ``context`` preset; keyword overrides apply to this call."""
+        options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
+        with self.db.transaction() as session:
+            preset = load_preset(session, context)
+        if overrides:
+            preset = preset.with_overrides(overrides)
+        return self._retriever.retrieve(query, preset, options)
+
+    def contexts(self) -> list[str]:
+        """The preset names stored in ``rag_configurations``."""
+        with self.db.transaction() as session:
+            return [p.context_type for p in list_presets(session)]
+
+    def close(self) -> None:
+        """Release database connections."""
+        self.db.dispose()
+
+
+def build_service(settings: Settings | None = None) -> UniversalRAGService:
+    """A service from the environment: embedded database migrated on demand, external one checked."""
+    from rag_service.db import migrate
+    from rag_service.db.engine import open_engine
+    from rag_service.db.status import require_current_schema
+
+    settings = settings or load_settings()
+    configure_logging(settings.log_level)
+    engine = open_engine(settings)
+    if settings.database_url is None:
+        migrate.upgrade(engine)  # our own embedded database: keep it at head
+    require_current_schema(engine)
+    return UniversalRAGService(settings, database=Database(engine))
+
+
+_instance: UniversalRAGService | None = None
+_instance_lock = threading.Lock()
+
+
+def get_universal_rag() -> UniversalRAGService:
+    """The process-wide service, built from the environment on first call (thread-safe)."""
+    global _instance
+    if _instance is None:
+        with _instance_lock:
+            if _instance is None:
+                _instance = build_service()
+    return _instance
+
+
+def reset_universal_rag() -> None:
+    """Close and forget the process-wide service; the next ``get_universal_rag()`` builds a new one."""
+    global _instance
+    with _instance_lock:
+        if _instance is not None:
+            _instance.close()
+        _instance = None

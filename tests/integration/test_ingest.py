@@ -1,0 +1,219 @@
+"""Ingestion against the real database: offsets, parents, incremental runs, prune, failures, locks."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from rag_service.config import Settings
+from rag_service.db.locks import reindex_lock
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import ReindexInProgressError
+from rag_service.ingest.pipeline import Indexer
+
+GUIDE = """# Guide
+
+Intro paragraph that explains what the guide covers in enough words to be a real chunk of text.
+
+## Install
+
+Run the installer with the default options. It creates a virtual environment and installs the CPU
+build of torch first, so that nothing pulls the large CUDA build by accident on a fresh machine.
+
+```bash
+# not a header: a comment inside a code fence
+make demo
+```
+
+## Usage
+
+Call retrieve with a question and a context preset; the result carries chunks, sources and metrics
+so the caller can cite where every piece of the context came from.
+"""
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Counts how many texts reach the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedded = 0
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        self.embedded += len(texts)
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def indexer(db, embedder, settings) -> Indexer:
+    return Indexer(db, embedder, settings)
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(GUIDE)
+    (docs / "notes.txt").write_text("Plain notes about PostgreSQL full text search and pgvector HNSW indexes. " * 3)
+    return docs
+
+
+def _chunks(connection, source: str) -> list:
+    return connection.execute(
+        text(
+            "SELECT c.content, c.start_char, c.end_char, c.headers, c.parent_content, c.parent_start, "
+            "c.parent_end, c.chunk_type, c.token_count, d.content AS doc FROM document_chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE d.source = :s ORDER BY c.chunk_index"
+        ),
+        {"s": source},
+    ).all()
+
+
+def test_markdown_rows_carry_exact_offsets_headers_and_parents(indexer, corpus, connection):
+    report = indexer.index_paths([corpus], collection="t")
+    assert (report.added, report.failed) == (2, []), report.lines()
+    rows = _chunks(connection, "docs/guide.md")
+    assert rows, "no chunks written"
+    for row in rows:
+        assert row.doc[row.start_char : row.end_char] == row.content
+        assert row.doc[row.parent_start : row.parent_end] == row.parent_content
+        assert row.parent_start <= row.start_char and row.end_char <= row.parent_end
+        assert row.chunk_type == "child"
+        assert row.token_count > 0
+    install = [r for r in rows if "Run the installer" in r.content]
+    assert install and install[0].headers == {"h1": "Guide", "h2": "Install"}
+    assert install[0].parent_content.startswith("## Install")
+    assert "make demo" in install[0].parent_content, "code fence stays in its section"
+    assert not any(r.headers.get("h1") == "not a header: a comment inside a code fence" for r in rows)
+
+
+def test_unchanged_run_embeds_nothing_and_changed_document_reuses_vectors(indexer, corpus, embedder):
+    indexer.index_paths([corpus], collection="t")
+    first = embedder.embedded
+    again = indexer.index_paths([corpus], collection="t")
+    assert (again.unchanged, again.added, again.updated, embedder.embedded) == (2, 0, 0, first)
+
+    (corpus / "guide.md").write_text(GUIDE + "\n## Extra\n\nA new section with a new paragraph of text to embed.\n")
+    changed = indexer.index_paths([corpus], collection="t")
+    assert (changed.updated, changed.unchanged) == (1, 1)
+    assert changed.embeddings_reused > 0, "unchanged chunk texts must reuse stored vectors"
+    assert 0 < changed.chunks_embedded < changed.chunks_written
+
+
+def test_force_rechunks_unchanged_documents(indexer, corpus):
+    indexer.index_paths([corpus], collection="t")
+    forced = indexer.index_paths([corpus], collection="t", force=True)
+    assert forced.updated == 2
+
+
+def test_prune_deletes_documents_whose_files_are_gone(indexer, corpus, connection):
+    indexer.index_paths([corpus], collection="t")
+    (corpus / "notes.txt").unlink()
+    kept = indexer.index_paths([corpus], collection="t")
+    assert kept.deleted == 0
+    pruned = indexer.index_paths([corpus], collection="t", prune=True)
+    assert pruned.deleted == 1
+    sources = connection.execute(text("SELECT source FROM documents WHERE collection='t'")).scalars().all()
+    assert sources == ["docs/guide.md"]
+    orphans = connection.execute(
+        text("SELECT count(*) FROM document_chunks c LEFT JOIN documents d ON d.id=c.document_id WHERE d.id IS NULL")
+    ).scalar()
+    assert orphans == 0
+
+
+def test_failing_file_is_reported_and_others_are_indexed(indexer, corpus):
+    (corpus / "bad.txt").write_bytes(b"valid start \xff\xfe invalid utf-8")
+    (corpus / "binary.md").write_bytes(b"abc\x00def" * 20)
+    (corpus / "image.png").write_bytes(b"\x89PNG")
+    report = indexer.index_paths([corpus], collection="t")
+    assert report.added == 2
+    failed = {p.source: p.reason for p in report.failed}
+    assert set(failed) == {"docs/bad.txt", "docs/binary.md"}
+    assert "UTF-8" in failed["docs/bad.txt"]
+    assert "NUL" in failed["docs/binary.md"]
+    assert [p.source for p in report.skipped] == ["docs/image.png"]
+
+
+def test_failed_update_keeps_previous_version(indexer, corpus, connection):
+    indexer.index_paths([corpus], collection="t")
+    before = _chunks(connection, "docs/notes.txt")
+    (corpus / "notes.txt").write_bytes(b"\xff\xfe broken now")
+    report = indexer.index_paths([corpus], collection="t")
+    assert [p.source for p in report.failed] == ["docs/notes.txt"]
+    assert _chunks(connection, "docs/notes.txt") == before
+
+
+def test_empty_and_whitespace_files_leave_no_chunks(indexer, corpus, connection):
+    (corpus / "empty.md").write_text("")
+    (corpus / "blank.txt").write_text("   \n\n\t  \n")
+    (corpus / "headers.md").write_text("# Only\n\n## Headers\n\n---\n")
+    report = indexer.index_paths([corpus], collection="t")
+    assert report.failed == []
+    for source in ("docs/empty.md", "docs/blank.txt", "docs/headers.md"):
+        assert _chunks(connection, source) == []
+    assert report.filtered_total >= 1
+
+
+def test_reindex_all_rechunks_from_stored_text(indexer, corpus, connection, embedder):
+    indexer.index_paths([corpus], collection="t")
+    before = _chunks(connection, "docs/guide.md")
+    (corpus / "guide.md").unlink()  # the stored text is the source now
+    calls = embedder.embedded
+    report = indexer.reindex_all(collection="t")
+    assert report.updated == 2 and report.failed == []
+    assert embedder.embedded > calls, "reindex --all re-embeds"
+    assert _chunks(connection, "docs/guide.md") == before
+
+
+def test_second_reindex_of_same_collection_is_refused(engine, indexer, corpus):
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with reindex_lock(engine, "t"):
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        with pytest.raises(ReindexInProgressError, match="another reindex of collection 't'"):
+            indexer.index_paths([corpus], collection="t")
+        indexer.index_paths([corpus], collection="other")  # other collections are not blocked
+    finally:
+        release.set()
+        thread.join()
+    indexer.index_paths([corpus], collection="t")
+
+
+def test_unknown_strategy_is_a_clear_error(indexer, corpus):
+    from rag_service.errors import ChunkingError
+
+    with pytest.raises(ChunkingError, match="unknown"):
+        indexer.index_paths([corpus], collection="t", strategy="semantic")
+
+
+def test_strategies_write_exact_offsets(indexer, corpus, connection, settings: Settings):
+    for strategy in ("recursive", "sentence", "token"):
+        indexer.index_paths([corpus / "guide.md"], collection=f"s_{strategy}", strategy=strategy)
+        rows = connection.execute(
+            text(
+                "SELECT c.content, c.start_char, c.end_char, d.content AS doc, c.chunk_type FROM document_chunks c "
+                "JOIN documents d ON d.id=c.document_id WHERE d.collection=:c"
+            ),
+            {"c": f"s_{strategy}"},
+        ).all()
+        assert rows, strategy
+        for row in rows:
+            assert row.doc[row.start_char : row.end_char] == row.content
+            assert row.chunk_type == "text"

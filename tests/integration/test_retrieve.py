@@ -1,0 +1,232 @@
+"""retrieve() end to end on the real database: presets, overrides, parents, rerank, budget, safety."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import ConfigurationError, ModelLoadError, QueryError, UnknownContextError
+from rag_service.retrieve.rerank import FunctionReranker
+from rag_service.service import UniversalRAGService
+from rag_service.tokens import count_tokens
+
+DOCS = {
+    "ops.md": """# Operations
+
+## Backups
+
+Nightly backups run with pg_dump at two in the morning. Each backup is kept for thirty days and a
+weekly copy is shipped to cold storage so a restore can go back up to a year.
+
+Restoring a backup means creating a fresh database and loading the dump with pg_restore, then
+re-running the migrations so the schema matches the code that will read it.
+
+## Replication
+
+A streaming replica follows the primary with a few milliseconds of lag. Failover promotes the replica
+and points the service at it through the connection string in RAG_DATABASE_URL.
+""",
+    "search.md": """# Search
+
+## Hybrid search
+
+The vector arm finds chunks by meaning through the HNSW index, the keyword arm finds exact terms through
+the GIN index on the stored tsvector, and reciprocal rank fusion merges both rankings into one list.
+
+## Reranking
+
+A cross-encoder reads the query and each candidate together and scores how well they match. It is slower
+than the vector arm, so it only sees the fused candidates, never the whole corpus.
+""",
+    "faq.txt": "Frequently asked: how do backups work? See the operations guide for nightly pg_dump backups.",
+}
+
+
+class Failing:
+    """A reranker source whose model cannot be loaded."""
+
+    def __call__(self):  # type: ignore[no-untyped-def]
+        raise ModelLoadError("reranker 'ms-marco-MiniLM-L-6-v2' could not be loaded (offline); set RAG_RERANK_MODEL")
+
+
+@pytest.fixture
+def docs_dir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name, body in DOCS.items():
+        (folder / name).write_text(body)
+    return folder
+
+
+def make_service(db, settings, reranker=None) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+    return UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=reranker)
+
+
+@pytest.fixture
+def service(db, settings, docs_dir) -> UniversalRAGService:
+    svc = make_service(db, settings)
+    report = svc.index_paths([docs_dir])
+    assert report.failed == [] and report.added == 3
+    return svc
+
+
+def test_result_shape_and_metrics(service):
+    result = service.retrieve("how are backups restored?", context="agent")
+    assert result.chunks and result.context_type == "agent" and result.query == "how are backups restored?"
+    assert "kb/ops.md" in {c.source for c in result.chunks}
+    assert result.total_tokens == count_tokens(result.formatted_context) <= 1500
+    m = result.metrics
+    assert m.total_candidates >= len(result.chunks) and m.total_time_ms > 0 and m.retrieval_time_ms > 0
+    assert m.reranker == "none" and m.degraded == []
+    for chunk in result.chunks:
+        assert 0.0 <= chunk.relevance_score <= 1.0
+        assert chunk.scores.fused is not None
+    numbers = {s.number for s in result.sources}
+    assert all(f"[{n}]" in result.formatted_context for n in numbers)
+    assert {c.source for c in result.chunks} == {s.source for s in result.sources}
+
+
+def test_return_parents_gives_each_section_once_with_its_offsets(service, connection):
+    result = service.retrieve("backups restore replica", context="agent", return_parents=True, diversity=0.0)
+    doc = connection.execute(text("SELECT content FROM documents WHERE source='kb/ops.md'")).scalar()
+    parents = [c for c in result.chunks if c.source == "kb/ops.md"]
+    assert parents and all(c.is_parent for c in parents)
+    spans = [(c.start_char, c.end_char) for c in parents]
+    assert len(spans) == len(set(spans)), "a section appears once"
+    for chunk in parents:
+        assert doc[chunk.start_char : chunk.end_char] == chunk.content
+        assert chunk.content.startswith("## ")
+
+
+def test_without_parents_children_come_back(service):
+    result = service.retrieve("backups restore", context="search")
+    assert result.chunks and not any(c.is_parent for c in result.chunks)
+
+
+def test_preset_row_edits_apply_on_next_call(service, db):
+    assert len(service.retrieve("backups", context="agent").chunks) <= 5
+    with db.transaction() as session:
+        session.execute(
+            text("UPDATE rag_configurations SET max_chunks = 1, return_parents = false WHERE context_type='agent'")
+        )
+    assert len(service.retrieve("backups", context="agent").chunks) == 1
+
+
+def test_overrides_win_and_are_validated(service):
+    assert len(service.retrieve("backups", context="search", max_chunks=2).chunks) == 2
+    with pytest.raises(ConfigurationError, match=r"diversity \(2\.0\) must be between 0 and 1"):
+        service.retrieve("backups", diversity=2.0)
+    with pytest.raises(ConfigurationError, match="unknown override"):
+        service.retrieve("backups", top_n=3)
+    with pytest.raises(ConfigurationError, match="both 0"):
+        service.retrieve("backups", vector_weight=0, keyword_weight=0)
+
+
+def test_unknown_context_lists_valid_ones(service):
+    with pytest.raises(UnknownContextError, match="valid contexts: chatbot, agent, search, workflow, context_engineering"):
+        service.retrieve("backups", context="nope")
+
+
+def test_token_budget_is_exact(service):
+    for budget in (20, 60, 150, 400):
+        result = service.retrieve("backups replica search reranking", context="search", max_tokens=budget)
+        assert result.total_tokens == count_tokens(result.formatted_context)
+        assert result.total_tokens <= budget
+
+
+def test_reranker_order_follows_its_scores(db, settings, docs_dir):
+    def prefers_reranking(query: str, doc: str) -> float:
+        return 5.0 if "cross-encoder" in doc else -1.0
+
+    svc = make_service(db, settings, reranker=FunctionReranker(prefers_reranking, name="test:function"))
+    svc.index_paths([docs_dir])
+    result = svc.retrieve("backups", context="search", max_chunks=3)
+    assert result.metrics.reranker == "test:function"
+    assert "cross-encoder" in result.chunks[0].content
+    assert result.chunks[0].scores.rerank == 5.0
+    assert result.chunks[0].relevance_score == pytest.approx(1 / (1 + 2.718281828459045**-5), rel=1e-6)
+
+
+def test_unloadable_reranker_is_reported_not_faked(db, settings, docs_dir):
+    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder())
+    svc._fixed_reranker = None  # placeholder replaced below
+    svc._retriever._reranker = Failing()
+    svc.index_paths([docs_dir])
+    result = svc.retrieve("backups", context="search")
+    assert result.metrics.reranker == "none"
+    assert len(result.metrics.degraded) == 1 and result.metrics.degraded[0].startswith("rerank: ")
+    assert all(c.scores.rerank is None for c in result.chunks)
+
+
+def test_rerank_disabled_per_call(db, settings, docs_dir):
+    svc = make_service(db, settings, reranker=FunctionReranker(lambda q, d: 0.0, name="test:zero"))
+    svc.index_paths([docs_dir])
+    result = svc.retrieve("backups", rerank_enabled=False)
+    assert result.metrics.reranker == "none" and result.metrics.degraded == []
+
+
+def test_expansion_variants_are_merged_without_duplicates(service):
+    result = service.retrieve("How do NightlyBackups work?", context="search", max_chunks=12)
+    assert result.metrics.query_variants >= 2
+    ids = [c.chunk_id for c in result.chunks]
+    texts = [c.content for c in result.chunks]
+    assert len(ids) == len(set(ids)) and len(texts) == len(set(texts))
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", "🙂🚀 backups", "مرحبا بالعالم", "שלום", "x" * 100_000],
+)
+def test_hostile_and_huge_queries(service, connection, query):
+    result = service.retrieve(query, context="search")
+    assert result.total_tokens <= 3000
+    assert connection.execute(text("SELECT count(*) FROM documents")).scalar() == 3
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t "])
+def test_empty_query_is_a_clear_error(service, query):
+    with pytest.raises(QueryError, match="query is empty"):
+        service.retrieve(query)
+
+
+def test_filters(service):
+    only_search = service.retrieve("backups search", context="search", filters={"source_prefix": "kb/search"})
+    assert only_search.chunks and {c.source for c in only_search.chunks} == {"kb/search.md"}
+    by_header = service.retrieve("replica", context="search", filters={"headers": {"h2": "Replication"}})
+    assert by_header.chunks and all(c.headers.get("h2") == "Replication" for c in by_header.chunks)
+
+
+def test_collections_are_separate(service, docs_dir):
+    assert service.retrieve("backups", collection="elsewhere").chunks == []
+
+
+def test_mmr_diversity_changes_selection(service):
+    plain = service.retrieve("backups restore", context="search", diversity=0.0, max_chunks=3)
+    diverse = service.retrieve("backups restore", context="search", diversity=1.0, max_chunks=3)
+    assert plain.chunks[0].chunk_id == diverse.chunks[0].chunk_id
+    assert [c.relevance_score for c in plain.chunks] == sorted((c.relevance_score for c in plain.chunks), reverse=True)
+
+
+def test_concurrent_retrieve_calls(fresh_database, settings, docs_dir):
+    service = make_service(fresh_database, settings)
+    service.index_paths([docs_dir])
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            for _ in range(5):
+                service.retrieve("backups replica", context="agent")
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
