@@ -1,0 +1,1 @@
+"""Ingestion: loaders, chunkers, garbage filter, the incremental pipeline."""

@@ -1,0 +1,208 @@
+"""Reading files into text: which files, how they are decoded, and what counts as their title.
+
+The stored text is the normalised text (UTF-8 BOM removed, ``\\r\\n`` and lone ``\\r`` turned into
+``\\n``, HTML reduced to its visible text); every chunk offset refers to it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from rag_service.errors import DocumentReadError, UnsupportedFileError
+from rag_service.ingest.garbage import DocumentLines
+
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+HTML_SUFFIXES = (".html", ".htm")
+SUPPORTED_SUFFIXES = (*MARKDOWN_SUFFIXES, ".txt", ".text", ".rst", *HTML_SUFFIXES)
+
+
+@dataclass(slots=True)
+class LoadedDocument:
+    """One file's normalised text, ready to chunk; ``source`` is the path as given."""
+
+    source: str
+    text: str
+    title: str
+
+
+def _supported_list() -> str:
+    return " ".join(SUPPORTED_SUFFIXES)
+
+
+def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
+    """Read ``path`` as UTF-8 text (HTML reduced to its text) with a title.
+
+    Raises UnsupportedFileError for a suffix not in ``SUPPORTED_SUFFIXES`` and DocumentReadError for
+    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes) or not UTF-8.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        kind = f"file type {suffix!r}" if suffix else "a file without a suffix"
+        raise UnsupportedFileError(f"cannot index {path}: {kind} is not supported; use {_supported_list()}")
+    data = _read_bytes(path, max_bytes=max_bytes)
+    if b"\x00" in data:
+        raise DocumentReadError(f"{path} contains NUL bytes, so it looks binary; only text files are indexed")
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[bom:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        offset = bom + err.start
+        raise DocumentReadError(
+            f"{path} is not valid UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); "
+            "convert it to UTF-8, e.g. iconv -f latin1 -t utf-8"
+        ) from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if suffix in HTML_SUFFIXES:
+        text, title = html_to_text(text)
+    else:
+        title = markdown_title(text) if suffix in MARKDOWN_SUFFIXES else ""
+    return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+
+
+def _read_bytes(path: Path, *, max_bytes: int) -> bytes:
+    try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise DocumentReadError(f"cannot read {path}: it is a directory; pass the files in it")
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentReadError(f"cannot read {path}: not a regular file; pass a text file")
+        if info.st_size > max_bytes:
+            raise _too_large(path, info.st_size, max_bytes)
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise DocumentReadError(f"cannot read {path}: file does not exist; check the path") from None
+    except OSError as err:
+        raise DocumentReadError(
+            f"cannot read {path}: {err.strerror or err}; check that it exists and is readable"
+        ) from None
+    if len(data) > max_bytes:  # the file grew after stat
+        raise _too_large(path, len(data), max_bytes)
+    return data
+
+
+def _too_large(path: Path, size: int, max_bytes: int) -> DocumentReadError:
+    return DocumentReadError(
+        f"{path} is {size:,} bytes, over the limit of {max_bytes:,} bytes; set RAG_MAX_FILE_BYTES higher to index it"
+    )
+
+
+def markdown_title(text: str) -> str:
+    """The first h1 outside fenced code, or ``""``."""
+    return next((h.title for h in DocumentLines(text).headers if h.level == 1), "")
+
+
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote caption dd details div dl dt fieldset figcaption figure footer form "  # noqa: SIM905
+    "h1 h2 h3 h4 h5 h6 header hr main nav ol p pre section summary table tbody thead tfoot ul".split()
+)
+_LINE_TAGS = {"br": "\n", "li": "\n", "tr": "\n", "td": " ", "th": " "}
+_SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg"})
+_VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())  # noqa: SIM905
+
+
+class _TextExtractor(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self._skipping: list[str] = []  # open elements whose text is not shown
+        self._in_title = False
+        self._pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag == "body" and "head" in self._skipping:  # ``</head>`` is optional
+            del self._skipping[self._skipping.index("head") :]
+        elif tag in _SKIPPED_TAGS:
+            self._skipping.append(tag)
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n\n")
+        elif tag in _LINE_TAGS:
+            self.parts.append(_LINE_TAGS[tag])
+        if tag == "pre":
+            self._pre += 1
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _VOID_TAGS:  # ``<div/>`` is not void: it opens nothing
+            return
+        self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in _SKIPPED_TAGS:
+            if tag in self._skipping:
+                del self._skipping[self._skipping.index(tag) :]
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n\n")
+        if tag == "pre" and self._pre:
+            self._pre -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+        elif not self._skipping:
+            self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none)."""
+    parser = _TextExtractor()
+    parser.feed(html)
+    parser.close()
+    lines = [line.strip() for line in "".join(parser.parts).split("\n")]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    title = " ".join("".join(parser.title_parts).split())
+    return text, title
+
+
+def discover_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Expand ``paths`` (directories recursively, sorted) into supported files and skipped ones.
+
+    Hidden files and directories and ``__pycache__`` inside directories are passed
+    over silently; a path given explicitly is always considered. Returns ``(files, skipped)`` where
+    each skipped entry is ``(path, reason)``.
+    """
+    files: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+
+    def consider(path: Path) -> None:
+        if path in seen:
+            return
+        seen.add(path)
+        suffix = path.suffix.lower()
+        if suffix in SUPPORTED_SUFFIXES:
+            files.append(path)
+        else:
+            kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix"
+            skipped.append((path, f"{kind}; supported: {_supported_list()}"))
+
+    for path in paths:
+        if path.is_dir():
+            for found in sorted(_walk(path)):
+                consider(found)
+        elif path.is_file():
+            consider(path)
+        elif path.exists():
+            skipped.append((path, "not a regular file"))
+        else:
+            skipped.append((path, "does not exist"))
+    return files, skipped
+
+
+def _walk(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+        found.extend(Path(directory, name) for name in filenames if not name.startswith("."))
+    return found

@@ -1,0 +1,152 @@
+"""The ``markdown`` strategy: sections at ATX headers h1–h4 are parents, their recursive pieces children.
+
+A section is a header line with everything up to the next h1–h4 header outside fenced code (an
+unclosed fence runs to the end, so ``#`` lines in it are code); text before the first header is a
+section without headers. h5/h6 lines are ordinary content. Each child carries its section's header
+stack (``{"h1": "Guide", "h2": "Install"}``; a new h2 clears h3 and h4) and the whole section, trimmed,
+as ``parent_content`` with exact ``parent_start``/``parent_end``.
+
+A section with real text shorter than ``min_chunk_chars`` (its own header line not counted) joins the
+next section if that one lies under the same parent header, else the previous one if it does; the
+joined section shows the headers its parts share (a tiny h3 joined to its sibling shows h1 and h2).
+If neither neighbour qualifies it stays a short section of its own, never dropped: nothing findable
+is lost. Sections without real
+text (a header alone, ``---``) are dropped and counted by the garbage filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
+from rag_service.ingest.garbage import DocumentLines, Header, empty_counts, filter_spans
+from rag_service.ingest.recursive import recursive_spans
+from rag_service.ingest.spans import LengthFunction, check_sizes, make_chunk, trim_span
+
+#: deepest header level that starts a section
+MAX_SECTION_LEVEL = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    start: int
+    end: int
+    path: tuple[Header, ...]  # the header stack shown on its chunks, own header last
+    parent: tuple[Header, ...]  # headers above the section's own header: its neighbours must share them
+    content: int  # characters of real text
+
+    def under(self, parent: tuple[Header, ...]) -> bool:
+        return self.path[: len(parent)] == parent
+
+    def join(self, other: _Section) -> _Section:
+        return _Section(
+            start=min(self.start, other.start),
+            end=max(self.end, other.end),
+            path=_common(self.path, other.path),
+            parent=_common(self.parent, other.parent),
+            content=self.content + other.content,
+        )
+
+
+def _common(a: tuple[Header, ...], b: tuple[Header, ...]) -> tuple[Header, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def markdown_sections(lines: DocumentLines) -> list[_Section]:
+    """The document's sections in order: the text before the first header, then one per h1–h4."""
+    text = lines.text
+    heads = [h for h in lines.headers if h.level <= MAX_SECTION_LEVEL]
+    sections: list[_Section] = []
+    first = heads[0].start if heads else len(text)
+    if first > 0:
+        content = lines.content_chars(0, first)
+        sections.append(_Section(0, first, (), (), content))
+    stack: tuple[Header, ...] = ()
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start if i + 1 < len(heads) else len(text)
+        parent = tuple(h for h in stack if h.level < head.level)
+        stack = (*parent, head)
+        content = lines.content_chars(head.end, end)
+        sections.append(_Section(head.start, end, stack, parent, content))
+    return sections
+
+
+def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> list[_Section]:
+    """Join each section with real text under ``min_chunk_chars`` to a neighbour (see module doc)."""
+    out: list[_Section] = []
+    pending: _Section | None = None
+
+    def settle(small: _Section) -> None:
+        if out and out[-1].under(small.parent):
+            out[-1] = out[-1].join(small)
+        else:
+            out.append(small)
+
+    for section in sections:
+        if pending is not None:
+            if section.under(pending.parent):
+                pending = pending.join(section)
+                if pending.content >= min_chunk_chars:
+                    out.append(pending)
+                    pending = None
+                continue
+            settle(pending)
+            pending = None
+        if 0 < section.content < min_chunk_chars:
+            pending = section
+        else:
+            out.append(section)
+    if pending is not None:
+        settle(pending)
+    return out
+
+
+class MarkdownChunker:
+    """Chunker for the ``markdown`` strategy: ``CHILD`` chunks with headers and their parent section.
+
+    Children are the recursive split of each section (``chunk_size``/``chunk_overlap`` measured by
+    ``length``); offsets are relative to the whole document.
+    """
+
+    def __init__(
+        self,
+        *,
+        chunk_size: int = 500,
+        chunk_overlap: int = 100,
+        min_chunk_chars: int = 50,
+        length: LengthFunction = len,
+    ) -> None:
+        check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.min_chunk_chars = min_chunk_chars
+        self.length = length
+
+    def split(self, text: str) -> ChunkedDocument:
+        """Split ``text`` into sections and their children with exact offsets; drop garbage pieces."""
+        if not text.strip():
+            return ChunkedDocument([], {})
+        lines = DocumentLines(text)
+        sections = join_small_sections(markdown_sections(lines), min_chunk_chars=self.min_chunk_chars)
+        counts = empty_counts()
+        chunks: list[TextChunk] = []
+        for section in sections:
+            parent = trim_span(text, section.start, section.end)
+            if parent is None:
+                continue
+            reason = lines.garbage_reason(*parent)
+            if reason is not None:
+                counts[reason] += 1
+                continue
+            children = recursive_spans(
+                text, *parent, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, length=self.length
+            )
+            headers = {f"h{h.level}": h.title for h in section.path}
+            for child in filter_spans(lines, children, min_chunk_chars=self.min_chunk_chars, counts=counts):
+                chunks.append(
+                    make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=parent)
+                )
+        return ChunkedDocument(chunks, counts)

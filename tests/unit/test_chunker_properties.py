@@ -1,0 +1,298 @@
+"""Properties every strategy keeps, on generated markdown-like texts; strategy choice and validation.
+
+The grammar marks each generated line as *required* (paragraph text, code inside fences) or *markup*
+(headers, separator lines, fence delimiters). Every non-whitespace character of a required line must
+lie inside some chunk: the garbage filter may drop only separator and header-only pieces, and a short
+piece only when kept chunks already hold all of it.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag_service.errors import ChunkingError
+from rag_service.ingest.chunk import CHILD, TEXT, ChunkedDocument, Chunker
+from rag_service.ingest.chunkers import (
+    CHUNKING_VERSION,
+    STRATEGIES,
+    chunker_fingerprint,
+    make_chunker,
+    strategy_for_path,
+)
+from rag_service.tokens import count_tokens
+
+PROPERTY_SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+
+Line = tuple[str, bool]  # (line text, required)
+
+
+def assert_chunks_valid(text: str, doc: ChunkedDocument) -> None:
+    """Exact offsets, trimmed content, cl100k token counts, indices 0..n-1 in document order."""
+    previous_start = -1
+    for i, chunk in enumerate(doc.chunks):
+        assert chunk.chunk_index == i
+        assert text[chunk.start_char : chunk.end_char] == chunk.content
+        assert chunk.content and chunk.content == chunk.content.strip()
+        assert chunk.token_count == count_tokens(chunk.content)
+        assert chunk.start_char >= previous_start
+        previous_start = chunk.start_char
+        if chunk.chunk_type == CHILD:
+            assert chunk.parent_start is not None and chunk.parent_end is not None
+            assert text[chunk.parent_start : chunk.parent_end] == chunk.parent_content
+            assert chunk.parent_start <= chunk.start_char <= chunk.end_char <= chunk.parent_end
+            assert chunk.parent_content == chunk.parent_content.strip()
+        else:
+            assert chunk.chunk_type == TEXT
+            assert chunk.parent_content is None and chunk.headers == {}
+
+
+def uncovered(text: str, doc: ChunkedDocument, required: list[int]) -> list[int]:
+    """The required offsets that lie in no chunk."""
+    covered = bytearray(len(text))
+    for chunk in doc.chunks:
+        covered[chunk.start_char : chunk.end_char] = b"\x01" * (chunk.end_char - chunk.start_char)
+    return [i for i in required if not covered[i]]
+
+
+# --- the grammar -----------------------------------------------------------------------------------
+
+_letters = st.sampled_from(list("abcdefghijklmnopqrstuvwxyzABCXYZ0123456789éßж漢字😀"))
+words = st.lists(st.text(_letters, min_size=1, max_size=10), min_size=1, max_size=12)
+punctuation = st.sampled_from(["", "", ".", ". ", "!", "?", ",", " e.g.", " Dr.", " 3.14"])
+
+
+@st.composite
+def paragraph(draw: st.DrawFn) -> list[Line]:
+    lines = draw(st.lists(st.tuples(words, punctuation), min_size=1, max_size=4))
+    indent = draw(st.sampled_from(["", "", " ", "\t"]))
+    return [(indent + " ".join(ws) + p, True) for ws, p in lines]
+
+
+@st.composite
+def header(draw: st.DrawFn) -> list[Line]:
+    level = draw(st.integers(1, 6))
+    lead = draw(st.sampled_from(["", "", " ", "   "]))
+    closing = draw(st.sampled_from(["", "", " #", " ###"]))
+    return [(f"{lead}{'#' * level} {' '.join(draw(words))}{closing}", False)]
+
+
+separator = st.sampled_from(["---", "===", "***", "* * *", "___", "#", "~~", "  - - -  ", "##"]).map(
+    lambda s: [(s, False)]
+)
+
+
+@st.composite
+def code_block(draw: st.DrawFn, *, closed: bool = True) -> list[Line]:
+    fence = draw(st.sampled_from(["```", "~~~", "````", "```python"]))
+    body = draw(
+        st.lists(
+            st.one_of(
+                words.map(" ".join),
+                words.map(lambda ws: "# " + " ".join(ws)),
+                words.map(lambda ws: "## " + " ".join(ws)),
+                st.just(""),
+            ),
+            max_size=5,
+        )
+    )
+    lines = [(fence, False), *((line, True) for line in body)]
+    closer = fence.rstrip("python")
+    return [*lines, (closer, False)] if closed else lines
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> tuple[str, list[int]]:
+    blocks = draw(st.lists(st.one_of(paragraph(), header(), separator, code_block()), max_size=12))
+    if draw(st.booleans()):
+        blocks.append(draw(code_block(closed=False)))
+    text_parts: list[str] = []
+    required: list[int] = []
+    offset = 0
+    for block in blocks:
+        for line, needed in block:
+            if needed:
+                required.extend(offset + i for i, ch in enumerate(line) if not ch.isspace())
+            text_parts.append(line)
+            offset += len(line)
+            gap = draw(st.sampled_from(["\n", "\n", "\n\n", "\n\n\n", " \n", "\n  \n"]))
+            text_parts.append(gap)
+            offset += len(gap)
+    return "".join(text_parts), required
+
+
+def chunker_for(strategy: str, data: st.DataObject) -> tuple[Chunker, int]:
+    """A chunker with drawn small sizes, and its chunk_size."""
+    if strategy == "token":
+        size = data.draw(st.integers(2, 48), label="chunk_size")
+    else:
+        size = data.draw(st.integers(12, 300), label="chunk_size")
+    overlap = data.draw(st.integers(0, size - 1), label="chunk_overlap")
+    min_chars = data.draw(st.integers(0, 80), label="min_chunk_chars")
+    return make_chunker(strategy, chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chars), size
+
+
+# --- properties -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@PROPERTY_SETTINGS
+@given(document=documents(), data=st.data())
+def test_offsets_exact_and_no_text_lost(strategy: str, document: tuple[str, list[int]], data: st.DataObject) -> None:
+    text, required = document
+    chunker, size = chunker_for(strategy, data)
+    doc = chunker.split(text)
+    assert_chunks_valid(text, doc)
+    assert uncovered(text, doc, required) == []
+    if strategy != "token":
+        assert all(len(c.content) <= size for c in doc.chunks)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@PROPERTY_SETTINGS
+@given(text=st.text(st.characters(codec="utf-8"), max_size=400), data=st.data())
+def test_offsets_exact_on_any_text(strategy: str, text: str, data: st.DataObject) -> None:
+    doc = chunker_for(strategy, data)[0].split(text)
+    assert_chunks_valid(text, doc)
+    if not text.strip():
+        assert doc == ChunkedDocument([], {})
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@PROPERTY_SETTINGS
+@given(text=st.text(st.sampled_from(list("ab漢😀 \n\t.!?")), max_size=400), data=st.data())
+def test_plain_text_is_never_dropped(strategy: str, text: str, data: st.DataObject) -> None:
+    doc = chunker_for(strategy, data)[0].split(text)
+    assert_chunks_valid(text, doc)
+    assert uncovered(text, doc, [i for i, ch in enumerate(text) if not ch.isspace()]) == []
+    assert doc.filtered_total == doc.filtered.get("too_short", 0)  # only overlap remnants go
+
+
+@PROPERTY_SETTINGS
+@given(document=documents(), data=st.data())
+def test_markdown_children_lie_in_their_sections(document: tuple[str, list[int]], data: st.DataObject) -> None:
+    text, _ = document
+    doc = chunker_for("markdown", data)[0].split(text)
+    parents: dict[tuple[int, int], dict[str, str]] = {}
+    for chunk in doc.chunks:
+        assert chunk.chunk_type == CHILD
+        assert chunk.parent_start is not None and chunk.parent_end is not None
+        assert chunk.parent_start <= chunk.start_char and chunk.end_char <= chunk.parent_end
+        # all children of one parent share its headers; parents do not overlap
+        assert parents.setdefault((chunk.parent_start, chunk.parent_end), chunk.headers) == chunk.headers
+    spans = sorted(parents)
+    assert all(a[1] <= b[0] for a, b in pairwise(spans))
+
+
+# --- examples shared by every strategy ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("text", ["", " ", "\n\n\t \n", "\r\n"])
+def test_empty_text_gives_no_chunks(strategy: str, text: str) -> None:
+    assert make_chunker(strategy).split(text) == ChunkedDocument([], {})
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_short_document_yields_one_chunk(strategy: str) -> None:
+    text = "\n  See the FAQ for details.  \n"
+    doc = make_chunker(strategy).split(text)
+    assert [c.content for c in doc.chunks] == ["See the FAQ for details."]
+    assert doc.chunks[0].start_char == 3
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_separator_only_document_gives_no_chunks(strategy: str) -> None:
+    doc = make_chunker(strategy).split("---\n\n***\n\n===\n\n#\n")
+    assert doc.chunks == []
+    assert doc.filtered["separator"] >= 1 and doc.filtered_total == doc.filtered["separator"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_header_only_document_gives_no_chunks(strategy: str) -> None:
+    doc = make_chunker(strategy).split("# Title\n\n## Sub\n\n---\n")
+    assert doc.chunks == []
+    assert doc.filtered["header_only"] >= 1
+
+
+# --- make_chunker, fingerprints, strategy_for_path -------------------------------------------------
+
+
+def test_strategies_are_fixed() -> None:
+    assert STRATEGIES == ("markdown", "recursive", "sentence", "token")
+
+
+def test_unknown_strategy_names_it_and_the_valid_ones() -> None:
+    with pytest.raises(ChunkingError, match=r"'semantic'.*markdown, recursive, sentence, token"):
+        make_chunker("semantic")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"chunk_size": 0}, r"chunk_size \(0\) must be positive"),
+        ({"chunk_size": -5}, r"chunk_size \(-5\) must be positive"),
+        ({"chunk_overlap": -1}, r"chunk_overlap \(-1\) must be zero or positive"),
+        ({"chunk_size": 200, "chunk_overlap": 300}, r"^chunk_overlap \(300\) must be smaller than chunk_size \(200\)$"),
+        ({"chunk_size": 200, "chunk_overlap": 200}, r"chunk_overlap \(200\) must be smaller than chunk_size \(200\)"),
+        ({"min_chunk_chars": -1}, r"min_chunk_chars \(-1\)"),
+        ({"chunk_size": 2.5}, r"chunk_size \(2.5\) must be an integer"),
+    ],
+)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_invalid_sizes_are_rejected_with_their_values(strategy: str, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ChunkingError, match=message) as info:
+        make_chunker(strategy, **kwargs)  # type: ignore[arg-type]
+    assert "\n" not in str(info.value)
+    with pytest.raises(ChunkingError, match=message):
+        chunker_fingerprint(strategy, **kwargs)  # type: ignore[arg-type]
+
+
+def test_unknown_encoding_is_rejected() -> None:
+    with pytest.raises(ChunkingError, match=r"'no_such_encoding'.*cl100k_base"):
+        make_chunker("token", encoding="no_such_encoding")
+
+
+def test_chunk_size_alone_gets_a_fitting_overlap() -> None:
+    chunker = make_chunker("recursive", chunk_size=40)
+    assert (chunker.chunk_size, chunker.chunk_overlap) == (40, 8)  # type: ignore[attr-defined]
+    assert chunker_fingerprint("recursive", chunk_size=40) == f"recursive:40:8:50:v{CHUNKING_VERSION}"
+
+
+def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
+    v = CHUNKING_VERSION
+    assert chunker_fingerprint("markdown") == f"markdown:500:100:50:v{v}"
+    assert chunker_fingerprint("markdown", chunk_size=500, chunk_overlap=100) == f"markdown:500:100:50:v{v}"
+    assert chunker_fingerprint("recursive", min_chunk_chars=10) == f"recursive:500:100:10:v{v}"
+    assert chunker_fingerprint("token") == f"token:256:32:50:cl100k_base:v{v}"
+    assert chunker_fingerprint("token", encoding="o200k_base") == f"token:256:32:50:o200k_base:v{v}"
+    assert chunker_fingerprint("sentence", encoding="o200k_base") == f"sentence:500:100:50:v{v}"
+
+
+@pytest.mark.parametrize(
+    ("name", "strategy"),
+    [
+        ("a.md", "markdown"),
+        ("b.MARKDOWN", "markdown"),
+        ("c.mdx", "markdown"),
+        ("d.txt", "recursive"),
+        ("e.html", "recursive"),
+        ("f.rst", "recursive"),
+        ("README", "recursive"),
+    ],
+)
+def test_strategy_for_path(name: str, strategy: str) -> None:
+    assert strategy_for_path(Path("docs") / name) == strategy
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_defaults_are_the_documented_ones(strategy: str) -> None:
+    chunker = make_chunker(strategy)
+    expected = (256, 32) if strategy == "token" else (500, 100)
+    assert (chunker.chunk_size, chunker.chunk_overlap, chunker.min_chunk_chars) == (*expected, 50)  # type: ignore[attr-defined]

@@ -1,0 +1,159 @@
+"""Loading files: decoding, normalisation, HTML text, titles, one-line errors, directory discovery."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rag_service.errors import DocumentReadError, UnsupportedFileError
+from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.loaders import SUPPORTED_SUFFIXES, discover_files, html_to_text, load_document
+from tests.unit.test_chunker_properties import assert_chunks_valid
+
+MB = 1_000_000
+
+
+def write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    path.write_bytes(data)
+    return path
+
+
+def one_line_error(err: pytest.ExceptionInfo[Exception]) -> str:
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+def test_markdown_title_bom_and_mixed_line_endings(tmp_path: Path) -> None:
+    raw = b"\xef\xbb\xbf```\r\n# Not a title\r\n```\r\n# Real Title #\r\n\rBody line one.\rBody line two.\n"
+    doc = load_document(write(tmp_path / "guide.md", raw), max_bytes=MB)
+    assert doc.text == "```\n# Not a title\n```\n# Real Title #\n\nBody line one.\nBody line two.\n"
+    assert doc.title == "Real Title"
+    assert doc.source == str(tmp_path / "guide.md")
+
+
+def test_offsets_refer_to_the_normalised_text(tmp_path: Path) -> None:
+    raw = ("# Head\r\n\r\n" + "Windows line.\r\nOld Mac line.\rUnix line.\n" * 30).encode()
+    doc = load_document(write(tmp_path / "mixed.md", raw), max_bytes=MB)
+    assert "\r" not in doc.text
+    for strategy in ("markdown", "recursive", "sentence", "token"):
+        chunked = make_chunker(strategy, chunk_size=100 if strategy != "token" else 30).split(doc.text)
+        assert_chunks_valid(doc.text, chunked)
+        assert len(chunked.chunks) > 1
+
+
+@pytest.mark.parametrize("name", ["notes.txt", "notes.text", "notes.rst", "NOTES.TXT"])
+def test_plain_text_titles_are_the_stem(tmp_path: Path, name: str) -> None:
+    doc = load_document(write(tmp_path / name, "# Looks like a header\nbut this is text"), max_bytes=MB)
+    assert doc.title == Path(name).stem
+    assert doc.text == "# Looks like a header\nbut this is text"
+
+
+def test_markdown_without_h1_uses_the_stem(tmp_path: Path) -> None:
+    assert load_document(write(tmp_path / "faq.mdx", "## Only h2\ntext"), max_bytes=MB).title == "faq"
+
+
+def test_html_text_and_title(tmp_path: Path) -> None:
+    html = """<!doctype html><html><head><title> My  Page &amp; More </title>
+<style>p { color: red }</style><script>var x = "<p>no</p>";</script></head>
+<body><h1>Heading</h1><p>First   paragraph
+with a line break.</p><div><p>Second &lt;b&gt; paragraph</p></div>
+<ul><li>one</li><li>two</li></ul><p>a<br>b</p>
+<table><tr><td>c1</td><td>c2</td></tr><tr><td>c3</td></tr></table><pre>  keep
+   spacing</pre><!-- comment --></body></html>"""
+    doc = load_document(write(tmp_path / "page.html", html), max_bytes=MB)
+    assert doc.title == "My Page & More"
+    assert doc.text == (
+        "Heading\n\nFirst paragraph with a line break.\n\nSecond <b> paragraph\n\none\ntwo\n\na\nb\n\n"
+        "c1 c2\nc3\n\nkeep\nspacing"
+    )
+
+
+def test_html_without_closing_head_or_title(tmp_path: Path) -> None:
+    text, title = html_to_text("<html><head><meta charset=utf-8><body><p>Visible</p>")
+    assert (text, title) == ("Visible", "")
+    doc = load_document(write(tmp_path / "plain.htm", "<p>Visible</p>"), max_bytes=MB)
+    assert doc.title == "plain"
+
+
+def test_nul_bytes_mean_binary(tmp_path: Path) -> None:
+    path = write(tmp_path / "data.txt", b"text\x00more")
+    with pytest.raises(DocumentReadError) as err:
+        load_document(path, max_bytes=MB)
+    assert one_line_error(err) == f"{path} contains NUL bytes, so it looks binary; only text files are indexed"
+
+
+def test_invalid_utf8_names_the_offset(tmp_path: Path) -> None:
+    path = write(tmp_path / "latin.md", "caf\xe9 ok".encode("latin-1"))
+    with pytest.raises(DocumentReadError) as err:
+        load_document(path, max_bytes=MB)
+    message = one_line_error(err)
+    assert str(path) in message and "offset 3" in message and "0xe9" in message and "convert it to UTF-8" in message
+
+
+def test_invalid_utf8_offset_counts_the_bom(tmp_path: Path) -> None:
+    with pytest.raises(DocumentReadError, match="offset 5"):
+        load_document(write(tmp_path / "bom.txt", b"\xef\xbb\xbfab\xff"), max_bytes=MB)
+
+
+def test_too_large_names_size_limit_and_setting(tmp_path: Path) -> None:
+    path = write(tmp_path / "big.txt", "x" * 2048)
+    with pytest.raises(DocumentReadError) as err:
+        load_document(path, max_bytes=1000)
+    message = one_line_error(err)
+    assert str(path) in message and "2,048 bytes" in message and "1,000" in message
+    assert "RAG_MAX_FILE_BYTES" in message
+    assert load_document(path, max_bytes=2048).text == "x" * 2048
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(DocumentReadError) as err:
+        load_document(tmp_path / "gone.md", max_bytes=MB)
+    assert "gone.md" in one_line_error(err) and "does not exist" in str(err.value)
+    (tmp_path / "dir.md").mkdir()
+    with pytest.raises(DocumentReadError, match="is a directory"):
+        load_document(tmp_path / "dir.md", max_bytes=MB)
+
+
+def test_special_files_are_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(DocumentReadError, match="not a regular file"):
+        load_document(fifo, max_bytes=MB)
+    assert discover_files([fifo]) == ([], [(fifo, "not a regular file")])
+
+
+@pytest.mark.parametrize("name", ["report.pdf", "Makefile", "image.PNG"])
+def test_unsupported_suffix_lists_supported_ones(tmp_path: Path, name: str) -> None:
+    with pytest.raises(UnsupportedFileError) as err:
+        load_document(write(tmp_path / name, "x"), max_bytes=MB)
+    message = one_line_error(err)
+    assert name in message and all(suffix in message for suffix in SUPPORTED_SUFFIXES)
+
+
+def test_discover_files_recursively_sorted_skipping_hidden(tmp_path: Path) -> None:
+    for rel in [
+        "b.md",
+        "a/z.txt",
+        "a/y.html",
+        "a/deep/x.rst",
+        ".hidden/h.md",
+        "a/.secret.md",
+        "__pycache__/c.md",
+        "a/image.png",
+        "README",
+    ]:
+        write(tmp_path / rel, "text")
+    single = write(tmp_path / "other" / "one.markdown", "text")
+    files, skipped = discover_files([tmp_path, single, tmp_path / "missing.md"])
+    assert files == [tmp_path / "a/deep/x.rst", tmp_path / "a/y.html", tmp_path / "a/z.txt", tmp_path / "b.md", single]
+    assert [(p.name, r.split(";")[0]) for p, r in skipped] == [
+        ("README", "no file suffix"),
+        ("image.png", "unsupported file type '.png'"),
+        ("missing.md", "does not exist"),
+    ]

@@ -1,0 +1,178 @@
+"""The markdown strategy: sections at h1–h4 outside fences, header stacks, parents, tiny sections."""
+
+from __future__ import annotations
+
+import time
+from itertools import pairwise
+
+from rag_service.ingest.chunk import CHILD
+from rag_service.ingest.markdown import MarkdownChunker
+from tests.unit.test_chunker_properties import assert_chunks_valid
+
+GUIDE = """\
+# Guide
+
+Intro paragraph for the guide, comfortably longer than fifty characters.
+
+## Install
+
+Install with pip; this paragraph also passes the fifty character minimum.
+
+### Linux
+
+On Linux use the package manager, the easiest route for most readers.
+
+## Usage ##
+
+Call the service from Python with a collection name and the query text.
+"""
+
+
+def split(text: str) -> list[tuple[str, dict[str, str]]]:
+    doc = MarkdownChunker().split(text)
+    assert_chunks_valid(text, doc)
+    return [(c.content, c.headers) for c in doc.chunks]
+
+
+def test_sections_keep_their_header_and_header_stack() -> None:
+    doc = MarkdownChunker().split(GUIDE)
+    assert_chunks_valid(GUIDE, doc)
+    assert [c.headers for c in doc.chunks] == [
+        {"h1": "Guide"},
+        {"h1": "Guide", "h2": "Install"},
+        {"h1": "Guide", "h2": "Install", "h3": "Linux"},
+        {"h1": "Guide", "h2": "Usage"},  # a new h2 clears h3
+    ]
+    assert [c.content.split("\n")[0] for c in doc.chunks] == ["# Guide", "## Install", "### Linux", "## Usage ##"]
+    assert doc.chunks[2].header_path == "Guide > Install > Linux"
+    assert all(c.chunk_type == CHILD and c.parent_content == c.content for c in doc.chunks)
+    linux = doc.chunks[2]
+    assert (linux.start_char, linux.end_char) == (GUIDE.index("### Linux"), GUIDE.index("\n\n## Usage"))
+    assert doc.filtered == {"separator": 0, "header_only": 0, "too_short": 0}
+
+
+def test_long_section_children_share_the_parent_section() -> None:
+    body = " ".join(f"Sentence number {i} adds a little more text." for i in range(40))
+    after = "## After\n\nThe section after the long one, also over fifty characters."
+    text = f"# Title\n\nShort intro that is still over fifty characters long.\n\n## Long\n\n{body}\n\n{after}"
+    doc = MarkdownChunker(chunk_size=200, chunk_overlap=60).split(text)
+    assert_chunks_valid(text, doc)
+    long_children = [c for c in doc.chunks if c.headers.get("h2") == "Long"]
+    assert len(long_children) > 5
+    parent_start, parent_end = text.index("## Long"), text.index("\n\n## After")
+    for child in long_children:
+        assert (child.parent_start, child.parent_end) == (parent_start, parent_end)
+        assert child.parent_content == text[parent_start:parent_end]
+        assert len(child.content) <= 200
+    assert long_children[0].content.startswith("## Long\n\nSentence number 0")
+    assert all(b.start_char < a.end_char for a, b in pairwise(long_children))
+
+
+def test_hash_lines_in_code_fences_do_not_split() -> None:
+    text = """\
+# Setup
+
+```bash
+# install the tool
+pip install tool
+## not a header either
+```
+
+~~~~
+```
+# still code: a shorter fence of another char does not close it
+~~~~
+
+Text after the fences, long enough to count as content on its own.
+"""
+    chunks = split(text)
+    assert len(chunks) == 1
+    content, headers = chunks[0]
+    assert headers == {"h1": "Setup"}
+    assert "# install the tool" in content and "# still code" in content and content.endswith("own.")
+
+
+def test_unclosed_fence_runs_to_the_end() -> None:
+    text = "# Title\n\nSome text that is long enough to be a chunk of its own here.\n\n```python\n# comment\n## x\n"
+    chunks = split(text)
+    assert [h for _, h in chunks] == [{"h1": "Title"}]
+    assert chunks[0][0].endswith("## x")
+
+
+def test_h5_and_h6_are_content() -> None:
+    text = "#### Four\n\nText of the fourth level, long enough for a chunk.\n\n##### Five\n\nmore\n\n###### Six\n"
+    chunks = split(text)
+    assert chunks == [(text.strip(), {"h4": "Four"})]
+
+
+def test_text_before_the_first_header_has_no_headers() -> None:
+    text = "Preamble text that comes before any header and is long enough.\n\n# Title\n\n" + "Body text. " * 6
+    chunks = split(text)
+    assert [h for _, h in chunks] == [{}, {"h1": "Title"}]
+
+
+def test_header_only_sections_are_dropped_and_counted() -> None:
+    doc = MarkdownChunker().split("# Title\n\n## Sub\n\n### Deeper ###\n")
+    assert doc.chunks == []
+    assert doc.filtered == {"separator": 0, "header_only": 3, "too_short": 0}
+
+
+def test_tiny_section_joins_its_next_sibling() -> None:
+    text = """\
+# Guide
+## Setup
+### Tiny
+Short note.
+### Details
+A longer explanation that easily passes the fifty character minimum on its own.
+"""
+    doc = MarkdownChunker().split(text)
+    assert_chunks_valid(text, doc)
+    assert len(doc.chunks) == 1
+    chunk = doc.chunks[0]
+    assert chunk.content.startswith("### Tiny\nShort note.\n### Details")
+    assert chunk.headers == {"h1": "Guide", "h2": "Setup"}  # the headers both parts share
+    assert doc.filtered["header_only"] == 2  # "# Guide" and "## Setup" alone
+
+
+def test_tiny_section_joins_the_previous_one_when_the_next_is_elsewhere() -> None:
+    text = """\
+## Alpha
+The alpha section has plenty of text, more than fifty characters for sure.
+### Tiny
+Short note.
+## Beta
+The beta section also has plenty of text, more than fifty characters too.
+"""
+    chunks = split(text)
+    assert [h for _, h in chunks] == [{"h2": "Alpha"}, {"h2": "Beta"}]
+    assert chunks[0][0].endswith("### Tiny\nShort note.")
+
+
+def test_whole_short_document_is_one_chunk() -> None:
+    assert split("## Note\n\nRead the FAQ.\n") == [("## Note\n\nRead the FAQ.", {"h2": "Note"})]
+
+
+def test_separator_between_sections_is_dropped_with_its_section() -> None:
+    text = "Intro text long enough to stand as a chunk on its own, surely.\n\n---\n\n# A\n\n" + "Words here. " * 6
+    doc = MarkdownChunker().split(text)
+    assert [c.content.split("\n")[0] for c in doc.chunks] == [text.split("\n")[0], "# A"]
+    assert "---" in doc.chunks[0].content  # inside a section with text it is simply part of the text
+
+
+def test_many_headers_are_fast() -> None:
+    text = "".join(f"## Header {i}\n\nSome text for section number {i}, enough.\n\n" for i in range(10_000))
+    started = time.perf_counter()
+    doc = MarkdownChunker().split(text)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+    assert len(doc.chunks) == 10_000 // 2  # each tiny section joined its next sibling
+
+
+def test_one_megabyte_line_is_fast() -> None:
+    text = "# Big\n\n" + "y" * 1_000_000
+    started = time.perf_counter()
+    doc = MarkdownChunker().split(text)
+    assert time.perf_counter() - started < 2.0
+    assert doc.chunks[-1].end_char == len(text)
+    assert doc.chunks[0].parent_end == len(text)
