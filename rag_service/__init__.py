@@ -10,10 +10,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rag_service.errors import RagError
-    from rag_service.ingest.report import IngestReport
-    from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk, Source
-    from rag_service.service import UniversalRAGService, get_universal_rag, reset_universal_rag
+    from rag_service.errors import RagError as RagError
+    from rag_service.ingest.report import IngestReport as IngestReport
+    from rag_service.result import RAGResult as RAGResult
+    from rag_service.result import RetrievalMetrics as RetrievalMetrics
+    from rag_service.result import RetrievedChunk as RetrievedChunk
+    from rag_service.result import Source as Source
+    from rag_service.service import UniversalRAGService as UniversalRAGService
+    from rag_service.service import get_universal_rag as get_universal_rag
+    from rag_service.service import reset_universal_rag as reset_universal_rag
 
 _EXPORTS = {
     "IngestReport": "rag_service.ingest.report",

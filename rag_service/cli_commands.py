@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from rag_service.config import Settings
 
@@ -64,9 +65,60 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+DEMO_QUERIES = {
+    "chatbot": "How do I point the service at my own PostgreSQL server?",
+    "agent": "Which environment variable selects the reranking model?",
+    "search": "hybrid search reciprocal rank fusion",
+    "workflow": "What does make test do on a fresh machine?",
+    "context_engineering": "How are documents chunked and what does a parent chunk contain?",
+}
+
+
+def _demo_corpus() -> list[Path]:
+    root = Path(__file__).resolve().parents[1]
+    corpus = [p for p in (root / "docs", root / "README.md") if p.exists()]
+    if not corpus:
+        from rag_service.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"the demo corpus (docs/ and README.md next to {root}) is missing; run `rag demo` from a checkout"
+        )
+    return corpus
+
+
+def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    service = _service(settings)
+    try:
+        print(f"indexing {', '.join(str(p) for p in _demo_corpus())} into collection {args.collection!r}")
+        report = service.index_paths(_demo_corpus(), collection=args.collection, progress=True)
+        print("\n".join(report.lines()))
+        print(f"\n{'context':<20} {'chunks':>6} {'tokens':>6} {'total ms':>9} {'embed':>7} {'sql':>7} {'rerank':>7}")
+        results = []
+        for context in service.contexts():
+            query = DEMO_QUERIES.get(context, "What is rag_service?")
+            result = service.retrieve(query, context=context, collection=args.collection)
+            results.append(result)
+            m = result.metrics
+            print(
+                f"{context:<20} {len(result.chunks):>6} {result.total_tokens:>6} {m.total_time_ms:>9.1f} "
+                f"{m.embedding_time_ms:>7.1f} {m.retrieval_time_ms:>7.1f} {m.rerank_time_ms:>7.1f}"
+            )
+        for result in results:
+            print(f"\n=== {result.context_type}: {result.query}")
+            top = result.chunks[0] if result.chunks else None
+            if top is not None:
+                print(f"top: {top.source} § {top.header_path or '-'} (relevance {top.relevance_score:.0%})")
+                print("    " + " ".join(top.content.split())[:300])
+            for reason in result.metrics.degraded:
+                print(f"degraded: {reason}")
+    finally:
+        service.close()
+    return 0
+
+
 def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """``rag reindex`` (also used by ``scripts/reindex.py``)."""
-    parser = commands.add_parser("reindex", help="index files and folders (incremental)")
+    parser: argparse.ArgumentParser = commands.add_parser("reindex", help="index files and folders (incremental)")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
     parser.add_argument("--collection", dest="collection_given", default=None, help="collection (default 'default')")
     parser.add_argument("--strategy", choices=["markdown", "recursive", "sentence", "token"], default=None)
@@ -90,3 +142,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     query.add_argument("--max-chunks", type=int, default=None)
     query.add_argument("--json", action="store_true", help="the whole result as JSON")
     query.set_defaults(handler=_query)
+
+    demo = commands.add_parser("demo", help="index the bundled docs and query every preset")
+    demo.add_argument("--collection", default="demo")
+    demo.set_defaults(handler=_demo)

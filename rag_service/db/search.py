@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import psycopg
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     CTE,
@@ -293,6 +294,13 @@ def build_search(request: SearchRequest) -> Select[Any]:
     )
 
 
+def cast_connection(raw: object) -> psycopg.Connection[Any]:
+    """The psycopg connection under a SQLAlchemy connection (psycopg is the only driver we use)."""
+    if not isinstance(raw, psycopg.Connection):
+        raise TypeError(f"expected a psycopg connection, got {type(raw).__name__}")
+    return raw
+
+
 def explain(session: Session, request: SearchRequest) -> str:
     """``EXPLAIN`` of the hybrid statement with these parameters (for tests and benchmarks)."""
     from pgvector.psycopg import register_vector
@@ -300,8 +308,7 @@ def explain(session: Session, request: SearchRequest) -> str:
 
     compiled = build_search(request).compile(session.get_bind())
     params = {k: Jsonb(v) if isinstance(v, dict) else v for k, v in compiled.params.items()}
-    raw = session.connection().connection.dbapi_connection
-    assert raw is not None
+    raw = cast_connection(session.connection().connection.dbapi_connection)
     register_vector(raw)
     if request.runs_vector:
         configure_vector_scan(session, ef_search=request.ef_search)

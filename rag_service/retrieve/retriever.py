@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid
 from rag_service.embed import Embedder
 from rag_service.errors import ModelLoadError
 from rag_service.format import format_context
-from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
+from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
@@ -39,7 +39,7 @@ class RetrievalOptions:
     """Per-call settings beyond the preset."""
 
     collection: str = "default"
-    filters: ChunkFilters = ChunkFilters()
+    filters: ChunkFilters = field(default_factory=ChunkFilters)
 
 
 class Retriever:
@@ -215,7 +215,7 @@ def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, i
 def _diversify(chunks: list[RetrievedChunk], *, k: int, diversity: float) -> list[RetrievedChunk]:
     if len(chunks) <= 1 or all(c.embedding is None for c in chunks):
         return chunks[:k]
-    dim = next(c.embedding for c in chunks if c.embedding is not None).shape[0]  # type: ignore[union-attr]
+    dim = next(c.embedding.shape[0] for c in chunks if c.embedding is not None)
     vectors = np.stack([c.embedding if c.embedding is not None else np.zeros(dim) for c in chunks])
     picked = mmr_select([c.relevance_score for c in chunks], vectors, k=k, diversity=diversity)
     return [chunks[i] for i in picked]

@@ -128,7 +128,8 @@ def test_overrides_win_and_are_validated(service):
 
 
 def test_unknown_context_lists_valid_ones(service):
-    with pytest.raises(UnknownContextError, match="valid contexts: chatbot, agent, search, workflow, context_engineering"):
+    valid = "valid contexts: chatbot, agent, search, workflow, context_engineering"
+    with pytest.raises(UnknownContextError, match=valid):
         service.retrieve("backups", context="nope")
 
 

@@ -17,10 +17,11 @@ from rag_service.ingest.pipeline import Indexer
 from rag_service.retrieve.fusion import linear_fuse, rrf_fuse
 from rag_service.retrieve.query import parse_query, websearch_parts
 
-WORDS = (
-    "postgres vector index search fusion rank query token chunk parent header section model embedding "
-    "database cluster replica backup restore schema migration table column filter score relevance"
-).split()
+WORDS = [
+    "postgres", "vector", "index", "search", "fusion", "rank", "query", "token", "chunk", "parent",
+    "header", "section", "model", "embedding", "database", "cluster", "replica", "backup", "restore",
+    "schema", "migration", "table", "column", "filter", "score", "relevance",
+]
 
 
 @pytest.fixture
@@ -147,7 +148,7 @@ def test_filtered_query_still_returns_k_rows_through_iterative_scan(db, indexed,
 
 
 def test_filters_are_validated():
-    with pytest.raises(UnknownFilterError, match="unknown filter key.*'colour'.*valid keys: source"):
+    with pytest.raises(UnknownFilterError, match=r"unknown filter key.*'colour'.*valid keys: source"):
         ChunkFilters.parse({"colour": "red"})
     with pytest.raises(UnknownFilterError, match="'headers' must be"):
         ChunkFilters.parse({"headers": "h1"})
