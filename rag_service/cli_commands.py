@@ -65,6 +65,40 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from rag_service.evaluation.beir import load_beir
+    from rag_service.evaluation.runner import EvalConfig, collection_for, ensure_indexed, run_queries
+    from rag_service.evaluation.trec import write_trec_run
+
+    dataset_dir = Path(args.dataset_dir)
+    dataset = load_beir(dataset_dir, split=args.split)
+    config = EvalConfig(
+        context=args.context, retriever=args.retriever, rerank=not args.no_rerank, depth=args.depth
+    )
+    config.retrieval_overrides()  # validate before any work
+    collection = collection_for(dataset_dir)
+    service = _service(settings)
+    progress = not args.quiet
+    try:
+        report = ensure_indexed(service, dataset, collection=collection, strategy=config.strategy, progress=progress)
+        if not report.ok:
+            print("\n".join(report.lines()), file=sys.stderr)
+            return 1
+        result = run_queries(
+            service, dataset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
+        )
+    finally:
+        service.close()
+    result.ingest = report.to_dict()
+    if args.run_out:
+        write_trec_run(result.run, Path(args.run_out), tag=f"rag-{config.retriever}")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=False))
+    else:
+        print("\n".join(result.lines()))
+    return 0
+
+
 DEMO_QUERIES = {
     "chatbot": "How do I point the service at my own PostgreSQL server?",
     "agent": "Which environment variable selects the reranking model?",
@@ -142,6 +176,18 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     query.add_argument("--max-chunks", type=int, default=None)
     query.add_argument("--json", action="store_true", help="the whole result as JSON")
     query.set_defaults(handler=_query)
+
+    evaluate = commands.add_parser("eval", help="score retrieval on a BEIR dataset (nDCG@10, recall, MRR)")
+    evaluate.add_argument("dataset_dir", metavar="DATASET_DIR", help="corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    evaluate.add_argument("--context", default="search", help="preset whose knobs are used")
+    evaluate.add_argument("--retriever", choices=["hybrid", "vector", "fulltext"], default="hybrid")
+    evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
+    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--depth", type=int, default=300, help="candidates per arm (chunks)")
+    evaluate.add_argument("--run-out", default=None, metavar="FILE", help="write the TREC run file")
+    evaluate.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bars")
+    evaluate.set_defaults(handler=_eval)
 
     demo = commands.add_parser("demo", help="index the bundled docs and query every preset")
     demo.add_argument("--collection", default="demo")

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from rag_service.embed import BUNDLED_MINILM_ID, Embedder, load_embedder
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
-from rag_service.result import RAGResult
+from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.rerank import Reranker, RerankerCache
 from rag_service.retrieve.retriever import RetrievalOptions, Retriever
 
@@ -93,6 +93,21 @@ class UniversalRAGService:
             paths, collection=collection, strategy=strategy, prune=prune, force=force, progress=progress
         )
 
+    def index_texts(
+        self,
+        items: Iterable[tuple[str, str, str]],
+        *,
+        collection: str,
+        strategy: str = "recursive",
+        force: bool = False,
+        progress: bool = False,
+        total: int | None = None,
+    ) -> IngestReport:
+        """Index in-memory documents given as ``(source, title, text)``."""
+        return self._indexer().index_texts(
+            items, collection=collection, strategy=strategy, force=force, progress=progress, total=total
+        )
+
     def reindex_all(self, *, collection: str | None = None, progress: bool = False) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text."""
         return self._indexer().reindex_all(collection=collection, progress=progress)
@@ -115,6 +130,26 @@ class UniversalRAGService:
         if overrides:
             preset = preset.with_overrides(overrides)
         return self._retriever.retrieve(query, preset, options)
+
+    def ranked_candidates(
+        self,
+        query: str,
+        context: str = "search",
+        *,
+        collection: str = "default",
+        filters: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
+        """Fused (and reranked) candidates with their metrics, before parents, MMR and formatting.
+
+        For evaluation and inspection: ``candidate_k`` sets the depth of each arm.
+        """
+        options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
+        with self.db.transaction() as session:
+            preset = load_preset(session, context)
+        if overrides:
+            preset = preset.with_overrides(overrides)
+        return self._retriever.ranked_candidates(query, preset, options)
 
     def contexts(self) -> list[str]:
         """The preset names stored in ``rag_configurations``."""

@@ -493,15 +493,28 @@ def _hub_endpoint() -> str:
 
 
 def _probe(url: str) -> str | None:
-    """``None`` when ``url``'s server answers at all (any HTTP status), else why it did not."""
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=PROBE_TIMEOUT_S):
-            return None
-    except urllib.error.HTTPError:
-        return None
-    except (OSError, ValueError) as err:
-        reason = getattr(err, "reason", err)
-        return f"{type(reason).__name__}: {reason}".splitlines()[0]
+    """``None`` when ``url``'s server answers at all (any HTTP status) within ``PROBE_TIMEOUT_S``, else why not.
+
+    Runs in a daemon thread so that a name lookup that hangs (which socket timeouts do not cover)
+    cannot hold the caller past the timeout either.
+    """
+    timeout = PROBE_TIMEOUT_S
+    outcome: list[str | None] = []
+
+    def attempt() -> None:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+                outcome.append(None)
+        except urllib.error.HTTPError:
+            outcome.append(None)
+        except Exception as err:
+            reason = getattr(err, "reason", err)
+            outcome.append(f"{type(reason).__name__}: {reason}".splitlines()[0])
+
+    worker = threading.Thread(target=attempt, name="rag-hub-probe", daemon=True)
+    worker.start()
+    worker.join(timeout + 0.5)
+    return outcome[0] if outcome else f"no answer within {timeout:g} s"
 
 
 def _resolve_source(name_or_path: str) -> str:

@@ -86,7 +86,7 @@ class Retriever:
                     candidate_k=preset.candidate_k,
                     limit=preset.candidate_k,
                     fts_config=self.settings.fts_config,
-                    ef_search=self.settings.hnsw_ef_search,
+                    ef_search=max(self.settings.hnsw_ef_search, preset.candidate_k),
                     filters=options.filters,
                 )
                 per_variant.append(hybrid_search(session, request))
@@ -95,16 +95,26 @@ class Retriever:
         metrics.total_candidates = len(chunks)
         return chunks
 
-    def retrieve(
-        self, query: str, preset: Preset, options: RetrievalOptions, *, encoding: str = "cl100k_base"
-    ) -> RAGResult:
-        """The whole pipeline for one query."""
+    def ranked_candidates(
+        self, query: str, preset: Preset, options: RetrievalOptions
+    ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
+        """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
         total_started = time.perf_counter()
         text = validate_query(query)
         metrics = RetrievalMetrics()
         chunks = self.search_candidates(text, preset, options, metrics)
         chunks = self._rerank(text, chunks, preset, metrics)
         metrics.after_rerank = len(chunks)
+        metrics.total_time_ms = _ms(total_started)
+        return chunks, metrics
+
+    def retrieve(
+        self, query: str, preset: Preset, options: RetrievalOptions, *, encoding: str = "cl100k_base"
+    ) -> RAGResult:
+        """The whole pipeline for one query."""
+        total_started = time.perf_counter()
+        chunks, metrics = self.ranked_candidates(query, preset, options)
+        text = validate_query(query)
 
         started = time.perf_counter()
         if preset.return_parents:

@@ -1,0 +1,103 @@
+"""The ``rag`` command as a user runs it: exit codes, one-line errors, JSON output, reindex report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.multiprocess
+
+
+@pytest.fixture
+def cli_env(database_factory, tmp_path) -> dict[str, str]:
+    url = database_factory.create("rag_cli")
+    env = dict(os.environ)
+    env.update(
+        RAG_DATABASE_URL=url,
+        RAG_EMBEDDING_MODEL="hashing",
+        RAG_RERANK_MODEL="none",
+        RAG_DATA_DIR=str(tmp_path / "data"),
+    )
+    return env
+
+
+def rag(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rag_service.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
+    status = rag(cli_env, "db", "status")
+    assert status.returncode == 1 and "run `rag db upgrade`" in status.stdout
+    upgraded = rag(cli_env, "db", "upgrade")
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "schema:     0001 (head 0001)" in upgraded.stdout
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Alpha\n\nAlpha explains how nightly backups are restored from cold storage.\n")
+    (docs / "bad.txt").write_bytes(b"\xff\xfe not utf-8 at all, sorry")
+    indexed = rag(cli_env, "reindex", "docs", "--collection", "kb", "--quiet", cwd=tmp_path)
+    assert indexed.returncode == 1, "a failed file makes the run exit 1"
+    assert "1 added" in indexed.stdout and "failed: docs/bad.txt" in indexed.stdout
+    assert "Traceback" not in indexed.stderr
+
+    answer = rag(cli_env, "query", "how are backups restored?", "--collection", "kb", "--json")
+    assert answer.returncode == 0, answer.stderr
+    payload = json.loads(answer.stdout)
+    assert payload["chunks"][0]["source"] == "docs/a.md"
+    assert set(payload["metrics"]) >= {"embedding_time_ms", "retrieval_time_ms", "total_time_ms", "degraded"}
+
+    text_answer = rag(cli_env, "query", "backups", "--collection", "kb", "--context", "agent")
+    assert text_answer.returncode == 0 and "[1] docs/a.md" in text_answer.stdout
+
+    again = rag(cli_env, "reindex", "docs/a.md", "--collection", "kb", "--json", "--quiet", cwd=tmp_path)
+    assert json.loads(again.stdout)["unchanged"] == 1
+
+    everything = rag(cli_env, "reindex", "--all", "--collection", "kb", "--quiet", cwd=tmp_path)
+    assert everything.returncode == 0 and "1 updated" in everything.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("query", ""), "error: query is empty"),
+        (("query", "x", "--context", "nope"), "error: unknown context 'nope'; valid contexts: chatbot"),
+        (("query", "x", "--max-chunks", "-3"), "error: max_chunks (-3) must be between 1 and 1000"),
+    ],
+)
+def test_user_errors_are_one_line_exit_1(cli_env, args, message):
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    result = rag(cli_env, *args)
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith(message), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_usage_errors_exit_2(cli_env):
+    assert rag(cli_env, "frobnicate").returncode == 2
+    assert rag(cli_env, "reindex").returncode == 2
+
+
+def test_unreachable_database_is_one_line_with_masked_password(cli_env):
+    cli_env["RAG_DATABASE_URL"] = "postgresql://user:hunter2@127.0.0.1:9/none"
+    result = rag(cli_env, "db", "status")
+    assert result.returncode == 1
+    assert "hunter2" not in result.stderr and "***" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_model_mismatch_is_refused(cli_env, tmp_path):
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / "n.txt").write_text("Some notes about the retrieval service and its database guard. " * 2)
+    assert rag(cli_env, "reindex", "n.txt", "--quiet", cwd=tmp_path).returncode == 0
+    cli_env["RAG_EMBEDDING_MODEL"] = "all-MiniLM-L6-v2"
+    result = rag(cli_env, "query", "guard")
+    assert result.returncode == 1
+    assert "holds vectors of 'test/hashing-embedder'" in result.stderr
