@@ -17,6 +17,7 @@ BUNDLED_MINILM = "all-MiniLM-L6-v2"
 SCHEMA_EMBEDDING_DIM = 384
 
 FusionMethod = Literal["rrf", "linear"]
+KeywordScorer = Literal["bm25", "ts_rank_cd"]
 
 
 class Settings(BaseSettings):
@@ -36,6 +37,8 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=100, ge=0)
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    bm25_k1: float = Field(default=0.9, ge=0.0, le=10.0, description="BM25 term-frequency saturation")
+    bm25_b: float = Field(default=0.4, ge=0.0, le=1.0, description="BM25 length normalisation")
     pool_size: int = Field(default=5, ge=1, le=100)
     pool_max_overflow: int = Field(default=5, ge=0, le=100)
     statement_timeout_ms: int = Field(default=30_000, ge=0)
@@ -65,6 +68,7 @@ class Preset:
     rrf_k: int = 60
     fusion_method: FusionMethod = "rrf"
     candidate_k: int = 20
+    keyword_scorer: KeywordScorer = "bm25"
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
         """Return a copy with per-call overrides applied and validated."""
@@ -95,6 +99,10 @@ class Preset:
             (
                 self.fusion_method in ("rrf", "linear"),
                 f"fusion_method ({self.fusion_method!r}) must be 'rrf' or 'linear'",
+            ),
+            (
+                self.keyword_scorer in ("bm25", "ts_rank_cd"),
+                f"keyword_scorer ({self.keyword_scorer!r}) must be 'bm25' or 'ts_rank_cd'",
             ),
         ]
         for ok, message in checks:

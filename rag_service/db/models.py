@@ -94,6 +94,48 @@ class DocumentChunk(Base):
     embedding: Mapped[Any] = mapped_column(Vector(SCHEMA_EMBEDDING_DIM), nullable=False)
     content_tsv: Mapped[Any] = mapped_column(TSVECTOR, nullable=False)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
+    #: number of lexeme occurrences in ``content_tsv`` (BM25's document length); set by a trigger
+    lexeme_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+
+
+class ChunkTerm(Base):
+    """A posting: one lexeme of one chunk with its term frequency; maintained by triggers."""
+
+    __tablename__ = "chunk_terms"
+    __table_args__ = (
+        Index(
+            "ix_chunk_terms_postings",
+            "collection",
+            "lexeme",
+            postgresql_include=["chunk_id", "tf", "doc_len"],
+        ),
+    )
+
+    chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    collection: Mapped[str] = mapped_column(String(200), nullable=False)
+    tf: Mapped[int] = mapped_column(Integer, nullable=False)
+    doc_len: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class LexemeStats(Base):
+    """Document frequency of a lexeme within a collection; maintained by triggers."""
+
+    __tablename__ = "lexeme_stats"
+
+    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class CollectionStats(Base):
+    """Chunk count and total length (in lexemes) of a collection; maintained by triggers."""
+
+    __tablename__ = "collection_stats"
+
+    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    chunk_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    total_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
 class RagConfiguration(Base):
@@ -109,6 +151,7 @@ class RagConfiguration(Base):
         ),
         CheckConstraint("rrf_k > 0 AND candidate_k > 0", name="ck_rag_configurations_k"),
         CheckConstraint("fusion_method IN ('rrf', 'linear')", name="ck_rag_configurations_fusion"),
+        CheckConstraint("keyword_scorer IN ('bm25', 'ts_rank_cd')", name="ck_rag_configurations_keyword_scorer"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -125,6 +168,7 @@ class RagConfiguration(Base):
     rrf_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="60")
     fusion_method: Mapped[str] = mapped_column(String(16), nullable=False, server_default="rrf")
     candidate_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="20")
+    keyword_scorer: Mapped[str] = mapped_column(String(16), nullable=False, server_default="bm25")
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), nullable=False, server_default=func.now()
     )

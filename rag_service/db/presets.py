@@ -7,7 +7,7 @@ from typing import cast
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rag_service.config import FusionMethod, Preset
+from rag_service.config import FusionMethod, KeywordScorer, Preset
 from rag_service.db.models import RagConfiguration
 from rag_service.errors import UnknownContextError
 
@@ -26,6 +26,7 @@ def _to_preset(row: RagConfiguration) -> Preset:
         rrf_k=row.rrf_k,
         fusion_method=cast(FusionMethod, row.fusion_method),
         candidate_k=row.candidate_k,
+        keyword_scorer=cast(KeywordScorer, row.keyword_scorer),
     )
 
 

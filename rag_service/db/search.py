@@ -44,7 +44,7 @@ from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.orm import Session
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
-from rag_service.db.models import Document, DocumentChunk
+from rag_service.db.models import ChunkTerm, CollectionStats, Document, DocumentChunk, LexemeStats
 from rag_service.errors import UnknownFilterError
 
 #: the filter keys ``retrieve(filters=...)`` accepts, and the value each needs
@@ -111,6 +111,10 @@ class SearchRequest:
     fts_config: str = "english"
     ef_search: int = 100
     filters: ChunkFilters = field(default_factory=ChunkFilters)
+    keyword_scorer: str = "bm25"
+    bm25_text: str = ""
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
 
     @property
     def runs_vector(self) -> bool:
@@ -119,8 +123,12 @@ class SearchRequest:
 
     @property
     def runs_keyword(self) -> bool:
-        """The keyword arm runs when it has weight and something to match."""
-        return self.keyword_weight > 0 and bool(self.any_terms.strip() or self.required_terms.strip())
+        """The keyword arm runs when it has weight and something to match (BM25: something to score)."""
+        if self.keyword_weight <= 0:
+            return False
+        if self.keyword_scorer == "bm25":
+            return bool(self.bm25_text.strip())
+        return bool(self.any_terms.strip() or self.required_terms.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,9 +157,11 @@ class SearchHit:
     fused_score: float
 
 
-def _conditions(request: SearchRequest) -> list[ColumnElement[bool]]:
+def _conditions(request: SearchRequest, *, collection: bool = True) -> list[ColumnElement[bool]]:
     f = request.filters
-    conds: list[ColumnElement[bool]] = [DocumentChunk.collection == bindparam("collection", request.collection)]
+    conds: list[ColumnElement[bool]] = []
+    if collection:
+        conds.append(DocumentChunk.collection == bindparam("collection", request.collection))
     if f.source is not None or f.source_prefix is not None or f.metadata is not None:
         docs = select(Document.id).where(Document.collection == bindparam("doc_collection", request.collection))
         if f.source is not None:
@@ -211,24 +221,85 @@ def _vector_arm(request: SearchRequest) -> CTE:
 
 def tsquery_expression(request: SearchRequest) -> ColumnElement[Any]:
     """``websearch(any) && websearch(required)``; Postgres' ``&&`` returns the other side when one is empty."""
-    cfg = cast(bindparam("fts_config", request.fts_config, type_=String), REGCONFIG)
+    cfg = _fts_config(request)
     any_q = func.websearch_to_tsquery(cfg, bindparam("any_terms", request.any_terms, type_=String))
     req_q = func.websearch_to_tsquery(cfg, bindparam("required_terms", request.required_terms, type_=String))
     return any_q.op("&&")(req_q)
 
 
-def _keyword_arm(request: SearchRequest) -> CTE:
-    if not request.runs_keyword:
-        return _empty_arm("keyword_arm")
-    tsq = tsquery_expression(request)  # inline: constant-folded at plan time, so the GIN index applies
+def _fts_config(request: SearchRequest) -> ColumnElement[Any]:
+    return cast(bindparam("fts_config", request.fts_config, type_=String), REGCONFIG)
+
+
+def _bm25_matches(request: SearchRequest) -> Select[Any]:
+    """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
+
+    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative) and
+    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))``, summed over the distinct query lexemes;
+    ``N``, ``df``, ``len`` and ``avglen`` are the trigger-maintained statistics of the collection.
+    """
+    cfg = _fts_config(request)
+    lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
+    n = cast(CollectionStats.chunk_count, Double)
+    df = cast(LexemeStats.doc_freq, Double)
+    terms = (
+        select(
+            LexemeStats.lexeme.label("lexeme"),
+            func.ln(1.0 + (n - df + 0.5) / (df + 0.5)).label("idf"),
+            (cast(CollectionStats.total_length, Double) / n).label("avglen"),
+        )
+        .select_from(LexemeStats)
+        .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
+        .where(
+            LexemeStats.collection == bindparam("bm25_collection", request.collection),
+            LexemeStats.lexeme == func.any(lexemes),
+        )
+        .cte("bm25_terms")
+    )
+    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
+    b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
+    tf = cast(ChunkTerm.tf, Double)
+    length_norm = 1.0 - b + b * cast(ChunkTerm.doc_len, Double) / terms.c.avglen
+    score = func.sum(terms.c.idf * tf * (k1 + 1.0) / (tf + k1 * length_norm))
+    query: Select[Any] = (
+        select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment]
+        .select_from(ChunkTerm)
+        .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
+        .where(ChunkTerm.collection == bindparam("collection", request.collection))
+    )
+    extra = _conditions(request, collection=False)
+    if request.required_terms.strip():
+        required = func.websearch_to_tsquery(
+            cfg, bindparam("required_terms", request.required_terms, type_=String)
+        )
+        extra.append(DocumentChunk.content_tsv.op("@@")(required))
+    if extra:  # only then is the chunk row needed
+        query = query.join(DocumentChunk, DocumentChunk.id == ChunkTerm.chunk_id).where(*extra)
+    return (
+        query.group_by(ChunkTerm.chunk_id)
+        .order_by(score.desc(), ChunkTerm.chunk_id)
+        .limit(bindparam("candidate_k_kw", request.candidate_k))
+    )
+
+
+def _ts_rank_matches(request: SearchRequest) -> Select[Any]:
+    tsq = tsquery_expression(request)  # inline: the planner sees it as a stable expression for the GIN index
     rank = cast(func.ts_rank_cd(DocumentChunk.content_tsv, tsq), Double)
-    matched = (
+    return (
         select(DocumentChunk.id.label("id"), rank.label("score"))
         .where(DocumentChunk.content_tsv.op("@@")(tsq), *_conditions(request))
         .order_by(rank.desc(), DocumentChunk.id)
         .limit(bindparam("candidate_k_kw", request.candidate_k))
-        .subquery("matched")
     )
+
+
+def _keyword_arm(request: SearchRequest) -> CTE:
+    if not request.runs_keyword:
+        return _empty_arm("keyword_arm")
+    if request.keyword_scorer == "bm25":
+        matched = _bm25_matches(request).subquery("matched")
+    else:
+        matched = _ts_rank_matches(request).subquery("matched")
     return select(
         matched.c.id,
         func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),

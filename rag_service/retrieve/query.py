@@ -207,3 +207,8 @@ def expand_query(text: str) -> list[str]:
 def _variant_key(text: str) -> str:
     """What makes two variants the same: their word characters, ignoring case and punctuation."""
     return " ".join(_KEY_WORD.findall(text.casefold()))
+
+
+def bm25_text(parsed: ParsedQuery) -> str:
+    """The words BM25 scores: the free words and the words of the quoted phrases (not the exclusions)."""
+    return " ".join([*parsed.words, *parsed.phrases])

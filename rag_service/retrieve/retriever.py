@@ -24,7 +24,7 @@ from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, Retriev
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
-from rag_service.retrieve.query import expand_query, parse_query, validate_query, websearch_parts
+from rag_service.retrieve.query import bm25_text, expand_query, parse_query, validate_query, websearch_parts
 from rag_service.retrieve.rerank import Reranker
 
 RerankerSource = Callable[[], Reranker | None]
@@ -73,7 +73,8 @@ class Retriever:
         per_variant: list[list[SearchHit]] = []
         with self.db.transaction() as session:
             for variant, vector in zip(variants, vectors, strict=True):
-                any_terms, required = websearch_parts(parse_query(variant))
+                parsed = parse_query(variant)
+                any_terms, required = websearch_parts(parsed)
                 request = SearchRequest(
                     collection=options.collection,
                     query_vector=vector,
@@ -88,6 +89,10 @@ class Retriever:
                     fts_config=self.settings.fts_config,
                     ef_search=max(self.settings.hnsw_ef_search, preset.candidate_k),
                     filters=options.filters,
+                    keyword_scorer=preset.keyword_scorer,
+                    bm25_text=bm25_text(parsed),
+                    bm25_k1=self.settings.bm25_k1,
+                    bm25_b=self.settings.bm25_b,
                 )
                 per_variant.append(hybrid_search(session, request))
         metrics.retrieval_time_ms = _ms(started)

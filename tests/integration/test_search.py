@@ -15,7 +15,7 @@ from rag_service.embed import HashingEmbedder
 from rag_service.errors import UnknownFilterError
 from rag_service.ingest.pipeline import Indexer
 from rag_service.retrieve.fusion import linear_fuse, rrf_fuse
-from rag_service.retrieve.query import parse_query, websearch_parts
+from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 
 WORDS = [
     "postgres", "vector", "index", "search", "fusion", "rank", "query", "token", "chunk", "parent",
@@ -43,8 +43,10 @@ def indexed(db, settings, tmp_path, monkeypatch):
 
 
 def _request(embedder, query: str, **kw) -> SearchRequest:
-    any_terms, required = websearch_parts(parse_query(query))
+    parsed = parse_query(query)
+    any_terms, required = websearch_parts(parsed)
     defaults = dict(
+        bm25_text=bm25_text(parsed),
         collection="c",
         query_vector=embedder.embed_query(query),
         any_terms=any_terms,
@@ -67,16 +69,19 @@ def _explain(session: Session, request: SearchRequest) -> str:
     return explain(session, request)
 
 
-def test_vector_arm_uses_hnsw_and_keyword_arm_uses_gin(db, indexed):
+def test_vector_arm_uses_hnsw_and_keyword_arm_uses_its_index(db, indexed):
     with db.transaction() as session:
-        plan = _explain(session, _request(indexed, '"document 7"'))  # selective, so GIN pays off
-    assert "Index Scan using ix_document_chunks_embedding_hnsw" in plan
-    assert "Bitmap Index Scan on ix_document_chunks_content_tsv" in plan
+        ts_plan = _explain(session, _request(indexed, '"document 7"', keyword_scorer="ts_rank_cd"))
+        bm25_plan = _explain(session, _request(indexed, "replica zebra"))
+    assert "Index Scan using ix_document_chunks_embedding_hnsw" in ts_plan
+    assert "Bitmap Index Scan on ix_document_chunks_content_tsv" in ts_plan  # selective, so GIN pays off
+    assert "ix_chunk_terms_postings" in bm25_plan
 
 
+@pytest.mark.parametrize("scorer", ["bm25", "ts_rank_cd"])
 @pytest.mark.parametrize("fusion", ["rrf", "linear"])
-def test_sql_fusion_agrees_with_python(db, indexed, fusion):
-    request = _request(indexed, "replica backup restore schema", fusion_method=fusion)
+def test_sql_fusion_agrees_with_python(db, indexed, fusion, scorer):
+    request = _request(indexed, "replica backup restore schema", fusion_method=fusion, keyword_scorer=scorer)
     with db.transaction() as session:
         hits = hybrid_search(session, request)
     assert hits and any(h.vector_rank and h.keyword_rank for h in hits), "both arms must contribute"
@@ -96,23 +101,28 @@ def test_sql_fusion_agrees_with_python(db, indexed, fusion):
         assert hit.fused_score == pytest.approx(cand.score, abs=1e-12)
 
 
-def test_weight_zero_arm_is_not_run(db, indexed):
+@pytest.mark.parametrize("scorer", ["bm25", "ts_rank_cd"])
+def test_weight_zero_arm_is_not_run(db, indexed, scorer):
     with db.transaction() as session:
         vector_only = hybrid_search(session, _request(indexed, "replica backup", keyword_weight=0.0))
-        keyword_only = hybrid_search(session, _request(indexed, "replica backup", vector_weight=0.0))
+        keyword_only = hybrid_search(
+            session, _request(indexed, "replica backup", vector_weight=0.0, keyword_scorer=scorer)
+        )
     assert vector_only and all(h.keyword_rank is None for h in vector_only)
     assert keyword_only and all(h.vector_rank is None for h in keyword_only)
 
 
-def test_question_is_an_or_of_its_words_and_phrases_and_exclusions_hold(db, indexed):
+@pytest.mark.parametrize("scorer", ["bm25", "ts_rank_cd"])
+def test_question_is_an_or_of_its_words_and_phrases_and_exclusions_hold(db, indexed, scorer):
+    def keyword(query: str) -> list:
+        return hybrid_search(session, _request(indexed, query, vector_weight=0.0, keyword_scorer=scorer))
+
     with db.transaction() as session:
-        question = hybrid_search(
-            session, _request(indexed, "how would a replica zebra work?", vector_weight=0.0)
-        )
+        question = keyword("how would a replica zebra work?")
         assert question, "a question with one unknown word must still match (OR, not AND)"
-        excluded = hybrid_search(session, _request(indexed, "replica -backup", vector_weight=0.0))
+        excluded = keyword("replica -backup")
         assert excluded and all("backup" not in h.content.lower() for h in excluded)
-        phrase = hybrid_search(session, _request(indexed, '"document 7 about"', vector_weight=0.0))
+        phrase = keyword('"document 7 about"')
         assert [h.source for h in phrase] == ["gen/doc007.txt"]
 
 

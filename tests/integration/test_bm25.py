@@ -1,0 +1,152 @@
+"""BM25 in SQL: statistics stay exactly right through every write path, scores equal a reference."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from sqlalchemy import text
+
+from rag_service.db.search import SearchRequest, hybrid_search
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.pipeline import Indexer
+from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+
+TEXTS = {
+    "a.txt": "Replication streams the write-ahead log to a replica. The replica replays the log continuously.",
+    "b.txt": "Backups are taken nightly; a backup is restored with pg_restore into a fresh database cluster.",
+    "c.txt": "The replica can be promoted during failover. Failover promotes the replica to primary quickly.",
+    "d.txt": "Vector search uses HNSW graphs; keyword search uses a GIN index over tsvector lexemes of chunks.",
+    "e.txt": "Log shipping and replication: the primary ships log segments, replicas replay, backups archive logs.",
+}
+
+
+def assert_stats_consistent(connection) -> None:  # type: ignore[no-untyped-def]
+    """The trigger-maintained statistics equal a recount from the stored tsvectors."""
+    postings = connection.execute(
+        text(
+            "SELECT c.id, c.collection, u.lexeme, greatest(coalesce(cardinality(u.positions),0),1), c.lexeme_count "
+            "FROM document_chunks c, unnest(c.content_tsv) u ORDER BY 1, 3"
+        )
+    ).all()
+    stored = connection.execute(
+        text("SELECT chunk_id, collection, lexeme, tf, doc_len FROM chunk_terms ORDER BY 1, 3")
+    ).all()
+    assert stored == postings
+    df = connection.execute(
+        text(
+            "SELECT c.collection, u.lexeme, count(*) FROM document_chunks c, unnest(c.content_tsv) u "
+            "GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+    ).all()
+    assert connection.execute(text("SELECT collection, lexeme, doc_freq FROM lexeme_stats ORDER BY 1, 2")).all() == df
+    sizes = connection.execute(
+        text("SELECT collection, count(*), sum(lexeme_count) FROM document_chunks GROUP BY 1 ORDER BY 1")
+    ).all()
+    assert connection.execute(
+        text("SELECT collection, chunk_count, total_length FROM collection_stats ORDER BY 1")
+    ).all() == sizes
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "kb"
+    root.mkdir()
+    for name, body in TEXTS.items():
+        (root / name).write_text(body)
+    return root
+
+
+def test_statistics_follow_every_write_path(db, settings, folder, connection):
+    indexer = Indexer(db, HashingEmbedder(), settings)
+    indexer.index_paths([folder], collection="one")
+    indexer.index_paths([folder / "a.txt", folder / "b.txt"], collection="two")
+    assert_stats_consistent(connection)
+
+    (folder / "a.txt").write_text(TEXTS["a.txt"] + " Logical replication copies rows, not pages.")
+    indexer.index_paths([folder], collection="one")  # update
+    assert_stats_consistent(connection)
+
+    (folder / "b.txt").unlink()
+    indexer.index_paths([folder], collection="one", prune=True)  # prune
+    assert_stats_consistent(connection)
+
+    indexer.reindex_all()  # re-chunk everything
+    assert_stats_consistent(connection)
+
+    connection.execute(text("DELETE FROM documents WHERE collection = 'two'"))  # cascade outside ingestion
+    assert_stats_consistent(connection)
+    assert connection.execute(text("SELECT count(*) FROM collection_stats WHERE collection='two'")).scalar() == 0
+
+
+def test_a_failed_write_leaves_statistics_untouched(db, settings, folder, connection):
+    indexer = Indexer(db, HashingEmbedder(), settings)
+    indexer.index_paths([folder], collection="one")
+    before = connection.execute(text("SELECT * FROM lexeme_stats ORDER BY 1, 2")).all()
+    with pytest.raises(Exception, match="violates check constraint"), db.transaction() as session:
+        session.execute(text("DELETE FROM document_chunks WHERE collection = 'one'"))
+        session.execute(text("INSERT INTO index_settings VALUES (2, 'x', 1, 'english')"))  # fails: id must be 1
+    assert connection.execute(text("SELECT * FROM lexeme_stats ORDER BY 1, 2")).all() == before
+    assert_stats_consistent(connection)
+
+
+def reference_bm25(docs: dict[int, Counter[str]], query: list[str], *, k1: float, b: float) -> dict[int, float]:
+    """Okapi BM25 with Lucene's idf, over the given term counts."""
+    n = len(docs)
+    avglen = sum(sum(c.values()) for c in docs.values()) / n
+    df = Counter(term for counts in docs.values() for term in counts)
+    scores: dict[int, float] = {}
+    for doc_id, counts in docs.items():
+        length = sum(counts.values())
+        score = 0.0
+        for term in set(query):
+            tf = counts.get(term, 0)
+            if tf:
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avglen))
+        if score:
+            scores[doc_id] = score
+    return scores
+
+
+@pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0)])
+@pytest.mark.parametrize("query", ["replica log replay", "backups restored nightly", "how does failover work?"])
+def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1, b):
+    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+    rows = connection.execute(
+        text(
+            "SELECT c.id, u.lexeme, greatest(coalesce(cardinality(u.positions),0),1) "
+            "FROM document_chunks c, unnest(c.content_tsv) u WHERE c.collection = 'one'"
+        )
+    ).all()
+    docs: dict[int, Counter[str]] = {}
+    for chunk_id, lexeme, tf in rows:
+        docs.setdefault(chunk_id, Counter())[lexeme] += tf
+    parsed = parse_query(query)
+    lexemes = connection.execute(
+        text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": bm25_text(parsed)}
+    ).scalar()
+    expected = reference_bm25(docs, lexemes, k1=k1, b=b)
+    any_terms, required = websearch_parts(parsed)
+    request = SearchRequest(
+        collection="one",
+        query_vector=None,
+        any_terms=any_terms,
+        required_terms=required,
+        vector_weight=0.0,
+        keyword_weight=1.0,
+        candidate_k=100,
+        limit=100,
+        bm25_text=bm25_text(parsed),
+        bm25_k1=k1,
+        bm25_b=b,
+    )
+    with db.transaction() as session:
+        hits = hybrid_search(session, request)
+    got = {h.chunk_id: h.keyword_score for h in hits}
+    assert set(got) == set(expected)
+    for chunk_id, score in expected.items():
+        assert got[chunk_id] == pytest.approx(score, abs=1e-6)
+    assert [h.chunk_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
