@@ -27,9 +27,10 @@ def test_upgrade_from_0001_with_data(database_factory, settings, tmp_path, monke
             )
             conn.execute(
                 text(
-                    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, start_char, "
-                    "end_char, token_count, content_hash, embedding, content_tsv) SELECT d.id, 'c', g, 'text', "
-                    "'replica log backup ' || g, 0, 1, 3, 'h' || g, array_fill(0.1, ARRAY[384])::vector, "
+                    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, "
+                    "start_char, end_char, token_count, content_hash, embedding, content_tsv) "
+                    "SELECT d.id, 'c', g, 'text', 'replica log backup ' || g, 0, 1, 3, 'h' || g, "
+                    "array_fill(0.1, ARRAY[384])::vector, "
                     "to_tsvector('english', 'replica log backup log ' || g) FROM documents d, generate_series(1, 5) g"
                 )
             )

@@ -1,0 +1,364 @@
+"""The reranking stage, against a tiny cross-encoder built here: no network, no model hub."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_service.errors import ConfigurationError, ModelLoadError
+from rag_service.retrieve import rerank as rerank_module
+from rag_service.retrieve.rerank import (
+    CrossEncoderReranker,
+    FlashRankReranker,
+    FunctionReranker,
+    OnnxReranker,
+    RerankerCache,
+    RerankScore,
+    export_onnx,
+    load_reranker,
+    rerank,
+)
+
+WORDS = [
+    "the",
+    "a",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "how",
+    "does",
+    "work",
+    "what",
+    "agent",
+    "factory",
+    "database",
+    "vector",
+    "search",
+    "rerank",
+    "query",
+    "document",
+    "postgres",
+    "index",
+    "chunk",
+    "model",
+    "build",
+    "create",
+    "use",
+    "with",
+    "for",
+    "on",
+    "it",
+    "this",
+    "that",
+    "fast",
+    "slow",
+]
+QUERY = "how does the agent factory work"
+DOCUMENTS = [
+    "the agent factory is how agents work",
+    "postgres index for vector search",
+    "a rerank model for the query",
+    "this chunk is slow",
+    "create a database with postgres",
+    "the agent factory is how agents work",  # a duplicate: equal scores keep input order
+    "what does it use for fast search",
+    "model",
+]
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer BERT cross-encoder with random weights and a 40-word WordPiece vocabulary."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    path = tmp_path_factory.mktemp("tiny-cross-encoder")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s", "##ing", "##ed"]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    # from_pretrained reads vocab.txt on transformers 4 and 5 (5 ignores a vocab_file= argument)
+    tokenizer = BertTokenizer.from_pretrained(str(path))
+    for text in (QUERY, *DOCUMENTS):
+        assert tokenizer.unk_token_id not in tokenizer(text)["input_ids"], text
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=1,
+        initializer_range=0.3,  # wide enough that the pairs get clearly different scores
+    )
+    BertForSequenceClassification(config).eval().save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_logits(tiny_model: Path) -> np.ndarray:
+    """The model's raw logits for (QUERY, doc), computed with plain transformers."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(tiny_model)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
+    logits = []
+    with torch.no_grad():
+        for doc in DOCUMENTS:  # one pair at a time: no padding involved
+            enc = tokenizer(QUERY, doc, return_tensors="pt")
+            logits.append(float(model(**enc).logits[0, 0]))
+    return np.asarray(logits)
+
+
+@pytest.fixture(scope="session")
+def cross_encoder(tiny_model: Path) -> CrossEncoderReranker:
+    reranker = load_reranker(str(tiny_model))
+    assert isinstance(reranker, CrossEncoderReranker)
+    return reranker
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def test_cross_encoder_order_and_scores_follow_the_model(
+    cross_encoder: CrossEncoderReranker, tiny_model: Path, tiny_logits: np.ndarray
+) -> None:
+    assert cross_encoder.name == f"cross-encoder:{tiny_model}"
+    assert cross_encoder.returns_logits
+    distinct = np.delete(tiny_logits, 5)  # all but the duplicate: clearly apart, so the order means something
+    assert np.diff(np.sort(distinct)).min() > 1e-3
+    ranked = rerank(cross_encoder, QUERY, DOCUMENTS, top_k=len(DOCUMENTS))
+    expected = [int(i) for i in np.argsort(-tiny_logits, kind="stable")]
+    assert [r.index for r in ranked] == expected
+    for r in ranked:
+        assert r.score == pytest.approx(tiny_logits[r.index], abs=1e-5)
+    positions = [r.index for r in ranked]
+    assert positions.index(0) < positions.index(5)  # the duplicate's tie keeps input order
+
+
+def test_top_k_keeps_the_best(cross_encoder: CrossEncoderReranker, tiny_logits: np.ndarray) -> None:
+    top = rerank(cross_encoder, QUERY, DOCUMENTS, top_k=3)
+    assert [r.index for r in top] == [int(i) for i in np.argsort(-tiny_logits, kind="stable")[:3]]
+    assert rerank(cross_encoder, QUERY, [], top_k=3) == []
+
+
+def test_onnx_int8_export_tracks_the_model(tiny_model: Path, tiny_logits: np.ndarray, tmp_path: Path) -> None:
+    reranker = load_reranker(f"onnx:{tiny_model}", cache_dir=tmp_path)
+    assert isinstance(reranker, OnnxReranker)
+    assert reranker.name == f"onnx-int8:{tiny_model}"
+    exports = list((tmp_path / "onnx").iterdir())
+    assert len(exports) == 1 and (exports[0] / "model.onnx").is_file()
+    scores = np.asarray(reranker.score(QUERY, DOCUMENTS))
+    # int8 weights move the scores a little (here: one neighbouring pair swaps, 5% of the range)
+    assert _spearman(scores, tiny_logits) > 0.85
+    assert np.abs(scores - tiny_logits).max() < 0.15 * np.ptp(tiny_logits)
+    # a second load reuses the export, and a directory holding model.onnx loads as it is
+    started = time.perf_counter()
+    again = load_reranker(f"onnx:{tiny_model}", cache_dir=tmp_path)
+    assert again is not None and list((tmp_path / "onnx").iterdir()) == exports
+    direct = load_reranker(f"onnx:{exports[0]}")
+    assert direct is not None and direct.score(QUERY, DOCUMENTS) == pytest.approx(list(scores), abs=1e-6)
+    assert time.perf_counter() - started < 10
+
+
+def test_onnx_fp32_export_equals_the_model(tiny_model: Path, tiny_logits: np.ndarray, tmp_path: Path) -> None:
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(tiny_model))
+    target = export_onnx(model, AutoTokenizer.from_pretrained(str(tiny_model)), tmp_path / "fp32", quantize=False)
+    reranker = OnnxReranker(target, batch_size=3)  # several padded batches
+    assert reranker.score(QUERY, DOCUMENTS) == pytest.approx(list(tiny_logits), abs=1e-4)
+
+
+def test_flashrank_backend_runs_a_model_from_its_cache(
+    tiny_model: Path, tiny_logits: np.ndarray, tmp_path: Path
+) -> None:
+    """A FlashRank-layout directory made from the tiny model loads offline and gives raw logits."""
+    from flashrank.Config import model_file_map
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    name = "ms-marco-TinyBERT-L-2-v2"
+    model = AutoModelForSequenceClassification.from_pretrained(str(tiny_model))
+    exported = export_onnx(model, AutoTokenizer.from_pretrained(str(tiny_model)), tmp_path / "x", quantize=False)
+    model_dir = tmp_path / "cache" / "flashrank" / name
+    shutil.copytree(exported, model_dir)
+    (model_dir / "model.onnx").rename(model_dir / model_file_map[name])
+    tokens = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]"}
+    (model_dir / "special_tokens_map.json").write_text(json.dumps(tokens))
+
+    reranker = load_reranker(f"flashrank:{name}", cache_dir=tmp_path / "cache")
+    assert isinstance(reranker, FlashRankReranker) and reranker.name == f"flashrank:{name}"
+    assert reranker.score(QUERY, DOCUMENTS) == pytest.approx(list(tiny_logits), abs=1e-4)
+
+
+@pytest.mark.parametrize("spec", ["none", "NONE", " None "])
+def test_none_turns_reranking_off(spec: str) -> None:
+    assert load_reranker(spec) is None
+
+
+@pytest.mark.parametrize("prefix", ["", "cross-encoder:", "onnx:"])
+def test_missing_path_fails_fast_naming_it(prefix: str, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="no-such-model") as err:
+        load_reranker(f"{prefix}{missing}", cache_dir=tmp_path)
+    assert time.perf_counter() - started < 2
+    assert "\n" not in str(err.value) and "RAG_RERANK_MODEL" in str(err.value)
+
+
+@pytest.mark.parametrize("spec", ["", "flashrank:", "onnx: "])
+def test_specs_without_a_model_are_rejected(spec: str) -> None:
+    with pytest.raises(ModelLoadError, match="RAG_RERANK_MODEL"):
+        load_reranker(spec)
+
+
+@pytest.mark.parametrize("prefix", ["", "cross-encoder:", "onnx:"])
+def test_uncached_hub_model_fails_fast_offline(prefix: str, tmp_path: Path) -> None:
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="offline mode is on") as err:
+        load_reranker(f"{prefix}rag-service-tests/no-such-cross-encoder", cache_dir=tmp_path)
+    assert time.perf_counter() - started < 2
+    assert "rag-service-tests/no-such-cross-encoder" in str(err.value)
+
+
+def test_default_model_fails_fast_offline_when_not_cached(tmp_path: Path) -> None:
+    from huggingface_hub import try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache("cross-encoder/ms-marco-MiniLM-L-6-v2", "config.json"), str):
+        pytest.skip("the default reranker is in this machine's Hugging Face cache")
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="cross-encoder/ms-marco-MiniLM-L-6-v2"):
+        load_reranker("ms-marco-MiniLM-L-6-v2", cache_dir=tmp_path)
+    assert time.perf_counter() - started < 2
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # nothing listens there once the socket is closed
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A local port that accepts connections and never answers: a network that hangs."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    yield int(server.getsockname()[1])
+    server.close()
+
+
+@pytest.fixture
+def online(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Offline mode off, with the hub at an address on this machine (set per test)."""
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE")
+    monkeypatch.setattr(rerank_module, "PROBE_TIMEOUT_S", 0.5)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("hub", ["refused", "silent"])
+@pytest.mark.parametrize(
+    "spec", ["cross-encoder:rag-service-tests/no-such-cross-encoder", "flashrank:ms-marco-TinyBERT-L-2-v2"]
+)
+def test_unreachable_hub_fails_fast_online(
+    online: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    hub: str,
+    spec: str,
+    tmp_path: Path,
+) -> None:
+    port = request.getfixturevalue("closed_port" if hub == "refused" else "silent_server")
+    online.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="unreachable") as err:
+        load_reranker(spec, cache_dir=tmp_path)
+    assert time.perf_counter() - started < 3
+    assert spec.partition(":")[2] in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "flashrank" / "ms-marco-TinyBERT-L-2-v2").exists()
+
+
+def test_flashrank_missing_model_fails_fast_offline(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="offline mode is on") as err:
+        load_reranker("flashrank:ms-marco-MiniLM-L-12-v2", cache_dir=tmp_path)
+    assert time.perf_counter() - started < 2
+    assert "ms-marco-MiniLM-L-12-v2" in str(err.value) and str(tmp_path) in str(err.value)
+
+
+def test_flashrank_unknown_model_lists_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="ms-marco-MiniLM-L-12-v2"):
+        load_reranker("flashrank:no-such-ranker", cache_dir=tmp_path)
+
+
+def test_rerank_sorts_by_score_with_stable_ties() -> None:
+    reranker = FunctionReranker(lambda q, d: float(len(set(q.split()) & set(d.split()))))
+    ranked = rerank(reranker, "a b c", ["a", "a b", "x", "b a", "c b a"], top_k=4)
+    assert ranked == [RerankScore(4, 3.0), RerankScore(1, 2.0), RerankScore(3, 2.0), RerankScore(0, 1.0)]
+    with pytest.raises(ConfigurationError, match=r"top_k \(0\)"):
+        rerank(reranker, "q", ["d"], top_k=0)
+
+
+def test_cache_loads_once_and_remembers_failures() -> None:
+    calls: list[str] = []
+    lock = threading.Lock()
+
+    def loader(spec: str, *, cache_dir: Path | None, max_length: int) -> FunctionReranker | None:
+        with lock:
+            calls.append(spec)
+        time.sleep(0.05)
+        if spec == "broken":
+            raise ModelLoadError("cannot load reranker model broken: no such thing; set RAG_RERANK_MODEL")
+        return None if spec == "none" else FunctionReranker(lambda q, d: 0.0, name=spec)
+
+    cache = RerankerCache(loader=loader)
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get("m"))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == ["m"] and len({id(r) for r in results}) == 1
+    assert cache.get("none") is None and cache.get("none") is None
+
+    for _ in range(3):
+        with pytest.raises(ModelLoadError, match="no such thing"):
+            cache.get("broken")
+    assert calls.count("broken") == 1
+    assert cache.failure("broken") is not None and cache.failure("m") is None
+
+    cache.reset("broken")
+    with pytest.raises(ModelLoadError):
+        cache.get("broken")
+    assert calls.count("broken") == 2
+    cache.reset()
+    cache.get("m")
+    assert calls.count("m") == 2
+
+
+def test_cache_remembers_a_real_load_failure(tmp_path: Path) -> None:
+    cache = RerankerCache(cache_dir=tmp_path)
+    missing = str(tmp_path / "gone")
+    with pytest.raises(ModelLoadError, match="gone"):
+        cache.get(missing)
+    assert "gone" in (cache.failure(missing) or "")
