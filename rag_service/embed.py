@@ -145,3 +145,34 @@ def load_embedder(model: str, *, batch_size: int = 64) -> Embedder:
     if model == "hashing":
         return HashingEmbedder()
     return SentenceTransformerEmbedder(model, batch_size=batch_size)
+
+
+class CachedQueryEmbedder:
+    """Wraps an embedder with an LRU cache of query vectors (repeated questions skip the model)."""
+
+    def __init__(self, inner: Embedder, *, maxsize: int = 4096) -> None:
+        from collections import OrderedDict
+
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self._maxsize = maxsize
+        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Documents are not cached (ingestion reuses stored vectors by content hash instead)."""
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        """The cached vector, or the model's."""
+        with self._lock:
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                return self._cache[text]
+        vector = self.inner.embed_query(text)
+        with self._lock:
+            self._cache[text] = vector
+            if len(self._cache) > self._maxsize:
+                self._cache.popitem(last=False)
+        return vector

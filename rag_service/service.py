@@ -87,10 +87,17 @@ class UniversalRAGService:
         prune: bool = False,
         force: bool = False,
         progress: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
         """Index files and folders into ``collection`` (incremental; see ``Indexer.index_paths``)."""
         return self._indexer().index_paths(
-            paths, collection=collection, strategy=strategy, prune=prune, force=force, progress=progress
+            paths,
+            collection=collection,
+            strategy=strategy,
+            prune=prune,
+            force=force,
+            progress=progress,
+            metadata=metadata,
         )
 
     def index_texts(

@@ -184,12 +184,19 @@ class StoredText:
     title: str
     content: str
     chunker: str
+    metadata: dict[str, Any]
 
 
 def iter_stored_texts(session: Session, *, collection: str | None = None) -> Iterator[StoredText]:
     """Every stored document (of one collection, or all), ordered by collection and source."""
     query = select(
-        Document.id, Document.collection, Document.source, Document.title, Document.content, Document.chunker
+        Document.id,
+        Document.collection,
+        Document.source,
+        Document.title,
+        Document.content,
+        Document.chunker,
+        Document.meta,
     ).order_by(Document.collection, Document.source)
     if collection is not None:
         query = query.where(Document.collection == collection)

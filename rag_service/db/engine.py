@@ -58,12 +58,26 @@ def make_engine(url: str, settings: Settings) -> Engine:
         pool_timeout=30,
     )
     timeout_ms = int(settings.statement_timeout_ms)
+    ef_search = int(settings.hnsw_ef_search)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_connection, record):  # type: ignore[no-untyped-def]
+        # Session defaults, so a search needs no extra round trip: HNSW candidate list size, and
+        # pgvector 0.8 iterative index scans so filtered queries still find k rows.
         with dbapi_connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),))
+            cursor.execute(
+                "SELECT set_config('statement_timeout', %s, false), set_config('hnsw.ef_search', %s, false), "
+                "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+                (str(timeout_ms), str(ef_search)),
+            )
         dbapi_connection.commit()
+        record.info["hnsw_ef_search"] = ef_search
+
+    def _forget_search_settings(conn, *_args):  # type: ignore[no-untyped-def]
+        conn.info.pop("hnsw_ef_search", None)  # a rolled-back set_config is undone: set it again next time
+
+    event.listen(engine, "rollback", _forget_search_settings)
+    event.listen(engine, "rollback_savepoint", _forget_search_settings)
 
     return engine
 

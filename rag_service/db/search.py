@@ -389,14 +389,22 @@ def explain(session: Session, request: SearchRequest) -> str:
 
 
 def configure_vector_scan(session: Session, *, ef_search: int) -> None:
-    """Per-transaction HNSW settings: candidate list size and iterative scans for filtered queries."""
+    """Make the connection's HNSW settings fit ``ef_search``; free when they already do.
+
+    Connections start with ``RAG_HNSW_EF_SEARCH`` and iterative scans (see ``db.engine``), so the
+    usual search is one round trip; a request with another ``ef_search`` changes the session value.
+    """
+    info = session.connection().info
+    if info.get("hnsw_ef_search") == ef_search:
+        return
     session.execute(
         text(
-            "SELECT set_config('hnsw.ef_search', :ef, true), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+            "SELECT set_config('hnsw.ef_search', :ef, false), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', false)"
         ),
         {"ef": str(int(ef_search))},
     )
+    info["hnsw_ef_search"] = ef_search
 
 
 def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:

@@ -10,6 +10,7 @@ the new version, and a failure leaves the old version in place and is reported.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,11 @@ def source_for(path: Path) -> str:
         return resolved.as_posix()
 
 
+def _metadata_suffix(metadata: dict[str, Any]) -> str:
+    """Part of the stored chunker fingerprint, so a metadata change counts as a change."""
+    return ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
+
+
 def validate_collection(collection: str) -> str:
     """Collections are non-empty names of at most 200 characters."""
     if not collection or not collection.strip() or len(collection) > 200 or "\x00" in collection:
@@ -67,6 +73,7 @@ class _Pending:
     chunker: str
     chunked: ChunkedDocument
     existed: bool
+    metadata: dict[str, Any]
 
 
 class Indexer:
@@ -88,8 +95,13 @@ class Indexer:
         prune: bool = False,
         force: bool = False,
         progress: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
-        """Index files and folders; unchanged documents are skipped unless ``force``."""
+        """Index files and folders; unchanged documents are skipped unless ``force``.
+
+        ``metadata`` (a JSON object) is stored on every document of this call; ``filters={"metadata":
+        {...}}`` selects by containment. Changing it alone re-writes the documents.
+        """
         validate_collection(collection)
         if strategy is not None:
             self._fingerprint(strategy)  # unknown strategies fail before any work
@@ -100,7 +112,7 @@ class Indexer:
         with reindex_lock(self.db.engine, collection):
             self._guard()
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
-                batch = _Batch(self, collection, report, bar)
+                batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for path in files:
                     batch.add_file(path, strategy=strategy, force=force)
                 batch.flush()
@@ -126,6 +138,7 @@ class Indexer:
         force: bool = False,
         progress: bool = False,
         total: int | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
         """Index in-memory documents given as (source, title, text) with one strategy."""
         validate_collection(collection)
@@ -135,7 +148,7 @@ class Indexer:
         with reindex_lock(self.db.engine, collection):
             self._guard()
             with Progress(total=total, enabled=progress, label=f"indexing {collection}") as bar:
-                batch = _Batch(self, collection, report, bar)
+                batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for source, title, text in items:
                     batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.flush()
@@ -156,7 +169,9 @@ class Indexer:
                     batch = _Batch(self, name, report, bar, reuse_vectors=False)
                     for doc in (d for d in stored if d.collection == name):
                         strategy = doc.chunker.split(":", 1)[0]
-                        batch.add_text(doc.source, doc.title, doc.content, strategy=strategy, force=True)
+                        batch.add_text(
+                            doc.source, doc.title, doc.content, strategy=strategy, force=True, metadata=doc.metadata
+                        )
                     batch.flush()
         report.seconds = time.perf_counter() - started
         return report
@@ -197,7 +212,9 @@ class _Batch:
         bar: Progress,
         *,
         reuse_vectors: bool = True,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
+        self.metadata = dict(metadata or {})
         self.indexer = indexer
         self.collection = collection
         self.report = report
@@ -215,19 +232,37 @@ class _Batch:
             return
         self.add_text(source, loaded.title, loaded.text, strategy=strategy or strategy_for_path(path), force=force)
 
-    def add_text(self, source: str, title: str, text: str, *, strategy: str, force: bool) -> None:
+    def add_text(
+        self,
+        source: str,
+        title: str,
+        text: str,
+        *,
+        strategy: str,
+        force: bool,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         try:
-            self._prepare(source, title, text, strategy=strategy, force=force)
+            self._prepare(
+                source,
+                title,
+                text,
+                strategy=strategy,
+                force=force,
+                metadata=self.metadata if metadata is None else metadata,
+            )
         except RagError as exc:
             self._fail(source, str(exc))
         if self.pending_chunks >= EMBED_BATCH_CHUNKS:
             self.flush()
 
-    def _prepare(self, source: str, title: str, text: str, *, strategy: str, force: bool) -> None:
+    def _prepare(
+        self, source: str, title: str, text: str, *, strategy: str, force: bool, metadata: dict[str, Any]
+    ) -> None:
         if "\x00" in text:
             raise _ReadFailure("contains NUL bytes, which PostgreSQL text cannot store; remove them")
         digest = content_hash(text)
-        fingerprint = self.indexer._fingerprint(strategy)
+        fingerprint = self.indexer._fingerprint(strategy) + _metadata_suffix(metadata)
         with self.indexer.db.transaction() as session:
             existing = repo.find_document(session, collection=self.collection, source=source)
         if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
@@ -235,7 +270,7 @@ class _Batch:
             self.bar.advance(chunks=0)
             return
         chunked = self.indexer._chunk(strategy, text)
-        self.pending.append(_Pending(source, title, text, digest, fingerprint, chunked, existing is not None))
+        self.pending.append(_Pending(source, title, text, digest, fingerprint, chunked, existing is not None, metadata))
         self.pending_chunks += len(chunked.chunks)
 
     def flush(self) -> None:
@@ -299,6 +334,7 @@ class _Batch:
                     chunker=doc.chunker,
                     fts_config=self.indexer.settings.fts_config,
                     chunks=rows,
+                    metadata=doc.metadata,
                 )
         except Exception as exc:  # this document keeps its previous version; the run goes on
             reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()

@@ -202,6 +202,19 @@ def test_filters(service):
     assert by_header.chunks and all(c.headers.get("h2") == "Replication" for c in by_header.chunks)
 
 
+def test_metadata_filter_and_reindex_keeps_metadata(db, settings, docs_dir):
+    svc = make_service(db, settings)
+    svc.index_paths([docs_dir / "ops.md"], metadata={"team": "ops"})
+    svc.index_paths([docs_dir / "search.md"], metadata={"team": "search"})
+    hits = svc.retrieve("backups search", context="search", filters={"metadata": {"team": "search"}})
+    assert hits.chunks and {c.source for c in hits.chunks} == {"kb/search.md"}
+    again = svc.index_paths([docs_dir / "ops.md"], metadata={"team": "platform"})
+    assert again.updated == 1, "a metadata change re-writes the document"
+    svc.reindex_all()
+    kept = svc.retrieve("backups", context="search", filters={"metadata": {"team": "platform"}})
+    assert kept.chunks and {c.source for c in kept.chunks} == {"kb/ops.md"}
+
+
 def test_collections_are_separate(service, docs_dir):
     assert service.retrieve("backups", collection="elsewhere").chunks == []
 
