@@ -73,7 +73,11 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     dataset_dir = Path(args.dataset_dir)
     dataset = load_beir(dataset_dir, split=args.split)
     config = EvalConfig(
-        context=args.context, retriever=args.retriever, rerank=not args.no_rerank, depth=args.depth
+        context=args.context,
+        retriever=args.retriever,
+        rerank=not args.no_rerank,
+        depth=args.depth,
+        overrides=_parse_sets(args.set),
     )
     config.retrieval_overrides()  # validate before any work
     collection = collection_for(dataset_dir)
@@ -97,6 +101,22 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print("\n".join(result.lines()))
     return 0
+
+
+def _parse_sets(items: list[str]) -> dict[str, object]:
+    """``key=value`` overrides; values parsed as JSON when they can be (numbers, true/false)."""
+    from rag_service.errors import ConfigurationError
+
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigurationError(f"--set {item!r} must look like key=value, e.g. --set keyword_scorer=ts_rank_cd")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
 
 
 DEMO_QUERIES = {
@@ -184,6 +204,9 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument("--depth", type=int, default=300, help="candidates per arm (chunks)")
+    evaluate.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a preset override, e.g. expand_query=false"
+    )
     evaluate.add_argument("--run-out", default=None, metavar="FILE", help="write the TREC run file")
     evaluate.add_argument("--json", action="store_true", help="print the numbers as JSON")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM, Settings, load_settings
+from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM, Preset, Settings, load_settings
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
@@ -132,10 +132,7 @@ class UniversalRAGService:
     ) -> RAGResult:
         """Context for ``query`` shaped by the ``context`` preset; keyword overrides apply to this call."""
         options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
-        with self.db.transaction() as session:
-            preset = load_preset(session, context)
-        if overrides:
-            preset = preset.with_overrides(overrides)
+        preset = self._preset(context, overrides)
         return self._retriever.retrieve(query, preset, options)
 
     def ranked_candidates(
@@ -152,16 +149,16 @@ class UniversalRAGService:
         For evaluation and inspection: ``candidate_k`` sets the depth of each arm.
         """
         options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
-        with self.db.transaction() as session:
-            preset = load_preset(session, context)
-        if overrides:
-            preset = preset.with_overrides(overrides)
+        preset = self._preset(context, overrides)
         return self._retriever.ranked_candidates(query, preset, options)
+
+    def _preset(self, context: str, overrides: Mapping[str, Any]) -> Preset:
+        preset = self.db.read(lambda session: load_preset(session, context))
+        return preset.with_overrides(dict(overrides)) if overrides else preset
 
     def contexts(self) -> list[str]:
         """The preset names stored in ``rag_configurations``."""
-        with self.db.transaction() as session:
-            return [p.context_type for p in list_presets(session)]
+        return self.db.read(lambda session: [p.context_type for p in list_presets(session)])
 
     def close(self) -> None:
         """Release database connections."""

@@ -2,22 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from rag_service.db.breaker import CircuitBreaker
 from rag_service.errors import DatabaseUnavailableError
 from rag_service.log import mask_url
 
+T = TypeVar("T")
+
 
 class Database:
-    """Opens transactions on ``engine``; with ``bind`` (a test's connection) they become savepoints."""
+    """Opens transactions on ``engine``; with ``bind`` (a test's connection) they become savepoints.
 
-    def __init__(self, engine: Engine, *, bind: Connection | None = None) -> None:
+    Reads can go through ``read()``: bounded retries with exponential backoff when the connection is
+    lost (a restart, a failover), behind a circuit breaker that fails fast while the database is down.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        bind: Connection | None = None,
+        breaker: CircuitBreaker | None = None,
+        retries: int = 3,
+        backoff: float = 0.1,
+    ) -> None:
         self.engine = engine
+        self.breaker = breaker or CircuitBreaker()
+        self.retries = retries
+        self.backoff = backoff
         self._bound = bind is not None
         self._sessions = sessionmaker(
             bind=bind if bind is not None else engine,
@@ -36,13 +56,36 @@ class Database:
         try:
             with self._sessions.begin() as session:
                 yield session
-        except OperationalError as exc:
+        except (OperationalError, InterfaceError) as exc:
             if exc.connection_invalidated or _is_connection_error(exc):
                 raise DatabaseUnavailableError(
                     f"lost the connection to {self.url_for_display} ({_first_line(exc)}); "
                     "the call can be retried once the database is back"
                 ) from exc
             raise
+
+    def read(self, work: Callable[[Session], T]) -> T:
+        """Run a read-only ``work(session)`` in a transaction, retrying lost connections.
+
+        At most ``retries`` extra attempts, sleeping ``backoff * 2**attempt`` seconds between them;
+        then the DatabaseUnavailableError reaches the caller (it is retryable). Other errors are not
+        retried.
+        """
+        attempt = 0
+        while True:
+            self.breaker.check(self.url_for_display)
+            try:
+                with self.transaction() as session:
+                    result = work(session)
+            except DatabaseUnavailableError:
+                self.breaker.failure()
+                if attempt >= self.retries:
+                    raise
+                time.sleep(self.backoff * 2**attempt)
+                attempt += 1
+                continue
+            self.breaker.success()
+            return result
 
     def dispose(self) -> None:
         """Close pooled connections (not the bound test connection)."""
@@ -55,6 +98,6 @@ def _first_line(exc: DBAPIError) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def _is_connection_error(exc: OperationalError) -> bool:
+def _is_connection_error(exc: DBAPIError) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None) or ""
     return sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03") or not sqlstate

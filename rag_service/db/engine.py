@@ -74,7 +74,10 @@ def make_engine(url: str, settings: Settings) -> Engine:
         record.info["hnsw_ef_search"] = ef_search
 
     def _forget_search_settings(conn, *_args):  # type: ignore[no-untyped-def]
-        conn.info.pop("hnsw_ef_search", None)  # a rolled-back set_config is undone: set it again next time
+        # a rolled-back set_config is undone: set it again next time (an invalidated connection is
+        # replaced by a new one, which gets the defaults from _on_connect)
+        if not conn.invalidated:
+            conn.info.pop("hnsw_ef_search", None)
 
     event.listen(engine, "rollback", _forget_search_settings)
     event.listen(engine, "rollback_savepoint", _forget_search_settings)

@@ -69,36 +69,40 @@ class Retriever:
             vectors = [embedder.embed_query(v) for v in variants]
             metrics.embedding_time_ms = _ms(started)
 
+        requests = [
+            self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
+        ]
         started = time.perf_counter()
-        per_variant: list[list[SearchHit]] = []
-        with self.db.transaction() as session:
-            for variant, vector in zip(variants, vectors, strict=True):
-                parsed = parse_query(variant)
-                any_terms, required = websearch_parts(parsed)
-                request = SearchRequest(
-                    collection=options.collection,
-                    query_vector=vector,
-                    any_terms=any_terms,
-                    required_terms=required,
-                    vector_weight=preset.vector_weight,
-                    keyword_weight=preset.keyword_weight,
-                    rrf_k=preset.rrf_k,
-                    fusion_method=preset.fusion_method,
-                    candidate_k=preset.candidate_k,
-                    limit=preset.candidate_k,
-                    fts_config=self.settings.fts_config,
-                    ef_search=max(self.settings.hnsw_ef_search, preset.candidate_k),
-                    filters=options.filters,
-                    keyword_scorer=preset.keyword_scorer,
-                    bm25_text=bm25_text(parsed),
-                    bm25_k1=self.settings.bm25_k1,
-                    bm25_b=self.settings.bm25_b,
-                )
-                per_variant.append(hybrid_search(session, request))
+        per_variant = self.db.read(lambda session: [hybrid_search(session, r) for r in requests])
         metrics.retrieval_time_ms = _ms(started)
         chunks = _merge(per_variant, preset, options.collection)
         metrics.total_candidates = len(chunks)
         return chunks
+
+    def _request(
+        self, variant: str, vector: np.ndarray[Any, Any] | None, preset: Preset, options: RetrievalOptions
+    ) -> SearchRequest:
+        parsed = parse_query(variant)
+        any_terms, required = websearch_parts(parsed)
+        return SearchRequest(
+            collection=options.collection,
+            query_vector=vector,
+            any_terms=any_terms,
+            required_terms=required,
+            vector_weight=preset.vector_weight,
+            keyword_weight=preset.keyword_weight,
+            rrf_k=preset.rrf_k,
+            fusion_method=preset.fusion_method,
+            candidate_k=preset.candidate_k,
+            limit=preset.candidate_k,
+            fts_config=self.settings.fts_config,
+            ef_search=max(self.settings.hnsw_ef_search, preset.candidate_k),
+            filters=options.filters,
+            keyword_scorer=preset.keyword_scorer,
+            bm25_text=bm25_text(parsed),
+            bm25_k1=self.settings.bm25_k1,
+            bm25_b=self.settings.bm25_b,
+        )
 
     def ranked_candidates(
         self, query: str, preset: Preset, options: RetrievalOptions
