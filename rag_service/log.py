@@ -15,20 +15,23 @@ def mask_url(text: str) -> str:
     return _PASSWORD_PARAM.sub(lambda m: m.group("head") + "***", masked)
 
 
-class _MaskingFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = mask_url(str(record.msg))
-        if record.args:
-            record.args = tuple(mask_url(a) if isinstance(a, str) else a for a in record.args)
-        return True
+_base_factory = logging.getLogRecordFactory()
+
+
+def _masking_factory(*args: object, **kwargs: object) -> logging.LogRecord:
+    record = _base_factory(*args, **kwargs)
+    if isinstance(record.msg, str):
+        record.msg = mask_url(record.msg)
+    if isinstance(record.args, tuple):
+        record.args = tuple(mask_url(a) if isinstance(a, str) else a for a in record.args)
+    return record
 
 
 def configure_logging(level: str = "WARNING") -> None:
-    """Log to stderr at ``level`` with URL passwords masked; safe to call more than once."""
+    """Log to stderr at ``level``; every record in the process (any logger) has URL passwords masked."""
+    logging.setLogRecordFactory(_masking_factory)
     logger = logging.getLogger("rag_service")
     logger.setLevel(level.upper())
-    if not any(isinstance(f, _MaskingFilter) for f in logger.filters):
-        logger.addFilter(_MaskingFilter())
     if not logger.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

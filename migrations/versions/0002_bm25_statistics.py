@@ -64,6 +64,20 @@ BEGIN
 END $$
 """
 
+_STATS_TRIGGERS = (
+    "CREATE TRIGGER document_chunks_stats_insert AFTER INSERT ON document_chunks "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+    "CREATE TRIGGER document_chunks_stats_delete AFTER DELETE ON document_chunks "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+    "CREATE TRIGGER document_chunks_stats_update AFTER UPDATE ON document_chunks "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+)
+_DROP_STATS_TRIGGERS = (
+    "DROP TRIGGER IF EXISTS document_chunks_stats_insert ON document_chunks",
+    "DROP TRIGGER IF EXISTS document_chunks_stats_delete ON document_chunks",
+    "DROP TRIGGER IF EXISTS document_chunks_stats_update ON document_chunks",
+)
+
 
 def upgrade() -> None:
     op.add_column("document_chunks", sa.Column("lexeme_count", sa.Integer(), server_default="0", nullable=False))
@@ -109,15 +123,8 @@ def upgrade() -> None:
         "CREATE TRIGGER document_chunks_lexeme_count BEFORE INSERT OR UPDATE OF content_tsv ON document_chunks "
         "FOR EACH ROW EXECUTE FUNCTION rag_chunk_lexeme_count()"
     )
-    for event, referencing in (
-        ("INSERT", "NEW TABLE AS new_rows"),
-        ("DELETE", "OLD TABLE AS old_rows"),
-        ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
-    ):
-        op.execute(
-            f"CREATE TRIGGER document_chunks_stats_{event.lower()} AFTER {event} ON document_chunks "
-            f"REFERENCING {referencing} FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()"
-        )
+    for statement in _STATS_TRIGGERS:
+        op.execute(statement)
 
 
 def _backfill() -> None:
@@ -146,8 +153,8 @@ def _backfill() -> None:
 
 
 def downgrade() -> None:
-    for name in ("insert", "delete", "update"):
-        op.execute(f"DROP TRIGGER IF EXISTS document_chunks_stats_{name} ON document_chunks")
+    for statement in _DROP_STATS_TRIGGERS:
+        op.execute(statement)
     op.execute("DROP TRIGGER IF EXISTS document_chunks_lexeme_count ON document_chunks")
     op.execute("DROP FUNCTION IF EXISTS rag_chunk_stats()")
     op.execute("DROP FUNCTION IF EXISTS rag_chunk_lexeme_count()")

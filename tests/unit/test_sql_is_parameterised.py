@@ -1,0 +1,72 @@
+"""Fails when SQL is built by string formatting anywhere in the package or the migrations.
+
+Every statement must be a constant string, a SQLAlchemy construct, or psycopg.sql composition; values
+travel as bound parameters. The check reads the source: f-strings, ``%`` / ``+`` with a string and
+``.format()`` calls are refused as the argument of anything that executes SQL.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTORS = {"execute", "exec_driver_sql", "text", "executemany", "execute_values", "copy"}
+
+
+def _is_formatted(node: ast.AST) -> bool:
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod | ast.Add):
+        return _has_string(node.left) or _has_string(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return isinstance(node.func.value, ast.Constant | ast.JoinedStr)
+    return False
+
+
+def _has_string(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(node, ast.JoinedStr)
+
+
+def _called_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    return None
+
+
+def formatted_sql(path: Path) -> list[str]:
+    """``file:line`` of each call that executes SQL built by string formatting."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        executes = isinstance(node, ast.Call) and _called_name(node) in EXECUTORS and node.args
+        if executes and _is_formatted(node.args[0]):  # type: ignore[attr-defined]
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def sources() -> list[Path]:
+    return sorted([*(ROOT / "rag_service").rglob("*.py"), *(ROOT / "migrations").rglob("*.py")])
+
+
+def test_no_sql_from_string_formatting():
+    offenders = [hit for path in sources() for hit in formatted_sql(path)]
+    assert offenders == [], f"SQL built by string formatting (use bound parameters): {offenders}"
+
+
+def test_the_check_catches_formatting():
+    bad = ROOT / "tests" / "unit" / "_sql_sample_for_check.py"
+    bad.write_text(
+        "def f(session, text, name, cur):\n"
+        "    session.execute(text(f\"SELECT * FROM t WHERE name = '{name}'\"))\n"
+        "    cur.execute('SELECT %s' % name)\n"
+        "    cur.execute('SELECT ' + name)\n"
+        "    cur.execute('SELECT {}'.format(name))\n"
+        "    cur.execute('SELECT 1 WHERE x = %s', (name,))\n"
+    )
+    try:
+        assert sorted(hit.rsplit(":", 1)[1] for hit in formatted_sql(bad)) == ["2", "3", "4", "5"]
+    finally:
+        bad.unlink()
