@@ -1,0 +1,90 @@
+"""Hostile files and queries through the CLI: a clear one-line report or a correct result, never a
+traceback, never a partial write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.integration.test_cli import cli_env, rag  # noqa: F401  (fixture and helper)
+
+pytestmark = pytest.mark.multiprocess
+
+
+def _rows(url: str) -> dict[str, int]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return dict(
+                conn.execute(
+                    text(
+                        "SELECT d.source, count(c.id) FROM documents d LEFT JOIN document_chunks c "
+                        "ON c.document_id = d.id GROUP BY d.source"
+                    )
+                ).all()
+            )
+    finally:
+        engine.dispose()
+
+
+def test_bad_files(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "empty.md").write_text("")
+    (d / "blank.txt").write_text(" \n\t\n   ")
+    (d / "binary.txt").write_bytes(bytes(range(256)) * 4)
+    (d / "latin1.txt").write_bytes("caf\xe9 au lait, cr\xe8me br\xfbl\xe9e".encode("latin-1"))
+    (d / "nul.md").write_bytes(b"# Title\n\nText with a NUL \x00 byte inside it, which PostgreSQL rejects.\n")
+    (d / "huge.txt").write_bytes(b"word " * (50 * 1024 * 1024 // 5))  # 50 MB, above the 20 MiB default
+    (d / "headers.md").write_text("".join(f"# H{i}\n\nBody text number {i} for header {i}.\n\n" for i in range(10_000)))
+    (d / "longline.txt").write_text("x" * 1_000_000)
+    (d / "mixed.md").write_bytes(b"# Mixed\r\n\r\nWindows line\r\nold Mac line\rUnix line\n\nEnough text to keep.\r\n")
+    (d / "unclosed.md").write_text("# Code\n\nBefore the fence there is prose.\n\n```python\n# not a header\nx = 1\n")
+
+    result = rag(cli_env, "reindex", "in", "--json", "--quiet", cwd=tmp_path)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1  # some files failed, and the run says so
+    report = json.loads(result.stdout)
+    failed = {p["source"]: p["reason"] for p in report["failed"]}
+    assert set(failed) == {"in/binary.txt", "in/latin1.txt", "in/nul.md", "in/huge.txt"}
+    assert "UTF-8" in failed["in/latin1.txt"] and "NUL" in failed["in/nul.md"]
+    assert "RAG_MAX_FILE_BYTES" in failed["in/huge.txt"]
+    assert all("\n" not in reason for reason in failed.values())
+
+    rows = _rows(cli_env["RAG_DATABASE_URL"])
+    assert not set(failed) & set(rows), "a failed file leaves no partial document"
+    assert rows["in/empty.md"] == 0 and rows["in/blank.txt"] == 0
+    assert rows["in/headers.md"] >= 1000 and rows["in/longline.txt"] >= 2000
+    assert rows["in/mixed.md"] >= 1 and rows["in/unclosed.md"] >= 1
+
+    answer = rag(cli_env, "query", "Windows line old Mac line", "--json")
+    assert json.loads(answer.stdout)["chunks"][0]["source"] == "in/mixed.md"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", "🙂 🚀 ✨", "مرحبا بالعالم", "שלום עולם", "q" * 100_000],
+)
+def test_hostile_queries_via_cli(cli_env, query):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    result = rag(cli_env, "query", query, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["chunks"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--context", "nope"), "unknown context 'nope'"),
+        (("--max-chunks", "0"), "max_chunks (0) must be between 1 and 1000"),
+        (("--max-chunks", "100000"), "max_chunks (100000) must be between 1 and 1000"),
+    ],
+)
+def test_bad_options_are_one_line(cli_env, args, message):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    result = rag(cli_env, "query", "backups", *args)
+    assert result.returncode == 1 and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
