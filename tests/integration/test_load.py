@@ -1,0 +1,29 @@
+"""Concurrent retrieve() during a reindex: no errors, no torn documents, bounded pool (full run:
+scripts/load_test.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def test_readers_during_reindex():
+    sys.path.insert(0, str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location("load_test", SCRIPTS / "load_test.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["load_test"] = module
+    spec.loader.exec_module(module)
+    report, settings = module.run(threads=4, calls=40, documents=20, model="hashing")
+    assert report.errors == {}
+    assert report.calls == 160
+    assert report.torn == 0
+    assert report.reindex_runs >= 1
+    assert report.max_checked_out <= settings.pool_size + settings.pool_max_overflow
