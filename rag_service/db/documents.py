@@ -51,7 +51,7 @@ _INSERT_CHUNK = text(
     "embedding, content_tsv) "
     "VALUES (:document_id, :collection, :chunk_index, :chunk_type, :content, :parent_content, :parent_start, "
     ":parent_end, :headers, :header_path, :start_char, :end_char, :token_count, :content_hash, :embedding, "
-    "to_tsvector(CAST(:fts_config AS regconfig), :header_path || E'\\n' || :content))"
+    "to_tsvector(CAST(:fts_config AS regconfig), :search_prefix || E'\\n' || :content))"
 ).bindparams(bindparam("headers", type_=JSONB), bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)))
 
 _UPSERT_DOCUMENT = text(
@@ -62,6 +62,23 @@ _UPSERT_DOCUMENT = text(
     "metadata = EXCLUDED.metadata, updated_at = now() "
     "RETURNING id, (xmax = 0) AS inserted"
 ).bindparams(bindparam("metadata", type_=JSONB))
+
+
+#: stored with each document's chunker fingerprint; bump it when what is indexed per chunk changes,
+#: so the next run rewrites documents (unchanged chunk texts keep their vectors)
+INDEX_FORMAT = "tsv2"
+
+
+def search_prefix(title: str, header_path: str) -> str:
+    """Text matched with every chunk besides its own: the document title and the chunk's header path.
+
+    A chunk rarely repeats its document's title, yet queries often name it; the title is left out
+    when the header path already starts with it (a markdown h1).
+    """
+    parts = [title] if title and not header_path.startswith(title) else []
+    if header_path:
+        parts.append(header_path)
+    return "\n".join(parts)
 
 
 def find_document(session: Session, *, collection: str, source: str) -> StoredDocument | None:
@@ -143,6 +160,7 @@ def replace_document(
                     "content_hash": c.content_hash,
                     "embedding": c.embedding,
                     "fts_config": fts_config,
+                    "search_prefix": search_prefix(title, c.header_path),
                 }
                 for c in chunks
             ],

@@ -262,7 +262,7 @@ class _Batch:
         if "\x00" in text:
             raise _ReadFailure("contains NUL bytes, which PostgreSQL text cannot store; remove them")
         digest = content_hash(text)
-        fingerprint = self.indexer._fingerprint(strategy) + _metadata_suffix(metadata)
+        fingerprint = f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{_metadata_suffix(metadata)}"
         with self.indexer.db.transaction() as session:
             existing = repo.find_document(session, collection=self.collection, source=source)
         if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
