@@ -213,7 +213,9 @@ def main() -> int:
     parser.add_argument("--markdown", type=Path, default=None, help="write the section into this file")
     args = parser.parse_args()
     findings = run(args.kills, args.documents, args.seed)
-    section = markdown(findings, documents=args.documents, command=f"scripts/crash_test.py --kills {args.kills}")
+    section = markdown(
+        findings, documents=args.documents, command=f"scripts/crash_test.py --kills {args.kills} --documents {args.documents}"
+    )
     print(section)
     if args.markdown:
         from scripts_util import replace_section
