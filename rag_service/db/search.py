@@ -241,13 +241,19 @@ def _bm25_matches(request: SearchRequest) -> Select[Any]:
     """
     cfg = _fts_config(request)
     lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
+    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
+    b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
     n = cast(CollectionStats.chunk_count, Double)
     df = cast(LexemeStats.doc_freq, Double)
+    avglen = cast(CollectionStats.total_length, Double) / n
+    # Per query term, once: weight = idf * (k1 + 1); the denominator is tf + base + slope * len.
+    # MATERIALIZED keeps ln() and the divisions out of the per-posting work.
     terms = (
         select(
             LexemeStats.lexeme.label("lexeme"),
-            func.ln(1.0 + (n - df + 0.5) / (df + 0.5)).label("idf"),
-            (cast(CollectionStats.total_length, Double) / n).label("avglen"),
+            (func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)).label("weight"),
+            (k1 * (1.0 - b)).label("base"),
+            (k1 * b / avglen).label("slope"),
         )
         .select_from(LexemeStats)
         .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
@@ -256,12 +262,10 @@ def _bm25_matches(request: SearchRequest) -> Select[Any]:
             LexemeStats.lexeme == func.any(lexemes),
         )
         .cte("bm25_terms")
+        .prefix_with("MATERIALIZED")
     )
-    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
-    b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
     tf = cast(ChunkTerm.tf, Double)
-    length_norm = 1.0 - b + b * cast(ChunkTerm.doc_len, Double) / terms.c.avglen
-    score = func.sum(terms.c.idf * tf * (k1 + 1.0) / (tf + k1 * length_norm))
+    score = func.sum(terms.c.weight * tf / (tf + terms.c.base + terms.c.slope * ChunkTerm.doc_len))
     query: Select[Any] = (
         select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment]
         .select_from(ChunkTerm)
