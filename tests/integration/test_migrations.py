@@ -38,9 +38,7 @@ def test_upgrade_downgrade_upgrade(database_factory, settings):
 
 def test_indexes_are_hnsw_cosine_and_gin(connection):
     rows = dict(
-        connection.execute(
-            text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'document_chunks'")
-        ).all()
+        connection.execute(text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'document_chunks'")).all()
     )
     assert "USING hnsw (embedding vector_cosine_ops)" in rows["ix_document_chunks_embedding_hnsw"]
     assert "USING gin (content_tsv)" in rows["ix_document_chunks_content_tsv"]
@@ -66,4 +64,31 @@ def test_presets_seeded_with_design_values(db):
     chatbot = presets["chatbot"]
     assert (chatbot.expand_query, chatbot.return_parents, chatbot.diversity) == (True, True, 0.3)
     assert (chatbot.max_chunks, chatbot.max_tokens, chatbot.candidate_k) == (8, 2000, 20)
-    assert (chatbot.vector_weight, chatbot.keyword_weight, chatbot.rrf_k) == (0.7, 0.3, 60)
+    assert (chatbot.vector_weight, chatbot.keyword_weight, chatbot.rrf_k) == (0.6, 0.4, 20)
+    assert (chatbot.fusion_method, chatbot.keyword_scorer) == ("linear", "bm25")
+
+
+def test_tuned_defaults_leave_edited_presets_alone(database_factory, settings):
+    engine = make_engine(database_factory.create("rag_tuned"), settings)
+    try:
+        migrate.upgrade(engine, "0002")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT fusion_method FROM rag_configurations LIMIT 1")).scalar() == "rrf"
+            conn.execute(
+                text(
+                    "UPDATE rag_configurations SET vector_weight = 0.9, keyword_weight = 0.1 "
+                    "WHERE context_type = 'agent'"
+                )
+            )
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            rows = dict(conn.execute(text("SELECT context_type, fusion_method FROM rag_configurations")).all())
+        assert rows.pop("agent") == "rrf", "a user's edit survives"
+        assert set(rows.values()) == {"linear"}
+        migrate.downgrade(engine, "0002")
+        with engine.connect() as conn:
+            assert (
+                conn.execute(text("SELECT count(*) FROM rag_configurations WHERE fusion_method='linear'")).scalar() == 0
+            )
+    finally:
+        engine.dispose()
