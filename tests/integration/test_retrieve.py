@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
-from rag_service.errors import ConfigurationError, ModelLoadError, QueryError, UnknownContextError
+from rag_service.errors import ConfigurationError, QueryError, UnknownContextError
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
 from rag_service.tokens import count_tokens
@@ -44,13 +44,6 @@ than the vector arm, so it only sees the fused candidates, never the whole corpu
 """,
     "faq.txt": "Frequently asked: how do backups work? See the operations guide for nightly pg_dump backups.",
 }
-
-
-class Failing:
-    """A reranker source whose model cannot be loaded."""
-
-    def __call__(self):  # type: ignore[no-untyped-def]
-        raise ModelLoadError("reranker 'ms-marco-MiniLM-L-6-v2' could not be loaded (offline); set RAG_RERANK_MODEL")
 
 
 @pytest.fixture
@@ -153,15 +146,65 @@ def test_reranker_order_follows_its_scores(db, settings, docs_dir):
     assert result.chunks[0].relevance_score == pytest.approx(1 / (1 + 2.718281828459045**-5), rel=1e-6)
 
 
-def test_unloadable_reranker_is_reported_not_faked(db, settings, docs_dir):
-    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder())
-    svc._fixed_reranker = None  # placeholder replaced below
-    svc._retriever._reranker = Failing()
+def test_unloadable_reranker_is_reported_not_faked(db, settings, docs_dir, tmp_path):
+    missing = settings.model_copy(update={"rerank_model": str(tmp_path / "no-such-model")})
+    svc = UniversalRAGService(missing, database=db, embedder=HashingEmbedder())
     svc.index_paths([docs_dir])
     result = svc.retrieve("backups", context="search")
     assert result.metrics.reranker == "none"
     assert len(result.metrics.degraded) == 1 and result.metrics.degraded[0].startswith("rerank: ")
+    assert "no-such-model" in result.metrics.degraded[0]
     assert all(c.scores.rerank is None for c in result.chunks)
+    assert result.chunks, "the rest of the pipeline still answers"
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory) -> Path:
+    """A 2-layer BERT cross-encoder with random weights, built here (no model hub)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    path = tmp_path_factory.mktemp("tiny-ce")
+    words = sorted({w.strip(".,;:()").lower() for body in DOCS.values() for w in body.split()} - {""})
+    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    tokenizer = BertTokenizer.from_pretrained(str(path))
+    torch.manual_seed(1)
+    config = BertConfig(
+        vocab_size=len(words) + 5,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+        initializer_range=0.3,
+    )
+    BertForSequenceClassification(config).eval().save_pretrained(str(path))
+    tokenizer.save_pretrained(str(path))
+    return path
+
+
+def test_cross_encoder_through_the_service_orders_by_its_logits(db, settings, docs_dir, tiny_cross_encoder):
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    configured = settings.model_copy(update={"rerank_model": str(tiny_cross_encoder)})
+    svc = UniversalRAGService(configured, database=db, embedder=HashingEmbedder())
+    svc.index_paths([docs_dir])
+    query = "how are backups restored"
+    result = svc.retrieve(query, context="search", diversity=0.0, max_chunks=12, max_tokens=20000)
+    assert result.metrics.reranker.endswith(str(tiny_cross_encoder)) and result.metrics.degraded == []
+    assert result.metrics.rerank_time_ms > 0
+    model = AutoModelForSequenceClassification.from_pretrained(str(tiny_cross_encoder)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_cross_encoder))
+    with torch.no_grad():
+        for chunk in result.chunks:
+            text = f"{chunk.header_path}\n{chunk.content}" if chunk.header_path else chunk.content
+            logit = float(
+                model(**tokenizer(query, text, return_tensors="pt", truncation=True, max_length=256)).logits[0, 0]
+            )
+            assert chunk.scores.rerank == pytest.approx(logit, abs=1e-4)
+    scores = [c.scores.rerank for c in result.chunks]
+    assert scores == sorted(scores, reverse=True), "order follows the cross-encoder's scores"
 
 
 def test_rerank_disabled_per_call(db, settings, docs_dir):
