@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, Header, empty_counts, filter_spans
-from rag_service.ingest.recursive import recursive_spans
-from rag_service.ingest.spans import LengthFunction, check_sizes, make_chunk, trim_span
+from rag_service.ingest.recursive import SizedChunker, recursive_spans
+from rag_service.ingest.spans import make_chunk, trim_span
 
 #: deepest header level that starts a section
 MAX_SECTION_LEVEL = 4
@@ -104,26 +104,12 @@ def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> li
     return out
 
 
-class MarkdownChunker:
+class MarkdownChunker(SizedChunker):
     """Chunker for the ``markdown`` strategy: ``CHILD`` chunks with headers and their parent section.
 
     Children are the recursive split of each section (``chunk_size``/``chunk_overlap`` measured by
     ``length``); offsets are relative to the whole document.
     """
-
-    def __init__(
-        self,
-        *,
-        chunk_size: int = 500,
-        chunk_overlap: int = 100,
-        min_chunk_chars: int = 50,
-        length: LengthFunction = len,
-    ) -> None:
-        check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
-        self.chunk_size = chunk_size
-        self.chunk_overlap = chunk_overlap
-        self.min_chunk_chars = min_chunk_chars
-        self.length = length
 
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into sections and their children with exact offsets; drop garbage pieces."""

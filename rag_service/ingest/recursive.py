@@ -93,11 +93,9 @@ def recursive_spans(
     return [span for s, e in merged if (span := trim_span(text, s, e)) is not None]
 
 
-class RecursiveChunker:
-    """Chunker for the ``recursive`` strategy: flat chunks of at most ``chunk_size`` (``TEXT``).
-
-    ``length`` measures size and overlap: ``len`` (characters, the default) or ``token_length()``.
-    """
+class SizedChunker:
+    """Base of the chunkers that split by size: validated ``chunk_size``/``chunk_overlap`` measured by
+    ``length`` (``len`` for characters, or ``token_length()``) and the garbage filter's minimum."""
 
     def __init__(
         self,
@@ -112,6 +110,10 @@ class RecursiveChunker:
         self.chunk_overlap = chunk_overlap
         self.min_chunk_chars = min_chunk_chars
         self.length = length
+
+
+class RecursiveChunker(SizedChunker):
+    """Chunker for the ``recursive`` strategy: flat chunks of at most ``chunk_size`` (``TEXT``)."""
 
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into overlapping chunks with exact offsets; drop garbage pieces."""
