@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
@@ -33,7 +36,7 @@ from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport
 
 #: chunks gathered across documents before one call to the embedding model
-EMBED_BATCH_CHUNKS = 256
+EMBED_BATCH_CHUNKS = 1024
 
 
 def content_hash(text: str) -> str:
@@ -284,8 +287,44 @@ class _Batch:
             for doc in pending:
                 self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
             return
-        for doc in pending:
-            self._write(doc, vectors)
+        self._write_all(pending, vectors)
+
+    def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        """One transaction for the batch, a savepoint per document.
+
+        A document that fails rolls back to its savepoint alone (it keeps its previous version and is
+        reported); the rest commit together, so the batch costs one commit instead of one per
+        document. The commit is asynchronous: a server crash may lose the last batch, never half of
+        a document, and the next run indexes it again (its hash no longer matches).
+        """
+        written: list[_Pending] = []
+        try:
+            with self.indexer.db.transaction() as session:
+                session.execute(text("SET LOCAL synchronous_commit = off"))
+                for doc in pending:
+                    try:
+                        with session.begin_nested():
+                            self._write(session, doc, vectors)
+                    except DBAPIError as exc:  # this document keeps its previous version; the run goes on
+                        if exc.connection_invalidated:
+                            raise
+                        reason = str(exc.orig or exc).strip().splitlines()
+                        self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+                        continue
+                    written.append(doc)
+        except Exception as exc:  # the batch's transaction itself failed: none of these documents changed
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+            for doc in written:
+                self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+            return
+        for doc in written:
+            if doc.existed:
+                self.report.updated += 1
+            else:
+                self.report.added += 1
+            self.report.chunks_written += len(doc.chunked.chunks)
+            self.report.add_filtered(doc.chunked.filtered)
+            self.bar.advance(chunks=len(doc.chunked.chunks))
 
     def _vectors(self, texts: list[str]) -> dict[str, np.ndarray[Any, Any]]:
         hashes = {content_hash(t): t for t in texts}
@@ -303,7 +342,7 @@ class _Batch:
             found.update(zip(missing, encoded, strict=True))
         return found
 
-    def _write(self, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+    def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         rows = [
             repo.ChunkRow(
                 chunk_index=c.chunk_index,
@@ -322,31 +361,18 @@ class _Batch:
             )
             for c in doc.chunked.chunks
         ]
-        try:
-            with self.indexer.db.transaction() as session:
-                repo.replace_document(
-                    session,
-                    collection=self.collection,
-                    source=doc.source,
-                    title=doc.title,
-                    content=doc.text,
-                    content_hash=doc.content_hash,
-                    chunker=doc.chunker,
-                    fts_config=self.indexer.settings.fts_config,
-                    chunks=rows,
-                    metadata=doc.metadata,
-                )
-        except Exception as exc:  # this document keeps its previous version; the run goes on
-            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-            self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
-            return
-        if doc.existed:
-            self.report.updated += 1
-        else:
-            self.report.added += 1
-        self.report.chunks_written += len(rows)
-        self.report.add_filtered(doc.chunked.filtered)
-        self.bar.advance(chunks=len(rows))
+        repo.replace_document(
+            session,
+            collection=self.collection,
+            source=doc.source,
+            title=doc.title,
+            content=doc.text,
+            content_hash=doc.content_hash,
+            chunker=doc.chunker,
+            fts_config=self.indexer.settings.fts_config,
+            chunks=rows,
+            metadata=doc.metadata,
+        )
 
     def _fail(self, source: str, reason: str) -> None:
         self.report.failed.append(FileProblem(source, reason))

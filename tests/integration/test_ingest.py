@@ -217,3 +217,26 @@ def test_strategies_write_exact_offsets(indexer, corpus, connection, settings: S
         for row in rows:
             assert row.doc[row.start_char : row.end_char] == row.content
             assert row.chunk_type == "text"
+
+
+def test_a_document_failing_in_the_database_rolls_back_alone(indexer, corpus, connection, monkeypatch):
+    from rag_service.db import documents as repo
+
+    indexer.index_paths([corpus], collection="t")
+    before = _chunks(connection, "docs/notes.txt")
+    real = repo.replace_document
+
+    def failing_for_notes(session, **kwargs):  # type: ignore[no-untyped-def]
+        real(session, **kwargs)  # the rows are written, then the statement below fails
+        if kwargs["source"] == "docs/notes.txt":
+            session.execute(text("SELECT 1 / 0"))
+
+    monkeypatch.setattr(repo, "replace_document", failing_for_notes)
+    (corpus / "notes.txt").write_text("Rewritten notes about logical replication slots and WAL retention. " * 3)
+    (corpus / "guide.md").write_text(GUIDE + "\n## More\n\nA further section written in the same batch as the notes.\n")
+    report = indexer.index_paths([corpus], collection="t")
+    assert [p.source for p in report.failed] == ["docs/notes.txt"]
+    assert "division by zero" in report.failed[0].reason
+    assert report.updated == 1
+    assert _chunks(connection, "docs/notes.txt") == before, "the failed document keeps its previous version"
+    assert any("further section" in r.content for r in _chunks(connection, "docs/guide.md"))
