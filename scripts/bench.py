@@ -1,0 +1,377 @@
+"""Benchmarks: retrieval latency at 10k and 100k chunks against baselines, ingestion throughput, reranking.
+
+One command measures everything and rewrites the generated section of docs/benchmarks.md:
+
+    .venv/bin/python scripts/bench.py                  # --sizes 10000,100000 --queries 200
+    .venv/bin/python scripts/bench.py --quick          # smoke run: 2k chunks, 30 queries, bench_out/ only
+
+1. Synthetic corpora (no model): Zipfian text over SciFact's vocabulary, clustered 384-d unit vectors,
+   loaded with COPY into ``rag_bench_<size>`` on the embedded server (or the server of
+   ``RAG_DATABASE_URL``), HNSW built after loading; databases are reused while the corpus is the same.
+2. p50/p95 per query after warm-up, retrievers interleaved: our vector arm, fulltext arm (also with
+   queries of only the 20 most frequent terms), hybrid SQL and ``retrieve()`` with the real MiniLM
+   query embedding and no rerank; numpy exact search, bm25s, LangChain's EnsembleRetriever.
+3. Ingestion with the real model against the model alone, and the re-run of unchanged documents.
+4. The reranking stage (``scripts/bench_rerank.py``).
+
+Outputs: ``--json`` (default bench_out/bench.json), the plot (bench_out/bench_latency.png, copied to
+docs/ next to the markdown) and ``--markdown`` (default docs/benchmarks.md, between its markers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import json
+
+import numpy as np
+from bench_lib import corpus as synth
+from bench_lib import measure, report, retrievers, store
+from bench_lib.ingestion import measure_ingestion
+
+from rag_service.config import Settings, load_settings
+from rag_service.db.database import Database
+from rag_service.db.embedded import start_embedded_server
+from rag_service.db.engine import normalise_url
+from rag_service.db.presets import load_preset
+from rag_service.db.search import explain
+from rag_service.embed import SentenceTransformerEmbedder
+from rag_service.service import UniversalRAGService
+
+REPO = Path(__file__).resolve().parents[1]
+PRESET = "workflow"  # no query expansion, no diversity; reranking is switched off per call
+PRESET_FIELDS = ("vector_weight", "keyword_weight", "rrf_k", "fusion_method", "candidate_k", "keyword_scorer")
+DEFAULT_SCIFACT = Path(os.environ.get("RAG_BENCH_SCIFACT", "/work/shared/datasets/scifact"))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options; ``--quick`` changes the defaults of the others."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", help="corpus sizes in chunks, comma-separated (default 10000,100000)")
+    parser.add_argument("--queries", type=int, help="timed queries per size (default 200)")
+    parser.add_argument("--warmup", type=int, help="untimed warm-up queries per size (default 20)")
+    parser.add_argument("--json", type=Path, default=REPO / "bench_out" / "bench.json", help="results file")
+    parser.add_argument("--markdown", type=Path, help="markdown file to update (default docs/benchmarks.md)")
+    parser.add_argument("--quick", action="store_true", help="small smoke run; writes to bench_out/ only")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the benchmark databases")
+    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT, help="BEIR SciFact folder (corpus.jsonl)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--ingest-documents", type=int, help="SciFact documents to ingest (default 300)")
+    parser.add_argument("--rerank-repetitions", type=int, help="rounds of the rerank bench (default 50)")
+    parser.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0.0,
+        metavar="LOAD",
+        help="before each timed phase, wait (up to 30 min) until the 1-minute load average is below LOAD",
+    )
+    parser.add_argument("--skip-langchain", action="store_true")
+    parser.add_argument("--skip-ingestion", action="store_true")
+    parser.add_argument("--skip-rerank", action="store_true")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.sizes = [int(s) for s in (args.sizes or ("2000" if quick else "10000,100000")).split(",")]
+    args.queries = args.queries or (30 if quick else 200)
+    args.warmup = args.warmup if args.warmup is not None else (5 if quick else 20)
+    args.ingest_documents = args.ingest_documents or (30 if quick else 300)
+    args.rerank_repetitions = args.rerank_repetitions or (5 if quick else 50)
+    if args.markdown is None:
+        args.markdown = REPO / ("bench_out/benchmarks-quick.md" if quick else "docs/benchmarks.md")
+    return args
+
+
+def server_url(settings: Settings) -> str:
+    """The configured server, or the embedded one under ``RAG_DATA_DIR``."""
+    if settings.database_url:
+        return normalise_url(settings.database_url)
+    return start_embedded_server(settings.data_dir)
+
+
+def wait_for_quiet(max_load: float, *, timeout_s: float = 1800.0) -> None:
+    """Wait until the 1-minute load average is below ``max_load`` (0: do not wait), at most ``timeout_s``."""
+    if max_load <= 0:
+        return
+    deadline = time.monotonic() + timeout_s
+    while os.getloadavg()[0] >= max_load and time.monotonic() < deadline:
+        print(f"waiting for the machine to be quiet (load {os.getloadavg()[0]:.2f} >= {max_load}) ...", flush=True)
+        time.sleep(15)
+
+
+def machine_info(url: str) -> dict[str, Any]:
+    """Cores, Python, library and server versions, the server settings that matter, the load."""
+    import bm25s
+    import sqlalchemy
+    import torch
+
+    info: dict[str, Any] = {
+        "cores": os.cpu_count(),
+        "cpu": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlalchemy": sqlalchemy.__version__,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "bm25s": bm25s.__version__,
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+    for package in ("pgvector", "langchain-postgres", "langchain-community", "rank-bm25"):
+        try:
+            from importlib.metadata import version
+
+            info[f"{package}_python"] = version(package)
+        except Exception:
+            info[f"{package}_python"] = None
+    info.update(store.server_info(url))
+    return info
+
+
+def bench_size(
+    size: int,
+    *,
+    args: argparse.Namespace,
+    url: str,
+    settings: Settings,
+    vocabulary: synth.Vocabulary,
+    embedder: SentenceTransformerEmbedder,
+    stop_words: frozenset[str],
+) -> dict[str, Any]:
+    """Build (or reuse) the corpus of ``size`` chunks and time every retriever on it."""
+    label = store.size_label(size)
+    print(f"\n== {size:,} chunks ==", flush=True)
+    corpus = synth.make_corpus(vocabulary, size=size, seed=args.seed)
+    name = f"rag_bench_{label}"
+    build = store.ensure_loaded(url, name, corpus, settings, rebuild=args.rebuild)
+    engine = store.engine_for(url, name, settings)
+    database = Database(engine)
+    count = args.warmup + args.queries
+    terms = measure.frequent_terms(engine, vocabulary.words)
+    work = retrievers.Workload(
+        queries=synth.make_queries(corpus, count=count, seed=args.seed + 1),
+        frequent=synth.make_frequent_queries([t["word"] for t in terms], corpus, count=count, seed=args.seed + 2),
+    )
+    service = UniversalRAGService(settings, database=database, embedder=embedder, reranker=None)
+    with database.transaction() as session:
+        preset = load_preset(session, PRESET)
+    stages: list[dict[str, float]] = []
+    fns: dict[str, retrievers.RetrieverFn] = retrievers.ours(database, settings, preset, work, service, stages)
+    fns["numpy_exact"] = retrievers.numpy_exact(corpus, work)
+    print("indexing bm25s ...", flush=True)
+    fns["bm25s"] = retrievers.bm25s_retriever(corpus, work, stop_words)
+    langchain: dict[str, Any] = {}
+    side = None
+    if not args.skip_langchain:
+        try:
+            side = retrievers.langchain_side(
+                url, f"rag_bench_lc_{label}", corpus, work, stop_words, rebuild=args.rebuild
+            )
+            fns.update(side.retrievers)
+            langchain = {"build": side.build, "plans": side.plans}
+        except Exception as exc:  # reported in the JSON and the markdown, not hidden
+            langchain = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+            print(f"LangChain side could not run: {langchain['error']}", flush=True)
+
+    wait_for_quiet(args.wait_idle)
+    gc.collect()
+    gc.freeze()  # the corpus, indexes and models are long-lived: keep collector pauses out of the timings
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    recorder, results, order = measure.time_retrievers(
+        fns, warmup=args.warmup, queries=args.queries, desc=label, seed=args.seed
+    )
+    load_after = [round(x, 2) for x in os.getloadavg()]
+    gc.unfreeze()
+
+    measured = range(args.warmup, count)
+    sources = [work.queries.source_chunks[i] + 1 for i in measured]
+    latency = {k: {s: round(v, 3) for s, v in stats.items()} for k, stats in recorder.summary().items()}
+    hits = {
+        key: measure.hit_rate(found, sources)
+        for key, found in results.items()
+        if "frequent" not in key and key != "ours_retrieve"
+    }
+    first = args.warmup
+    q = work.queries
+    with database.transaction() as session:
+        plan = store.shorten_vectors(
+            explain(session, retrievers.search_request(settings, preset, q.vectors[first], work.parts[first]))
+        )
+
+    def slowest(key: str) -> int:
+        worst: int = order[key][int(np.argmax(recorder.samples(key)))]
+        return worst
+
+    analyses: dict[str, str] = {}
+    i = slowest("ours_hybrid")
+    analyses[f"hybrid, the slowest query ({q.texts[i]!r})"] = measure.explain_analyze(
+        database, retrievers.search_request(settings, preset, q.vectors[i], work.parts[i])
+    )
+    for key, scorer in (("ours_fulltext_frequent", "bm25"), ("ours_fulltext_tsrank_frequent", "ts_rank_cd")):
+        i = slowest(key)
+        request = retrievers.search_request(
+            settings, preset, None, work.frequent_parts[i], vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer
+        )
+        analyses[f"keyword arm ({scorer}), slowest top-20-terms query ({work.frequent.texts[i]!r})"] = (
+            measure.explain_analyze(database, request)
+        )
+    sample = list(measured)[:100]
+    result = {
+        "label": label,
+        "chunks": size,
+        "corpus_fingerprint": corpus.fingerprint,
+        "build": {k: round(v, 2) if isinstance(v, float) else v for k, v in build.items()},
+        "relation_sizes": store.relation_sizes(store.database_url(url, name)),
+        "latency": latency,
+        "retrieve_stages_ms": stage_summary(stages[-args.queries :]),
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
+        "frequent_terms": terms,
+        "keyword_matches": measure.keyword_match_counts(engine, [work.parts[i].any_terms for i in sample]),
+        "keyword_matches_frequent": measure.keyword_match_counts(
+            engine, [work.frequent_parts[i].any_terms for i in sample]
+        ),
+        "preset": {"name": PRESET, **{k: getattr(preset, k) for k in PRESET_FIELDS}},
+        "hnsw_recall_at_20": measure.overlap_at_k(results["ours_vector"], results["numpy_exact"]),
+        "source_hit_at_20": hits,
+        "example_queries": work.queries.texts[first : first + 5],
+        "example_frequent_queries": work.frequent.texts[first : first + 5],
+        "explain": plan,
+        "explain_uses_hnsw": "Index Scan using ix_document_chunks_embedding_hnsw" in plan,
+        "explain_analyze": analyses,
+        "langchain": langchain,
+    }
+    if side is not None:
+        side.close()
+    service.close()
+    return result
+
+
+def stage_summary(stages: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """p50/p95 of each stage of the timed ``retrieve()`` calls, from their ``metrics``."""
+    if not stages:
+        return {}
+    return {
+        name: {
+            "p50": round(float(np.percentile([s[name] for s in stages], 50)), 3),
+            "p95": round(float(np.percentile([s[name] for s in stages], 95)), 3),
+        }
+        for name in stages[0]
+    }
+
+
+def run_rerank(args: argparse.Namespace) -> dict[str, Any]:
+    """``scripts/bench_rerank.py`` in its own process (its torch and onnxruntime threads stay its own)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "rerank.json"
+        command = [
+            sys.executable,
+            str(REPO / "scripts" / "bench_rerank.py"),
+            "--json",
+            str(out),
+            "--repetitions",
+            str(args.rerank_repetitions),
+            "--warmup",
+            "1" if args.quick else "5",
+        ]
+        print("\n== reranking stage (scripts/bench_rerank.py) ==", flush=True)
+        completed = subprocess.run(command, cwd=REPO, check=False, text=True, capture_output=True)
+        print(completed.stdout, flush=True)
+        if completed.returncode != 0:
+            tail = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+            return {"error": f"scripts/bench_rerank.py exited with {completed.returncode}: {tail}"}
+        loaded: dict[str, Any] = json.loads(out.read_text())
+        return loaded
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every measurement, then write the JSON, the plot and the markdown section."""
+    args = parse_args(argv)
+    started = time.perf_counter()
+    settings = load_settings()
+    url = server_url(settings)
+    machine = machine_info(url)
+    if machine["loadavg_at_start"][0] > 0.75 * (os.cpu_count() or 1):
+        print(f"warning: load average {machine['loadavg_at_start']} — timings will be noisy", flush=True)
+    corpus_jsonl = args.scifact / "corpus.jsonl"
+    vocabulary = synth.load_vocabulary(corpus_jsonl)
+    embedder = SentenceTransformerEmbedder(batch_size=64)
+    stop_words = retrievers.english_stop_words()
+
+    sizes = {
+        str(size): bench_size(
+            size, args=args, url=url, settings=settings, vocabulary=vocabulary, embedder=embedder, stop_words=stop_words
+        )
+        for size in args.sizes
+    }
+    ratios = {
+        s: {
+            key: {
+                stat: round(r["latency"][key][stat] / r["latency"]["ours_hybrid"][stat], 2) for stat in ("p50", "p95")
+            }
+            for key in r["latency"]
+            if key != "ours_hybrid"
+        }
+        for s, r in sizes.items()
+    }
+    ingestion: dict[str, Any] = {}
+    if not args.skip_ingestion:
+        print("\n== ingestion with the real model ==", flush=True)
+        wait_for_quiet(args.wait_idle)
+        ingestion = measure_ingestion(url, embedder, corpus_jsonl, documents=args.ingest_documents)
+    if not args.skip_rerank:
+        wait_for_quiet(args.wait_idle)
+    rerank = {} if args.skip_rerank else run_rerank(args)
+    machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+
+    results: dict[str, Any] = {
+        "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": " ".join(["scripts/bench.py", *(argv if argv is not None else sys.argv[1:])]),
+        "machine": machine,
+        "settings": {
+            "quick": args.quick,
+            "queries": args.queries,
+            "warmup": args.warmup,
+            "top_k": retrievers.TOP_K,
+            "ef_search": settings.hnsw_ef_search,
+            "seed": args.seed,
+            "vocabulary_words": len(vocabulary.words),
+            "words_per_chunk": list(synth.WORDS_PER_CHUNK),
+            "chunks_per_document": synth.CHUNKS_PER_DOCUMENT,
+            "clusters": 200,
+            "gc_frozen_while_timing": True,
+        },
+        "retrievers": {s.key: s.label for s in retrievers.SPECS},
+        "sizes": sizes,
+        "ratios": ratios,
+        "ingestion": ingestion,
+        "rerank": rerank,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    results["targets"] = report.targets(results)
+    report.write_json(args.json, results)
+    plot_path = args.json.parent / "bench_latency.png"
+    report.plot(results, plot_path)
+    if plot_path.parent.resolve() != args.markdown.parent.resolve():
+        shutil.copyfile(plot_path, args.markdown.parent / plot_path.name)
+    report.write_markdown(args.markdown, report.markdown_section(results, plot_name=plot_path.name))
+    print(f"\nwrote {args.json}, {plot_path} and {args.markdown} in {results['seconds']:.0f} s")
+    for t in results["targets"]:
+        print(f"  {'MET ' if t['met'] else 'MISS' if t['met'] is False else '  ? '} {t['target']}: {t['shown']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Parts of ``scripts/bench.py``: synthetic corpus, database loading, timed retrievers, ingestion, report."""

@@ -1,0 +1,133 @@
+"""The timing loop and the SQL-side evidence (EXPLAIN, EXPLAIN ANALYZE, match counts) for one corpus size."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from pgvector.psycopg import register_vector
+from psycopg.types.json import Jsonb
+from sqlalchemy import Engine, text
+from tqdm import tqdm
+
+from bench_lib.retrievers import RetrieverFn
+from bench_lib.store import shorten_vectors
+from rag_service.db.database import Database
+from rag_service.db.search import SearchRequest, build_search, cast_connection, configure_vector_scan
+from rag_service.evaluation.latency import LatencyRecorder
+
+
+def time_retrievers(
+    retrievers: Mapping[str, RetrieverFn], *, warmup: int, queries: int, desc: str, seed: int = 0
+) -> tuple[LatencyRecorder, dict[str, list[list[int]]], dict[str, list[int]]]:
+    """Time every retriever on queries ``warmup .. warmup + queries - 1`` after ``warmup`` untimed ones.
+
+    Retrievers are interleaved, in an order rotated at each step, so a burst of load from elsewhere
+    on a shared machine slows every retriever alike rather than one block of runs. Each retriever
+    walks the queries in its own random order: two retrievers never run the same query back to back,
+    so none finds the pages of its query already cached by the one before it.
+
+    Returns the latencies, each retriever's results in query order, and the query index of each
+    recorded sample (``recorder.samples(key)[j]`` is query ``order[key][j]``).
+    """
+    keys = list(retrievers)
+    for i in tqdm(range(warmup), desc=f"{desc} warm-up", unit="query", leave=False):
+        for key in keys:
+            retrievers[key](i)
+    rng = np.random.default_rng(seed)
+    order = {key: (warmup + rng.permutation(queries)).tolist() for key in keys}
+    recorder = LatencyRecorder()
+    found: dict[str, dict[int, list[int]]] = {key: {} for key in keys}
+    for step in tqdm(range(queries), desc=f"{desc} queries", unit="query"):
+        for j in range(len(keys)):
+            key = keys[(step + j) % len(keys)]
+            i = order[key][step]
+            started = time.perf_counter()
+            ids = retrievers[key](i)
+            recorder.record(key, (time.perf_counter() - started) * 1000.0)
+            found[key][i] = ids
+    results = {key: [found[key][i] for i in range(warmup, warmup + queries)] for key in keys}
+    return recorder, results, order
+
+
+def explain_analyze(database: Database, request: SearchRequest) -> str:
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the hybrid statement for ``request``, as ``hybrid_search`` runs it."""
+    with database.transaction() as session:
+        compiled = build_search(request).compile(session.get_bind())
+        params = {k: Jsonb(v) if isinstance(v, dict) else v for k, v in compiled.params.items()}
+        raw = cast_connection(session.connection().connection.dbapi_connection)
+        register_vector(raw)
+        if request.runs_vector:
+            configure_vector_scan(session, ef_search=request.ef_search)
+        with raw.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + str(compiled), params)  # bound parameters only
+            return shorten_vectors("\n".join(row[0] for row in cursor.fetchall()))
+
+
+def frequent_terms(engine: Engine, words: list[str], *, count: int = 20) -> list[dict[str, Any]]:
+    """The ``count`` most frequent vocabulary words that survive the english config, one per lexeme.
+
+    Each comes with the share of chunks whose tsvector contains it.
+    """
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT w, array_to_string(tsvector_to_array(to_tsvector('english', w)), ' ') "
+                "FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS t(w, i) ORDER BY i"
+            ),
+            {"words": words[:500]},
+        ).all()
+        picked: dict[str, str] = {}
+        for word, lexeme in rows:
+            if lexeme and lexeme not in picked:
+                picked[lexeme] = word
+            if len(picked) == count:
+                break
+        total = conn.execute(text("SELECT count(*) FROM document_chunks")).scalar_one()
+        out = []
+        for lexeme, word in picked.items():
+            matches = conn.execute(
+                text("SELECT count(*) FROM document_chunks WHERE content_tsv @@ plainto_tsquery('english', :w)"),
+                {"w": word},
+            ).scalar_one()
+            out.append({"word": word, "lexeme": lexeme, "chunk_share": round(matches / total, 4)})
+    return out
+
+
+def keyword_match_counts(engine: Engine, any_terms: list[str]) -> dict[str, float]:
+    """How many chunks the keyword arm's tsquery matches (and must rank) for these queries."""
+    counts: list[int] = []
+    with engine.connect() as conn:
+        total = conn.execute(text("SELECT count(*) FROM document_chunks")).scalar_one()
+        for terms in any_terms:
+            counts.append(
+                conn.execute(
+                    text(
+                        "SELECT count(*) FROM document_chunks "
+                        "WHERE content_tsv @@ websearch_to_tsquery('english', :terms)"
+                    ),
+                    {"terms": terms},
+                ).scalar_one()
+            )
+    counts.sort()
+    return {
+        "queries": len(counts),
+        "median": float(counts[len(counts) // 2]),
+        "p95": float(counts[min(len(counts) - 1, int(0.95 * len(counts)))]),
+        "max": float(counts[-1]),
+        "median_share": round(counts[len(counts) // 2] / total, 4),
+    }
+
+
+def overlap_at_k(found: list[list[int]], truth: list[list[int]]) -> float:
+    """Mean share of ``truth``'s ids that ``found`` returned (recall of an approximate search at k)."""
+    shares = [len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True) if t]
+    return round(sum(shares) / len(shares), 4) if shares else 0.0
+
+
+def hit_rate(found: list[list[int]], targets: list[int]) -> float:
+    """Share of queries whose source chunk is among the returned ids."""
+    hits = [t in f for f, t in zip(found, targets, strict=True)]
+    return round(sum(hits) / len(hits), 4) if hits else 0.0

@@ -1,0 +1,242 @@
+"""Benchmark databases on one PostgreSQL server: created, migrated, bulk-loaded with COPY, indexed, reused.
+
+A loaded database carries the corpus fingerprint as its ``COMMENT`` (set only after the last step,
+ANALYZE, succeeded), so a later run reuses it when the fingerprint matches and rebuilds it otherwise
+or with ``--rebuild``. The chunk ids are ``1..size`` in corpus order, so results can be compared with
+exact search.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from tqdm import tqdm
+
+from bench_lib.corpus import Corpus, documents
+from rag_service.config import Settings
+from rag_service.db import migrate
+from rag_service.db.engine import make_engine
+from rag_service.ingest.chunkers import chunker_fingerprint
+from rag_service.ingest.pipeline import content_hash
+from rag_service.tokens import get_encoding
+
+COLLECTION = "bench"
+HNSW_INDEX = "ix_document_chunks_embedding_hnsw"
+GIN_INDEX = "ix_document_chunks_content_tsv"
+# the definitions of migrations/versions/0001_initial_schema.py, recreated after bulk loading
+HNSW_DDL = (
+    "CREATE INDEX ix_document_chunks_embedding_hnsw ON document_chunks "
+    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+)
+GIN_DDL = "CREATE INDEX ix_document_chunks_content_tsv ON document_chunks USING gin (content_tsv)"
+COPY_BATCH = 2000
+_VECTOR_LITERAL = re.compile(r"'\[[-+0-9.eE,]{200,}\]'::vector")
+
+
+def shorten_vectors(plan: str) -> str:
+    """A query plan with its 384-float vector literals replaced by ``'[...]'::vector``."""
+    return _VECTOR_LITERAL.sub("'[...]'::vector", plan)
+
+
+def admin_params(url: str, *, database: str | None = None) -> dict[str, Any]:
+    """psycopg connection keywords for a SQLAlchemy URL (unix-socket URLs of the embedded server too)."""
+    parsed = make_url(url)
+    params: dict[str, Any] = {"dbname": database or parsed.database or "postgres", "autocommit": True}
+    for key in ("host", "port"):
+        if key in parsed.query:
+            params[key] = parsed.query[key]
+    if parsed.host:
+        params["host"] = parsed.host
+    if parsed.port:
+        params["port"] = parsed.port
+    if parsed.username:
+        params["user"] = parsed.username
+    if parsed.password:
+        params["password"] = parsed.password
+    return params
+
+
+def database_url(server_url: str, name: str) -> str:
+    """The URL of database ``name`` on the server of ``server_url``."""
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def size_label(size: int) -> str:
+    """``10000`` -> ``10k``; used in database names and reports."""
+    if size % 1_000_000 == 0:
+        return f"{size // 1_000_000}m"
+    if size % 1000 == 0:
+        return f"{size // 1000}k"
+    return str(size)
+
+
+def database_comment(server_url: str, name: str) -> str | None:
+    """The database's comment, or None when the database does not exist or has none."""
+    with psycopg.connect(**admin_params(server_url, database="postgres")) as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s", (name,)
+        ).fetchone()
+    return None if row is None else row[0]
+
+
+def recreate_database(server_url: str, name: str) -> None:
+    """Drop database ``name`` if it exists and create it empty."""
+    with psycopg.connect(**admin_params(server_url, database="postgres")) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def set_database_comment(server_url: str, name: str, comment: str) -> None:
+    """Mark database ``name`` (e.g. with the fingerprint of what it holds)."""
+    with psycopg.connect(**admin_params(server_url, database="postgres")) as conn:
+        conn.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(sql.Identifier(name), sql.Literal(comment)))
+
+
+def ensure_loaded(server_url: str, name: str, corpus: Corpus, settings: Settings, *, rebuild: bool) -> dict[str, Any]:
+    """Database ``name`` holding ``corpus`` (migrated, loaded, indexed, analysed); returns build timings."""
+    marker = f"rag_service bench corpus {corpus.fingerprint} schema {migrate.head_revision()}"
+    if not rebuild and database_comment(server_url, name) == marker:
+        return {"reused": True}
+    recreate_database(server_url, name)
+    engine = make_engine(database_url(server_url, name), settings)
+    try:
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+    timings = load_corpus(database_url(server_url, name), corpus)
+    set_database_comment(server_url, name, marker)
+    return {"reused": False, **timings}
+
+
+def _chunk_rows(corpus: Corpus) -> list[tuple[int, int, int, int, int]]:
+    """(chunk id, document id, chunk_index, start_char, end_char): documents join chunks with a blank line."""
+    rows = []
+    for doc_index, chunk_ids in documents(corpus):
+        offset = 0
+        for position, chunk in enumerate(chunk_ids):
+            length = len(corpus.texts[chunk])
+            rows.append((chunk + 1, doc_index + 1, position, offset, offset + length))
+            offset += length + 2
+    return rows
+
+
+def load_corpus(url: str, corpus: Corpus) -> dict[str, float]:
+    """COPY documents and chunks (tsvector computed in SQL from a staging table), then index and ANALYZE."""
+    timings: dict[str, float] = {}
+    encoding = get_encoding()
+    fingerprint = chunker_fingerprint("recursive", chunk_size=500, chunk_overlap=100)
+    with psycopg.connect(**admin_params(url)) as conn:
+        register_vector(conn)
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        started = time.perf_counter()
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(HNSW_INDEX)))
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(GIN_INDEX)))
+        with conn.transaction(), conn.cursor() as cur:
+            with cur.copy(
+                "COPY documents (id, collection, source, title, content, content_hash, chunker, chunk_count) FROM STDIN"
+            ) as copy:
+                for doc_index, chunk_ids in tqdm(documents(corpus), desc="COPY documents", unit="doc"):
+                    text = "\n\n".join(corpus.texts[c] for c in chunk_ids)
+                    copy.write_row(
+                        (
+                            doc_index + 1,
+                            COLLECTION,
+                            f"synthetic/{doc_index + 1:07d}.txt",
+                            f"Synthetic document {doc_index + 1}",
+                            text,
+                            content_hash(text),
+                            fingerprint,
+                            len(chunk_ids),
+                        )
+                    )
+            cur.execute(
+                "CREATE TEMP TABLE chunk_stage (id bigint, document_id bigint, chunk_index int, content text, "
+                "start_char int, end_char int, token_count int, content_hash text, embedding vector(384))"
+            )
+            rows = _chunk_rows(corpus)
+            with cur.copy(
+                "COPY chunk_stage (id, document_id, chunk_index, content, start_char, end_char, token_count, "
+                "content_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["bigint", "bigint", "int4", "text", "int4", "int4", "int4", "text", "vector"])
+                for start in tqdm(range(0, len(rows), COPY_BATCH), desc="COPY chunks", unit="batch"):
+                    batch = rows[start : start + COPY_BATCH]
+                    texts = [corpus.texts[r[0] - 1] for r in batch]
+                    tokens = encoding.encode_ordinary_batch(texts)
+                    for (chunk_id, doc_id, position, lo, hi), text, toks in zip(batch, texts, tokens, strict=True):
+                        copy.write_row(
+                            (
+                                chunk_id,
+                                doc_id,
+                                position,
+                                text,
+                                lo,
+                                hi,
+                                len(toks),
+                                content_hash(text),
+                                corpus.vectors[chunk_id - 1],
+                            )
+                        )
+            timings["copy_s"] = time.perf_counter() - started
+            started = time.perf_counter()
+            cur.execute(
+                "INSERT INTO document_chunks (id, document_id, collection, chunk_index, chunk_type, content, "
+                "start_char, end_char, token_count, content_hash, embedding, content_tsv) "
+                "SELECT id, document_id, %s, chunk_index, 'text', content, start_char, end_char, token_count, "
+                "content_hash, embedding, to_tsvector('english'::regconfig, content) FROM chunk_stage ORDER BY id",
+                (COLLECTION,),
+            )
+            cur.execute("SELECT setval(pg_get_serial_sequence('documents', 'id'), (SELECT max(id) FROM documents))")
+            cur.execute(
+                "SELECT setval(pg_get_serial_sequence('document_chunks', 'id'), (SELECT max(id) FROM document_chunks))"
+            )
+            timings["tsvector_insert_s"] = time.perf_counter() - started
+        print("building the GIN index on content_tsv ...", flush=True)
+        started = time.perf_counter()
+        conn.execute(GIN_DDL)
+        timings["gin_build_s"] = time.perf_counter() - started
+        print(f"building the HNSW index on {corpus.size} vectors (m=16, ef_construction=64) ...", flush=True)
+        started = time.perf_counter()
+        conn.execute(HNSW_DDL)
+        timings["hnsw_build_s"] = time.perf_counter() - started
+        started = time.perf_counter()
+        conn.execute("VACUUM ANALYZE documents")
+        conn.execute("VACUUM ANALYZE document_chunks")
+        timings["analyze_s"] = time.perf_counter() - started
+    return timings
+
+
+def server_info(url: str) -> dict[str, Any]:
+    """Server version, pgvector version and the settings that matter for these timings."""
+    with psycopg.connect(**admin_params(url)) as conn:
+        info: dict[str, Any] = {
+            "postgres": conn.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]
+            "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],  # type: ignore[index]
+        }
+        for name in ("shared_buffers", "work_mem", "effective_cache_size", "jit", "max_parallel_workers_per_gather"):
+            info[name] = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]  # type: ignore[index]
+    return info
+
+
+def relation_sizes(url: str) -> dict[str, str]:
+    """Pretty sizes of the chunk table and its two search indexes."""
+    with psycopg.connect(**admin_params(url)) as conn:
+        row = conn.execute(
+            "SELECT pg_size_pretty(pg_total_relation_size('document_chunks')), "
+            "pg_size_pretty(pg_relation_size(%s::regclass)), pg_size_pretty(pg_relation_size(%s::regclass))",
+            (HNSW_INDEX, GIN_INDEX),
+        ).fetchone()
+    assert row is not None
+    return {"document_chunks_total": row[0], "hnsw_index": row[1], "gin_index": row[2]}
+
+
+def engine_for(server_url: str, name: str, settings: Settings) -> Engine:
+    """A pooled engine on database ``name`` (statement timeout from the settings)."""
+    return make_engine(database_url(server_url, name), settings)
