@@ -22,6 +22,11 @@ from rag_service.errors import ModelLoadError
 
 Vectors = npt.NDArray[np.float32]
 
+# OpenMP threads that wait for work spin by default; when PostgreSQL or another job holds a core
+# they starve the thread doing the work (a 256-chunk batch: 6.4 s instead of 5.3 s on 2 busy cores).
+# Only takes effect if torch is not loaded yet; an explicit setting by the user wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 #: the id stored with vectors made by the bundled model (the same weights as the hub's)
 BUNDLED_MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 

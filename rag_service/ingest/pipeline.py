@@ -13,6 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,7 @@ class Indexer:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for path in files:
                     batch.add_file(path, strategy=strategy, force=force)
-                batch.flush()
+                batch.finish()
             if prune:
                 scope = [source_for(Path(p)) for p in paths]
                 seen = {source_for(p) for p in files}
@@ -154,7 +155,7 @@ class Indexer:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for source, title, text in items:
                     batch.add_text(source, title, text, strategy=strategy, force=force)
-                batch.flush()
+                batch.finish()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -175,7 +176,7 @@ class Indexer:
                         batch.add_text(
                             doc.source, doc.title, doc.content, strategy=strategy, force=True, metadata=doc.metadata
                         )
-                    batch.flush()
+                    batch.finish()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -225,6 +226,8 @@ class _Batch:
         self.reuse_vectors = reuse_vectors
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
+        self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
+        self._inflight: tuple[Any, ...] | None = None
 
     def add_file(self, path: Path, *, strategy: str | None, force: bool) -> None:
         source = source_for(path)
@@ -277,17 +280,59 @@ class _Batch:
         self.pending_chunks += len(chunked.chunks)
 
     def flush(self) -> None:
-        """Embed everything pending, then write document by document."""
-        if not self.pending:
-            return
-        pending, self.pending, self.pending_chunks = self.pending, [], 0
-        try:
-            vectors = self._vectors([c.content for p in pending for c in p.chunked.chunks])
-        except Exception as exc:  # a model failure fails these documents, not the run
-            for doc in pending:
-                self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
-            return
-        self._write_all(pending, vectors)
+        """Start embedding everything pending, then write the previous batch while the model runs.
+
+        The model is the bottleneck, so writing batch N (PostgreSQL's work: rows, HNSW, BM25 triggers)
+        overlaps with embedding batch N+1 on a worker thread. Stored vectors are looked up here, on
+        the caller's thread, since a test's database connection must not be shared between threads.
+        """
+        if self.pending:
+            pending, self.pending, self.pending_chunks = self.pending, [], 0
+            texts = {content_hash(c.content): c.content for p in pending for c in p.chunked.chunks}
+            found: dict[str, np.ndarray[Any, Any]] = {}
+            if self.reuse_vectors:
+                with self.indexer.db.transaction() as session:
+                    found = repo.stored_embeddings(session, list(texts))
+            self.report.embeddings_reused += sum(
+                1 for p in pending for c in p.chunked.chunks if content_hash(c.content) in found
+            )
+            missing = [h for h in texts if h not in found]
+            future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
+            inflight, self._inflight = self._inflight, (pending, found, missing, future)
+        else:
+            inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            self._complete(*inflight)
+
+    def finish(self) -> None:
+        """Write everything still pending or being embedded; call once at the end of a run."""
+        self.flush()
+        self.flush()
+        self._model.shutdown(wait=True)
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
+        started = time.perf_counter()
+        vectors = self.indexer.embedder.embed_documents(texts)
+        return vectors, time.perf_counter() - started
+
+    def _complete(
+        self,
+        pending: list[_Pending],
+        found: dict[str, np.ndarray[Any, Any]],
+        missing: list[str],
+        future: Future[tuple[np.ndarray[Any, Any], float]] | None,
+    ) -> None:
+        if future is not None:
+            try:
+                encoded, seconds = future.result()
+            except Exception as exc:  # a model failure fails these documents, not the run
+                for doc in pending:
+                    self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
+                return
+            self.report.embedding_seconds += seconds
+            self.report.chunks_embedded += len(missing)
+            found = {**found, **dict(zip(missing, encoded, strict=True))}
+        self._write_all(pending, found)
 
     def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         """One transaction for the batch, a savepoint per document.
@@ -325,22 +370,6 @@ class _Batch:
             self.report.chunks_written += len(doc.chunked.chunks)
             self.report.add_filtered(doc.chunked.filtered)
             self.bar.advance(chunks=len(doc.chunked.chunks))
-
-    def _vectors(self, texts: list[str]) -> dict[str, np.ndarray[Any, Any]]:
-        hashes = {content_hash(t): t for t in texts}
-        found: dict[str, np.ndarray[Any, Any]] = {}
-        if self.reuse_vectors:
-            with self.indexer.db.transaction() as session:
-                found = repo.stored_embeddings(session, list(hashes))
-        missing = [h for h in hashes if h not in found]
-        self.report.embeddings_reused += sum(1 for t in texts if content_hash(t) in found)
-        if missing:
-            started = time.perf_counter()
-            encoded = self.indexer.embedder.embed_documents([hashes[h] for h in missing])
-            self.report.embedding_seconds += time.perf_counter() - started
-            self.report.chunks_embedded += len(missing)
-            found.update(zip(missing, encoded, strict=True))
-        return found
 
     def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         rows = [
