@@ -28,7 +28,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
 
-from rag_service.db.embedded import start_embedded_server
+from rag_service.db.embedded import start_embedded_server, stop_embedded_server
 from rag_service.ingest.chunkers import make_chunker
 
 STATS_CHECKS = {
@@ -177,6 +177,7 @@ def run(kills: int, documents: int, seed: int) -> Findings:
         findings.full_run_seconds = full_run  # type: ignore[attr-defined]
     finally:
         engine.dispose()
+        stop_embedded_server(workdir / "data")
         shutil.rmtree(workdir, ignore_errors=True)
     return findings
 

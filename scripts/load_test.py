@@ -28,7 +28,7 @@ from sqlalchemy import text
 from rag_service.config import Settings
 from rag_service.db import migrate
 from rag_service.db.database import Database
-from rag_service.db.embedded import start_embedded_server
+from rag_service.db.embedded import start_embedded_server, stop_embedded_server
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder, SentenceTransformerEmbedder
 from rag_service.service import UniversalRAGService
@@ -129,6 +129,7 @@ def run(threads: int, calls: int, documents: int, model: str) -> tuple[Report, S
     writer.join()
     report.seconds = time.perf_counter() - started
     service.close()
+    stop_embedded_server(workdir / "data")
     shutil.rmtree(workdir, ignore_errors=True)
     return report, settings
 

