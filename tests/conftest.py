@@ -14,13 +14,13 @@ from pathlib import Path
 import psycopg
 import pytest
 from sqlalchemy import Connection, Engine
-from sqlalchemy.engine import make_url
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from rag_service.config import Settings
 from rag_service.db import migrate
+from rag_service.db.admin import admin_params, database_url
 from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import make_engine, normalise_url
@@ -57,21 +57,6 @@ def server_url() -> str:
     return start_embedded_server(TEST_DATA_DIR)
 
 
-def _admin_params(url: str) -> dict[str, object]:
-    parsed = make_url(url)
-    params: dict[str, object] = {"dbname": parsed.database or "postgres", "autocommit": True}
-    if parsed.host:
-        params["host"] = parsed.host
-    params.update({k: v for k, v in parsed.query.items() if k in ("host", "port")})
-    if parsed.port:
-        params["port"] = parsed.port
-    if parsed.username:
-        params["user"] = parsed.username
-    if parsed.password:
-        params["password"] = parsed.password
-    return params
-
-
 class DatabaseFactory:
     """Creates empty databases on the test server and drops them at the end of the run."""
 
@@ -81,13 +66,13 @@ class DatabaseFactory:
 
     def create(self, prefix: str = "rag_test") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-        with psycopg.connect(**_admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
+        with psycopg.connect(**admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
             conn.execute(f'CREATE DATABASE "{name}"')
         self.created.append(name)
-        return make_url(self.server_url).set(database=name).render_as_string(hide_password=False)
+        return database_url(self.server_url, name)
 
     def drop_all(self) -> None:
-        with psycopg.connect(**_admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
+        with psycopg.connect(**admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
             for name in self.created:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

@@ -16,12 +16,12 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from tqdm import tqdm
 
 from bench_lib.corpus import Corpus, documents
 from rag_service.config import Settings
 from rag_service.db import migrate
+from rag_service.db.admin import admin_params, database_url
 from rag_service.db.engine import make_engine
 from rag_service.ingest.chunkers import chunker_fingerprint
 from rag_service.ingest.pipeline import content_hash
@@ -43,29 +43,6 @@ _VECTOR_LITERAL = re.compile(r"'\[[-+0-9.eE,]{200,}\]'::vector")
 def shorten_vectors(plan: str) -> str:
     """A query plan with its 384-float vector literals replaced by ``'[...]'::vector``."""
     return _VECTOR_LITERAL.sub("'[...]'::vector", plan)
-
-
-def admin_params(url: str, *, database: str | None = None) -> dict[str, Any]:
-    """psycopg connection keywords for a SQLAlchemy URL (unix-socket URLs of the embedded server too)."""
-    parsed = make_url(url)
-    params: dict[str, Any] = {"dbname": database or parsed.database or "postgres", "autocommit": True}
-    for key in ("host", "port"):
-        if key in parsed.query:
-            params[key] = parsed.query[key]
-    if parsed.host:
-        params["host"] = parsed.host
-    if parsed.port:
-        params["port"] = parsed.port
-    if parsed.username:
-        params["user"] = parsed.username
-    if parsed.password:
-        params["password"] = parsed.password
-    return params
-
-
-def database_url(server_url: str, name: str) -> str:
-    """The URL of database ``name`` on the server of ``server_url``."""
-    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
 def size_label(size: int) -> str:
