@@ -114,7 +114,15 @@ def run(threads: int, calls: int, documents: int, model: str) -> tuple[Report, S
             version += 1
             for i in range(documents):
                 (corpus / f"t{i:03d}.md").write_text(document(i, version))
-            service.index_paths([corpus], collection="load")
+            try:
+                result = service.index_paths([corpus], collection="load")
+            except Exception as exc:  # counted like a reader's error, never lost with the thread
+                with lock:
+                    report.errors[f"reindex: {type(exc).__name__}: {exc}"[:160]] += 1
+                continue
+            for problem in result.failed:
+                with lock:
+                    report.errors[f"reindex failed {problem.source}: {problem.reason}"[:160]] += 1
             report.reindex_runs += 1
 
     started = time.perf_counter()

@@ -22,8 +22,9 @@ def test_readers_during_reindex():
     sys.modules["load_test"] = module
     spec.loader.exec_module(module)
     report, settings = module.run(threads=4, calls=40, documents=20, model="hashing")
-    assert report.errors == {}
-    assert report.calls == 160
-    assert report.torn == 0
-    assert report.reindex_runs >= 1
-    assert report.max_checked_out <= settings.pool_size + settings.pool_max_overflow
+    details = f"errors={dict(report.errors)} calls={report.calls} torn={report.torn} runs={report.reindex_runs}"
+    assert report.errors == {}, details
+    assert report.calls == 160, details
+    assert report.torn == 0, details
+    assert report.reindex_runs >= 1, details
+    assert report.max_checked_out <= settings.pool_size + settings.pool_max_overflow, details
