@@ -45,6 +45,7 @@ from bench_lib import measure, report, retrievers, store
 from bench_lib.ingestion import measure_ingestion
 
 from rag_service.config import Settings, load_settings
+from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import normalise_url
@@ -54,6 +55,7 @@ from rag_service.embed import SentenceTransformerEmbedder
 from rag_service.service import UniversalRAGService
 
 REPO = Path(__file__).resolve().parents[1]
+PHASES = ("latency", "ingestion", "rerank")
 PRESET = "workflow"  # no query expansion, no diversity; reranking is switched off per call
 PRESET_FIELDS = ("vector_weight", "keyword_weight", "rrf_k", "fusion_method", "candidate_k", "keyword_scorer")
 DEFAULT_SCIFACT = Path(os.environ.get("RAG_BENCH_SCIFACT", "/work/shared/datasets/scifact"))
@@ -80,10 +82,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="LOAD",
         help="before each timed phase, wait (up to 30 min) until the 1-minute load average is below LOAD",
     )
-    parser.add_argument("--skip-langchain", action="store_true")
-    parser.add_argument("--skip-ingestion", action="store_true")
-    parser.add_argument("--skip-rerank", action="store_true")
+    parser.add_argument("--skip-langchain", action="store_true", help="leave out the LangChain baselines")
+    parser.add_argument(
+        "--report-only", action="store_true", help="measure nothing: redraw the plot and markdown from --json"
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(PHASES),
+        help=f"measure only these phases ({', '.join(PHASES)}); the others are kept from the existing --json",
+    )
     args = parser.parse_args(argv)
+    args.only = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = sorted(set(args.only) - set(PHASES))
+    if unknown:
+        parser.error(f"--only: unknown phase(s) {', '.join(unknown)}; choose from {', '.join(PHASES)}")
     quick = args.quick
     args.sizes = [int(s) for s in (args.sizes or ("2000" if quick else "10000,100000")).split(",")]
     args.queries = args.queries or (30 if quick else 200)
@@ -231,9 +243,10 @@ def bench_size(
     result = {
         "label": label,
         "chunks": size,
+        "measured_at": _now(),
         "corpus_fingerprint": corpus.fingerprint,
         "build": {k: round(v, 2) if isinstance(v, float) else v for k, v in build.items()},
-        "relation_sizes": store.relation_sizes(store.database_url(url, name)),
+        "relation_sizes": store.relation_sizes(database_url(url, name)),
         "latency": latency,
         "retrieve_stages_ms": stage_summary(stages[-args.queries :]),
         "loadavg_before": load_before,
@@ -296,9 +309,24 @@ def run_rerank(args: argparse.Namespace) -> dict[str, Any]:
         return loaded
 
 
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _previous(args: argparse.Namespace) -> dict[str, Any]:
+    """The existing results file when only some phases are measured (the rest is kept from it)."""
+    if set(args.only) == set(PHASES) or not args.json.exists():
+        return {}
+    loaded: dict[str, Any] = json.loads(args.json.read_text())
+    return loaded
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every measurement, then write the JSON, the plot and the markdown section."""
     args = parse_args(argv)
+    if args.report_only:
+        write_reports(args, json.loads(args.json.read_text()))
+        return 0
     started = time.perf_counter()
     settings = load_settings()
     url = server_url(settings)
@@ -310,12 +338,23 @@ def main(argv: list[str] | None = None) -> int:
     embedder = SentenceTransformerEmbedder(batch_size=64)
     stop_words = retrievers.english_stop_words()
 
-    sizes = {
-        str(size): bench_size(
-            size, args=args, url=url, settings=settings, vocabulary=vocabulary, embedder=embedder, stop_words=stop_words
+    previous = _previous(args)
+    sizes: dict[str, Any] = dict(previous.get("sizes", {}))
+    if "latency" in args.only:
+        sizes.update(
+            {
+                str(size): bench_size(
+                    size,
+                    args=args,
+                    url=url,
+                    settings=settings,
+                    vocabulary=vocabulary,
+                    embedder=embedder,
+                    stop_words=stop_words,
+                )
+                for size in args.sizes
+            }
         )
-        for size in args.sizes
-    }
     ratios = {
         s: {
             key: {
@@ -326,18 +365,24 @@ def main(argv: list[str] | None = None) -> int:
         }
         for s, r in sizes.items()
     }
-    ingestion: dict[str, Any] = {}
-    if not args.skip_ingestion:
+    ingestion: dict[str, Any] = previous.get("ingestion", {})
+    if "ingestion" in args.only:
         print("\n== ingestion with the real model ==", flush=True)
         wait_for_quiet(args.wait_idle)
+        load = [round(x, 2) for x in os.getloadavg()]
         ingestion = measure_ingestion(url, embedder, corpus_jsonl, documents=args.ingest_documents)
-    if not args.skip_rerank:
+        ingestion.update(measured_at=_now(), loadavg_before=load)
+    rerank: dict[str, Any] = previous.get("rerank", {})
+    if "rerank" in args.only:
         wait_for_quiet(args.wait_idle)
-    rerank = {} if args.skip_rerank else run_rerank(args)
+        load = [round(x, 2) for x in os.getloadavg()]
+        rerank = run_rerank(args)
+        rerank.update(measured_at=_now(), loadavg_before=load)
     machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
 
     results: dict[str, Any] = {
-        "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated_at": _now(),
+        "phases_measured": args.only,
         "command": " ".join(["scripts/bench.py", *(argv if argv is not None else sys.argv[1:])]),
         "machine": machine,
         "settings": {
@@ -362,15 +407,21 @@ def main(argv: list[str] | None = None) -> int:
     }
     results["targets"] = report.targets(results)
     report.write_json(args.json, results)
+    write_reports(args, results)
+    print(f"\nwrote {args.json} in {results['seconds']:.0f} s")
+    for t in results["targets"]:
+        print(f"  {'MET ' if t['met'] else 'MISS' if t['met'] is False else '  ? '} {t['target']}: {t['shown']}")
+    return 0
+
+
+def write_reports(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """The plot (next to the JSON, copied next to the markdown) and the markdown section."""
     plot_path = args.json.parent / "bench_latency.png"
     report.plot(results, plot_path)
     if plot_path.parent.resolve() != args.markdown.parent.resolve():
         shutil.copyfile(plot_path, args.markdown.parent / plot_path.name)
     report.write_markdown(args.markdown, report.markdown_section(results, plot_name=plot_path.name))
-    print(f"\nwrote {args.json}, {plot_path} and {args.markdown} in {results['seconds']:.0f} s")
-    for t in results["targets"]:
-        print(f"  {'MET ' if t['met'] else 'MISS' if t['met'] is False else '  ? '} {t['target']}: {t['shown']}")
-    return 0
+    print(f"wrote {plot_path} and {args.markdown}")
 
 
 if __name__ == "__main__":

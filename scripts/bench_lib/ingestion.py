@@ -17,9 +17,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from bench_lib.store import database_url, recreate_database
+from bench_lib.store import recreate_database
 from rag_service.config import Settings
 from rag_service.db import migrate
+from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import SentenceTransformerEmbedder

@@ -28,6 +28,9 @@ make bench                                    # installs the `bench` extra, then
                                               # the first time: the corpora and their indexes are built
                                               # once and reused; --rebuild builds them again)
 .venv/bin/python scripts/bench.py --quick     # a small smoke run; writes bench_out/ only
+.venv/bin/python scripts/bench.py --wait-idle 1.2          # wait for a quiet machine before each timed phase
+.venv/bin/python scripts/bench.py --only ingestion,rerank  # re-measure some phases, keep the rest of the JSON
+.venv/bin/python scripts/bench.py --report-only            # redraw the plot and this section from the JSON
 ```
 
 The corpora are synthetic and need no model: chunks of 80-100 words drawn from SciFact's vocabulary
@@ -37,8 +40,9 @@ their own (`rag_bench_<size>`) on the embedded server, indexed as the migration 
 ef_construction=64; GIN on the tsvector; the BM25 postings filled by the migration's triggers) and
 analysed. Our retrievers run through the package's own
 code (`hybrid_search`, `UniversalRAGService.retrieve`); the baselines get the same data, the same
-queries and the same precomputed vectors. All retrievers are interleaved query by query after a
-warm-up, so load from elsewhere slows them alike. Raw numbers: `bench_out/bench.json`.
+queries and the same precomputed vectors. All retrievers are interleaved step by step after a
+warm-up, so load from elsewhere slows them alike, and each walks the queries in its own random order,
+so none finds its query's pages freshly cached by the one before it. Raw numbers: `bench_out/bench.json`.
 
 ## Speed
 
@@ -80,7 +84,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sizes = sorted(int(s) for s in results["sizes"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 7.0), sharey=True)
     colours = plt.get_cmap("tab20")
     styles = {"ours": ("-", "o", 2.2), "baseline": ("--", "s", 1.4), "langchain": (":", "^", 1.6)}
     for ax, stat in zip(axes, ("p50", "p95"), strict=True):
@@ -105,19 +109,30 @@ def plot(results: dict[str, Any], path: Path) -> None:
         if stat == "p95":
             ax.axhline(HYBRID_P95_TARGET_MS, color="0.5", linewidth=0.8, linestyle="-.")
             ax.axhline(RETRIEVE_P95_TARGET_MS, color="0.5", linewidth=0.8, linestyle="-.")
-            ax.text(sizes[0], HYBRID_P95_TARGET_MS * 1.05, "hybrid SQL target 20 ms", fontsize=8, color="0.35")
-            ax.text(sizes[0], RETRIEVE_P95_TARGET_MS * 1.05, "retrieve() target 60 ms", fontsize=8, color="0.35")
+            for target, what in ((HYBRID_P95_TARGET_MS, "hybrid SQL"), (RETRIEVE_P95_TARGET_MS, "retrieve()")):
+                ax.annotate(
+                    f"{what} target {target:.0f} ms",
+                    xy=(1.0, target),
+                    xycoords=("axes fraction", "data"),
+                    xytext=(-4, 3),
+                    textcoords="offset points",
+                    ha="right",
+                    fontsize=8,
+                    color="0.3",
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(sizes, [f"{s:,}" for s in sizes])
+        ax.set_xlim(sizes[0] / 1.4, sizes[-1] * 1.4)
         ax.minorticks_off()
         ax.set_xlabel("chunks in the corpus")
         ax.set_title(f"{stat} latency per query")
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("milliseconds (log scale)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8.5, frameon=False)
-    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8.5, frameon=False, bbox_to_anchor=(0.5, 0.01))
+    fig.tight_layout(rect=(0, 0.25, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -243,7 +258,7 @@ def _ratio_table(results: dict[str, Any], sizes: list[str]) -> list[str]:
 
 def _corpus_table(results: dict[str, Any], sizes: list[str]) -> list[str]:
     lines = [
-        "| corpus | build (COPY + tsvector / GIN / HNSW) | table + indexes | HNSW | GIN | HNSW recall@20 vs exact "
+        "| corpus | build: COPY + INSERT (tsvector, BM25 triggers) / GIN / HNSW | table + indexes | HNSW | GIN | HNSW recall@20 vs exact "
         "| chunks matched by the keyword arm, median (p95) | ... top-20-term queries, median |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -251,10 +266,10 @@ def _corpus_table(results: dict[str, Any], sizes: list[str]) -> list[str]:
         r = results["sizes"][s]
         b = r["build"]
         built = (
-            "reused"
-            if b.get("reused")
-            else f"{b['copy_s'] + b['tsvector_insert_s']:.0f} s / {b['gin_build_s']:.0f} s / {b['hnsw_build_s']:.0f} s"
-        )
+            f"{b['copy_s'] + b['tsvector_insert_s']:.0f} s / {b['gin_build_s']:.0f} s / {b['hnsw_build_s']:.0f} s"
+            if "copy_s" in b
+            else "—"
+        ) + (" (built by an earlier run)" if b.get("reused") else "")
         km, kf = r["keyword_matches"], r["keyword_matches_frequent"]
         lines.append(
             f"| {r['label']} chunks | {built} | {r['relation_sizes']['document_chunks_total']} "
@@ -333,6 +348,12 @@ def markdown_section(results: dict[str, Any], *, plot_name: str) -> str:
         f"{m['cores']} cores, Python {m['python']}, PostgreSQL {m['postgres']}, pgvector {m['pgvector']} "
         f"(shared_buffers {m['shared_buffers']}, jit {m['jit']}), hnsw.ef_search {st['ef_search']}; "
         f"load average {', '.join(f'{x:.2f}' for x in m['loadavg_at_start'])} at the start._",
+        "",
+        "_Measured: latency "
+        + ", ".join(f"{results['sizes'][s]['label']} {results['sizes'][s].get('measured_at', '?')}" for s in sizes)
+        + f"; ingestion {(results.get('ingestion') or {}).get('measured_at', '—')}"
+        + f"; reranking {(results.get('rerank') or {}).get('measured_at', '—')} (the machine is shared: phases"
+        " can be re-measured alone with `--only`)._",
         "",
         "### Targets",
         "",

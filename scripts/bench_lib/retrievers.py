@@ -24,9 +24,10 @@ from sqlalchemy import Engine, create_engine, event, text
 from tqdm import tqdm
 
 from bench_lib.corpus import Corpus, Matrix, QuerySet, simple_tokens
-from bench_lib.store import COLLECTION, database_comment, database_url, recreate_database, shorten_vectors
+from bench_lib.store import COLLECTION, database_comment, recreate_database, shorten_vectors
 from bench_lib.store import set_database_comment as mark_database
 from rag_service.config import Preset, Settings
+from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.search import SearchRequest, hybrid_search
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
