@@ -29,7 +29,7 @@ from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import Embedder
-from rag_service.errors import ConfigurationError, RagError
+from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import chunker_fingerprint, make_chunker, strategy_for_path
 from rag_service.ingest.loaders import discover_files, load_document
@@ -78,6 +78,7 @@ class _Pending:
     chunked: ChunkedDocument
     existed: bool
     metadata: dict[str, Any]
+    chunk_hashes: list[str]  # content_hash of each chunk's text, in chunk order
 
 
 class Indexer:
@@ -266,7 +267,7 @@ class _Batch:
         self, source: str, title: str, text: str, *, strategy: str, force: bool, metadata: dict[str, Any]
     ) -> None:
         if "\x00" in text:
-            raise _ReadFailure("contains NUL bytes, which PostgreSQL text cannot store; remove them")
+            raise DocumentReadError("contains NUL bytes, which PostgreSQL text cannot store; remove them")
         digest = content_hash(text)
         fingerprint = f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{_metadata_suffix(metadata)}"
         with self.indexer.db.transaction() as session:
@@ -276,7 +277,10 @@ class _Batch:
             self.bar.advance(chunks=0)
             return
         chunked = self.indexer._chunk(strategy, text)
-        self.pending.append(_Pending(source, title, text, digest, fingerprint, chunked, existing is not None, metadata))
+        hashes = [content_hash(c.content) for c in chunked.chunks]
+        self.pending.append(
+            _Pending(source, title, text, digest, fingerprint, chunked, existing is not None, metadata, hashes)
+        )
         self.pending_chunks += len(chunked.chunks)
 
     def flush(self) -> None:
@@ -288,14 +292,12 @@ class _Batch:
         """
         if self.pending:
             pending, self.pending, self.pending_chunks = self.pending, [], 0
-            texts = {content_hash(c.content): c.content for p in pending for c in p.chunked.chunks}
+            texts = {h: c.content for p in pending for h, c in zip(p.chunk_hashes, p.chunked.chunks, strict=True)}
             found: dict[str, np.ndarray[Any, Any]] = {}
             if self.reuse_vectors:
                 with self.indexer.db.transaction() as session:
                     found = repo.stored_embeddings(session, list(texts))
-            self.report.embeddings_reused += sum(
-                1 for p in pending for c in p.chunked.chunks if content_hash(c.content) in found
-            )
+            self.report.embeddings_reused += sum(1 for p in pending for h in p.chunk_hashes if h in found)
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
             inflight, self._inflight = self._inflight, (pending, found, missing, future)
@@ -380,15 +382,15 @@ class _Batch:
                 start_char=c.start_char,
                 end_char=c.end_char,
                 token_count=c.token_count,
-                content_hash=content_hash(c.content),
-                embedding=vectors[content_hash(c.content)],
+                content_hash=h,
+                embedding=vectors[h],
                 headers=c.headers,
                 header_path=c.header_path,
                 parent_content=c.parent_content,
                 parent_start=c.parent_start,
                 parent_end=c.parent_end,
             )
-            for c in doc.chunked.chunks
+            for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
         ]
         repo.replace_document(
             session,
@@ -406,7 +408,3 @@ class _Batch:
     def _fail(self, source: str, reason: str) -> None:
         self.report.failed.append(FileProblem(source, reason))
         self.bar.advance(chunks=0)
-
-
-class _ReadFailure(RagError):
-    """A stored or given text that cannot be indexed."""

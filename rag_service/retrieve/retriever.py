@@ -108,8 +108,12 @@ class Retriever:
         self, query: str, preset: Preset, options: RetrievalOptions
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
+        return self._ranked(validate_query(query), preset, options)
+
+    def _ranked(
+        self, text: str, preset: Preset, options: RetrievalOptions
+    ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         total_started = time.perf_counter()
-        text = validate_query(query)
         metrics = RetrievalMetrics()
         chunks = self.search_candidates(text, preset, options, metrics)
         chunks = self._rerank(text, chunks, preset, metrics)
@@ -122,8 +126,8 @@ class Retriever:
     ) -> RAGResult:
         """The whole pipeline for one query."""
         total_started = time.perf_counter()
-        chunks, metrics = self.ranked_candidates(query, preset, options)
         text = validate_query(query)
+        chunks, metrics = self._ranked(text, preset, options)
 
         started = time.perf_counter()
         if preset.return_parents:
