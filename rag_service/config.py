@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     # BM25 k1/b: best of six pairs on SciFact train (scripts/tune_fusion.py); the spread was 0.005 nDCG@10
     bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0, description="BM25 term-frequency saturation")
     bm25_b: float = Field(default=0.75, ge=0.0, le=1.0, description="BM25 length normalisation")
+    bm25_max_postings: int = Field(
+        default=0,
+        ge=0,
+        description="BM25 postings read per query lexeme, highest impact first; 0 reads all (exact ranking)",
+    )
     pool_size: int = Field(default=5, ge=1, le=100)
     pool_max_overflow: int = Field(default=5, ge=0, le=100)
     statement_timeout_ms: int = Field(default=30_000, ge=0)

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -103,10 +104,12 @@ class ChunkTerm(Base):
 
     __tablename__ = "chunk_terms"
     __table_args__ = (
+        # len / tf orders a lexeme's postings by BM25 score, highest first (migration 0004)
         Index(
-            "ix_chunk_terms_postings",
+            "ix_chunk_terms_impact",
             "collection",
             "lexeme",
+            text("(CAST(doc_len AS DOUBLE PRECISION) / CAST(tf AS DOUBLE PRECISION))"),
             postgresql_include=["chunk_id", "tf", "doc_len"],
         ),
     )

@@ -42,7 +42,9 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import REGCONFIG
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.elements import BindParameter
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db.models import ChunkTerm, CollectionStats, Document, DocumentChunk, LexemeStats
@@ -116,6 +118,8 @@ class SearchRequest:
     bm25_text: str = ""
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
+    #: 0: every posting of the query's lexemes is scored (exact); N: at most N per lexeme, highest impact first
+    bm25_max_postings: int = 0
 
     @property
     def runs_vector(self) -> bool:
@@ -232,12 +236,21 @@ def _fts_config(request: SearchRequest) -> ColumnElement[Any]:
     return cast(bindparam("fts_config", request.fts_config, type_=String), REGCONFIG)
 
 
-def _bm25_matches(request: SearchRequest) -> Select[Any]:
-    """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
+#: an integer column of ``chunk_terms`` or of an alias of it
+_IntColumn = ColumnElement[Any] | InstrumentedAttribute[int]
 
-    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative) and
-    ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))``, summed over the distinct query lexemes;
-    ``N``, ``df``, ``len`` and ``avglen`` are the trigger-maintained statistics of the collection.
+
+def _bm25_terms(request: SearchRequest) -> CTE:
+    """The query's lexemes with their per-term constants, computed once (MATERIALIZED keeps ln() and the
+    divisions out of the per-posting work): ``weight = idf * (k1 + 1)``, and a posting's score is
+    ``weight * tf / (tf + base + slope * len)``.
+
+    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N``, ``df`` and
+    ``avglen`` are the trigger-maintained statistics of the collection.
+
+    With a posting budget, ``bound`` caps the score of every posting of a lexeme that the budget leaves
+    unread: they have ``len / tf`` at least that of the last one read, and the score is
+    ``weight / (1 + base / tf + slope * len / tf) <= weight / (1 + slope * len / tf)``.
     """
     cfg = _fts_config(request)
     lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
@@ -245,16 +258,29 @@ def _bm25_matches(request: SearchRequest) -> Select[Any]:
     b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
     n = cast(CollectionStats.chunk_count, Double)
     df = cast(LexemeStats.doc_freq, Double)
-    avglen = cast(CollectionStats.total_length, Double) / n
-    # Per query term, once: weight = idf * (k1 + 1); the denominator is tf + base + slope * len.
-    # MATERIALIZED keeps ln() and the divisions out of the per-posting work.
-    terms = (
-        select(
-            LexemeStats.lexeme.label("lexeme"),
-            (func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)).label("weight"),
-            (k1 * (1.0 - b)).label("base"),
-            (k1 * b / avglen).label("slope"),
+    weight = func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)
+    slope = k1 * b / (cast(CollectionStats.total_length, Double) / n)
+    columns = [
+        LexemeStats.lexeme.label("lexeme"),
+        weight.label("weight"),
+        (k1 * (1.0 - b)).label("base"),
+        slope.label("slope"),
+    ]
+    if request.bm25_max_postings > 0:
+        budget = bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger)
+        inner = ChunkTerm.__table__.alias("unread")
+        last_read = (
+            select(_impact_order(inner.c.doc_len, inner.c.tf))
+            .where(inner.c.collection == LexemeStats.collection, inner.c.lexeme == LexemeStats.lexeme)
+            .order_by(_impact_order(inner.c.doc_len, inner.c.tf))
+            .offset(budget - 1)
+            .limit(1)
+            .scalar_subquery()
         )
+        unread_bound = case((LexemeStats.doc_freq > budget, weight / (1.0 + slope * last_read)), else_=0.0)
+        columns.append(unread_bound.label("bound"))
+    return (
+        select(*columns)
         .select_from(LexemeStats)
         .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
         .where(
@@ -264,25 +290,103 @@ def _bm25_matches(request: SearchRequest) -> Select[Any]:
         .cte("bm25_terms")
         .prefix_with("MATERIALIZED")
     )
-    tf = cast(ChunkTerm.tf, Double)
-    score = func.sum(terms.c.weight * tf / (tf + terms.c.base + terms.c.slope * ChunkTerm.doc_len))
+
+
+def _impact_order(doc_len: _IntColumn, tf: _IntColumn) -> ColumnElement[Any]:
+    """``len / tf``: the key of ``ix_chunk_terms_impact``; the lower, the higher a posting's BM25 score."""
+    return cast(doc_len, Double) / cast(tf, Double)
+
+
+def _posting_score(terms: CTE, tf: _IntColumn, doc_len: _IntColumn) -> ColumnElement[Any]:
+    tf_ = cast(tf, Double)
+    return terms.c.weight * tf_ / (tf_ + terms.c.base + terms.c.slope * doc_len)
+
+
+def _bm25_matches(request: SearchRequest) -> Select[Any]:
+    """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
+
+    Exact by default: every posting is read and summed per chunk. Filters beyond the collection always
+    take this path. With ``bm25_max_postings`` see ``_bm25_bounded_matches``.
+    """
+    if request.bm25_max_postings > 0 and not _extra_conditions(request):
+        return _bm25_bounded_matches(request)
+    terms = _bm25_terms(request)
+    score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
     query: Select[Any] = (
         select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment]
         .select_from(ChunkTerm)
         .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
         .where(ChunkTerm.collection == bindparam("collection", request.collection))
     )
-    extra = _conditions(request, collection=False)
-    if request.required_terms.strip():
-        required = func.websearch_to_tsquery(
-            cfg, bindparam("required_terms", request.required_terms, type_=String)
-        )
-        extra.append(DocumentChunk.content_tsv.op("@@")(required))
+    extra = _extra_conditions(request)
     if extra:  # only then is the chunk row needed
         query = query.join(DocumentChunk, DocumentChunk.id == ChunkTerm.chunk_id).where(*extra)
     return (
         query.group_by(ChunkTerm.chunk_id)
         .order_by(score.desc(), ChunkTerm.chunk_id)
+        .limit(bindparam("candidate_k_kw", request.candidate_k))
+    )
+
+
+def _extra_conditions(request: SearchRequest) -> list[ColumnElement[bool]]:
+    extra = _conditions(request, collection=False)
+    if request.required_terms.strip():
+        required = func.websearch_to_tsquery(
+            _fts_config(request), bindparam("required_terms", request.required_terms, type_=String)
+        )
+        extra.append(DocumentChunk.content_tsv.op("@@")(required))
+    return extra
+
+
+#: chunks whose score is completed per returned candidate in the bounded BM25 arm
+BOUNDED_COMPLETIONS_PER_CANDIDATE = 5
+
+
+def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
+    """BM25 that reads at most ``bm25_max_postings`` postings per lexeme: bounded work on any corpus.
+
+    Per lexeme the highest-impact postings come first (``ix_chunk_terms_impact``, ordered by
+    ``len / tf``). The chunks seen are ordered by the most they can score (what was read plus the
+    ``bound`` of each lexeme whose unread postings may still hold them); the best
+    ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get their full score from the primary key
+    (chunk, lexeme), and the top ``candidate_k`` of those are returned. Every returned score is the
+    chunk's exact BM25 score; when every lexeme has at most the budget of postings, so is the ranking
+    (identical to the exact path). Above it, a chunk whose postings all fall past the budget can be
+    missed: the measured trade-off is in ``docs/benchmarks.md``.
+    """
+    terms = _bm25_terms(request)
+    budget = bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger)
+    top = (
+        select(ChunkTerm.chunk_id, ChunkTerm.tf, ChunkTerm.doc_len)
+        .where(
+            ChunkTerm.collection == bindparam("collection", request.collection),
+            ChunkTerm.lexeme == terms.c.lexeme,
+        )
+        .order_by(_impact_order(ChunkTerm.doc_len, ChunkTerm.tf))
+        .limit(budget)
+        .lateral("top_postings")
+    )
+    potential = func.sum(_posting_score(terms, top.c.tf, top.c.doc_len)) - func.sum(terms.c.bound)
+    completions = request.candidate_k * BOUNDED_COMPLETIONS_PER_CANDIDATE
+    seen = (
+        select(top.c.chunk_id.label("id"))
+        .select_from(terms.join(top, literal(True)))
+        .group_by(top.c.chunk_id)
+        .order_by(potential.desc(), top.c.chunk_id)
+        .limit(bindparam("bm25_completions", completions, type_=BigInteger))
+        .subquery("bm25_seen")
+    )
+    posting = ChunkTerm.__table__.alias("posting")
+    full_score = (
+        select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
+        .select_from(terms.join(posting, posting.c.lexeme == terms.c.lexeme))
+        .where(posting.c.chunk_id == seen.c.id)
+        .scalar_subquery()
+    )
+    scored = select(seen.c.id, cast(full_score, Double).label("score")).subquery("bm25_scored")
+    return (
+        select(scored.c.id, scored.c.score)
+        .order_by(scored.c.score.desc(), scored.c.id)
         .limit(bindparam("candidate_k_kw", request.candidate_k))
     )
 
@@ -357,7 +461,7 @@ def build_search(request: SearchRequest) -> Select[Any]:
             c.parent_content,
             c.parent_start,
             c.parent_end,
-            c.embedding,
+            func.vector_send(c.embedding).label("embedding_bytes"),
             fused.c.vector_rank,
             fused.c.keyword_rank,
             fused.c.vector_score,
@@ -405,12 +509,86 @@ def configure_vector_scan(session: Session, *, ef_search: int) -> None:
         return
     session.execute(
         text(
-            "SELECT set_config('hnsw.ef_search', :ef, false), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', false)"
+            "SELECT set_config('hnsw.ef_search', :ef, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)"
         ),
         {"ef": str(int(ef_search))},
     )
     info["hnsw_ef_search"] = ef_search
+
+
+def vector_from_send(data: bytes) -> np.ndarray[Any, Any]:
+    """A vector from pgvector's binary form (``vector_send``: int16 dim, int16 unused, big-endian float4s).
+
+    Much cheaper for both sides than the text form: no float formatting in the server, no parsing here.
+    """
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
+
+
+def search_parameters(request: SearchRequest) -> dict[str, Any]:
+    """Every named parameter of the hybrid statement without filters, from ``request``."""
+    return {
+        "collection": request.collection,
+        "query_vector": request.query_vector,
+        "candidate_k": request.candidate_k,
+        "candidate_k_kw": request.candidate_k,
+        "any_terms": request.any_terms,
+        "required_terms": request.required_terms,
+        "fts_config": request.fts_config,
+        "bm25_text": request.bm25_text,
+        "bm25_k1": float(request.bm25_k1),
+        "bm25_b": float(request.bm25_b),
+        "bm25_collection": request.collection,
+        "bm25_max_postings": request.bm25_max_postings,
+        "bm25_completions": request.candidate_k * BOUNDED_COMPLETIONS_PER_CANDIDATE,
+        "vector_weight": float(request.vector_weight),
+        "keyword_weight": float(request.keyword_weight),
+        "rrf_k": int(request.rrf_k),
+        "limit": request.limit,
+    }
+
+
+class StatementCache:
+    """Built hybrid statements by shape, so a call binds new values instead of rebuilding (~3 ms).
+
+    The shape is everything that changes the SQL text; requests with filters are built each time
+    (their values sit in anonymous parameters). A statement is cached only if every named parameter
+    it has is one ``search_parameters`` supplies, so no value of an earlier request can leak.
+    """
+
+    def __init__(self) -> None:
+        self._statements: dict[tuple[Any, ...], Select[Any]] = {}
+
+    @staticmethod
+    def shape(request: SearchRequest) -> tuple[Any, ...] | None:
+        """The cache key, or None when the request's statement must be built fresh."""
+        if request.filters != ChunkFilters():
+            return None
+        return (
+            request.runs_vector,
+            request.runs_keyword,
+            request.keyword_scorer,
+            request.fusion_method,
+            request.bm25_max_postings > 0,
+            bool(request.required_terms.strip()),
+        )
+
+    def statement(self, request: SearchRequest) -> tuple[Select[Any], dict[str, Any] | None]:
+        """The statement for ``request`` and the parameters to execute it with (None: as built)."""
+        key = self.shape(request)
+        if key is None:
+            return build_search(request), None
+        cached = self._statements.get(key)
+        if cached is None:
+            cached = build_search(request)
+            named = {b.key for b in visitors.iterate(cached) if isinstance(b, BindParameter) and not b.unique}
+            missing = named - set(search_parameters(request))
+            if missing:
+                raise RuntimeError(f"hybrid statement parameters without a value source: {sorted(missing)}")
+            self._statements[key] = cached
+        return cached, search_parameters(request)
+
+
+_STATEMENTS = StatementCache()
 
 
 def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
@@ -419,7 +597,8 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
         return []
     if request.runs_vector:
         configure_vector_scan(session, ef_search=request.ef_search)
-    rows = session.execute(build_search(request)).all()
+    statement, parameters = _STATEMENTS.statement(request)
+    rows = session.execute(statement, parameters).all()
     return [
         SearchHit(
             chunk_id=row.id,
@@ -436,7 +615,7 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
             parent_content=row.parent_content,
             parent_start=row.parent_start,
             parent_end=row.parent_end,
-            embedding=np.asarray(row.embedding, dtype=np.float32),
+            embedding=vector_from_send(row.embedding_bytes),
             vector_rank=row.vector_rank,
             keyword_rank=row.keyword_rank,
             vector_score=row.vector_score,

@@ -102,6 +102,7 @@ class Retriever:
             bm25_text=bm25_text(parsed),
             bm25_k1=self.settings.bm25_k1,
             bm25_b=self.settings.bm25_b,
+            bm25_max_postings=self.settings.bm25_max_postings,
         )
 
     def ranked_candidates(

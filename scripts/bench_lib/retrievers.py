@@ -123,6 +123,7 @@ def search_request(
         bm25_text=parts.bm25_text,
         bm25_k1=settings.bm25_k1,
         bm25_b=settings.bm25_b,
+        bm25_max_postings=settings.bm25_max_postings,
     )
 
 

@@ -18,9 +18,32 @@ from rag_service.retrieve.fusion import linear_fuse, rrf_fuse
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 
 WORDS = [
-    "postgres", "vector", "index", "search", "fusion", "rank", "query", "token", "chunk", "parent",
-    "header", "section", "model", "embedding", "database", "cluster", "replica", "backup", "restore",
-    "schema", "migration", "table", "column", "filter", "score", "relevance",
+    "postgres",
+    "vector",
+    "index",
+    "search",
+    "fusion",
+    "rank",
+    "query",
+    "token",
+    "chunk",
+    "parent",
+    "header",
+    "section",
+    "model",
+    "embedding",
+    "database",
+    "cluster",
+    "replica",
+    "backup",
+    "restore",
+    "schema",
+    "migration",
+    "table",
+    "column",
+    "filter",
+    "score",
+    "relevance",
 ]
 
 
@@ -75,7 +98,7 @@ def test_vector_arm_uses_hnsw_and_keyword_arm_uses_its_index(db, indexed):
         bm25_plan = _explain(session, _request(indexed, "replica zebra"))
     assert "Index Scan using ix_document_chunks_embedding_hnsw" in ts_plan
     assert "Bitmap Index Scan on ix_document_chunks_content_tsv" in ts_plan  # selective, so GIN pays off
-    assert "ix_chunk_terms_postings" in bm25_plan
+    assert "ix_chunk_terms_impact" in bm25_plan
 
 
 @pytest.mark.parametrize("scorer", ["bm25", "ts_rank_cd"])
@@ -128,7 +151,7 @@ def test_question_is_an_or_of_its_words_and_phrases_and_exclusions_hold(db, inde
 
 @pytest.mark.parametrize(
     "query",
-    ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", "\"unclosed phrase", "-", "!!!", "🙂 emoji", "שלום עולם"],
+    ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", '"unclosed phrase', "-", "!!!", "🙂 emoji", "שלום עולם"],
 )
 def test_hostile_queries_are_safe(db, indexed, query):
     with db.transaction() as session:
@@ -185,3 +208,93 @@ def test_query_vector_search_is_exact_enough(db, indexed, connection):
     sims = np.stack([np.asarray(r[1]) for r in rows]) @ q
     exact = set(ids[np.argsort(-sims)[:5]].tolist())
     assert len(exact & {h.chunk_id for h in hits}) >= 4
+
+
+def _reference_scores(connection, query: str, *, k1: float, b: float) -> dict[int, float]:
+    """Okapi BM25 (Lucene idf) of every chunk of collection 'c', computed here from the stored tsvectors."""
+    rows = connection.execute(
+        text(
+            "SELECT c.id, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), c.lexeme_count "
+            "FROM document_chunks c, unnest(c.content_tsv) u WHERE c.collection = 'c'"
+        )
+    ).all()
+    lengths = {chunk_id: length for chunk_id, _, _, length in rows}
+    tfs = {(chunk_id, lexeme): tf for chunk_id, lexeme, tf, _ in rows}
+    lexemes = connection.execute(text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query}).scalar()
+    n, avglen = len(lengths), sum(lengths.values()) / len(lengths)
+    scores: dict[int, float] = {}
+    for lexeme in lexemes:
+        df = sum(1 for (_, lx) in tfs if lx == lexeme)
+        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
+        for (chunk_id, lx), tf in tfs.items():
+            if lx == lexeme:
+                norm = tf + k1 * (1 - b + b * lengths[chunk_id] / avglen)
+                scores[chunk_id] = scores.get(chunk_id, 0.0) + idf * tf * (k1 + 1) / norm
+    return scores
+
+
+def _keyword_only(indexed, query: str, **kw) -> SearchRequest:
+    return _request(indexed, query, vector_weight=0.0, keyword_weight=1.0, bm25_k1=1.2, bm25_b=0.75, **kw)
+
+
+@pytest.mark.parametrize("budget", [1, 5, 40])
+def test_bounded_bm25_returns_exact_scores(db, indexed, connection, budget):
+    # every word is in most of the 150 documents, so each budget here truncates every lexeme
+    query = "replica backup restore schema"
+    expected = _reference_scores(connection, query, k1=1.2, b=0.75)
+    with db.transaction() as session:
+        hits = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=budget))
+    assert min(budget, 20) <= len(hits) <= 20  # only chunks seen in some lexeme's best postings compete
+    for hit in hits:
+        assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], abs=1e-6)
+    assert [h.keyword_score for h in hits] == sorted((h.keyword_score for h in hits), reverse=True)
+
+
+def test_bounded_bm25_with_budget_above_every_list_is_the_exact_ranking(db, indexed):
+    query = "replica backup restore schema"
+    with db.transaction() as session:
+        exact = hybrid_search(session, _keyword_only(indexed, query))
+        bounded = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=1000))
+        top_only = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=60))
+    assert [h.chunk_id for h in bounded] == [h.chunk_id for h in exact]
+    assert [h.keyword_score for h in bounded] == pytest.approx([h.keyword_score for h in exact], abs=1e-9)
+    # a real truncation still finds most of the exact top 20
+    assert len({h.chunk_id for h in top_only} & {h.chunk_id for h in exact}) >= 14
+
+
+def test_bounded_bm25_reads_the_best_postings_through_the_impact_index(db, indexed):
+    with db.transaction() as session:
+        plan = _explain(session, _keyword_only(indexed, "replica backup", bm25_max_postings=10))
+    assert "ix_chunk_terms_impact" in plan
+    assert "pk_chunk_terms" in plan  # the chosen chunks' full scores come from (chunk_id, lexeme)
+
+
+def test_bounded_bm25_with_filters_takes_the_exact_path(db, indexed):
+    query, filters = "replica backup restore", ChunkFilters(source_prefix="gen/doc1")
+    with db.transaction() as session:
+        exact = hybrid_search(session, _keyword_only(indexed, query, filters=filters))
+        bounded = hybrid_search(session, _keyword_only(indexed, query, filters=filters, bm25_max_postings=1))
+    assert exact and [h.chunk_id for h in bounded] == [h.chunk_id for h in exact]
+    assert all(h.source.startswith("gen/doc1") for h in exact)
+
+
+@pytest.mark.parametrize("scorer", ["bm25", "ts_rank_cd"])
+def test_a_reused_statement_binds_each_call_values(db, indexed, scorer):
+    from rag_service.db.search import build_search, vector_from_send
+
+    requests = [
+        _request(indexed, "replica backup", keyword_scorer=scorer, candidate_k=10, limit=15),
+        _request(indexed, "schema migration table", keyword_scorer=scorer, candidate_k=7, limit=9, rrf_k=5),
+        _request(indexed, "vector fusion", keyword_scorer=scorer, vector_weight=0.2, keyword_weight=0.9),
+    ]
+    with db.transaction() as session:
+        for request in requests:
+            cached = hybrid_search(session, request)  # the statement of the first request, rebound
+            fresh = session.execute(build_search(request)).all()
+            assert [h.chunk_id for h in cached] == [row.id for row in fresh]
+            assert [h.fused_score for h in cached] == pytest.approx([row.fused_score for row in fresh])
+            stored = session.execute(
+                select(DocumentChunk.embedding, DocumentChunk.id).where(DocumentChunk.id == cached[0].chunk_id)
+            ).one()
+            assert np.array_equal(cached[0].embedding, np.asarray(stored.embedding, dtype=np.float32))
+    assert vector_from_send(bytes.fromhex("0002 0000 3f800000 c0000000")).tolist() == [1.0, -2.0]
