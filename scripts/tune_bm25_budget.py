@@ -1,9 +1,10 @@
 """The bounded BM25 arm's trade-off on a benchmark corpus: latency and overlap with exact BM25, per budget.
 
-Uses the corpus and queries of ``scripts/bench.py`` (the database must exist: run the benchmark
-once). For each ``RAG_BM25_MAX_POSTINGS`` value it times the keyword arm (typical queries and queries
-of the 20 most frequent terms) and the hybrid statement, and measures how much of the exact top 20
-each keeps. Writes JSON; ``--markdown`` also prints a table for ``docs/benchmarks.md``::
+Uses the corpus and queries of ``scripts/bench.py`` (the database is built if missing). For each
+``RAG_BM25_MAX_POSTINGS`` value it times the keyword arm (typical queries and queries of the 20 most
+frequent terms) and the hybrid statement, and measures quality against the exact arm (0, measured
+first): overlap of the top 20, the share of the exact top 20's BM25 score sum kept, and how often
+the chunk a query was drawn from is returned. Writes JSON; ``--markdown`` prints a table::
 
     .venv/bin/python scripts/tune_bm25_budget.py --size 100000 --budgets 0,2000,5000,10000
 """
@@ -22,13 +23,15 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import server_url  # noqa: E402
-from bench_lib import corpus as synth  # noqa: E402
-from bench_lib import measure, retrievers, store  # noqa: E402
-from rag_service.config import Settings  # noqa: E402
-from rag_service.db.database import Database  # noqa: E402
-from rag_service.db.presets import load_preset  # noqa: E402
-from rag_service.db.search import SearchRequest, hybrid_search  # noqa: E402
+from bench import server_url
+from bench_lib import corpus as synth
+from bench_lib import measure, retrievers, store
+
+from rag_service.config import load_settings
+from rag_service.db import search
+from rag_service.db.database import Database
+from rag_service.db.presets import load_preset
+from rag_service.db.search import SearchRequest, hybrid_search
 
 ARMS = ("keyword", "keyword_frequent", "hybrid", "hybrid_frequent")
 
@@ -43,13 +46,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dataset", type=Path, default=Path("../shared/datasets/scifact"))
     parser.add_argument("--json", type=Path, default=Path("bench_out/bm25_budget.json"))
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--completions", type=int, default=None, help="chunks completed per candidate (default: the service's)"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    budgets = [int(b) for b in args.budgets.split(",")]
-    settings = Settings()
+    budgets = sorted({int(b) for b in args.budgets.split(",")})  # 0 (exact, the reference) first
+    if args.completions is not None:
+        search.BOUNDED_COMPLETIONS_PER_CANDIDATE = args.completions
+    settings = load_settings()
     url = server_url(settings)
     vocabulary = synth.load_vocabulary(args.dataset / "corpus.jsonl")
     corpus = synth.make_corpus(vocabulary, size=args.size, seed=args.seed)
@@ -77,25 +85,35 @@ def main(argv: list[str] | None = None) -> int:
         return _with_budget(base, budget)
 
     exact: dict[str, list[list[int]]] = {}
-    report: dict[str, Any] = {"size": args.size, "queries": args.queries, "budgets": {}}
+    exact_scores: dict[str, list[float]] = {}
+    completions = search.BOUNDED_COMPLETIONS_PER_CANDIDATE
+    report: dict[str, Any] = {"size": args.size, "queries": args.queries, "completions": completions, "budgets": {}}
     for budget in budgets:
         row: dict[str, Any] = {}
         for arm in ARMS:
-            found, times = [], []
+            found: list[list[int]] = []
+            times: list[float] = []
+            totals: list[float] = []  # the keyword arm: sum of the returned BM25 scores
             for i in tqdm(range(count), desc=f"{budget} {arm}", unit="q", leave=False):
                 started = time.perf_counter()
                 with database.transaction() as session:
-                    ids = [h.chunk_id for h in hybrid_search(session, request(arm, i, budget))]
+                    hits = hybrid_search(session, request(arm, i, budget))
                 if i >= args.warmup:
                     times.append((time.perf_counter() - started) * 1000.0)
-                    found.append(ids)
+                    found.append([h.chunk_id for h in hits])
+                    totals.append(sum(h.keyword_score or 0.0 for h in hits))
             if budget == 0:
-                exact[arm] = found
+                exact[arm], exact_scores[arm] = found, totals
+            sources = [src + 1 for src in work.queries.source_chunks[args.warmup : count]]
             row[arm] = {
+                "source_hit_at_20": None if "frequent" in arm else round(measure.hit_rate(found, sources), 4),
                 "p50_ms": round(float(np.percentile(times, 50)), 2),
                 "p95_ms": round(float(np.percentile(times, 95)), 2),
                 "overlap_at_20": round(measure.overlap_at_k(found, exact[arm]), 4) if arm in exact else None,
             }
+            if arm.startswith("keyword") and arm in exact_scores:
+                kept = [got / best for got, best in zip(totals, exact_scores[arm], strict=True) if best > 0]
+                row[arm]["bm25_score_kept"] = round(float(np.mean(kept)), 4)
         report["budgets"][str(budget)] = row
         print(budget, json.dumps(row), flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print(markdown(report))
     return 0
+
+
+def _quality(cell: dict[str, Any]) -> str:
+    parts = [] if cell["overlap_at_20"] is None else [f"overlap {cell['overlap_at_20']:.3f}"]
+    if cell.get("bm25_score_kept") is not None:
+        parts.append(f"score kept {cell['bm25_score_kept']:.3f}")
+    if cell.get("source_hit_at_20") is not None:
+        parts.append(f"source hit {cell['source_hit_at_20']:.3f}")
+    return ", ".join(parts)
 
 
 def _with_budget(request: SearchRequest, budget: int) -> SearchRequest:
@@ -113,12 +140,10 @@ def _with_budget(request: SearchRequest, budget: int) -> SearchRequest:
 
 def markdown(report: dict[str, Any]) -> str:
     """A table: one row per budget, p50/p95 and overlap with exact BM25 per arm."""
-    head = "| postings per lexeme | " + " | ".join(f"{a} p50 / p95 ms (overlap@20)" for a in ARMS) + " |"
-    lines = [head, "|---" * (len(ARMS) + 1) + "|"]
+    head = "| postings per lexeme | " + " | ".join(f"{a}: p50 / p95 ms; quality" for a in ARMS)
+    lines = [head + " |", "|---" * (len(ARMS) + 1) + "|"]
     for budget, row in report["budgets"].items():
-        cells = [
-            f"{row[a]['p50_ms']:.1f} / {row[a]['p95_ms']:.1f} ({row[a]['overlap_at_20']:.3f})" for a in ARMS
-        ]
+        cells = [f"{row[a]['p50_ms']:.1f} / {row[a]['p95_ms']:.1f}; {_quality(row[a])}" for a in ARMS]
         lines.append(f"| {'all (exact)' if budget == '0' else budget} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

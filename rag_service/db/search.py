@@ -248,9 +248,8 @@ def _bm25_terms(request: SearchRequest) -> CTE:
     ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N``, ``df`` and
     ``avglen`` are the trigger-maintained statistics of the collection.
 
-    With a posting budget, ``bound`` caps the score of every posting of a lexeme that the budget leaves
-    unread: they have ``len / tf`` at least that of the last one read, and the score is
-    ``weight / (1 + base / tf + slope * len / tf) <= weight / (1 + slope * len / tf)``.
+    With a posting budget, ``unread_expected`` estimates what a chunk not among a lexeme's best
+    postings gets from that lexeme (see ``_bm25_bounded_matches``).
     """
     cfg = _fts_config(request)
     lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
@@ -267,18 +266,12 @@ def _bm25_terms(request: SearchRequest) -> CTE:
         slope.label("slope"),
     ]
     if request.bm25_max_postings > 0:
-        budget = bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger)
-        inner = ChunkTerm.__table__.alias("unread")
-        last_read = (
-            select(_impact_order(inner.c.doc_len, inner.c.tf))
-            .where(inner.c.collection == LexemeStats.collection, inner.c.lexeme == LexemeStats.lexeme)
-            .order_by(_impact_order(inner.c.doc_len, inner.c.tf))
-            .offset(budget - 1)
-            .limit(1)
-            .scalar_subquery()
-        )
-        unread_bound = case((LexemeStats.doc_freq > budget, weight / (1.0 + slope * last_read)), else_=0.0)
-        columns.append(unread_bound.label("bound"))
+        # the expected score of an unread posting: the chance that a chunk not among the lexeme's
+        # best postings holds it, times the score of one occurrence in a chunk of average length (idf)
+        budget = cast(bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger), Double)
+        unread_share = (df - budget) / func.greatest(n - budget, 1.0)
+        expected = case((df > budget, unread_share * weight / (k1 + 1.0)), else_=0.0)
+        columns.append(expected.label("unread_expected"))
     return (
         select(*columns)
         .select_from(LexemeStats)
@@ -346,13 +339,14 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
     """BM25 that reads at most ``bm25_max_postings`` postings per lexeme: bounded work on any corpus.
 
     Per lexeme the highest-impact postings come first (``ix_chunk_terms_impact``, ordered by
-    ``len / tf``). The chunks seen are ordered by the most they can score (what was read plus the
-    ``bound`` of each lexeme whose unread postings may still hold them); the best
-    ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get their full score from the primary key
-    (chunk, lexeme), and the top ``candidate_k`` of those are returned. Every returned score is the
-    chunk's exact BM25 score; when every lexeme has at most the budget of postings, so is the ranking
-    (identical to the exact path). Above it, a chunk whose postings all fall past the budget can be
-    missed: the measured trade-off is in ``docs/benchmarks.md``.
+    ``len / tf``). The chunks seen are ordered by an estimate of their score: what was read, plus for
+    each lexeme not read for them the chance that they hold it anyway times its idf (the expected
+    score of an unread posting). The best ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get
+    their full score from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
+    Every returned score is the chunk's exact BM25 score; when every lexeme has at most the budget of
+    postings, so is the ranking (identical to the exact path). Above it, a chunk can be missed (none
+    of its postings read, or its estimate below those completed): the measured trade-off is in
+    ``docs/benchmarks.md``.
     """
     terms = _bm25_terms(request)
     budget = bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger)
@@ -366,13 +360,14 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
         .limit(budget)
         .lateral("top_postings")
     )
-    potential = func.sum(_posting_score(terms, top.c.tf, top.c.doc_len)) - func.sum(terms.c.bound)
+    # read score + the expected score of the lexemes not read for the chunk (their sum minus those read)
+    estimate = func.sum(_posting_score(terms, top.c.tf, top.c.doc_len)) - func.sum(terms.c.unread_expected)
     completions = request.candidate_k * BOUNDED_COMPLETIONS_PER_CANDIDATE
     seen = (
         select(top.c.chunk_id.label("id"))
         .select_from(terms.join(top, literal(True)))
         .group_by(top.c.chunk_id)
-        .order_by(potential.desc(), top.c.chunk_id)
+        .order_by(estimate.desc(), top.c.chunk_id)
         .limit(bindparam("bm25_completions", completions, type_=BigInteger))
         .subquery("bm25_seen")
     )

@@ -111,9 +111,10 @@ def reference_bm25(docs: dict[int, Counter[str]], query: list[str], *, k1: float
     return scores
 
 
+@pytest.mark.parametrize("max_postings", [0, 5000])  # exact path; bounded path with every list within budget
 @pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0)])
 @pytest.mark.parametrize("query", ["replica log replay", "backups restored nightly", "how does failover work?"])
-def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1, b):
+def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1, b, max_postings):
     Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
     rows = connection.execute(
         text(
@@ -142,6 +143,7 @@ def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1
         bm25_text=bm25_text(parsed),
         bm25_k1=k1,
         bm25_b=b,
+        bm25_max_postings=max_postings,
     )
     with db.transaction() as session:
         hits = hybrid_search(session, request)
