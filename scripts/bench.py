@@ -391,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             "warmup": args.warmup,
             "top_k": retrievers.TOP_K,
             "ef_search": settings.hnsw_ef_search,
+            "bm25_max_postings": settings.bm25_max_postings,
             "seed": args.seed,
             "vocabulary_words": len(vocabulary.words),
             "words_per_chunk": list(synth.WORDS_PER_CHUNK),

@@ -199,6 +199,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _budget(settings: dict[str, Any]) -> str:
+    budget = settings.get("bm25_max_postings")
+    if budget is None:
+        return "all (exact; measured before the budget existed)"
+    return "all (exact)" if budget == 0 else f"at most {budget:,}"
+
+
 def _latency_table(results: dict[str, Any], sizes: list[str]) -> list[str]:
     labels = [results["sizes"][s]["label"] for s in sizes]
     head = "| retriever | " + " | ".join(f"{lb} p50 | {lb} p95" for lb in labels) + " |"
@@ -370,7 +377,8 @@ def markdown_section(results: dict[str, Any], *, plot_name: str) -> str:
         "space, which does not matter for latency). Baselines get the precomputed vectors. The hybrid",
         f"statement is the stored `{pr['name']}` preset's: {pr['fusion_method']} fusion, weights "
         f"{pr['vector_weight']}/{pr['keyword_weight']} (rrf_k {pr['rrf_k']} for the RRF row), keyword scorer "
-        f"{pr['keyword_scorer']}, candidate_k {pr['candidate_k']}.",
+        f"{pr['keyword_scorer']}, candidate_k {pr['candidate_k']}; BM25 postings per query word "
+        f"{_budget(st)} (`RAG_BM25_MAX_POSTINGS`; its trade-off is measured below the generated section).",
         "",
         *_latency_table(results, sizes),
         "",
