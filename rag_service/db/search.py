@@ -5,14 +5,18 @@ Built with SQLAlchemy Core: every value is a bound parameter, identifiers come f
 * vector arm: ``ORDER BY embedding <=> :q LIMIT :candidate_k`` through the HNSW index, with
   ``hnsw.ef_search`` and pgvector 0.8 iterative scans set for the transaction, so filtered queries
   still return ``candidate_k`` rows;
-* keyword arm: the stored tsvector matched with ``@@`` through its GIN index and ranked by
-  ``ts_rank_cd``; the tsquery is ``websearch_to_tsquery(any-terms) && websearch_to_tsquery(required)``
-  (see ``rag_service.retrieve.query``), so a question is an OR of its words while quoted phrases and
+* keyword arm, ``bm25`` (default): Okapi BM25 over the trigger-maintained postings of the query's
+  lexemes (``chunk_terms``), all of them or the best ``bm25_max_postings`` per lexeme; quoted
+  phrases and ``-term`` filter through the stored tsvector;
+* keyword arm, ``ts_rank_cd``: the stored tsvector matched with ``@@`` through its GIN index; the
+  tsquery is ``websearch_to_tsquery(any-terms) && websearch_to_tsquery(required)`` (see
+  ``rag_service.retrieve.query``), so a question is an OR of its words while quoted phrases and
   ``-term`` keep their websearch meaning, and no user string can cause a tsquery syntax error;
 * fusion: weighted RRF ``vw/(rrf_k + rank_v) + kw/(rrf_k + rank_k)`` or linear fusion of min-max
   normalised arm scores — the same arithmetic as ``rag_service.retrieve.fusion``, same order.
 
-An arm whose weight is 0 is not run at all.
+An arm whose weight is 0 is not run at all. Statements without filters are built once per shape
+and re-bound (``StatementCache``).
 """
 
 from __future__ import annotations
@@ -271,7 +275,7 @@ def _bm25_terms(request: SearchRequest) -> CTE:
         budget = cast(bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger), Double)
         unread_share = (df - budget) / func.greatest(n - budget, 1.0)
         expected = case((df > budget, unread_share * weight / (k1 + 1.0)), else_=0.0)
-        columns.append(expected.label("unread_expected"))
+        columns += [expected.label("unread_expected"), (df > budget).label("truncated")]
     return (
         select(*columns)
         .select_from(LexemeStats)
@@ -298,10 +302,11 @@ def _posting_score(terms: CTE, tf: _IntColumn, doc_len: _IntColumn) -> ColumnEle
 def _bm25_matches(request: SearchRequest) -> Select[Any]:
     """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
 
-    Exact by default: every posting is read and summed per chunk. Filters beyond the collection always
-    take this path. With ``bm25_max_postings`` see ``_bm25_bounded_matches``.
+    With ``bm25_max_postings`` 0, or with filters beyond the collection, every posting is read and
+    summed per chunk (exact); otherwise ``_bm25_bounded_matches``.
     """
-    if request.bm25_max_postings > 0 and not _extra_conditions(request):
+    extra = _extra_conditions(request)
+    if request.bm25_max_postings > 0 and not extra:
         return _bm25_bounded_matches(request)
     terms = _bm25_terms(request)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
@@ -311,7 +316,6 @@ def _bm25_matches(request: SearchRequest) -> Select[Any]:
         .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
         .where(ChunkTerm.collection == bindparam("collection", request.collection))
     )
-    extra = _extra_conditions(request)
     if extra:  # only then is the chunk row needed
         query = query.join(DocumentChunk, DocumentChunk.id == ChunkTerm.chunk_id).where(*extra)
     return (
@@ -342,7 +346,8 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
     ``len / tf``). The chunks seen are ordered by an estimate of their score: what was read, plus for
     each lexeme not read for them the chance that they hold it anyway times its idf (the expected
     score of an unread posting). The best ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get
-    their full score from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
+    their full score: what was read of the lexemes read whole, plus the truncated lexemes' postings
+    from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
     Every returned score is the chunk's exact BM25 score; when every lexeme has at most the budget of
     postings, so is the ranking (identical to the exact path). Above it, a chunk can be missed (none
     of its postings read, or its estimate below those completed): the measured trade-off is in
@@ -360,11 +365,14 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
         .limit(budget)
         .lateral("top_postings")
     )
+    read = _posting_score(terms, top.c.tf, top.c.doc_len)
     # read score + the expected score of the lexemes not read for the chunk (their sum minus those read)
-    estimate = func.sum(_posting_score(terms, top.c.tf, top.c.doc_len)) - func.sum(terms.c.unread_expected)
+    estimate = func.sum(read) - func.sum(terms.c.unread_expected)
+    # lexemes read whole contribute exactly what was read; only truncated ones need a lookup
+    settled = func.coalesce(func.sum(read).filter(~terms.c.truncated), 0.0)
     completions = request.candidate_k * BOUNDED_COMPLETIONS_PER_CANDIDATE
     seen = (
-        select(top.c.chunk_id.label("id"))
+        select(top.c.chunk_id.label("id"), settled.label("settled"))
         .select_from(terms.join(top, literal(True)))
         .group_by(top.c.chunk_id)
         .order_by(estimate.desc(), top.c.chunk_id)
@@ -372,12 +380,13 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
         .subquery("bm25_seen")
     )
     posting = ChunkTerm.__table__.alias("posting")
-    full_score = (
+    truncated_score = (
         select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
         .select_from(terms.join(posting, posting.c.lexeme == terms.c.lexeme))
-        .where(posting.c.chunk_id == seen.c.id)
+        .where(terms.c.truncated, posting.c.chunk_id == seen.c.id)
         .scalar_subquery()
     )
+    full_score = seen.c.settled + func.coalesce(truncated_score, 0.0)
     scored = select(seen.c.id, cast(full_score, Double).label("score")).subquery("bm25_scored")
     return (
         select(scored.c.id, scored.c.score)
