@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     chunk_size: int = Field(default=500, ge=1)
     chunk_overlap: int = Field(default=100, ge=0)
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
+    embedded_shared_buffers: str = Field(
+        default="1GB", description="shared_buffers of the embedded server (Postgres' default 128MB is too small)"
+    )
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     # BM25 k1/b: best of six pairs on SciFact train (scripts/tune_fusion.py); the spread was 0.005 nDCG@10
     bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0, description="BM25 term-frequency saturation")

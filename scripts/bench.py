@@ -111,7 +111,7 @@ def server_url(settings: Settings) -> str:
     """The configured server, or the embedded one under ``RAG_DATA_DIR``."""
     if settings.database_url:
         return normalise_url(settings.database_url)
-    return start_embedded_server(settings.data_dir)
+    return start_embedded_server(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
 
 
 def wait_for_quiet(max_load: float, *, timeout_s: float = 1800.0) -> None:

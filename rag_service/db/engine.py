@@ -44,7 +44,9 @@ def resolve_database_url(settings: Settings) -> str:
     key = str(settings.data_dir.expanduser().resolve())
     with _embedded_lock:
         if key not in _embedded_urls:
-            _embedded_urls[key] = start_embedded_server(settings.data_dir)
+            _embedded_urls[key] = start_embedded_server(
+                settings.data_dir, shared_buffers=settings.embedded_shared_buffers
+            )
         return _embedded_urls[key]
 
 

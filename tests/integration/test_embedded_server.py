@@ -123,3 +123,31 @@ def test_kill_9_leaves_next_start_working(data_dir):
     finally:
         _stop(survivor)
     _wait_stopped(data_dir)  # the stale pid no longer keeps the server alive
+
+
+def _shared_buffers(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    with psycopg.connect(
+        host=parsed.query["host"], port=parsed.query["port"], user="postgres", dbname=parsed.database
+    ) as conn:
+        row = conn.execute("SHOW shared_buffers").fetchone()
+        assert row is not None
+        return str(row[0])
+
+
+def test_a_new_server_gets_its_shared_buffers_at_once_and_a_joiner_does_not_restart_it(data_dir):
+    first, url = _start_holder(data_dir)
+    try:
+        assert _shared_buffers(url) == "1GB"  # Postgres' 128MB default, raised by a restart
+        server = _server_pid(data_dir)
+        second, _ = _start_holder(data_dir)
+        try:
+            assert _server_pid(data_dir) == server, "a second user must join, not restart the server"
+            assert _query(url) == 1
+        finally:
+            _stop(second)
+    finally:
+        _stop(first)
+    _wait_stopped(data_dir)
