@@ -46,6 +46,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dataset", type=Path, default=Path("../shared/datasets/scifact"))
     parser.add_argument("--json", type=Path, default=Path("bench_out/bm25_budget.json"))
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--plot", type=Path, help="draw latency against overlap per budget into this PNG")
+    parser.add_argument("--from-json", action="store_true", help="measure nothing: report from --json")
     parser.add_argument(
         "--completions", type=int, default=None, help="chunks completed per candidate (default: the service's)"
     )
@@ -54,6 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        return report_outputs(args, json.loads(args.json.read_text()))
     budgets = sorted({int(b) for b in args.budgets.split(",")})  # 0 (exact, the reference) first
     if args.completions is not None:
         search.BOUNDED_COMPLETIONS_PER_CANDIDATE = args.completions
@@ -118,9 +122,55 @@ def main(argv: list[str] | None = None) -> int:
         print(budget, json.dumps(row), flush=True)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2))
+    return report_outputs(args, report)
+
+
+def report_outputs(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """Print the markdown table and draw the plot, as asked."""
     if args.markdown:
         print(markdown(report))
+    if args.plot:
+        plot(report, args.plot)
     return 0
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """p95 latency (x) against overlap with the exact top 20 (y), one line per arm, points per budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for arm in ARMS:
+        points = sorted(
+            ((int(b), row[arm]) for b, row in report["budgets"].items() if row[arm]["overlap_at_20"] is not None),
+            key=lambda point: (point[0] == 0, point[0]),  # exact (0) is the largest budget
+        )
+        xs = [cell["p95_ms"] for _, cell in points]
+        ys = [cell["overlap_at_20"] for _, cell in points]
+        ax.plot(xs, ys, marker="o", label=arm.replace("_", " "))
+        for (budget, _), x, y in zip(points, xs, ys, strict=True):
+            ax.annotate(
+                "exact" if budget == 0 else f"{budget:,}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(4, -10),
+                fontsize=7,
+            )
+    ax.axvline(20, color="grey", linestyle=":", linewidth=1)
+    ax.axvline(30, color="grey", linestyle="--", linewidth=1)
+    ax.text(20, 0.02, " hybrid target", fontsize=7, color="grey")
+    ax.text(30, 0.02, " keyword target", fontsize=7, color="grey")
+    ax.set_xlabel("p95 latency, ms")
+    ax.set_ylabel("overlap with the exact top 20")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"BM25 posting budget at {report['size']:,} chunks: speed against agreement with exact BM25")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _quality(cell: dict[str, Any]) -> str:
