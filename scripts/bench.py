@@ -36,6 +36,9 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# numpy's OpenBLAS (the exact-cosine baseline) runs 2 threads that spin after each product; on 2
+# cores they stole the CPU from the retriever timed next (load average 2.9 during a run)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import json
 

@@ -28,7 +28,7 @@ from bench_lib import corpus as synth
 from bench_lib import measure, retrievers, store
 
 from rag_service.config import load_settings
-from rag_service.db import search
+from rag_service.db import bm25
 from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
 from rag_service.db.search import SearchRequest, hybrid_search
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return report_outputs(args, json.loads(args.json.read_text()))
     budgets = sorted({int(b) for b in args.budgets.split(",")})  # 0 (exact, the reference) first
     if args.completions is not None:
-        search.BOUNDED_COMPLETIONS_PER_CANDIDATE = args.completions
+        bm25.BOUNDED_COMPLETIONS_PER_CANDIDATE = args.completions
     settings = load_settings()
     url = server_url(settings)
     vocabulary = synth.load_vocabulary(args.dataset / "corpus.jsonl")
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
     exact: dict[str, list[list[int]]] = {}
     exact_scores: dict[str, list[float]] = {}
-    completions = search.BOUNDED_COMPLETIONS_PER_CANDIDATE
+    completions = bm25.BOUNDED_COMPLETIONS_PER_CANDIDATE
     report: dict[str, Any] = {"size": args.size, "queries": args.queries, "completions": completions, "budgets": {}}
     for budget in budgets:
         row: dict[str, Any] = {}

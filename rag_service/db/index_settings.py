@@ -24,9 +24,7 @@ def schema_embedding_dim(session: Session) -> int:
     return int(row[0])
 
 
-def check_index_settings(
-    session: Session, *, model_id: str, dim: int, fts_config: str, record: bool = False
-) -> None:
+def check_index_settings(session: Session, *, model_id: str, dim: int, fts_config: str, record: bool = False) -> None:
     """Raise EmbeddingMismatchError if stored vectors or tsvectors were made differently.
 
     With ``record`` the settings are stored when the database has none yet (first write).

@@ -20,9 +20,7 @@ def reindex_lock(engine: Engine, collection: str) -> Iterator[None]:
     """
     with engine.connect() as conn:
         params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
-        acquired = conn.execute(
-            text("SELECT pg_try_advisory_lock(:cls, hashtext(:name))"), params
-        ).scalar_one()
+        acquired = conn.execute(text("SELECT pg_try_advisory_lock(:cls, hashtext(:name))"), params).scalar_one()
         conn.commit()
         if not acquired:
             raise ReindexInProgressError(

@@ -43,7 +43,5 @@ def load_preset(session: Session, context_type: str) -> Preset:
     ).scalar_one_or_none()
     if row is None:
         names = session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars()
-        raise UnknownContextError(
-            f"unknown context {context_type!r}; valid contexts: {', '.join(names)}"
-        )
+        raise UnknownContextError(f"unknown context {context_type!r}; valid contexts: {', '.join(names)}")
     return _to_preset(row)

@@ -91,6 +91,5 @@ def require_current_schema(engine: Engine) -> None:
     head = head_revision()
     if revision != head:
         raise SchemaError(
-            f"the database schema is at {revision or 'nothing'} but this code needs {head}; "
-            "run `rag db upgrade`"
+            f"the database schema is at {revision or 'nothing'} but this code needs {head}; run `rag db upgrade`"
         )

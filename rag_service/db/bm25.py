@@ -1,0 +1,187 @@
+"""The BM25 keyword arm in SQL: Okapi BM25 over the trigger-maintained postings (``chunk_terms``).
+
+Exact (every posting of the query's lexemes) or bounded (the best ``bm25_max_postings`` per lexeme
+through ``ix_chunk_terms_impact``); both return ``id, score`` rows, best first, for the keyword CTE
+of ``rag_service.db.search``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    CTE,
+    BigInteger,
+    ColumnElement,
+    Double,
+    Select,
+    String,
+    bindparam,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+)
+from sqlalchemy.orm import InstrumentedAttribute
+
+from rag_service.db.models import ChunkTerm, CollectionStats, DocumentChunk, LexemeStats
+from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_config_expression
+
+#: an integer column of ``chunk_terms`` or of an alias of it
+_IntColumn = ColumnElement[Any] | InstrumentedAttribute[int]
+
+
+def _bm25_terms(request: SearchRequest) -> CTE:
+    """The query's lexemes with their per-term constants, computed once (MATERIALIZED keeps ln() and the
+    divisions out of the per-posting work): ``weight = idf * (k1 + 1)``, and a posting's score is
+    ``weight * tf / (tf + base + slope * len)``.
+
+    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N``, ``df`` and
+    ``avglen`` are the trigger-maintained statistics of the collection.
+
+    With a posting budget, ``unread_expected`` estimates what a chunk not among a lexeme's best
+    postings gets from that lexeme (see ``_bm25_bounded_matches``).
+    """
+    cfg = fts_config_expression(request)
+    lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
+    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
+    b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
+    n = cast(CollectionStats.chunk_count, Double)
+    df = cast(LexemeStats.doc_freq, Double)
+    weight = func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)
+    slope = k1 * b / (cast(CollectionStats.total_length, Double) / n)
+    columns = [
+        LexemeStats.lexeme.label("lexeme"),
+        weight.label("weight"),
+        (k1 * (1.0 - b)).label("base"),
+        slope.label("slope"),
+    ]
+    if request.bm25_max_postings > 0:
+        # the expected score of an unread posting: the chance that a chunk not among the lexeme's
+        # best postings holds it, times the score of one occurrence in a chunk of average length (idf)
+        budget = cast(bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger), Double)
+        unread_share = (df - budget) / func.greatest(n - budget, 1.0)
+        expected = case((df > budget, unread_share * weight / (k1 + 1.0)), else_=0.0)
+        columns += [expected.label("unread_expected"), (df > budget).label("truncated")]
+    return (
+        select(*columns)
+        .select_from(LexemeStats)
+        .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
+        .where(
+            LexemeStats.collection == bindparam("bm25_collection", request.collection),
+            LexemeStats.lexeme == func.any(lexemes),
+        )
+        .cte("bm25_terms")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def _impact_order(doc_len: _IntColumn, tf: _IntColumn) -> ColumnElement[Any]:
+    """``len / tf``: the key of ``ix_chunk_terms_impact``; the lower, the higher a posting's BM25 score."""
+    return cast(doc_len, Double) / cast(tf, Double)
+
+
+def _posting_score(terms: CTE, tf: _IntColumn, doc_len: _IntColumn) -> ColumnElement[Any]:
+    tf_ = cast(tf, Double)
+    return terms.c.weight * tf_ / (tf_ + terms.c.base + terms.c.slope * doc_len)
+
+
+def bm25_matches(request: SearchRequest) -> Select[Any]:
+    """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
+
+    With ``bm25_max_postings`` 0, or with filters beyond the collection, every posting is read and
+    summed per chunk (exact); otherwise ``_bm25_bounded_matches``.
+    """
+    extra = _extra_conditions(request)
+    if request.bm25_max_postings > 0 and not extra:
+        return _bm25_bounded_matches(request)
+    terms = _bm25_terms(request)
+    score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
+    query: Select[Any] = (
+        select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment]
+        .select_from(ChunkTerm)
+        .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
+        .where(ChunkTerm.collection == bindparam("collection", request.collection))
+    )
+    if extra:  # only then is the chunk row needed
+        query = query.join(DocumentChunk, DocumentChunk.id == ChunkTerm.chunk_id).where(*extra)
+    return (
+        query.group_by(ChunkTerm.chunk_id)
+        .order_by(score.desc(), ChunkTerm.chunk_id)
+        .limit(bindparam("candidate_k_kw", request.candidate_k))
+    )
+
+
+def _extra_conditions(request: SearchRequest) -> list[ColumnElement[bool]]:
+    extra = chunk_conditions(request, collection=False)
+    if request.required_terms.strip():
+        required = func.websearch_to_tsquery(
+            fts_config_expression(request), bindparam("required_terms", request.required_terms, type_=String)
+        )
+        extra.append(DocumentChunk.content_tsv.op("@@")(required))
+    return extra
+
+
+#: chunks whose score is completed per returned candidate in the bounded BM25 arm
+BOUNDED_COMPLETIONS_PER_CANDIDATE = 5
+
+
+def completions(request: SearchRequest) -> int:
+    """How many seen chunks the bounded arm completes to their full score."""
+    return request.candidate_k * BOUNDED_COMPLETIONS_PER_CANDIDATE
+
+
+def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
+    """BM25 that reads at most ``bm25_max_postings`` postings per lexeme: bounded work on any corpus.
+
+    Per lexeme the highest-impact postings come first (``ix_chunk_terms_impact``, ordered by
+    ``len / tf``). The chunks seen are ordered by an estimate of their score: what was read, plus for
+    each lexeme not read for them the chance that they hold it anyway times its idf (the expected
+    score of an unread posting). The best ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get
+    their full score: what was read of the lexemes read whole, plus the truncated lexemes' postings
+    from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
+    Every returned score is the chunk's exact BM25 score; when every lexeme has at most the budget of
+    postings, so is the ranking (identical to the exact path). Above it, a chunk can be missed (none
+    of its postings read, or its estimate below those completed): the measured trade-off is in
+    ``docs/benchmarks.md``.
+    """
+    terms = _bm25_terms(request)
+    budget = bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger)
+    top = (
+        select(ChunkTerm.chunk_id, ChunkTerm.tf, ChunkTerm.doc_len)
+        .where(
+            ChunkTerm.collection == bindparam("collection", request.collection),
+            ChunkTerm.lexeme == terms.c.lexeme,
+        )
+        .order_by(_impact_order(ChunkTerm.doc_len, ChunkTerm.tf))
+        .limit(budget)
+        .lateral("top_postings")
+    )
+    read = _posting_score(terms, top.c.tf, top.c.doc_len)
+    # read score + the expected score of the lexemes not read for the chunk (their sum minus those read)
+    estimate = func.sum(read) - func.sum(terms.c.unread_expected)
+    # lexemes read whole contribute exactly what was read; only truncated ones need a lookup
+    settled = func.coalesce(func.sum(read).filter(~terms.c.truncated), 0.0)
+    seen = (
+        select(top.c.chunk_id.label("id"), settled.label("settled"))
+        .select_from(terms.join(top, literal(True)))
+        .group_by(top.c.chunk_id)
+        .order_by(estimate.desc(), top.c.chunk_id)
+        .limit(bindparam("bm25_completions", completions(request), type_=BigInteger))
+        .subquery("bm25_seen")
+    )
+    posting = ChunkTerm.__table__.alias("posting")
+    truncated_score = (
+        select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
+        .select_from(terms.join(posting, posting.c.lexeme == terms.c.lexeme))
+        .where(terms.c.truncated, posting.c.chunk_id == seen.c.id)
+        .scalar_subquery()
+    )
+    full_score = seen.c.settled + func.coalesce(truncated_score, 0.0)
+    scored = select(seen.c.id, cast(full_score, Double).label("score")).subquery("bm25_scored")
+    return (
+        select(scored.c.id, scored.c.score)
+        .order_by(scored.c.score.desc(), scored.c.id)
+        .limit(bindparam("candidate_k_kw", request.candidate_k))
+    )

@@ -1,0 +1,155 @@
+"""What one hybrid search asks for and gets: the request, its validated filters, the rows it returns,
+and the SQL conditions the filters become (every value a bound parameter)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import ColumnElement, String, bindparam, cast, select
+from sqlalchemy.dialects.postgresql import REGCONFIG
+
+from rag_service.db.models import Document, DocumentChunk
+from rag_service.errors import UnknownFilterError
+
+#: the filter keys ``retrieve(filters=...)`` accepts, and the value each needs
+FILTER_KEYS: Mapping[str, str] = {
+    "source": "a source path (exact match)",
+    "source_prefix": "a source path prefix, e.g. 'docs/'",
+    "headers": "a dict of header levels, e.g. {'h1': 'Guide'} (containment)",
+    "metadata": "a dict the document metadata must contain",
+    "document_id": "a document id (int)",
+    "chunk_type": "'child' or 'text'",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkFilters:
+    """Validated filters; every value becomes a bound parameter."""
+
+    source: str | None = None
+    source_prefix: str | None = None
+    headers: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+    document_id: int | None = None
+    chunk_type: str | None = None
+
+    @classmethod
+    def parse(cls, filters: Mapping[str, Any] | None) -> ChunkFilters:
+        """Check keys and value types; UnknownFilterError names the key and lists the valid ones."""
+        if not filters:
+            return cls()
+        unknown = sorted(set(filters) - set(FILTER_KEYS))
+        if unknown:
+            raise UnknownFilterError(
+                f"unknown filter key(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(FILTER_KEYS)}"
+            )
+        for key in ("source", "source_prefix", "chunk_type"):
+            if key in filters and not isinstance(filters[key], str):
+                raise UnknownFilterError(f"filter {key!r} must be {FILTER_KEYS[key]}, not {filters[key]!r}")
+        for key in ("headers", "metadata"):
+            if key in filters and not isinstance(filters[key], dict):
+                raise UnknownFilterError(f"filter {key!r} must be {FILTER_KEYS[key]}, not {filters[key]!r}")
+        headers = filters.get("headers")
+        if headers is not None and not all(isinstance(v, str) for v in headers.values()):
+            raise UnknownFilterError(f"filter 'headers' values must be strings: {headers!r}")
+        doc_id = filters.get("document_id")
+        if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, int)):
+            raise UnknownFilterError(f"filter 'document_id' must be an int, not {doc_id!r}")
+        return cls(**{k: filters[k] for k in FILTER_KEYS if k in filters})
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """Everything one hybrid search needs."""
+
+    collection: str
+    query_vector: np.ndarray[Any, Any] | None
+    any_terms: str
+    required_terms: str
+    vector_weight: float
+    keyword_weight: float
+    rrf_k: int = 60
+    fusion_method: str = "rrf"
+    candidate_k: int = 20
+    limit: int = 20
+    fts_config: str = "english"
+    ef_search: int = 100
+    filters: ChunkFilters = field(default_factory=ChunkFilters)
+    keyword_scorer: str = "bm25"
+    bm25_text: str = ""
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+    #: 0: every posting of the query's lexemes is scored (exact); N: at most N per lexeme, highest impact first
+    bm25_max_postings: int = 0
+
+    @property
+    def runs_vector(self) -> bool:
+        """The vector arm runs when it has weight and a query vector."""
+        return self.vector_weight > 0 and self.query_vector is not None
+
+    @property
+    def runs_keyword(self) -> bool:
+        """The keyword arm runs when it has weight and something to match (BM25: something to score)."""
+        if self.keyword_weight <= 0:
+            return False
+        if self.keyword_scorer == "bm25":
+            return bool(self.bm25_text.strip())
+        return bool(self.any_terms.strip() or self.required_terms.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One fused candidate with the chunk's stored fields."""
+
+    chunk_id: int
+    document_id: int
+    source: str
+    title: str
+    content: str
+    headers: dict[str, str]
+    header_path: str
+    start_char: int
+    end_char: int
+    chunk_type: str
+    content_hash: str
+    parent_content: str | None
+    parent_start: int | None
+    parent_end: int | None
+    embedding: np.ndarray[Any, Any]
+    vector_rank: int | None
+    keyword_rank: int | None
+    vector_score: float | None
+    keyword_score: float | None
+    fused_score: float
+
+
+def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list[ColumnElement[bool]]:
+    """The filters as SQL conditions on ``document_chunks`` (and the collection, unless told not to)."""
+    f = request.filters
+    conds: list[ColumnElement[bool]] = []
+    if collection:
+        conds.append(DocumentChunk.collection == bindparam("collection", request.collection))
+    if f.source is not None or f.source_prefix is not None or f.metadata is not None:
+        docs = select(Document.id).where(Document.collection == bindparam("doc_collection", request.collection))
+        if f.source is not None:
+            docs = docs.where(Document.source == bindparam("source", f.source))
+        if f.source_prefix is not None:
+            docs = docs.where(Document.source.startswith(f.source_prefix, autoescape=True))
+        if f.metadata is not None:
+            docs = docs.where(Document.meta.contains(f.metadata))
+        conds.append(DocumentChunk.document_id.in_(docs.scalar_subquery()))
+    if f.headers is not None:
+        conds.append(DocumentChunk.headers.contains(f.headers))
+    if f.document_id is not None:
+        conds.append(DocumentChunk.document_id == bindparam("document_id", f.document_id))
+    if f.chunk_type is not None:
+        conds.append(DocumentChunk.chunk_type == bindparam("chunk_type", f.chunk_type))
+    return conds
+
+
+def fts_config_expression(request: SearchRequest) -> ColumnElement[Any]:
+    """The text-search configuration as a bound ``regconfig``."""
+    return cast(bindparam("fts_config", request.fts_config, type_=String), REGCONFIG)
