@@ -174,11 +174,7 @@ def bench_size(
     engine = store.engine_for(url, name, settings)
     database = Database(engine)
     count = args.warmup + args.queries
-    terms = measure.frequent_terms(engine, vocabulary.words)
-    work = retrievers.Workload(
-        queries=synth.make_queries(corpus, count=count, seed=args.seed + 1),
-        frequent=synth.make_frequent_queries([t["word"] for t in terms], corpus, count=count, seed=args.seed + 2),
-    )
+    work, terms = measure.make_workload(engine, corpus, vocabulary.words, count=count, seed=args.seed)
     service = UniversalRAGService(settings, database=database, embedder=embedder, reranker=None)
     with database.transaction() as session:
         preset = load_preset(session, PRESET)

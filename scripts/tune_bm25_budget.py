@@ -70,11 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = store.engine_for(url, name, settings)
     database = Database(engine)
     count = args.warmup + args.queries
-    terms = measure.frequent_terms(engine, vocabulary.words)
-    work = retrievers.Workload(
-        queries=synth.make_queries(corpus, count=count, seed=args.seed + 1),
-        frequent=synth.make_frequent_queries([t["word"] for t in terms], corpus, count=count, seed=args.seed + 2),
-    )
+    work, _ = measure.make_workload(engine, corpus, vocabulary.words, count=count, seed=args.seed)
     with database.transaction() as session:
         preset = load_preset(session, "workflow")
 

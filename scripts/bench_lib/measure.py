@@ -12,7 +12,8 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
-from bench_lib.retrievers import RetrieverFn
+from bench_lib import corpus as synth
+from bench_lib.retrievers import RetrieverFn, Workload
 from bench_lib.store import shorten_vectors
 from rag_service.db.database import Database
 from rag_service.db.search import SearchRequest, build_search, cast_connection, configure_vector_scan
@@ -64,6 +65,18 @@ def explain_analyze(database: Database, request: SearchRequest) -> str:
         with raw.cursor() as cursor:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + str(compiled), params)  # bound parameters only
             return shorten_vectors("\n".join(row[0] for row in cursor.fetchall()))
+
+
+def make_workload(
+    engine: Engine, corpus: synth.Corpus, words: list[str], *, count: int, seed: int
+) -> tuple[Workload, list[dict[str, Any]]]:
+    """The benchmark's queries on ``corpus``: typical ones and ones of the 20 most frequent terms (returned too)."""
+    terms = frequent_terms(engine, words)
+    work = Workload(
+        queries=synth.make_queries(corpus, count=count, seed=seed + 1),
+        frequent=synth.make_frequent_queries([t["word"] for t in terms], corpus, count=count, seed=seed + 2),
+    )
+    return work, terms
 
 
 def frequent_terms(engine: Engine, words: list[str], *, count: int = 20) -> list[dict[str, Any]]:

@@ -63,16 +63,20 @@ def _handles(data_dir: Path) -> list[int]:
     return [int(p) for p in json.loads((data_dir / "pg" / ".handle_pids.json").read_text())]
 
 
-def _query(url: str) -> int:
+def _scalar(url: str, statement: str) -> object:
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
     with psycopg.connect(
         host=parsed.query["host"], port=parsed.query["port"], user="postgres", dbname=parsed.database
     ) as conn:
-        row = conn.execute("SELECT 1").fetchone()
+        row = conn.execute(statement).fetchone()  # type: ignore[arg-type]
         assert row is not None
-        return int(row[0])
+        return row[0]
+
+
+def _query(url: str) -> int:
+    return int(_scalar(url, "SELECT 1"))  # type: ignore[call-overload]
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -126,15 +130,7 @@ def test_kill_9_leaves_next_start_working(data_dir):
 
 
 def _shared_buffers(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    with psycopg.connect(
-        host=parsed.query["host"], port=parsed.query["port"], user="postgres", dbname=parsed.database
-    ) as conn:
-        row = conn.execute("SHOW shared_buffers").fetchone()
-        assert row is not None
-        return str(row[0])
+    return str(_scalar(url, "SHOW shared_buffers"))
 
 
 def test_a_new_server_gets_its_shared_buffers_at_once_and_a_joiner_does_not_restart_it(data_dir):
