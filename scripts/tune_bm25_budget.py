@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,6 @@ def _quality(cell: dict[str, Any]) -> str:
 
 
 def _with_budget(request: SearchRequest, budget: int) -> SearchRequest:
-    from dataclasses import replace
-
     return replace(request, bm25_max_postings=budget)
 
 

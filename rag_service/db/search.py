@@ -199,8 +199,9 @@ def cast_connection(raw: object) -> psycopg.Connection[Any]:
     return raw
 
 
-def explain(session: Session, request: SearchRequest) -> str:
-    """``EXPLAIN`` of the hybrid statement with these parameters (for tests and benchmarks)."""
+def explain(session: Session, request: SearchRequest, *, analyze: bool = False) -> str:
+    """``EXPLAIN`` (with ``analyze``: ``EXPLAIN (ANALYZE, BUFFERS)``, which runs it) of the hybrid statement
+    with these parameters, as ``hybrid_search`` runs it (for tests and benchmarks)."""
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
@@ -210,7 +211,8 @@ def explain(session: Session, request: SearchRequest) -> str:
     register_vector(raw)
     if request.runs_vector:
         configure_vector_scan(session, ef_search=request.ef_search)
-    statement = psycopg.sql.SQL("EXPLAIN {}").format(psycopg.sql.SQL(str(compiled)))  # bound parameters only
+    command = "EXPLAIN (ANALYZE, BUFFERS) {}" if analyze else "EXPLAIN {}"
+    statement = psycopg.sql.SQL(command).format(psycopg.sql.SQL(str(compiled)))  # bound parameters only
     with raw.cursor() as cursor:
         cursor.execute(statement, params)
         return "\n".join(row[0] for row in cursor.fetchall())

@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from pgvector.psycopg import register_vector
-from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
@@ -16,7 +14,7 @@ from bench_lib import corpus as synth
 from bench_lib.retrievers import RetrieverFn, Workload
 from bench_lib.store import shorten_vectors
 from rag_service.db.database import Database
-from rag_service.db.search import SearchRequest, build_search, cast_connection, configure_vector_scan
+from rag_service.db.search import SearchRequest, explain
 from rag_service.evaluation.latency import LatencyRecorder
 
 
@@ -54,17 +52,9 @@ def time_retrievers(
 
 
 def explain_analyze(database: Database, request: SearchRequest) -> str:
-    """``EXPLAIN (ANALYZE, BUFFERS)`` of the hybrid statement for ``request``, as ``hybrid_search`` runs it."""
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the hybrid statement for ``request``, vectors shortened."""
     with database.transaction() as session:
-        compiled = build_search(request).compile(session.get_bind())
-        params = {k: Jsonb(v) if isinstance(v, dict) else v for k, v in compiled.params.items()}
-        raw = cast_connection(session.connection().connection.dbapi_connection)
-        register_vector(raw)
-        if request.runs_vector:
-            configure_vector_scan(session, ef_search=request.ef_search)
-        with raw.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + str(compiled), params)  # bound parameters only
-            return shorten_vectors("\n".join(row[0] for row in cursor.fetchall()))
+        return shorten_vectors(explain(session, request, analyze=True))
 
 
 def make_workload(

@@ -111,25 +111,29 @@ def reference_bm25(docs: dict[int, Counter[str]], query: list[str], *, k1: float
     return scores
 
 
+def stored_reference_bm25(connection, collection: str, query: str, *, k1: float, b: float) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    """``reference_bm25`` over the lexemes and positions of the stored tsvectors of ``collection``."""
+    rows = connection.execute(
+        text(
+            "SELECT c.id, u.lexeme, greatest(coalesce(cardinality(u.positions),0),1) "
+            "FROM document_chunks c, unnest(c.content_tsv) u WHERE c.collection = :collection"
+        ),
+        {"collection": collection},
+    ).all()
+    docs: dict[int, Counter[str]] = {}
+    for chunk_id, lexeme, tf in rows:
+        docs.setdefault(chunk_id, Counter())[lexeme] += tf
+    lexemes = connection.execute(text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query}).scalar()
+    return reference_bm25(docs, lexemes, k1=k1, b=b)
+
+
 @pytest.mark.parametrize("max_postings", [0, 5000])  # exact path; bounded path with every list within budget
 @pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0)])
 @pytest.mark.parametrize("query", ["replica log replay", "backups restored nightly", "how does failover work?"])
 def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1, b, max_postings):
     Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
-    rows = connection.execute(
-        text(
-            "SELECT c.id, u.lexeme, greatest(coalesce(cardinality(u.positions),0),1) "
-            "FROM document_chunks c, unnest(c.content_tsv) u WHERE c.collection = 'one'"
-        )
-    ).all()
-    docs: dict[int, Counter[str]] = {}
-    for chunk_id, lexeme, tf in rows:
-        docs.setdefault(chunk_id, Counter())[lexeme] += tf
     parsed = parse_query(query)
-    lexemes = connection.execute(
-        text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": bm25_text(parsed)}
-    ).scalar()
-    expected = reference_bm25(docs, lexemes, k1=k1, b=b)
+    expected = stored_reference_bm25(connection, "one", bm25_text(parsed), k1=k1, b=b)
     any_terms, required = websearch_parts(parsed)
     request = SearchRequest(
         collection="one",

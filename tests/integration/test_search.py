@@ -16,6 +16,7 @@ from rag_service.errors import UnknownFilterError
 from rag_service.ingest.pipeline import Indexer
 from rag_service.retrieve.fusion import linear_fuse, rrf_fuse
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+from tests.integration.test_bm25 import stored_reference_bm25
 
 WORDS = [
     "postgres",
@@ -211,29 +212,6 @@ def test_query_vector_search_is_exact_enough(db, indexed, connection):
     assert len(exact & {h.chunk_id for h in hits}) >= 4
 
 
-def _reference_scores(connection, query: str, *, k1: float, b: float) -> dict[int, float]:
-    """Okapi BM25 (Lucene idf) of every chunk of collection 'c', computed here from the stored tsvectors."""
-    rows = connection.execute(
-        text(
-            "SELECT c.id, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), c.lexeme_count "
-            "FROM document_chunks c, unnest(c.content_tsv) u WHERE c.collection = 'c'"
-        )
-    ).all()
-    lengths = {chunk_id: length for chunk_id, _, _, length in rows}
-    tfs = {(chunk_id, lexeme): tf for chunk_id, lexeme, tf, _ in rows}
-    lexemes = connection.execute(text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query}).scalar()
-    n, avglen = len(lengths), sum(lengths.values()) / len(lengths)
-    scores: dict[int, float] = {}
-    for lexeme in lexemes:
-        df = sum(1 for (_, lx) in tfs if lx == lexeme)
-        idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
-        for (chunk_id, lx), tf in tfs.items():
-            if lx == lexeme:
-                norm = tf + k1 * (1 - b + b * lengths[chunk_id] / avglen)
-                scores[chunk_id] = scores.get(chunk_id, 0.0) + idf * tf * (k1 + 1) / norm
-    return scores
-
-
 def _keyword_only(indexed, query: str, **kw) -> SearchRequest:
     return _request(indexed, query, vector_weight=0.0, keyword_weight=1.0, bm25_k1=1.2, bm25_b=0.75, **kw)
 
@@ -242,7 +220,7 @@ def _keyword_only(indexed, query: str, **kw) -> SearchRequest:
 def test_bounded_bm25_returns_exact_scores(db, indexed, connection, budget):
     # every word is in most of the 150 documents, so each budget here truncates every lexeme
     query = "replica backup restore schema"
-    expected = _reference_scores(connection, query, k1=1.2, b=0.75)
+    expected = stored_reference_bm25(connection, "c", query, k1=1.2, b=0.75)
     with db.transaction() as session:
         hits = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=budget))
     assert min(budget, 20) <= len(hits) <= 20  # only chunks seen in some lexeme's best postings compete
