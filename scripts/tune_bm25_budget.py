@@ -6,7 +6,7 @@ frequent terms) and the hybrid statement, and measures quality against the exact
 first): overlap of the top 20, the share of the exact top 20's BM25 score sum kept, and how often
 the chunk a query was drawn from is returned. Writes JSON; ``--markdown`` prints a table::
 
-    .venv/bin/python scripts/tune_bm25_budget.py --size 100000 --budgets 0,2000,5000,10000
+    .venv/bin/python scripts/tune_bm25_budget.py --size 100000 --budgets 0,8000,12000,16000,20000
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ ARMS = ("keyword", "keyword_frequent", "hybrid", "hybrid_frequent")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
-    parser.add_argument("--budgets", default="0,1000,2000,5000,10000", help="comma-separated; 0 = exact")
+    parser.add_argument("--budgets", default="0,8000,12000,16000,20000", help="comma-separated; 0 = exact")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seed", type=int, default=42)
@@ -185,7 +185,7 @@ def _with_budget(request: SearchRequest, budget: int) -> SearchRequest:
 
 def markdown(report: dict[str, Any]) -> str:
     """A table: one row per budget, p50/p95 and overlap with exact BM25 per arm."""
-    head = "| postings per lexeme | " + " | ".join(f"{a}: p50 / p95 ms; quality" for a in ARMS)
+    head = "| postings per query | " + " | ".join(f"{a}: p50 / p95 ms; quality" for a in ARMS)
     lines = [head + " |", "|---" * (len(ARMS) + 1) + "|"]
     for budget, row in report["budgets"].items():
         cells = [f"{row[a]['p50_ms']:.1f} / {row[a]['p95_ms']:.1f}; {_quality(row[a])}" for a in ARMS]

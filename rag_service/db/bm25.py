@@ -1,8 +1,8 @@
 """The BM25 keyword arm in SQL: Okapi BM25 over the trigger-maintained postings (``chunk_terms``).
 
-Exact (every posting of the query's lexemes) or bounded (the best ``bm25_max_postings`` per lexeme
-through ``ix_chunk_terms_impact``); both return ``id, score`` rows, best first, for the keyword CTE
-of ``rag_service.db.search``.
+Exact (every posting of the query's lexemes) or bounded (at most ``bm25_max_postings`` postings per
+query, each lexeme's best first through ``ix_chunk_terms_impact``); both return ``id, score`` rows,
+best first, for the keyword CTE of ``rag_service.db.search``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from sqlalchemy import (
     literal,
     select,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import InstrumentedAttribute
 
 from rag_service.db.models import ChunkTerm, CollectionStats, DocumentChunk, LexemeStats
@@ -32,16 +33,13 @@ from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_c
 _IntColumn = ColumnElement[Any] | InstrumentedAttribute[int]
 
 
-def _bm25_terms(request: SearchRequest) -> CTE:
+def _bm25_stats(request: SearchRequest) -> CTE:
     """The query's lexemes with their per-term constants, computed once (MATERIALIZED keeps ln() and the
     divisions out of the per-posting work): ``weight = idf * (k1 + 1)``, and a posting's score is
-    ``weight * tf / (tf + base + slope * len)``.
+    ``weight * tf / (tf + base + slope * len)``; ``df``, the lexeme's number of postings.
 
     ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N``, ``df`` and
     ``avglen`` are the trigger-maintained statistics of the collection.
-
-    With a posting budget, ``unread_expected`` estimates what a chunk not among a lexeme's best
-    postings gets from that lexeme (see ``_bm25_bounded_matches``).
     """
     cfg = fts_config_expression(request)
     lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
@@ -50,31 +48,85 @@ def _bm25_terms(request: SearchRequest) -> CTE:
     n = cast(CollectionStats.chunk_count, Double)
     df = cast(LexemeStats.doc_freq, Double)
     weight = func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)
-    slope = k1 * b / (cast(CollectionStats.total_length, Double) / n)
-    columns = [
-        LexemeStats.lexeme.label("lexeme"),
-        weight.label("weight"),
-        (k1 * (1.0 - b)).label("base"),
-        slope.label("slope"),
-    ]
-    if request.bm25_max_postings > 0:
-        # the expected score of an unread posting: the chance that a chunk not among the lexeme's
-        # best postings holds it, times the score of one occurrence in a chunk of average length (idf)
-        budget = cast(bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger), Double)
-        unread_share = (df - budget) / func.greatest(n - budget, 1.0)
-        expected = case((df > budget, unread_share * weight / (k1 + 1.0)), else_=0.0)
-        columns += [expected.label("unread_expected"), (df > budget).label("truncated")]
     return (
-        select(*columns)
+        select(
+            LexemeStats.lexeme.label("lexeme"),
+            weight.label("weight"),
+            (k1 * (1.0 - b)).label("base"),
+            (k1 * b / (cast(CollectionStats.total_length, Double) / n)).label("slope"),
+            df.label("df"),
+            n.label("n"),
+        )
         .select_from(LexemeStats)
         .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
         .where(
             LexemeStats.collection == bindparam("bm25_collection", request.collection),
             LexemeStats.lexeme == func.any(lexemes),
         )
+        .cte("bm25_stats")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def _posting_level(stats: CTE, request: SearchRequest) -> CTE:
+    """How many postings each lexeme may read so the query reads at most ``bm25_max_postings`` in all.
+
+    Water-filling: lexemes with fewer postings than an equal share of what is left are read whole
+    (rare words cost little and decide most rankings); the others share the rest equally. With
+    lexemes sorted by ``df``, lexeme i's share is ``(budget - sum of df before it) / (lexemes from
+    it on)``; the level is the share of the first lexeme with more postings than its share (none:
+    every list is read whole). At least 1 posting per lexeme.
+    """
+    budget = cast(bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger), Double)
+    order = (stats.c.df, stats.c.lexeme)
+    before = func.coalesce(func.sum(stats.c.df).over(order_by=order, rows=(None, -1)), 0.0)
+    remaining = cast(func.count().over() - func.row_number().over(order_by=order) + 1, Double)
+    shares = select(stats.c.df, stats.c.lexeme, ((budget - before) / remaining).label("share")).subquery("bm25_shares")
+    first_short = func.array_agg(aggregate_order_by(shares.c.share, shares.c.df, shares.c.lexeme)).filter(
+        shares.c.df > shares.c.share
+    )[1]
+    level = func.greatest(func.floor(func.coalesce(first_short, budget)), 1.0)
+    return select(cast(level, BigInteger).label("level")).select_from(shares).cte("bm25_level")
+
+
+def posting_level(request: SearchRequest) -> Select[Any]:
+    """The number of postings each of the query's lexemes may read under its ``bm25_max_postings``
+    (one row, one column ``level``); for tests and tuning."""
+    level = _posting_level(_bm25_stats(request), request)
+    return select(level.c.level)
+
+
+def _bm25_terms(request: SearchRequest) -> tuple[CTE, CTE | None]:
+    """The lexemes' constants (``_bm25_stats``) and, with a posting budget, the posting level.
+
+    With a budget each term also carries ``truncated`` (more postings than the level) and
+    ``unread_expected``: what a chunk not among the lexeme's read postings gets from it on average,
+    the chance that it holds the lexeme anyway times the score of one occurrence in a chunk of
+    average length (idf). See ``_bm25_bounded_matches``.
+    """
+    stats = _bm25_stats(request)
+    if request.bm25_max_postings <= 0:
+        return stats, None
+    level = _posting_level(stats, request)
+    read = cast(level.c.level, Double)
+    truncated = stats.c.df > read
+    unread_share = (stats.c.df - read) / cast(func.greatest(stats.c.n - read, 1.0), Double)
+    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
+    expected = case((truncated, unread_share * stats.c.weight / (k1 + 1.0)), else_=0.0)
+    terms = (
+        select(
+            stats.c.lexeme,
+            stats.c.weight,
+            stats.c.base,
+            stats.c.slope,
+            expected.label("unread_expected"),
+            truncated.label("truncated"),
+        )
+        .select_from(stats.join(level, literal(True)))
         .cte("bm25_terms")
         .prefix_with("MATERIALIZED")
     )
+    return terms, level
 
 
 def _impact_order(doc_len: _IntColumn, tf: _IntColumn) -> ColumnElement[Any]:
@@ -96,7 +148,7 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
     extra = _extra_conditions(request)
     if request.bm25_max_postings > 0 and not extra:
         return _bm25_bounded_matches(request)
-    terms = _bm25_terms(request)
+    terms = _bm25_stats(request)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
     query: Select[Any] = (
         select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment]
@@ -133,36 +185,38 @@ def completions(request: SearchRequest) -> int:
 
 
 def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
-    """BM25 that reads at most ``bm25_max_postings`` postings per lexeme: bounded work on any corpus.
+    """BM25 that reads at most ``bm25_max_postings`` postings per query: bounded work on any corpus.
 
-    Per lexeme the highest-impact postings come first (``ix_chunk_terms_impact``, ordered by
-    ``len / tf``). The chunks seen are ordered by an estimate of their score: what was read, plus for
+    The budget is shared out by ``_posting_level``: rare lexemes are read whole, frequent ones read
+    their highest-impact postings first (``ix_chunk_terms_impact``, ordered by ``len / tf``) up to an
+    equal share of the rest. The chunks seen are ordered by an estimate of their score: what was read, plus for
     each lexeme not read for them the chance that they hold it anyway times its idf (the expected
     score of an unread posting). The best ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get
     their full score: what was read of the lexemes read whole, plus the truncated lexemes' postings
     from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
-    Every returned score is the chunk's exact BM25 score; when every lexeme has at most the budget of
-    postings, so is the ranking (identical to the exact path). Above it, a chunk can be missed (none
+    Every returned score is the chunk's exact BM25 score; when the query's lexemes have at most the
+    budget of postings in all, so is the ranking (identical to the exact path). Above it, a chunk can be missed (none
     of its postings read, or its estimate below those completed): the measured trade-off is in
     ``docs/benchmarks.md``.
     """
-    terms = _bm25_terms(request)
-    budget = bindparam("bm25_max_postings", request.bm25_max_postings, type_=BigInteger)
+    terms, level = _bm25_terms(request)
+    assert level is not None  # a budget was given
+    # each posting's score is computed once, in the lateral read, and summed twice below
     top = (
-        select(ChunkTerm.chunk_id, ChunkTerm.tf, ChunkTerm.doc_len)
+        select(ChunkTerm.chunk_id, _posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len).label("score"))
         .where(
             ChunkTerm.collection == bindparam("collection", request.collection),
             ChunkTerm.lexeme == terms.c.lexeme,
         )
         .order_by(_impact_order(ChunkTerm.doc_len, ChunkTerm.tf))
-        .limit(budget)
+        .limit(select(level.c.level).scalar_subquery())
         .lateral("top_postings")
     )
-    read = _posting_score(terms, top.c.tf, top.c.doc_len)
-    # read score + the expected score of the lexemes not read for the chunk (their sum minus those read)
-    estimate = func.sum(read) - func.sum(terms.c.unread_expected)
+    # read score + the expected score of the lexemes not read for the chunk (their sum, a constant,
+    # minus those read)
+    estimate = func.sum(top.c.score - terms.c.unread_expected)
     # lexemes read whole contribute exactly what was read; only truncated ones need a lookup
-    settled = func.coalesce(func.sum(read).filter(~terms.c.truncated), 0.0)
+    settled = func.coalesce(func.sum(top.c.score).filter(~terms.c.truncated), 0.0)
     seen = (
         select(top.c.chunk_id.label("id"), settled.label("settled"))
         .select_from(terms.join(top, literal(True)))

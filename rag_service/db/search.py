@@ -6,7 +6,7 @@ Built with SQLAlchemy Core: every value is a bound parameter, identifiers come f
   ``hnsw.ef_search`` and pgvector 0.8 iterative scans set for the transaction, so filtered queries
   still return ``candidate_k`` rows;
 * keyword arm, ``bm25`` (default): Okapi BM25 over the trigger-maintained postings of the query's
-  lexemes (``chunk_terms``), all of them or the best ``bm25_max_postings`` per lexeme (see
+  lexemes (``chunk_terms``), all of them or at most ``bm25_max_postings`` per query, best first (see
   ``rag_service.db.bm25``); quoted phrases and ``-term`` filter through the stored tsvector;
 * keyword arm, ``ts_rank_cd``: the stored tsvector matched with ``@@`` through its GIN index; the
   tsquery is ``websearch_to_tsquery(any-terms) && websearch_to_tsquery(required)`` (see

@@ -82,7 +82,7 @@ class SearchRequest:
     bm25_text: str = ""
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
-    #: 0: every posting of the query's lexemes is scored (exact); N: at most N per lexeme, highest impact first
+    #: 0: every posting of the query's lexemes is scored (exact); N: at most N per query, highest impact first
     bm25_max_postings: int = 0
 
     @property

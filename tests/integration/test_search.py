@@ -216,14 +216,15 @@ def _keyword_only(indexed, query: str, **kw) -> SearchRequest:
     return _request(indexed, query, vector_weight=0.0, keyword_weight=1.0, bm25_k1=1.2, bm25_b=0.75, **kw)
 
 
-@pytest.mark.parametrize("budget", [1, 5, 40])
+@pytest.mark.parametrize("budget", [1, 20, 160])
 def test_bounded_bm25_returns_exact_scores(db, indexed, connection, budget):
     # every word is in most of the 150 documents, so each budget here truncates every lexeme
     query = "replica backup restore schema"
     expected = stored_reference_bm25(connection, "c", query, k1=1.2, b=0.75)
     with db.transaction() as session:
         hits = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=budget))
-    assert min(budget, 20) <= len(hits) <= 20  # only chunks seen in some lexeme's best postings compete
+    # only chunks seen in some lexeme's best postings compete: the budget shared by 4 lexemes (at least 1 each)
+    assert min(max(budget // 4, 1), 20) <= len(hits) <= 20
     for hit in hits:
         assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], abs=1e-6)
     assert [h.keyword_score for h in hits] == sorted((h.keyword_score for h in hits), reverse=True)
@@ -234,7 +235,7 @@ def test_bounded_bm25_with_budget_above_every_list_is_the_exact_ranking(db, inde
     with db.transaction() as session:
         exact = hybrid_search(session, _keyword_only(indexed, query, **everything))
         bounded = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=1000, **everything))
-        top_only = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=60))
+        top_only = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=240))
         top_exact = hybrid_search(session, _keyword_only(indexed, query))
 
     def ranking(hits):  # equal scores may differ in the last bit (summation order): compare rounded
@@ -250,6 +251,47 @@ def test_bounded_bm25_reads_the_best_postings_through_the_impact_index(db, index
         plan = _explain(session, _keyword_only(indexed, "replica backup", bm25_max_postings=10))
     assert "ix_chunk_terms_impact" in plan
     assert "pk_chunk_terms" in plan  # the chosen chunks' full scores come from (chunk_id, lexeme)
+
+
+def water_level(doc_freqs: list[int], budget: int) -> int:
+    """Reference: the largest per-lexeme read L with sum(min(df, L)) <= budget (at least 1; all: max df)."""
+    if sum(doc_freqs) <= budget:
+        return max(budget, 1)
+    level = 1
+    while sum(min(df, level + 1) for df in doc_freqs) <= budget:
+        level += 1
+    return level
+
+
+@pytest.mark.parametrize("budget", [1, 3, 10, 25, 60, 100, 400, 10_000])
+def test_the_posting_budget_is_shared_rare_lexemes_first(db, indexed, connection, budget):
+    from rag_service.db.bm25 import posting_level
+
+    # lexemes of very different document frequencies: rare ones are read whole, frequent ones share the rest
+    rows = connection.execute(
+        text(
+            "SELECT lexeme, doc_freq FROM lexeme_stats WHERE collection = 'c' AND lexeme ~ '^[a-z]+$' "
+            "ORDER BY doc_freq, lexeme"
+        )
+    ).all()
+    query = " ".join(rows[i][0] for i in (0, len(rows) // 3, 2 * len(rows) // 3, -2, -1))
+    doc_freqs = (
+        connection.execute(
+            text(
+                "SELECT doc_freq FROM lexeme_stats WHERE collection = 'c' "
+                "AND lexeme = ANY(tsvector_to_array(to_tsvector('english', :q)))"
+            ),
+            {"q": query},
+        )
+        .scalars()
+        .all()
+    )
+    assert len(set(doc_freqs)) >= 3
+    request = _keyword_only(indexed, query, bm25_max_postings=budget)
+    with db.transaction() as session:
+        level = session.execute(posting_level(request)).scalar_one()
+    assert level == water_level(doc_freqs, budget)
+    assert sum(min(df, level) for df in doc_freqs) <= max(budget, len(doc_freqs))
 
 
 def test_bounded_bm25_with_filters_takes_the_exact_path(db, indexed):
