@@ -23,10 +23,13 @@ def time_retrievers(
 ) -> tuple[LatencyRecorder, dict[str, list[list[int]]], dict[str, list[int]]]:
     """Time every retriever on queries ``warmup .. warmup + queries - 1`` after ``warmup`` untimed ones.
 
-    Retrievers are interleaved, in an order rotated at each step, so a burst of load from elsewhere
-    on a shared machine slows every retriever alike rather than one block of runs. Each retriever
-    walks the queries in its own random order: two retrievers never run the same query back to back,
-    so none finds the pages of its query already cached by the one before it.
+    Retrievers are interleaved, in a fresh random order at each step, so a burst of load from
+    elsewhere on a shared machine slows every retriever alike rather than one block of runs, and no
+    retriever always runs right after the same one (with a rotated order, the hybrid statement had
+    followed the 1-second parallel ``ts_rank_cd`` query, which churns shared buffers and caches, in
+    185 of 200 steps). Each retriever walks the queries in its own random order: two retrievers never
+    run the same query back to back, so none finds the pages of its query already cached by the one
+    before it.
 
     Returns the latencies, each retriever's results in query order, and the query index of each
     recorded sample (``recorder.samples(key)[j]`` is query ``order[key][j]``).
@@ -40,8 +43,8 @@ def time_retrievers(
     recorder = LatencyRecorder()
     found: dict[str, dict[int, list[int]]] = {key: {} for key in keys}
     for step in tqdm(range(queries), desc=f"{desc} queries", unit="query"):
-        for j in range(len(keys)):
-            key = keys[(step + j) % len(keys)]
+        for k in rng.permutation(len(keys)).tolist():
+            key = keys[k]
             i = order[key][step]
             started = time.perf_counter()
             ids = retrievers[key](i)

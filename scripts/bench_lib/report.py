@@ -41,8 +41,9 @@ ef_construction=64; GIN on the tsvector; the BM25 postings filled by the migrati
 analysed. Our retrievers run through the package's own
 code (`hybrid_search`, `UniversalRAGService.retrieve`); the baselines get the same data, the same
 queries and the same precomputed vectors. All retrievers are interleaved step by step after a
-warm-up, so load from elsewhere slows them alike, and each walks the queries in its own random order,
-so none finds its query's pages freshly cached by the one before it. Raw numbers: `bench_out/bench.json`.
+warm-up, in a fresh random order at each step, so load from elsewhere slows them alike and none
+always follows the same neighbour; each walks the queries in its own random order, so none finds
+its query's pages freshly cached by the one before it. Raw numbers: `bench_out/bench.json`.
 
 ## Speed
 
@@ -377,7 +378,7 @@ def markdown_section(results: dict[str, Any], *, plot_name: str) -> str:
         "space, which does not matter for latency). Baselines get the precomputed vectors. The hybrid",
         f"statement is the stored `{pr['name']}` preset's: {pr['fusion_method']} fusion, weights "
         f"{pr['vector_weight']}/{pr['keyword_weight']} (rrf_k {pr['rrf_k']} for the RRF row), keyword scorer "
-        f"{pr['keyword_scorer']}, candidate_k {pr['candidate_k']}; BM25 postings per query word "
+        f"{pr['keyword_scorer']}, candidate_k {pr['candidate_k']}; BM25 postings per query "
         f"{_budget(st)} (`RAG_BM25_MAX_POSTINGS`; its trade-off is measured below the generated section).",
         "",
         *_latency_table(results, sizes),
