@@ -70,7 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", help="corpus sizes in chunks, comma-separated (default 10000,100000)")
     parser.add_argument("--queries", type=int, help="timed queries per size (default 200)")
     parser.add_argument("--warmup", type=int, help="untimed warm-up queries per size (default 20)")
-    parser.add_argument("--json", type=Path, default=REPO / "bench_out" / "bench.json", help="results file")
+    parser.add_argument(
+        "--json", type=Path, help="results file (default bench_out/bench.json; --quick: bench-quick.json)"
+    )
     parser.add_argument("--markdown", type=Path, help="markdown file to update (default docs/benchmarks.md)")
     parser.add_argument("--quick", action="store_true", help="small smoke run; writes to bench_out/ only")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the benchmark databases")
@@ -105,6 +107,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.warmup = args.warmup if args.warmup is not None else (5 if quick else 20)
     args.ingest_documents = args.ingest_documents or (30 if quick else 300)
     args.rerank_repetitions = args.rerank_repetitions or (5 if quick else 50)
+    if args.json is None:  # a smoke run must not leave its sizes in the full run's results
+        args.json = REPO / "bench_out" / ("bench-quick.json" if quick else "bench.json")
     if args.markdown is None:
         args.markdown = REPO / ("bench_out/benchmarks-quick.md" if quick else "docs/benchmarks.md")
     return args
