@@ -43,10 +43,10 @@ class Settings(BaseSettings):
     # BM25 k1/b: best of six pairs on SciFact train (scripts/tune_fusion.py); the spread was 0.005 nDCG@10
     bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0, description="BM25 term-frequency saturation")
     bm25_b: float = Field(default=0.75, ge=0.0, le=1.0, description="BM25 length normalisation")
-    # 12000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 93% of
+    # 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
     # the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
     bm25_max_postings: int = Field(
-        default=12000,
+        default=6000,
         ge=0,
         description=(
             "BM25 postings read per query, shared by its lexemes (rare ones whole, each lexeme's best first); "
