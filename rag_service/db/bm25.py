@@ -96,17 +96,15 @@ def posting_level(request: SearchRequest) -> Select[Any]:
     return select(level.c.level)
 
 
-def _bm25_terms(request: SearchRequest) -> tuple[CTE, CTE | None]:
-    """The lexemes' constants (``_bm25_stats``) and, with a posting budget, the posting level.
+def _bounded_terms(request: SearchRequest) -> tuple[CTE, CTE]:
+    """The lexemes' constants (``_bm25_stats``) for the bounded arm, and its posting level.
 
-    With a budget each term also carries ``truncated`` (more postings than the level) and
-    ``unread_expected``: what a chunk not among the lexeme's read postings gets from it on average,
-    the chance that it holds the lexeme anyway times the score of one occurrence in a chunk of
-    average length (idf). See ``_bm25_bounded_matches``.
+    Each term also carries ``truncated`` (more postings than the level) and ``unread_expected``:
+    what a chunk not among the lexeme's read postings gets from it on average, the chance that it
+    holds the lexeme anyway times the score of one occurrence in a chunk of average length (idf).
+    See ``_bm25_bounded_matches``.
     """
     stats = _bm25_stats(request)
-    if request.bm25_max_postings <= 0:
-        return stats, None
     level = _posting_level(stats, request)
     read = cast(level.c.level, Double)
     truncated = stats.c.df > read
@@ -199,8 +197,7 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
     of its postings read, or its estimate below those completed): the measured trade-off is in
     ``docs/benchmarks.md``.
     """
-    terms, level = _bm25_terms(request)
-    assert level is not None  # a budget was given
+    terms, level = _bounded_terms(request)
     # each posting's score is computed once, in the lateral read, and summed twice below
     top = (
         select(ChunkTerm.chunk_id, _posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len).label("score"))
