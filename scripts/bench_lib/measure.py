@@ -26,8 +26,7 @@ def time_retrievers(
     Retrievers are interleaved, in a fresh random order at each step, so a burst of load from
     elsewhere on a shared machine slows every retriever alike rather than one block of runs, and no
     retriever always runs right after the same one (with a rotated order, the hybrid statement had
-    followed the 1-second parallel ``ts_rank_cd`` query, which churns shared buffers and caches, in
-    185 of 200 steps). Each retriever walks the queries in its own random order: two retrievers never
+    followed the 1-second parallel ``ts_rank_cd`` query in 185 of 200 steps). Each retriever walks the queries in its own random order: two retrievers never
     run the same query back to back, so none finds the pages of its query already cached by the one
     before it.
 
