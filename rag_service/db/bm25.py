@@ -187,15 +187,15 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
 
     The budget is shared out by ``_posting_level``: rare lexemes are read whole, frequent ones read
     their highest-impact postings first (``ix_chunk_terms_impact``, ordered by ``len / tf``) up to an
-    equal share of the rest. The chunks seen are ordered by an estimate of their score: what was read, plus for
-    each lexeme not read for them the chance that they hold it anyway times its idf (the expected
-    score of an unread posting). The best ``BOUNDED_COMPLETIONS_PER_CANDIDATE * candidate_k`` get
-    their full score: what was read of the lexemes read whole, plus the truncated lexemes' postings
-    from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
+    equal share of the rest. The chunks seen are ordered by an estimate of their score: what was
+    read, plus for each lexeme not read for them the chance that they hold it anyway times its idf
+    (the expected score of an unread posting). The best ``BOUNDED_COMPLETIONS_PER_CANDIDATE *
+    candidate_k`` get their full score: what was read of the lexemes read whole, plus the truncated
+    lexemes' postings from the primary key (chunk, lexeme); the top ``candidate_k`` are returned.
     Every returned score is the chunk's exact BM25 score; when the query's lexemes have at most the
-    budget of postings in all, so is the ranking (identical to the exact path). Above it, a chunk can be missed (none
-    of its postings read, or its estimate below those completed): the measured trade-off is in
-    ``docs/benchmarks.md``.
+    budget of postings in all, so is the ranking (identical to the exact path). Above it, a chunk
+    can be missed (none of its postings read, or its estimate below those completed): the measured
+    trade-off is in ``docs/benchmarks.md``.
     """
     terms, level = _bounded_terms(request)
     # each posting's score is computed once, in the lateral read, and summed twice below

@@ -230,9 +230,27 @@ def test_bounded_bm25_returns_exact_scores(db, indexed, connection, budget):
     assert [h.keyword_score for h in hits] == sorted((h.keyword_score for h in hits), reverse=True)
 
 
-def test_bounded_bm25_with_budget_above_every_list_is_the_exact_ranking(db, indexed):
+def _doc_freqs(connection, query: str) -> list[int]:
+    """Postings per lexeme of ``query`` in collection ``c``."""
+    rows = connection.execute(
+        text(
+            "SELECT doc_freq FROM lexeme_stats WHERE collection = 'c' "
+            "AND lexeme = ANY(tsvector_to_array(to_tsvector('english', :q)))"
+        ),
+        {"q": query},
+    )
+    return list(rows.scalars().all())
+
+
+def test_bounded_bm25_with_budget_above_all_postings_is_the_exact_ranking(db, indexed, connection):
+    from rag_service.db.bm25 import posting_level
+
     query, everything = "replica backup restore schema", {"candidate_k": 200, "limit": 200}
+    doc_freqs = _doc_freqs(connection, query)
+    assert len(doc_freqs) == 4 and sum(doc_freqs) <= 1000  # a budget of 1000 reads every posting
     with db.transaction() as session:
+        level = session.execute(posting_level(_keyword_only(indexed, query, bm25_max_postings=240))).scalar_one()
+        assert level < min(doc_freqs)  # 240 shared by the 4 lexemes truncates every list
         exact = hybrid_search(session, _keyword_only(indexed, query, **everything))
         bounded = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=1000, **everything))
         top_only = hybrid_search(session, _keyword_only(indexed, query, bm25_max_postings=240))
@@ -275,17 +293,7 @@ def test_the_posting_budget_is_shared_rare_lexemes_first(db, indexed, connection
         )
     ).all()
     query = " ".join(rows[i][0] for i in (0, len(rows) // 3, 2 * len(rows) // 3, -2, -1))
-    doc_freqs = (
-        connection.execute(
-            text(
-                "SELECT doc_freq FROM lexeme_stats WHERE collection = 'c' "
-                "AND lexeme = ANY(tsvector_to_array(to_tsvector('english', :q)))"
-            ),
-            {"q": query},
-        )
-        .scalars()
-        .all()
-    )
+    doc_freqs = _doc_freqs(connection, query)
     assert len(set(doc_freqs)) >= 3
     request = _keyword_only(indexed, query, bm25_max_postings=budget)
     with db.transaction() as session:
