@@ -45,8 +45,11 @@ class ChunkScores:
 class RetrievedChunk:
     """One retrieved chunk with where it comes from and how it scored.
 
-    ``start_char``/``end_char`` are offsets into the source document's text. ``relevance_score`` is in
-    0..1 (the final stage's score, normalised). ``embedding`` is kept for MMR only: it is excluded from
+    ``start_char``/``end_char`` are offsets into the source document's text (a parent's span when the
+    result was expanded to its parent); ``match_start``/``match_end`` are the span of the child chunk
+    that matched (equal to ``start_char``/``end_char`` when not expanded; -1 when unset, then
+    ``__post_init__`` copies ``start_char``/``end_char``). ``relevance_score`` is in 0..1 (the final
+    stage's score, normalised). ``embedding`` is kept for MMR only: it is excluded from
     ``to_dict``, ``repr`` and equality, as is ``parent`` (the enclosing section, used to return parents).
     """
 
@@ -68,6 +71,12 @@ class RetrievedChunk:
     is_parent: bool = False
     #: ``(parent_content, parent_start, parent_end)`` of a markdown child, for parent expansion
     parent: tuple[str, int, int] | None = field(default=None, repr=False, compare=False)
+    match_start: int = -1
+    match_end: int = -1
+
+    def __post_init__(self) -> None:
+        if self.match_start < 0 or self.match_end < 0:
+            self.match_start, self.match_end = self.start_char, self.end_char
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict in a fixed key order; without the embedding."""
@@ -83,6 +92,8 @@ class RetrievedChunk:
             "headers": dict(self.headers),
             "start_char": int(self.start_char),
             "end_char": int(self.end_char),
+            "match_start": int(self.match_start),
+            "match_end": int(self.match_end),
             "relevance_score": float(self.relevance_score),
             "scores": self.scores.as_dict(),
             "content_hash": self.content_hash,
