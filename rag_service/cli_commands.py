@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_service.config import Settings
+
+if TYPE_CHECKING:
+    from rag_service.evaluation.runner import EvalConfig, EvalResult
 
 
 def _service(settings: Settings):  # type: ignore[no-untyped-def]
@@ -66,34 +70,25 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
-    from rag_service.evaluation.beir import load_beir
-    from rag_service.evaluation.runner import EvalConfig, collection_for, ensure_indexed, run_queries
+    from rag_service.evaluation.docset import is_docset
+    from rag_service.evaluation.runner import EvalConfig
     from rag_service.evaluation.trec import write_trec_run
 
     dataset_dir = Path(args.dataset_dir)
-    dataset = load_beir(dataset_dir, split=args.split)
+    docs = is_docset(dataset_dir)
     config = EvalConfig(
         context=args.context,
         retriever=args.retriever,
         rerank=not args.no_rerank,
-        depth=args.depth,
+        depth=args.depth if args.depth is not None or docs else 300,
+        strategy=None if docs else "recursive",
         overrides=_parse_sets(args.set),
     )
     config.retrieval_overrides()  # validate before any work
-    collection = collection_for(dataset_dir)
-    service = _service(settings)
-    progress = not args.quiet
-    try:
-        report = ensure_indexed(service, dataset, collection=collection, strategy=config.strategy, progress=progress)
-        if not report.ok:
-            print("\n".join(report.lines()), file=sys.stderr)
-            return 1
-        result = run_queries(
-            service, dataset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
-        )
-    finally:
-        service.close()
-    result.ingest = report.to_dict()
+    run_eval = _eval_docset if docs else _eval_beir
+    result = run_eval(dataset_dir, args, config, settings)
+    if result is None:
+        return 1
     if args.run_out:
         write_trec_run(result.run, Path(args.run_out), tag=f"rag-{config.retriever}")
     if args.json:
@@ -101,6 +96,56 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print("\n".join(result.lines()))
     return 0
+
+
+def _eval_beir(
+    dataset_dir: Path, args: argparse.Namespace, config: EvalConfig, settings: Settings
+) -> EvalResult | None:
+    from rag_service.evaluation.beir import load_beir
+    from rag_service.evaluation.runner import collection_for, ensure_indexed, run_queries
+
+    dataset = load_beir(dataset_dir, split=args.split)
+    collection = args.collection or collection_for(dataset_dir)
+    service = _service(settings)
+    progress = not args.quiet
+    try:
+        report = ensure_indexed(
+            service, dataset, collection=collection, strategy=config.strategy or "recursive", progress=progress
+        )
+        if not report.ok:
+            print("\n".join(report.lines()), file=sys.stderr)
+            return None
+        result = run_queries(
+            service, dataset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
+        )
+    finally:
+        service.close()
+    result.ingest = report.to_dict()
+    return result
+
+
+def _eval_docset(
+    dataset_dir: Path, args: argparse.Namespace, config: EvalConfig, settings: Settings
+) -> EvalResult | None:
+    from rag_service.evaluation.docrun import docset_collection, index_docset, run_docset
+    from rag_service.evaluation.docset import load_docset
+
+    docset = load_docset(dataset_dir, split=args.split)
+    collection = args.collection or docset_collection(dataset_dir)
+    service = _service(settings)
+    progress = not args.quiet
+    try:
+        report = index_docset(service, docset, collection=collection, strategy=config.strategy, progress=progress)
+        if not report.ok:
+            print("\n".join(report.lines()), file=sys.stderr)
+            return None
+        result = run_docset(
+            service, docset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
+        )
+    finally:
+        service.close()
+    result.ingest = report.to_dict()
+    return result
 
 
 def _parse_sets(items: list[str]) -> dict[str, object]:
@@ -197,13 +242,28 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     query.add_argument("--json", action="store_true", help="the whole result as JSON")
     query.set_defaults(handler=_query)
 
-    evaluate = commands.add_parser("eval", help="score retrieval on a BEIR dataset (nDCG@10, recall, MRR)")
-    evaluate.add_argument("dataset_dir", metavar="DATASET_DIR", help="corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    evaluate = commands.add_parser(
+        "eval", help="score retrieval on a BEIR dataset or a markdown-documentation set (nDCG@10, recall, MRR)"
+    )
+    evaluate.add_argument(
+        "dataset_dir",
+        metavar="DATASET_DIR",
+        help="BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or documentation (docs/, queries.jsonl, "
+        "qrels/<split>.tsv over file#section ids, asked through retrieve() with max_chunks 10)",
+    )
     evaluate.add_argument("--context", default="search", help="preset whose knobs are used")
     evaluate.add_argument("--retriever", choices=["hybrid", "vector", "fulltext"], default="hybrid")
     evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
     evaluate.add_argument("--split", default="test")
-    evaluate.add_argument("--depth", type=int, default=300, help="candidates per arm (chunks)")
+    evaluate.add_argument(
+        "--collection", default=None, help="collection to index into (default beir-<dir> or docs-<dir>)"
+    )
+    evaluate.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="candidates per arm (chunks); default 300 for BEIR, the preset's for docs",
+    )
     evaluate.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a preset override, e.g. expand_query=false"
     )

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     fts_config: str = Field(default="english", description="Postgres text-search configuration")
     chunk_size: int = Field(default=500, ge=1)
     chunk_overlap: int = Field(default=100, ge=0)
+    embed_headers: bool = Field(
+        default=True,
+        description="embed each chunk with its document title and header path before its text (as BM25 sees it)",
+    )
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
     embedded_shared_buffers: str = Field(
         default="1GB", description="shared_buffers of the embedded server (Postgres' default 128MB is too small)"

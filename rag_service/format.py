@@ -280,3 +280,19 @@ def format_context(
         truncated=omitted or dropped or cut is not None,
         cut_chunk_id=cut.chunk.chunk_id if cut is not None else None,
     )
+
+
+def layout_overhead(chunks: Sequence[RetrievedChunk], *, encoding: str = DEFAULT_ENCODING) -> int:
+    """Tokens the layout of ``chunks`` takes besides their texts: group and chunk header lines.
+
+    Counted on the layout with empty texts, plus two tokens per chunk for the line break before its
+    text and the seams that joining can add, so ``max_tokens - layout_overhead(chunks)`` tokens of
+    text fit.
+    """
+    groups: dict[str, _Group] = {}
+    for chunk in chunks:
+        group = groups.setdefault(chunk.source, _Group(chunk.source, _one_line(chunk.title)))
+        group.entries.append(_Entry(chunk, _chunk_header(chunk)))
+    if not groups:
+        return 0
+    return len(get_encoding(encoding).encode(_render(list(groups.values())), disallowed_special=())) + 2 * len(chunks)

@@ -23,7 +23,7 @@ from typing import Any
 
 from rag_service.errors import ConfigurationError, DocumentReadError
 
-__all__ = ["BeirDataset", "BeirDoc", "doc_text", "load_beir"]
+__all__ = ["BeirDataset", "BeirDoc", "doc_text", "load_beir", "read_judged_queries"]
 
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
 
@@ -66,10 +66,18 @@ def load_beir(dataset_dir: Path, *, split: str = "test") -> BeirDataset:
     root = Path(dataset_dir)
     if not root.is_dir():
         raise DocumentReadError(f"dataset directory {root} does not exist; pass a folder in BEIR format")
-    qrels_path = _qrels_path(root, split)
     corpus_path = _required_file(root, "corpus.jsonl")
-    queries_path = _required_file(root, "queries.jsonl")
+    queries, qrels = read_judged_queries(root, split)
+    return BeirDataset(corpus=_read_corpus(corpus_path), queries=queries, qrels=qrels, split=split)
 
+
+def read_judged_queries(root: Path, split: str) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """``queries.jsonl`` and ``qrels/<split>.tsv`` of ``root``: the judged queries and their grades.
+
+    Shared by BEIR sets and markdown-documentation sets, whose qrels name ``file#section`` ids.
+    """
+    qrels_path = _qrels_path(root, split)
+    queries_path = _required_file(root, "queries.jsonl")
     qrels = _read_qrels(qrels_path)
     all_queries = _read_queries(queries_path)
     for qid, line_number in qrels.first_lines.items():
@@ -79,13 +87,15 @@ def load_beir(dataset_dir: Path, *, split: str = "test") -> BeirDataset:
                 "add the query or remove its qrels rows"
             )
     queries = {qid: text for qid, text in all_queries.items() if qid in qrels.grades}
-    return BeirDataset(corpus=_read_corpus(corpus_path), queries=queries, qrels=qrels.grades, split=split)
+    return queries, qrels.grades
 
 
 def _required_file(root: Path, name: str) -> Path:
     path = root / name
     if not path.is_file():
-        raise DocumentReadError(f"{path} is missing; a BEIR dataset has corpus.jsonl, queries.jsonl, qrels/")
+        raise DocumentReadError(
+            f"{path} is missing; a dataset has queries.jsonl, qrels/ and corpus.jsonl (BEIR) or docs/ (documentation)"
+        )
     return path
 
 

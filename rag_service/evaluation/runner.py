@@ -34,16 +34,19 @@ class EvalConfig:
     context: str = "search"
     retriever: str = "hybrid"
     rerank: bool = True
-    depth: int = 300
+    #: candidates per arm (``candidate_k``); None keeps the preset's
+    depth: int | None = 300
     top_k: int = 100
-    strategy: str = "recursive"
+    strategy: str | None = "recursive"
     overrides: dict[str, Any] = field(default_factory=dict)
 
     def retrieval_overrides(self) -> dict[str, Any]:
         """Preset overrides for this configuration (arm weights, depth, rerank, parents)."""
         if self.retriever not in RETRIEVERS:
             raise ConfigurationError(f"--retriever {self.retriever!r} must be one of {', '.join(RETRIEVERS)}")
-        out: dict[str, Any] = {"candidate_k": self.depth, "rerank_enabled": self.rerank}
+        out: dict[str, Any] = {"rerank_enabled": self.rerank}
+        if self.depth is not None:
+            out["candidate_k"] = self.depth
         if self.retriever == "vector":
             out.update(vector_weight=1.0, keyword_weight=0.0)
         elif self.retriever == "fulltext":
@@ -68,6 +71,8 @@ class EvalResult:
     reranker: str
     degraded: list[str]
     ingest: dict[str, Any] | None = None
+    #: further per-query averages (e.g. results and tokens per answer), when the runner keeps them
+    stats: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Stable JSON form (no per-query run)."""
@@ -89,6 +94,7 @@ class EvalResult:
             "latency_ms": {k: self.latency[k] for k in sorted(self.latency)},
             "reranker": self.reranker,
             "degraded": self.degraded,
+            "stats": dict(sorted(self.stats.items())),
             "ingest": self.ingest,
         }
 
@@ -100,6 +106,7 @@ class EvalResult:
             f"rerank {'on' if c.rerank else 'off'} ({self.reranker})",
         ]
         out += [f"  {name:<11} {value:.4f}" for name, value in self.metrics.items()]
+        out += [f"  {name:<20} {value:.1f}" for name, value in self.stats.items()]
         for stage, s in self.latency.items():
             out.append(f"  {stage + ' ms':<20} p50 {s['p50']:8.1f}  p95 {s['p95']:8.1f}")
         out += [f"  degraded: {d}" for d in self.degraded]

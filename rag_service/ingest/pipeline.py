@@ -78,7 +78,8 @@ class _Pending:
     chunked: ChunkedDocument
     existed: bool
     metadata: dict[str, Any]
-    chunk_hashes: list[str]  # content_hash of each chunk's text, in chunk order
+    chunk_hashes: list[str]  # content_hash of each chunk's embedded text, in chunk order
+    embed_texts: list[str]  # what the model encodes for each chunk: its search prefix and its text
 
 
 class Indexer:
@@ -269,7 +270,10 @@ class _Batch:
         if "\x00" in text:
             raise DocumentReadError("contains NUL bytes, which PostgreSQL text cannot store; remove them")
         digest = content_hash(text)
-        fingerprint = f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{_metadata_suffix(metadata)}"
+        embed_format = ":eh" if self.indexer.settings.embed_headers else ""
+        fingerprint = (
+            f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{embed_format}{_metadata_suffix(metadata)}"
+        )
         with self.indexer.db.transaction() as session:
             existing = repo.find_document(session, collection=self.collection, source=source)
         if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
@@ -277,11 +281,19 @@ class _Batch:
             self.bar.advance(chunks=0)
             return
         chunked = self.indexer._chunk(strategy, text)
-        hashes = [content_hash(c.content) for c in chunked.chunks]
+        embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
+        hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
-            _Pending(source, title, text, digest, fingerprint, chunked, existing is not None, metadata, hashes)
+            _Pending(
+                source, title, text, digest, fingerprint, chunked, existing is not None, metadata, hashes, embed_texts
+            )
         )
         self.pending_chunks += len(chunked.chunks)
+
+    def _embed_text(self, title: str, header_path: str, content: str) -> str:
+        """The text whose vector a chunk gets: with ``embed_headers``, its title and header path first."""
+        prefix = repo.search_prefix(title, header_path) if self.indexer.settings.embed_headers else ""
+        return f"{prefix}\n{content}" if prefix else content
 
     def flush(self) -> None:
         """Start embedding everything pending, then write the previous batch while the model runs.
@@ -292,7 +304,7 @@ class _Batch:
         """
         if self.pending:
             pending, self.pending, self.pending_chunks = self.pending, [], 0
-            texts = {h: c.content for p in pending for h, c in zip(p.chunk_hashes, p.chunked.chunks, strict=True)}
+            texts = {h: t for p in pending for h, t in zip(p.chunk_hashes, p.embed_texts, strict=True)}
             found: dict[str, np.ndarray[Any, Any]] = {}
             if self.reuse_vectors:
                 with self.indexer.db.transaction() as session:

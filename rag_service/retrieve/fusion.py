@@ -68,9 +68,7 @@ def check_weights(vector_weight: float, keyword_weight: float) -> tuple[float, f
             raise ConfigurationError(f"{name} ({value}) must be >= 0; pass a value between 0 and 1")
         checked.append(number)
     if checked[0] == 0 and checked[1] == 0:
-        raise ConfigurationError(
-            "vector_weight and keyword_weight are both 0; set at least one of them above 0"
-        )
+        raise ConfigurationError("vector_weight and keyword_weight are both 0; set at least one of them above 0")
     return checked[0], checked[1]
 
 

@@ -15,7 +15,7 @@ def dedupe(chunks: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
     seen_texts: set[str] = set()
     kept: list[RetrievedChunk] = []
     for chunk in chunks:
-        key = chunk.content_hash or hashlib.sha256(chunk.content.encode()).hexdigest()
+        key = hashlib.sha256(chunk.content.encode()).hexdigest()  # content_hash covers the embedded prefix too
         if chunk.chunk_id in seen_ids or key in seen_texts:
             continue
         seen_ids.add(chunk.chunk_id)

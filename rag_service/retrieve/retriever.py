@@ -19,13 +19,15 @@ from rag_service.db.database import Database
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
 from rag_service.embed import Embedder
 from rag_service.errors import ModelLoadError
-from rag_service.format import format_context
+from rag_service.format import format_context, layout_overhead
 from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
 from rag_service.retrieve.query import bm25_text, expand_query, parse_query, validate_query, websearch_parts
 from rag_service.retrieve.rerank import Reranker
+from rag_service.retrieve.windows import fit_to_budget
+from rag_service.tokens import get_encoding
 
 RerankerSource = Callable[[], Reranker | None]
 
@@ -138,6 +140,10 @@ class Retriever:
         started = time.perf_counter()
         chunks = _diversify(chunks, k=preset.max_chunks, diversity=preset.diversity)
         metrics.mmr_time_ms = _ms(started)
+        if preset.return_parents:
+            started = time.perf_counter()
+            chunks = _fit_parents(chunks, max_tokens=preset.max_tokens, encoding=encoding)
+            metrics.parents_time_ms += _ms(started)
 
         started = time.perf_counter()
         formatted = format_context(chunks, max_tokens=preset.max_tokens, encoding=encoding)
@@ -234,6 +240,13 @@ def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedCh
 
 def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, int]]:
     return {c.chunk_id: c.parent for c in chunks if c.parent is not None}
+
+
+def _fit_parents(chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str) -> list[RetrievedChunk]:
+    """Cut parents to windows around their matched children so every result fits the token budget."""
+    enc = get_encoding(encoding)
+    budget = max_tokens - layout_overhead(chunks, encoding=encoding)
+    return fit_to_budget(chunks, budget=budget, count=lambda text: len(enc.encode(text, disallowed_special=())))
 
 
 def _diversify(chunks: list[RetrievedChunk], *, k: int, diversity: float) -> list[RetrievedChunk]:

@@ -44,11 +44,11 @@ FAQ = "docs/faq.md"
 
 def _sample() -> list[RetrievedChunk]:
     return [
-        _chunk(1, GUIDE, 0.87, "Run pip install rag-service.", header_path="Guide > Install > Linux",
-               title="Guide Title"),
+        _chunk(
+            1, GUIDE, 0.87, "Run pip install rag-service.", header_path="Guide > Install > Linux", title="Guide Title"
+        ),
         _chunk(2, FAQ, 0.91, "Yes, it works offline.", header_path="FAQ > Offline"),
-        _chunk(3, GUIDE, 0.40, "Call retrieve() with a query.", header_path="Guide > Usage",
-               title="Guide Title"),
+        _chunk(3, GUIDE, 0.40, "Call retrieve() with a query.", header_path="Guide > Usage", title="Guide Title"),
         _chunk(4, "notes.txt", 0.10, "Misc notes."),
     ]
 
@@ -90,7 +90,11 @@ def test_every_citation_number_maps_to_its_source() -> None:
 def test_empty_input_gives_empty_context() -> None:
     result = format_context([], max_tokens=100)
     assert (result.text, result.total_tokens, result.sources, result.included, result.truncated) == (
-        "", 0, [], [], False,
+        "",
+        0,
+        [],
+        [],
+        False,
     )
 
 
@@ -194,10 +198,7 @@ def test_budget_is_never_exceeded(specs: list[tuple[str, float, str]], max_token
 def test_many_chunks_are_fast() -> None:
     import time
 
-    chunks = [
-        _chunk(i, f"docs/{i % 7}.md", 1 - i / 200, " ".join(f"w{i}x{j}" for j in range(120)))
-        for i in range(200)
-    ]
+    chunks = [_chunk(i, f"docs/{i % 7}.md", 1 - i / 200, " ".join(f"w{i}x{j}" for j in range(120))) for i in range(200)]
     start = time.perf_counter()
     result = format_context(chunks, max_tokens=8000)
     elapsed = time.perf_counter() - start

@@ -47,9 +47,7 @@ def test_full_diversity_still_starts_with_the_most_relevant() -> None:
 def test_vector_norm_does_not_matter() -> None:
     relevance, embeddings = _near_duplicates()
     scaled = embeddings * np.array([[3.0], [0.01], [250.0], [7.0]])
-    assert mmr_select(relevance, scaled, k=4, diversity=0.4) == mmr_select(
-        relevance, embeddings, k=4, diversity=0.4
-    )
+    assert mmr_select(relevance, scaled, k=4, diversity=0.4) == mmr_select(relevance, embeddings, k=4, diversity=0.4)
 
 
 def test_zero_vector_and_float32_input() -> None:

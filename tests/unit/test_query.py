@@ -127,8 +127,10 @@ def test_hand_built_parsed_query_is_made_inert() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=200)
-       | st.text(alphabet='ab -"\'\\&|!():*<>orOR🚀日', max_size=60))
+@given(
+    st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=200)
+    | st.text(alphabet="ab -\"'\\&|!():*<>orOR🚀日", max_size=60)
+)
 def test_any_text_parses_to_inert_parts(text: str) -> None:
     parsed = parse_query(text)
     any_terms, required = websearch_parts(parsed)
@@ -140,7 +142,7 @@ def test_any_text_parses_to_inert_parts(text: str) -> None:
 
 
 def test_huge_query_parses_quickly() -> None:
-    text = ("AgentFactory retrieval 🚀 \"quoted part\" -skip مرحبا " * 2500)[:100_000]
+    text = ('AgentFactory retrieval 🚀 "quoted part" -skip مرحبا ' * 2500)[:100_000]
     start = time.perf_counter()
     parsed = parse_query(text)
     websearch_parts(parsed)
@@ -159,8 +161,8 @@ def test_expand_query_variants() -> None:
     assert expand_query("AgentFactory") == ["AgentFactory", "Agent Factory"]
     assert expand_query("what is it?") == ["what is it?"]  # nothing but stop words
     assert expand_query("pool size") == ["pool size"]  # core equals the original
-    assert expand_query("How to install \"docker compose\" -windows") == [
-        "How to install \"docker compose\" -windows",
+    assert expand_query('How to install "docker compose" -windows') == [
+        'How to install "docker compose" -windows',
         'install "docker compose" -windows',
     ]
 

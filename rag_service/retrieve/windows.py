@@ -1,0 +1,88 @@
+"""Fitting expanded sections into the token budget: a parent too large for its share becomes a window.
+
+The formatter admits results whole while they fit and drops the rest, so a few long sections used
+to crowd out every other result (``max_chunks=10`` gave four results on real documentation). Here
+the budget left after the layout's own lines is shared by water-filling: results smaller than an
+equal share keep their size, and each parent above the common level is cut to a window of that many
+tokens around the child that matched, never smaller than the child itself. A window is a span of
+the parent, so its text is still ``document[start_char:end_char]``; ``match_start``/``match_end``
+keep the matched child's span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from rag_service.result import RetrievedChunk
+
+TokenCounter = Callable[[str], int]
+
+
+def water_level(sizes: Sequence[int], budget: int) -> int:
+    """The largest level ``L`` with ``sum(min(size, L)) <= budget`` (``max(sizes)`` when all fit)."""
+    if sum(sizes) <= budget:
+        return max(sizes, default=0)
+    remaining, left = budget, len(sizes)
+    for size in sorted(sizes):
+        share = remaining // left
+        if size > share:
+            return share
+        remaining -= size
+        left -= 1
+    return max(sizes, default=0)
+
+
+def window_span(start: int, end: int, match_start: int, match_end: int, text: str, chars: int) -> tuple[int, int]:
+    """A span of about ``chars`` characters inside ``[start, end)`` that holds ``[match_start, match_end)``.
+
+    ``text`` is the parent's text (``start`` is its offset in the document). The room left beside the
+    match is split evenly, a side that reaches the parent's edge gives its rest to the other side,
+    and both ends move back to a line break when one is near (within a fifth of the window), so a
+    window starts and ends on whole lines where it can.
+    """
+    match_start, match_end = max(start, match_start), min(end, max(match_end, match_start))
+    room = max(chars - (match_end - match_start), 0)
+    before = min(room // 2, match_start - start)
+    after = min(room - before, end - match_end)
+    before = min(room - after, match_start - start)
+    lo, hi = match_start - before, match_end + after
+    slack = max(chars // 5, 1)
+    cut = text.rfind("\n", max(lo - start, 0), max(lo - start + slack, 0))
+    if lo > start and cut >= 0 and start + cut + 1 <= match_start:
+        lo = start + cut + 1
+    cut = text.rfind("\n", max(hi - start - slack, match_end - start), hi - start)
+    if hi < end and cut >= 0:
+        hi = start + cut
+    return lo, hi
+
+
+def fit_to_budget(chunks: Sequence[RetrievedChunk], *, budget: int, count: TokenCounter) -> list[RetrievedChunk]:
+    """Cut the parents among ``chunks`` to windows so their texts share ``budget`` tokens (see module doc).
+
+    Chunks that are not parents stay whole, as do parents at or under the water level. The order
+    and everything else about each chunk is kept.
+    """
+    sizes = [count(c.content) for c in chunks]
+    if sum(sizes) <= budget:
+        return list(chunks)
+    level = water_level(sizes, max(budget, 0))
+    out: list[RetrievedChunk] = []
+    for chunk, size in zip(chunks, sizes, strict=True):
+        if not chunk.is_parent or size <= level:
+            out.append(chunk)
+            continue
+        chars = max(int(len(chunk.content) * level / size), chunk.match_end - chunk.match_start)
+        lo, hi = window_span(chunk.start_char, chunk.end_char, chunk.match_start, chunk.match_end, chunk.content, chars)
+        content = chunk.content[lo - chunk.start_char : hi - chunk.start_char]
+        out.append(
+            replace(
+                chunk,
+                content=content,
+                start_char=lo,
+                end_char=hi,
+                content_hash=hashlib.sha256(content.encode()).hexdigest(),
+            )
+        )
+    return out
