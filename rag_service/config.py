@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=100, ge=0)
     embed_headers: bool = Field(
         default=True,
-        description="embed each chunk with its document title and header path before its text (as BM25 sees it)",
+        description="embed a chunk under headers with its document title and header path first (as BM25 sees it)",
     )
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
     embedded_shared_buffers: str = Field(

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import rag_service.retrieve.parents as parents_stage
 from rag_service.evaluation.docrun import docset_collection, index_docset, run_docset
 from rag_service.evaluation.docset import load_docset
 from rag_service.evaluation.runner import EvalConfig
@@ -68,6 +69,7 @@ def main() -> int:
             return 1
         for spec in args.config or STANDARD:
             name, context, overrides = parse_config(spec)
+            parents_stage.SIBLING_WEIGHT = float(overrides.pop("sibling_weight", 0.0))  # an experiment knob
             config = EvalConfig(context=context, rerank=args.rerank, depth=None, strategy=None, overrides=overrides)
             started = time.perf_counter()
             result = run_docset(service, docset, config, collection=collection, name=name, progress=False)

@@ -291,8 +291,10 @@ class _Batch:
         self.pending_chunks += len(chunked.chunks)
 
     def _embed_text(self, title: str, header_path: str, content: str) -> str:
-        """The text whose vector a chunk gets: with ``embed_headers``, its title and header path first."""
-        prefix = repo.search_prefix(title, header_path) if self.indexer.settings.embed_headers else ""
+        """The text whose vector a chunk gets: with ``embed_headers``, a chunk under headers gets its title
+        and header path first (as BM25 sees them); chunks without headers embed their text alone."""
+        embed_prefix = self.indexer.settings.embed_headers and header_path
+        prefix = repo.search_prefix(title, header_path) if embed_prefix else ""
         return f"{prefix}\n{content}" if prefix else content
 
     def flush(self) -> None:

@@ -24,26 +24,38 @@ def dedupe(chunks: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
     return kept
 
 
+#: weight of a section's other matching children in its score (0: the best child alone)
+SIBLING_WEIGHT = 0.0
+
+
 def expand_to_parents(
-    chunks: Sequence[RetrievedChunk], parents: dict[int, tuple[str, int, int]]
+    chunks: Sequence[RetrievedChunk], parents: dict[int, tuple[str, int, int]], *, sibling_weight: float | None = None
 ) -> list[RetrievedChunk]:
-    """Replace children by their sections, each section once, in the order of its best child.
+    """Replace children by their sections, each section once, ranked by the score of all its children.
 
     ``parents`` maps a chunk id to ``(parent_content, parent_start, parent_end)``; chunks without a
-    parent stay as they are. The section keeps its best child's scores and takes the section's offsets.
+    parent stay as they are. A section keeps its best child's scores, span of the match
+    (``match_start``/``match_end``) and takes the section's offsets; its relevance is
+    ``1 - (1 - r1) * prod(1 - w * ri)`` over its children's relevances (best ``r1`` first, ``w`` the
+    sibling weight), so a section where several children matched ranks above one where one did.
     """
+    weight = SIBLING_WEIGHT if sibling_weight is None else sibling_weight
     out: list[RetrievedChunk] = []
-    seen: set[tuple[int, int, int]] = set()
+    index: dict[tuple[int, int, int], int] = {}
+    miss: list[float] = []  # per output entry: product of (1 - weighted relevance) of its children
     for chunk in chunks:
         parent = parents.get(chunk.chunk_id)
         if parent is None:
             out.append(chunk)
+            miss.append(1.0 - chunk.relevance_score)
             continue
         content, start, end = parent
         key = (chunk.document_id, start, end)
-        if key in seen:
+        if key in index:
+            miss[index[key]] *= 1.0 - weight * chunk.relevance_score
             continue
-        seen.add(key)
+        index[key] = len(out)
+        miss.append(1.0 - chunk.relevance_score)
         out.append(
             replace(
                 chunk,
@@ -55,4 +67,7 @@ def expand_to_parents(
                 chunk_type="parent",
             )
         )
+    if weight > 0:
+        out = [replace(c, relevance_score=min(max(1.0 - m, 0.0), 1.0)) for c, m in zip(out, miss, strict=True)]
+        out = [out[i] for i in sorted(range(len(out)), key=lambda i: (-out[i].relevance_score, i))]
     return dedupe(out)

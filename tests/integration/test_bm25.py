@@ -44,9 +44,10 @@ def assert_stats_consistent(connection) -> None:  # type: ignore[no-untyped-def]
     sizes = connection.execute(
         text("SELECT collection, count(*), sum(lexeme_count) FROM document_chunks GROUP BY 1 ORDER BY 1")
     ).all()
-    assert connection.execute(
-        text("SELECT collection, chunk_count, total_length FROM collection_stats ORDER BY 1")
-    ).all() == sizes
+    assert (
+        connection.execute(text("SELECT collection, chunk_count, total_length FROM collection_stats ORDER BY 1")).all()
+        == sizes
+    )
 
 
 @pytest.fixture
