@@ -215,7 +215,9 @@ def main() -> int:
     args = parser.parse_args()
     findings = run(args.kills, args.documents, args.seed)
     section = markdown(
-        findings, documents=args.documents, command=f"scripts/crash_test.py --kills {args.kills} --documents {args.documents}"
+        findings,
+        documents=args.documents,
+        command=f"scripts/crash_test.py --kills {args.kills} --documents {args.documents}",
     )
     print(section)
     if args.markdown:

@@ -5,7 +5,8 @@
     scripts/eval_docs.py DIR --config "deep: candidate_k=50" --config "rrf: fusion_method=rrf"
 
 Each ``--config`` is ``name: key=value, key=value`` (preset overrides, values parsed as JSON; ``context``
-picks the preset, default ``workflow``). The results go to a JSON file (``--out``) and a markdown table
+picks the preset, default ``workflow``; ``sibling_weight`` and ``children_per_section`` set the stages'
+constants of the same name for that configuration, for ablations). The results go to a JSON file (``--out``) and a markdown table
 on stdout: nDCG@10, Recall@10, MRR@10, results and tokens per query, retrieve() p50/p95.
 """
 
@@ -19,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import rag_service.retrieve.parents as parents_stage
+import rag_service.retrieve.retriever as retriever_stage
 from rag_service.evaluation.docrun import docset_collection, index_docset, run_docset
 from rag_service.evaluation.docset import load_docset
 from rag_service.evaluation.runner import EvalConfig
 from rag_service.service import build_service
 
+DEFAULT_SIBLING_WEIGHT = parents_stage.SIBLING_WEIGHT
+DEFAULT_CHILDREN = retriever_stage.CHILDREN_PER_SECTION
 PRESETS = ("workflow", "chatbot", "agent", "context_engineering", "search")
 STANDARD = [
     *(f"{p}: context={json.dumps(p)}" for p in PRESETS),
@@ -69,7 +73,9 @@ def main() -> int:
             return 1
         for spec in args.config or STANDARD:
             name, context, overrides = parse_config(spec)
-            parents_stage.SIBLING_WEIGHT = float(overrides.pop("sibling_weight", 0.0))  # an experiment knob
+            # ablation knobs, module constants of the stages (restored to the defaults for every config)
+            parents_stage.SIBLING_WEIGHT = float(overrides.pop("sibling_weight", DEFAULT_SIBLING_WEIGHT))
+            retriever_stage.CHILDREN_PER_SECTION = int(overrides.pop("children_per_section", DEFAULT_CHILDREN))
             config = EvalConfig(context=context, rerank=args.rerank, depth=None, strategy=None, overrides=overrides)
             started = time.perf_counter()
             result = run_docset(service, docset, config, collection=collection, name=name, progress=False)
@@ -93,7 +99,9 @@ def main() -> int:
     finally:
         service.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"dataset": str(args.dataset_dir), "collection": collection, "rows": rows}, indent=2))
+    args.out.write_text(
+        json.dumps({"dataset": str(args.dataset_dir), "collection": collection, "rows": rows}, indent=2)
+    )
     print("| configuration | nDCG@10 | Recall@10 | MRR@10 | results/q | tokens/q | p50 ms | p95 ms |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -34,7 +34,13 @@ from rag_service.embed import HashingEmbedder, SentenceTransformerEmbedder
 from rag_service.service import UniversalRAGService
 
 CONTEXTS = ("chatbot", "agent", "search", "workflow", "context_engineering")
-QUERIES = ("how are replicas promoted", "backup restore schedule", "vector index tuning", "token budget", "parent chunk")
+QUERIES = (
+    "how are replicas promoted",
+    "backup restore schedule",
+    "vector index tuning",
+    "token budget",
+    "parent chunk",
+)
 TAG = re.compile(r"\bver(\d+)x\b")
 
 
@@ -44,7 +50,9 @@ def document(index: int, version: int) -> str:
     parts = [f"# Topic {index}\n"]
     for s in range(3):
         body = " ".join(rng.choice(words) for _ in range(70))
-        parts.append(f"## Part {s}\n\n{body} ver{version}x.\n\nMore about {words[s]} and {words[index % 10]} ver{version}x.\n")
+        parts.append(
+            f"## Part {s}\n\n{body} ver{version}x.\n\nMore about {words[s]} and {words[index % 10]} ver{version}x.\n"
+        )
     return "\n".join(parts)
 
 

@@ -66,11 +66,17 @@ def main() -> int:
     def evaluate(stage: str, k1: float, b: float, overrides: dict[str, Any]) -> dict[str, float]:
         settings = base.model_copy(update={"bm25_k1": k1, "bm25_b": b})
         service = UniversalRAGService(settings, database=Database(engine), embedder=embedder, reranker=None)
-        config = EvalConfig(context="search", rerank=False, depth=args.depth, overrides={"expand_query": False, **overrides})
-        result = run_queries(service, dataset, config, collection=collection, name=args.dataset_dir.name, progress=False)
+        config = EvalConfig(
+            context="search", rerank=False, depth=args.depth, overrides={"expand_query": False, **overrides}
+        )
+        result = run_queries(
+            service, dataset, config, collection=collection, name=args.dataset_dir.name, progress=False
+        )
         setting = {"k1": k1, "b": b, **overrides}
         rows.append((stage, setting, result.metrics, result.latency["retrieval"]["p95"]))
-        print(json.dumps({"stage": stage, **setting, **{k: round(v, 4) for k, v in result.metrics.items()}}), flush=True)
+        print(
+            json.dumps({"stage": stage, **setting, **{k: round(v, 4) for k, v in result.metrics.items()}}), flush=True
+        )
         return result.metrics
 
     first = UniversalRAGService(base, database=Database(engine), embedder=embedder, reranker=None)

@@ -4,7 +4,8 @@ The formatter admits results whole while they fit and drops the rest, so a few l
 to crowd out every other result (``max_chunks=10`` gave four results on real documentation). Here
 the budget left after the layout's own lines is shared by water-filling: results smaller than an
 equal share keep their size, and each parent above the common level is cut to a window of that many
-tokens around the child that matched, never smaller than the child itself. A window is a span of
+tokens around the child that matched, never smaller than the child itself (when even the children
+do not fit, the formatter drops the least relevant, as it does for children). A window is a span of
 the parent, so its text is still ``document[start_char:end_char]``; ``match_start``/``match_end``
 keep the matched child's span.
 """

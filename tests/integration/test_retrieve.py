@@ -287,3 +287,58 @@ def test_concurrent_retrieve_calls(fresh_database, settings, docs_dir):
     for t in threads:
         t.join()
     assert errors == []
+
+
+LONG_GUIDE = "# Long guide\n\n## Everything\n\n" + "".join(
+    f"Paragraph {i} talks about routine maintenance of the cluster and its nodes.\n\n" for i in range(300)
+).replace("Paragraph 150 talks about routine", "Paragraph 150 explains the zebra quorum election, unlike any other")
+
+
+def test_a_parent_larger_than_the_budget_becomes_a_window_around_its_match(db, settings, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "long.md").write_text(LONG_GUIDE)
+    svc = make_service(db, settings)
+    assert svc.index_paths([tmp_path / "long.md"]).added == 1
+    result = svc.retrieve("zebra quorum election", context="workflow", max_tokens=300, max_chunks=3)
+    top = result.chunks[0]
+    assert top.is_parent and "zebra quorum election" in top.content
+    assert top.start_char <= top.match_start < top.match_end <= top.end_char
+    assert LONG_GUIDE[top.start_char : top.end_char] == top.content
+    assert LONG_GUIDE[top.match_start : top.match_end] in top.content
+    assert len(top.content) < len(LONG_GUIDE) // 10, "cut to a window, not the whole section"
+    assert result.total_tokens <= 300 and "[… truncated]" not in result.formatted_context
+
+
+def test_every_result_carries_its_matched_span(service, connection):
+    for parents in (True, False):
+        result = service.retrieve("backups restore replica", context="chatbot", return_parents=parents)
+        assert result.chunks
+        for chunk in result.chunks:
+            doc = connection.execute(
+                text("SELECT content FROM documents WHERE source=:s"), {"s": chunk.source}
+            ).scalar()
+            assert chunk.start_char <= chunk.match_start < chunk.match_end <= chunk.end_char
+            assert doc[chunk.start_char : chunk.end_char] == chunk.content
+            if not parents:
+                assert (chunk.match_start, chunk.match_end) == (chunk.start_char, chunk.end_char)
+            assert chunk.to_dict()["match_start"] == chunk.match_start
+
+
+def test_parents_are_windowed_not_dropped_within_a_tight_budget(db, settings, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sections = "".join(
+        f"## Topic {i}\n\n"
+        + "".join(f"Topic {i} covers shared storage volumes, note {j}. " for j in range(40))
+        + "\n\n"
+        for i in range(12)
+    )
+    (tmp_path / "guide.md").write_text("# Guide\n\n" + sections)
+    svc = make_service(db, settings)
+    svc.index_paths([tmp_path / "guide.md"])
+    result = svc.retrieve("shared storage volumes", context="workflow", max_chunks=8, max_tokens=1300)
+    candidates, _ = svc.ranked_candidates("shared storage volumes", context="workflow", max_chunks=8)
+    sections = {c.parent for c in candidates if c.parent is not None}
+    assert len(sections) >= 5
+    assert len(result.chunks) == min(8, len(sections)), "no section found is dropped for the budget"
+    assert all(c.is_parent for c in result.chunks) and result.total_tokens <= 1300
+    assert all(len(c.content) < 1500 for c in result.chunks), "sections of ~2,000 characters are windowed"

@@ -88,7 +88,7 @@ def test_one_megabyte_line_without_separators_is_fast() -> None:
     started = time.perf_counter()
     doc = RecursiveChunker().split(text)
     elapsed = time.perf_counter() - started
-    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+    assert elapsed < 20.0, f"took {elapsed:.2f}s"  # a quadratic split of 1 MB takes minutes; not a speed claim
     assert all(len(c.content) <= 500 for c in doc.chunks)
     assert doc.chunks[0].start_char == 0 and doc.chunks[-1].end_char == len(text)
     assert all(b.start_char < a.end_char for a, b in pairwise(doc.chunks))
