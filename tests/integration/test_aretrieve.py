@@ -69,8 +69,10 @@ def test_the_event_loop_keeps_running_while_a_retrieve_works(db, settings, kb):
     assert scoring_threads, "the reranker ran"
     assert all(name.startswith("rag-aretrieve") for name in scoring_threads)
     assert loop_thread[0].name not in scoring_threads
-    # blocked, the loop would tick once or twice in all; free, about every 5 ms of the call
-    assert elapsed >= 0.1 * len(scoring_threads) and ticks >= elapsed / 0.005 / 4, (ticks, elapsed)
+    # blocked, the loop could tick at most twice (before and after the call); free, every 5 ms of the
+    # >= 0.1 s per candidate (ten ticks leave room for a loaded machine's slow wake-ups)
+    assert len(scoring_threads) >= 2 and elapsed >= 0.1 * len(scoring_threads), (scoring_threads, elapsed)
+    assert ticks >= 10, (ticks, elapsed)
     service.close()
 
 
