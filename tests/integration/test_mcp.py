@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from rag_service.db.admin import admin_params
 from tests.integration.knowledge import write_docs
 
 pytestmark = pytest.mark.multiprocess
@@ -70,9 +72,11 @@ def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
     assert not indexed.is_error and "2 added" in text_of(indexed)
     assert not noted.is_error and "1 added" in text_of(noted)
     assert not listed.is_error
+    with psycopg.connect(**admin_params(mcp_env["RAG_DATABASE_URL"])) as conn:
+        stored = dict(conn.execute("SELECT collection, count(*) FROM document_chunks GROUP BY collection").fetchall())
     collections = [
-        {"name": "kb", "documents": 2, "chunks": pytest.approx(4, abs=2)},
-        {"name": "notes", "documents": 1, "chunks": 1},
+        {"name": "kb", "documents": 2, "chunks": stored["kb"]},
+        {"name": "notes", "documents": 1, "chunks": stored["notes"]},
     ]
     assert json.loads(text_of(listed)) == listed.structured_content == {"collections": collections}
     context = text_of(found)
