@@ -64,8 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Subcommands defined in their own modules (ingest, retrieval, evaluation)."""
     from rag_service import cli_commands
+    from rag_service.integrations import mcp_server
 
     cli_commands.register(commands)
+    mcp_server.register(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

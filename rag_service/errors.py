@@ -14,7 +14,8 @@
     │   └── DocumentReadError     unreadable, not valid UTF-8, binary, too large
     ├── ChunkingError             invalid chunker settings (unknown strategy, overlap >= size)
     ├── ReindexInProgressError    another reindex holds this collection's lock
-    └── ModelLoadError            an embedding or reranking model cannot be loaded
+    ├── ModelLoadError            an embedding or reranking model cannot be loaded
+    └── MissingExtraError         an optional integration's framework is not installed (also an ImportError)
 
 The CLI turns any ``RagError`` into ``error: <message>`` and exit status 1.
 """
@@ -82,3 +83,7 @@ class ReindexInProgressError(RagError):
 
 class ModelLoadError(RagError):
     """A model could not be loaded from its name or path."""
+
+
+class MissingExtraError(RagError, ImportError):
+    """An optional integration needs a package that is not installed; the message names the extra."""

@@ -6,12 +6,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM, Preset, Settings, load_settings
+from rag_service.db.collections import CollectionInfo, list_collections
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
@@ -44,6 +48,8 @@ class UniversalRAGService:
         self._embedder_lock = threading.Lock()
         self._rerankers = RerankerCache()
         self._fixed_reranker = reranker
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
         self._check_embedding_record()
         self._retriever = Retriever(database, self.embedder, self.reranker, settings)
 
@@ -135,6 +141,33 @@ class UniversalRAGService:
         preset = self._preset(context, overrides)
         return self._retriever.retrieve(query, preset, options)
 
+    async def aretrieve(
+        self,
+        query: str,
+        context: str = "chatbot",
+        *,
+        collection: str = "default",
+        filters: Mapping[str, Any] | None = None,
+        **overrides: Any,
+    ) -> RAGResult:
+        """``retrieve`` for asyncio callers: runs in a bounded thread pool, never on the event loop.
+
+        The pool has ``RAG_POOL_SIZE`` threads, so concurrent calls queue for a thread rather than
+        for a database connection.
+        """
+        call = functools.partial(
+            self.retrieve, query, context, collection=collection, filters=filters, **overrides
+        )
+        return await asyncio.get_running_loop().run_in_executor(self._retrieve_executor(), call)
+
+    def _retrieve_executor(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=self.settings.pool_size, thread_name_prefix="rag-aretrieve"
+                )
+            return self._executor
+
     def ranked_candidates(
         self,
         query: str,
@@ -160,8 +193,16 @@ class UniversalRAGService:
         """The preset names stored in ``rag_configurations``."""
         return self.db.read(lambda session: [p.context_type for p in list_presets(session)])
 
+    def collections(self) -> list[CollectionInfo]:
+        """Every collection that holds documents, with its document and chunk counts."""
+        return self.db.read(list_collections)
+
     def close(self) -> None:
-        """Release database connections."""
+        """Release the ``aretrieve`` threads (after their calls finish) and the database connections."""
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
         self.db.dispose()
 
 

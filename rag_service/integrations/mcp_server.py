@@ -1,0 +1,114 @@
+"""``rag mcp``: a Model Context Protocol server over stdio (extra ``mcp``, the official SDK).
+
+Tools: ``search_knowledge(query, context?, collection?, max_chunks?)`` returns the formatted context
+with ``[n]`` citations; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
+With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
+``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
+
+Library errors reach the client as tool errors (``is_error``) carrying the one-line message. Nothing
+but the protocol is written to stdout; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from rag_service.config import Settings
+from rag_service.errors import RagError
+from rag_service.integrations import require_extra
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from rag_service.service import UniversalRAGService
+
+#: the preset ``search_knowledge`` uses when the client names none
+DEFAULT_CONTEXT = "agent"
+
+INSTRUCTIONS = (
+    "Search the indexed documents with search_knowledge before answering questions about them; "
+    "cite passages by their [n] source numbers. list_collections shows what is indexed."
+)
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Turn a library error into a tool error whose text is the library's one-line message."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except RagError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def build_server(service: UniversalRAGService, *, allow_indexing: bool = False) -> MCPServer:
+    """An MCP server whose tools call ``service``; indexing tools only with ``allow_indexing``."""
+    require_extra("mcp.server.mcpserver", extra="mcp", feature="rag mcp")
+    from mcp.server.mcpserver import MCPServer
+
+    server: MCPServer = MCPServer("rag_service", instructions=INSTRUCTIONS)
+
+    @server.tool()
+    async def search_knowledge(
+        query: str, context: str = DEFAULT_CONTEXT, collection: str = "default", max_chunks: int | None = None
+    ) -> str:
+        """Search the knowledge base; returns the most relevant passages grouped by source with [n] citations.
+
+        context: retrieval preset (agent, chatbot, search, workflow, context_engineering);
+        collection: which collection to search; max_chunks: at most this many passages.
+        """
+        overrides: dict[str, Any] = {"max_chunks": max_chunks} if max_chunks is not None else {}
+        with _tool_errors():
+            result = await service.aretrieve(query, context, collection=collection, **overrides)
+        if not result.chunks:
+            return f"No passages in collection {collection!r} match {query!r}."
+        return result.formatted_context
+
+    @server.tool()
+    def list_collections() -> dict[str, list[dict[str, Any]]]:
+        """The collections that hold documents, with their document and chunk counts."""
+        with _tool_errors():
+            return {"collections": [info.to_dict() for info in service.collections()]}
+
+    if allow_indexing:
+
+        @server.tool()
+        def index_paths(paths: list[str], collection: str = "default") -> str:
+            """Index files and folders (paths on the server's machine) into a collection; incremental."""
+            with _tool_errors():
+                report = service.index_paths(paths, collection=collection)
+            return "\n".join(report.lines())
+
+        @server.tool()
+        def index_text(source: str, text: str, title: str = "", collection: str = "default") -> str:
+            """Index one text under the name ``source`` (replacing an earlier text of that name)."""
+            with _tool_errors():
+                report = service.index_texts([(source, title, text)], collection=collection)
+            return "\n".join(report.lines())
+
+    return server
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    require_extra("mcp.server.mcpserver", extra="mcp", feature="rag mcp")
+    from rag_service.service import build_service
+
+    service = build_service(settings)
+    try:
+        build_server(service, allow_indexing=args.allow_indexing).run("stdio")
+    finally:
+        service.close()
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``rag mcp`` to the ``rag`` parser."""
+    parser = commands.add_parser("mcp", help="serve search over the Model Context Protocol (stdio)")
+    parser.add_argument(
+        "--allow-indexing", action="store_true", help="also offer the index_paths and index_text tools"
+    )
+    parser.set_defaults(handler=_run)

@@ -1,0 +1,48 @@
+"""The metadata every adapter attaches to a retrieved chunk: one definition, no framework imports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_service.result import RAGResult, RetrievedChunk
+
+#: metadata keys an LLM should read next to the text (the rest is for code: offsets, scores, ids)
+LLM_METADATA_KEYS = ("source", "title", "header_path", "citation")
+
+
+def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None) -> dict[str, Any]:
+    """Where ``chunk`` comes from and how it scored, JSON-ready.
+
+    ``start_char``/``end_char`` are offsets into the source document's text, ``match_start``/
+    ``match_end`` the span that matched the query; ``relevance_score`` is in 0..1; ``citation`` is
+    the ``[n]`` of the chunk's source in the result's formatted context (None when the token budget
+    left the chunk out of it).
+    """
+    return {
+        "source": chunk.source,
+        "title": chunk.title,
+        "collection": chunk.collection,
+        "document_id": int(chunk.document_id),
+        "chunk_id": int(chunk.chunk_id),
+        "chunk_type": chunk.chunk_type,
+        "is_parent": chunk.is_parent,
+        "headers": dict(chunk.headers),
+        "header_path": chunk.header_path,
+        "start_char": int(chunk.start_char),
+        "end_char": int(chunk.end_char),
+        "match_start": int(chunk.match_start),
+        "match_end": int(chunk.match_end),
+        "relevance_score": float(chunk.relevance_score),
+        "scores": chunk.scores.as_dict(),
+        "citation": citation,
+    }
+
+
+def result_metadata(result: RAGResult) -> list[tuple[RetrievedChunk, dict[str, Any]]]:
+    """Each chunk of ``result`` with its metadata, most relevant first (citations from ``result.sources``).
+
+    ``result.chunks`` follows the formatted context (grouped by source); retrievers hand out a ranking.
+    """
+    numbers = {chunk_id: source.number for source in result.sources for chunk_id in source.chunk_ids}
+    ranked = sorted(result.chunks, key=lambda chunk: -chunk.relevance_score)
+    return [(chunk, chunk_metadata(chunk, citation=numbers.get(chunk.chunk_id))) for chunk in ranked]

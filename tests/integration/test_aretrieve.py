@@ -1,0 +1,107 @@
+"""aretrieve(): the same result as retrieve(), off the event loop, many calls at once on the real database."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from rag_service.embed import HashingEmbedder
+from rag_service.retrieve.rerank import FunctionReranker
+from rag_service.service import UniversalRAGService
+from tests.integration.knowledge import write_docs
+
+
+@pytest.fixture
+def kb(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return write_docs(tmp_path / "kb")
+
+
+def test_aretrieve_returns_what_retrieve_returns(db, settings, kb):
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    service.index_paths([kb], collection="kb")
+    expected = service.retrieve("how are backups kept?", "agent", collection="kb", max_chunks=3)
+    got = asyncio.run(service.aretrieve("how are backups kept?", "agent", collection="kb", max_chunks=3))
+    assert got.chunks and [c.to_dict() for c in got.chunks] == [c.to_dict() for c in expected.chunks]
+    assert got.formatted_context == expected.formatted_context
+    service.close()
+
+
+def test_the_event_loop_keeps_running_while_a_retrieve_works(db, settings, kb):
+    """A reranker that holds its thread 0.1 s per candidate: the loop must tick meanwhile, on another thread."""
+    loop_thread: list[threading.Thread] = []
+    scoring_threads: list[str] = []
+
+    def slow_score(query: str, document: str) -> float:
+        scoring_threads.append(threading.current_thread().name)
+        time.sleep(0.1)
+        return float(len(set(query.split()) & set(document.split())))
+
+    service = UniversalRAGService(
+        settings, database=db, embedder=HashingEmbedder(), reranker=FunctionReranker(slow_score)
+    )
+    service.index_paths([kb], collection="kb")
+
+    async def main() -> tuple[int, float]:
+        loop_thread.append(threading.current_thread())
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.005)
+
+        ticking = asyncio.create_task(ticker())
+        started = time.perf_counter()
+        result = await service.aretrieve("backups replica search", "search", collection="kb", candidate_k=20)
+        elapsed = time.perf_counter() - started
+        stop.set()
+        await ticking
+        assert result.metrics.reranker == "function"
+        return ticks, elapsed
+
+    ticks, elapsed = asyncio.run(main())
+    assert scoring_threads, "the reranker ran"
+    assert all(name.startswith("rag-aretrieve") for name in scoring_threads)
+    assert loop_thread[0].name not in scoring_threads
+    # blocked, the loop could tick at most twice (before and after the call); free, every 5 ms of the
+    # >= 0.1 s per candidate (ten ticks leave room for a loaded machine's slow wake-ups)
+    assert len(scoring_threads) >= 2 and elapsed >= 0.1 * len(scoring_threads), (scoring_threads, elapsed)
+    assert ticks >= 10, (ticks, elapsed)
+    service.close()
+
+
+@pytest.mark.multiprocess
+def test_many_concurrent_calls_share_the_pool(fresh_database, settings, kb):
+    """80 calls at once with RAG_POOL_SIZE=4: all answer, each like a lone retrieve, on at most 4 threads."""
+    engine = fresh_database.engine
+    service = UniversalRAGService(settings, database=fresh_database, embedder=HashingEmbedder(), reranker=None)
+    report = service.index_paths([kb], collection="kb")
+    assert report.failed == [] and report.added == 2
+    queries = ["nightly backups", "replica failover", "hybrid search fusion", "cross-encoder reranking"]
+    expected = {q: [c.chunk_id for c in service.retrieve(q, "search", collection="kb").chunks] for q in queries}
+    threads: set[str] = set()
+    checked_out: list[int] = []
+
+    async def one(query: str) -> list[int]:
+        result = await service.aretrieve(query, "search", collection="kb")
+        checked_out.append(engine.pool.checkedout())  # type: ignore[attr-defined]
+        return [c.chunk_id for c in result.chunks]
+
+    async def main() -> list[list[int]]:
+        threads.update(t.name for t in threading.enumerate())
+        results = await asyncio.gather(*(one(queries[i % 4]) for i in range(80)))
+        threads.update(t.name for t in threading.enumerate())
+        return list(results)
+
+    results = asyncio.run(main())
+    assert all(results[i] == expected[queries[i % 4]] for i in range(80))
+    workers = {name for name in threads if name.startswith("rag-aretrieve")}
+    assert 1 <= len(workers) <= settings.pool_size, workers
+    assert max(checked_out) <= settings.pool_size
+    service.close()

@@ -1,0 +1,106 @@
+"""The LangChain retriever on the real database: invoke, ainvoke, metadata, and inside an LCEL chain."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnablePassthrough
+from sqlalchemy import text
+
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import UnknownContextError
+from rag_service.integrations.langchain import UniversalRAGRetriever
+from rag_service.service import UniversalRAGService
+from tests.integration.knowledge import write_docs
+
+
+@pytest.fixture
+def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
+    monkeypatch.chdir(tmp_path)
+    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    report = svc.index_paths([write_docs(tmp_path / "kb")], collection="kb")
+    assert report.failed == [] and report.added == 2
+    return svc
+
+
+def test_invoke_returns_documents_with_their_metadata(service, connection):
+    retriever = UniversalRAGRetriever(service=service, context="agent", collection="kb", overrides={"max_chunks": 2})
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke("how long are nightly backups kept?")
+    assert 1 <= len(docs) <= 2 and all(isinstance(d, Document) for d in docs)
+    top = docs[0]
+    meta = top.metadata
+    assert meta["source"] == "kb/ops.md" and meta["collection"] == "kb"
+    assert meta["headers"] == {"h1": "Operations", "h2": "Backups"} and meta["header_path"] == "Operations > Backups"
+    assert meta["chunk_type"] == "parent" and meta["is_parent"] is True  # the agent preset returns sections
+    stored = connection.execute(text("SELECT content FROM documents WHERE source = 'kb/ops.md'")).scalar_one()
+    assert stored[meta["start_char"] : meta["end_char"]] == top.page_content
+    assert meta["start_char"] <= meta["match_start"] < meta["match_end"] <= meta["end_char"]
+    assert 0.0 < meta["relevance_score"] <= 1.0 and "fused" in meta["scores"]
+    assert meta["citation"] == 1 and top.id == str(meta["chunk_id"])
+    scores = [d.metadata["relevance_score"] for d in docs]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_fields_reach_retrieve(service):
+    only_search = UniversalRAGRetriever(
+        service=service, context="search", collection="kb", filters={"source": "kb/search.md"}
+    )
+    docs = only_search.invoke("backups and reranking")
+    assert docs and {d.metadata["source"] for d in docs} == {"kb/search.md"}
+    assert all(d.metadata["chunk_type"] == "child" for d in docs)  # the search preset keeps children
+    assert UniversalRAGRetriever(service=service, collection="empty").invoke("backups") == []
+    with pytest.raises(UnknownContextError, match="unknown context 'nope'"):
+        UniversalRAGRetriever(service=service, context="nope", collection="kb").invoke("backups")
+
+
+def test_ainvoke_matches_invoke(service):
+    retriever = UniversalRAGRetriever(service=service, context="search", collection="kb")
+    expected = retriever.invoke("replica failover")
+    got = asyncio.run(retriever.ainvoke("replica failover"))
+    assert got == expected and got
+
+
+class PromptRecorder(BaseCallbackHandler):
+    """Keeps the messages each chat model call received."""
+
+    def __init__(self) -> None:
+        self.prompts: list[list[BaseMessage]] = []
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.prompts.extend(messages)
+
+
+def test_in_an_lcel_chain_the_model_receives_the_retrieved_context(service):
+    retriever = UniversalRAGRetriever(service=service, context="agent", collection="kb", overrides={"max_chunks": 1})
+
+    def format_docs(docs: list[Document]) -> str:
+        return "\n\n".join(f"[{d.metadata['citation']}] {d.metadata['source']}\n{d.page_content}" for d in docs)
+
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Answer from this context only:\n{context}"), ("human", "{question}")]
+    )
+    model = FakeListChatModel(responses=["Thirty days [1]."])
+    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | model | StrOutputParser()
+    recorder = PromptRecorder()
+
+    answer = chain.invoke("How long is a nightly backup kept?", config={"callbacks": [recorder]})
+
+    assert answer == "Thirty days [1]."
+    [messages] = recorder.prompts
+    system, human = messages
+    assert human.content == "How long is a nightly backup kept?"
+    assert system.content.startswith("Answer from this context only:\n[1] kb/ops.md\n## Backups\n")
+    assert "kept for thirty days" in system.content and "Replication" not in system.content

@@ -1,0 +1,67 @@
+"""The LlamaIndex retriever on the real database: nodes with scores and metadata, in a RetrieverQueryEngine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from sqlalchemy import text
+
+from rag_service.embed import HashingEmbedder
+from rag_service.integrations.llama_index import UniversalRAGRetriever
+from rag_service.service import UniversalRAGService
+from tests.integration.knowledge import write_docs
+
+
+@pytest.fixture
+def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
+    monkeypatch.chdir(tmp_path)
+    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    report = svc.index_paths([write_docs(tmp_path / "kb")], collection="kb")
+    assert report.failed == [] and report.added == 2
+    return svc
+
+
+def test_retrieve_returns_scored_nodes_with_their_metadata(service, connection):
+    retriever = UniversalRAGRetriever(service, context="agent", collection="kb", overrides={"max_chunks": 2})
+    assert isinstance(retriever, BaseRetriever)
+    results = retriever.retrieve("how long are nightly backups kept?")
+    assert 1 <= len(results) <= 2 and all(isinstance(r, NodeWithScore) for r in results)
+    top = results[0]
+    assert isinstance(top.node, TextNode)
+    meta = top.node.metadata
+    assert meta["source"] == "kb/ops.md" and meta["headers"] == {"h1": "Operations", "h2": "Backups"}
+    assert meta["chunk_type"] == "parent" and meta["citation"] == 1
+    stored = connection.execute(text("SELECT content FROM documents WHERE source = 'kb/ops.md'")).scalar_one()
+    assert stored[meta["start_char"] : meta["end_char"]] == top.node.get_content()
+    assert meta["start_char"] <= meta["match_start"] < meta["match_end"] <= meta["end_char"]
+    assert top.score == meta["relevance_score"] and 0.0 < top.score <= 1.0
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+    # the LLM sees the text with its source and section, not ids, offsets and scores
+    shown = top.node.get_content(metadata_mode=MetadataMode.LLM)
+    assert "source: kb/ops.md" in shown and "header_path: Operations > Backups" in shown
+    assert "start_char" not in shown and "scores" not in shown
+
+
+def test_async_retrieve_matches(service):
+    retriever = UniversalRAGRetriever(service, context="search", collection="kb", filters={"source": "kb/search.md"})
+    expected = retriever.retrieve("reranking candidates")
+    got = asyncio.run(retriever.aretrieve("reranking candidates"))
+    assert got and [(r.node.node_id, r.score) for r in got] == [(r.node.node_id, r.score) for r in expected]
+    assert {r.node.metadata["source"] for r in got} == {"kb/search.md"}
+
+
+def test_a_query_engine_answers_from_the_retrieved_nodes(service):
+    retriever = UniversalRAGRetriever(service, context="agent", collection="kb", overrides={"max_chunks": 1})
+    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())  # MockLLM answers with its prompt
+
+    response = engine.query("How long is a nightly backup kept?")
+
+    assert [n.node.metadata["source"] for n in response.source_nodes] == ["kb/ops.md"]
+    prompt = str(response)
+    assert "kept for thirty days" in prompt and "source: kb/ops.md" in prompt
+    assert "How long is a nightly backup kept?" in prompt and "Replication" not in prompt

@@ -1,0 +1,100 @@
+"""``rag mcp`` as an agent runs it: a subprocess over stdio, driven by the MCP SDK's own client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from rag_service.db.admin import admin_params
+from tests.integration.knowledge import write_docs
+
+pytestmark = pytest.mark.multiprocess
+
+
+@pytest.fixture
+def mcp_env(database_factory, tmp_path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        RAG_DATABASE_URL=database_factory.create("rag_mcp"),
+        RAG_EMBEDDING_MODEL="hashing",
+        RAG_RERANK_MODEL="none",
+        RAG_DATA_DIR=str(tmp_path / "data"),
+    )
+    subprocess.run([sys.executable, "-m", "rag_service.cli", "db", "upgrade"], env=env, check=True, capture_output=True)
+    return env
+
+
+def server(env: dict[str, str], cwd: Path, *flags: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "rag_service.cli", "mcp", *flags], env=env, cwd=str(cwd)
+    )
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(part.text for part in result.content)
+
+
+async def session(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list]:
+    async with Client(params, read_timeout_seconds=60) as client:
+        tools = [tool.name for tool in (await client.list_tools()).tools]
+        results = [await client.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
+    write_docs(tmp_path / "kb")
+    tools, (indexed, noted, listed, found, narrowed, unknown) = asyncio.run(
+        session(
+            server(mcp_env, tmp_path, "--allow-indexing"),
+            [
+                ("index_paths", {"paths": ["kb"], "collection": "kb"}),
+                ("index_text", {"source": "notes/oncall", "text": "The on-call rota changes every Monday at " * 3,
+                                "collection": "notes"}),
+                ("list_collections", {}),
+                ("search_knowledge", {"query": "How long are nightly backups kept?", "collection": "kb"}),
+                ("search_knowledge", {"query": "reranking", "collection": "kb", "context": "search",
+                                      "max_chunks": 1}),
+                ("search_knowledge", {"query": "backups", "context": "nope", "collection": "kb"}),
+            ],
+        )
+    )
+    assert sorted(tools) == ["index_paths", "index_text", "list_collections", "search_knowledge"]
+    assert not indexed.is_error and "2 added" in text_of(indexed)
+    assert not noted.is_error and "1 added" in text_of(noted)
+    assert not listed.is_error
+    with psycopg.connect(**admin_params(mcp_env["RAG_DATABASE_URL"])) as conn:
+        stored = dict(conn.execute("SELECT collection, count(*) FROM document_chunks GROUP BY collection").fetchall())
+    collections = [
+        {"name": "kb", "documents": 2, "chunks": stored["kb"]},
+        {"name": "notes", "documents": 1, "chunks": stored["notes"]},
+    ]
+    assert json.loads(text_of(listed)) == listed.structured_content == {"collections": collections}
+    context = text_of(found)
+    assert not found.is_error and context.startswith("[1] kb/ops.md")
+    assert "§ Operations > Backups" in context and "kept for thirty days" in context
+    assert text_of(narrowed).startswith("[1] kb/search.md") and text_of(narrowed).count("§") == 1
+    assert unknown.is_error  # the SDK puts "Error executing tool search_knowledge: " before our one line
+    assert text_of(unknown).endswith(": unknown context 'nope'; valid contexts: chatbot, agent, search, workflow, "
+                                     "context_engineering")
+
+
+def test_without_the_flag_an_agent_cannot_index(mcp_env, tmp_path):
+    tools, (refused, empty) = asyncio.run(
+        session(
+            server(mcp_env, tmp_path),
+            [("index_paths", {"paths": ["."]}), ("search_knowledge", {"query": "backups"})],
+        )
+    )
+    assert sorted(tools) == ["list_collections", "search_knowledge"]
+    assert refused.is_error and "index_paths" in text_of(refused)
+    assert not empty.is_error and text_of(empty) == "No passages in collection 'default' match 'backups'."
