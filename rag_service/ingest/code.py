@@ -145,7 +145,7 @@ class CodeChunker(SizedChunker):
                 node_start, node_end = max(offset(first), cursor), offset((node.end_lineno or node.lineno) + 1)
                 self._plain(text, cursor, node_start, names, units)
                 path = (*names, node.name)
-                if node_end - node_start <= self.chunk_size:
+                if len(text[node_start:node_end].strip()) <= self.chunk_size:  # as the trimmed chunk
                     units.append(((node_start, node_end), path))
                 elif isinstance(node, ast.ClassDef) and any(
                     isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in node.body

@@ -56,7 +56,8 @@ def _blocks(document: object) -> list[str]:
             blocks.append(f"{'#' * level} {text}" if level else text)
         elif isinstance(item, Table):
             rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in item.rows]
-            if any(r.strip(" |") for r in rows):
+            rows = [r for r in rows if r.strip(" |")]
+            if rows:
                 blocks.append("\n".join(rows))
     return blocks
 

@@ -22,7 +22,9 @@ def read_notebook(path: Path, text: str) -> str:
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise DocumentReadError(f"{path} has no 'cells' list, so it is not a Jupyter notebook (nbformat 4)")
-    language = str(notebook.get("metadata", {}).get("kernelspec", {}).get("language", "python") or "python")
+    metadata = notebook.get("metadata")
+    kernel = metadata.get("kernelspec") if isinstance(metadata, dict) else None
+    language = str(kernel.get("language") or "python") if isinstance(kernel, dict) else "python"
     blocks: list[str] = []
     for cell in cells:
         if not isinstance(cell, dict):
