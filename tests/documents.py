@@ -28,7 +28,7 @@ def make_pdf(path: Path, pages: list[str], *, title: str = "", scanned: bool = F
 
 
 def make_docx(path: Path, blocks: list[tuple[str, str]], *, title: str = "") -> Path:
-    """A Word file from ``(kind, text)`` blocks: kind ``h1``..``h6``, ``p`` or ``table`` (rows by ``;``, cells by ``,``)."""
+    """A Word file from ``(kind, text)`` blocks: ``h1``..``h6``, ``p``, or ``table`` (rows by ``;``, cells by ``,``)."""
     import docx
 
     document = docx.Document()

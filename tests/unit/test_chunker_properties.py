@@ -26,6 +26,7 @@ from rag_service.ingest.chunkers import (
     make_chunker,
     strategy_for_path,
 )
+from rag_service.tokens import count_tokens
 
 #: strategies for any prose text, with the garbage filter (``code`` and ``json``: test_structured_chunkers.py)
 TEXT_STRATEGIES = tuple(s for s in STRATEGIES if s not in ("code", "json"))
@@ -36,7 +37,7 @@ EMBEDDER = HashingEmbedder()
 def build(strategy: str, **kwargs: object) -> Chunker:
     """``make_chunker`` with the test embedder."""
     return make_chunker(strategy, embedder=EMBEDDER, **kwargs)  # type: ignore[arg-type]
-from rag_service.tokens import count_tokens
+
 
 PROPERTY_SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True

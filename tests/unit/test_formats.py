@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,8 @@ from tests.documents import make_docx, make_notebook, make_pdf
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 MB = 1_000_000
-REQUIRED_CODE = ".py .js .ts .tsx .go .java .rs .c .h .cpp .cs .rb .php .kt .swift .scala .sql .sh".split()
+REQUIRED_CODE = [".py", ".js", ".ts", ".tsx", ".go", ".java", ".rs", ".c", ".h", ".cpp", ".cs", ".rb", ".php", ".kt"]
+REQUIRED_CODE += [".swift", ".scala", ".sql", ".sh"]
 
 
 def test_every_required_suffix_is_supported() -> None:
@@ -62,7 +62,8 @@ def test_list_strategies_has_all_eleven_and_auto() -> None:
 
 
 def test_pdf_pages_are_separated_and_numbered(tmp_path: Path) -> None:
-    path = make_pdf(tmp_path / "manual.pdf", ["Backups run nightly.", "Restores take an hour.", "Contacts."], title="Ops")
+    pages = ["Backups run nightly.", "Restores take an hour.", "Contacts."]
+    path = make_pdf(tmp_path / "manual.pdf", pages, title="Ops")
     doc = load_document(path, max_bytes=MB)
     assert doc.title == "Ops"
     assert doc.text.count(PAGE_BREAK) == 2
@@ -134,7 +135,8 @@ def test_notebook_cells_are_markdown_and_fenced_code(tmp_path: Path) -> None:
     )
     doc = load_document(path, max_bytes=MB)
     assert doc.title == "Churn analysis"
-    assert doc.text == "# Churn analysis\n\nWe load the data.\n\n```python\nimport pandas as pd\ndf = pd.read_csv('x')\n```"
+    code = "```python\nimport pandas as pd\ndf = pd.read_csv('x')\n```"
+    assert doc.text == "# Churn analysis\n\nWe load the data.\n\n" + code
     assert "OUTPUT-NOT-INDEXED" not in doc.text
 
 

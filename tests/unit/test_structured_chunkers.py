@@ -4,6 +4,7 @@ semantic-markdown and semantic. Offsets are exact everywhere (``text[start:end] 
 from __future__ import annotations
 
 import json
+import keyword
 import re
 from typing import Any
 
@@ -99,12 +100,7 @@ def test_json_strategy_on_text_that_is_not_json() -> None:
 
 # --- code ------------------------------------------------------------------------------------------
 
-_names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
-    lambda n: n not in {"if", "in", "is", "or", "as", "def", "for", "not", "and", "del", "try", "else", "with",
-                        "from", "pass", "class", "while", "async", "await", "yield", "raise", "break", "elif",
-                        "global", "lambda", "return", "assert", "except", "import", "finally", "continue",
-                        "nonlocal"}  # fmt: skip
-)
+_names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(lambda n: not keyword.iskeyword(n))
 
 
 @st.composite
@@ -180,8 +176,9 @@ def test_python_header_path_module_class_function() -> None:
         (
             "Store.java",
             70,
-            "package x;\n\npublic class Store {\n    private int size;\n\n    public int size() {\n        return size;\n"
-            "    }\n\n    public void clear() {\n        size = 0;\n    }\n}\n",
+            "package x;\n\npublic class Store {\n    private int size;\n\n"
+            "    public int size() {\n        return size;\n    }\n\n"
+            "    public void clear() {\n        size = 0;\n    }\n}\n",
             ["Store", "Store > Store > size", "Store > Store > clear"],
         ),
         (
@@ -264,7 +261,7 @@ def test_latex_sections_are_headers() -> None:
     )
     doc = make_chunker("latex", chunk_size=60, chunk_overlap=0).split(text)
     assert_chunks_valid(text, doc)
-    assert [c.header_path for c in doc.chunks][0] == "Method"
+    assert doc.chunks[0].header_path == "Method"
     assert "\\begin{equation}\n  L = \\sum_i (y_i - \\hat y_i)^2\n\\end{equation}" in doc.chunks[-1].content
     assert doc.chunks[-1].header_path == "Method > Loss"
 
