@@ -282,7 +282,9 @@ class _Batch:
             self.report.unchanged += 1
             self.bar.advance(chunks=0)
             return
+        started = time.perf_counter()
         chunked = self.indexer._chunk(strategy, text, source)
+        self.report.chunking_seconds += time.perf_counter() - started
         hashes = [content_hash(c.content) for c in chunked.chunks]
         self.pending.append(
             _Pending(source, title, text, digest, fingerprint, chunked, existing is not None, metadata, hashes)
