@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rag_service.errors import RagError as RagError
     from rag_service.ingest.report import IngestReport as IngestReport
+    from rag_service.ingest.strategies import list_strategies as list_strategies
+    from rag_service.ingest.strategies import recommend_strategy as recommend_strategy
     from rag_service.result import RAGResult as RAGResult
     from rag_service.result import RetrievalMetrics as RetrievalMetrics
     from rag_service.result import RetrievedChunk as RetrievedChunk
@@ -29,6 +31,8 @@ _EXPORTS = {
     "Source": "rag_service.result",
     "UniversalRAGService": "rag_service.service",
     "get_universal_rag": "rag_service.service",
+    "list_strategies": "rag_service.ingest.strategies",
+    "recommend_strategy": "rag_service.ingest.strategies",
     "reset_universal_rag": "rag_service.service",
 }
 __all__ = sorted(_EXPORTS)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_service.config import Settings
+from rag_service.ingest.strategies import list_strategies
 
 if TYPE_CHECKING:
     from rag_service.evaluation.runner import EvalConfig, EvalResult
@@ -220,7 +221,12 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
     parser: argparse.ArgumentParser = commands.add_parser("reindex", help="index files and folders (incremental)")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
     parser.add_argument("--collection", dest="collection_given", default=None, help="collection (default 'default')")
-    parser.add_argument("--strategy", choices=["markdown", "recursive", "sentence", "token"], default=None)
+    parser.add_argument(
+        "--strategy",
+        choices=list_strategies(),
+        default=None,
+        help="chunking strategy; auto (the default) picks one per file by its type",
+    )
     parser.add_argument("--prune", action="store_true", help="delete documents whose files are gone")
     parser.add_argument("--force", action="store_true", help="re-chunk and re-embed unchanged documents too")
     parser.add_argument("--all", action="store_true", help="re-chunk and re-embed every stored document")

@@ -43,16 +43,21 @@ class ChunkRow:
     parent_content: str | None = None
     parent_start: int | None = None
     parent_end: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 _INSERT_CHUNK = text(
     "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
-    "embedding, content_tsv) "
+    "embedding, content_tsv, metadata) "
     "VALUES (:document_id, :collection, :chunk_index, :chunk_type, :content, :parent_content, :parent_start, "
     ":parent_end, :headers, :header_path, :start_char, :end_char, :token_count, :content_hash, :embedding, "
-    "to_tsvector(CAST(:fts_config AS regconfig), :search_prefix || E'\\n' || :content))"
-).bindparams(bindparam("headers", type_=JSONB), bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)))
+    "to_tsvector(CAST(:fts_config AS regconfig), :search_prefix || E'\\n' || :content), :metadata)"
+).bindparams(
+    bindparam("headers", type_=JSONB),
+    bindparam("metadata", type_=JSONB),
+    bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
+)
 
 _UPSERT_DOCUMENT = text(
     "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata) "
@@ -161,6 +166,7 @@ def replace_document(
                     "embedding": c.embedding,
                     "fts_config": fts_config,
                     "search_prefix": search_prefix(title, c.header_path),
+                    "metadata": c.metadata,
                 }
                 for c in chunks
             ],

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 #: chunk_type values stored in ``document_chunks.chunk_type``
 CHILD = "child"  # a small piece of a markdown section; the section is its parent
-TEXT = "text"  # a piece from a flat strategy (recursive, sentence, token); no parent
+TEXT = "text"  # a piece from a flat strategy (recursive, sentence, token, code, json...); no parent
+#: the keys of ``TextChunk.headers``, outermost first
+HEADER_KEYS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +30,13 @@ class TextChunk:
     parent_content: str | None = None
     parent_start: int | None = None
     parent_end: int | None = None
+    #: stored in ``document_chunks.metadata`` (``page_start``/``page_end`` for PDFs)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def header_path(self) -> str:
-        """Headers joined outermost first, e.g. ``"Guide > Install > Linux"``."""
-        return " > ".join(self.headers[k] for k in ("h1", "h2", "h3", "h4") if k in self.headers)
+        """Headers joined outermost first, e.g. ``"Guide > Install > Linux"`` (h1–h6)."""
+        return " > ".join(self.headers[k] for k in HEADER_KEYS if k in self.headers)
 
 
 @dataclass(slots=True)

@@ -2,29 +2,61 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_service.errors import ChunkingError
+from rag_service.ingest.character import CharacterChunker
 from rag_service.ingest.chunk import Chunker
+from rag_service.ingest.code import CodeChunker
+from rag_service.ingest.jsonchunk import JsonChunker
+from rag_service.ingest.latex import LatexChunker
 from rag_service.ingest.markdown import MarkdownChunker
 from rag_service.ingest.recursive import RecursiveChunker
+from rag_service.ingest.sections import HtmlChunker, SemanticMarkdownChunker
+from rag_service.ingest.semantic import SemanticChunker
 from rag_service.ingest.sentence import SentenceChunker
 from rag_service.ingest.spans import check_sizes
+from rag_service.ingest.strategies import STRATEGIES, list_strategies, recommend_strategy, resolve_strategy
 from rag_service.ingest.tokenchunk import TokenChunker, load_encoding
 from rag_service.tokens import DEFAULT_ENCODING
 
-STRATEGIES = ("markdown", "recursive", "sentence", "token")
+if TYPE_CHECKING:
+    from rag_service.embed import Embedder
+
+__all__ = [
+    "CHUNKING_VERSION",
+    "DEFAULT_SIZES",
+    "OWN_SIZES",
+    "STRATEGIES",
+    "chunker_fingerprint",
+    "list_strategies",
+    "make_chunker",
+    "recommend_strategy",
+    "resolve_strategy",
+    "strategy_for_path",
+]
+
 #: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
-DEFAULT_SIZES = {"markdown": (500, 100), "recursive": (500, 100), "sentence": (500, 100), "token": (256, 32)}
+DEFAULT_SIZES = {
+    **dict.fromkeys(STRATEGIES, (500, 100)),
+    "token": (256, 32),
+    "json": (500, 0),
+    "semantic": (500, 0),
+    # a definition is the unit: most functions are longer than 500 characters
+    "code": (1500, 0),
+}
+#: strategies whose sizes come from ``DEFAULT_SIZES``, not from the character settings (RAG_CHUNK_SIZE)
+OWN_SIZES = frozenset({"token", "code"})
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
 #: differ and documents are chunked again
 CHUNKING_VERSION = 1
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 
 
 def _resolve(strategy: str, chunk_size: int | None, chunk_overlap: int | None, min_chunk_chars: int) -> tuple[int, int]:
     if strategy not in STRATEGIES:
-        raise ChunkingError(f"unknown chunking strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+        raise ChunkingError(f"unknown chunking strategy {strategy!r}; use one of {', '.join(list_strategies())}")
     default_size, default_overlap = DEFAULT_SIZES[strategy]
     size = default_size if chunk_size is None else chunk_size
     overlap = default_overlap if chunk_overlap is None else chunk_overlap
@@ -41,22 +73,40 @@ def make_chunker(
     chunk_overlap: int | None = None,
     min_chunk_chars: int = 50,
     encoding: str = DEFAULT_ENCODING,
+    source: str = "",
+    embedder: Embedder | None = None,
 ) -> Chunker:
     """Build the chunker for ``strategy``; None sizes take the strategy's defaults (``DEFAULT_SIZES``).
 
-    A ``chunk_size`` given without ``chunk_overlap`` gets ``min(default overlap, chunk_size // 5)``.
+    ``auto`` picks by ``source`` (``recommend_strategy``); ``code`` takes its language from ``source``'s
+    suffix; ``semantic`` needs ``embedder``. A ``chunk_size`` given without ``chunk_overlap`` gets
+    ``min(default overlap, chunk_size // 5)``.
 
     Raises ChunkingError for an unknown strategy, ``chunk_size <= 0``, ``chunk_overlap < 0``,
-    ``chunk_overlap >= chunk_size`` or, for ``token``, an encoding that cannot be loaded.
+    ``chunk_overlap >= chunk_size``, ``token`` with an encoding that cannot be loaded, or ``semantic``
+    without an embedder.
     """
+    strategy = resolve_strategy(strategy, source)
     size, overlap = _resolve(strategy, chunk_size, chunk_overlap, min_chunk_chars)
-    if strategy == "markdown":
-        return MarkdownChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
-    if strategy == "recursive":
-        return RecursiveChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
-    if strategy == "sentence":
-        return SentenceChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
-    return TokenChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, encoding=encoding)
+    if strategy == "token":
+        return TokenChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, encoding=encoding)
+    if strategy == "code":
+        return CodeChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, source=source)
+    if strategy == "semantic":
+        return SemanticChunker(
+            chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, embedder=embedder
+        )
+    chunkers: dict[str, Callable[..., Chunker]] = {
+        "character": CharacterChunker,
+        "markdown": MarkdownChunker,
+        "recursive": RecursiveChunker,
+        "sentence": SentenceChunker,
+        "html": HtmlChunker,
+        "semantic-markdown": SemanticMarkdownChunker,
+        "json": JsonChunker,
+        "latex": LatexChunker,
+    }
+    return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
 
 
 def chunker_fingerprint(
@@ -73,6 +123,7 @@ def chunker_fingerprint(
     Defaults are resolved first, so ``None`` and the explicit default agree. The encoding appears only
     for ``token``, the one strategy it affects (``"token:256:32:50:cl100k_base:v1"``).
     """
+    strategy = resolve_strategy(strategy)
     size, overlap = _resolve(strategy, chunk_size, chunk_overlap, min_chunk_chars)
     if strategy == "token":
         load_encoding(encoding)
@@ -81,5 +132,5 @@ def chunker_fingerprint(
 
 
 def strategy_for_path(path: Path) -> str:
-    """The default strategy for a file: ``markdown`` for .md/.markdown/.mdx, else ``recursive``."""
-    return "markdown" if path.suffix.lower() in MARKDOWN_SUFFIXES else "recursive"
+    """The strategy ``auto`` uses for a file (``recommend_strategy``)."""
+    return recommend_strategy(path)

@@ -1,12 +1,15 @@
 """Reading files into text: which files, how they are decoded, and what counts as their title.
 
 The stored text is the normalised text (UTF-8 BOM removed, ``\\r\\n`` and lone ``\\r`` turned into
-``\\n``, HTML reduced to its visible text); every chunk offset refers to it.
+``\\n``, HTML reduced to its visible text with headings as ATX header lines, PDF and Word files to
+their extracted text, notebooks to their cells); every chunk offset refers to it. JSON is checked to
+parse, and code with a line longer than ``MAX_CODE_LINE_CHARS`` (minified or generated) is refused.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import re
 import stat
@@ -16,11 +19,35 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, UnsupportedFileError
+from rag_service.ingest.docxtext import read_docx
+from rag_service.ingest.filetypes import (
+    CODE_SUFFIXES,
+    DOCX_SUFFIXES,
+    HTML_SUFFIXES,
+    JSON_SUFFIXES,
+    LATEX_SUFFIXES,
+    MARKDOWN_SUFFIXES,
+    NOTEBOOK_SUFFIXES,
+    PDF_SUFFIXES,
+    SUPPORTED_SUFFIXES,
+)
 from rag_service.ingest.garbage import DocumentLines
+from rag_service.ingest.notebook import read_notebook
+from rag_service.ingest.pdftext import read_pdf
 
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
-HTML_SUFFIXES = (".html", ".htm")
-SUPPORTED_SUFFIXES = (*MARKDOWN_SUFFIXES, ".txt", ".text", ".rst", *HTML_SUFFIXES)
+__all__ = [
+    "HTML_SUFFIXES",
+    "MARKDOWN_SUFFIXES",
+    "SUPPORTED_SUFFIXES",
+    "LoadedDocument",
+    "discover_files",
+    "html_to_text",
+    "load_document",
+    "markdown_title",
+]
+
+#: a code line longer than this marks minified or generated code, which is not indexed
+MAX_CODE_LINE_CHARS = 20_000
 
 
 @dataclass(slots=True)
@@ -37,16 +64,43 @@ def _supported_list() -> str:
 
 
 def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
-    """Read ``path`` as UTF-8 text (HTML reduced to its text) with a title.
+    """Read ``path`` into its stored text (see the module doc) with a title.
 
     Raises UnsupportedFileError for a suffix not in ``SUPPORTED_SUFFIXES`` and DocumentReadError for
-    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes) or not UTF-8.
+    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8,
+    malformed (JSON, notebook, PDF, Word), without a text layer (scanned PDF), encrypted, or minified code.
     """
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         kind = f"file type {suffix!r}" if suffix else "a file without a suffix"
         raise UnsupportedFileError(f"cannot index {path}: {kind} is not supported; use {_supported_list()}")
     data = _read_bytes(path, max_bytes=max_bytes)
+    if suffix in PDF_SUFFIXES:
+        text, title = read_pdf(path, data)
+        return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+    if suffix in DOCX_SUFFIXES:
+        text, title = read_docx(path, data)
+        return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+    text = _decode(path, data)
+    title = ""
+    if suffix in HTML_SUFFIXES:
+        text, title = html_to_text(text)
+        title = title or markdown_title(text)
+    elif suffix in MARKDOWN_SUFFIXES:
+        title = markdown_title(text)
+    elif suffix in NOTEBOOK_SUFFIXES:
+        text = read_notebook(path, text)
+        title = markdown_title(text)
+    elif suffix in JSON_SUFFIXES:
+        _check_json(path, text, lines=suffix == ".jsonl")
+    elif suffix in CODE_SUFFIXES:
+        _check_not_minified(path, text)
+    elif suffix in LATEX_SUFFIXES:
+        title = latex_title(text)
+    return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+
+
+def _decode(path: Path, data: bytes) -> str:
     if b"\x00" in data:
         raise DocumentReadError(f"{path} contains NUL bytes, so it looks binary; only text files are indexed")
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
@@ -58,12 +112,41 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
             f"{path} is not valid UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); "
             "convert it to UTF-8, e.g. iconv -f latin1 -t utf-8"
         ) from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if suffix in HTML_SUFFIXES:
-        text, title = html_to_text(text)
-    else:
-        title = markdown_title(text) if suffix in MARKDOWN_SUFFIXES else ""
-    return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _check_json(path: Path, text: str, *, lines: bool) -> None:
+    """Raise DocumentReadError naming the first syntax error of a JSON (or JSON Lines) file."""
+    documents = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()] if lines else [(1, text)]
+    for first_line, document in documents:
+        try:
+            json.loads(document)
+        except json.JSONDecodeError as err:
+            raise DocumentReadError(
+                f"{path} is not valid JSON (line {first_line + err.lineno - 1} column {err.colno}: {err.msg}); "
+                "fix the syntax"
+            ) from None
+        except RecursionError:
+            raise DocumentReadError(f"{path} nests JSON too deeply to parse; flatten it") from None
+
+
+def _check_not_minified(path: Path, text: str) -> None:
+    longest = max((len(line) for line in text.split("\n")), default=0)
+    if longest > MAX_CODE_LINE_CHARS:
+        number = next(n for n, line in enumerate(text.split("\n"), 1) if len(line) == longest)
+        raise DocumentReadError(
+            f"{path} has a line of {longest:,} characters (line {number}): minified or generated code is not "
+            "indexed; index its source instead"
+        )
+
+
+_LATEX_TITLE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
+
+
+def latex_title(text: str) -> str:
+    """The argument of ``\\title{...}`` (without nested braces), or ``""``."""
+    match = _LATEX_TITLE.search(text)
+    return " ".join(match[1].split()) if match else ""
 
 
 def _read_bytes(path: Path, *, max_bytes: int) -> bytes:
@@ -103,6 +186,7 @@ _BLOCK_TAGS = frozenset(
     "address article aside blockquote caption dd details div dl dt fieldset figcaption figure footer form "  # noqa: SIM905
     "h1 h2 h3 h4 h5 h6 header hr main nav ol p pre section summary table tbody thead tfoot ul".split()
 )
+_HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 _LINE_TAGS = {"br": "\n", "li": "\n", "tr": "\n", "td": " ", "th": " "}
 _SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg"})
 _VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())  # noqa: SIM905
@@ -126,6 +210,8 @@ class _TextExtractor(HTMLParser):
             self._skipping.append(tag)
         elif tag in _BLOCK_TAGS:
             self.parts.append("\n\n")
+            if tag in _HEADING_LEVELS and not self._skipping:  # the section structure, for the html strategy
+                self.parts.append("#" * _HEADING_LEVELS[tag] + " ")
         elif tag in _LINE_TAGS:
             self.parts.append(_LINE_TAGS[tag])
         if tag == "pre":
@@ -155,7 +241,11 @@ class _TextExtractor(HTMLParser):
 
 
 def html_to_text(html: str) -> tuple[str, str]:
-    """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none)."""
+    """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none).
+
+    Headings h1–h6 become ATX header lines (``## Install``), so the ``html`` and ``markdown``
+    strategies see the document's sections in the stored text.
+    """
     parser = _TextExtractor()
     parser.feed(html)
     parser.close()

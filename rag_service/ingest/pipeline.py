@@ -31,8 +31,9 @@ from rag_service.db.locks import reindex_lock
 from rag_service.embed import Embedder
 from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
-from rag_service.ingest.chunkers import chunker_fingerprint, make_chunker, strategy_for_path
+from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
 from rag_service.ingest.loaders import discover_files, load_document
+from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport
 
@@ -195,16 +196,20 @@ class Indexer:
             )
 
     def _sizes(self, strategy: str) -> dict[str, Any]:
-        if strategy == "token":  # token sizes are in tokens; the character settings do not apply
+        if resolve_strategy(strategy) in OWN_SIZES:  # tokens, or whole definitions: not RAG_CHUNK_SIZE
             return {"chunk_size": None, "chunk_overlap": None}
         return {"chunk_size": self.settings.chunk_size, "chunk_overlap": self.settings.chunk_overlap}
 
     def _fingerprint(self, strategy: str) -> str:
-        make_chunker(strategy, **self._sizes(strategy))  # validates
+        make_chunker(strategy, **self._sizes(strategy), embedder=self.embedder)  # validates
         return chunker_fingerprint(strategy, **self._sizes(strategy))
 
-    def _chunk(self, strategy: str, text: str) -> ChunkedDocument:
-        return make_chunker(strategy, **self._sizes(strategy)).split(text)
+    def _chunk(self, strategy: str, text: str, source: str) -> ChunkedDocument:
+        chunker = make_chunker(strategy, **self._sizes(strategy), source=source, embedder=self.embedder)
+        chunked = chunker.split(text)
+        if source.lower().endswith(".pdf"):
+            chunked.chunks = with_pages(text, chunked.chunks)
+        return chunked
 
 
 class _Batch:
@@ -238,7 +243,7 @@ class _Batch:
         except RagError as exc:
             self._fail(source, str(exc))
             return
-        self.add_text(source, loaded.title, loaded.text, strategy=strategy or strategy_for_path(path), force=force)
+        self.add_text(source, loaded.title, loaded.text, strategy=resolve_strategy(strategy, path), force=force)
 
     def add_text(
         self,
@@ -269,6 +274,7 @@ class _Batch:
     ) -> None:
         if "\x00" in text:
             raise DocumentReadError("contains NUL bytes, which PostgreSQL text cannot store; remove them")
+        strategy = resolve_strategy(strategy, source)
         digest = content_hash(text)
         embed_format = ":eh" if self.indexer.settings.embed_headers else ""
         fingerprint = (
@@ -280,7 +286,9 @@ class _Batch:
             self.report.unchanged += 1
             self.bar.advance(chunks=0)
             return
-        chunked = self.indexer._chunk(strategy, text)
+        started = time.perf_counter()
+        chunked = self.indexer._chunk(strategy, text, source)
+        self.report.chunking_seconds += time.perf_counter() - started
         embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
@@ -403,6 +411,7 @@ class _Batch:
                 parent_content=c.parent_content,
                 parent_start=c.parent_start,
                 parent_end=c.parent_end,
+                metadata=c.metadata,
             )
             for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
         ]

@@ -31,6 +31,7 @@ class IngestReport:
     filtered: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     embedding_seconds: float = 0.0
+    chunking_seconds: float = 0.0
 
     @property
     def filtered_total(self) -> int:
@@ -56,7 +57,8 @@ class IngestReport:
             f"{len(self.skipped)} skipped",
             f"chunks: {self.chunks_written} written ({self.chunks_embedded} embedded, "
             f"{self.embeddings_reused} reused vectors); filtered: {filtered}",
-            f"time: {self.seconds:.2f} s ({self.embedding_seconds:.2f} s embedding)",
+            f"time: {self.seconds:.2f} s ({self.embedding_seconds:.2f} s embedding, "
+            f"{self.chunking_seconds:.2f} s chunking)",
         ]
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += [f"skipped: {p.source}: {p.reason}" for p in self.skipped]

@@ -200,7 +200,7 @@ def test_unknown_strategy_is_a_clear_error(indexer, corpus):
     from rag_service.errors import ChunkingError
 
     with pytest.raises(ChunkingError, match="unknown"):
-        indexer.index_paths([corpus], collection="t", strategy="semantic")
+        indexer.index_paths([corpus], collection="t", strategy="semantik")
 
 
 def test_strategies_write_exact_offsets(indexer, corpus, connection, settings: Settings):

@@ -15,16 +15,29 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag_service.embed import HashingEmbedder
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import CHILD, TEXT, ChunkedDocument, Chunker
 from rag_service.ingest.chunkers import (
     CHUNKING_VERSION,
+    DEFAULT_SIZES,
     STRATEGIES,
     chunker_fingerprint,
     make_chunker,
     strategy_for_path,
 )
 from rag_service.tokens import count_tokens
+
+#: strategies for any prose text, with the garbage filter (``code`` and ``json``: test_structured_chunkers.py)
+TEXT_STRATEGIES = tuple(s for s in STRATEGIES if s not in ("code", "json"))
+#: a documented in-memory Embedder (rag_service.embed), so ``semantic`` needs no model here
+EMBEDDER = HashingEmbedder()
+
+
+def build(strategy: str, **kwargs: object) -> Chunker:
+    """``make_chunker`` with the test embedder."""
+    return make_chunker(strategy, embedder=EMBEDDER, **kwargs)  # type: ignore[arg-type]
+
 
 PROPERTY_SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -50,7 +63,7 @@ def assert_chunks_valid(text: str, doc: ChunkedDocument) -> None:
             assert chunk.parent_content == chunk.parent_content.strip()
         else:
             assert chunk.chunk_type == TEXT
-            assert chunk.parent_content is None and chunk.headers == {}
+            assert chunk.parent_content is None
 
 
 def uncovered(text: str, doc: ChunkedDocument, required: list[int]) -> list[int]:
@@ -135,13 +148,13 @@ def chunker_for(strategy: str, data: st.DataObject) -> tuple[Chunker, int]:
         size = data.draw(st.integers(12, 300), label="chunk_size")
     overlap = data.draw(st.integers(0, size - 1), label="chunk_overlap")
     min_chars = data.draw(st.integers(0, 80), label="min_chunk_chars")
-    return make_chunker(strategy, chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chars), size
+    return build(strategy, chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chars), size
 
 
 # --- properties -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
 @PROPERTY_SETTINGS
 @given(document=documents(), data=st.data())
 def test_offsets_exact_and_no_text_lost(strategy: str, document: tuple[str, list[int]], data: st.DataObject) -> None:
@@ -154,7 +167,7 @@ def test_offsets_exact_and_no_text_lost(strategy: str, document: tuple[str, list
         assert all(len(c.content) <= size for c in doc.chunks)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
 @PROPERTY_SETTINGS
 @given(text=st.text(st.characters(codec="utf-8"), max_size=400), data=st.data())
 def test_offsets_exact_on_any_text(strategy: str, text: str, data: st.DataObject) -> None:
@@ -164,7 +177,7 @@ def test_offsets_exact_on_any_text(strategy: str, text: str, data: st.DataObject
         assert doc == ChunkedDocument([], {})
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
 @PROPERTY_SETTINGS
 @given(text=st.text(st.sampled_from(list("ab漢😀 \n\t.!?")), max_size=400), data=st.data())
 def test_plain_text_is_never_dropped(strategy: str, text: str, data: st.DataObject) -> None:
@@ -196,27 +209,27 @@ def test_markdown_children_lie_in_their_sections(document: tuple[str, list[int]]
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("text", ["", " ", "\n\n\t \n", "\r\n"])
 def test_empty_text_gives_no_chunks(strategy: str, text: str) -> None:
-    assert make_chunker(strategy).split(text) == ChunkedDocument([], {})
+    assert build(strategy).split(text).chunks == []
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", [*TEXT_STRATEGIES, "code"])
 def test_short_document_yields_one_chunk(strategy: str) -> None:
     text = "\n  See the FAQ for details.  \n"
-    doc = make_chunker(strategy).split(text)
+    doc = build(strategy).split(text)
     assert [c.content for c in doc.chunks] == ["See the FAQ for details."]
     assert doc.chunks[0].start_char == 3
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
 def test_separator_only_document_gives_no_chunks(strategy: str) -> None:
-    doc = make_chunker(strategy).split("---\n\n***\n\n===\n\n#\n")
+    doc = build(strategy).split("---\n\n***\n\n===\n\n#\n")
     assert doc.chunks == []
     assert doc.filtered["separator"] >= 1 and doc.filtered_total == doc.filtered["separator"]
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
 def test_header_only_document_gives_no_chunks(strategy: str) -> None:
-    doc = make_chunker(strategy).split("# Title\n\n## Sub\n\n---\n")
+    doc = build(strategy).split("# Title\n\n## Sub\n\n---\n")
     assert doc.chunks == []
     assert doc.filtered["header_only"] >= 1
 
@@ -225,11 +238,19 @@ def test_header_only_document_gives_no_chunks(strategy: str) -> None:
 
 
 def test_strategies_are_fixed() -> None:
-    assert STRATEGIES == ("markdown", "recursive", "sentence", "token")
+    assert set(STRATEGIES) == {
+        "character", "token", "sentence", "recursive", "markdown", "semantic", "html", "json", "latex",
+        "semantic-markdown", "code",
+    }  # fmt: skip
 
 
 def test_unknown_strategy_names_it_and_the_valid_ones() -> None:
-    with pytest.raises(ChunkingError, match=r"'semantic'.*markdown, recursive, sentence, token"):
+    with pytest.raises(ChunkingError, match=r"'semantik'.*character, token, .*, code, auto$"):
+        make_chunker("semantik")
+
+
+def test_semantic_without_an_embedder_is_a_clear_error() -> None:
+    with pytest.raises(ChunkingError, match="semantic strategy needs an embedding model"):
         make_chunker("semantic")
 
 
@@ -282,9 +303,19 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("b.MARKDOWN", "markdown"),
         ("c.mdx", "markdown"),
         ("d.txt", "recursive"),
-        ("e.html", "recursive"),
+        ("e.html", "html"),
         ("f.rst", "recursive"),
         ("README", "recursive"),
+        ("g.py", "code"),
+        ("h.tsx", "code"),
+        ("i.sql", "code"),
+        ("j.json", "json"),
+        ("k.jsonl", "json"),
+        ("l.tex", "latex"),
+        ("m.ipynb", "markdown"),
+        ("n.docx", "markdown"),
+        ("o.pdf", "recursive"),
+        ("p.yaml", "recursive"),
     ],
 )
 def test_strategy_for_path(name: str, strategy: str) -> None:
@@ -293,6 +324,8 @@ def test_strategy_for_path(name: str, strategy: str) -> None:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_defaults_are_the_documented_ones(strategy: str) -> None:
-    chunker = make_chunker(strategy)
-    expected = (256, 32) if strategy == "token" else (500, 100)
+    chunker = build(strategy)
+    expected = DEFAULT_SIZES[strategy]
+    assert expected == ((256, 32) if strategy == "token" else (1500, 0) if strategy == "code" else
+                        (500, 0) if strategy in ("json", "semantic") else (500, 100))  # fmt: skip
     assert (chunker.chunk_size, chunker.chunk_overlap, chunker.min_chunk_chars) == (*expected, 50)  # type: ignore[attr-defined]

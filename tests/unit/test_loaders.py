@@ -69,7 +69,7 @@ with a line break.</p><div><p>Second &lt;b&gt; paragraph</p></div>
     doc = load_document(write(tmp_path / "page.html", html), max_bytes=MB)
     assert doc.title == "My Page & More"
     assert doc.text == (
-        "Heading\n\nFirst paragraph with a line break.\n\nSecond <b> paragraph\n\none\ntwo\n\na\nb\n\n"
+        "# Heading\n\nFirst paragraph with a line break.\n\nSecond <b> paragraph\n\none\ntwo\n\na\nb\n\n"
         "c1 c2\nc3\n\nkeep\nspacing"
     )
 
@@ -128,7 +128,7 @@ def test_special_files_are_refused(tmp_path: Path) -> None:
     assert discover_files([fifo]) == ([], [(fifo, "not a regular file")])
 
 
-@pytest.mark.parametrize("name", ["report.pdf", "Makefile", "image.PNG"])
+@pytest.mark.parametrize("name", ["report.xlsx", "Makefile", "image.PNG"])
 def test_unsupported_suffix_lists_supported_ones(tmp_path: Path, name: str) -> None:
     with pytest.raises(UnsupportedFileError) as err:
         load_document(write(tmp_path / name, "x"), max_bytes=MB)

@@ -1,0 +1,215 @@
+"""The ``code`` strategy: functions and classes whole where they fit; header path module > class > function.
+
+The language comes from the file suffix (``filetypes.CODE_LANGUAGES``).
+
+- **Python** is parsed with ``ast``: each top-level function or class (decorators included) is one
+  chunk if it fits ``chunk_size``; a class that does not fit is replaced by its own code between
+  methods plus one chunk per method; a function that does not fit is split by the recursive splitter
+  (its pieces keep its header path). Code between definitions (imports, constants) is merged into
+  chunks of at most ``chunk_size``. A file that does not parse is treated like the other languages.
+- **Other languages**: a definition line (``class``, ``func``, ``fn``, ``function``, ``public ...``;
+  LangChain's per-language separators, from ``RecursiveCharacterTextSplitter.get_separators_for_language``)
+  starts a new piece; pieces that do not fit are split by the recursive splitter; consecutive pieces
+  are merged while they fit, so a definition that fits is never cut. LangChain's splitter itself is not
+  used: it returns no offsets and only cuts at top-level (unindented) definitions, so methods in a
+  class could not be separated. The header path of such a chunk names the first definition in it and
+  the nearest enclosing class-like declaration (by indentation): a heuristic, not a parser.
+  SQL and shell have no LangChain separators; theirs are here (statements, functions).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from bisect import bisect_right
+from pathlib import PurePath
+
+from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.filetypes import language_for
+from rag_service.ingest.recursive import SizedChunker, recursive_pieces
+from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
+
+#: keywords that start a definition, per language (LangChain's separators minus control flow)
+_CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
+                      "try", "throw", "finally", "catch", "foreach", "do", "loop", "match", "when", "unless",
+                      "begin", "rescue", "let", "var", "val", "const"})  # fmt: skip
+_LANGCHAIN_NAMES = {
+    "js": "JS", "ts": "TS", "go": "GO", "java": "JAVA", "rust": "RUST", "c": "C", "cpp": "CPP",
+    "csharp": "CSHARP", "ruby": "RUBY", "php": "PHP", "kotlin": "KOTLIN", "swift": "SWIFT", "scala": "SCALA",
+    "python": "PYTHON",
+}  # fmt: skip
+_OWN_KEYWORDS = {
+    "sql": ("create", "alter", "drop", "insert", "update", "delete", "select", "with", "grant", "comment"),
+    "shell": ("function",),
+}
+_CLASS_LIKE = re.compile(
+    r"^([ \t]*)(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:class|interface|struct|enum|trait|impl|object|namespace|module)"
+    r"[ \t]+([A-Za-z_$][\w$]*)",
+    re.MULTILINE,
+)
+_FUNCTION_NAME = re.compile(
+    r"\b(?:def|func|function|fn|fun|sub|procedure)[ \t]+(?:\([^)]*\)[ \t]*)?([A-Za-z_$][\w$]*)"
+    r"|\b(?:table|view|index|trigger|procedure)[ \t]+(?:if[ \t]+not[ \t]+exists[ \t]+)?([\w.\"`]+)"
+    r"|(?!(?:if|for|while|switch|catch|return|new|else)\b)([A-Za-z_$][\w$]*)[ \t]*\([^;{}]*\)[ \t]*"
+    r"(?:->[^{]*|:[^{=]*|throws[^{]*|const[ \t]*)?\{?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_SHELL_FUNCTION = r"|^[ \t]*[A-Za-z_][\w-]*[ \t]*\(\)[ \t]*\{"
+#: a method or function signature line ending in ``{`` (``method1(b) {``, ``public int size() {``)
+_SIGNATURE = (
+    r"|^[ \t]*(?!(?:if|for|while|switch|catch|else|do|try|return|new)\b)(?:[\w<>\[\],.*&?@:]+[ \t]+)*"
+    r"[A-Za-z_$][\w$]*[ \t]*(?:<[^>\n]*>)?\([^;\n]*\)[^;{\n]*\{[ \t]*$"
+)
+_BRACE_LANGUAGES = frozenset(
+    {"js", "ts", "go", "java", "rust", "c", "cpp", "csharp", "php", "kotlin", "swift", "scala"}
+)
+
+
+def definition_keywords(language: str) -> tuple[str, ...]:
+    """The words that start a definition line in ``language`` (empty for unknown languages)."""
+    if language in _OWN_KEYWORDS:
+        return _OWN_KEYWORDS[language]
+    name = _LANGCHAIN_NAMES.get(language)
+    if name is None:
+        return ()
+    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
+    separators = RecursiveCharacterTextSplitter.get_separators_for_language(Language[name])
+    words = [s.strip() for s in separators if s.startswith("\n") and s.strip()]
+    return tuple(w for w in words if w not in _CONTROL)
+
+
+def _definition_pattern(language: str) -> re.Pattern[str] | None:
+    words = definition_keywords(language)
+    if not words:
+        return None
+    flags = re.MULTILINE | (re.IGNORECASE if language == "sql" else 0)
+    extra = _SHELL_FUNCTION if language == "shell" else _SIGNATURE if language in _BRACE_LANGUAGES else ""
+    return re.compile(r"^[ \t]*(?:" + "|".join(re.escape(w) for w in words) + r")\b" + extra, flags)
+
+
+class CodeChunker(SizedChunker):
+    """Chunker for the ``code`` strategy (``TEXT`` chunks); ``source`` picks the language and module name."""
+
+    def __init__(
+        self,
+        *,
+        source: str = "",
+        chunk_size: int = 1500,
+        chunk_overlap: int = 0,
+        min_chunk_chars: int = 50,
+    ) -> None:
+        super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
+        self.language = language_for(source)
+        self.module = PurePath(source).stem if source else ""
+
+    def split(self, text: str) -> ChunkedDocument:
+        """Chunk ``text`` by definitions with exact offsets (see the module doc)."""
+        if not text.strip():
+            return ChunkedDocument([], {})
+        units: list[tuple[Span, tuple[str, ...]]] | None = None
+        if self.language == "python":
+            units = self._python_units(text)
+        if units is None:
+            units = self._generic_units(text)
+        base = {"h1": self.module} if self.module else {}
+        chunks: list[TextChunk] = []
+        for span, names in units:
+            trimmed = trim_span(text, *span)
+            if trimmed is None:
+                continue
+            headers = {**base, **{f"h{i}": n for i, n in enumerate(names, start=len(base) + 1) if i <= 6}}
+            chunks.append(make_chunk(text, trimmed, index=len(chunks), chunk_type=TEXT, headers=headers))
+        return ChunkedDocument(chunks, {})
+
+    # -- Python --------------------------------------------------------------------------------------
+
+    def _python_units(self, text: str) -> list[tuple[Span, tuple[str, ...]]] | None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        line_starts = [0]
+        line_starts.extend(m.end() for m in re.finditer("\n", text))
+        units: list[tuple[Span, tuple[str, ...]]] = []
+
+        def offset(line: int) -> int:  # start of 1-based ``line``; past the end: the text's end
+            return line_starts[line - 1] if line - 1 < len(line_starts) else len(text)
+
+        def walk(body: list[ast.stmt], start: int, end: int, names: tuple[str, ...]) -> None:
+            cursor = start
+            for node in body:
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    continue
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                node_start, node_end = max(offset(first), cursor), offset((node.end_lineno or node.lineno) + 1)
+                self._plain(text, cursor, node_start, names, units)
+                path = (*names, node.name)
+                if len(text[node_start:node_end].strip()) <= self.chunk_size:  # as the trimmed chunk
+                    units.append(((node_start, node_end), path))
+                elif isinstance(node, ast.ClassDef) and any(
+                    isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in node.body
+                ):
+                    walk(node.body, node_start, node_end, path)
+                else:
+                    self._plain(text, node_start, node_end, path, units)
+                cursor = max(cursor, node_end)
+            self._plain(text, cursor, end, names, units)
+
+        walk(tree.body, 0, len(text), ())
+        return units
+
+    def _plain(
+        self, text: str, start: int, end: int, names: tuple[str, ...], units: list[tuple[Span, tuple[str, ...]]]
+    ) -> None:
+        """Code with no definition to keep whole: the recursive split, merged to ``chunk_size``."""
+        if start >= end or not text[start:end].strip():
+            return
+        pieces = recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
+        for span in merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap):
+            units.append((span, names))
+
+    # -- other languages -----------------------------------------------------------------------------
+
+    def _generic_units(self, text: str) -> list[tuple[Span, tuple[str, ...]]]:
+        pattern = _definition_pattern(self.language)
+        cuts = sorted({0, *(m.start() for m in pattern.finditer(text))} if pattern else {0})
+        pieces: list[Piece] = []
+        for start, end in zip(cuts, [*cuts[1:], len(text)], strict=True):
+            if end - start <= self.chunk_size:
+                pieces.append((start, end, end - start))
+            else:
+                pieces.extend(
+                    recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
+                )
+        classes = [(m.start(), len(m[1].expandtabs(4)), m[2]) for m in _CLASS_LIKE.finditer(text)]
+        class_starts = [c[0] for c in classes]
+        units: list[tuple[Span, tuple[str, ...]]] = []
+        for start, end in merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap):
+            units.append(((start, end), self._names(text, start, end, classes, class_starts)))
+        return units
+
+    @staticmethod
+    def _names(
+        text: str, start: int, end: int, classes: list[tuple[int, int, str]], class_starts: list[int]
+    ) -> tuple[str, ...]:
+        """Enclosing class (nearest earlier less-indented declaration) and the first definition in the span."""
+        body = text[start:end]
+        stripped = body.lstrip()
+        first = start + len(body) - len(stripped)
+        indent = first - (text.rfind("\n", 0, first) + 1)
+        names: list[str] = []
+        i = bisect_right(class_starts, first) - 1
+        while i >= 0:
+            if classes[i][1] < indent:
+                names.append(classes[i][2])
+                break
+            i -= 1
+        own = _CLASS_LIKE.match(text, text.rfind("\n", 0, first) + 1)
+        if own is not None and own.start(2) < end:
+            names.append(own[2])
+        else:
+            match = _FUNCTION_NAME.search("\n".join(stripped.split("\n", 3)[:3]))
+            if match is not None:
+                names.append(next(g for g in match.groups() if g).strip('"`'))
+        return tuple(dict.fromkeys(names))

@@ -1,0 +1,69 @@
+"""Word (.docx) files: paragraphs and tables as text, headings as ATX header lines.
+
+A paragraph styled "Title" or "Heading N" becomes ``#``×N followed by its text, so the ``markdown``
+strategy turns headings into the header path; tables become one line per row, cells joined by `` | ``.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from io import BytesIO
+from pathlib import Path
+
+from rag_service.errors import DocumentReadError
+
+_HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
+
+
+def read_docx(path: Path, data: bytes) -> tuple[str, str]:
+    """The text of the Word document ``data`` and its title (core property, else the first h1).
+
+    Raises DocumentReadError for a file that is not a readable .docx.
+    """
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(BytesIO(data))
+        blocks = list(_blocks(document))
+        title = (document.core_properties.title or "").strip()
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DocumentReadError(f"{path} is not a readable Word document ({reason}); re-save it as .docx") from None
+    except Exception as err:  # lxml raises its own syntax errors on corrupt XML parts
+        if type(err).__module__.startswith(("lxml", "docx")):
+            raise DocumentReadError(
+                f"{path} is not a readable Word document ({type(err).__name__}); re-save it as .docx"
+            ) from None
+        raise
+    if not title:
+        title = next((b[2:] for b in blocks if b.startswith("# ")), "")
+    return "\n\n".join(blocks), title
+
+
+def _blocks(document: object) -> list[str]:
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    blocks: list[str] = []
+    for item in document.iter_inner_content():  # type: ignore[attr-defined]
+        if isinstance(item, Paragraph):
+            text = " ".join(item.text.split())
+            if not text:
+                continue
+            level = _heading_level(item.style.name if item.style is not None else "")
+            blocks.append(f"{'#' * level} {text}" if level else text)
+        elif isinstance(item, Table):
+            rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in item.rows]
+            rows = [r for r in rows if r.strip(" |")]
+            if rows:
+                blocks.append("\n".join(rows))
+    return blocks
+
+
+def _heading_level(style: str) -> int:
+    if style.lower() == "title":
+        return 1
+    match = _HEADING.match(style)
+    return min(max(int(match[1]), 1), 6) if match else 0

@@ -1,0 +1,127 @@
+"""Which files are indexed, how each kind is read, and which chunking strategy suits it.
+
+One table per family of suffixes; ``recommend_strategy`` answers for a path, a suffix or a MIME type.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+HTML_SUFFIXES = (".html", ".htm")
+PLAIN_SUFFIXES = (".txt", ".text", ".rst")
+JSON_SUFFIXES = (".json", ".jsonl")
+YAML_SUFFIXES = (".yaml", ".yml")
+LATEX_SUFFIXES = (".tex",)
+PDF_SUFFIXES = (".pdf",)
+DOCX_SUFFIXES = (".docx",)
+NOTEBOOK_SUFFIXES = (".ipynb",)
+#: source-code suffix -> language name used by the ``code`` strategy
+CODE_LANGUAGES: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "js",
+    ".mjs": "js",
+    ".cjs": "js",
+    ".jsx": "js",
+    ".ts": "ts",
+    ".tsx": "ts",
+    ".go": "go",
+    ".java": "java",
+    ".rs": "rust",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
+    ".cc": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".swift": "swift",
+    ".scala": "scala",
+    ".sql": "sql",
+    ".sh": "shell",
+    ".bash": "shell",
+}
+CODE_SUFFIXES = tuple(CODE_LANGUAGES)
+#: files read as UTF-8 text (everything but PDF, DOCX)
+TEXT_SUFFIXES = (
+    *MARKDOWN_SUFFIXES,
+    *PLAIN_SUFFIXES,
+    *HTML_SUFFIXES,
+    *JSON_SUFFIXES,
+    *YAML_SUFFIXES,
+    *LATEX_SUFFIXES,
+    *NOTEBOOK_SUFFIXES,
+    *CODE_SUFFIXES,
+)
+SUPPORTED_SUFFIXES = (*TEXT_SUFFIXES, *PDF_SUFFIXES, *DOCX_SUFFIXES)
+
+#: the strategy ``auto`` picks for each suffix; anything else gets ``recursive``
+_BY_SUFFIX: dict[str, str] = {
+    **dict.fromkeys(MARKDOWN_SUFFIXES, "markdown"),
+    **dict.fromkeys(NOTEBOOK_SUFFIXES, "markdown"),  # markdown cells and fenced code cells
+    **dict.fromkeys(DOCX_SUFFIXES, "markdown"),  # headings are written as ATX header lines
+    **dict.fromkeys(HTML_SUFFIXES, "html"),
+    **dict.fromkeys(JSON_SUFFIXES, "json"),
+    **dict.fromkeys(LATEX_SUFFIXES, "latex"),
+    **dict.fromkeys(CODE_SUFFIXES, "code"),
+}
+_MIME_TYPES: dict[str, str] = {
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "application/json": "json",
+    "application/x-ndjson": "json",
+    "application/jsonl": "json",
+    "application/x-tex": "latex",
+    "text/x-tex": "latex",
+    "application/x-latex": "latex",
+    "application/x-ipynb+json": "markdown",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "markdown",
+    "text/x-python": "code",
+    "text/x-script.python": "code",
+    "application/javascript": "code",
+    "text/javascript": "code",
+    "application/typescript": "code",
+    "text/x-go": "code",
+    "text/x-java": "code",
+    "text/x-java-source": "code",
+    "text/x-rust": "code",
+    "text/x-c": "code",
+    "text/x-c++": "code",
+    "text/x-csharp": "code",
+    "text/x-ruby": "code",
+    "application/x-httpd-php": "code",
+    "text/x-kotlin": "code",
+    "text/x-swift": "code",
+    "text/x-scala": "code",
+    "application/sql": "code",
+    "text/x-sql": "code",
+    "application/x-sh": "code",
+    "text/x-shellscript": "code",
+}
+
+
+def recommend_strategy(path_or_mime: str | PurePath) -> str:
+    """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
+
+    Markdown, notebooks and Word files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
+    LaTeX -> ``latex``; source code -> ``code``; everything else (text, YAML, PDF) -> ``recursive``.
+    """
+    value = str(path_or_mime).strip()
+    if "/" in value and not isinstance(path_or_mime, PurePath):
+        mime = value.split(";", 1)[0].strip().lower()
+        if mime in _MIME_TYPES:
+            return _MIME_TYPES[mime]
+    suffix = value.lower() if value.startswith(".") and "/" not in value else PurePath(value).suffix.lower()
+    return _BY_SUFFIX.get(suffix, "recursive")
+
+
+def language_for(source: str) -> str:
+    """The ``code`` strategy's language for a source path (``"text"`` when the suffix is not code)."""
+    return CODE_LANGUAGES.get(PurePath(source).suffix.lower(), "text")

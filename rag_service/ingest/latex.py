@@ -1,0 +1,117 @@
+"""The ``latex`` strategy: sectioning commands as headers; math environments never split.
+
+``\\part``, ``\\chapter``, ``\\section``, ``\\subsection``, ``\\subsubsection`` and ``\\paragraph``
+(starred or not) at the start of a line open sections; the levels present are numbered from ``h1``
+down, so a paper's ``\\section`` is ``h1``. Each section is split by the recursive splitter, then
+every run of pieces that overlaps a math environment (``equation``, ``align``, ``gather``,
+``multline``, ``eqnarray``, ``displaymath``, ``math`` and their starred forms, ``\\[ \\]``, ``$$ $$``)
+is joined into one piece, so a chunk boundary never falls inside one (a math environment longer than
+``chunk_size`` is a chunk of its own).
+
+LangChain's LaTeX separators are not used: in ``langchain-text-splitters`` 1.x they mix
+regex-escaped entries (``"\\n\\\\\\\\section{"``) with literal ones (``"$$"``), so they match
+correctly neither as literals nor as patterns, and they know nothing of math environments.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+
+from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.recursive import SizedChunker, recursive_pieces
+from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
+
+_COMMANDS = ("part", "chapter", "section", "subsection", "subsubsection", "paragraph")
+_SECTION = re.compile(r"^[ \t]*\\(" + "|".join(_COMMANDS) + r")\*?[ \t]*(?:\[[^\]\n]*\])?[ \t]*\{", re.MULTILINE)
+_MATH_ENVS = "equation|align|alignat|flalign|gather|multline|eqnarray|displaymath|math"
+_MATH = re.compile(
+    r"\\begin\{(" + _MATH_ENVS + r")(\*?)\}.*?\\end\{\1\2\}|\\\[.*?\\\]|\$\$.*?\$\$",
+    re.DOTALL,
+)
+
+
+def math_spans(text: str) -> list[Span]:
+    """Spans of the math environments of ``text``, in order, not overlapping."""
+    return [(m.start(), m.end()) for m in _MATH.finditer(text)]
+
+
+def _title(text: str, open_brace: int) -> tuple[str, int]:
+    """The braced argument starting at ``text[open_brace] == "{"`` (nested braces kept) and its end."""
+    depth, pos = 0, open_brace
+    while pos < len(text):
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return " ".join(text[open_brace + 1 : pos].split()), pos + 1
+        pos += 1
+    return " ".join(text[open_brace + 1 :].split()), len(text)
+
+
+def latex_sections(text: str) -> list[tuple[int, int, dict[str, str]]]:
+    """``(start, end, headers)`` of the preamble-and-body text before the first section and each section."""
+    found = [(m.start(), _COMMANDS.index(m[1]), _title(text, m.end() - 1)[0]) for m in _SECTION.finditer(text)]
+    levels = sorted({level for _, level, _ in found})
+    sections: list[tuple[int, int, dict[str, str]]] = []
+    first = found[0][0] if found else len(text)
+    if first > 0:
+        sections.append((0, first, {}))
+    stack: list[tuple[int, str]] = []
+    for i, (start, level, title) in enumerate(found):
+        end = found[i + 1][0] if i + 1 < len(found) else len(text)
+        rank = levels.index(level) + 1
+        stack = [(r, t) for r, t in stack if r < rank] + [(rank, title)]
+        sections.append((start, end, {f"h{r}": t for r, t in stack if r <= 6}))
+    return sections
+
+
+def join_protected(pieces: list[Piece], protected: list[Span]) -> list[Piece]:
+    """Join each run of contiguous pieces that shares characters with one protected span."""
+    if not protected:
+        return pieces
+    starts = [s for s, _ in protected]
+    out: list[Piece] = []
+    for start, end, size in pieces:
+        if out:
+            # the piece joins the previous one if a protected span covers the boundary between them
+            i = bisect_left(starts, start) - 1
+            if i >= 0 and protected[i][0] < start < protected[i][1]:
+                previous = out.pop()
+                out.append((previous[0], end, previous[2] + size))
+                continue
+        out.append((start, end, size))
+    return out
+
+
+class LatexChunker(SizedChunker):
+    """Chunker for the ``latex`` strategy (``TEXT`` chunks with section headers)."""
+
+    def split(self, text: str) -> ChunkedDocument:
+        """Split each section recursively, never inside math; exact offsets; drop garbage pieces."""
+        if not text.strip():
+            return ChunkedDocument([], {})
+        protected = math_spans(text)
+        lines = DocumentLines(text)
+        counts = empty_counts()
+        chunks: list[TextChunk] = []
+        for start, end, headers in latex_sections(text):
+            section = trim_span(text, start, end)
+            if section is None:
+                continue
+            pieces = recursive_pieces(
+                text, *section, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, length=self.length
+            )
+            merged = merge_pieces(
+                join_protected(pieces, protected), chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap
+            )
+            spans = [span for s, e in merged if (span := trim_span(text, s, e)) is not None]
+            for span in filter_spans(lines, spans, min_chunk_chars=self.min_chunk_chars, counts=counts):
+                chunks.append(make_chunk(text, span, index=len(chunks), chunk_type=TEXT, headers=headers))
+        return ChunkedDocument(chunks, counts)

@@ -1,0 +1,70 @@
+"""Test documents in binary formats, generated on the spot: PDFs (text, scanned, encrypted) and Word files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def make_pdf(path: Path, pages: list[str], *, title: str = "", scanned: bool = False, password: str = "") -> Path:
+    """A PDF with one page per string (a text layer), or only drawn shapes (``scanned``), maybe encrypted."""
+    from fpdf import FPDF
+    from fpdf.enums import EncryptionMethod
+
+    doc = FPDF()
+    if title:
+        doc.set_title(title)
+    doc.set_font("helvetica", size=11)
+    for text in pages:
+        doc.add_page()
+        if scanned:  # what a scan is to a text extractor: an image, no text
+            doc.rect(10, 10, 120, 60, style="F")
+        else:
+            doc.multi_cell(0, 6, text)
+    if password:
+        doc.set_encryption(owner_password="owner", user_password=password, encryption_method=EncryptionMethod.RC4)
+    doc.output(str(path))
+    return path
+
+
+def make_docx(path: Path, blocks: list[tuple[str, str]], *, title: str = "") -> Path:
+    """A Word file from ``(kind, text)`` blocks: ``h1``..``h6``, ``p``, or ``table`` (rows by ``;``, cells by ``,``)."""
+    import docx
+
+    document = docx.Document()
+    if title:
+        document.core_properties.title = title
+    for kind, text in blocks:
+        if kind.startswith("h"):
+            document.add_heading(text, int(kind[1:]))
+        elif kind == "table":
+            rows = [row.split(",") for row in text.split(";")]
+            table = document.add_table(rows=len(rows), cols=len(rows[0]))
+            for r, row in enumerate(rows):
+                for c, cell in enumerate(row):
+                    table.cell(r, c).text = cell
+        else:
+            document.add_paragraph(text)
+    document.save(str(path))
+    return path
+
+
+def make_notebook(path: Path, cells: list[tuple[str, str]]) -> Path:
+    """A minimal nbformat-4 notebook from ``(cell_type, source)`` pairs, with an output to ignore."""
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+        "cells": [
+            {
+                "cell_type": kind,
+                "metadata": {},
+                "source": source.splitlines(keepends=True),
+                **({"outputs": [{"output_type": "stream", "text": ["OUTPUT-NOT-INDEXED\n"]}], "execution_count": 1}
+                   if kind == "code" else {}),
+            }
+            for kind, source in cells
+        ],
+    }  # fmt: skip
+    path.write_text(json.dumps(notebook, indent=1))
+    return path

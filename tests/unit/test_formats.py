@@ -1,0 +1,216 @@
+"""Loading every supported format into stored text: PDF pages, Word headings, notebooks, JSON, code, LaTeX, HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_service import list_strategies, recommend_strategy
+from rag_service.errors import DocumentReadError
+from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.filetypes import CODE_SUFFIXES, SUPPORTED_SUFFIXES
+from rag_service.ingest.loaders import discover_files, load_document
+from rag_service.ingest.pdftext import PAGE_BREAK, page_span, with_pages
+from tests.documents import make_docx, make_notebook, make_pdf
+from tests.unit.test_chunker_properties import assert_chunks_valid
+
+MB = 1_000_000
+REQUIRED_CODE = [".py", ".js", ".ts", ".tsx", ".go", ".java", ".rs", ".c", ".h", ".cpp", ".cs", ".rb", ".php", ".kt"]
+REQUIRED_CODE += [".swift", ".scala", ".sql", ".sh"]
+
+
+def test_every_required_suffix_is_supported() -> None:
+    assert set(REQUIRED_CODE) <= set(CODE_SUFFIXES)
+    assert {".json", ".jsonl", ".yaml", ".yml", ".tex", ".pdf", ".docx", ".ipynb"} <= set(SUPPORTED_SUFFIXES)
+    assert {".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm"} <= set(SUPPORTED_SUFFIXES)
+
+
+@pytest.mark.parametrize(
+    ("value", "strategy"),
+    [
+        ("src/app.py", "code"),
+        (Path("web/App.tsx"), "code"),
+        (".go", "code"),
+        ("db/schema.sql", "code"),
+        ("data.json", "json"),
+        ("events.jsonl", "json"),
+        ("paper.tex", "latex"),
+        ("page.HTML", "html"),
+        ("README.md", "markdown"),
+        ("spec.docx", "markdown"),
+        ("analysis.ipynb", "markdown"),
+        ("manual.pdf", "recursive"),
+        ("config.yaml", "recursive"),
+        ("notes.txt", "recursive"),
+        ("text/markdown", "markdown"),
+        ("text/html; charset=utf-8", "html"),
+        ("application/json", "json"),
+        ("text/x-python", "code"),
+        ("application/pdf", "recursive"),
+        ("text/plain", "recursive"),
+    ],
+)
+def test_recommend_strategy(value: str | Path, strategy: str) -> None:
+    assert recommend_strategy(value) == strategy
+    assert strategy in list_strategies()
+
+
+def test_list_strategies_has_all_eleven_and_auto() -> None:
+    names = list_strategies()
+    assert names[-1] == "auto" and len(names) == 12 and len(set(names)) == 12
+
+
+def test_pdf_pages_are_separated_and_numbered(tmp_path: Path) -> None:
+    pages = ["Backups run nightly.", "Restores take an hour.", "Contacts."]
+    path = make_pdf(tmp_path / "manual.pdf", pages, title="Ops")
+    doc = load_document(path, max_bytes=MB)
+    assert doc.title == "Ops"
+    assert doc.text.count(PAGE_BREAK) == 2
+    assert doc.text.split(PAGE_BREAK) == ["Backups run nightly.", "Restores take an hour.", "Contacts."]
+    restores = doc.text.index("Restores")
+    assert page_span(doc.text, restores, restores + 8) == (2, 2)
+    assert page_span(doc.text, 0, len(doc.text)) == (1, 3)
+    chunks = make_chunker("recursive", chunk_size=30, chunk_overlap=0, min_chunk_chars=0).split(doc.text).chunks
+    paged = with_pages(doc.text, chunks)
+    assert_chunks_valid(doc.text, type(make_chunker("recursive").split(""))(paged, {}))
+    assert [(c.metadata["page_start"], c.metadata["page_end"]) for c in paged] == [(1, 1), (2, 2), (3, 3)]
+
+
+def test_pdf_without_text_layer_is_one_clear_line(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "scan.pdf", ["ignored"], scanned=True)
+    with pytest.raises(DocumentReadError, match=r"scan\.pdf: no text layer; OCR is not supported$") as info:
+        load_document(path, max_bytes=MB)
+    assert "\n" not in str(info.value)
+
+
+def test_encrypted_pdf_is_one_clear_line(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "locked.pdf", ["secret plans"], password="hunter2")
+    with pytest.raises(DocumentReadError, match=r"locked\.pdf is an encrypted PDF; decrypt it first") as info:
+        load_document(path, max_bytes=MB)
+    assert "\n" not in str(info.value)
+
+
+def test_broken_pdf_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 50)
+    with pytest.raises(DocumentReadError, match=r"broken\.pdf is not a readable PDF") as info:
+        load_document(path, max_bytes=MB)
+    assert "\n" not in str(info.value)
+
+
+def test_docx_headings_become_the_header_path(tmp_path: Path) -> None:
+    path = make_docx(
+        tmp_path / "spec.docx",
+        [
+            ("h1", "Deployment Guide"),
+            ("p", "This guide explains how the service is deployed to production servers."),
+            ("h2", "Rollback"),
+            ("p", "To roll back, redeploy the previous release tag and run the migrations down."),
+            ("table", "step,owner;deploy,ops"),
+        ],
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.title == "Deployment Guide"
+    assert doc.text.startswith("# Deployment Guide\n\nThis guide")
+    assert "## Rollback" in doc.text and "step | owner\ndeploy | ops" in doc.text
+    chunked = make_chunker(recommend_strategy(path), chunk_size=200).split(doc.text)
+    assert_chunks_valid(doc.text, chunked)
+    rollback = next(c for c in chunked.chunks if "roll back" in c.content)
+    assert rollback.header_path == "Deployment Guide > Rollback"
+
+
+def test_corrupt_docx_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "corrupt.docx"
+    path.write_bytes(b"PK\x03\x04" + b"not really a zip" * 20)
+    with pytest.raises(DocumentReadError, match=r"corrupt\.docx is not a readable Word document") as info:
+        load_document(path, max_bytes=MB)
+    assert "\n" not in str(info.value)
+
+
+def test_notebook_cells_are_markdown_and_fenced_code(tmp_path: Path) -> None:
+    path = make_notebook(
+        tmp_path / "analysis.ipynb",
+        [("markdown", "# Churn analysis\n\nWe load the data."), ("code", "import pandas as pd\ndf = pd.read_csv('x')")],
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.title == "Churn analysis"
+    code = "```python\nimport pandas as pd\ndf = pd.read_csv('x')\n```"
+    assert doc.text == "# Churn analysis\n\nWe load the data.\n\n" + code
+    assert "OUTPUT-NOT-INDEXED" not in doc.text
+
+
+def test_not_a_notebook_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "x.ipynb"
+    path.write_text('{"cells": 3}')
+    with pytest.raises(DocumentReadError, match=r"has no 'cells' list"):
+        load_document(path, max_bytes=MB)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "where"),
+    [
+        ("bad.json", '{"a": 1,\n "b": [1, 2,, 3]}', "line 2 column"),
+        ("bad.jsonl", '{"a": 1}\n{"b": 2}\n{"c": oops}\n', "line 3 column 7"),
+    ],
+)
+def test_malformed_json_names_the_line(tmp_path: Path, name: str, content: str, where: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(DocumentReadError, match=rf"{name} is not valid JSON \({where}.*; fix the syntax$"):
+        load_document(path, max_bytes=MB)
+
+
+def test_json_and_yaml_and_code_keep_their_text(tmp_path: Path) -> None:
+    for name, content in [
+        ("data.json", '{"name": "rag", "tags": ["a", "b"]}\n'),
+        ("events.jsonl", '{"id": 1}\n\n{"id": 2}\n'),
+        ("config.yml", "server:\n  port: 8080\n"),
+        ("main.go", "package main\n\nfunc main() {}\n"),
+        ("run.sh", "#!/bin/sh\necho hi\n"),
+    ]:
+        path = tmp_path / name
+        path.write_text(content)
+        doc = load_document(path, max_bytes=MB)
+        assert (doc.text, doc.title) == (content, path.stem)
+
+
+def test_minified_code_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bundle.min.js"
+    path.write_text("var a=1;" * 5000)
+    with pytest.raises(DocumentReadError, match=r"line of 40,000 characters \(line 1\): minified") as info:
+        load_document(path, max_bytes=MB)
+    assert "\n" not in str(info.value)
+
+
+def test_latex_title(tmp_path: Path) -> None:
+    path = tmp_path / "paper.tex"
+    path.write_text("\\documentclass{article}\n\\title{On   Chunking}\n\\begin{document}\nHello.\n\\end{document}\n")
+    assert load_document(path, max_bytes=MB).title == "On Chunking"
+
+
+def test_html_headings_become_header_lines(tmp_path: Path) -> None:
+    path = tmp_path / "page.html"
+    path.write_text(
+        "<html><body><h1>Manual</h1><p>Intro paragraph about the manual and its purpose.</p>"
+        "<h3>Install <b>now</b></h3><p>Install with pip and check the version afterwards.</p>"
+        "<script>var h = '<h2>not</h2>';</script></body></html>"
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.title == "Manual"
+    assert doc.text == (
+        "# Manual\n\nIntro paragraph about the manual and its purpose.\n\n"
+        "### Install now\n\nInstall with pip and check the version afterwards."
+    )
+    chunks = make_chunker("html", chunk_size=200).split(doc.text).chunks
+    assert [c.header_path for c in chunks] == ["Manual", "Manual > Install now"]
+    assert chunks[1].headers == {"h1": "Manual", "h3": "Install now"}
+
+
+def test_discovery_finds_the_new_types_and_skips_others(tmp_path: Path) -> None:
+    for name in ["a.py", "b.pdf", "c.docx", "d.ipynb", "e.tex", "f.jsonl", "g.yaml", "h.exe", "i.png"]:
+        (tmp_path / name).write_bytes(b"x")
+    files, skipped = discover_files([tmp_path])
+    assert [p.name for p in files] == ["a.py", "b.pdf", "c.docx", "d.ipynb", "e.tex", "f.jsonl", "g.yaml"]
+    assert sorted(p.name for p, _ in skipped) == ["h.exe", "i.png"]
+    assert all(".ipynb" in reason and ".py" in reason for _, reason in skipped)
