@@ -37,7 +37,7 @@ class VectorCache:
         self.embedded = 0
         self._known: dict[str, npt.NDArray[np.float32]] = {}
         folder.mkdir(parents=True, exist_ok=True)
-        for part in sorted(folder.glob("*.npz")):
+        for part in sorted(p for p in folder.glob("*.npz") if not p.name.startswith(".")):
             with np.load(part) as data:
                 for key, vector in zip(data["keys"].tolist(), data["vectors"], strict=True):
                     self._known[str(key)] = vector
@@ -71,8 +71,9 @@ class VectorCache:
 
     def _save(self, keys: list[str], vectors: Matrix) -> None:
         name = uuid.uuid4().hex
-        temporary = self.folder / f".{name}.tmp.npz"
-        np.savez(temporary, keys=np.array(keys), vectors=vectors)
+        temporary = self.folder / f"{name}.part"  # not matched by the loader's *.npz until renamed
+        with temporary.open("wb") as out:
+            np.savez(out, keys=np.array(keys), vectors=vectors)
         os.replace(temporary, self.folder / f"{name}.npz")
 
 
