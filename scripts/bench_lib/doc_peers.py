@@ -8,7 +8,7 @@ and stores them in its own database on our PostgreSQL server. A peer is a functi
 * ``pgvector``: langchain-postgres ``PGVector`` (cosine; no vector index, as shipped: exact search).
 * ``ensemble_default`` / ``ensemble_lower``: LangChain ``EnsembleRetriever`` (RRF, weights 0.5/0.5)
   over the dense ``PGVector`` retriever and ``BM25Retriever`` (rank_bm25), whose tokeniser is its
-  default (``str.split``) or lowercase word tokens (``\\w+``).
+  default (``str.split``) or lowercase word tokens (``\\w+``); ``bm25_lower`` is the latter alone.
 * ``llamaindex_fusion``: LlamaIndex ``QueryFusionRetriever`` (``relative_score``, ``num_queries=1``,
   so no LLM) over ``PGVectorStore`` with ``hybrid_search=True``: its dense retriever and its text
   retriever (``ts_rank`` on a generated ``tsvector``, ``text_search_config="english"``).
@@ -49,6 +49,7 @@ PEERS: tuple[PeerSpec, ...] = (
     PeerSpec(
         "ensemble_lower", "LangChain EnsembleRetriever (dense + BM25Retriever, lowercase word tokens)", "langchain"
     ),
+    PeerSpec("bm25_lower", "rank_bm25 BM25Okapi (LangChain BM25Retriever), lowercase word tokens", "langchain"),
     PeerSpec(
         "llamaindex_fusion",
         "LlamaIndex QueryFusionRetriever (dense + PGVectorStore ts_rank, relative score)",
@@ -76,7 +77,7 @@ class VectorLookup:
 
 
 def langchain_peers(server_url: str, chunks: Sequence[DocChunk], lookup: VectorLookup, *, k: int) -> dict[str, PeerFn]:
-    """PGVector (database ``rag_peers_langchain``, rebuilt) and the two EnsembleRetrievers over it."""
+    """PGVector (database ``rag_peers_langchain``, rebuilt), the two EnsembleRetrievers over it, BM25 alone."""
     from langchain_classic.retrievers import EnsembleRetriever
     from langchain_community.retrievers import BM25Retriever
     from langchain_core.documents import Document
@@ -121,6 +122,7 @@ def langchain_peers(server_url: str, chunks: Sequence[DocChunk], lookup: VectorL
         "pgvector": lambda q: hits(dense.invoke(q)),
         "ensemble_default": lambda q: hits(ensemble_default.invoke(q)),
         "ensemble_lower": lambda q: hits(ensemble_lower.invoke(q)),
+        "bm25_lower": lambda q: hits(bm25_lower.invoke(q)),
     }
 
 
