@@ -100,7 +100,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     """The markdown table of the peers' scores."""
     lines = ["| system | nDCG@10 | Recall@10 | MRR@10 |", "|---|---:|---:|---:|"]
     for row in rows:
-        lines.append(f"| {row['label']} | {row['ndcg@10']:.3f} | {row['recall@10']:.3f} | {row['mrr@10']:.3f} |")
+        lines.append(f"| {row['name']} | {row['ndcg@10']:.3f} | {row['recall@10']:.3f} | {row['mrr@10']:.3f} |")
     return "\n".join(lines)
 
 
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         build_s = time.perf_counter() - started
         for spec in wanted:
             print(f"running {spec.label} ...", flush=True)
-            row = {"key": spec.key, "label": spec.label, "family": family, "build_s": build_s}
+            row = {"key": spec.key, "name": spec.label, "family": family, "build_s": build_s}
             row.update(score_peer(peers[spec.key], docset.queries, mapper, docset.qrels, args.top))
             print(f"  nDCG@10 {row['ndcg@10']:.4f}  Recall@10 {row['recall@10']:.4f}  MRR@10 {row['mrr@10']:.4f}")
             rows.append(row)
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             "embedded_now": cache.embedded,
             "seconds": embed_s,
         },
-        "peers": rows,
+        "rows": rows,  # the shape scripts/plot_docs_eval.py and eval_docs.py use: name, ndcg@10, ...
         "table": markdown,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
