@@ -149,7 +149,7 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
     terms = _bm25_stats(request)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
     query: Select[Any] = (
-        select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment]
+        select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment,unused-ignore]
         .select_from(ChunkTerm)
         .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
         .where(ChunkTerm.collection == bindparam("collection", request.collection))

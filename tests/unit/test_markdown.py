@@ -165,7 +165,7 @@ def test_many_headers_are_fast() -> None:
     started = time.perf_counter()
     doc = MarkdownChunker().split(text)
     elapsed = time.perf_counter() - started
-    assert elapsed < 2.0, f"took {elapsed:.2f}s"
+    assert elapsed < 20.0, f"took {elapsed:.2f}s"  # a quadratic split takes minutes; not a speed claim
     assert len(doc.chunks) == 10_000 // 2  # each tiny section joined its next sibling
 
 
