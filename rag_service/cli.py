@@ -66,6 +66,9 @@ def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # t
     from rag_service import cli_commands
 
     cli_commands.register(commands)
+    from rag_service.server import command as serve_command  # imports nothing of the server extra
+
+    serve_command.register(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,6 @@ from types import TracebackType
 
 from tqdm import tqdm
 
-
 #: called after each item with (items done, total or None)
 ProgressListener = Callable[[int, int | None], None]
 
