@@ -7,14 +7,15 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_service.server.errors import ApiError, error_response
+from rag_service.server.errors import error_response
 from rag_service.server.metrics import ApiMetrics
 
 
 class BodyLimit:
-    """Refuse bodies over a limit: at once by Content-Length, else while reading (chunked bodies).
+    """Refuse bodies over a limit with 413: at once by Content-Length, else by reading first.
 
-    ``limit_for(scope)`` gives the limit of each request (uploads may be larger than JSON calls).
+    The HTTP server holds a request to its Content-Length, so only bodies without one (chunked) are
+    read here, up to the limit, and then handed on. ``limit_for(scope)`` gives each request's limit.
     """
 
     def __init__(self, app: ASGIApp, *, limit_for: Callable[[Scope], int]) -> None:
@@ -27,21 +28,30 @@ class BodyLimit:
             return
         limit = self.limit_for(scope)
         declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await error_response(413, "too_large", _message(limit))(scope, receive, send)
+        if declared is not None:
+            if declared.isdigit() and int(declared) > limit:
+                await error_response(413, "too_large", _message(limit))(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
             return
+        messages: list[Message] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise ApiError(413, "too_large", _message(limit))
-            return message
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                await error_response(413, "too_large", _message(limit))(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
 
-        await self.app(scope, limited, send)
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
 
 
 def _message(limit: int) -> str:

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import SQLAlchemyError
 
-from rag_service.db.breaker import CLOSED
+from rag_service.db.breaker import HALF_OPEN, OPEN
 from rag_service.db.status import require_current_schema
 from rag_service.errors import RagError
 from rag_service.log import mask_url
@@ -24,7 +24,10 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
-    """Ready when the database answers, its schema is at head and the circuit is closed (else 503)."""
+    """Ready when the database answers, its schema is at head and the circuit is not open (else 503).
+
+    After the circuit's cool-down a successful check closes it again.
+    """
     state = server_state(request)
     problem = await state.run(_readiness_problem, state)
     if problem is None:
@@ -39,7 +42,8 @@ async def readyz(request: Request) -> JSONResponse:
 
 def _readiness_problem(state: ServerState) -> str | None:
     db = state.service.db
-    if db.breaker.state != CLOSED:
+    circuit = db.breaker.state
+    if circuit == OPEN:
         return f"circuit open: {db.url_for_display} failed repeatedly; calls resume after the cool-down"
     try:
         require_current_schema(db.engine)
@@ -48,6 +52,8 @@ def _readiness_problem(state: ServerState) -> str | None:
     except SQLAlchemyError as exc:
         first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
         return mask_url(f"database {db.url_for_display} unreachable: {first[0] if first else type(exc).__name__}")
+    if circuit == HALF_OPEN:
+        db.breaker.success()  # the cool-down is over and the database answered: close the circuit
     return None
 
 
