@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
 
 from rag_service.db.catalog import delete_by_source, list_collections, update_preset
 from rag_service.db.presets import list_presets
@@ -22,6 +23,7 @@ from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.server.errors import ApiError, ErrorResponseDoc
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
+    NO_NUL,
     CollectionsResponse,
     DeleteResponse,
     DocumentsRequest,
@@ -77,6 +79,7 @@ _DOCUMENTS_BODY: dict[str, Any] = {
                 "schema": {
                     "type": "object",
                     "required": ["files"],
+                    "additionalProperties": False,
                     "properties": {
                         "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
                         "collection": {"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_CHARS},
@@ -123,30 +126,47 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
 
 async def _upload(request: Request, state: ServerState) -> IngestReport:
     max_files = state.config.max_documents
-    async with request.form(max_files=max_files, max_fields=10) as form:
-        files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-        collection = validate_collection(_form_text(form.get("collection"), "collection") or "default")
-        strategy = _form_text(form.get("strategy"), "strategy")
-        if not files:
-            raise ApiError(422, "invalid_input", "no files: send the documents as multipart field 'files'")
+    try:
+        form = await request.form(max_files=max_files, max_fields=10)
+    except HTTPException as exc:  # starlette's multipart parser refuses the body
+        raise ApiError(422, "invalid_input", f"multipart body: {exc.detail}") from None
+    try:
+        unknown = sorted(set(form.keys()) - {"files", "collection", "strategy"})
+        if unknown:
+            raise ApiError(
+                422, "invalid_input", f"unknown multipart field(s) {unknown}; use files, collection, strategy"
+            )
+        files = form.getlist("files")
+        if not files or not all(isinstance(f, UploadFile) for f in files):
+            raise ApiError(422, "invalid_input", "send the documents as files in the multipart field 'files'")
+        collection = validate_collection(_form_text(form, "collection", limit=MAX_COLLECTION_CHARS) or "default")
+        strategy = _form_text(form, "strategy", limit=64)
         stored = []
         for upload in files:
+            assert isinstance(upload, UploadFile)
             data = await upload.read()
             stored.append(await state.run(store_upload, _uploads_root(state), collection, upload.filename or "", data))
+    finally:
+        await form.close()
     return await state.run(_index_uploads, state, stored, collection, strategy)
 
 
-def _form_text(value: object, name: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value or None
-    raise ApiError(422, "invalid_input", f"multipart field {name!r} must be text, not a file")
+def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
+    """A multipart text field given at most once, 1..limit characters; None when absent."""
+    values = form.getlist(name)
+    if not values:
+        return None
+    value = values[0]
+    if len(values) > 1 or not isinstance(value, str) or not 1 <= len(value) <= limit or "\x00" in value:
+        raise ApiError(422, "invalid_input", f"multipart field {name!r} must be one text of 1-{limit} characters")
+    return value
 
 
-def _uploads_root(state: ServerState) -> Path:
+def _uploads_root(state: ServerState) -> FilePath:
     return state.service.settings.data_dir / "uploads"
 
 
-def _index_uploads(state: ServerState, paths: list[Path], collection: str, strategy: str | None) -> IngestReport:
+def _index_uploads(state: ServerState, paths: list[FilePath], collection: str, strategy: str | None) -> IngestReport:
     """Load each stored file and index it with its source set to the file name."""
     report = IngestReport(collection=collection)
     groups: dict[str, list[tuple[str, str, str]]] = {}
@@ -174,9 +194,9 @@ def _add(total: IngestReport, part: IngestReport) -> None:
 
 @router.delete("/documents", response_model=DeleteResponse, tags=["documents"])
 async def delete_document(
-    source: Annotated[str, Query(min_length=1, max_length=1000, description="the document's source key")],
+    source: Annotated[str, Query(min_length=1, max_length=1000, pattern=NO_NUL, description="the document's source")],
     state: WriteState,
-    collection: Annotated[str, Query(min_length=1, max_length=MAX_COLLECTION_CHARS)] = "default",
+    collection: Annotated[str, Query(min_length=1, max_length=MAX_COLLECTION_CHARS, pattern=NO_NUL)] = "default",
 ) -> JSONResponse:
     """Delete one document (and its chunks) by source; 404 when the collection has no such document."""
     deleted = await state.run(_delete, state, collection, source)
@@ -208,7 +228,7 @@ async def reindex_all(
 
 
 @router.get("/jobs/{job_id}", response_model=JobResponse, tags=["documents"])
-async def get_job(job_id: str, state: ReadState) -> JSONResponse:
+async def get_job(job_id: Annotated[str, Path(max_length=64)], state: ReadState) -> JSONResponse:
     """A job's state (queued, running, succeeded, failed), counts and progress."""
     job = state.jobs.get(job_id)
     if job is None:
@@ -231,7 +251,9 @@ async def presets(state: ReadState) -> JSONResponse:
 
 
 @router.put("/presets/{context}", response_model=PresetResponse, tags=["catalog"])
-async def put_preset(context: str, body: PresetValues, state: WriteState) -> JSONResponse:
+async def put_preset(
+    context: Annotated[str, Path(max_length=64, pattern=NO_NUL)], body: PresetValues, state: WriteState
+) -> JSONResponse:
     """Change some knobs of a preset row; validated like a per-call override. The next call follows it."""
     values = body.given()
     if not values:

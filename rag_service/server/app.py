@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from anyio import CapacityLimiter
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -20,7 +22,7 @@ from rag_service.server.errors import install_error_handlers
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
 from rag_service.server.middleware import BodyLimit, RequestMetrics
-from rag_service.server.state import ServerState
+from rag_service.server.state import ServerState, need_read
 from rag_service.service import UniversalRAGService
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -67,6 +69,9 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
+    if config.reads_token is None:
+        _document_open_reads(app)
+
     def limit_for(scope: Scope) -> int:
         return config.max_upload_bytes if scope["path"] == "/api/documents" else config.max_body_bytes
 
@@ -80,3 +85,27 @@ def create_app(
     app.add_middleware(BodyLimit, limit_for=limit_for)
     app.add_middleware(RequestMetrics, metrics=metrics)
     return app
+
+
+def _document_open_reads(app: FastAPI) -> None:
+    """Without a read token, read routes need no credentials: say so in the OpenAPI document."""
+    read_routes = {
+        (route.path, method.lower())
+        for route in (*api.router.routes, *ops.router.routes)
+        if isinstance(route, APIRoute) and any(dep.call is need_read for dep in route.dependant.dependencies)
+        for method in route.methods or ()
+    }
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for path, operations in document["paths"].items():
+                for method, operation in operations.items():
+                    if (path, method) in read_routes:
+                        operation.pop("security", None)
+                        operation["responses"].pop("401", None)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -10,6 +10,7 @@
       SchemaError, other DatabaseError
     ModelLoadError                     503     model_unavailable      (with Retry-After)
     request validation (pydantic)      422     invalid_input
+    a body that cannot be parsed       400     bad_request
     anything else                      500     internal_error (logged with its traceback, not sent)
 """
 
@@ -99,7 +100,7 @@ def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -117,6 +118,7 @@ def _error_docs() -> dict[int | str, dict[str, Any]]:
     from rag_service.server.schemas import ErrorResponse
 
     reasons = {
+        400: "malformed body (not JSON, not UTF-8, broken multipart)",
         401: "missing or wrong bearer token",
         403: "a write on a read-only server (no RAG_API_TOKEN)",
         404: "unknown context, document or job",

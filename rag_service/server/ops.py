@@ -11,6 +11,7 @@ from rag_service.db.breaker import HALF_OPEN, OPEN
 from rag_service.db.status import require_current_schema
 from rag_service.errors import RagError
 from rag_service.log import mask_url
+from rag_service.server.errors import ErrorResponseDoc
 from rag_service.server.state import ReadState, ServerState, server_state
 
 router = APIRouter(tags=["operations"])
@@ -22,7 +23,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses={503: ErrorResponseDoc[503]})
 async def readyz(request: Request) -> JSONResponse:
     """Ready when the database answers, its schema is at head and the circuit is not open (else 503).
 
@@ -57,7 +58,12 @@ def _readiness_problem(state: ServerState) -> str | None:
     return None
 
 
-@router.get("/metrics")
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "exposition"},
+               **{k: v for k, v in ErrorResponseDoc.items() if k in (401,)}},
+)
 async def metrics(state: ReadState) -> Response:
     """Prometheus text format: requests by route and status, stage latencies, degraded counts, pool use."""
     return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -4,18 +4,40 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: longest query text accepted (422 beyond); the library cuts long queries further at a word boundary
 MAX_QUERY_CHARS = 2000
 #: longest collection name (the library's own limit)
 MAX_COLLECTION_CHARS = 200
 
+#: PostgreSQL text cannot hold NUL: strings in query strings and paths are refused by this pattern
+NO_NUL = r"^[^\x00]*$"
+
 Collection = Field(default="default", min_length=1, max_length=MAX_COLLECTION_CHARS, description="collection name")
 
 
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
 class _Strict(BaseModel):
+    """Unknown fields, NaN/Infinity and NUL characters anywhere in the body are input errors (422)."""
+
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: object) -> object:
+        if _has_nul(data):
+            raise ValueError("text must not contain NUL (\\x00) characters; remove them")
+        return data
 
 
 class PresetValues(_Strict):
