@@ -53,7 +53,7 @@ function passage(chunk, query) {
     node.append(text.slice(0, from), markText(text.slice(from, to)), text.slice(to));
     return node;
   }
-  const words = query.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) || [];
+  const words = (query.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) || []).filter((w) => !STOP.has(w));
   if (!words.length) { node.textContent = text; return node; }
   const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   const pattern = new RegExp("(" + escaped.join("|") + ")", "giu");
@@ -62,6 +62,9 @@ function passage(chunk, query) {
   }
   return node;
 }
+
+const STOP = new Set(["the", "and", "are", "how", "what", "with", "for", "from", "that", "this", "does", "why",
+                      "when", "which", "who", "can", "into", "about", "you", "your", "was", "were", "not"]);
 
 function markText(text) {
   const mark = document.createElement("mark");
@@ -93,7 +96,7 @@ function render(body, query) {
   }
   const n = result.chunks.length;
   setStatus(n + (n === 1 ? " result" : " results") + " in " + metrics.total_time_ms.toFixed(1) + " ms" +
-            " (server " + metrics.retrieval_time_ms.toFixed(1) + " ms search, reranker " + metrics.reranker + ")");
+            " (server; search " + metrics.retrieval_time_ms.toFixed(1) + " ms, reranker " + metrics.reranker + ")");
   $("degraded").textContent = metrics.degraded.length ? "degraded: " + metrics.degraded.join("; ") : "";
 }
 
