@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from pathlib import Path as FilePath
 from typing import Annotated, Any
@@ -44,7 +45,11 @@ router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
 @router.post("/rag/retrieve", response_model=RetrieveResponse, tags=["retrieval"])
 async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
-    """Context for a query, shaped by a preset and per-call overrides (the Python ``retrieve``)."""
+    """Context for a query, shaped by a preset and per-call overrides (the Python ``retrieve``).
+
+    The ``Server-Timing`` header gives the time of the ``retrieve()`` call itself (``retrieve;dur=ms``).
+    """
+    started = time.perf_counter()
     result = await state.run(
         state.service.retrieve,
         body.query,
@@ -53,6 +58,7 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
         filters=body.filters,
         **body.given(),
     )
+    elapsed_ms = (time.perf_counter() - started) * 1000
     state.metrics.observe_retrieval(result.metrics)
     data = result.to_dict()
     payload = {
@@ -67,7 +73,7 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
         },
         "metrics": data["metrics"],
     }
-    return JSONResponse(payload)
+    return JSONResponse(payload, headers={"Server-Timing": f"retrieve;dur={elapsed_ms:.2f}"})
 
 
 _DOCUMENTS_BODY: dict[str, Any] = {
