@@ -15,7 +15,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
 from rag_service.db.catalog import delete_by_source, list_collections, update_preset
-from rag_service.db.presets import list_presets
+from rag_service.db.presets import list_presets, load_preset
 from rag_service.errors import RagError
 from rag_service.ingest.chunkers import strategy_for_path
 from rag_service.ingest.loaders import load_document
@@ -254,6 +254,15 @@ async def presets(state: ReadState) -> JSONResponse:
     """Every context preset (rows of ``rag_configurations``)."""
     rows = await state.run(state.service.db.read, list_presets)
     return JSONResponse({"success": True, "presets": [asdict(row) for row in rows]})
+
+
+@router.get("/presets/{context}", response_model=PresetResponse, tags=["catalog"])
+async def get_preset(context: Annotated[str, Path(max_length=64)], state: ReadState) -> JSONResponse:
+    """One context preset."""
+    if "\x00" in context:  # checked here: a pattern on a bare path value leaves schemathesis nothing to break
+        raise ApiError(422, "invalid_input", "context must not contain NUL (\\x00) characters")
+    preset = await state.run(state.service.db.read, lambda session: asdict(load_preset(session, context)))
+    return JSONResponse({"success": True, "preset": preset})
 
 
 @router.put("/presets/{context}", response_model=PresetResponse, tags=["catalog"])

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 from sqlalchemy import text
 
-from tests.server.conftest import WRITE_TOKEN, LiveServer
+from rag_service.embed import HashingEmbedder
+from rag_service.retrieve.rerank import FunctionReranker
+from rag_service.server import ServerConfig
+from rag_service.service import UniversalRAGService
+from tests.server.conftest import WRITE_TOKEN, LiveServer, start_server
 
 
 def test_retrieve_answers_the_prd_shape(live: LiveServer) -> None:
@@ -181,3 +187,35 @@ def _wait(client: httpx.Client, job_id: str, *, until: Callable[[dict[str, Any]]
 def test_unknown_job_is_404(live: LiveServer) -> None:
     with live.client() as client:
         assert client.get("/api/jobs/does-not-exist").status_code == 404
+
+
+def test_a_slow_retrieve_does_not_stall_the_server(server_database, server_settings) -> None:  # type: ignore[no-untyped-def]
+    release = threading.Event()
+    entered = threading.Event()
+
+    def slow(query: str, document: str) -> float:
+        entered.set()
+        assert release.wait(timeout=60)
+        return float(len(document))
+
+    service = UniversalRAGService(
+        server_settings, database=server_database, embedder=HashingEmbedder(), reranker=FunctionReranker(slow)
+    )
+    slow_server = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
+    try:
+        with ThreadPoolExecutor(1) as pool, slow_server.client() as client:
+            pending = pool.submit(client.post, "/api/rag/retrieve", json={"query": "backups", "context": "agent"})
+            assert entered.wait(timeout=30)
+            with slow_server.client() as other:  # another connection, while the reranker blocks
+                started = time.monotonic()
+                assert other.get("/healthz", timeout=5).status_code == 200
+                assert other.get("/api/presets", timeout=5).status_code == 200
+                quick = other.post("/api/rag/retrieve", json={"query": "backups", "rerank_enabled": False}, timeout=5)
+                assert quick.status_code == 200 and time.monotonic() - started < 5
+            assert not pending.done()
+            release.set()
+            response = pending.result(timeout=30)
+        assert response.status_code == 200 and response.json()["metrics"]["reranker"] == "function"
+    finally:
+        release.set()
+        slow_server.stop()
