@@ -120,6 +120,8 @@ def serve(server_service: UniversalRAGService) -> Iterator[Callable[..., LiveSer
         return live
 
     yield start
+    for live in started:  # all at once: each takes up to a few ticks of uvicorn's loop to stop
+        live.server.should_exit = True
     for live in started:
         live.stop()
 
