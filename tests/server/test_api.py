@@ -189,7 +189,9 @@ def test_unknown_job_is_404(live: LiveServer) -> None:
         assert client.get("/api/jobs/does-not-exist").status_code == 404
 
 
-def test_a_slow_retrieve_does_not_stall_the_server(server_database, server_settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_slow_retrieve_does_not_stall_the_server(  # type: ignore[no-untyped-def]
+    server_service, server_database, server_settings
+) -> None:
     release = threading.Event()
     entered = threading.Event()
 
@@ -219,3 +221,22 @@ def test_a_slow_retrieve_does_not_stall_the_server(server_database, server_setti
     finally:
         release.set()
         slow_server.stop()
+
+
+def test_degraded_stages_reach_metrics_and_prometheus(  # type: ignore[no-untyped-def]
+    server_service, server_database, server_settings, tmp_path
+) -> None:
+    missing = tmp_path / "no-such-cross-encoder"
+    settings = server_settings.model_copy(update={"rerank_model": str(missing)})
+    service = UniversalRAGService(settings, database=server_database, embedder=HashingEmbedder())
+    degraded_server = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
+    try:
+        with degraded_server.client() as client:
+            body = client.post("/api/rag/retrieve", json={"query": "backups", "context": "agent"}).json()
+            scrape = client.get("/metrics").text
+    finally:
+        degraded_server.stop()
+    assert body["success"] is True and body["result"]["chunks"]
+    degraded = body["metrics"]["degraded"]
+    assert len(degraded) == 1 and degraded[0].startswith("rerank: ") and str(missing) in degraded[0]
+    assert 'rag_retrieval_degraded_total{stage="rerank"} 1.0' in scrape
