@@ -10,13 +10,13 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install test test-fast lint demo bench eval clean
+.PHONY: install browser serve test test-fast lint demo bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,langchain,llamaindex,mcp]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,server,langchain,llamaindex,mcp]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -25,7 +25,13 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: lint
+# Headless Chromium for the search page's browser test (Debian's package; a no-op once installed).
+browser:
+	@test -x /usr/bin/chromium || ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ] || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+		echo "warning: could not install chromium; the search page's browser test will be skipped"
+
+test: lint browser
 	$(BIN)/pytest
 
 test-fast: install
@@ -33,6 +39,9 @@ test-fast: install
 
 demo: install
 	$(BIN)/rag demo
+
+serve: install
+	$(BIN)/rag serve
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"

@@ -65,9 +65,11 @@ def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # t
     """Subcommands defined in their own modules (ingest, retrieval, evaluation)."""
     from rag_service import cli_commands
     from rag_service.integrations import mcp_server
+    from rag_service.server import command as serve_command  # imports nothing of the server extra
 
     cli_commands.register(commands)
     mcp_server.register(commands)
+    serve_command.register(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

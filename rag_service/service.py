@@ -22,6 +22,7 @@ from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.search import ChunkFilters
 from rag_service.embed import BUNDLED_MINILM_ID, Embedder, load_embedder
 from rag_service.ingest.pipeline import Indexer, validate_collection
+from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
 from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
@@ -121,9 +122,11 @@ class UniversalRAGService:
             items, collection=collection, strategy=strategy, force=force, progress=progress, total=total
         )
 
-    def reindex_all(self, *, collection: str | None = None, progress: bool = False) -> IngestReport:
-        """Re-chunk and re-embed every stored document from its stored text."""
-        return self._indexer().reindex_all(collection=collection, progress=progress)
+    def reindex_all(
+        self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
+    ) -> IngestReport:
+        """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``."""
+        return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
 
     # -- retrieval -----------------------------------------------------------------------------------
 

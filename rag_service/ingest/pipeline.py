@@ -34,7 +34,7 @@ from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
 from rag_service.ingest.loaders import discover_files, load_document
 from rag_service.ingest.pdftext import with_pages
-from rag_service.ingest.progress import Progress
+from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
 
 #: chunks gathered across documents before one call to the embedding model
@@ -162,14 +162,19 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def reindex_all(self, *, collection: str | None = None, progress: bool = False) -> IngestReport:
-        """Re-chunk and re-embed every stored document from its stored text (current settings)."""
+    def reindex_all(
+        self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
+    ) -> IngestReport:
+        """Re-chunk and re-embed every stored document from its stored text (current settings).
+
+        ``listener(done, total)`` hears each document finished (the HTTP API's job progress).
+        """
         with self.db.transaction() as session:
             stored = list(repo.iter_stored_texts(session, collection=collection))
         collections = sorted({d.collection for d in stored}) or [collection or "default"]
         report = IngestReport(collection=collection or ",".join(collections))
         started = time.perf_counter()
-        with Progress(total=len(stored), enabled=progress, label="reindexing") as bar:
+        with Progress(total=len(stored), enabled=progress, label="reindexing", listener=listener) as bar:
             for name in collections:
                 with reindex_lock(self.db.engine, name):
                     self._guard()

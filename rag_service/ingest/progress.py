@@ -4,26 +4,47 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 from tqdm import tqdm
 
+#: called after each item with (items done, total or None)
+ProgressListener = Callable[[int, int | None], None]
+
 
 class Progress:
-    """Counts documents against ``total`` and chunks as a postfix; a no-op when disabled."""
+    """Counts documents against ``total`` and chunks as a postfix; a no-op when disabled.
 
-    def __init__(self, *, total: int | None, enabled: bool, label: str, unit: str = "doc") -> None:
+    ``listener`` (if given) hears every advance, also when the bar is disabled (the HTTP API's jobs).
+    """
+
+    def __init__(
+        self,
+        *,
+        total: int | None,
+        enabled: bool,
+        label: str,
+        unit: str = "doc",
+        listener: ProgressListener | None = None,
+    ) -> None:
         self._bar = (
             tqdm(total=total, desc=label, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
             if enabled
             else None
         )
         self._chunks = 0
+        self._done = 0
+        self._total = total
+        self._listener = listener
         self._started = time.perf_counter()
 
     def advance(self, *, chunks: int) -> None:
         """One more item done, with ``chunks`` chunks written."""
         self._chunks += chunks
+        self._done += 1
+        if self._listener is not None:
+            self._listener(self._done, self._total)
         if self._bar is not None:
             rate = self._chunks / max(time.perf_counter() - self._started, 1e-9)
             self._bar.set_postfix_str(f"{self._chunks} chunks, {rate:.1f} chunks/s", refresh=False)

@@ -1,0 +1,283 @@
+"""The ``/api`` routes: retrieve, documents, jobs, collections, presets."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
+
+from rag_service.db.catalog import delete_by_source, list_collections, update_preset
+from rag_service.db.presets import list_presets, load_preset
+from rag_service.errors import RagError
+from rag_service.ingest.chunkers import strategy_for_path
+from rag_service.ingest.loaders import load_document
+from rag_service.ingest.pipeline import validate_collection
+from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.server.errors import ApiError, ErrorResponseDoc
+from rag_service.server.schemas import (
+    MAX_COLLECTION_CHARS,
+    NO_NUL,
+    CollectionsResponse,
+    DeleteResponse,
+    DocumentsRequest,
+    IngestResponse,
+    JobResponse,
+    PresetResponse,
+    PresetsResponse,
+    PresetValues,
+    ReindexRequest,
+    RetrieveRequest,
+    RetrieveResponse,
+)
+from rag_service.server.state import ReadState, ServerState, WriteState
+from rag_service.server.uploads import store_upload
+
+router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
+
+
+@router.post("/rag/retrieve", response_model=RetrieveResponse, tags=["retrieval"])
+async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
+    """Context for a query, shaped by a preset and per-call overrides (the Python ``retrieve``).
+
+    The ``Server-Timing`` header gives the time of the ``retrieve()`` call itself (``retrieve;dur=ms``).
+    """
+    started = time.perf_counter()
+    result = await state.run(
+        state.service.retrieve,
+        body.query,
+        body.context,
+        collection=body.collection,
+        filters=body.filters,
+        **body.given(),
+    )
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    state.metrics.observe_retrieval(result.metrics)
+    data = result.to_dict()
+    payload = {
+        "success": True,
+        "result": {
+            "formatted_context": data["formatted_context"] if body.return_formatted else None,
+            "chunks": data["chunks"],
+            "total_tokens": data["total_tokens"],
+            "sources": data["sources"],
+            "query": data["query"],
+            "context_type": data["context_type"],
+        },
+        "metrics": data["metrics"],
+    }
+    return JSONResponse(payload, headers={"Server-Timing": f"retrieve;dur={elapsed_ms:.2f}"})
+
+
+_DOCUMENTS_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/DocumentsRequest"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["files"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
+                        "collection": {"type": "string", "minLength": 1, "maxLength": MAX_COLLECTION_CHARS},
+                        "strategy": {"type": "string", "minLength": 1, "maxLength": 64},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+@router.post("/documents", response_model=IngestResponse, openapi_extra=_DOCUMENTS_BODY, tags=["documents"])
+async def add_documents(request: Request, state: WriteState) -> JSONResponse:
+    """Index JSON texts, or files uploaded as multipart ``files`` (with ``collection``, ``strategy``).
+
+    Answers 200 with the ingest report; ``success`` is false when a document failed (each failure is
+    listed with its reason in ``report.failed``).
+    """
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "multipart/form-data":
+        report = await _upload(request, state)
+    elif content_type == "application/json":
+        try:
+            body = DocumentsRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors()) from None
+        if len(body.documents) > state.config.max_documents:
+            raise ApiError(
+                413, "too_large", f"{len(body.documents)} documents in one call; send at most "
+                f"{state.config.max_documents} (RAG_API_MAX_DOCUMENTS)"
+            )
+        items = [(d.source, d.title, d.text) for d in body.documents]
+        report = await state.run(
+            state.service.index_texts, items, collection=body.collection, strategy=body.strategy, force=body.force
+        )
+    else:
+        raise ApiError(
+            415, "unsupported_media_type", f"content type {content_type or 'none'!r}: send application/json "
+            "or multipart/form-data"
+        )
+    return JSONResponse({"success": report.ok, "report": report.to_dict()})
+
+
+async def _upload(request: Request, state: ServerState) -> IngestReport:
+    max_files = state.config.max_documents
+    try:
+        form = await request.form(max_files=max_files, max_fields=10)
+    except HTTPException as exc:  # starlette's multipart parser refuses the body
+        raise ApiError(422, "invalid_input", f"multipart body: {exc.detail}") from None
+    try:
+        unknown = sorted(set(form.keys()) - {"files", "collection", "strategy"})
+        if unknown:
+            raise ApiError(
+                422, "invalid_input", f"unknown multipart field(s) {unknown}; use files, collection, strategy"
+            )
+        files = form.getlist("files")
+        if not files or not all(isinstance(f, UploadFile) for f in files):
+            raise ApiError(422, "invalid_input", "send the documents as files in the multipart field 'files'")
+        collection = validate_collection(_form_text(form, "collection", limit=MAX_COLLECTION_CHARS) or "default")
+        strategy = _form_text(form, "strategy", limit=64)
+        stored = []
+        for upload in files:
+            assert isinstance(upload, UploadFile)
+            data = await upload.read()
+            stored.append(await state.run(store_upload, _uploads_root(state), collection, upload.filename or "", data))
+    finally:
+        await form.close()
+    return await state.run(_index_uploads, state, stored, collection, strategy)
+
+
+def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
+    """A multipart text field given at most once, 1..limit characters; None when absent."""
+    values = form.getlist(name)
+    if not values:
+        return None
+    value = values[0]
+    if len(values) > 1 or not isinstance(value, str) or not 1 <= len(value) <= limit or "\x00" in value:
+        raise ApiError(422, "invalid_input", f"multipart field {name!r} must be one text of 1-{limit} characters")
+    return value
+
+
+def _uploads_root(state: ServerState) -> FilePath:
+    return state.service.settings.data_dir / "uploads"
+
+
+def _index_uploads(state: ServerState, paths: list[FilePath], collection: str, strategy: str | None) -> IngestReport:
+    """Load each stored file and index it with its source set to the file name."""
+    report = IngestReport(collection=collection)
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    for path in paths:
+        try:
+            loaded = load_document(path, max_bytes=state.service.settings.max_file_bytes)
+        except RagError as exc:
+            report.failed.append(FileProblem(path.name, str(exc).replace(str(path), path.name)))
+            continue
+        groups.setdefault(strategy or strategy_for_path(path), []).append((path.name, loaded.title, loaded.text))
+    for name, items in groups.items():
+        _add(report, state.service.index_texts(items, collection=collection, strategy=name))
+    return report
+
+
+def _add(total: IngestReport, part: IngestReport) -> None:
+    for key in ("added", "updated", "unchanged", "deleted", "chunks_written", "chunks_embedded", "embeddings_reused"):
+        setattr(total, key, getattr(total, key) + getattr(part, key))
+    total.failed += part.failed
+    total.skipped += part.skipped
+    total.add_filtered(part.filtered)
+    total.seconds += part.seconds
+    total.embedding_seconds += part.embedding_seconds
+
+
+@router.delete("/documents", response_model=DeleteResponse, tags=["documents"])
+async def delete_document(
+    source: Annotated[str, Query(min_length=1, max_length=1000, pattern=NO_NUL, description="the document's source")],
+    state: WriteState,
+    collection: Annotated[str, Query(min_length=1, max_length=MAX_COLLECTION_CHARS, pattern=NO_NUL)] = "default",
+) -> JSONResponse:
+    """Delete one document (and its chunks) by source; 404 when the collection has no such document."""
+    deleted = await state.run(_delete, state, collection, source)
+    if not deleted:
+        raise ApiError(404, "not_found", f"collection {collection!r} has no document with source {source!r}")
+    return JSONResponse({"success": True, "deleted": deleted})
+
+
+def _delete(state: ServerState, collection: str, source: str) -> int:
+    with state.service.db.transaction() as session:
+        return delete_by_source(session, collection=collection, source=source)
+
+
+@router.post("/documents/reindex-all", status_code=202, response_model=JobResponse, tags=["documents"])
+async def reindex_all(
+    state: WriteState, body: Annotated[ReindexRequest | None, Body()] = None
+) -> JSONResponse:
+    """Start re-chunking and re-embedding every stored document (of one collection) as a job."""
+    collection = body.collection if body is not None else None
+    if collection is not None:
+        validate_collection(collection)
+    service = state.service
+    job = state.jobs.start(
+        "reindex-all", collection, lambda listen: service.reindex_all(collection=collection, listener=listen)
+    )
+    return JSONResponse(
+        {"success": True, "job": job.to_dict()}, status_code=202, headers={"Location": f"/api/jobs/{job.id}"}
+    )
+
+
+@router.get("/jobs/{job_id}", response_model=JobResponse, tags=["documents"])
+async def get_job(job_id: Annotated[str, Path(max_length=64)], state: ReadState) -> JSONResponse:
+    """A job's state (queued, running, succeeded, failed), counts and progress."""
+    job = state.jobs.get(job_id)
+    if job is None:
+        raise ApiError(404, "not_found", f"no job {job_id[:64]!r}; jobs are kept in memory until the server restarts")
+    return JSONResponse({"success": True, "job": job.to_dict()})
+
+
+@router.get("/collections", response_model=CollectionsResponse, tags=["catalog"])
+async def collections(state: ReadState) -> JSONResponse:
+    """Every collection with its document and chunk counts."""
+    rows = await state.run(state.service.db.read, list_collections)
+    return JSONResponse({"success": True, "collections": [asdict(row) for row in rows]})
+
+
+@router.get("/presets", response_model=PresetsResponse, tags=["catalog"])
+async def presets(state: ReadState) -> JSONResponse:
+    """Every context preset (rows of ``rag_configurations``)."""
+    rows = await state.run(state.service.db.read, list_presets)
+    return JSONResponse({"success": True, "presets": [asdict(row) for row in rows]})
+
+
+@router.get("/presets/{context}", response_model=PresetResponse, tags=["catalog"])
+async def get_preset(context: Annotated[str, Path(max_length=64)], state: ReadState) -> JSONResponse:
+    """One context preset."""
+    if "\x00" in context:  # checked here: a pattern on a bare path value leaves schemathesis nothing to break
+        raise ApiError(422, "invalid_input", "context must not contain NUL (\\x00) characters")
+    preset = await state.run(state.service.db.read, lambda session: asdict(load_preset(session, context)))
+    return JSONResponse({"success": True, "preset": preset})
+
+
+@router.put("/presets/{context}", response_model=PresetResponse, tags=["catalog"])
+async def put_preset(
+    context: Annotated[str, Path(max_length=64, pattern=NO_NUL)], body: PresetValues, state: WriteState
+) -> JSONResponse:
+    """Change some knobs of a preset row; validated like a per-call override. The next call follows it."""
+    values = body.given()
+    if not values:
+        message = f"no values to change for preset {context[:64]!r}; send e.g. {{\"max_chunks\": 6}}"
+        raise ApiError(422, "invalid_input", message)
+    preset = await state.run(_put_preset, state, context, values)
+    return JSONResponse({"success": True, "preset": preset})
+
+
+def _put_preset(state: ServerState, context: str, values: dict[str, Any]) -> dict[str, Any]:
+    with state.service.db.transaction() as session:
+        return asdict(update_preset(session, context, values))

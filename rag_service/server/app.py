@@ -1,0 +1,111 @@
+"""``create_app``: the FastAPI app around one service, with limits, auth, metrics and the search page."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from anyio import CapacityLimiter
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from starlette.types import Scope
+
+from rag_service.server import api, ops
+from rag_service.server.auth import Guard
+from rag_service.server.config import ServerConfig
+from rag_service.server.errors import install_error_handlers
+from rag_service.server.jobs import JobRegistry
+from rag_service.server.metrics import ApiMetrics
+from rag_service.server.middleware import BodyLimit, RequestMetrics
+from rag_service.server.state import ServerState, need_read
+from rag_service.service import UniversalRAGService
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def create_app(
+    service: UniversalRAGService, config: ServerConfig | None = None, *, owns_service: bool = False
+) -> FastAPI:
+    """The ASGI app serving ``service``; with ``owns_service`` it closes the service on shutdown."""
+    config = config or ServerConfig()
+    metrics = ApiMetrics(service.db.engine, service.db.breaker)
+    state = ServerState(
+        service=service,
+        config=config,
+        guard=Guard(config),
+        metrics=metrics,
+        jobs=JobRegistry(on_finish=lambda job: metrics.jobs.labels(job.kind, job.state).inc()),
+        limiter=CapacityLimiter(config.threads),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        state.jobs.shutdown()
+        if owns_service:
+            service.close()
+
+    app = FastAPI(
+        title="rag_service",
+        version="0.1.0",
+        summary="Retrieval on PostgreSQL + pgvector (PRD 08 §5)",
+        docs_url=None,  # Swagger UI loads from a CDN; the page must work offline
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.rag = state
+    install_error_handlers(app, retry_after_s=max(int(service.db.breaker.cooldown), config.retry_after_s))
+    app.include_router(api.router)
+    app.include_router(ops.router)
+
+    @app.get("/", include_in_schema=False)
+    async def search_page() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    if config.reads_token is None:
+        _document_open_reads(app)
+
+    def limit_for(scope: Scope) -> int:
+        return config.max_upload_bytes if scope["path"] == "/api/documents" else config.max_body_bytes
+
+    if config.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=config.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(BodyLimit, limit_for=limit_for)
+    app.add_middleware(RequestMetrics, metrics=metrics)
+    return app
+
+
+def _document_open_reads(app: FastAPI) -> None:
+    """Without a read token, read routes need no credentials: say so in the OpenAPI document."""
+    read_routes = {
+        (route.path, method.lower())
+        for route in (*api.router.routes, *ops.router.routes)
+        if isinstance(route, APIRoute) and any(dep.call is need_read for dep in route.dependant.dependencies)
+        for method in route.methods or ()
+    }
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for path, operations in document["paths"].items():
+                for method, operation in operations.items():
+                    if (path, method) in read_routes:
+                        operation.pop("security", None)
+                        operation["responses"].pop("401", None)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

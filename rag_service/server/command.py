@@ -1,0 +1,44 @@
+"""``rag serve``: the HTTP API on uvicorn, around one service built from the environment."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rag_service.config import Settings
+from rag_service.errors import ConfigurationError
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        import uvicorn
+
+        from rag_service.server.app import create_app
+        from rag_service.server.config import load_server_config
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"`rag serve` needs the server extra ({exc.name} is missing): pip install 'rag_service[server]'"
+        ) from None
+    from rag_service.service import build_service
+
+    config = load_server_config()
+    service = build_service(settings)
+    service.embedder()  # load the model now, not in the first request
+    if config.write_token is None:
+        print("rag serve: RAG_API_TOKEN is not set, so this server is read-only (writes answer 403)", file=sys.stderr)
+    if config.reads_token is None:
+        print("rag serve: reads are open to anyone reaching this address (RAG_API_READ_TOKEN)", file=sys.stderr)
+    print(f"rag serve: http://{args.host}:{args.port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
+    app = create_app(service, config, owns_service=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``rag serve`` to the ``rag`` parser."""
+    serve = commands.add_parser("serve", help="run the HTTP API and the search page (extra 'server')")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.set_defaults(handler=_serve)

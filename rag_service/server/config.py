@@ -1,0 +1,47 @@
+"""The HTTP server's settings, from the environment (prefix ``RAG_API_``)."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rag_service.errors import ConfigurationError
+
+
+class ServerConfig(BaseSettings):
+    """``RAG_API_TOKEN`` guards writes, ``RAG_API_READ_TOKEN`` (optional) reads; limits bound input."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_API_", env_file=".env", extra="ignore")
+
+    token: SecretStr | None = Field(default=None, description="bearer token for writes; unset: reads only")
+    read_token: SecretStr | None = Field(default=None, description="bearer token for reads; unset: open reads")
+    cors_origins: list[str] = Field(default_factory=list, description="allowed origins (JSON list); empty: no CORS")
+    threads: int = Field(default=8, ge=1, le=256, description="threads for blocking calls (retrieve, DB)")
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="largest JSON request body")
+    max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1024, description="largest multipart upload")
+    max_query_chars: int = Field(default=2000, ge=1, le=100_000, description="longest query text")
+    max_documents: int = Field(default=1000, ge=1, description="most documents in one POST /api/documents")
+    retry_after_s: int = Field(default=5, ge=1, description="Retry-After of a 503 when no better hint exists")
+
+    @property
+    def write_token(self) -> str | None:
+        """The write token's value, or None when writes are disabled."""
+        return self.token.get_secret_value() if self.token and self.token.get_secret_value() else None
+
+    @property
+    def reads_token(self) -> str | None:
+        """The read token's value, or None when reads are open."""
+        value = self.read_token.get_secret_value() if self.read_token else ""
+        return value or None
+
+
+def load_server_config(**overrides: object) -> ServerConfig:
+    """Read the server settings; a bad value becomes a one-line ConfigurationError."""
+    from pydantic import ValidationError
+
+    try:
+        return ServerConfig(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "RAG_API_" + str(first["loc"][0]).upper() if first["loc"] else "server settings"
+        raise ConfigurationError(f"{name}: {first['msg']}") from None

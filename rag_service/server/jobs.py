@@ -1,0 +1,144 @@
+"""Background jobs (``reindex-all``): one at a time per collection, state kept in memory.
+
+A job's scope is one collection or every collection (``None``); a job whose scope overlaps a
+queued or running one is refused with ``JobConflictError`` (HTTP 409). Finished jobs stay
+readable until the registry holds ``keep`` of them, oldest dropped first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rag_service.errors import RagError
+from rag_service.ingest.progress import ProgressListener
+from rag_service.ingest.report import IngestReport
+from rag_service.log import mask_url
+from rag_service.server.errors import JobConflictError
+
+log = logging.getLogger(__name__)
+
+JobState = Literal["queued", "running", "succeeded", "failed"]
+#: the work of a job: given a progress listener, returns the ingest report
+JobWork = Callable[[ProgressListener], IngestReport]
+
+
+@dataclass(slots=True)
+class Job:
+    """One background job and what is known about it so far."""
+
+    id: str
+    kind: str
+    collection: str | None
+    state: JobState = "queued"
+    created_at: float = field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    done: int = 0
+    total: int | None = None
+    report: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """True while queued or running."""
+        return self.state in ("queued", "running")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready state, counts and progress."""
+        fraction = self.done / self.total if self.total else (1.0 if self.state == "succeeded" else 0.0)
+        counts = None
+        if self.report is not None:
+            counts = {
+                key: self.report[key]
+                for key in ("added", "updated", "unchanged", "deleted", "chunks_written", "chunks_embedded")
+            }
+            counts["failed"] = len(self.report["failed"])
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "collection": self.collection,
+            "state": self.state,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "progress": {"done": self.done, "total": self.total, "fraction": round(fraction, 4)},
+            "counts": counts,
+            "failures": None if self.report is None else self.report["failed"],
+            "error": self.error,
+        }
+
+
+def _overlaps(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a == b
+
+
+class JobRegistry:
+    """Runs jobs on a small thread pool of their own (not the request pool) and remembers them."""
+
+    def __init__(self, *, workers: int = 2, keep: int = 100, on_finish: Callable[[Job], None] | None = None) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rag-job")
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._lock = threading.Lock()
+        self._keep = keep
+        self._on_finish = on_finish
+
+    def start(self, kind: str, collection: str | None, work: JobWork) -> Job:
+        """Queue ``work``; JobConflictError when an overlapping job is queued or running."""
+        with self._lock:
+            for other in self._jobs.values():
+                if other.active and _overlaps(other.collection, collection):
+                    scope = "every collection" if other.collection is None else f"collection {other.collection!r}"
+                    raise JobConflictError(
+                        f"job {other.id} ({other.kind}) is still {other.state} on {scope}; "
+                        f"wait for it (GET /api/jobs/{other.id}) and try again"
+                    )
+            job = Job(id=uuid.uuid4().hex, kind=kind, collection=collection)
+            self._jobs[job.id] = job
+            self._forget_old()
+        self._pool.submit(self._run, job, work)
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        """The job with this id, if it is still remembered."""
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def _forget_old(self) -> None:
+        finished = [j.id for j in self._jobs.values() if not j.active]
+        for job_id in finished[: max(len(self._jobs) - self._keep, 0)]:
+            del self._jobs[job_id]
+
+    def _run(self, job: Job, work: JobWork) -> None:
+        def listen(done: int, total: int | None) -> None:
+            job.done, job.total = done, total
+
+        job.state, job.started_at = "running", time.time()
+        try:
+            report = work(listen)
+        except RagError as exc:
+            job.error = mask_url(str(exc))
+            job.state = "failed"
+        except Exception as exc:  # a job must end in a state, whatever went wrong
+            job.error = f"internal error ({type(exc).__name__}); the server log has the details"
+            job.state = "failed"
+            log.exception("job %s failed", job.id)
+        else:
+            job.report = report.to_dict()
+            job.state = "succeeded" if report.ok else "failed"
+            if not report.ok:
+                job.error = f"{len(report.failed)} document(s) failed; see failures"
+        job.finished_at = time.time()
+        if self._on_finish is not None:
+            self._on_finish(job)
+
+    def shutdown(self) -> None:
+        """Stop accepting jobs; a running job finishes, queued ones are dropped."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,88 @@
+"""Pure ASGI middleware: request body limits (413) and request metrics by route template."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rag_service.server.errors import error_response
+from rag_service.server.metrics import ApiMetrics
+
+
+class BodyLimit:
+    """Refuse bodies over a limit with 413: at once by Content-Length, else by reading first.
+
+    The HTTP server holds a request to its Content-Length, so only bodies without one (chunked) are
+    read here, up to the limit, and then handed on. ``limit_for(scope)`` gives each request's limit.
+    """
+
+    def __init__(self, app: ASGIApp, *, limit_for: Callable[[Scope], int]) -> None:
+        self.app = app
+        self.limit_for = limit_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None:
+            if declared.isdigit() and int(declared) > limit:
+                await error_response(413, "too_large", _message(limit))(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        seen = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                await error_response(413, "too_large", _message(limit))(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _message(limit: int) -> str:
+    return f"request body is larger than {limit} bytes; send less (the limits are RAG_API_MAX_*_BYTES)"
+
+
+class RequestMetrics:
+    """Count requests by method, route template and status, and time them."""
+
+    def __init__(self, app: ASGIApp, *, metrics: ApiMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            self.metrics.observe_request(
+                method=scope["method"], route=template, status=status, seconds=time.perf_counter() - started
+            )

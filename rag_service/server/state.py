@@ -1,0 +1,73 @@
+"""What every route shares: the one service, the thread limiter, the guard, metrics and jobs."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, TypeVar
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from rag_service.server.auth import Guard
+from rag_service.server.config import ServerConfig
+from rag_service.server.jobs import JobRegistry
+from rag_service.server.metrics import ApiMetrics
+from rag_service.service import UniversalRAGService
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class ServerState:
+    """The app's shared parts (``app.state.rag``)."""
+
+    service: UniversalRAGService
+    config: ServerConfig
+    guard: Guard
+    metrics: ApiMetrics
+    jobs: JobRegistry
+    limiter: CapacityLimiter
+
+    async def run(self, fn: Callable[..., T], /, *args: object, **kwargs: object) -> T:
+        """Run blocking ``fn`` on a worker thread; at most ``config.threads`` run at once."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self.limiter)
+
+
+def server_state(request: Request) -> ServerState:
+    """The shared state of the app serving ``request``."""
+    state: ServerState = request.app.state.rag
+    return state
+
+
+_bearer = HTTPBearer(auto_error=False, description="RAG_API_TOKEN for writes; RAG_API_READ_TOKEN for reads when set")
+
+
+def _token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return credentials.credentials if credentials is not None else None
+
+
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def need_read(request: Request, credentials: Credentials) -> ServerState:
+    """Dependency of read routes: checks the read token when one is configured."""
+    state = server_state(request)
+    state.guard.read(_token(credentials))
+    return state
+
+
+def need_write(request: Request, credentials: Credentials) -> ServerState:
+    """Dependency of write routes: checks the write token."""
+    state = server_state(request)
+    state.guard.write(_token(credentials))
+    return state
+
+
+#: a route parameter that is the shared state, after the read check
+ReadState = Annotated[ServerState, Depends(need_read)]
+#: a route parameter that is the shared state, after the write check
+WriteState = Annotated[ServerState, Depends(need_write)]

@@ -1,0 +1,242 @@
+"""The HTTP API end to end against a real uvicorn server and a real PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+from rag_service.embed import HashingEmbedder
+from rag_service.retrieve.rerank import FunctionReranker
+from rag_service.server import ServerConfig
+from rag_service.service import UniversalRAGService
+from tests.server.conftest import WRITE_TOKEN, LiveServer, start_server
+
+
+def test_retrieve_answers_the_prd_shape(live: LiveServer) -> None:
+    with live.client() as client:
+        response = client.post(
+            "/api/rag/retrieve",
+            json={"query": "how are backups restored?", "context": "agent", "max_chunks": 3, "max_tokens": 800},
+        )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["success"] is True
+    result, metrics = body["result"], body["metrics"]
+    assert set(result) >= {"formatted_context", "chunks", "total_tokens", "sources"}
+    assert 0 < len(result["chunks"]) <= 3 and 0 < result["total_tokens"] <= 800
+    assert "pg_restore" in result["formatted_context"]
+    for chunk in result["chunks"]:
+        assert set(chunk) >= {"content", "source", "headers", "relevance_score", "start_char", "end_char",
+                              "match_start", "match_end"}
+        assert chunk["start_char"] <= chunk["match_start"] <= chunk["match_end"] <= chunk["end_char"]
+    assert result["chunks"][0]["source"] == "ops.md"
+    assert set(metrics) >= {"retrieval_time_ms", "rerank_time_ms", "total_candidates", "after_rerank", "degraded"}
+    assert metrics["degraded"] == []
+
+
+def test_retrieve_same_chunks_as_in_process(live: LiveServer) -> None:
+    query = {"query": "reciprocal rank fusion", "context": "search", "collection": "default"}
+    with live.client() as client:
+        over_http = client.post("/api/rag/retrieve", json=query | {"return_formatted": False}).json()
+    in_process = live.service.retrieve("reciprocal rank fusion", context="search")
+    assert over_http["result"]["formatted_context"] is None
+    assert [c["chunk_id"] for c in over_http["result"]["chunks"]] == [c.chunk_id for c in in_process.chunks]
+    assert over_http["result"]["chunks"] == [c.to_dict() for c in in_process.chunks]
+
+
+def test_overrides_and_filters_apply(live: LiveServer) -> None:
+    with live.client() as client:
+        response = client.post(
+            "/api/rag/retrieve",
+            json={
+                "query": "replica failover",
+                "context": "search",
+                "max_chunks": 1,
+                "return_parents": True,
+                "keyword_weight": 0,
+                "filters": {"source": "ops.md"},
+            },
+        )
+    chunks = response.json()["result"]["chunks"]
+    assert len(chunks) == 1 and chunks[0]["source"] == "ops.md" and chunks[0]["is_parent"] is True
+
+
+def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
+    with live.client() as client:
+        cases = {
+            "empty query": ({"query": ""}, 422),
+            "unknown context": ({"query": "x", "context": "nope"}, 404),
+            "unknown override": ({"query": "x", "max_chunk": 3}, 422),
+            "out of range": ({"query": "x", "diversity": 2}, 422),
+            "both weights zero": ({"query": "x", "vector_weight": 0, "keyword_weight": 0}, 422),
+            "bad filter": ({"query": "x", "filters": {"colour": "red"}}, 422),
+            "too long": ({"query": "x" * 5000}, 422),
+        }
+        for name, (body, status) in cases.items():
+            response = client.post("/api/rag/retrieve", json=body)
+            assert response.status_code == status, (name, response.text)
+            error = response.json()
+            assert error["success"] is False and error["error"]["code"], name
+            assert "\n" not in error["error"]["message"] and "Traceback" not in response.text, name
+        assert client.post("/api/rag/retrieve", content=b"{not json", headers={"content-type": "application/json"}
+                           ).status_code == 422
+        assert client.get("/api/nowhere").json()["error"]["code"] == "not_found"
+
+
+def test_documents_json_then_delete(live: LiveServer) -> None:
+    collection = f"api-{uuid.uuid4().hex[:8]}"
+    text = "# Kites\n\nA kite flies on the wind when the line holds it against the moving air above the field."
+    with live.client(WRITE_TOKEN) as client:
+        added = client.post("/api/documents", json={"collection": collection, "strategy": "markdown",
+                                                    "documents": [{"source": "kites.md", "text": text}]})
+        assert added.status_code == 200 and added.json()["report"]["added"] == 1, added.text
+        names = {c["name"]: c for c in client.get("/api/collections").json()["collections"]}
+        assert names[collection]["documents"] == 1 and names[collection]["chunks"] >= 1
+        found = client.post("/api/rag/retrieve", json={"query": "kite wind", "collection": collection}).json()
+        assert found["result"]["chunks"][0]["source"] == "kites.md"
+        gone = client.delete("/api/documents", params={"source": "kites.md", "collection": collection})
+        assert gone.status_code == 200 and gone.json()["deleted"] == 1
+        again = client.delete("/api/documents", params={"source": "kites.md", "collection": collection})
+        assert again.status_code == 404 and "kites.md" in again.json()["error"]["message"]
+
+
+def test_multipart_upload_stays_in_the_data_folder(live: LiveServer) -> None:
+    collection = f"up-{uuid.uuid4().hex[:8]}"
+    uploads = live.service.settings.data_dir / "uploads"
+    body = b"# Lighthouses\n\nA lighthouse keeper trims the lamp wick every evening before the ships come in."
+    with live.client(WRITE_TOKEN) as client:
+        ok = client.post("/api/documents", data={"collection": collection},
+                         files=[("files", ("light.md", body, "text/markdown"))])
+        assert ok.status_code == 200 and ok.json()["report"]["added"] == 1, ok.text
+        assert len(list(uploads.rglob("light.md"))) == 1
+        for name in ("../evil.md", "..\\evil.md", "/etc/evil.md", "a/../../evil.md", ".hidden.md", "C:evil.md"):
+            refused = client.post("/api/documents", data={"collection": collection},
+                                  files=[("files", (name, body, "text/markdown"))])
+            assert refused.status_code == 422, (name, refused.text)
+            assert "plain file name" in refused.json()["error"]["message"]
+        bad = client.post("/api/documents", data={"collection": "../../x"},
+                          files=[("files", ("ok.md", body, "text/markdown"))])
+        assert bad.status_code == 200
+    data_dir = live.service.settings.data_dir.resolve()
+    assert not list(data_dir.parent.glob("evil.md")) and not list(data_dir.rglob("evil.md"))
+    for path in uploads.rglob("*"):
+        assert path.resolve().is_relative_to(uploads.resolve())
+
+
+def test_presets_list_and_validated_edit(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        presets = {p["context_type"]: p for p in client.get("/api/presets").json()["presets"]}
+        assert set(presets) >= {"chatbot", "agent", "search", "workflow", "context_engineering"}
+        bad = client.put("/api/presets/workflow", json={"diversity": 3})
+        assert bad.status_code == 422
+        bad_pair = client.put("/api/presets/workflow", json={"vector_weight": 0, "keyword_weight": 0})
+        assert bad_pair.status_code == 422 and "both 0" in bad_pair.json()["error"]["message"]
+        assert client.put("/api/presets/nope", json={"max_chunks": 2}).status_code == 404
+        try:
+            edited = client.put("/api/presets/workflow", json={"max_chunks": 1})
+            assert edited.status_code == 200 and edited.json()["preset"]["max_chunks"] == 1
+            result = client.post("/api/rag/retrieve", json={"query": "backups", "context": "workflow"}).json()
+            assert len(result["result"]["chunks"]) == 1
+        finally:
+            client.put("/api/presets/workflow", json={"max_chunks": presets["workflow"]["max_chunks"]})
+
+
+def test_reindex_job_runs_and_a_second_gets_409(live: LiveServer) -> None:
+    # a SHARE lock on the tables keeps the job's writes (not its reads) waiting: it stays running
+    blocker = live.service.db.engine.connect()
+    blocker.execute(text("LOCK TABLE documents, document_chunks IN SHARE MODE"))
+    try:
+        with live.client(WRITE_TOKEN) as client:
+            started = client.post("/api/documents/reindex-all", json={"collection": "default"})
+            assert started.status_code == 202, started.text
+            job = started.json()["job"]
+            assert started.headers["location"] == f"/api/jobs/{job['id']}"
+            _wait(client, job["id"], until=lambda s: s["state"] == "running")
+            second = client.post("/api/documents/reindex-all", json={"collection": "default"})
+            everything = client.post("/api/documents/reindex-all", json={})
+            other = client.post("/api/documents/reindex-all", json={"collection": "elsewhere"})
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert second.status_code == 409 and second.json()["error"]["code"] == "job_conflict"
+    assert job["id"] in second.json()["error"]["message"]
+    assert everything.status_code == 409 and other.status_code == 202
+    with live.client(WRITE_TOKEN) as client:
+        state = _wait(client, job["id"], until=lambda s: s["state"] not in ("queued", "running"))
+        _wait(client, other.json()["job"]["id"], until=lambda s: s["state"] not in ("queued", "running"))
+    assert state["state"] == "succeeded", state
+    assert state["progress"] == {"done": 2, "total": 2, "fraction": 1.0}
+    assert state["counts"]["updated"] == 2 and state["counts"]["failed"] == 0
+
+
+def _wait(client: httpx.Client, job_id: str, *, until: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while not until(state := client.get(f"/api/jobs/{job_id}").json()["job"]):
+        assert time.monotonic() < deadline, state
+        time.sleep(0.02)
+    return state
+
+
+def test_unknown_job_is_404(live: LiveServer) -> None:
+    with live.client() as client:
+        assert client.get("/api/jobs/does-not-exist").status_code == 404
+
+
+def test_a_slow_retrieve_does_not_stall_the_server(  # type: ignore[no-untyped-def]
+    server_service, server_database, server_settings
+) -> None:
+    release = threading.Event()
+    entered = threading.Event()
+
+    def slow(query: str, document: str) -> float:
+        entered.set()
+        assert release.wait(timeout=60)
+        return float(len(document))
+
+    service = UniversalRAGService(
+        server_settings, database=server_database, embedder=HashingEmbedder(), reranker=FunctionReranker(slow)
+    )
+    slow_server = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
+    try:
+        with ThreadPoolExecutor(1) as pool, slow_server.client() as client:
+            pending = pool.submit(client.post, "/api/rag/retrieve", json={"query": "backups", "context": "agent"})
+            assert entered.wait(timeout=30)
+            with slow_server.client() as other:  # another connection, while the reranker blocks
+                started = time.monotonic()
+                assert other.get("/healthz", timeout=5).status_code == 200
+                assert other.get("/api/presets", timeout=5).status_code == 200
+                quick = other.post("/api/rag/retrieve", json={"query": "backups", "rerank_enabled": False}, timeout=5)
+                assert quick.status_code == 200 and time.monotonic() - started < 5
+            assert not pending.done()
+            release.set()
+            response = pending.result(timeout=30)
+        assert response.status_code == 200 and response.json()["metrics"]["reranker"] == "function"
+    finally:
+        release.set()
+        slow_server.stop()
+
+
+def test_degraded_stages_reach_metrics_and_prometheus(  # type: ignore[no-untyped-def]
+    server_service, server_database, server_settings, tmp_path
+) -> None:
+    missing = tmp_path / "no-such-cross-encoder"
+    settings = server_settings.model_copy(update={"rerank_model": str(missing)})
+    service = UniversalRAGService(settings, database=server_database, embedder=HashingEmbedder())
+    degraded_server = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
+    try:
+        with degraded_server.client() as client:
+            body = client.post("/api/rag/retrieve", json={"query": "backups", "context": "agent"}).json()
+            scrape = client.get("/metrics").text
+    finally:
+        degraded_server.stop()
+    assert body["success"] is True and body["result"]["chunks"]
+    degraded = body["metrics"]["degraded"]
+    assert len(degraded) == 1 and degraded[0].startswith("rerank: ") and str(missing) in degraded[0]
+    assert 'rag_retrieval_degraded_total{stage="rerank"} 1.0' in scrape

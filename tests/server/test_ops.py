@@ -1,0 +1,90 @@
+"""Liveness, readiness, Prometheus metrics, and 503 + Retry-After through a real database outage."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import make_url
+
+from rag_service.config import Settings
+from rag_service.db.breaker import CircuitBreaker
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.embed import HashingEmbedder
+from rag_service.server import ServerConfig
+from rag_service.service import UniversalRAGService
+from tests.conftest import DatabaseFactory
+from tests.server.conftest import DOCS, LiveServer, start_server
+from tests.server.proxy import SocketProxy
+
+
+def test_healthz_readyz_and_metrics(live: LiveServer) -> None:
+    with live.client() as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        assert client.get("/readyz").json() == {"status": "ready"}
+        client.post("/api/rag/retrieve", json={"query": "backups"})
+        client.post("/api/rag/retrieve", json={"query": ""})
+        response = client.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'rag_http_requests_total{method="POST",route="/api/rag/retrieve",status="200"}' in text
+    assert 'rag_http_requests_total{method="POST",route="/api/rag/retrieve",status="422"}' in text
+    assert 'rag_http_request_duration_seconds_bucket{le="0.005",route="/api/rag/retrieve"}' in text
+    for stage in ("embedding", "retrieval", "rerank", "mmr", "format", "total"):
+        assert f'rag_retrieval_stage_duration_seconds_count{{stage="{stage}"}}' in text
+    assert "rag_db_pool_checked_out " in text and "rag_db_pool_size " in text
+    assert "rag_db_circuit_open 0.0" in text
+
+
+@pytest.fixture
+def outage(database_factory: DatabaseFactory, settings: Settings) -> Iterator[tuple[LiveServer, SocketProxy]]:
+    """A server whose database is reached through a proxy the test can take down."""
+    url = make_url(database_factory.create("rag_outage"))
+    folder = Path(tempfile.mkdtemp(prefix="rag_proxy_", dir="/tmp"))
+    proxy = SocketProxy(folder, f"{url.query['host']}/.s.PGSQL.{url.query.get('port', '5432')}")
+    proxy.up()
+    engine = make_engine(url.update_query_dict({"host": str(folder)}).render_as_string(False), settings)
+    from rag_service.db import migrate
+
+    migrate.upgrade(engine)
+    database = Database(engine, breaker=CircuitBreaker(threshold=3, cooldown=1.0), retries=1, backoff=0.05)
+    service = UniversalRAGService(settings, database=database, embedder=HashingEmbedder(), reranker=None)
+    service.index_texts([(n, "", t) for n, t in DOCS.items()], collection="default", strategy="markdown")
+    live = start_server(service, ServerConfig(token=None, retry_after_s=2))  # type: ignore[arg-type]
+    yield live, proxy
+    live.stop()
+    proxy.down()
+    engine.dispose()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_database_outage_is_503_with_retry_after_then_recovers(outage: tuple[LiveServer, SocketProxy]) -> None:
+    live, proxy = outage
+    query = {"query": "backups", "context": "agent"}
+    with live.client() as client:
+        assert client.post("/api/rag/retrieve", json=query).status_code == 200
+        proxy.down()
+        seen = [client.post("/api/rag/retrieve", json=query) for _ in range(4)]
+        for response in seen:
+            assert response.status_code == 503, response.text
+            assert int(response.headers["retry-after"]) >= 1
+            body = response.json()
+            assert body["success"] is False and body["error"]["code"] == "database_unavailable"
+            assert "Traceback" not in response.text
+        assert "circuit open" in seen[-1].json()["error"]["message"]
+        assert client.get("/healthz").status_code == 200
+        not_ready = client.get("/readyz")
+        assert not_ready.status_code == 503 and "retry-after" in not_ready.headers
+        assert client.get("/api/collections").status_code == 503
+        proxy.up()
+        import time
+
+        deadline = time.monotonic() + 15  # the circuit's cool-down is 1 s; readiness closes it after that
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert client.post("/api/rag/retrieve", json=query).status_code == 200

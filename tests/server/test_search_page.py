@@ -1,0 +1,80 @@
+"""The search page in real headless Chromium (Debian's package): type a query, see the results."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import LiveServer
+
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).exists()), None)
+# as root Chromium needs --no-sandbox; the rest keeps it from reaching out to the network
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-gpu",
+]
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no /usr/bin/chromium: `make browser` installs Debian's package (as root, with apt)"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def test_type_a_query_and_see_results(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    outside: list[str] = []
+    page.on("request", lambda r: None if r.url.startswith(live.url) else outside.append(r.url))
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(live.url + "/")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    assert page.locator("#preset").input_value() == "search"
+    assert "default" in page.locator("#collection option").all_inner_texts()
+    page.fill("#query", "how are backups restored with pg_restore")
+    page.select_option("#preset", "agent")
+    page.press("#query", "Enter")
+    page.wait_for_selector("li.result")
+    first = page.locator("li.result").first
+    assert first.locator(".source").inner_text() == "ops.md"
+    assert "Operations > Backups" in first.locator(".header-path").inner_text()
+    assert "%" in first.locator(".relevance").inner_text()
+    marked = first.locator("mark").all_inner_texts()
+    assert marked and any("backup" in m.lower() or "pg_restore" in m for m in marked), marked
+    assert "ms" in page.locator("#status").inner_text()
+    page.screenshot(path=str(Path(__file__).parent.parent.parent / ".pytest_cache" / "search-page.png"))
+
+    page.fill("#query", "")
+    page.fill("#query", "zzzz qqqq")
+    page.select_option("#collection", "default")
+    page.press("#query", "Enter")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('result')")
+    assert errors == [] and outside == []
+    page.close()
+
+
+def test_errors_show_as_one_line(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.goto(live.url + "/")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    page.evaluate("document.querySelector('#preset').append(new Option('nope', 'nope'))")
+    page.select_option("#preset", "nope")
+    page.fill("#query", "backups")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "unknown context 'nope'" in page.locator("#status").inner_text()
+    page.close()

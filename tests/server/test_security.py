@@ -1,0 +1,91 @@
+"""Tokens, read-only mode, body limits and CORS, against real servers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+
+from tests.server.conftest import READ_TOKEN, WRITE_TOKEN, LiveServer
+
+WRITES: list[tuple[str, str, dict[str, object]]] = [
+    ("POST", "/api/documents", {"json": {"documents": [{"source": "a.txt", "text": "x" * 80}]}}),
+    ("POST", "/api/documents/reindex-all", {"json": {"collection": "nothing-here"}}),
+    ("DELETE", "/api/documents", {"params": {"source": "a.txt"}}),
+    ("PUT", "/api/presets/search", {"json": {"max_chunks": 12}}),
+]
+READS: list[tuple[str, str, dict[str, object]]] = [
+    ("POST", "/api/rag/retrieve", {"json": {"query": "backups"}}),
+    ("GET", "/api/collections", {}),
+    ("GET", "/api/presets", {}),
+    ("GET", "/metrics", {}),
+]
+
+
+def _status(client: httpx.Client, method: str, path: str, kwargs: dict[str, object]) -> int:
+    return client.request(method, path, **kwargs).status_code  # type: ignore[arg-type]
+
+
+def test_writes_need_the_write_token(live: LiveServer) -> None:
+    for token in (None, "wrong", WRITE_TOKEN[:-1], WRITE_TOKEN + "x"):
+        with live.client(token) as client:
+            for method, path, kwargs in WRITES:
+                response = client.request(method, path, **kwargs)  # type: ignore[arg-type]
+                assert response.status_code == 401, (token, path, response.text)
+                assert response.headers["www-authenticate"] == "Bearer"
+                assert "RAG_API_TOKEN" in response.json()["error"]["message"]
+    with live.client(WRITE_TOKEN) as client:
+        assert [_status(client, m, p, k) for m, p, k in WRITES] == [200, 202, 200, 200]
+
+
+def test_without_a_token_the_server_is_read_only(serve: Callable[..., LiveServer]) -> None:
+    read_only = serve(token=None)
+    with read_only.client(WRITE_TOKEN) as client:
+        for method, path, kwargs in WRITES:
+            response = client.request(method, path, **kwargs)  # type: ignore[arg-type]
+            assert response.status_code == 403 and "read-only" in response.json()["error"]["message"]
+        assert all(_status(client, m, p, k) == 200 for m, p, k in READS)
+
+
+def test_read_token_guards_reads(serve: Callable[..., LiveServer]) -> None:
+    guarded = serve(read_token=READ_TOKEN)
+    with guarded.client() as anonymous, guarded.client("nope") as wrong:
+        for method, path, kwargs in READS:
+            assert _status(anonymous, method, path, kwargs) == 401
+            assert _status(wrong, method, path, kwargs) == 401
+        assert anonymous.get("/healthz").status_code == 200  # liveness stays open for probes
+    with guarded.client(READ_TOKEN) as reader, guarded.client(WRITE_TOKEN) as writer:
+        assert all(_status(reader, m, p, k) == 200 for m, p, k in READS)
+        assert all(_status(writer, m, p, k) == 200 for m, p, k in READS)
+        assert _status(reader, *WRITES[3]) == 401  # the read token does not grant writes
+
+
+def test_bodies_over_the_limit_get_413(serve: Callable[..., LiveServer]) -> None:
+    small = serve(max_body_bytes=2048, max_upload_bytes=4096)
+    with small.client(WRITE_TOKEN) as client:
+        big = client.post("/api/rag/retrieve", json={"query": "x", "filters": {"source": "y" * 5000}})
+        assert big.status_code == 413 and big.json()["error"]["code"] == "too_large"
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: the limit applies while reading
+            yield b'{"query": "'
+            for _ in range(10):
+                yield b"z" * 500
+            yield b'"}'
+
+        streamed = client.post("/api/rag/retrieve", content=chunks(), headers={"content-type": "application/json"})
+        assert streamed.status_code == 413, streamed.text
+        upload = client.post("/api/documents", files=[("files", ("big.md", b"# Big\n\n" + b"word " * 2000))])
+        assert upload.status_code == 413
+        assert client.post("/api/rag/retrieve", json={"query": "backups"}).status_code == 200
+
+
+def test_cors_is_off_unless_configured(live: LiveServer, serve: Callable[..., LiveServer]) -> None:
+    origin = {"Origin": "https://app.example"}
+    with live.client() as client:
+        assert "access-control-allow-origin" not in client.get("/api/presets", headers=origin).headers
+    allowed = serve(cors_origins=["https://app.example"])
+    with allowed.client() as client:
+        response = client.get("/api/presets", headers=origin)
+        assert response.headers["access-control-allow-origin"] == "https://app.example"
+        other = client.get("/api/presets", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
