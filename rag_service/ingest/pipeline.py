@@ -3,8 +3,10 @@
 Documents are keyed by (collection, source). A document whose text and chunker settings are unchanged
 is skipped before any embedding. Changed documents are chunked, their chunk texts looked up by content
 hash so stored vectors are reused, the rest embedded in large batches across documents (the model is
-the bottleneck), and each document is then written in its own transaction: readers see the old or
-the new version, and a failure leaves the old version in place and is reported.
+the bottleneck), and each batch is then written in one transaction with a savepoint per document:
+readers see a document's old or new version, a failing document keeps its old version and is
+reported, and the commit is synchronous, so a document the report counts as written is durable.
+Every document that is not durably written is in the report as failed, with the reason.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -57,6 +58,11 @@ def source_for(path: Path) -> str:
 def _metadata_suffix(metadata: dict[str, Any]) -> str:
     """Part of the stored chunker fingerprint, so a metadata change counts as a change."""
     return ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def validate_collection(collection: str) -> str:
@@ -207,7 +213,7 @@ class Indexer:
 
 
 class _Batch:
-    """Collects chunked documents, embeds them together, writes each in its own transaction."""
+    """Collects chunked documents, embeds them together, writes each batch in one transaction."""
 
     def __init__(
         self,
@@ -337,17 +343,18 @@ class _Batch:
         self._write_all(pending, found)
 
     def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
-        """One transaction for the batch, a savepoint per document.
+        """One transaction for the batch, a savepoint per document, a synchronous commit.
 
         A document that fails rolls back to its savepoint alone (it keeps its previous version and is
         reported); the rest commit together, so the batch costs one commit instead of one per
-        document. The commit is asynchronous: a server crash may lose the last batch, never half of
-        a document, and the next run indexes it again (its hash no longer matches).
+        document. If the batch's transaction itself fails (a lost connection, a failed commit), none
+        of its documents changed and every one not already reported is reported as failed. The
+        commit is synchronous, so whatever the report calls written survives a server crash.
         """
         written: list[_Pending] = []
+        reported: set[int] = set()
         try:
             with self.indexer.db.transaction() as session:
-                session.execute(text("SET LOCAL synchronous_commit = off"))
                 for doc in pending:
                     try:
                         with session.begin_nested():
@@ -355,14 +362,15 @@ class _Batch:
                     except DBAPIError as exc:  # this document keeps its previous version; the run goes on
                         if exc.connection_invalidated:
                             raise
-                        reason = str(exc.orig or exc).strip().splitlines()
-                        self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+                        self._fail(doc.source, f"could not be written ({_first_line(exc.orig or exc)})")
+                        reported.add(id(doc))
                         continue
                     written.append(doc)
-        except Exception as exc:  # the batch's transaction itself failed: none of these documents changed
-            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-            for doc in written:
-                self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+        except Exception as exc:  # the batch's transaction failed: none of these documents changed
+            reason = f"could not be written ({_first_line(getattr(exc, 'orig', None) or exc)}); run the reindex again"
+            for doc in pending:
+                if id(doc) not in reported:
+                    self._fail(doc.source, reason)
             return
         for doc in written:
             if doc.existed:
