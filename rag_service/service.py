@@ -11,12 +11,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM, Preset, Settings, load_settings
+from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.search import ChunkFilters
-from rag_service.embed import BUNDLED_MINILM_ID, Embedder, load_embedder
+from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
@@ -40,8 +40,9 @@ class UniversalRAGService:
     ) -> None:
         self.settings = settings
         self.db = database
-        self._embedder = embedder
-        self._embedder_lock = threading.Lock()
+        self._embedder = embedder or embedder_for(
+            settings.embedding_model, batch_size=settings.embedding_batch_size
+        )
         self._rerankers = RerankerCache()
         self._fixed_reranker = reranker
         self._check_embedding_record()
@@ -50,13 +51,8 @@ class UniversalRAGService:
     # -- parts, built lazily -------------------------------------------------------------------------
 
     def embedder(self) -> Embedder:
-        """The embedding model, loaded on first use."""
-        with self._embedder_lock:
-            if self._embedder is None:
-                self._embedder = load_embedder(
-                    self.settings.embedding_model, batch_size=self.settings.embedding_batch_size
-                )
-            return self._embedder
+        """The embedder; the bundled model is loaded on its first use (see ``embed.embedder_for``)."""
+        return self._embedder
 
     def reranker(self) -> Reranker | None:
         """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""
@@ -66,12 +62,10 @@ class UniversalRAGService:
         return self._rerankers.get(self.settings.rerank_model, cache_dir=self.settings.data_dir / "models")
 
     def _check_embedding_record(self) -> None:
-        if self._embedder is None and self.settings.embedding_model == BUNDLED_MINILM:
-            model_id, dim = BUNDLED_MINILM_ID, SCHEMA_EMBEDDING_DIM  # known without loading the model
-        else:
-            model_id, dim = self.embedder().model_id, self.embedder().dim
         with self.db.transaction() as session:
-            check_index_settings(session, model_id=model_id, dim=dim, fts_config=self.settings.fts_config)
+            check_index_settings(
+                session, model_id=self._embedder.model_id, dim=self._embedder.dim, fts_config=self.settings.fts_config
+            )
 
     # -- ingestion -----------------------------------------------------------------------------------
 
@@ -173,6 +167,7 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
 
     settings = settings or load_settings()
     configure_logging(settings.log_level)
+    prefer_passive_openmp()
     engine = open_engine(settings)
     if settings.database_url is None:
         migrate.upgrade(engine)  # our own embedded database: keep it at head

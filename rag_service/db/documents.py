@@ -91,6 +91,19 @@ def find_document(session: Session, *, collection: str, source: str) -> StoredDo
     return StoredDocument(*row) if row else None
 
 
+def find_documents(session: Session, *, collection: str, sources: Sequence[str]) -> dict[str, StoredDocument]:
+    """The stored documents with these keys, by source, in one query per 5,000 sources."""
+    found: dict[str, StoredDocument] = {}
+    for start in range(0, len(sources), 5000):
+        rows = session.execute(
+            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+                Document.collection == collection, Document.source.in_(sources[start : start + 5000])
+            )
+        )
+        found.update((row.source, StoredDocument(*row)) for row in rows)
+    return found
+
+
 def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
     """Vectors already stored for chunk texts with these content hashes (any collection, same model)."""
     if not hashes:

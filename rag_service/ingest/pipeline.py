@@ -124,6 +124,7 @@ class Indexer:
             self._guard()
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
+                batch.look_up([source_for(p) for p in files])
                 for path in files:
                     batch.add_file(path, strategy=strategy, force=force)
                 batch.finish()
@@ -235,6 +236,13 @@ class _Batch:
         self.pending_chunks = 0
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
         self._inflight: tuple[Any, ...] | None = None
+        self._known: dict[str, repo.StoredDocument | None] = {}
+
+    def look_up(self, sources: Sequence[str]) -> None:
+        """Fetch what is stored for these sources in one query, instead of one round trip per document."""
+        with self.indexer.db.transaction() as session:
+            found = repo.find_documents(session, collection=self.collection, sources=sources)
+        self._known.update((source, found.get(source)) for source in sources)
 
     def add_file(self, path: Path, *, strategy: str | None, force: bool) -> None:
         source = source_for(path)
@@ -276,8 +284,11 @@ class _Batch:
             raise DocumentReadError("contains NUL bytes, which PostgreSQL text cannot store; remove them")
         digest = content_hash(text)
         fingerprint = f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{_metadata_suffix(metadata)}"
-        with self.indexer.db.transaction() as session:
-            existing = repo.find_document(session, collection=self.collection, source=source)
+        if source in self._known:
+            existing = self._known.pop(source)
+        else:
+            with self.indexer.db.transaction() as session:
+                existing = repo.find_document(session, collection=self.collection, source=source)
         if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
             self.report.unchanged += 1
             self.bar.advance(chunks=0)
