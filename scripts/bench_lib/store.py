@@ -31,7 +31,7 @@ from rag_service.tokens import get_encoding
 COLLECTION = "bench"
 HNSW_INDEX = "ix_document_chunks_embedding_hnsw"
 GIN_INDEX = "ix_document_chunks_content_tsv"
-# the definitions of migrations/versions/0001_initial_schema.py, recreated after bulk loading
+# the definitions of rag_service/migrations/versions/0001_initial_schema.py, recreated after bulk loading
 HNSW_DDL = (
     "CREATE INDEX ix_document_chunks_embedding_hnsw ON document_chunks "
     "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
