@@ -201,7 +201,8 @@ def server_info(url: str) -> dict[str, Any]:
     with psycopg.connect(**admin_params(url)) as conn:
         info: dict[str, Any] = {
             "postgres": conn.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]
-            "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],  # type: ignore[index]
+            # the version CREATE EXTENSION installs: known in any database, before anything created it there
+            "pgvector": conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()[0],  # type: ignore[index]
         }
         for name in ("shared_buffers", "work_mem", "effective_cache_size", "jit", "max_parallel_workers_per_gather"):
             info[name] = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]  # type: ignore[index]
