@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from rag_service.config import Settings, load_settings
 from rag_service.errors import ConfigurationError, ModelLoadError
 
 if TYPE_CHECKING:
@@ -287,9 +288,9 @@ class FlashRankReranker:
 # --------------------------------------------------------------------------- loading
 
 
-def default_cache_dir() -> Path:
-    """``$RAG_DATA_DIR/models`` (``.rag_data/models`` by default): FlashRank models and ONNX exports."""
-    return Path(os.environ.get("RAG_DATA_DIR") or ".rag_data") / "models"
+def default_cache_dir(settings: Settings | None = None) -> Path:
+    """``Settings.data_dir / "models"`` (``.rag_data/models`` by default): FlashRank models and ONNX exports."""
+    return (settings or load_settings()).data_dir / "models"
 
 
 def load_reranker(spec: str, *, cache_dir: Path | None = None, max_length: int = 256) -> Reranker | None:
