@@ -32,6 +32,7 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
                 prune=args.prune,
                 force=args.force,
                 progress=not args.quiet,
+                root=args.root,
             )
     finally:
         service.close()
@@ -199,6 +200,12 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
     parser.add_argument("--collection", dest="collection_given", default=None, help="collection (default 'default')")
     parser.add_argument("--strategy", choices=["markdown", "recursive", "sentence", "token"], default=None)
     parser.add_argument("--prune", action="store_true", help="delete documents whose files are gone")
+    parser.add_argument(
+        "--root",
+        default=None,
+        metavar="DIR",
+        help="store sources relative to DIR (default: the checkout holding each file, found by .git; else absolute)",
+    )
     parser.add_argument("--force", action="store_true", help="re-chunk and re-embed unchanged documents too")
     parser.add_argument("--all", action="store_true", help="re-chunk and re-embed every stored document")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -82,8 +82,12 @@ class UniversalRAGService:
         force: bool = False,
         progress: bool = False,
         metadata: dict[str, Any] | None = None,
+        root: str | Path | None = None,
     ) -> IngestReport:
-        """Index files and folders into ``collection`` (incremental; see ``Indexer.index_paths``)."""
+        """Index files and folders into ``collection`` (incremental; see ``Indexer.index_paths``).
+
+        Files are keyed by their path relative to ``root``, else to their checkout (``.git``), else absolute.
+        """
         return self._indexer().index_paths(
             paths,
             collection=collection,
@@ -92,6 +96,7 @@ class UniversalRAGService:
             force=force,
             progress=progress,
             metadata=metadata,
+            root=root,
         )
 
     def index_texts(

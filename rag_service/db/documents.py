@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy import bindparam, delete, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
@@ -102,6 +102,11 @@ def find_documents(session: Session, *, collection: str, sources: Sequence[str])
         )
         found.update((row.source, StoredDocument(*row)) for row in rows)
     return found
+
+
+def rename_document(session: Session, document_id: int, source: str) -> None:
+    """Give a stored document a new source key (its chunks follow through the document id)."""
+    session.execute(update(Document).where(Document.id == document_id).values(source=source))
 
 
 def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:

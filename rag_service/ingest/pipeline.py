@@ -46,13 +46,34 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def source_for(path: Path) -> str:
-    """The stored source key of a path: relative to the working directory when inside it, POSIX style."""
+def project_root(path: Path) -> Path | None:
+    """The nearest folder at or above ``path`` holding ``.git`` (the root of a checkout), if any."""
     resolved = path.resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_posix()
+    for folder in (resolved, *resolved.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def source_for(path: Path, root: Path | None = None) -> str:
+    """The stored source key of a file or folder, the same from any working directory (POSIX style).
+
+    Relative to ``root`` when given, else to the checkout holding it (the nearest folder above with
+    ``.git``); a path outside both is stored absolute. So ``rag reindex docs/`` from a checkout's root
+    and ``rag reindex .`` from ``docs/`` name the same files the same way.
+    """
+    resolved = path.resolve()
+    base = root.resolve() if root is not None else project_root(resolved if resolved.is_dir() else resolved.parent)
+    if base is not None and resolved.is_relative_to(base):
+        return resolved.relative_to(base).as_posix()
+    return resolved.as_posix()
+
+
+def legacy_source_for(path: Path) -> str | None:
+    """The key versions before issue 13 stored: relative to the working directory, when inside it."""
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    return resolved.relative_to(cwd).as_posix() if resolved.is_relative_to(cwd) and resolved != cwd else None
 
 
 def _metadata_suffix(metadata: dict[str, Any]) -> str:
@@ -107,9 +128,13 @@ class Indexer:
         force: bool = False,
         progress: bool = False,
         metadata: dict[str, Any] | None = None,
+        root: str | Path | None = None,
     ) -> IngestReport:
         """Index files and folders; unchanged documents are skipped unless ``force``.
 
+        A file's document is keyed by ``source_for(path, root)``: its path relative to ``root``, or
+        to the checkout holding it (``.git``), else its absolute path; never the working directory.
+        Documents stored under the old working-directory-relative key are re-keyed when met.
         ``metadata`` (a JSON object) is stored on every document of this call; ``filters={"metadata":
         {...}}`` selects by containment. Changing it alone re-writes the documents.
         """
@@ -118,19 +143,21 @@ class Indexer:
             self._fingerprint(strategy)  # unknown strategies fail before any work
         report = IngestReport(collection=collection)
         started = time.perf_counter()
+        base = Path(root) if root is not None else None
         files, skipped = discover_files([Path(p) for p in paths])
-        report.skipped = [FileProblem(source_for(p), reason) for p, reason in skipped]
+        report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in skipped]
+        sources = {p: source_for(p, base) for p in files}
         with reindex_lock(self.db.engine, collection):
             self._guard()
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
-                batch.look_up([source_for(p) for p in files])
+                batch.look_up(sources)
                 for path in files:
-                    batch.add_file(path, strategy=strategy, force=force)
+                    batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             if prune:
-                scope = [source_for(Path(p)) for p in paths]
-                seen = {source_for(p) for p in files}
+                scope = [source_for(Path(p), base) for p in paths]
+                seen = set(sources.values())
                 with self.db.transaction() as session:
                     gone = [
                         d.id
@@ -238,14 +265,28 @@ class _Batch:
         self._inflight: tuple[Any, ...] | None = None
         self._known: dict[str, repo.StoredDocument | None] = {}
 
-    def look_up(self, sources: Sequence[str]) -> None:
-        """Fetch what is stored for these sources in one query, instead of one round trip per document."""
-        with self.indexer.db.transaction() as session:
-            found = repo.find_documents(session, collection=self.collection, sources=sources)
-        self._known.update((source, found.get(source)) for source in sources)
+    def look_up(self, sources: dict[Path, str]) -> None:
+        """Fetch what is stored for these files in one query, instead of one round trip per document.
 
-    def add_file(self, path: Path, *, strategy: str | None, force: bool) -> None:
-        source = source_for(path)
+        A file not stored under its key but under the working-directory-relative key of earlier
+        versions has that document re-keyed (counted in ``report.rekeyed``), not indexed twice.
+        """
+        keys = list(sources.values())
+        with self.indexer.db.transaction() as session:
+            found = repo.find_documents(session, collection=self.collection, sources=keys)
+            legacy = {
+                old: new
+                for path, new in sources.items()
+                if new not in found and (old := legacy_source_for(path)) is not None and old != new
+            }
+            if legacy:
+                for old, doc in repo.find_documents(session, collection=self.collection, sources=list(legacy)).items():
+                    repo.rename_document(session, doc.id, legacy[old])
+                    found[legacy[old]] = repo.StoredDocument(doc.id, legacy[old], doc.content_hash, doc.chunker)
+                    self.report.rekeyed += 1
+        self._known.update((source, found.get(source)) for source in keys)
+
+    def add_file(self, path: Path, source: str, *, strategy: str | None, force: bool) -> None:
         try:
             loaded = load_document(path, max_bytes=self.indexer.settings.max_file_bytes)
         except RagError as exc:

@@ -50,6 +50,7 @@ def test_restart_during_retrieve_loop(own_server, tmp_path, monkeypatch):
         settings, database=Database(engine, retries=4, backoff=0.2), embedder=HashingEmbedder(), reranker=None
     )
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     (tmp_path / "a.md").write_text("# Backups\n\nNightly backups are restored with pg_restore into a new cluster.\n")
     service.index_paths([tmp_path / "a.md"])
 

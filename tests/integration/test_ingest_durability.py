@@ -45,6 +45,7 @@ def test_a_connection_lost_mid_batch_reports_every_unwritten_document(
     fresh_database, settings, server_url, tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     sources = _corpus(tmp_path / "docs", 6)
     real = repo.replace_document
     written: list[str] = []
@@ -122,6 +123,7 @@ def test_every_reported_document_survives_a_server_crash_right_after_the_call(cr
     engine = make_engine(url, settings)
     migrate.upgrade(engine)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     sources = _corpus(tmp_path / "docs", 40)
     report = Indexer(Database(engine), HashingEmbedder(), settings).index_paths(["docs"], collection="t")
     _kill_server(data_dir / "pg")  # as soon as index_paths() returned

@@ -52,6 +52,7 @@ WORDS = [
 def indexed(db, settings, tmp_path, monkeypatch):
     """150 generated documents in collection 'c' (hashing embedder: no model needed)."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     rng = random.Random(7)
     folder = tmp_path / "gen"
     folder.mkdir()
