@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import Chunker
 from rag_service.ingest.markdown import MarkdownChunker
@@ -15,7 +16,8 @@ from rag_service.tokens import DEFAULT_ENCODING
 
 STRATEGIES = ("markdown", "recursive", "sentence", "token")
 #: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
-DEFAULT_SIZES = {"markdown": (500, 100), "recursive": (500, 100), "sentence": (500, 100), "token": (256, 32)}
+_CHARS = (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
+DEFAULT_SIZES = {"markdown": _CHARS, "recursive": _CHARS, "sentence": _CHARS, "token": (256, 32)}
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
 #: differ and documents are chunked again
 CHUNKING_VERSION = 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.spans import (
@@ -100,8 +101,8 @@ class SizedChunker:
     def __init__(
         self,
         *,
-        chunk_size: int = 500,
-        chunk_overlap: int = 100,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
         min_chunk_chars: int = 50,
         length: LengthFunction = len,
     ) -> None:
