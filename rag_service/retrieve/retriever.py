@@ -32,7 +32,7 @@ from rag_service.retrieve.query import (
     validate_query,
     websearch_parts,
 )
-from rag_service.retrieve.rerank import Reranker
+from rag_service.retrieve.rerank import Reranker, ranked_order
 
 RerankerSource = Callable[[], Reranker | None]
 
@@ -186,8 +186,7 @@ class Retriever:
             )
             for c, s in zip(chunks, scores, strict=True)
         ]
-        order = sorted(range(len(rescored)), key=lambda i: (-scores[i], i))
-        return [rescored[i] for i in order]
+        return [rescored[i] for i in ranked_order(scores)]
 
 
 def _rerank_text(chunk: RetrievedChunk) -> str:
