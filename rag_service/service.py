@@ -108,10 +108,17 @@ class UniversalRAGService:
         force: bool = False,
         progress: bool = False,
         total: int | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
-        """Index in-memory documents given as ``(source, title, text)``."""
+        """Index in-memory documents given as ``(source, title, text)``; ``metadata`` as in ``index_paths``."""
         return self._indexer().index_texts(
-            items, collection=collection, strategy=strategy, force=force, progress=progress, total=total
+            items,
+            collection=collection,
+            strategy=strategy,
+            force=force,
+            progress=progress,
+            total=total,
+            metadata=metadata,
         )
 
     def reindex_all(self, *, collection: str | None = None, progress: bool = False) -> IngestReport:
