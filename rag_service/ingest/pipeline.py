@@ -46,16 +46,28 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def project_root(path: Path) -> Path | None:
-    """The nearest folder at or above ``path`` holding ``.git`` (the root of a checkout), if any."""
+def project_root(path: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
+    """The nearest folder at or above ``path`` holding ``.git`` (the root of a checkout), if any.
+
+    ``known`` memoises folders already looked at (one run's files share their folders).
+    """
     resolved = path.resolve()
+    walked: list[Path] = []
+    found: Path | None = None
     for folder in (resolved, *resolved.parents):
+        if known is not None and folder in known:
+            found = known[folder]
+            break
+        walked.append(folder)
         if (folder / ".git").exists():
-            return folder
-    return None
+            found = folder
+            break
+    if known is not None:
+        known.update((folder, found) for folder in walked)
+    return found
 
 
-def source_for(path: Path, root: Path | None = None) -> str:
+def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str:
     """The stored source key of a file or folder, the same from any working directory (POSIX style).
 
     Relative to ``root`` when given, else to the checkout holding it (the nearest folder above with
@@ -63,7 +75,8 @@ def source_for(path: Path, root: Path | None = None) -> str:
     and ``rag reindex .`` from ``docs/`` name the same files the same way.
     """
     resolved = path.resolve()
-    base = root.resolve() if root is not None else project_root(resolved if resolved.is_dir() else resolved.parent)
+    folder = resolved if resolved.is_dir() else resolved.parent
+    base = root.resolve() if root is not None else project_root(folder, known)
     if base is not None and resolved.is_relative_to(base):
         return resolved.relative_to(base).as_posix()
     return resolved.as_posix()
@@ -146,7 +159,8 @@ class Indexer:
         base = Path(root) if root is not None else None
         files, skipped = discover_files([Path(p) for p in paths])
         report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in skipped]
-        sources = {p: source_for(p, base) for p in files}
+        roots: dict[Path, Path | None] = {}
+        sources = {p: source_for(p, base, known=roots) for p in files}
         with reindex_lock(self.db.engine, collection):
             self._guard()
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
