@@ -175,13 +175,13 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
     """A service from the environment: embedded database migrated on demand, external one checked."""
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
-    from rag_service.db.status import require_current_schema
+    from rag_service.db.status import require_current_schema, schema_is_current
 
     settings = settings or load_settings()
     configure_logging(settings.log_level)
     prefer_passive_openmp()
     engine = open_engine(settings)
-    if settings.database_url is None:
+    if settings.database_url is None and not schema_is_current(engine):
         migrate.upgrade(engine)  # our own embedded database: keep it at head
     require_current_schema(engine)
     return UniversalRAGService(settings, database=Database(engine))

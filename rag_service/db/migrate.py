@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from alembic import command
@@ -36,8 +37,9 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
         command.downgrade(alembic_config(conn), revision)
 
 
+@lru_cache(maxsize=1)
 def head_revision() -> str:
-    """The newest revision the code knows."""
+    """The newest revision the code knows (read once per process; ``head_revision.cache_clear()`` resets)."""
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
