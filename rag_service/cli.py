@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings()
         configure_logging(settings.log_level)
+        from rag_service.embed import prefer_passive_openmp
+
+        prefer_passive_openmp()
         handler: Handler = args.handler
         return handler(args, settings)
     except RagError as exc:

@@ -37,6 +37,7 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
                 prune=args.prune,
                 force=args.force,
                 progress=not args.quiet,
+                root=args.root,
             )
     finally:
         service.close()
@@ -174,23 +175,45 @@ DEMO_QUERIES = {
 }
 
 
-def _demo_corpus() -> list[Path]:
+def _checkout_corpus() -> list[Path]:
+    """docs/ and README.md of the checkout the package runs from (none for an installed wheel)."""
     root = Path(__file__).resolve().parents[1]
-    corpus = [p for p in (root / "docs", root / "README.md") if p.exists()]
-    if not corpus:
-        from rag_service.errors import ConfigurationError
+    return [p for p in (root / "docs", root / "README.md") if p.exists()]
 
+
+def _packaged_readme() -> str:
+    """The README as installed with the package (its metadata's long description)."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    from rag_service.errors import ConfigurationError
+
+    try:
+        info = metadata("rag_service")
+    except PackageNotFoundError:
+        info = None
+    text = (info.get_payload() or info.get("Description") or "") if info is not None else ""  # type: ignore[attr-defined]
+    if not str(text).strip():
         raise ConfigurationError(
-            f"the demo corpus (docs/ and README.md next to {root}) is missing; run `rag demo` from a checkout"
+            "the demo corpus is missing: no docs/ next to the package and no packaged README; "
+            "reinstall rag_service or run `rag demo` from a checkout"
         )
-    return corpus
+    return str(text)
+
+
+def _index_demo_corpus(service, collection: str):  # type: ignore[no-untyped-def]
+    corpus = _checkout_corpus()
+    if corpus:
+        print(f"indexing {', '.join(str(p) for p in corpus)} into collection {collection!r}")
+        return service.index_paths(corpus, collection=collection, progress=True)
+    print(f"indexing the packaged README into collection {collection!r}")
+    item = ("rag_service/README.md", "rag_service", _packaged_readme())
+    return service.index_texts([item], collection=collection, strategy="markdown", progress=True)
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
     service = _service(settings)
     try:
-        print(f"indexing {', '.join(str(p) for p in _demo_corpus())} into collection {args.collection!r}")
-        report = service.index_paths(_demo_corpus(), collection=args.collection, progress=True)
+        report = _index_demo_corpus(service, args.collection)
         print("\n".join(report.lines()))
         print(f"\n{'context':<20} {'chunks':>6} {'tokens':>6} {'total ms':>9} {'embed':>7} {'sql':>7} {'rerank':>7}")
         results = []
@@ -228,6 +251,12 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
         help="chunking strategy; auto (the default) picks one per file by its type",
     )
     parser.add_argument("--prune", action="store_true", help="delete documents whose files are gone")
+    parser.add_argument(
+        "--root",
+        default=None,
+        metavar="DIR",
+        help="store sources relative to DIR (default: the checkout holding each file, found by .git; else absolute)",
+    )
     parser.add_argument("--force", action="store_true", help="re-chunk and re-embed unchanged documents too")
     parser.add_argument("--all", action="store_true", help="re-chunk and re-embed every stored document")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

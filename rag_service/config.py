@@ -19,6 +19,32 @@ SCHEMA_EMBEDDING_DIM = 384
 FusionMethod = Literal["rrf", "linear"]
 KeywordScorer = Literal["bm25", "ts_rank_cd"]
 
+# Every default lives here once: Settings, Preset, SearchRequest, the chunkers and the embedded
+# server read these names. Validation lives where the value enters: Settings (environment) and
+# Preset.validate (presets and per-call overrides).
+DEFAULT_FTS_CONFIG = "english"
+DEFAULT_EF_SEARCH = 100
+# BM25 k1/b: best of six pairs on SciFact train (scripts/tune_fusion.py); the spread was 0.005 nDCG@10
+DEFAULT_BM25_K1 = 1.2
+DEFAULT_BM25_B = 0.75
+# 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
+# the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
+DEFAULT_BM25_MAX_POSTINGS = 6000
+# fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
+DEFAULT_VECTOR_WEIGHT = 0.6
+DEFAULT_KEYWORD_WEIGHT = 0.4
+DEFAULT_RRF_K = 20
+DEFAULT_FUSION_METHOD: FusionMethod = "linear"
+DEFAULT_CANDIDATE_K = 20
+DEFAULT_KEYWORD_SCORER: KeywordScorer = "bm25"
+#: characters per child chunk and overlap (markdown, recursive, sentence strategies)
+DEFAULT_CHUNK_SIZE = 500
+DEFAULT_CHUNK_OVERLAP = 100
+#: shared_buffers of the embedded server. Postgres' own default (128MB) cannot hold the HNSW index of
+#: 100k chunks (195 MB) next to the postings, so searches read pages from the OS cache: the hybrid
+#: statement read ~2,000 of them at 100k synthetic chunks. The embedded server is ours to size.
+DEFAULT_SHARED_BUFFERS = "1GB"
+
 
 class Settings(BaseSettings):
     """Service settings; every field reads ``RAG_<NAME>`` from the environment (or a ``.env`` file)."""
@@ -32,25 +58,22 @@ class Settings(BaseSettings):
     embedding_model: str = Field(default=BUNDLED_MINILM, description="sentence-transformers name or path")
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
     rerank_model: str = Field(default="ms-marco-MiniLM-L-6-v2", description="cross-encoder; 'none' disables")
-    fts_config: str = Field(default="english", description="Postgres text-search configuration")
-    chunk_size: int = Field(default=500, ge=1)
-    chunk_overlap: int = Field(default=100, ge=0)
+    fts_config: str = Field(default=DEFAULT_FTS_CONFIG, description="Postgres text-search configuration")
+    chunk_size: int = Field(default=DEFAULT_CHUNK_SIZE, ge=1)
+    chunk_overlap: int = Field(default=DEFAULT_CHUNK_OVERLAP, ge=0)
     embed_headers: bool = Field(
         default=True,
         description="embed a chunk under headers with its document title and header path first (as BM25 sees it)",
     )
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
     embedded_shared_buffers: str = Field(
-        default="1GB", description="shared_buffers of the embedded server (Postgres' default 128MB is too small)"
+        default=DEFAULT_SHARED_BUFFERS, description="shared_buffers of the embedded server"
     )
-    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
-    # BM25 k1/b: best of six pairs on SciFact train (scripts/tune_fusion.py); the spread was 0.005 nDCG@10
-    bm25_k1: float = Field(default=1.2, ge=0.0, le=10.0, description="BM25 term-frequency saturation")
-    bm25_b: float = Field(default=0.75, ge=0.0, le=1.0, description="BM25 length normalisation")
-    # 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
-    # the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
+    hnsw_ef_search: int = Field(default=DEFAULT_EF_SEARCH, ge=1, le=1000)
+    bm25_k1: float = Field(default=DEFAULT_BM25_K1, ge=0.0, le=10.0, description="BM25 term-frequency saturation")
+    bm25_b: float = Field(default=DEFAULT_BM25_B, ge=0.0, le=1.0, description="BM25 length normalisation")
     bm25_max_postings: int = Field(
-        default=6000,
+        default=DEFAULT_BM25_MAX_POSTINGS,
         ge=0,
         description=(
             "BM25 postings read per query, shared by its lexemes (rare ones whole, each lexeme's best first); "
@@ -80,14 +103,13 @@ class Preset:
     diversity: float
     max_chunks: int
     max_tokens: int
-    # fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
-    vector_weight: float = 0.6
-    keyword_weight: float = 0.4
+    vector_weight: float = DEFAULT_VECTOR_WEIGHT
+    keyword_weight: float = DEFAULT_KEYWORD_WEIGHT
     rerank_enabled: bool = True
-    rrf_k: int = 20
-    fusion_method: FusionMethod = "linear"
-    candidate_k: int = 20
-    keyword_scorer: KeywordScorer = "bm25"
+    rrf_k: int = DEFAULT_RRF_K
+    fusion_method: FusionMethod = DEFAULT_FUSION_METHOD
+    candidate_k: int = DEFAULT_CANDIDATE_K
+    keyword_scorer: KeywordScorer = DEFAULT_KEYWORD_SCORER
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
         """Return a copy with per-call overrides applied and validated."""

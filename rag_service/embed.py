@@ -10,22 +10,28 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from rag_service.config import BUNDLED_MINILM
+from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError
 
 Vectors = npt.NDArray[np.float32]
 
-# OpenMP threads that wait for work spin by default; when PostgreSQL or another job holds a core
-# they starve the thread doing the work (a 256-chunk batch: 6.4 s instead of 5.3 s on 2 busy cores).
-# Only takes effect if torch is not loaded yet; an explicit setting by the user wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+def prefer_passive_openmp() -> None:
+    """Ask OpenMP threads to sleep, not spin, while they wait; called by the CLI and ``build_service``.
+
+    Spinning threads starve the thread doing the work when PostgreSQL or another job holds a core
+    (a 256-chunk batch: 6.4 s instead of 5.3 s on 2 busy cores). Only takes effect if torch is not
+    loaded yet; an explicit ``OMP_WAIT_POLICY`` by the user wins. Importing ``rag_service`` never
+    touches the environment.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: the id stored with vectors made by the bundled model (the same weights as the hub's)
 BUNDLED_MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -162,6 +168,61 @@ def load_embedder(model: str, *, batch_size: int = 64) -> Embedder:
     if model == "hashing":
         return HashingEmbedder()
     return SentenceTransformerEmbedder(model, batch_size=batch_size)
+
+
+class LazyEmbedder:
+    """An embedder whose model is loaded on the first ``embed_*`` call; ``model_id`` and ``dim`` are known before.
+
+    So a run that embeds nothing (an unchanged reindex, a keyword-only query) never imports torch.
+    """
+
+    def __init__(self, load: Callable[[], Embedder], *, model_id: str, dim: int) -> None:
+        self.model_id = model_id
+        self.dim = dim
+        self._load = load
+        self._model: Embedder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """True once the model has been loaded."""
+        return self._model is not None
+
+    def model(self) -> Embedder:
+        """The loaded model (loaded now if needed, once, thread-safe)."""
+        with self._lock:
+            if self._model is None:
+                model = self._load()
+                if (model.model_id, model.dim) != (self.model_id, self.dim):
+                    raise ModelLoadError(
+                        f"embedding model {model.model_id!r} ({model.dim}-d) is not the expected "
+                        f"{self.model_id!r} ({self.dim}-d); check RAG_EMBEDDING_MODEL"
+                    )
+                self._model = model
+            return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Encode document chunks with the model (loaded on first use); nothing to encode loads nothing."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.model().embed_documents(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        """Encode one query with the model (loaded on first use)."""
+        return self.model().embed_query(text)
+
+
+def embedder_for(model: str, *, batch_size: int = 64) -> Embedder:
+    """The embedder of ``RAG_EMBEDDING_MODEL``, loaded lazily when its id and dimension are known in advance.
+
+    The bundled MiniLM is lazy (no torch until something is embedded); other models are loaded now,
+    since only the model knows its dimension.
+    """
+    if model == BUNDLED_MINILM:
+        return LazyEmbedder(
+            lambda: load_embedder(model, batch_size=batch_size), model_id=BUNDLED_MINILM_ID, dim=SCHEMA_EMBEDDING_DIM
+        )
+    return load_embedder(model, batch_size=batch_size)
 
 
 class CachedQueryEmbedder:

@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM, Preset, Settings, load_settings
+from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.search import ChunkFilters
-from rag_service.embed import BUNDLED_MINILM_ID, Embedder, load_embedder
+from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import IngestReport
@@ -45,8 +45,9 @@ class UniversalRAGService:
     ) -> None:
         self.settings = settings
         self.db = database
-        self._embedder = embedder
-        self._embedder_lock = threading.Lock()
+        self._embedder = embedder or embedder_for(
+            settings.embedding_model, batch_size=settings.embedding_batch_size
+        )
         self._rerankers = RerankerCache()
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
@@ -57,13 +58,8 @@ class UniversalRAGService:
     # -- parts, built lazily -------------------------------------------------------------------------
 
     def embedder(self) -> Embedder:
-        """The embedding model, loaded on first use."""
-        with self._embedder_lock:
-            if self._embedder is None:
-                self._embedder = load_embedder(
-                    self.settings.embedding_model, batch_size=self.settings.embedding_batch_size
-                )
-            return self._embedder
+        """The embedder; the bundled model is loaded on its first use (see ``embed.embedder_for``)."""
+        return self._embedder
 
     def reranker(self) -> Reranker | None:
         """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""
@@ -73,12 +69,10 @@ class UniversalRAGService:
         return self._rerankers.get(self.settings.rerank_model, cache_dir=self.settings.data_dir / "models")
 
     def _check_embedding_record(self) -> None:
-        if self._embedder is None and self.settings.embedding_model == BUNDLED_MINILM:
-            model_id, dim = BUNDLED_MINILM_ID, SCHEMA_EMBEDDING_DIM  # known without loading the model
-        else:
-            model_id, dim = self.embedder().model_id, self.embedder().dim
         with self.db.transaction() as session:
-            check_index_settings(session, model_id=model_id, dim=dim, fts_config=self.settings.fts_config)
+            check_index_settings(
+                session, model_id=self._embedder.model_id, dim=self._embedder.dim, fts_config=self.settings.fts_config
+            )
 
     # -- ingestion -----------------------------------------------------------------------------------
 
@@ -95,8 +89,12 @@ class UniversalRAGService:
         force: bool = False,
         progress: bool = False,
         metadata: dict[str, Any] | None = None,
+        root: str | Path | None = None,
     ) -> IngestReport:
-        """Index files and folders into ``collection`` (incremental; see ``Indexer.index_paths``)."""
+        """Index files and folders into ``collection`` (incremental; see ``Indexer.index_paths``).
+
+        Files are keyed by their path relative to ``root``, else to their checkout (``.git``), else absolute.
+        """
         return self._indexer().index_paths(
             paths,
             collection=collection,
@@ -105,6 +103,7 @@ class UniversalRAGService:
             force=force,
             progress=progress,
             metadata=metadata,
+            root=root,
         )
 
     def index_texts(
@@ -116,10 +115,17 @@ class UniversalRAGService:
         force: bool = False,
         progress: bool = False,
         total: int | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
-        """Index in-memory documents given as ``(source, title, text)``."""
+        """Index in-memory documents given as ``(source, title, text)``; ``metadata`` as in ``index_paths``."""
         return self._indexer().index_texts(
-            items, collection=collection, strategy=strategy, force=force, progress=progress, total=total
+            items,
+            collection=collection,
+            strategy=strategy,
+            force=force,
+            progress=progress,
+            total=total,
+            metadata=metadata,
         )
 
     def reindex_all(
@@ -213,12 +219,13 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
     """A service from the environment: embedded database migrated on demand, external one checked."""
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
-    from rag_service.db.status import require_current_schema
+    from rag_service.db.status import require_current_schema, schema_is_current
 
     settings = settings or load_settings()
     configure_logging(settings.log_level)
+    prefer_passive_openmp()
     engine = open_engine(settings)
-    if settings.database_url is None:
+    if settings.database_url is None and not schema_is_current(engine):
         migrate.upgrade(engine)  # our own embedded database: keep it at head
     require_current_schema(engine)
     return UniversalRAGService(settings, database=Database(engine))

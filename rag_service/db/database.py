@@ -17,6 +17,9 @@ from rag_service.log import mask_url
 
 T = TypeVar("T")
 
+#: one snapshot for every statement of a read; psycopg sends both with the BEGIN, no extra round trip
+_ONE_SNAPSHOT = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+
 
 class Database:
     """Opens transactions on ``engine``; with ``bind`` (a test's connection) they become savepoints.
@@ -65,7 +68,10 @@ class Database:
             raise
 
     def read(self, work: Callable[[Session], T]) -> T:
-        """Run a read-only ``work(session)`` in a transaction, retrying lost connections.
+        """Run a read-only ``work(session)`` in one read-only REPEATABLE READ transaction, retrying lost connections.
+
+        Every statement of ``work`` sees the same snapshot, so a reindex committing between two of them
+        (query variants, follow-up reads) cannot show one document in two versions.
 
         At most ``retries`` extra attempts, sleeping ``backoff * 2**attempt`` seconds between them;
         then the DatabaseUnavailableError reaches the caller (it is retryable). Other errors are not
@@ -76,6 +82,8 @@ class Database:
             self.breaker.check(self.url_for_display)
             try:
                 with self.transaction() as session:
+                    if not self._bound:  # a test's outer transaction has its isolation fixed already
+                        session.connection(execution_options=_ONE_SNAPSHOT)
                     result = work(session)
             except DatabaseUnavailableError:
                 self.breaker.failure()

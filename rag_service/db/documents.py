@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import bindparam, delete, select, text
+from sqlalchemy import bindparam, delete, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
@@ -94,6 +94,24 @@ def find_document(session: Session, *, collection: str, source: str) -> StoredDo
         )
     ).first()
     return StoredDocument(*row) if row else None
+
+
+def find_documents(session: Session, *, collection: str, sources: Sequence[str]) -> dict[str, StoredDocument]:
+    """The stored documents with these keys, by source, in one query per 5,000 sources."""
+    found: dict[str, StoredDocument] = {}
+    for start in range(0, len(sources), 5000):
+        rows = session.execute(
+            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+                Document.collection == collection, Document.source.in_(sources[start : start + 5000])
+            )
+        )
+        found.update((row.source, StoredDocument(*row)) for row in rows)
+    return found
+
+
+def rename_document(session: Session, document_id: int, source: str) -> None:
+    """Give a stored document a new source key (its chunks follow through the document id)."""
+    session.execute(update(Document).where(Document.id == document_id).values(source=source))
 
 
 def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:

@@ -18,16 +18,13 @@ from typing import Any
 
 import psycopg
 
+from rag_service.config import DEFAULT_SHARED_BUFFERS
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "rag"
 _PGDATA = "pg"
-#: Postgres' own default (128MB) cannot hold the HNSW index of 100k chunks (195 MB) next to the
-#: postings, so searches read pages from the OS cache: the hybrid statement read ~2,000 of them
-#: at 100k synthetic chunks. The embedded server is ours to size; 24 GiB machines can afford this.
-SHARED_BUFFERS = "1GB"
 
 
 def _server_module() -> Any:
@@ -80,7 +77,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def start_embedded_server(data_dir: Path, *, shared_buffers: str = SHARED_BUFFERS) -> str:
+def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> str:
     """Start (or join) the embedded server under ``data_dir``; return a SQLAlchemy URL to its database.
 
     ``shared_buffers`` is stored in the server's configuration; it takes effect at once when this

@@ -17,6 +17,12 @@ _embedded_lock = threading.Lock()
 _embedded_urls: dict[str, str] = {}
 
 
+def forget_embedded_urls() -> None:
+    """Forget the embedded servers' URLs remembered by this process (the next call starts or joins again)."""
+    with _embedded_lock:
+        _embedded_urls.clear()
+
+
 def normalise_url(url: str) -> str:
     """Make ``postgresql://`` and ``postgres://`` URLs use the psycopg 3 driver."""
     for prefix in ("postgresql://", "postgres://"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from alembic import command
@@ -10,14 +11,14 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 
-_ROOT = Path(__file__).resolve().parents[2]
+#: the migrations ship inside the package, so an installed wheel migrates as a checkout does
+MIGRATIONS = Path(__file__).resolve().parents[1] / "migrations"
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """Alembic config for this project; with ``connection`` the migrations run on it."""
-    ini = _ROOT / "alembic.ini"
-    config = Config(str(ini)) if ini.exists() else Config()
-    config.set_main_option("script_location", str(_ROOT / "migrations"))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["skip_logging_config"] = True
     if connection is not None:
         config.attributes["connection"] = connection
@@ -36,8 +37,9 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
         command.downgrade(alembic_config(conn), revision)
 
 
+@lru_cache(maxsize=1)
 def head_revision() -> str:
-    """The newest revision the code knows."""
+    """The newest revision the code knows (read once per process; ``head_revision.cache_clear()`` resets)."""
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head

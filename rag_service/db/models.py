@@ -1,4 +1,4 @@
-"""ORM models; the migrations in ``migrations/versions`` create exactly these (``alembic check`` agrees)."""
+"""ORM models; the migrations in ``rag_service/migrations/versions`` create exactly these (``alembic check`` agrees)."""
 
 from __future__ import annotations
 

@@ -11,6 +11,17 @@ import numpy as np
 from sqlalchemy import ColumnElement, String, bindparam, cast, select
 from sqlalchemy.dialects.postgresql import REGCONFIG
 
+from rag_service.config import (
+    DEFAULT_BM25_B,
+    DEFAULT_BM25_K1,
+    DEFAULT_BM25_MAX_POSTINGS,
+    DEFAULT_CANDIDATE_K,
+    DEFAULT_EF_SEARCH,
+    DEFAULT_FTS_CONFIG,
+    DEFAULT_FUSION_METHOD,
+    DEFAULT_KEYWORD_SCORER,
+    DEFAULT_RRF_K,
+)
 from rag_service.db.models import Document, DocumentChunk
 from rag_service.errors import UnknownFilterError
 
@@ -71,19 +82,20 @@ class SearchRequest:
     required_terms: str
     vector_weight: float
     keyword_weight: float
-    rrf_k: int = 60
-    fusion_method: str = "rrf"
-    candidate_k: int = 20
-    limit: int = 20
-    fts_config: str = "english"
-    ef_search: int = 100
+    # defaults are the service's own (rag_service.config); the Retriever passes the preset's and settings' values
+    rrf_k: int = DEFAULT_RRF_K
+    fusion_method: str = DEFAULT_FUSION_METHOD
+    candidate_k: int = DEFAULT_CANDIDATE_K
+    limit: int = DEFAULT_CANDIDATE_K
+    fts_config: str = DEFAULT_FTS_CONFIG
+    ef_search: int = DEFAULT_EF_SEARCH
     filters: ChunkFilters = field(default_factory=ChunkFilters)
-    keyword_scorer: str = "bm25"
+    keyword_scorer: str = DEFAULT_KEYWORD_SCORER
     bm25_text: str = ""
-    bm25_k1: float = 0.9
-    bm25_b: float = 0.4
+    bm25_k1: float = DEFAULT_BM25_K1
+    bm25_b: float = DEFAULT_BM25_B
     #: 0: every posting of the query's lexemes is scored (exact); N: at most N per query, highest impact first
-    bm25_max_postings: int = 0
+    bm25_max_postings: int = DEFAULT_BM25_MAX_POSTINGS
 
     @property
     def runs_vector(self) -> bool:

@@ -84,6 +84,12 @@ def read_status(engine: Engine) -> DatabaseStatus:
     )
 
 
+def schema_is_current(engine: Engine) -> bool:
+    """True when the database is migrated to the code's newest revision."""
+    with engine.connect() as conn:
+        return current_revision(conn) == head_revision()
+
+
 def require_current_schema(engine: Engine) -> None:
     """Raise SchemaError unless the database is migrated to head."""
     with engine.connect() as conn:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.errors import ChunkingError
 from rag_service.ingest.character import CharacterChunker
 from rag_service.ingest.chunk import Chunker
@@ -39,11 +40,12 @@ __all__ = [
 ]
 
 #: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
+_CHARS = (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
 DEFAULT_SIZES = {
-    **dict.fromkeys(STRATEGIES, (500, 100)),
+    **dict.fromkeys(STRATEGIES, _CHARS),
     "token": (256, 32),
-    "json": (500, 0),
-    "semantic": (500, 0),
+    "json": (DEFAULT_CHUNK_SIZE, 0),
+    "semantic": (DEFAULT_CHUNK_SIZE, 0),
     # a definition is the unit: most functions are longer than 500 characters
     "code": (1500, 0),
 }

@@ -3,8 +3,10 @@
 Documents are keyed by (collection, source). A document whose text and chunker settings are unchanged
 is skipped before any embedding. Changed documents are chunked, their chunk texts looked up by content
 hash so stored vectors are reused, the rest embedded in large batches across documents (the model is
-the bottleneck), and each document is then written in its own transaction: readers see the old or
-the new version, and a failure leaves the old version in place and is reported.
+the bottleneck), and each batch is then written in one transaction with a savepoint per document:
+readers see a document's old or new version, a failing document keeps its old version and is
+reported, and the commit is synchronous, so a document the report counts as written is durable.
+Every document that is not durably written is in the report as failed, with the reason.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -46,18 +47,57 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def source_for(path: Path) -> str:
-    """The stored source key of a path: relative to the working directory when inside it, POSIX style."""
+def project_root(path: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
+    """The nearest folder at or above ``path`` holding ``.git`` (the root of a checkout), if any.
+
+    ``known`` memoises folders already looked at (one run's files share their folders).
+    """
     resolved = path.resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_posix()
+    walked: list[Path] = []
+    found: Path | None = None
+    for folder in (resolved, *resolved.parents):
+        if known is not None and folder in known:
+            found = known[folder]
+            break
+        walked.append(folder)
+        if (folder / ".git").exists():
+            found = folder
+            break
+    if known is not None:
+        known.update((folder, found) for folder in walked)
+    return found
+
+
+def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str:
+    """The stored source key of a file or folder, the same from any working directory (POSIX style).
+
+    Relative to ``root`` when given, else to the checkout holding it (the nearest folder above with
+    ``.git``); a path outside both is stored absolute. So ``rag reindex docs/`` from a checkout's root
+    and ``rag reindex .`` from ``docs/`` name the same files the same way.
+    """
+    resolved = path.resolve()
+    folder = resolved if resolved.is_dir() else resolved.parent
+    base = root.resolve() if root is not None else project_root(folder, known)
+    if base is not None and resolved.is_relative_to(base):
+        return resolved.relative_to(base).as_posix()
+    return resolved.as_posix()
+
+
+def legacy_source_for(path: Path) -> str | None:
+    """The key versions before issue 13 stored: relative to the working directory, when inside it."""
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    return resolved.relative_to(cwd).as_posix() if resolved.is_relative_to(cwd) and resolved != cwd else None
 
 
 def _metadata_suffix(metadata: dict[str, Any]) -> str:
     """Part of the stored chunker fingerprint, so a metadata change counts as a change."""
     return ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def validate_collection(collection: str) -> str:
@@ -103,9 +143,13 @@ class Indexer:
         force: bool = False,
         progress: bool = False,
         metadata: dict[str, Any] | None = None,
+        root: str | Path | None = None,
     ) -> IngestReport:
         """Index files and folders; unchanged documents are skipped unless ``force``.
 
+        A file's document is keyed by ``source_for(path, root)``: its path relative to ``root``, or
+        to the checkout holding it (``.git``), else its absolute path; never the working directory.
+        Documents stored under the old working-directory-relative key are re-keyed when met.
         ``metadata`` (a JSON object) is stored on every document of this call; ``filters={"metadata":
         {...}}`` selects by containment. Changing it alone re-writes the documents.
         """
@@ -114,18 +158,22 @@ class Indexer:
             self._fingerprint(strategy)  # unknown strategies fail before any work
         report = IngestReport(collection=collection)
         started = time.perf_counter()
+        base = Path(root) if root is not None else None
         files, skipped = discover_files([Path(p) for p in paths])
-        report.skipped = [FileProblem(source_for(p), reason) for p, reason in skipped]
+        report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in skipped]
+        roots: dict[Path, Path | None] = {}
+        sources = {p: source_for(p, base, known=roots) for p in files}
         with reindex_lock(self.db.engine, collection):
             self._guard()
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
+                batch.look_up(sources)
                 for path in files:
-                    batch.add_file(path, strategy=strategy, force=force)
+                    batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             if prune:
-                scope = [source_for(Path(p)) for p in paths]
-                seen = {source_for(p) for p in files}
+                scope = [source_for(Path(p), base) for p in paths]
+                seen = set(sources.values())
                 with self.db.transaction() as session:
                     gone = [
                         d.id
@@ -218,7 +266,7 @@ class Indexer:
 
 
 class _Batch:
-    """Collects chunked documents, embeds them together, writes each in its own transaction."""
+    """Collects chunked documents, embeds them together, writes each batch in one transaction."""
 
     def __init__(
         self,
@@ -240,9 +288,30 @@ class _Batch:
         self.pending_chunks = 0
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
         self._inflight: tuple[Any, ...] | None = None
+        self._known: dict[str, repo.StoredDocument | None] = {}
 
-    def add_file(self, path: Path, *, strategy: str | None, force: bool) -> None:
-        source = source_for(path)
+    def look_up(self, sources: dict[Path, str]) -> None:
+        """Fetch what is stored for these files in one query, instead of one round trip per document.
+
+        A file not stored under its key but under the working-directory-relative key of earlier
+        versions has that document re-keyed (counted in ``report.rekeyed``), not indexed twice.
+        """
+        keys = list(sources.values())
+        with self.indexer.db.transaction() as session:
+            found = repo.find_documents(session, collection=self.collection, sources=keys)
+            legacy = {
+                old: new
+                for path, new in sources.items()
+                if new not in found and (old := legacy_source_for(path)) is not None and old != new
+            }
+            if legacy:
+                for old, doc in repo.find_documents(session, collection=self.collection, sources=list(legacy)).items():
+                    repo.rename_document(session, doc.id, legacy[old])
+                    found[legacy[old]] = repo.StoredDocument(doc.id, legacy[old], doc.content_hash, doc.chunker)
+                    self.report.rekeyed += 1
+        self._known.update((source, found.get(source)) for source in keys)
+
+    def add_file(self, path: Path, source: str, *, strategy: str | None, force: bool) -> None:
         try:
             loaded = load_document(path, max_bytes=self.indexer.settings.max_file_bytes)
         except RagError as exc:
@@ -285,8 +354,11 @@ class _Batch:
         fingerprint = (
             f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{embed_format}{_metadata_suffix(metadata)}"
         )
-        with self.indexer.db.transaction() as session:
-            existing = repo.find_document(session, collection=self.collection, source=source)
+        if source in self._known:
+            existing = self._known.pop(source)
+        else:
+            with self.indexer.db.transaction() as session:
+                existing = repo.find_document(session, collection=self.collection, source=source)
         if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
             self.report.unchanged += 1
             self.bar.advance(chunks=0)
@@ -364,17 +436,18 @@ class _Batch:
         self._write_all(pending, found)
 
     def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
-        """One transaction for the batch, a savepoint per document.
+        """One transaction for the batch, a savepoint per document, a synchronous commit.
 
         A document that fails rolls back to its savepoint alone (it keeps its previous version and is
         reported); the rest commit together, so the batch costs one commit instead of one per
-        document. The commit is asynchronous: a server crash may lose the last batch, never half of
-        a document, and the next run indexes it again (its hash no longer matches).
+        document. If the batch's transaction itself fails (a lost connection, a failed commit), none
+        of its documents changed and every one not already reported is reported as failed. The
+        commit is synchronous, so whatever the report calls written survives a server crash.
         """
         written: list[_Pending] = []
+        reported: set[int] = set()
         try:
             with self.indexer.db.transaction() as session:
-                session.execute(text("SET LOCAL synchronous_commit = off"))
                 for doc in pending:
                     try:
                         with session.begin_nested():
@@ -382,14 +455,15 @@ class _Batch:
                     except DBAPIError as exc:  # this document keeps its previous version; the run goes on
                         if exc.connection_invalidated:
                             raise
-                        reason = str(exc.orig or exc).strip().splitlines()
-                        self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+                        self._fail(doc.source, f"could not be written ({_first_line(exc.orig or exc)})")
+                        reported.add(id(doc))
                         continue
                     written.append(doc)
-        except Exception as exc:  # the batch's transaction itself failed: none of these documents changed
-            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-            for doc in written:
-                self._fail(doc.source, f"could not be written ({reason[0] if reason else type(exc).__name__})")
+        except Exception as exc:  # the batch's transaction failed: none of these documents changed
+            reason = f"could not be written ({_first_line(getattr(exc, 'orig', None) or exc)}); run the reindex again"
+            for doc in pending:
+                if id(doc) not in reported:
+                    self._fail(doc.source, reason)
             return
         for doc in written:
             if doc.existed:

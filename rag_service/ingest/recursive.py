@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.spans import (
@@ -21,7 +22,6 @@ from rag_service.ingest.spans import (
     merge_pieces,
     trim_span,
 )
-from rag_service.tokens import DEFAULT_ENCODING, count_tokens
 
 SEPARATORS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\n[^\S\n]*\n\s*"),  # paragraph: a line break, a blank line, what whitespace follows
@@ -29,15 +29,6 @@ SEPARATORS: tuple[re.Pattern[str], ...] = (
     re.compile(r"[.!?][\"'”’)\]]*\s+"),  # sentence end
     re.compile(r"\s+"),  # word
 )
-
-
-def token_length(encoding: str = DEFAULT_ENCODING) -> LengthFunction:
-    """A length function counting tokens of ``encoding``, for ``RecursiveChunker(length=...)``."""
-
-    def length(text: str) -> int:
-        return count_tokens(text, encoding=encoding)
-
-    return length
 
 
 def recursive_pieces(
@@ -95,13 +86,14 @@ def recursive_spans(
 
 class SizedChunker:
     """Base of the chunkers that split by size: validated ``chunk_size``/``chunk_overlap`` measured by
-    ``length`` (``len`` for characters, or ``token_length()``) and the garbage filter's minimum."""
+    ``length`` (``len`` for characters, or any function of the text, e.g. a token count) and the
+    garbage filter's minimum."""
 
     def __init__(
         self,
         *,
-        chunk_size: int = 500,
-        chunk_overlap: int = 100,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
         min_chunk_chars: int = 50,
         length: LengthFunction = len,
     ) -> None:

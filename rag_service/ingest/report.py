@@ -23,6 +23,7 @@ class IngestReport:
     updated: int = 0
     unchanged: int = 0
     deleted: int = 0
+    rekeyed: int = 0  # documents found under their old working-directory-relative source and renamed
     failed: list[FileProblem] = field(default_factory=list)
     skipped: list[FileProblem] = field(default_factory=list)
     chunks_written: int = 0
@@ -60,6 +61,8 @@ class IngestReport:
             f"time: {self.seconds:.2f} s ({self.embedding_seconds:.2f} s embedding, "
             f"{self.chunking_seconds:.2f} s chunking)",
         ]
+        if self.rekeyed:
+            out.append(f"re-keyed: {self.rekeyed} documents from working-directory-relative sources (issue 13)")
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += [f"skipped: {p.source}: {p.reason}" for p in self.skipped]
         return out

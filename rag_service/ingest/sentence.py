@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import recursive_pieces
@@ -51,7 +52,13 @@ def _abbreviation(text: str, period: int) -> bool:
 class SentenceChunker:
     """Chunker for the ``sentence`` strategy: whole sentences up to ``chunk_size`` characters."""
 
-    def __init__(self, *, chunk_size: int = 500, chunk_overlap: int = 100, min_chunk_chars: int = 50) -> None:
+    def __init__(
+        self,
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+        min_chunk_chars: int = 50,
+    ) -> None:
         check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap

@@ -17,6 +17,12 @@ Words are made inert first. Inside an unquoted word, PostgreSQL's websearch pars
 operators and ``:`` as a weight/prefix marker, ``"`` as a phrase and a leading ``-`` as negation. So
 words are split at those characters, stripped of leading and trailing punctuation, and the word
 ``or`` (any case) is dropped. Phrase text goes inside quotes, where only ``"`` is special.
+
+The work per query is bounded whatever its content: ``validate_query`` cuts it to
+``MAX_QUERY_CHARS`` characters, and ``parse_query`` keeps at most ``MAX_QUERY_WORDS`` distinct words,
+``MAX_QUERY_FILTERS`` phrases and exclusions together, and ``MAX_PHRASE_WORDS`` words per phrase. What
+is dropped is the least selective: the shortest words and filters (longer words are rarer), ties
+by position; ``bounds_note`` says what was dropped, and the retriever reports it in ``metrics.degraded``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,12 @@ from rag_service.errors import ConfigurationError, QueryError
 
 #: longer queries are cut (at a word boundary) to this many characters by ``validate_query``
 MAX_QUERY_CHARS = 8000
+#: distinct words searched per query (each is a BM25 posting list and a tsquery branch)
+MAX_QUERY_WORDS = 32
+#: quoted phrases and ``-exclusions`` per query, together (each is a tsquery filter on every candidate)
+MAX_QUERY_FILTERS = 8
+#: words kept of one phrase (a phrase is matched position by position)
+MAX_PHRASE_WORDS = 16
 
 # a phrase (optionally excluded), up to the closing quote or the end; or a run of other characters
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|([^\s"]+)')
@@ -140,6 +152,44 @@ class ParsedQuery:
     words: list[str] = field(default_factory=list)
     phrases: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
+    dropped_words: int = 0
+    """distinct words left out by ``MAX_QUERY_WORDS``"""
+    dropped_filters: int = 0
+    """phrases and exclusions left out by ``MAX_QUERY_FILTERS``"""
+
+
+def _most_selective(items: list[str], limit: int) -> list[str]:
+    """The ``limit`` longest items (ties: the earlier), in their original order."""
+    if len(items) <= limit:
+        return items
+    keep = sorted(sorted(range(len(items)), key=lambda i: (-len(items[i]), i))[:limit])
+    return [items[i] for i in keep]
+
+
+def _bounded(parsed: ParsedQuery) -> ParsedQuery:
+    words = _most_selective(parsed.words, MAX_QUERY_WORDS)
+    phrases = [" ".join(p.split()[:MAX_PHRASE_WORDS]) for p in parsed.phrases]
+    excluded = [" ".join(x.split()[:MAX_PHRASE_WORDS]) for x in parsed.excluded]
+    filters = _most_selective([*phrases, *excluded], MAX_QUERY_FILTERS)
+    kept = set(filters)
+    return ParsedQuery(
+        words=words,
+        phrases=[p for p in phrases if p in kept],
+        excluded=[x for x in excluded if x in kept],
+        dropped_words=len(parsed.words) - len(words),
+        dropped_filters=len(phrases) + len(excluded) - len(filters),
+    )
+
+
+def bounds_note(parsed: ParsedQuery) -> str | None:
+    """One line saying what ``parse_query`` left out of this query, or None when nothing was."""
+    parts = []
+    if parsed.dropped_words:
+        parts.append(f"kept the {MAX_QUERY_WORDS} longest of {MAX_QUERY_WORDS + parsed.dropped_words} distinct words")
+    if parsed.dropped_filters:
+        total = MAX_QUERY_FILTERS + parsed.dropped_filters
+        parts.append(f"kept the {MAX_QUERY_FILTERS} longest of {total} phrases and -exclusions")
+    return "; ".join(parts) + " (the per-query bounds of retrieve/query.py)" if parts else None
 
 
 def _edge_stripped(piece: str) -> str:
@@ -184,6 +234,7 @@ def parse_query(text: str) -> ParsedQuery:
 
     Duplicates are dropped case-insensitively (first spelling kept). A lone ``-`` and the word ``or``
     are ignored; an excluded token that contains special characters becomes an excluded phrase.
+    The result is bounded (``MAX_QUERY_WORDS``, ``MAX_QUERY_FILTERS``, ``MAX_PHRASE_WORDS``).
     """
     parsed = ParsedQuery()
     seen_words: set[str] = set()
@@ -199,7 +250,7 @@ def parse_query(text: str) -> ParsedQuery:
         else:
             for word in _inert_words(bare):
                 _add(parsed.words, seen_words, word)
-    return parsed
+    return _bounded(parsed)
 
 
 def _quoted(term: str) -> str:

@@ -24,8 +24,15 @@ from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, Retriev
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
-from rag_service.retrieve.query import bm25_text, expand_query, parse_query, validate_query, websearch_parts
-from rag_service.retrieve.rerank import Reranker
+from rag_service.retrieve.query import (
+    bm25_text,
+    bounds_note,
+    expand_query,
+    parse_query,
+    validate_query,
+    websearch_parts,
+)
+from rag_service.retrieve.rerank import Reranker, ranked_order
 from rag_service.retrieve.windows import fit_to_budget
 from rag_service.tokens import get_encoding
 
@@ -67,6 +74,8 @@ class Retriever:
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
         metrics.expansion_time_ms = _ms(started)
+        if note := bounds_note(parse_query(query)):
+            metrics.degrade("query", note)
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
         if preset.vector_weight > 0:
@@ -192,8 +201,7 @@ class Retriever:
             )
             for c, s in zip(chunks, scores, strict=True)
         ]
-        order = sorted(range(len(rescored)), key=lambda i: (-scores[i], i))
-        return [rescored[i] for i in order]
+        return [rescored[i] for i in ranked_order(scores)]
 
 
 def _rerank_text(chunk: RetrievedChunk) -> str:

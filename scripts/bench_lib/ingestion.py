@@ -2,7 +2,7 @@
 
 SciFact documents (title, blank line, abstract) are chunked with the recursive strategy (500/100).
 The model alone encodes every chunk text in one ``embed_documents`` call (batch 64); the pipeline
-(``Indexer.index_texts``) chunks, embeds, and writes each document in its own transaction into a
+(``Indexer.index_texts``) chunks, embeds, and writes each batch in one transaction (savepoint per document) into a
 fresh collection of a fresh database. Both are run alternately, ``rounds`` times, and the best of
 each is kept (the machine is shared). Then the unchanged documents are indexed again: every one is
 skipped on its content hash, and the speed-up is the best first run over the best re-run.

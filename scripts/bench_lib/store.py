@@ -31,7 +31,7 @@ from rag_service.tokens import get_encoding
 COLLECTION = "bench"
 HNSW_INDEX = "ix_document_chunks_embedding_hnsw"
 GIN_INDEX = "ix_document_chunks_content_tsv"
-# the definitions of migrations/versions/0001_initial_schema.py, recreated after bulk loading
+# the definitions of rag_service/migrations/versions/0001_initial_schema.py, recreated after bulk loading
 HNSW_DDL = (
     "CREATE INDEX ix_document_chunks_embedding_hnsw ON document_chunks "
     "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
@@ -201,7 +201,8 @@ def server_info(url: str) -> dict[str, Any]:
     with psycopg.connect(**admin_params(url)) as conn:
         info: dict[str, Any] = {
             "postgres": conn.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]
-            "pgvector": conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0],  # type: ignore[index]
+            # the version CREATE EXTENSION installs: known in any database, before anything created it there
+            "pgvector": conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()[0],  # type: ignore[index]
         }
         for name in ("shared_buffers", "work_mem", "effective_cache_size", "jit", "max_parallel_workers_per_gather"):
             info[name] = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]  # type: ignore[index]

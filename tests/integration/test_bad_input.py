@@ -31,6 +31,7 @@ def _rows(url: str) -> dict[str, int]:
 
 def test_bad_files(cli_env, tmp_path):  # noqa: F811
     assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     d = tmp_path / "in"
     d.mkdir()
     (d / "empty.md").write_text("")

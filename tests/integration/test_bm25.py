@@ -53,6 +53,7 @@ def assert_stats_consistent(connection) -> None:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     root = tmp_path / "kb"
     root.mkdir()
     for name, body in TEXTS.items():

@@ -39,6 +39,7 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
     assert upgraded.returncode == 0, upgraded.stderr
     assert "(head " in upgraded.stdout and "run `rag db upgrade`" not in upgraded.stdout
 
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# Alpha\n\nAlpha explains how nightly backups are restored from cold storage.\n")

@@ -60,6 +60,7 @@ def indexer(db, embedder, settings) -> Indexer:
 @pytest.fixture
 def corpus(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "guide.md").write_text(GUIDE)

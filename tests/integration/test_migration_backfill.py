@@ -14,6 +14,7 @@ from tests.integration.test_bm25 import assert_stats_consistent
 
 def test_upgrade_from_0001_with_data(database_factory, settings, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     (tmp_path / "n.txt").write_text("Replicas replay the write-ahead log; backups archive it nightly. " * 4)
     engine = make_engine(database_factory.create("rag_backfill"), settings)
     try:

@@ -49,6 +49,7 @@ than the vector arm, so it only sees the fused candidates, never the whole corpu
 @pytest.fixture
 def docs_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     folder = tmp_path / "kb"
     folder.mkdir()
     for name, body in DOCS.items():

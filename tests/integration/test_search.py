@@ -14,8 +14,8 @@ from rag_service.db.search import ChunkFilters, SearchRequest, explain, hybrid_s
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import UnknownFilterError
 from rag_service.ingest.pipeline import Indexer
-from rag_service.retrieve.fusion import linear_fuse, rrf_fuse
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+from tests.fusion_reference import linear_fuse, rrf_fuse
 from tests.integration.test_bm25 import stored_reference_bm25
 
 WORDS = [
@@ -52,6 +52,7 @@ WORDS = [
 def indexed(db, settings, tmp_path, monkeypatch):
     """150 generated documents in collection 'c' (hashing embedder: no model needed)."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
     rng = random.Random(7)
     folder = tmp_path / "gen"
     folder.mkdir()

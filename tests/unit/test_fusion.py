@@ -10,14 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_service.errors import ConfigurationError
-from rag_service.retrieve.fusion import (
-    FusedCandidate,
-    linear_fuse,
-    max_linear_score,
-    max_rrf_score,
-    rrf_fuse,
-    rrf_merge_lists,
-)
+from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
+from tests.fusion_reference import FusedCandidate, linear_fuse, rrf_fuse
 
 
 def test_rrf_hand_example() -> None:

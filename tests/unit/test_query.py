@@ -210,3 +210,43 @@ def test_validate_query_hard_cuts_text_without_spaces() -> None:
     text = "日本語" * 40_000
     assert validate_query(text) == text[:MAX_QUERY_CHARS]
     assert validate_query("abc def", max_chars=5) == "abc"
+
+
+def _hostile(seed: int, length: int = 20_000) -> str:
+    import random
+    import string
+
+    rng = random.Random(seed)
+    return "".join(rng.choice(string.printable) for _ in range(length))
+
+
+def _worded(seed: int, length: int = 20_000) -> str:
+    import random
+
+    rng = random.Random(seed)
+    words = ["-" + w if rng.random() < 0.3 else w for w in (f"w{rng.randrange(100_000)}" for _ in range(length // 6))]
+    text = " ".join(words)
+    return text[:length]
+
+
+@pytest.mark.parametrize("text", [_hostile(1), _hostile(2), _worded(3), '"' + "a b " * 5000 + '"', "-" + "-x " * 6000])
+def test_any_query_is_bounded_in_words_filters_and_phrase_length(text):
+    from rag_service.retrieve.query import MAX_PHRASE_WORDS, MAX_QUERY_FILTERS, MAX_QUERY_WORDS
+
+    for variant in expand_query(validate_query(text)):
+        parsed = parse_query(variant)
+        assert len(parsed.words) <= MAX_QUERY_WORDS
+        assert len(parsed.phrases) + len(parsed.excluded) <= MAX_QUERY_FILTERS
+        assert all(len(p.split()) <= MAX_PHRASE_WORDS for p in [*parsed.phrases, *parsed.excluded])
+
+
+def test_the_longest_words_are_kept_in_order_and_the_cut_is_reported():
+    from rag_service.retrieve.query import MAX_QUERY_WORDS, bounds_note
+
+    words = [f"{'x' * (i % 7 + 1)}{i}" for i in range(MAX_QUERY_WORDS + 10)]
+    parsed = parse_query(" ".join(words))
+    assert len(parsed.words) == MAX_QUERY_WORDS and parsed.dropped_words == 10
+    assert parsed.words == [w for w in words if w in set(parsed.words)], "original order kept"
+    assert min(map(len, parsed.words)) >= max(len(w) for w in words if w not in set(parsed.words))
+    assert "kept the 32 longest of 42 distinct words" in (bounds_note(parsed) or "")
+    assert bounds_note(parse_query("how do backups work")) is None

@@ -6,7 +6,8 @@ import time
 from itertools import pairwise
 
 from rag_service.ingest.chunk import TEXT
-from rag_service.ingest.recursive import RecursiveChunker, recursive_pieces, token_length
+from rag_service.ingest.recursive import RecursiveChunker, recursive_pieces
+from rag_service.tokens import count_tokens
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 PARAGRAPH = "This paragraph is about one thing only and it has exactly one idea in it."  # 73 chars
@@ -69,7 +70,7 @@ def test_no_overlap_means_contiguous_chunks() -> None:
 
 def test_token_length_measures_tokens() -> None:
     text = " ".join(["token"] * 400)
-    doc = RecursiveChunker(chunk_size=40, chunk_overlap=8, length=token_length()).split(text)
+    doc = RecursiveChunker(chunk_size=40, chunk_overlap=8, length=count_tokens).split(text)
     assert_chunks_valid(text, doc)
     assert all(c.token_count <= 40 for c in doc.chunks)
     assert max(c.token_count for c in doc.chunks) >= 36

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from rag_service.errors import ConfigurationError, ModelLoadError
-from rag_service.retrieve import rerank as rerank_module
 from rag_service.retrieve.rerank import (
     CrossEncoderReranker,
     FlashRankReranker,
@@ -26,6 +25,7 @@ from rag_service.retrieve.rerank import (
     load_reranker,
     rerank,
 )
+from rag_service.retrieve.rerank import hub as rerank_hub
 
 WORDS = [
     "the",
@@ -273,7 +273,7 @@ def online(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """Offline mode off, with the hub at an address on this machine (set per test)."""
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("TRANSFORMERS_OFFLINE")
-    monkeypatch.setattr(rerank_module, "PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(rerank_hub, "PROBE_TIMEOUT_S", 0.5)
     return monkeypatch
 
 
@@ -345,7 +345,6 @@ def test_cache_loads_once_and_remembers_failures() -> None:
         with pytest.raises(ModelLoadError, match="no such thing"):
             cache.get("broken")
     assert calls.count("broken") == 1
-    assert cache.failure("broken") is not None and cache.failure("m") is None
 
     cache.reset("broken")
     with pytest.raises(ModelLoadError):
@@ -359,6 +358,16 @@ def test_cache_loads_once_and_remembers_failures() -> None:
 def test_cache_remembers_a_real_load_failure(tmp_path: Path) -> None:
     cache = RerankerCache(cache_dir=tmp_path)
     missing = str(tmp_path / "gone")
-    with pytest.raises(ModelLoadError, match="gone"):
+    with pytest.raises(ModelLoadError, match="gone") as first:
         cache.get(missing)
-    assert "gone" in (cache.failure(missing) or "")
+    with pytest.raises(ModelLoadError) as again:
+        cache.get(missing)
+    assert str(again.value) == str(first.value), "the remembered failure, not a new attempt"
+
+
+def test_ranked_order_puts_nan_last_and_keeps_ties_in_input_order() -> None:
+    from rag_service.retrieve.rerank import ranked_order
+
+    nan = float("nan")
+    assert ranked_order([1.0, nan, 3.0, nan, 2.0, 3.0]) == [2, 5, 4, 0, 1, 3]
+    assert ranked_order([]) == []

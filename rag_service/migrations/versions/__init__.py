@@ -1,0 +1,1 @@
+"""Migration scripts (loaded by alembic by path, never imported)."""

