@@ -30,6 +30,8 @@ DEFAULT_BM25_B = 0.75
 # 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
 # the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
 DEFAULT_BM25_MAX_POSTINGS = 6000
+#: deepest candidate list per arm (pgvector's hnsw.ef_search allows at most 1000)
+MAX_CANDIDATE_K = 1000
 # fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
 DEFAULT_VECTOR_WEIGHT = 0.6
 DEFAULT_KEYWORD_WEIGHT = 0.4
@@ -136,7 +138,10 @@ class Preset:
                 "vector_weight and keyword_weight are both 0; give at least one arm a weight",
             ),
             (1 <= self.rrf_k <= 10_000, f"rrf_k ({self.rrf_k}) must be between 1 and 10000"),
-            (1 <= self.candidate_k <= 1000, f"candidate_k ({self.candidate_k}) must be between 1 and 1000"),
+            (
+                1 <= self.candidate_k <= MAX_CANDIDATE_K,
+                f"candidate_k ({self.candidate_k}) must be between 1 and {MAX_CANDIDATE_K}",
+            ),
             (
                 self.fusion_method in ("rrf", "linear"),
                 f"fusion_method ({self.fusion_method!r}) must be 'rrf' or 'linear'",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_service.config import Preset, Settings
+from rag_service.config import MAX_CANDIDATE_K, Preset, Settings
 from rag_service.db.database import Database
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
 from rag_service.embed import Embedder
@@ -100,7 +100,7 @@ class Retriever:
         parsed = parse_query(variant)
         any_terms, required = websearch_parts(parsed)
         depth = (
-            max(preset.candidate_k, CHILDREN_PER_SECTION * preset.max_chunks)
+            max(preset.candidate_k, min(CHILDREN_PER_SECTION * preset.max_chunks, MAX_CANDIDATE_K))
             if preset.return_parents
             else preset.candidate_k
         )

@@ -17,6 +17,7 @@ from tests.integration.knowledge import write_docs
 @pytest.fixture
 def kb(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
     return write_docs(tmp_path / "kb")
 
 

@@ -27,6 +27,7 @@ def indexer(db, settings) -> Indexer:
 def mixed(tmp_path, monkeypatch) -> Path:
     """Good files of every family, and one of each kind of bad file."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
     d = tmp_path / "in"
     d.mkdir()
     (d / "guide.md").write_text("# Guide\n\nHow to install the service and run it in production.\n")
@@ -113,6 +114,7 @@ def test_stored_offsets_pages_and_header_paths(indexer, mixed, db):
 
 def test_pdf_pages_in_metadata_on_a_longer_pdf(indexer, tmp_path, monkeypatch, db):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
     pages = [f"Page {n} is about topic number {n}. " * 12 for n in range(1, 5)]
     make_pdf(tmp_path / "long.pdf", pages)
     indexer.index_paths([tmp_path / "long.pdf"], collection="pdf")
@@ -171,7 +173,7 @@ def minilm() -> SentenceTransformerEmbedder:
 def test_prd_queries_return_the_expected_item_first(db, settings, minilm, monkeypatch):
     monkeypatch.chdir(PROJECT)
     service = UniversalRAGService(settings, database=db, embedder=minilm, reranker=None)
-    report = service.index_paths(["docs", "src", "db"], collection="prd")
+    report = service.index_paths(["docs", "src", "db"], collection="prd", root=PROJECT)
     assert report.failed == [] and report.added == 7
     firsts = {}
     for query, source, needle in QUERIES:

@@ -20,6 +20,7 @@ from tests.integration.knowledge import write_docs
 @pytest.fixture
 def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
     svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
     report = svc.index_paths([write_docs(tmp_path / "kb")], collection="kb")
     assert report.failed == [] and report.added == 2

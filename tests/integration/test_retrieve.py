@@ -343,3 +343,8 @@ def test_parents_are_windowed_not_dropped_within_a_tight_budget(db, settings, tm
     assert len(result.chunks) == min(8, len(sections)), "no section found is dropped for the budget"
     assert all(c.is_parent for c in result.chunks) and result.total_tokens <= 1300
     assert all(len(c.content) < 1500 for c in result.chunks), "sections of ~2,000 characters are windowed"
+
+
+def test_many_sections_asked_for_keep_the_depth_within_bounds(service):
+    result = service.retrieve("backups", context="workflow", max_chunks=1000, return_parents=True)
+    assert result.chunks  # 4 children per section would ask HNSW for 4000 (its limit is 1000)
