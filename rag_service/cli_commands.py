@@ -12,7 +12,11 @@ from rag_service.config import Settings
 from rag_service.ingest.strategies import list_strategies
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rag_service.evaluation.runner import EvalConfig, EvalResult
+    from rag_service.ingest.report import IngestReport
+    from rag_service.service import UniversalRAGService
 
 
 def _service(settings: Settings):  # type: ignore[no-untyped-def]
@@ -107,23 +111,17 @@ def _eval_beir(
     from rag_service.evaluation.runner import collection_for, ensure_indexed, run_queries
 
     dataset = load_beir(dataset_dir, split=args.split)
-    collection = args.collection or collection_for(dataset_dir)
-    service = _service(settings)
-    progress = not args.quiet
-    try:
-        report = ensure_indexed(
+    return _index_and_run(
+        settings,
+        args,
+        args.collection or collection_for(dataset_dir),
+        index=lambda service, collection, progress: ensure_indexed(
             service, dataset, collection=collection, strategy=config.strategy or "recursive", progress=progress
-        )
-        if not report.ok:
-            print("\n".join(report.lines()), file=sys.stderr)
-            return None
-        result = run_queries(
+        ),
+        run=lambda service, collection, progress: run_queries(
             service, dataset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
-        )
-    finally:
-        service.close()
-    result.ingest = report.to_dict()
-    return result
+        ),
+    )
 
 
 def _eval_docset(
@@ -133,17 +131,36 @@ def _eval_docset(
     from rag_service.evaluation.docset import load_docset
 
     docset = load_docset(dataset_dir, split=args.split)
-    collection = args.collection or docset_collection(dataset_dir)
+    return _index_and_run(
+        settings,
+        args,
+        args.collection or docset_collection(dataset_dir),
+        index=lambda service, collection, progress: index_docset(
+            service, docset, collection=collection, strategy=config.strategy, progress=progress
+        ),
+        run=lambda service, collection, progress: run_docset(
+            service, docset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
+        ),
+    )
+
+
+def _index_and_run(
+    settings: Settings,
+    args: argparse.Namespace,
+    collection: str,
+    *,
+    index: Callable[[UniversalRAGService, str, bool], IngestReport],
+    run: Callable[[UniversalRAGService, str, bool], EvalResult],
+) -> EvalResult | None:
+    """Index the dataset (a failed document ends the run: None), then run its queries."""
     service = _service(settings)
     progress = not args.quiet
     try:
-        report = index_docset(service, docset, collection=collection, strategy=config.strategy, progress=progress)
+        report = index(service, collection, progress)
         if not report.ok:
             print("\n".join(report.lines()), file=sys.stderr)
             return None
-        result = run_docset(
-            service, docset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
-        )
+        result = run(service, collection, progress)
     finally:
         service.close()
     result.ingest = report.to_dict()

@@ -33,6 +33,7 @@ def prefer_passive_openmp() -> None:
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+
 #: the id stored with vectors made by the bundled model (the same weights as the hub's)
 BUNDLED_MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -45,9 +45,7 @@ class UniversalRAGService:
     ) -> None:
         self.settings = settings
         self.db = database
-        self._embedder = embedder or embedder_for(
-            settings.embedding_model, batch_size=settings.embedding_batch_size
-        )
+        self._embedder = embedder or embedder_for(settings.embedding_model, batch_size=settings.embedding_batch_size)
         self._rerankers = RerankerCache()
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
@@ -164,9 +162,7 @@ class UniversalRAGService:
         The pool has ``RAG_POOL_SIZE`` threads, so concurrent calls queue for a thread rather than
         for a database connection.
         """
-        call = functools.partial(
-            self.retrieve, query, context, collection=collection, filters=filters, **overrides
-        )
+        call = functools.partial(self.retrieve, query, context, collection=collection, filters=filters, **overrides)
         return await asyncio.get_running_loop().run_in_executor(self._retrieve_executor(), call)
 
     def _retrieve_executor(self) -> ThreadPoolExecutor:

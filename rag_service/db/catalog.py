@@ -1,35 +1,16 @@
-"""What the HTTP API lists and edits: collections, one document by source, preset rows."""
+"""What the HTTP API edits: one document by source, preset rows (collections: ``db.collections``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, update
 from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
 from rag_service.db.models import Document, RagConfiguration
 from rag_service.db.presets import load_preset
-
-
-@dataclass(frozen=True, slots=True)
-class CollectionInfo:
-    """One collection with its document and chunk counts."""
-
-    name: str
-    documents: int
-    chunks: int
-
-
-def list_collections(session: Session) -> list[CollectionInfo]:
-    """Every collection that holds documents, by name."""
-    rows = session.execute(
-        select(Document.collection, func.count(Document.id), func.coalesce(func.sum(Document.chunk_count), 0))
-        .group_by(Document.collection)
-        .order_by(Document.collection)
-    )
-    return [CollectionInfo(name, int(docs), int(chunks)) for name, docs, chunks in rows]
 
 
 def delete_by_source(session: Session, *, collection: str, source: str) -> int:

@@ -42,9 +42,7 @@ class _Scanner:
     def fail(self, pos: int, what: str) -> ChunkingError:
         line = self.text.count("\n", 0, pos) + 1
         column = pos - (self.text.rfind("\n", 0, pos) + 1) + 1
-        return ChunkingError(
-            f"not valid JSON at line {line} column {column} ({what}); fix it or use another strategy"
-        )
+        return ChunkingError(f"not valid JSON at line {line} column {column} ({what}); fix it or use another strategy")
 
     def skip(self, pos: int) -> int:
         match = _WHITESPACE.match(self.text, pos)

@@ -83,9 +83,7 @@ class HtmlChunker(SizedChunker):
             )
             for child in filter_spans(lines, children, min_chunk_chars=self.min_chunk_chars, counts=counts):
                 chunks.append(
-                    make_chunk(
-                        text, child, index=len(chunks), chunk_type=CHILD, headers=section.headers, parent=parent
-                    )
+                    make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=section.headers, parent=parent)
                 )
         return ChunkedDocument(chunks, counts)
 

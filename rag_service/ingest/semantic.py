@@ -76,9 +76,7 @@ class SemanticChunker(SizedChunker):
                 if end - start <= self.chunk_size:
                     pieces.append((start, end, end - start))
                 else:
-                    pieces.extend(
-                        recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=0)
-                    )
+                    pieces.extend(recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=0))
             for s, e in merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=0):
                 span = trim_span(text, s, e)
                 if span is not None:

@@ -108,7 +108,5 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``rag mcp`` to the ``rag`` parser."""
     parser = commands.add_parser("mcp", help="serve search over the Model Context Protocol (stdio)")
-    parser.add_argument(
-        "--allow-indexing", action="store_true", help="also offer the index_paths and index_text tools"
-    )
+    parser.add_argument("--allow-indexing", action="store_true", help="also offer the index_paths and index_text tools")
     parser.set_defaults(handler=_run)

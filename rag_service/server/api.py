@@ -14,7 +14,8 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
-from rag_service.db.catalog import delete_by_source, list_collections, update_preset
+from rag_service.db.catalog import delete_by_source, update_preset
+from rag_service.db.collections import list_collections
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.errors import RagError
 from rag_service.ingest.chunkers import strategy_for_path
@@ -115,8 +116,10 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
             raise RequestValidationError(exc.errors()) from None
         if len(body.documents) > state.config.max_documents:
             raise ApiError(
-                413, "too_large", f"{len(body.documents)} documents in one call; send at most "
-                f"{state.config.max_documents} (RAG_API_MAX_DOCUMENTS)"
+                413,
+                "too_large",
+                f"{len(body.documents)} documents in one call; send at most "
+                f"{state.config.max_documents} (RAG_API_MAX_DOCUMENTS)",
             )
         items = [(d.source, d.title, d.text) for d in body.documents]
         report = await state.run(
@@ -124,8 +127,9 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
         )
     else:
         raise ApiError(
-            415, "unsupported_media_type", f"content type {content_type or 'none'!r}: send application/json "
-            "or multipart/form-data"
+            415,
+            "unsupported_media_type",
+            f"content type {content_type or 'none'!r}: send application/json or multipart/form-data",
         )
     return JSONResponse({"success": report.ok, "report": report.to_dict()})
 
@@ -217,9 +221,7 @@ def _delete(state: ServerState, collection: str, source: str) -> int:
 
 
 @router.post("/documents/reindex-all", status_code=202, response_model=JobResponse, tags=["documents"])
-async def reindex_all(
-    state: WriteState, body: Annotated[ReindexRequest | None, Body()] = None
-) -> JSONResponse:
+async def reindex_all(state: WriteState, body: Annotated[ReindexRequest | None, Body()] = None) -> JSONResponse:
     """Start re-chunking and re-embedding every stored document (of one collection) as a job."""
     collection = body.collection if body is not None else None
     if collection is not None:
@@ -272,7 +274,7 @@ async def put_preset(
     """Change some knobs of a preset row; validated like a per-call override. The next call follows it."""
     values = body.given()
     if not values:
-        message = f"no values to change for preset {context[:64]!r}; send e.g. {{\"max_chunks\": 6}}"
+        message = f'no values to change for preset {context[:64]!r}; send e.g. {{"max_chunks": 6}}'
         raise ApiError(422, "invalid_input", message)
     preset = await state.run(_put_preset, state, context, values)
     return JSONResponse({"success": True, "preset": preset})

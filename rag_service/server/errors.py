@@ -1,17 +1,17 @@
 """Every failure as JSON ``{success: false, error: {code, message}}``; never a traceback.
 
-    RagError subclass                  status  code
-    ConfigurationError, QueryError,    422     invalid_input
-      ChunkingError, IngestError
-    UnknownContextError                404     unknown_context
-    JobConflictError                   409     job_conflict
-    ReindexInProgressError             409     reindex_in_progress
-    DatabaseUnavailableError,          503     database_unavailable   (with Retry-After)
-      SchemaError, other DatabaseError
-    ModelLoadError                     503     model_unavailable      (with Retry-After)
-    request validation (pydantic)      422     invalid_input
-    a body that cannot be parsed       400     bad_request
-    anything else                      500     internal_error (logged with its traceback, not sent)
+RagError subclass                  status  code
+ConfigurationError, QueryError,    422     invalid_input
+  ChunkingError, IngestError
+UnknownContextError                404     unknown_context
+JobConflictError                   409     job_conflict
+ReindexInProgressError             409     reindex_in_progress
+DatabaseUnavailableError,          503     database_unavailable   (with Retry-After)
+  SchemaError, other DatabaseError
+ModelLoadError                     503     model_unavailable      (with Retry-After)
+request validation (pydantic)      422     invalid_input
+a body that cannot be parsed       400     bad_request
+anything else                      500     internal_error (logged with its traceback, not sent)
 """
 
 from __future__ import annotations

@@ -61,8 +61,10 @@ def _readiness_problem(state: ServerState) -> str | None:
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "exposition"},
-               **{k: v for k, v in ErrorResponseDoc.items() if k in (401,)}},
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "exposition"},
+        **{k: v for k, v in ErrorResponseDoc.items() if k in (401,)},
+    },
 )
 async def metrics(state: ReadState) -> Response:
     """Prometheus text format: requests by route and status, stage latencies, degraded counts, pool use."""

@@ -53,6 +53,7 @@ async def session(params: StdioServerParameters, calls: list[tuple[str, dict[str
 
 def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
     write_docs(tmp_path / "kb")
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
     tools, (indexed, noted, listed, found, narrowed, unknown) = asyncio.run(
         session(
             server(mcp_env, tmp_path, "--allow-indexing"),

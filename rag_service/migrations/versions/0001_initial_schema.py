@@ -56,9 +56,7 @@ def upgrade() -> None:
     op.create_table(
         "document_chunks",
         sa.Column("id", sa.BigInteger(), primary_key=True),
-        sa.Column(
-            "document_id", sa.BigInteger(), sa.ForeignKey("documents.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("document_id", sa.BigInteger(), sa.ForeignKey("documents.id", ondelete="CASCADE"), nullable=False),
         sa.Column("collection", sa.String(200), nullable=False),
         sa.Column("chunk_index", sa.Integer(), nullable=False),
         sa.Column("chunk_type", sa.String(16), nullable=False),
