@@ -16,7 +16,18 @@ from rag_service.db.engine import make_engine
 from rag_service.embed import BUNDLED_MINILM_ID, HashingEmbedder
 from rag_service.ingest.pipeline import Indexer
 
-HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "flashrank")
+HEAVY = (
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "onnxruntime",
+    "flashrank",
+    "fastapi",  # the server extra: only `rag serve` needs it
+    "uvicorn",
+    "langchain_core",
+    "llama_index",
+    "mcp",
+)
 
 _RUN = f"""
 import json, sys
