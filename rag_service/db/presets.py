@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rag_service.config import FusionMethod, KeywordScorer, Preset
+from rag_service.config import Preset
 from rag_service.db.models import RagConfiguration
 from rag_service.errors import UnknownContextError
+from rag_service.records import from_fields
 
 
 def _to_preset(row: RagConfiguration) -> Preset:
-    return Preset(
-        context_type=row.context_type,
-        expand_query=row.expand_query,
-        return_parents=row.return_parents,
-        diversity=row.diversity,
-        max_chunks=row.max_chunks,
-        max_tokens=row.max_tokens,
-        vector_weight=row.vector_weight,
-        keyword_weight=row.keyword_weight,
-        rerank_enabled=row.rerank_enabled,
-        rrf_k=row.rrf_k,
-        fusion_method=cast(FusionMethod, row.fusion_method),
-        candidate_k=row.candidate_k,
-        keyword_scorer=cast(KeywordScorer, row.keyword_scorer),
-    )
+    return from_fields(Preset, row)
 
 
 def list_presets(session: Session) -> list[Preset]:

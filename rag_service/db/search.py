@@ -58,6 +58,7 @@ from rag_service.db.search_request import (
     chunk_conditions,
     fts_config_expression,
 )
+from rag_service.records import from_fields
 
 __all__ = ["FILTER_KEYS", "ChunkFilters", "SearchHit", "SearchRequest", "build_search", "explain", "hybrid_search"]
 
@@ -320,26 +321,12 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
     statement, parameters = _STATEMENTS.statement(request)
     rows = session.execute(statement, parameters).all()
     return [
-        SearchHit(
+        from_fields(
+            SearchHit,
+            row,
             chunk_id=row.id,
-            document_id=row.document_id,
-            source=row.source,
-            title=row.title,
-            content=row.content,
             headers=row.headers or {},
-            header_path=row.header_path,
-            start_char=row.start_char,
-            end_char=row.end_char,
-            chunk_type=row.chunk_type,
-            content_hash=row.content_hash,
-            parent_content=row.parent_content,
-            parent_start=row.parent_start,
-            parent_end=row.parent_end,
             embedding=vector_from_send(row.embedding_bytes),
-            vector_rank=row.vector_rank,
-            keyword_rank=row.keyword_rank,
-            vector_score=row.vector_score,
-            keyword_score=row.keyword_score,
             fused_score=float(row.fused_score),
         )
         for row in rows

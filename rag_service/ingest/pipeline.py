@@ -37,6 +37,7 @@ from rag_service.ingest.loaders import discover_files, load_document
 from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.records import from_fields
 
 #: chunks gathered across documents before one call to the embedding model
 EMBED_BATCH_CHUNKS = 1024
@@ -476,22 +477,7 @@ class _Batch:
 
     def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         rows = [
-            repo.ChunkRow(
-                chunk_index=c.chunk_index,
-                chunk_type=c.chunk_type,
-                content=c.content,
-                start_char=c.start_char,
-                end_char=c.end_char,
-                token_count=c.token_count,
-                content_hash=h,
-                embedding=vectors[h],
-                headers=c.headers,
-                header_path=c.header_path,
-                parent_content=c.parent_content,
-                parent_start=c.parent_start,
-                parent_end=c.parent_end,
-                metadata=c.metadata,
-            )
+            from_fields(repo.ChunkRow, c, content_hash=h, embedding=vectors[h])
             for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
         ]
         repo.replace_document(

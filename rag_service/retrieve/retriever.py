@@ -20,6 +20,7 @@ from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid
 from rag_service.embed import Embedder
 from rag_service.errors import ModelLoadError
 from rag_service.format import format_context, layout_overhead
+from rag_service.records import from_fields
 from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.mmr import mmr_select
@@ -233,25 +234,18 @@ def _merge(per_variant: Sequence[Sequence[SearchHit]], preset: Preset, collectio
 
 
 def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedChunk:
-    return RetrievedChunk(
-        chunk_id=hit.chunk_id,
-        document_id=hit.document_id,
-        source=hit.source,
-        content=hit.content,
-        headers=hit.headers,
-        header_path=hit.header_path,
-        start_char=hit.start_char,
-        end_char=hit.end_char,
+    parent = (
+        (hit.parent_content, hit.parent_start, hit.parent_end)
+        if hit.parent_content is not None and hit.parent_start is not None and hit.parent_end is not None
+        else None
+    )
+    return from_fields(
+        RetrievedChunk,
+        hit,
         relevance_score=min(max(hit.fused_score / best_score, 0.0), 1.0) if best_score > 0 else 0.0,
         scores=ChunkScores(vector=hit.vector_score, keyword=hit.keyword_score, fused=hit.fused_score),
         collection=collection,
-        chunk_type=hit.chunk_type,
-        title=hit.title,
-        content_hash=hit.content_hash,
-        embedding=hit.embedding,
-        parent=(hit.parent_content, hit.parent_start, hit.parent_end)
-        if hit.parent_content is not None and hit.parent_start is not None and hit.parent_end is not None
-        else None,
+        parent=parent,
     )
 
 

@@ -1,0 +1,35 @@
+"""One constructor for every boundary where a record becomes another with the same field names.
+
+A database row becomes a ``SearchHit`` or a ``Preset``, a ``SearchHit`` a ``RetrievedChunk``, a
+``TextChunk`` a ``ChunkRow``: the fields they share are copied by name, so a field added to both
+sides travels without a copier to update; only what differs is passed by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    RecordT = TypeVar("RecordT", bound=DataclassInstance)
+else:
+    RecordT = TypeVar("RecordT")
+
+
+def from_fields(cls: type[RecordT], source: object, /, **given: Any) -> RecordT:
+    """A ``cls`` (a dataclass) from ``source``'s attributes of the same names, and ``given`` values.
+
+    Fields neither given nor on ``source`` keep their defaults; a required one missing from both is
+    a ``TypeError`` naming it.
+    """
+    values = dict(given)
+    for f in fields(cls):
+        if not f.init or f.name in values:
+            continue
+        if hasattr(source, f.name):
+            values[f.name] = getattr(source, f.name)
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name} is required and {type(source).__name__} has no such field")
+    return cls(**values)
