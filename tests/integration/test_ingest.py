@@ -241,3 +241,23 @@ def test_a_document_failing_in_the_database_rolls_back_alone(indexer, corpus, co
     assert report.updated == 1
     assert _chunks(connection, "docs/notes.txt") == before, "the failed document keeps its previous version"
     assert any("further section" in r.content for r in _chunks(connection, "docs/guide.md"))
+
+
+class _SlowEmbedder(HashingEmbedder):
+    """Hashing vectors after a fixed pause per call: model time a test can see."""
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        import time
+
+        time.sleep(0.4)
+        return super().embed_documents(texts)
+
+
+def test_model_time_inside_semantic_chunking_counts_as_embedding(db, settings, tmp_path):
+    (tmp_path / "notes.txt").write_text(
+        " ".join(f"Sentence {i} talks about {'replicas' if i < 20 else 'vacuum'} at length." for i in range(40))
+    )
+    report = Indexer(db, _SlowEmbedder(), settings).index_paths([tmp_path / "notes.txt"], strategy="semantic")
+    assert report.added == 1
+    assert report.embedding_seconds >= 0.8  # the sentence vectors and the chunk vectors: two model calls
+    assert report.chunking_seconds < 0.4, "chunking is the splitting, not the model"
