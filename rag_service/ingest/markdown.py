@@ -16,6 +16,7 @@ text (a header alone, ``---``) are dropped and counted by the garbage filter.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
@@ -117,22 +118,32 @@ class MarkdownChunker(SizedChunker):
             return ChunkedDocument([], {})
         lines = DocumentLines(text)
         sections = join_small_sections(markdown_sections(lines), min_chunk_chars=self.min_chunk_chars)
-        counts = empty_counts()
-        chunks: list[TextChunk] = []
-        for section in sections:
-            parent = trim_span(text, section.start, section.end)
-            if parent is None:
-                continue
-            reason = lines.garbage_reason(*parent)
-            if reason is not None:
-                counts[reason] += 1
-                continue
-            children = recursive_spans(
-                text, *parent, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, length=self.length
-            )
-            headers = {f"h{h.level}": h.title for h in section.path}
-            for child in filter_spans(lines, children, min_chunk_chars=self.min_chunk_chars, counts=counts):
-                chunks.append(
-                    make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=parent)
-                )
-        return ChunkedDocument(chunks, counts)
+        return split_sections(
+            self, lines, ((s.start, s.end, {f"h{h.level}": h.title for h in s.path}) for s in sections)
+        )
+
+
+def split_sections(
+    chunker: SizedChunker, lines: DocumentLines, sections: Iterable[tuple[int, int, dict[str, str]]]
+) -> ChunkedDocument:
+    """Each ``(start, end, headers)`` section a parent and its recursive pieces ``CHILD`` chunks.
+
+    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``.
+    """
+    text = lines.text
+    counts = empty_counts()
+    chunks: list[TextChunk] = []
+    for start, end, headers in sections:
+        parent = trim_span(text, start, end)
+        if parent is None:
+            continue
+        reason = lines.garbage_reason(*parent)
+        if reason is not None:
+            counts[reason] += 1
+            continue
+        children = recursive_spans(
+            text, *parent, chunk_size=chunker.chunk_size, chunk_overlap=chunker.chunk_overlap, length=chunker.length
+        )
+        for child in filter_spans(lines, children, min_chunk_chars=chunker.min_chunk_chars, counts=counts):
+            chunks.append(make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=parent))
+    return ChunkedDocument(chunks, counts)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag_service.ingest.chunk import CHILD, TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, Header, empty_counts, filter_spans
+from rag_service.ingest.markdown import split_sections
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
 from rag_service.ingest.spans import Span, make_chunk, trim_span
 
@@ -68,24 +69,7 @@ class HtmlChunker(SizedChunker):
         if not text.strip():
             return ChunkedDocument([], {})
         lines = DocumentLines(text)
-        counts = empty_counts()
-        chunks: list[TextChunk] = []
-        for section in header_sections(lines):
-            parent = trim_span(text, section.start, section.end)
-            if parent is None:
-                continue
-            reason = lines.garbage_reason(*parent)
-            if reason is not None:
-                counts[reason] += 1
-                continue
-            children = recursive_spans(
-                text, *parent, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, length=self.length
-            )
-            for child in filter_spans(lines, children, min_chunk_chars=self.min_chunk_chars, counts=counts):
-                chunks.append(
-                    make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=section.headers, parent=parent)
-                )
-        return ChunkedDocument(chunks, counts)
+        return split_sections(self, lines, ((s.start, s.end, s.headers) for s in header_sections(lines)))
 
 
 class SemanticMarkdownChunker(SizedChunker):
