@@ -253,9 +253,10 @@ def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, i
     return {c.chunk_id: c.parent for c in chunks if c.parent is not None}
 
 
-#: texts longer than this are counted on their first part and scaled: tokenizing a 50k-character section
-#: whole costs ~15 ms, and such a section is far above any share of the budget, so it becomes a window
-COUNT_SAMPLE_CHARS = 8000
+#: texts longer than this are counted on their first part and scaled: sizing windows needs only an
+#: estimate (the formatter counts exactly), and counting whole sections was most of the parents stage
+#: (ray-docs-qa: p50 2.7 -> 1.8 ms at 8,000 -> 2,000 characters, nDCG@10 unchanged)
+COUNT_SAMPLE_CHARS = 2000
 
 
 def _fit_parents(chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str) -> list[RetrievedChunk]:

@@ -62,3 +62,23 @@ def test_one_megabyte_line_is_fast() -> None:
     doc = TokenChunker().split(text)
     assert time.perf_counter() - started < 20.0  # a quadratic split of 1 MB takes minutes; not a speed claim
     assert doc.chunks[0].start_char == 0 and doc.chunks[-1].end_char == len(text)
+
+
+def test_each_thread_gets_its_own_encoding_and_the_same_tokens() -> None:
+    import threading
+
+    text = "Per-thread encodings: tiktoken's regex is fastest in the thread that used it first."
+    here = get_encoding()
+    assert get_encoding() is here
+    seen: dict[str, object] = {}
+
+    def work() -> None:
+        mine = get_encoding()
+        seen["same"] = mine is get_encoding()
+        seen["shared"] = mine is here
+        seen["tokens"] = mine.encode(text)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert seen == {"same": True, "shared": False, "tokens": here.encode(text)}
