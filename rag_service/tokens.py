@@ -65,7 +65,7 @@ _first_user: dict[str, int] = {}  # encoding name -> ident of the thread that us
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """Return the tiktoken encoding ``name`` for this thread, installing the bundled BPE files first.
 
-    tiktoken's regex runs fastest in the thread that used it first (3,000 characters: 134 us there,
+    a tiktoken encoding runs fastest in the thread that used it first (3,000 characters: 134 us there,
     193 us in any other thread), so the first thread to ask uses the shared encoding and every other
     thread builds its own copy once (~40 ms, ~20 MB), as the HTTP server's and ``aretrieve``'s
     worker threads do. Memoised per thread; ``get_encoding.cache_clear()`` forgets the shared encoding
