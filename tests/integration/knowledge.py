@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from rag_service.embed import HashingEmbedder
+from rag_service.service import UniversalRAGService
+
 DOCS = {
     "ops.md": """# Operations
 
@@ -38,3 +43,13 @@ def write_docs(folder: Path) -> Path:
     for name, body in DOCS.items():
         (folder / name).write_text(body)
     return folder
+
+
+def kb_service(db, settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+    """A service (hashing embedder, no reranker) with ``DOCS`` indexed into collection ``kb``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
+    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    report = svc.index_paths([write_docs(tmp_path / "kb")], collection="kb")
+    assert report.failed == [] and report.added == 2
+    return svc

@@ -17,21 +17,15 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from sqlalchemy import text
 
-from rag_service.embed import HashingEmbedder
 from rag_service.errors import UnknownContextError
 from rag_service.integrations.langchain import UniversalRAGRetriever
 from rag_service.service import UniversalRAGService
-from tests.integration.knowledge import write_docs
+from tests.integration.knowledge import kb_service
 
 
 @pytest.fixture
 def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
-    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
-    report = svc.index_paths([write_docs(tmp_path / "kb")], collection="kb")
-    assert report.failed == [] and report.added == 2
-    return svc
+    return kb_service(db, settings, tmp_path, monkeypatch)
 
 
 def test_invoke_returns_documents_with_their_metadata(service, connection):

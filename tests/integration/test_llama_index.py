@@ -11,20 +11,14 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from sqlalchemy import text
 
-from rag_service.embed import HashingEmbedder
 from rag_service.integrations.llama_index import UniversalRAGRetriever
 from rag_service.service import UniversalRAGService
-from tests.integration.knowledge import write_docs
+from tests.integration.knowledge import kb_service
 
 
 @pytest.fixture
 def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
-    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
-    report = svc.index_paths([write_docs(tmp_path / "kb")], collection="kb")
-    assert report.failed == [] and report.added == 2
-    return svc
+    return kb_service(db, settings, tmp_path, monkeypatch)
 
 
 def test_retrieve_returns_scored_nodes_with_their_metadata(service, connection):
