@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_service.config import Settings
+from rag_service.db.database import Database
 from rag_service.embed import HashingEmbedder
 from rag_service.service import UniversalRAGService
 
@@ -45,7 +47,9 @@ def write_docs(folder: Path) -> Path:
     return folder
 
 
-def kb_service(db, settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+def kb_service(
+    db: Database, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> UniversalRAGService:
     """A service (hashing embedder, no reranker) with ``DOCS`` indexed into collection ``kb``."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
