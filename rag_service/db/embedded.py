@@ -138,6 +138,8 @@ def _size_shared_buffers(server: Any, pgdata: Path, socket_dir: str, port: int, 
                 f"the embedded PostgreSQL in {pgdata} did not restart with shared_buffers {wanted} "
                 f"({type(exc).__name__}); see {pgdata / 'log'}, or set RAG_EMBEDDED_SHARED_BUFFERS lower"
             ) from exc
+        # the library stops the server at exit only if the postmaster it recorded is alive: record the new one
+        server.ensure_postgres_running()
     logger.info("embedded server restarted with shared_buffers %s", wanted)
 
 
