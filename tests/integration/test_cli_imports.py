@@ -27,6 +27,7 @@ HEAVY = (
     "langchain_core",
     "llama_index",
     "mcp",
+    "alembic",  # only migrating needs it (its import is most of a no-op reindex)
 )
 
 _RUN = f"""
