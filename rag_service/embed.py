@@ -12,15 +12,16 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError
 
-Vectors = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
 
 
 def prefer_passive_openmp() -> None:
@@ -93,6 +94,7 @@ class SentenceTransformerEmbedder:
         self._lock = threading.Lock()
 
     def _encode(self, texts: Sequence[str], *, single_thread: bool = False) -> Vectors:
+        import numpy as np
         import torch
 
         with self._lock:  # torch modules are not guaranteed thread-safe for concurrent forward passes
@@ -118,13 +120,19 @@ class SentenceTransformerEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Encode document chunks in batches of ``batch_size``."""
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return _no_vectors(self.dim)
         return self._encode(texts)
 
     def embed_query(self, text: str) -> Vectors:
         """Encode one query."""
         vector: Vectors = self._encode([text], single_thread=True)[0]
         return vector
+
+
+def _no_vectors(dim: int) -> Vectors:
+    import numpy as np
+
+    return np.zeros((0, dim), dtype=np.float32)
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -141,6 +149,8 @@ class HashingEmbedder:
         self.model_id = model_id
 
     def _vector(self, text: str) -> Vectors:
+        import numpy as np
+
         vector = np.zeros(self.dim, dtype=np.float32)
         for token in _TOKEN.findall(text.lower()):
             digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
@@ -155,7 +165,9 @@ class HashingEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Hash every text."""
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return _no_vectors(self.dim)
+        import numpy as np
+
         stacked: Vectors = np.stack([self._vector(t) for t in texts])
         return stacked
 
@@ -205,7 +217,7 @@ class LazyEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Encode document chunks with the model (loaded on first use); nothing to encode loads nothing."""
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return _no_vectors(self.dim)
         return self.model().embed_documents(texts)
 
     def embed_query(self, text: str) -> Vectors:

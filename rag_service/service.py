@@ -12,22 +12,23 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
-from rag_service.db.search import ChunkFilters
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
-from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
-from rag_service.retrieve.rerank import Reranker, RerankerCache
-from rag_service.retrieve.retriever import RetrievalOptions, Retriever
+
+if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
+    from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
+    from rag_service.retrieve.rerank import Reranker, RerankerCache
+    from rag_service.retrieve.retriever import RetrievalOptions, Retriever
 
 _NOT_GIVEN: Any = object()
 
@@ -46,12 +47,13 @@ class UniversalRAGService:
         self.settings = settings
         self.db = database
         self._embedder = embedder or embedder_for(settings.embedding_model, batch_size=settings.embedding_batch_size)
-        self._rerankers = RerankerCache()
+        self._rerankers: RerankerCache | None = None
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self._check_embedding_record()
-        self._retriever = Retriever(database, self.embedder, self.reranker, settings)
+        self._retriever_instance: Retriever | None = None
+        self._parts_lock = threading.RLock()
 
     # -- parts, built lazily -------------------------------------------------------------------------
 
@@ -64,7 +66,27 @@ class UniversalRAGService:
         if self._fixed_reranker is not _NOT_GIVEN:
             fixed: Reranker | None = self._fixed_reranker
             return fixed
-        return self._rerankers.get(self.settings.rerank_model, cache_dir=self.settings.data_dir / "models")
+        with self._parts_lock:
+            if self._rerankers is None:
+                from rag_service.retrieve.rerank import RerankerCache
+
+                self._rerankers = RerankerCache()
+            rerankers = self._rerankers
+        return rerankers.get(self.settings.rerank_model, cache_dir=self.settings.data_dir / "models")
+
+    def _retriever(self) -> Retriever:
+        with self._parts_lock:
+            if self._retriever_instance is None:
+                from rag_service.retrieve.retriever import Retriever
+
+                self._retriever_instance = Retriever(self.db, self.embedder, self.reranker, self.settings)
+            return self._retriever_instance
+
+    def _options(self, collection: str, filters: Mapping[str, Any] | None) -> RetrievalOptions:
+        from rag_service.db.search import ChunkFilters
+        from rag_service.retrieve.retriever import RetrievalOptions
+
+        return RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
 
     def _check_embedding_record(self) -> None:
         with self.db.transaction() as session:
@@ -144,9 +166,9 @@ class UniversalRAGService:
         **overrides: Any,
     ) -> RAGResult:
         """Context for ``query`` shaped by the ``context`` preset; keyword overrides apply to this call."""
-        options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
+        options = self._options(collection, filters)
         preset = self._preset(context, overrides)
-        return self._retriever.retrieve(query, preset, options)
+        return self._retriever().retrieve(query, preset, options)
 
     async def aretrieve(
         self,
@@ -186,9 +208,9 @@ class UniversalRAGService:
 
         For evaluation and inspection: ``candidate_k`` sets the depth of each arm.
         """
-        options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
+        options = self._options(collection, filters)
         preset = self._preset(context, overrides)
-        return self._retriever.ranked_candidates(query, preset, options)
+        return self._retriever().ranked_candidates(query, preset, options)
 
     def _preset(self, context: str, overrides: Mapping[str, Any]) -> Preset:
         preset = self.db.read(lambda session: load_preset(session, context))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import bindparam, delete, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
@@ -14,6 +13,9 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db.models import Document, DocumentChunk
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,8 @@ def rename_document(session: Session, document_id: int, source: str) -> None:
 
 def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
     """Vectors already stored for chunk texts with these content hashes (any collection, same model)."""
+    import numpy as np  # only when vectors are read back: a no-op reindex never loads it
+
     if not hashes:
         return {}
     rows = session.execute(

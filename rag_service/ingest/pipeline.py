@@ -18,9 +18,8 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -39,6 +38,9 @@ from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.records import from_fields
 
+if TYPE_CHECKING:
+    import numpy as np
+
 #: chunks gathered across documents before one call to the embedding model
 EMBED_BATCH_CHUNKS = 1024
 
@@ -53,17 +55,23 @@ def project_root(path: Path, known: dict[Path, Path | None] | None = None) -> Pa
 
     ``known`` memoises folders already looked at (one run's files share their folders).
     """
-    resolved = path.resolve()
+    return _checkout_holding(path.resolve(), known)
+
+
+def _checkout_holding(resolved: Path, known: dict[Path, Path | None] | None) -> Path | None:
     walked: list[Path] = []
     found: Path | None = None
-    for folder in (resolved, *resolved.parents):
-        if known is not None and folder in known:
-            found = known[folder]
-            break
+    folder = resolved
+    while known is None or folder not in known:  # one step for a file whose folder was seen
         walked.append(folder)
         if (folder / ".git").exists():
             found = folder
             break
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    else:
+        found = known[folder]
     if known is not None:
         known.update((folder, found) for folder in walked)
     return found
@@ -78,7 +86,7 @@ def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path |
     """
     resolved = path.resolve()
     folder = resolved if resolved.is_dir() else resolved.parent
-    base = root.resolve() if root is not None else project_root(folder, known)
+    base = root.resolve() if root is not None else _checkout_holding(folder, known)
     if base is not None and resolved.is_relative_to(base):
         return resolved.relative_to(base).as_posix()
     return resolved.as_posix()
@@ -131,6 +139,7 @@ class Indexer:
         self.db = db
         self.embedder = embedder
         self.settings = settings
+        self._fingerprints: dict[str, str] = {}  # per strategy: asked once per file, unchanged files too
 
     # -- public entry points -------------------------------------------------------------------------
 
@@ -255,8 +264,10 @@ class Indexer:
         return {"chunk_size": self.settings.chunk_size, "chunk_overlap": self.settings.chunk_overlap}
 
     def _fingerprint(self, strategy: str) -> str:
-        make_chunker(strategy, **self._sizes(strategy), embedder=self.embedder)  # validates
-        return chunker_fingerprint(strategy, **self._sizes(strategy))
+        if strategy not in self._fingerprints:
+            make_chunker(strategy, **self._sizes(strategy), embedder=self.embedder)  # validates
+            self._fingerprints[strategy] = chunker_fingerprint(strategy, **self._sizes(strategy))
+        return self._fingerprints[strategy]
 
     def _chunk(self, strategy: str, text: str, source: str) -> tuple[ChunkedDocument, float]:
         """The document's chunks and the seconds the model spent inside chunking (``semantic`` only)."""

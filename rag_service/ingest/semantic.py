@@ -16,8 +16,6 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
@@ -26,6 +24,8 @@ from rag_service.ingest.sentence import sentence_spans
 from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from rag_service.embed import Embedder
 
 #: neighbour distances above this percentile of the document's distances are breakpoints
@@ -36,6 +36,8 @@ def breakpoints(vectors: np.ndarray[Any, Any], *, percentile: float = BREAKPOINT
     """Indices ``i`` such that a new group starts at sentence ``i`` (unit vectors, one row each)."""
     if len(vectors) < 2:
         return []
+    import numpy as np
+
     distances = 1.0 - np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
     threshold = float(np.percentile(distances, percentile))
     return [i + 1 for i, d in enumerate(distances) if d > threshold]
@@ -68,6 +70,8 @@ class SemanticChunker(SizedChunker):
             return ChunkedDocument([], {})
         sentences = [s for s in sentence_spans(text, *whole) if text[s[0] : s[1]].strip()]
         vectors = self.embedder.embed_documents([text[s:e] for s, e in sentences])
+        import numpy as np
+
         starts = [0, *breakpoints(np.asarray(vectors), percentile=self.percentile), len(sentences)]
         spans: list[Span] = []
         for first, stop in pairwise(starts):
