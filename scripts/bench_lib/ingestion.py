@@ -18,7 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from bench_lib.store import recreate_database
-from rag_service.config import Settings
+from rag_service.config import load_settings
 from rag_service.db import migrate
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
@@ -53,7 +53,7 @@ def measure_ingestion(
     reruns: int = 3,
 ) -> dict[str, Any]:
     """Model-alone and full-ingest seconds (best of ``rounds`` each, alternating) and the re-run speed-up."""
-    settings = Settings(chunk_size=500, chunk_overlap=100, embedding_batch_size=64)
+    settings = load_settings(chunk_size=500, chunk_overlap=100, embedding_batch_size=64)
     items = scifact_documents(corpus_jsonl, count=documents)
     chunker = make_chunker("recursive", chunk_size=500, chunk_overlap=100)
     texts = [c.content for _, _, body in items for c in chunker.split(body).chunks]

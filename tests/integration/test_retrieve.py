@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -148,7 +149,7 @@ def test_reranker_order_follows_its_scores(db, settings, docs_dir):
 
 
 def test_unloadable_reranker_is_reported_not_faked(db, settings, docs_dir, tmp_path):
-    missing = settings.model_copy(update={"rerank_model": str(tmp_path / "no-such-model")})
+    missing = dataclasses.replace(settings, rerank_model=str(tmp_path / "no-such-model"))
     svc = UniversalRAGService(missing, database=db, embedder=HashingEmbedder())
     svc.index_paths([docs_dir])
     result = svc.retrieve("backups", context="search")
@@ -188,7 +189,7 @@ def test_cross_encoder_through_the_service_orders_by_its_logits(db, settings, do
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    configured = settings.model_copy(update={"rerank_model": str(tiny_cross_encoder)})
+    configured = dataclasses.replace(settings, rerank_model=str(tiny_cross_encoder))
     svc = UniversalRAGService(configured, database=db, embedder=HashingEmbedder())
     svc.index_paths([docs_dir])
     query = "how are backups restored"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -94,7 +95,7 @@ def server_database(database_factory: DatabaseFactory, settings: Settings) -> It
 @pytest.fixture(scope="module")
 def server_settings(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Test settings with a data folder of this module's own (uploads land there)."""
-    return settings.model_copy(update={"data_dir": tmp_path_factory.mktemp("rag_data")})
+    return dataclasses.replace(settings, data_dir=tmp_path_factory.mktemp("rag_data"))
 
 
 @pytest.fixture(scope="module")

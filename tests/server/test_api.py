@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -227,7 +228,7 @@ def test_degraded_stages_reach_metrics_and_prometheus(  # type: ignore[no-untype
     server_service, server_database, server_settings, tmp_path
 ) -> None:
     missing = tmp_path / "no-such-cross-encoder"
-    settings = server_settings.model_copy(update={"rerank_model": str(missing)})
+    settings = dataclasses.replace(server_settings, rerank_model=str(missing))
     service = UniversalRAGService(settings, database=server_database, embedder=HashingEmbedder())
     degraded_server = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
     try:

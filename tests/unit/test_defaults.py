@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import fields
 
 from rag_service.config import Preset, Settings
 from rag_service.db.embedded import start_embedded_server
@@ -13,7 +14,7 @@ from rag_service.ingest.sentence import SentenceChunker
 
 
 def _setting(name: str) -> object:
-    return Settings.model_fields[name].default
+    return next(f.default for f in fields(Settings) if f.name == name)
 
 
 def test_search_request_defaults_are_the_presets_and_the_settings():

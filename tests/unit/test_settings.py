@@ -1,0 +1,67 @@
+"""Settings come from RAG_* variables and .env, typed and bounded, with one-line errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rag_service.config import Settings, load_settings
+from rag_service.errors import ConfigurationError
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    for name in [n for n in os.environ if n.upper().startswith("RAG_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    return monkeypatch
+
+
+def test_defaults_without_environment(clean_env):
+    assert load_settings() == Settings()
+    assert load_settings().database_url is None and load_settings().data_dir == Path(".rag_data")
+
+
+def test_every_type_is_read_from_the_environment(clean_env):
+    clean_env.setenv("RAG_DATABASE_URL", "postgresql+psycopg://u@h/db")
+    clean_env.setenv("RAG_DATA_DIR", "/srv/rag")
+    clean_env.setenv("rag_pool_size", "7")  # names are case-insensitive, as before
+    clean_env.setenv("RAG_BM25_B", "0.5")
+    clean_env.setenv("RAG_EMBED_HEADERS", "off")
+    clean_env.setenv("RAG_NOT_A_SETTING", "ignored")
+    settings = load_settings(log_level="INFO")
+    assert settings.database_url == "postgresql+psycopg://u@h/db"
+    assert settings.data_dir == Path("/srv/rag")
+    assert (settings.pool_size, settings.bm25_b, settings.embed_headers, settings.log_level) == (7, 0.5, False, "INFO")
+
+
+def test_a_dotenv_file_fills_what_the_environment_lacks(clean_env, tmp_path):
+    lines = ["RAG_POOL_SIZE=9", 'export RAG_RERANK_MODEL="none"', "# RAG_CHUNK_SIZE=1", "RAG_BM25_K1=2"]
+    (tmp_path / ".env").write_text("\n".join(lines) + "\n")
+    clean_env.setenv("RAG_BM25_K1", "1.5")
+    settings = load_settings()
+    assert (settings.pool_size, settings.rerank_model, settings.chunk_size, settings.bm25_k1) == (9, "none", 500, 1.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("RAG_POOL_SIZE", "0", r"RAG_POOL_SIZE \(0\) must be at least 1 and at most 100"),
+        ("RAG_POOL_SIZE", "many", r"RAG_POOL_SIZE \('many'\) must be a number \(int\)"),
+        ("RAG_BM25_B", "1.5", r"RAG_BM25_B \(1\.5\) must be at least 0\.0 and at most 1\.0"),
+        ("RAG_EMBED_HEADERS", "maybe", r"RAG_EMBED_HEADERS \('maybe'\) must be true or false"),
+        ("RAG_FTS_CONFIG", "english; drop", r"RAG_FTS_CONFIG .* must be a text-search configuration name"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_the_variable(clean_env, name, value, message):
+    clean_env.setenv(name, value)
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        load_settings()
+    assert "\n" not in str(caught.value)
+
+
+def test_an_unknown_override_is_refused(clean_env):
+    with pytest.raises(ConfigurationError, match=r"unknown setting\(s\) pool; known: database_url"):
+        load_settings(pool=3)
