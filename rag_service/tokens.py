@@ -16,8 +16,10 @@ import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:
+    import tiktoken
 
 DEFAULT_ENCODING = "cl100k_base"
 _BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
@@ -52,6 +54,8 @@ def install_bundled_encodings() -> Path:
 
 @lru_cache(maxsize=4)
 def _shared_encoding(name: str) -> tiktoken.Encoding:
+    import tiktoken  # on first use: indexing unchanged files counts no tokens
+
     with _lock:
         if name in _BUNDLED:
             install_bundled_encodings()
@@ -82,6 +86,8 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         if owner == threading.get_ident():
             encoding = shared
         else:
+            import tiktoken
+
             encoding = tiktoken.Encoding(
                 shared.name,
                 pat_str=shared._pat_str,

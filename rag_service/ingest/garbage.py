@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -54,6 +54,36 @@ class Header:
     end: int
 
 
+def classify_lines(text: str) -> Iterator[tuple[int, str, int, Header | None]]:
+    """Each line as ``(offset, line, kind, header)``, in order; lazily, so a caller can stop early."""
+    fence: tuple[str, int] | None = None  # (fence char, fence length) while inside a fence
+    offset = 0
+    for line in text.split("\n"):
+        kind, header = (_BLANK if not line.strip() else _CONTENT), None
+        if fence is not None:
+            close = _FENCE_CLOSE.fullmatch(line)
+            if close and close[1][0] == fence[0] and len(close[1]) >= fence[1]:
+                kind, fence = _MARKUP, None
+        elif kind != _BLANK:
+            kind, fence, header = _classify(line, offset)
+        yield offset, line, kind, header
+        offset += len(line) + 1
+
+
+def _classify(line: str, offset: int) -> tuple[int, tuple[str, int] | None, Header | None]:
+    opening = _FENCE_OPEN.fullmatch(line)
+    if opening and not (opening[1][0] == "`" and "`" in opening[2]):
+        return _MARKUP, (opening[1][0], len(opening[1])), None
+    atx = _ATX.fullmatch(line)
+    if atx:
+        title = _ATX_CLOSING.sub("", atx[2]).strip()
+        if title:
+            return _HEADER, None, Header(len(atx[1]), title, offset, offset + len(line))
+    if _MARKUP_LINE.fullmatch(line):
+        return _MARKUP, None, None
+    return _CONTENT, None, None
+
+
 class DocumentLines:
     """The lines of one document, classified once; answers questions about spans of it."""
 
@@ -65,36 +95,14 @@ class DocumentLines:
         self._starts: list[int] = []
         kinds = bytearray()
         content_sizes: list[int] = []
-        fence: tuple[str, int] | None = None  # (fence char, fence length) while inside a fence
-        offset = 0
-        for line in text.split("\n"):
+        for offset, line, kind, header in classify_lines(text):
             self._starts.append(offset)
-            kind = _BLANK if not line.strip() else _CONTENT
-            if fence is not None:
-                close = _FENCE_CLOSE.fullmatch(line)
-                if close and close[1][0] == fence[0] and len(close[1]) >= fence[1]:
-                    kind, fence = _MARKUP, None
-            elif kind != _BLANK:
-                kind, fence = self._classify(line, offset)
+            if header is not None:
+                self.headers.append(header)
             kinds.append(kind)
             content_sizes.append(len(line.strip()) if kind == _CONTENT else 0)
-            offset += len(line) + 1
         self._kinds = bytes(kinds)
         self._content_prefix = [0, *accumulate(content_sizes)]
-
-    def _classify(self, line: str, offset: int) -> tuple[int, tuple[str, int] | None]:
-        opening = _FENCE_OPEN.fullmatch(line)
-        if opening and not (opening[1][0] == "`" and "`" in opening[2]):
-            return _MARKUP, (opening[1][0], len(opening[1]))
-        atx = _ATX.fullmatch(line)
-        if atx:
-            title = _ATX_CLOSING.sub("", atx[2]).strip()
-            if title:
-                self.headers.append(Header(len(atx[1]), title, offset, offset + len(line)))
-                return _HEADER, None
-        if _MARKUP_LINE.fullmatch(line):
-            return _MARKUP, None
-        return _CONTENT, None
 
     def _line_range(self, start: int, end: int) -> range:
         """Indices of the lines that share at least one character with ``[start, end)``."""

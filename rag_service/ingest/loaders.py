@@ -31,7 +31,7 @@ from rag_service.ingest.filetypes import (
     PDF_SUFFIXES,
     SUPPORTED_SUFFIXES,
 )
-from rag_service.ingest.garbage import DocumentLines
+from rag_service.ingest.garbage import classify_lines
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 
@@ -179,7 +179,8 @@ def _too_large(path: Path, size: int, max_bytes: int) -> DocumentReadError:
 
 def markdown_title(text: str) -> str:
     """The first h1 outside fenced code, or ``""``."""
-    return next((h.title for h in DocumentLines(text).headers if h.level == 1), "")
+    headers = (header for _, _, _, header in classify_lines(text) if header is not None)
+    return next((h.title for h in headers if h.level == 1), "")  # stops there: most files start with it
 
 
 _BLOCK_TAGS = frozenset(

@@ -7,8 +7,6 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from tqdm import tqdm
-
 #: called after each item with (items done, total or None)
 ProgressListener = Callable[[int, int | None], None]
 
@@ -28,11 +26,11 @@ class Progress:
         unit: str = "doc",
         listener: ProgressListener | None = None,
     ) -> None:
-        self._bar = (
-            tqdm(total=total, desc=label, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
-            if enabled
-            else None
-        )
+        self._bar = None
+        if enabled:  # tqdm only when a bar is shown: a quiet run does not import it
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=label, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
         self._chunks = 0
         self._done = 0
         self._total = total
