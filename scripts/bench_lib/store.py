@@ -87,6 +87,18 @@ def ensure_loaded(server_url: str, name: str, corpus: Corpus, settings: Settings
     if not rebuild and (comment == marker or comment.startswith(marker + " ")):
         stored = json.loads(comment[len(marker) :] or "{}")
         return {"reused": True, **stored}
+    older = re.fullmatch(rf"rag_service bench corpus {re.escape(corpus.fingerprint)} schema (\S+)( .*)?", comment)
+    if not rebuild and older:  # the same corpus under an older schema: migrated forward, as a user's would be
+        stored = json.loads(older[2] or "{}")
+        engine = make_engine(database_url(server_url, name), settings)
+        started = time.perf_counter()
+        try:
+            migrate.upgrade(engine)
+        finally:
+            engine.dispose()
+        stored[f"migrate_{older[1]}_to_{migrate.head_revision()}_s"] = round(time.perf_counter() - started, 1)
+        set_database_comment(server_url, name, f"{marker} {json.dumps(stored, sort_keys=True)}")
+        return {"reused": True, **stored}
     recreate_database(server_url, name)
     engine = make_engine(database_url(server_url, name), settings)
     try:
@@ -117,7 +129,9 @@ def load_corpus(url: str, corpus: Corpus) -> dict[str, float]:
     fingerprint = chunker_fingerprint("recursive", chunk_size=500, chunk_overlap=100)
     with psycopg.connect(**admin_params(url)) as conn:
         register_vector(conn)
-        conn.execute("SET maintenance_work_mem = '1GB'")
+        # the HNSW graph must fit (about 2 kB per 384-d vector), else the build crawls
+        memory = f"{corpus.size // 400_000 + 1}GB"
+        conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(memory)))
         started = time.perf_counter()
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(HNSW_INDEX)))
         conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(GIN_INDEX)))
