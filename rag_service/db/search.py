@@ -41,7 +41,6 @@ from sqlalchemy import (
     literal,
     null,
     select,
-    text,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import visitors
