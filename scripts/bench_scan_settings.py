@@ -128,7 +128,11 @@ def main() -> int:
     name = f"rag_bench_{store.size_label(args.size)}"
     store.ensure_loaded(url, name, corpus, settings, rebuild=False)
     work, _ = measure.make_workload(
-        store.engine_for(url, name, settings), corpus, vocabulary.words, count=args.warmup + args.queries, seed=args.seed
+        store.engine_for(url, name, settings),
+        corpus,
+        vocabulary.words,
+        count=args.warmup + args.queries,
+        seed=args.seed,
     )
     embedder = SentenceTransformerEmbedder(batch_size=64)
 
