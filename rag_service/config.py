@@ -56,6 +56,15 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="PostgreSQL >= 14 with pgvector; unset starts an embedded server"
     )
+    read_database_url: str | None = Field(
+        default=None,
+        description=(
+            "read replicas (streaming standbys) for retrieve(), comma-separated; unset: reads go to the primary"
+        ),
+    )
+    read_max_lag_ms: int | None = Field(
+        default=None, ge=0, description="skip a replica whose replay lag exceeds this; unset: no bound"
+    )
     data_dir: Path = Field(default=Path(".rag_data"), description="embedded database and caches")
     embedding_model: str = Field(default=BUNDLED_MINILM, description="sentence-transformers name or path")
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)

@@ -19,6 +19,7 @@ from rag_service.db.collections import CollectionInfo, list_collections
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
+from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
 from rag_service.ingest.pipeline import Indexer, validate_collection
@@ -42,16 +43,18 @@ class UniversalRAGService:
         database: Database,
         embedder: Embedder | None = None,
         reranker: Reranker | None = _NOT_GIVEN,
+        reads: ReadRouter | None = None,
     ) -> None:
         self.settings = settings
         self.db = database
+        self.reads = reads or ReadRouter(database)
         self._embedder = embedder or embedder_for(settings.embedding_model, batch_size=settings.embedding_batch_size)
         self._rerankers = RerankerCache()
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self._check_embedding_record()
-        self._retriever = Retriever(database, self.embedder, self.reranker, settings)
+        self._retriever = Retriever(database, self.embedder, self.reranker, settings, reads=self.reads)
 
     # -- parts, built lazily -------------------------------------------------------------------------
 
@@ -145,8 +148,9 @@ class UniversalRAGService:
     ) -> RAGResult:
         """Context for ``query`` shaped by the ``context`` preset; keyword overrides apply to this call."""
         options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
-        preset = self._preset(context, overrides)
-        return self._retriever.retrieve(query, preset, options)
+        route = self.reads.route()
+        preset = self._preset(context, overrides, route)
+        return self._retriever.retrieve(query, preset, options, route=route)
 
     async def aretrieve(
         self,
@@ -187,11 +191,12 @@ class UniversalRAGService:
         For evaluation and inspection: ``candidate_k`` sets the depth of each arm.
         """
         options = RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
-        preset = self._preset(context, overrides)
-        return self._retriever.ranked_candidates(query, preset, options)
+        route = self.reads.route()
+        preset = self._preset(context, overrides, route)
+        return self._retriever.ranked_candidates(query, preset, options, route=route)
 
-    def _preset(self, context: str, overrides: Mapping[str, Any]) -> Preset:
-        preset = self.db.read(lambda session: load_preset(session, context))
+    def _preset(self, context: str, overrides: Mapping[str, Any], route: ReadRoute) -> Preset:
+        preset = route.read(lambda session: load_preset(session, context))
         return preset.with_overrides(dict(overrides)) if overrides else preset
 
     def contexts(self) -> list[str]:
@@ -208,6 +213,7 @@ class UniversalRAGService:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True)
+        self.reads.dispose()
         self.db.dispose()
 
 
@@ -215,6 +221,7 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
     """A service from the environment: embedded database migrated on demand, external one checked."""
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
+    from rag_service.db.replicas import open_read_router
     from rag_service.db.status import require_current_schema, schema_is_current
 
     settings = settings or load_settings()
@@ -224,7 +231,8 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
     if settings.database_url is None and not schema_is_current(engine):
         migrate.upgrade(engine)  # our own embedded database: keep it at head
     require_current_schema(engine)
-    return UniversalRAGService(settings, database=Database(engine))
+    database = Database(engine)
+    return UniversalRAGService(settings, database=database, reads=open_read_router(database, settings))
 
 
 _instance: UniversalRAGService | None = None
