@@ -186,6 +186,25 @@ def test_no_replicas_configured_reads_from_the_primary(cluster):
     assert isinstance(service.reads, ReadRouter)
 
 
+def test_a_refused_replica_falls_back_to_the_next_one(cluster):
+    dead = "postgresql+psycopg://postgres@/rag?host=/tmp/rag_no_such_socket&port=1"
+    settings = cluster.settings.model_copy(update={"read_database_url": f"{dead},{cluster.standby.url}"})
+    router = open_read_router(cluster.primary, settings)
+    service = UniversalRAGService(
+        settings, database=cluster.primary, embedder=HashingEmbedder(), reranker=None, reads=router
+    )
+    expected = _answer(_primary_only(cluster).retrieve(QUERIES[1], context="agent"))
+    for _ in range(4):  # the first two calls try it (and open its circuit), the others skip it at once
+        result = service.retrieve(QUERIES[1], context="agent")
+        assert result.metrics.read_from == "replica 2"
+        assert _answer(result) == expected
+        [note] = result.metrics.degraded
+        assert note.startswith("read: replica 1 unavailable (") and "read from the next replica" in note
+    assert router.replicas[0].database.breaker.state == "open"
+    assert "circuit open" in note
+    router.dispose()
+
+
 def test_db_status_shows_each_replica_and_its_lag(cluster, monkeypatch, capsys):
     dead = "postgresql+psycopg://postgres@/rag?host=/tmp/rag_no_such_socket&port=1"
     monkeypatch.setenv("RAG_DATABASE_URL", cluster.primary_url)
