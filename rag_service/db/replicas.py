@@ -105,7 +105,8 @@ class Replica:
         self._clock = clock
         self._lock = threading.Lock()
         self._lag_ms: float | None = None
-        self._checked_at: float | None = None
+        self._read_at: float | None = None  # when the lag was last read
+        self._checked_at: float | None = None  # when a call last set out to read it
 
     def lag_ms(self) -> float | None:
         """The replay lag in ms as last read (None: unknown, or never read)."""
@@ -116,7 +117,7 @@ class Replica:
         lag = self.database.read(lambda session: session.execute(_LAG_SQL).scalar())
         value = None if lag is None else max(float(lag), 0.0)
         with self._lock:
-            self._lag_ms, self._checked_at = value, self._clock()
+            self._lag_ms, self._read_at = value, self._clock()
         return value
 
     def skip_reason(self) -> str | None:
@@ -124,10 +125,11 @@ class Replica:
         if self.max_lag_ms is None:
             return None
         with self._lock:
-            stale = self._checked_at is None or self._clock() - self._checked_at >= self.lag_check_interval
-            if stale:  # this call refreshes; concurrent calls use the value read before
+            never_read = self._read_at is None
+            due = self._checked_at is None or self._clock() - self._checked_at >= self.lag_check_interval
+            if due:  # this call refreshes the value; concurrent calls use the one read before
                 self._checked_at = self._clock()
-        lag = self.read_lag() if stale else self._lag_ms
+        lag = self.read_lag() if due or never_read else self._lag_ms
         if lag is None:
             return "replay lag unknown (no WAL receiver: the standby is not streaming from its primary)"
         if lag > self.max_lag_ms:

@@ -186,6 +186,41 @@ def test_no_replicas_configured_reads_from_the_primary(cluster):
     assert isinstance(service.reads, ReadRouter)
 
 
+class CountingReplica(Replica):
+    """Counts how often the replay lag is read from the server."""
+
+    reads = 0
+
+    def read_lag(self) -> float | None:
+        self.reads += 1
+        return super().read_lag()
+
+
+def test_the_lag_is_read_once_per_interval_not_per_query(cluster):
+    now = [100.0]
+    [built] = open_read_router(
+        cluster.primary, cluster.settings.model_copy(update={"read_database_url": cluster.standby.url})
+    ).replicas
+    replica = CountingReplica(
+        built.name, built.database, max_lag_ms=60_000, lag_check_interval=1.0, clock=lambda: now[0]
+    )
+    service = UniversalRAGService(
+        cluster.settings,
+        database=cluster.primary,
+        embedder=HashingEmbedder(),
+        reranker=None,
+        reads=ReadRouter(cluster.primary, [replica]),
+    )
+    for query in QUERIES * 3:
+        assert service.retrieve(query, context="agent").metrics.read_from == "replica 1"
+    assert replica.reads == 1
+    now[0] += 1.0
+    assert service.retrieve(QUERIES[0], context="agent").metrics.read_from == "replica 1"
+    assert replica.reads == 2
+    assert replica.lag_ms() is not None
+    service.reads.dispose()
+
+
 def test_a_refused_replica_falls_back_to_the_next_one(cluster):
     dead = "postgresql+psycopg://postgres@/rag?host=/tmp/rag_no_such_socket&port=1"
     settings = cluster.settings.model_copy(update={"read_database_url": f"{dead},{cluster.standby.url}"})
