@@ -138,9 +138,8 @@ def _size_shared_buffers(server: Any, pgdata: Path, socket_dir: str, port: int, 
                 f"the embedded PostgreSQL in {pgdata} did not restart with shared_buffers {wanted} "
                 f"({type(exc).__name__}); see {pgdata / 'log'}, or set RAG_EMBEDDED_SHARED_BUFFERS lower"
             ) from exc
-        # the library stops the server at exit only if the postmaster it remembers still runs: a
-        # restart made a new one, so it must learn that one, or the last user leaves it running
-        server._postmaster_info = _server_module().postgres_server.PostmasterInfo.read_from_pgdata(pgdata)
+        # the library stops the server at exit only if the postmaster it recorded is alive: record the new one
+        server.ensure_postgres_running()
     logger.info("embedded server restarted with shared_buffers %s", wanted)
 
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -62,13 +63,18 @@ class Cluster:
     primary: Database
 
 
+def _settings(url: str, data_dir: Path, **extra: Any) -> Settings:
+    """Explicit settings for the cluster's primary (and its replicas, in ``extra``)."""
+    return Settings(database_url=url, data_dir=data_dir, pool_size=4, pool_max_overflow=4, **extra)
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     """A primary of its own, migrated and indexed, and a streaming standby of it; both stopped at the end."""
     root = Path(tempfile.mkdtemp(prefix="rag_rep_", dir="/tmp"))
     url = start_embedded_server(root / "primary", shared_buffers="128MB")
     standby = Standby(url, root / "replica")
-    settings = Settings(database_url=url, data_dir=root / "primary", pool_size=4, pool_max_overflow=4)
+    settings = _settings(url, root / "primary")
     engine = make_engine(url, settings)
     primary = Database(engine)
     try:
@@ -93,9 +99,9 @@ def cluster() -> Iterator[Cluster]:
 def _service(
     cluster: Cluster, *, max_lag_ms: int | None = None, lag_check_interval: float = 1.0
 ) -> UniversalRAGService:
-    settings = cluster.settings.model_copy(
-        update={"read_database_url": cluster.standby.url, "read_max_lag_ms": max_lag_ms}
-    )
+    """A service reading from the standby (RAG_READ_DATABASE_URL), writing to the primary."""
+    replicas = {"read_database_url": cluster.standby.url, "read_max_lag_ms": max_lag_ms}
+    settings = _settings(cluster.primary_url, cluster.settings.data_dir, **replicas)
     router = open_read_router(cluster.primary, settings)
     for replica in router.replicas:
         replica.lag_check_interval = lag_check_interval
@@ -199,7 +205,8 @@ class CountingReplica(Replica):
 def test_the_lag_is_read_once_per_interval_not_per_query(cluster):
     now = [100.0]
     [built] = open_read_router(
-        cluster.primary, cluster.settings.model_copy(update={"read_database_url": cluster.standby.url})
+        cluster.primary,
+        _settings(cluster.primary_url, cluster.settings.data_dir, read_database_url=cluster.standby.url),
     ).replicas
     replica = CountingReplica(
         built.name, built.database, max_lag_ms=60_000, lag_check_interval=1.0, clock=lambda: now[0]
@@ -223,7 +230,9 @@ def test_the_lag_is_read_once_per_interval_not_per_query(cluster):
 
 def test_a_refused_replica_falls_back_to_the_next_one(cluster):
     dead = "postgresql+psycopg://postgres@/rag?host=/tmp/rag_no_such_socket&port=1"
-    settings = cluster.settings.model_copy(update={"read_database_url": f"{dead},{cluster.standby.url}"})
+    settings = _settings(
+        cluster.primary_url, cluster.settings.data_dir, read_database_url=f"{dead},{cluster.standby.url}"
+    )
     router = open_read_router(cluster.primary, settings)
     service = UniversalRAGService(
         settings, database=cluster.primary, embedder=HashingEmbedder(), reranker=None, reads=router

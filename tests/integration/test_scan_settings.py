@@ -23,7 +23,7 @@ _SHOW = text(
 def one_connection(fresh_database: Database, settings: Settings) -> Iterator[Engine]:
     """An engine with a single pooled connection, so every transaction reuses the same server session."""
     url = fresh_database.engine.url.render_as_string(hide_password=False)
-    engine = make_engine(url, settings.model_copy(update={"pool_size": 1, "pool_max_overflow": 0}))
+    engine = make_engine(url, Settings(data_dir=settings.data_dir, pool_size=1, pool_max_overflow=0))
     yield engine
     engine.dispose()
 
