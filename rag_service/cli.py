@@ -41,6 +41,10 @@ def _db_status(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         engine.dispose()
     print("\n".join(status.lines()))
+    if settings.read_database_url:
+        from rag_service.db.replicas import replica_report
+
+        print("\n".join(replica_report(settings)))
     return 0 if status.up_to_date else 1
 
 

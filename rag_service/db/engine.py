@@ -66,33 +66,19 @@ def make_engine(url: str, settings: Settings) -> Engine:
         pool_timeout=30,
     )
     timeout_ms = int(settings.statement_timeout_ms)
-    ef_search = int(settings.hnsw_ef_search)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, record):  # type: ignore[no-untyped-def]
-        # Session defaults, so a search needs no extra round trip: HNSW candidate list size, and
-        # pgvector 0.8 iterative index scans so filtered queries still find k rows. Custom plans
-        # always: psycopg prepares a statement run five times, and Postgres' generic plan for the
-        # search (blind to the query's lexemes and their posting counts) took 68 ms instead of 10
-        # on SciFact.
+        # Custom plans always: psycopg prepares a statement run five times, and Postgres' generic plan
+        # for the search (blind to the query's lexemes and their posting counts) took 68 ms instead
+        # of 10 on SciFact. The HNSW settings are per transaction (``db.search.configure_vector_scan``).
         with dbapi_connection.cursor() as cursor:
             cursor.execute(
-                "SELECT set_config('statement_timeout', %s, false), set_config('hnsw.ef_search', %s, false), "
-                "set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+                "SELECT set_config('statement_timeout', %s, false), "
                 "set_config('plan_cache_mode', 'force_custom_plan', false)",
-                (str(timeout_ms), str(ef_search)),
+                (str(timeout_ms),),
             )
         dbapi_connection.commit()
-        record.info["hnsw_ef_search"] = ef_search
-
-    def _forget_search_settings(conn, *_args):  # type: ignore[no-untyped-def]
-        # a rolled-back set_config is undone: set it again next time (an invalidated connection is
-        # replaced by a new one, which gets the defaults from _on_connect)
-        if not conn.invalidated:
-            conn.info.pop("hnsw_ef_search", None)
-
-    event.listen(engine, "rollback", _forget_search_settings)
-    event.listen(engine, "rollback_savepoint", _forget_search_settings)
 
     return engine
 

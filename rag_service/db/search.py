@@ -41,7 +41,6 @@ from sqlalchemy import (
     literal,
     null,
     select,
-    text,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import visitors
@@ -219,22 +218,31 @@ def explain(session: Session, request: SearchRequest, *, analyze: bool = False) 
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def configure_vector_scan(session: Session, *, ef_search: int) -> None:
-    """Make the connection's HNSW settings fit ``ef_search``; free when they already do.
+#: pgvector's HNSW settings of a search, for its transaction only (``SET LOCAL``). Citus sends
+#: ``SET LOCAL`` (not ``set_config``) on to the shard with ``citus.propagate_set_commands = 'local'``;
+#: without Citus that name is an inert placeholder setting.
+_SCAN_SETTINGS = psycopg.sql.SQL(
+    "SET LOCAL citus.propagate_set_commands = 'local'; "
+    "SET LOCAL hnsw.ef_search = {}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+)
+_SCAN_KEY = "rag_hnsw_scan"
 
-    Connections start with ``RAG_HNSW_EF_SEARCH`` and iterative scans (see ``db.engine``), so the
-    usual search is one round trip; a request with another ``ef_search`` changes the session value.
+
+def configure_vector_scan(session: Session, *, ef_search: int) -> None:
+    """Set pgvector's HNSW settings for this transaction: ``ef_search`` and iterative scans.
+
+    ``SET LOCAL`` ends with the transaction, so the settings hold behind transaction poolers
+    (pgbouncer's transaction mode hands each transaction any server connection) and on Citus, and
+    never reach the connection's next use. One round trip (three SETs in one simple-protocol
+    message), made once per transaction and ``ef_search``.
     """
-    info = session.connection().info
-    if info.get("hnsw_ef_search") == ef_search:
+    transaction = session.get_transaction()
+    done = session.info.get(_SCAN_KEY)
+    if done is not None and done[0] is transaction and done[1] == ef_search:
         return
-    session.execute(
-        text(
-            "SELECT set_config('hnsw.ef_search', :ef, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)"
-        ),
-        {"ef": str(int(ef_search))},
-    )
-    info["hnsw_ef_search"] = ef_search
+    raw = cast_connection(session.connection().connection.dbapi_connection)
+    raw.execute(_SCAN_SETTINGS.format(psycopg.sql.Literal(int(ef_search))))
+    session.info[_SCAN_KEY] = (transaction, ef_search)
 
 
 def vector_from_send(data: bytes) -> np.ndarray[Any, Any]:

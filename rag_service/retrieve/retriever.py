@@ -16,6 +16,7 @@ import numpy as np
 
 from rag_service.config import MAX_CANDIDATE_K, Preset, Settings
 from rag_service.db.database import Database
+from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
 from rag_service.embed import Embedder
 from rag_service.errors import ModelLoadError
@@ -60,17 +61,33 @@ class Retriever:
     """Runs one query through every stage; holds no per-query state."""
 
     def __init__(
-        self, db: Database, embedder: Callable[[], Embedder], reranker: RerankerSource, settings: Settings
+        self,
+        db: Database,
+        embedder: Callable[[], Embedder],
+        reranker: RerankerSource,
+        settings: Settings,
+        *,
+        reads: ReadRouter | None = None,
     ) -> None:
         self.db = db
+        self.reads = reads or ReadRouter(db)
         self._embedder = embedder
         self._reranker = reranker
         self.settings = settings
 
     def search_candidates(
-        self, query: str, preset: Preset, options: RetrievalOptions, metrics: RetrievalMetrics
+        self,
+        query: str,
+        preset: Preset,
+        options: RetrievalOptions,
+        metrics: RetrievalMetrics,
+        route: ReadRoute | None = None,
     ) -> list[RetrievedChunk]:
-        """Fused candidates of every query variant, merged and de-duplicated, best first."""
+        """Fused candidates of every query variant, merged and de-duplicated, best first.
+
+        The search reads through ``route`` (a replica, else the primary); where it ran and every
+        fallback of the call are reported in ``metrics``.
+        """
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
@@ -89,8 +106,12 @@ class Retriever:
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
         ]
         started = time.perf_counter()
-        per_variant = self.db.read(lambda session: [hybrid_search(session, r) for r in requests])
+        route = route or self.reads.route()
+        per_variant = route.read(lambda session: [hybrid_search(session, r) for r in requests])
         metrics.retrieval_time_ms = _ms(started)
+        metrics.read_from = route.served_by
+        for note in route.notes:
+            metrics.degrade("read", note)
         chunks = _merge(per_variant, preset, options.collection)
         metrics.total_candidates = len(chunks)
         return chunks
@@ -127,29 +148,35 @@ class Retriever:
         )
 
     def ranked_candidates(
-        self, query: str, preset: Preset, options: RetrievalOptions
+        self, query: str, preset: Preset, options: RetrievalOptions, *, route: ReadRoute | None = None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
-        return self._ranked(validate_query(query), preset, options)
+        return self._ranked(validate_query(query), preset, options, route)
 
     def _ranked(
-        self, text: str, preset: Preset, options: RetrievalOptions
+        self, text: str, preset: Preset, options: RetrievalOptions, route: ReadRoute | None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
-        chunks = self.search_candidates(text, preset, options, metrics)
+        chunks = self.search_candidates(text, preset, options, metrics, route)
         chunks = self._rerank(text, chunks, preset, metrics)
         metrics.after_rerank = len(chunks)
         metrics.total_time_ms = _ms(total_started)
         return chunks, metrics
 
     def retrieve(
-        self, query: str, preset: Preset, options: RetrievalOptions, *, encoding: str = "cl100k_base"
+        self,
+        query: str,
+        preset: Preset,
+        options: RetrievalOptions,
+        *,
+        encoding: str = "cl100k_base",
+        route: ReadRoute | None = None,
     ) -> RAGResult:
-        """The whole pipeline for one query."""
+        """The whole pipeline for one query; ``route`` carries the call's reads (see ``db.replicas``)."""
         total_started = time.perf_counter()
         text = validate_query(query)
-        chunks, metrics = self._ranked(text, preset, options)
+        chunks, metrics = self._ranked(text, preset, options, route)
 
         started = time.perf_counter()
         if preset.return_parents:
