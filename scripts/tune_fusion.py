@@ -11,6 +11,7 @@ as JSON lines and written as a markdown table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -64,7 +65,7 @@ def main() -> int:
     rows: list[tuple[str, dict[str, Any], dict[str, float], float]] = []
 
     def evaluate(stage: str, k1: float, b: float, overrides: dict[str, Any]) -> dict[str, float]:
-        settings = base.model_copy(update={"bm25_k1": k1, "bm25_b": b})
+        settings = dataclasses.replace(base, bm25_k1=k1, bm25_b=b)
         service = UniversalRAGService(settings, database=Database(engine), embedder=embedder, reranker=None)
         config = EvalConfig(
             context="search", rerank=False, depth=args.depth, overrides={"expand_query": False, **overrides}
