@@ -67,6 +67,15 @@ class Settings(BaseSettings):
         default=True,
         description="embed a chunk under headers with its document title and header path first (as BM25 sees it)",
     )
+    chunk_keywords: int = Field(
+        default=8, ge=0, le=50, description="keywords per chunk in metadata.keywords (BM25-weighted terms); 0: none"
+    )
+    keywords_in_bm25: bool = Field(
+        default=False, description="add each chunk's keywords to its BM25 text (off: measured in docs/benchmarks.md)"
+    )
+    summary_sentences: int = Field(
+        default=3, ge=0, le=20, description="sentences of each document's extractive metadata.summary; 0: none"
+    )
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
     embedded_shared_buffers: str = Field(
         default=DEFAULT_SHARED_BUFFERS, description="shared_buffers of the embedded server"
@@ -112,6 +121,8 @@ class Preset:
     fusion_method: FusionMethod = DEFAULT_FUSION_METHOD
     candidate_k: int = DEFAULT_CANDIDATE_K
     keyword_scorer: KeywordScorer = DEFAULT_KEYWORD_SCORER
+    #: the formatter shows each source's summary and each chunk's keywords
+    show_metadata: bool = False
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
         """Return a copy with per-call overrides applied and validated."""

@@ -73,6 +73,10 @@ class RetrievedChunk:
     parent: tuple[str, int, int] | None = field(default=None, repr=False, compare=False)
     match_start: int = -1
     match_end: int = -1
+    #: the chunk's stored metadata: ``keywords`` (its most distinctive terms), ``page_start``/``page_end``
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: its document's ``metadata.summary`` ("" when none)
+    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.match_start < 0 or self.match_end < 0:
@@ -97,6 +101,8 @@ class RetrievedChunk:
             "relevance_score": float(self.relevance_score),
             "scores": self.scores.as_dict(),
             "content_hash": self.content_hash,
+            "metadata": dict(self.metadata),
+            "summary": self.summary,
             "content": self.content,
         }
 

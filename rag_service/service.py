@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections
@@ -28,6 +28,9 @@ from rag_service.log import configure_logging
 from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.rerank import Reranker, RerankerCache
 from rag_service.retrieve.retriever import RetrievalOptions, Retriever
+
+if TYPE_CHECKING:
+    from rag_service.ingest.backfill import BackfillReport
 
 _NOT_GIVEN: Any = object()
 
@@ -131,6 +134,14 @@ class UniversalRAGService:
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``."""
         return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
+
+    def build_metadata(self, *, collection: str | None = None) -> BackfillReport:
+        """Recompute document summaries and chunk keywords of stored documents (no re-embedding)."""
+        from rag_service.ingest.backfill import build_metadata
+
+        if collection is not None:
+            validate_collection(collection)
+        return build_metadata(self.db, self.settings, self._indexer().document_metadata, collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
 

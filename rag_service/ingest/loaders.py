@@ -177,9 +177,22 @@ def _too_large(path: Path, size: int, max_bytes: int) -> DocumentReadError:
     )
 
 
+#: YAML front matter at the very start of a markdown file, and its ``title:`` line
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
+
+
+def front_matter_title(text: str) -> str:
+    """The ``title:`` of the YAML front matter the text starts with (quotes removed), or ``""``."""
+    block = _FRONT_MATTER.match(text)
+    found = _FRONT_MATTER_TITLE.search(block[1]) if block else None
+    return found[1].strip().strip("\"'").strip() if found else ""
+
+
 def markdown_title(text: str) -> str:
-    """The first h1 outside fenced code, or ``""``."""
-    return next((h.title for h in DocumentLines(text).headers if h.level == 1), "")
+    """The first h1 outside fenced code, else the front matter's ``title:``, else ``""``."""
+    h1 = next((h.title for h in DocumentLines(text).headers if h.level == 1), "")
+    return h1 or front_matter_title(text)
 
 
 _BLOCK_TAGS = frozenset(

@@ -37,6 +37,7 @@ from rag_service.ingest.loaders import discover_files, load_document
 from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.summary import extractive_summary
 from rag_service.records import from_fields
 
 #: chunks gathered across documents before one call to the embedding model
@@ -96,6 +97,15 @@ def _metadata_suffix(metadata: dict[str, Any]) -> str:
     return ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
 
 
+#: keys of ``documents.metadata`` that ingestion writes itself; the rest is the caller's ``metadata``
+GENERATED_METADATA_KEYS = ("summary", "summary_source")
+
+
+def user_metadata(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored document's metadata without what ingestion generated (what its caller passed)."""
+    return {k: v for k, v in stored.items() if k not in GENERATED_METADATA_KEYS}
+
+
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
@@ -131,6 +141,19 @@ class Indexer:
         self.db = db
         self.embedder = embedder
         self.settings = settings
+        self.keywords = repo.ChunkKeywords(
+            count=settings.chunk_keywords,
+            in_bm25=settings.keywords_in_bm25,
+            bm25_k1=settings.bm25_k1,
+            bm25_b=settings.bm25_b,
+        )
+
+    def document_metadata(self, text: str, metadata: dict[str, Any]) -> dict[str, Any]:
+        """What ``documents.metadata`` stores: the caller's ``metadata`` and the generated ``summary``."""
+        summary = extractive_summary(text, sentences=self.settings.summary_sentences)
+        if not summary:
+            return user_metadata(metadata)
+        return {**user_metadata(metadata), "summary": summary, "summary_source": "extractive"}
 
     # -- public entry points -------------------------------------------------------------------------
 
@@ -231,7 +254,12 @@ class Indexer:
                     for doc in (d for d in stored if d.collection == name):
                         strategy = doc.chunker.split(":", 1)[0]
                         batch.add_text(
-                            doc.source, doc.title, doc.content, strategy=strategy, force=True, metadata=doc.metadata
+                            doc.source,
+                            doc.title,
+                            doc.content,
+                            strategy=strategy,
+                            force=True,
+                            metadata=user_metadata(doc.metadata),
                         )
                     batch.finish()
         report.seconds = time.perf_counter() - started
@@ -375,6 +403,7 @@ class _Batch:
         strategy = resolve_strategy(strategy, source)
         digest = content_hash(text)
         embed_format = ":eh" if self.indexer.settings.embed_headers else ""
+        embed_format += ":kw" if self.indexer.keywords.in_bm25 and self.indexer.keywords.count > 0 else ""
         fingerprint = (
             f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{embed_format}{_metadata_suffix(metadata)}"
         )
@@ -391,6 +420,7 @@ class _Batch:
         chunked, model_seconds = self.indexer._chunk(strategy, text, source)
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
+        metadata = self.indexer.document_metadata(text, metadata)
         embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
@@ -515,6 +545,7 @@ class _Batch:
             fts_config=self.indexer.settings.fts_config,
             chunks=rows,
             metadata=doc.metadata,
+            keywords=self.indexer.keywords,
         )
 
     def _fail(self, source: str, reason: str) -> None:

@@ -161,11 +161,15 @@ class Retriever:
         metrics.mmr_time_ms = _ms(started)
         if preset.return_parents:
             started = time.perf_counter()
-            chunks = _fit_parents(chunks, max_tokens=preset.max_tokens, encoding=encoding)
+            chunks = _fit_parents(
+                chunks, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
+            )
             metrics.parents_time_ms += _ms(started)
 
         started = time.perf_counter()
-        formatted = format_context(chunks, max_tokens=preset.max_tokens, encoding=encoding)
+        formatted = format_context(
+            chunks, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
+        )
         metrics.format_time_ms = _ms(started)
         metrics.total_time_ms = _ms(total_started)
         return RAGResult(
@@ -259,7 +263,9 @@ def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, i
 COUNT_SAMPLE_CHARS = 2000
 
 
-def _fit_parents(chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str) -> list[RetrievedChunk]:
+def _fit_parents(
+    chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str, show_metadata: bool = False
+) -> list[RetrievedChunk]:
     """Cut parents to windows around their matched children so every result fits the token budget."""
     enc = get_encoding(encoding)
 
@@ -269,7 +275,7 @@ def _fit_parents(chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str
         sample = len(enc.encode(text[:COUNT_SAMPLE_CHARS], disallowed_special=()))
         return math.ceil(sample * len(text) / COUNT_SAMPLE_CHARS)
 
-    budget = max_tokens - layout_overhead(chunks, encoding=encoding)
+    budget = max_tokens - layout_overhead(chunks, encoding=encoding, show_metadata=show_metadata)
     return fit_to_budget(chunks, budget=budget, count=count)
 
 
