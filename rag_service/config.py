@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_service.errors import ConfigurationError
@@ -76,6 +76,19 @@ class Settings(BaseSettings):
     summary_sentences: int = Field(
         default=3, ge=0, le=20, description="sentences of each document's extractive metadata.summary; 0: none"
     )
+    llm_base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint up to /v1 (e.g. http://localhost:8000/v1); unset: no LLM"
+    )
+    llm_model: str | None = Field(default=None, description="model name sent to the LLM endpoint")
+    llm_api_key: SecretStr | None = Field(default=None, description="bearer token of the LLM endpoint, if needed")
+    llm_timeout_s: float = Field(default=30.0, gt=0, le=600, description="seconds per LLM call before it degrades")
+    llm_summaries: bool = Field(default=True, description="with an LLM configured, it writes document summaries")
+    llm_rerank: bool = Field(default=False, description="with an LLM configured, it reranks the top candidates")
+    llm_rerank_top: int = Field(default=10, ge=1, le=50, description="candidates the LLM rescores per query")
+    llm_rerank_weights: str = Field(
+        default="0.5,0.3,0.2",
+        description="weights of LLM relevance, vector score and position in the LLM rerank; sum 1",
+    )
     max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1, description="larger files are reported")
     embedded_shared_buffers: str = Field(
         default=DEFAULT_SHARED_BUFFERS, description="shared_buffers of the embedded server"
@@ -96,12 +109,44 @@ class Settings(BaseSettings):
     statement_timeout_ms: int = Field(default=30_000, ge=0)
     log_level: str = Field(default="WARNING")
 
+    @field_validator("llm_rerank_weights")
+    @classmethod
+    def _weights_sum_to_one(cls, value: str) -> str:
+        llm_rerank_weights(value)
+        return value
+
+    @model_validator(mode="after")
+    def _llm_needs_a_model(self) -> Settings:
+        if self.llm_base_url and not self.llm_model:
+            raise ValueError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
+        return self
+
+    @property
+    def llm_configured(self) -> bool:
+        """Whether an LLM endpoint is set (then ``llm_model`` is too)."""
+        return bool(self.llm_base_url)
+
     @field_validator("fts_config")
     @classmethod
     def _fts_config_is_identifier(cls, value: str) -> str:
         if not value.replace("_", "").isalnum():
             raise ValueError(f"RAG_FTS_CONFIG ({value!r}) must be a text-search configuration name")
         return value
+
+
+def llm_rerank_weights(value: str) -> tuple[float, float, float]:
+    """``"semantic,vector,position"`` as three weights in 0..1 summing to 1 (NeuroLink's multi-factor score)."""
+    parts = value.split(",")
+    try:
+        weights = tuple(float(p) for p in parts)
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or any(not 0.0 <= w <= 1.0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
+        raise ValueError(
+            f"{value!r} must be three weights semantic,vector,position in 0..1 "
+            "summing to 1, e.g. 0.5,0.3,0.2"
+        )
+    return weights[0], weights[1], weights[2]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,21 +22,23 @@ class ChunkScores:
     """Per-stage scores of one chunk; ``None`` where the stage did not score it.
 
     ``vector`` is the cosine similarity, ``keyword`` the full-text rank, ``fused`` the hybrid fusion
-    score (RRF or linear) and ``rerank`` the reranker's score.
+    score (RRF or linear), ``rerank`` the reranker's score and ``llm`` the LLM's relevance rating (0..1).
     """
 
     vector: float | None = None
     keyword: float | None = None
     fused: float | None = None
     rerank: float | None = None
+    llm: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, rerank."""
+        """The scores that are set, in the order vector, keyword, fused, rerank, llm."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
             ("rerank", self.rerank),
+            ("llm", self.llm),
         )
         return {name: float(value) for name, value in pairs if value is not None}
 
@@ -129,6 +131,8 @@ class RetrievalMetrics:
     parents_time_ms: float = 0.0
     format_time_ms: float = 0.0
     query_variants: int = 1
+    #: time of the LLM rerank call (``RAG_LLM_RERANK``), 0 when it did not run
+    llm_time_ms: float = 0.0
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -144,6 +148,7 @@ class RetrievalMetrics:
             "mmr_time_ms": float(self.mmr_time_ms),
             "parents_time_ms": float(self.parents_time_ms),
             "format_time_ms": float(self.format_time_ms),
+            "llm_time_ms": float(self.llm_time_ms),
             "total_time_ms": float(self.total_time_ms),
             "total_candidates": int(self.total_candidates),
             "after_rerank": int(self.after_rerank),

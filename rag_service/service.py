@@ -31,6 +31,7 @@ from rag_service.retrieve.retriever import RetrievalOptions, Retriever
 
 if TYPE_CHECKING:
     from rag_service.ingest.backfill import BackfillReport
+    from rag_service.llm import ChatModel, OpenAICompatibleChat
 
 _NOT_GIVEN: Any = object()
 
@@ -53,8 +54,9 @@ class UniversalRAGService:
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._chat: OpenAICompatibleChat | None = None
         self._check_embedding_record()
-        self._retriever = Retriever(database, self.embedder, self.reranker, settings)
+        self._retriever = Retriever(database, self.embedder, self.reranker, settings, chat=self.chat_model)
 
     # -- parts, built lazily -------------------------------------------------------------------------
 
@@ -69,6 +71,17 @@ class UniversalRAGService:
             return fixed
         return self._rerankers.get(self.settings.rerank_model, cache_dir=self.settings.data_dir / "models")
 
+    def chat_model(self) -> ChatModel | None:
+        """The LLM of ``RAG_LLM_BASE_URL`` (built on first use), or None when none is configured."""
+        if not self.settings.llm_configured:
+            return None
+        with self._executor_lock:
+            if self._chat is None:
+                from rag_service.llm import chat_model_for
+
+                self._chat = chat_model_for(self.settings)
+            return self._chat
+
     def _check_embedding_record(self) -> None:
         with self.db.transaction() as session:
             check_index_settings(
@@ -78,7 +91,7 @@ class UniversalRAGService:
     # -- ingestion -----------------------------------------------------------------------------------
 
     def _indexer(self) -> Indexer:
-        return Indexer(self.db, self.embedder(), self.settings)
+        return Indexer(self.db, self.embedder(), self.settings, chat=self.chat_model())
 
     def index_paths(
         self,
@@ -141,7 +154,7 @@ class UniversalRAGService:
 
         if collection is not None:
             validate_collection(collection)
-        return build_metadata(self.db, self.settings, self._indexer().document_metadata, collection=collection)
+        return build_metadata(self.db, self.settings, self._indexer().summary_writer(), collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
 
@@ -219,6 +232,8 @@ class UniversalRAGService:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True)
+        if self._chat is not None:
+            self._chat.close()
         self.db.dispose()
 
 

@@ -9,7 +9,6 @@ written in transactions of ``BATCH_DOCUMENTS``, under the collection's reindex l
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +17,11 @@ from rag_service.db import metadata as repo
 from rag_service.db.database import Database
 from rag_service.db.keywords import backfill_keywords
 from rag_service.db.locks import reindex_lock
+from rag_service.ingest.pipeline import user_metadata
+from rag_service.ingest.summary import SummaryWriter
 
 #: documents per transaction
 BATCH_DOCUMENTS = 100
-
-#: builds a document's stored metadata from its text and current metadata (the Indexer's)
-MetadataBuilder = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(slots=True)
@@ -35,6 +33,7 @@ class BackfillReport:
     chunks: int = 0
     summaries: int = 0
     seconds: float = 0.0
+    degraded: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
@@ -44,6 +43,7 @@ class BackfillReport:
             f"documents:   {self.documents} ({self.summaries} with a summary)",
             f"chunks:      {self.chunks} keyword lists recomputed",
             f"time:        {self.seconds:.1f} s",
+            *(f"degraded:    {line}" for line in self.degraded),
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,11 +54,12 @@ class BackfillReport:
             "chunks": self.chunks,
             "summaries": self.summaries,
             "seconds": round(self.seconds, 3),
+            "degraded": list(self.degraded),
         }
 
 
 def build_metadata(
-    db: Database, settings: Settings, build: MetadataBuilder, *, collection: str | None = None
+    db: Database, settings: Settings, summaries: SummaryWriter, *, collection: str | None = None
 ) -> BackfillReport:
     """Recompute summaries and keywords of every document of ``collection`` (or of all collections)."""
     started = time.perf_counter()
@@ -74,7 +75,7 @@ def build_metadata(
                 with db.transaction() as session:
                     for ref in batch:
                         text, stored = repo.document_text(session, ref.id)
-                        metadata = build(text, stored)
+                        metadata = {**user_metadata(stored), **summaries.metadata(text)}
                         report.summaries += 1 if metadata.get("summary") else 0
                         repo.set_document_metadata(session, ref.id, metadata)
                     ids = repo.chunk_ids(session, [ref.id for ref in batch])
@@ -89,5 +90,6 @@ def build_metadata(
                     )
                 report.documents += len(batch)
                 report.chunks += len(ids)
+    report.degraded = summaries.degraded()
     report.seconds = time.perf_counter() - started
     return report

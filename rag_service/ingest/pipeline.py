@@ -37,7 +37,8 @@ from rag_service.ingest.loaders import discover_files, load_document
 from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
-from rag_service.ingest.summary import extractive_summary
+from rag_service.ingest.summary import SummaryWriter
+from rag_service.llm import ChatModel
 from rag_service.records import from_fields
 
 #: chunks gathered across documents before one call to the embedding model
@@ -137,10 +138,11 @@ class _Pending:
 class Indexer:
     """Indexes files (or stored texts) into one collection."""
 
-    def __init__(self, db: Database, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, db: Database, embedder: Embedder, settings: Settings, *, chat: ChatModel | None = None) -> None:
         self.db = db
         self.embedder = embedder
         self.settings = settings
+        self.chat = chat if settings.llm_summaries else None
         self.keywords = repo.ChunkKeywords(
             count=settings.chunk_keywords,
             in_bm25=settings.keywords_in_bm25,
@@ -148,12 +150,9 @@ class Indexer:
             bm25_b=settings.bm25_b,
         )
 
-    def document_metadata(self, text: str, metadata: dict[str, Any]) -> dict[str, Any]:
-        """What ``documents.metadata`` stores: the caller's ``metadata`` and the generated ``summary``."""
-        summary = extractive_summary(text, sentences=self.settings.summary_sentences)
-        if not summary:
-            return user_metadata(metadata)
-        return {**user_metadata(metadata), "summary": summary, "summary_source": "extractive"}
+    def summary_writer(self) -> SummaryWriter:
+        """The summary writer of one run (the LLM's when configured, else extractive)."""
+        return SummaryWriter(sentences=self.settings.summary_sentences, chat=self.chat)
 
     # -- public entry points -------------------------------------------------------------------------
 
@@ -341,6 +340,7 @@ class _Batch:
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
         self._inflight: tuple[Any, ...] | None = None
         self._known: dict[str, repo.StoredDocument | None] = {}
+        self.summaries = indexer.summary_writer()
 
     def look_up(self, sources: dict[Path, str]) -> None:
         """Fetch what is stored for these files in one query, instead of one round trip per document.
@@ -420,7 +420,7 @@ class _Batch:
         chunked, model_seconds = self.indexer._chunk(strategy, text, source)
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
-        metadata = self.indexer.document_metadata(text, metadata)
+        metadata = {**user_metadata(metadata), **self.summaries.metadata(text)}
         embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
@@ -465,6 +465,7 @@ class _Batch:
         self.flush()
         self.flush()
         self._model.shutdown(wait=True)
+        self.report.degraded.extend(self.summaries.degraded())
 
     def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
         started = time.perf_counter()

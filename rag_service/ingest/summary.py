@@ -14,7 +14,9 @@ import re
 from functools import cache
 from typing import Any
 
+from rag_service.errors import LLMError
 from rag_service.ingest.sentence import sentence_spans
+from rag_service.llm import ChatModel, summarize
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
@@ -102,3 +104,47 @@ def extractive_summary(text: str, *, sentences: int = 3) -> str:
     if len(summary) > MAX_SUMMARY_CHARS:
         summary = summary[:MAX_SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
     return summary
+
+
+class SummaryWriter:
+    """Writes one run's document summaries: by the LLM when one is configured, else extractive.
+
+    An LLM failure (timeout, error status, empty answer) gives that document the extractive summary;
+    after ``MAX_CONSECUTIVE_FAILURES`` failures in a row the run stops asking the LLM, so a dead
+    endpoint costs a few timeouts, not one per document. ``degraded()`` says what happened, for the
+    ingest report.
+    """
+
+    MAX_CONSECUTIVE_FAILURES = 3
+
+    def __init__(self, *, sentences: int, chat: ChatModel | None = None) -> None:
+        self.sentences = sentences
+        self.chat = chat
+        self.failures = 0
+        self._consecutive = 0
+        self._first_reason = ""
+
+    def metadata(self, text: str) -> dict[str, str]:
+        """``{"summary": ..., "summary_source": "extractive" | "llm:<model>"}``, or ``{}`` when none."""
+        if self.chat is not None and self._consecutive < self.MAX_CONSECUTIVE_FAILURES and text.strip():
+            try:
+                summary = summarize(self.chat, text)
+            except LLMError as exc:
+                self.failures += 1
+                self._consecutive += 1
+                self._first_reason = self._first_reason or str(exc)
+            else:
+                self._consecutive = 0
+                return {"summary": summary, "summary_source": self.chat.name}
+        summary = extractive_summary(text, sentences=self.sentences)
+        return {"summary": summary, "summary_source": "extractive"} if summary else {}
+
+    def degraded(self) -> list[str]:
+        """One line per problem, e.g. ``summary: the LLM failed for 3 documents ...``; empty when none."""
+        if not self.failures:
+            return []
+        stopped = " and was not asked again in this run" if self._consecutive >= self.MAX_CONSECUTIVE_FAILURES else ""
+        return [
+            f"summary: the LLM failed for {self.failures} document(s){stopped}; they got extractive summaries "
+            f"(first error: {self._first_reason})"
+        ]
