@@ -7,7 +7,9 @@ summaries are timed), once per configuration and round, configurations interleav
 each round: nothing, keywords only, summaries only, both. Each run goes into a new collection, so
 keywords see the collection growing as on a first ingestion. Prints the median seconds per run, the
 extra milliseconds per chunk over "nothing", and that extra as a share of the bundled model's
-embedding time (``--embed-rate`` chunks per second: ~45 on this 2-core machine, docs/notes.md).
+embedding time per chunk, measured in the same run on ``--model-sample`` of the chunks (the machine's
+load moves both alike; ``--model-sample 0`` uses ``--embed-rate`` instead). ``--files N`` takes the
+first N files only.
 
     .venv/bin/python scripts/bench_metadata.py --rounds 3
 """
@@ -17,9 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CONFIGS = {
@@ -36,7 +40,14 @@ def main() -> int:
     parser.add_argument("dir", type=Path, nargs="?", default=default_docs)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--embed-rate", type=float, default=45.0, help="model chunks per second, for the share")
+    parser.add_argument("--model-sample", type=int, default=256, help="chunks embedded by the model to time it")
+    parser.add_argument("--files", type=int, default=None, help="the first N files only")
     args = parser.parse_args()
+    if args.files is not None:
+        folder = Path(tempfile.mkdtemp(prefix="rag-bench-meta-docs-"))
+        for path in sorted(args.dir.rglob("*.md"))[: args.files]:
+            shutil.copy(path, folder / path.name)
+        args.dir = folder
 
     with tempfile.TemporaryDirectory(prefix="rag-bench-meta-") as data_dir:
         os.environ.setdefault("RAG_DATA_DIR", data_dir)
@@ -67,6 +78,9 @@ def main() -> int:
                     return 1
                 seconds[name].append(report.seconds)
                 chunks = report.chunks_written
+        model_ms = 1000.0 / args.embed_rate
+        if args.model_sample > 0:
+            model_ms = _model_ms_per_chunk(db, "bench-nothing-0", args.model_sample)
         engine.dispose()
 
     base = statistics.median(seconds["nothing"])
@@ -81,6 +95,27 @@ def main() -> int:
         extra = (median - base) * 1000.0 / chunks
         print(f"| {name} | {median:.2f} | {extra:.2f} | {extra / model_ms:.1%} |")
     return 0
+
+
+def _model_ms_per_chunk(db: object, collection: str, sample: int) -> float:
+    """Milliseconds per chunk the bundled MiniLM takes on ``sample`` stored chunk texts (batches as ingestion)."""
+    from sqlalchemy import text
+
+    from rag_service.config import BUNDLED_MINILM
+    from rag_service.embed import embedder_for
+
+    with db.transaction() as session:  # type: ignore[attr-defined]
+        texts = list(
+            session.execute(
+                text("SELECT content FROM document_chunks WHERE collection = :c ORDER BY id LIMIT :n"),
+                {"c": collection, "n": sample},
+            ).scalars()
+        )
+    model = embedder_for(BUNDLED_MINILM)
+    model.embed_documents(texts[:8])  # load it
+    started = time.perf_counter()
+    model.embed_documents(texts)
+    return (time.perf_counter() - started) * 1000.0 / len(texts)
 
 
 if __name__ == "__main__":
