@@ -24,30 +24,27 @@ DEFAULT_KEYWORD_COUNT = 8
 # A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
 # statistics (it is being inserted) and 0 when it is (a backfill).
 KEYWORDS_SQL = """(
-WITH kw_terms AS (
-    SELECT u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf
-    FROM unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST(:content AS text))) AS u
-    WHERE u.lexeme ~ '[[:alpha:]]' AND length(u.lexeme) BETWEEN 2 AND 40
-      AND 2 * length(regexp_replace(u.lexeme, '[^0-9]', '', 'g')) <= length(u.lexeme)
-), kw_size AS (
-    SELECT coalesce(sum(tf), 0) AS len FROM kw_terms
-), kw_collection AS (
-    SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,
-           greatest(coalesce(max(s.total_length), 0) + :self_count * (SELECT len FROM kw_size), 1)::float8
-               / greatest(coalesce(max(s.chunk_count), 0) + :self_count, 1) AS avglen
-    FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
-), kw_top AS (
+WITH kw_top AS (
     SELECT t.lexeme,
            ln(1.0 + (c.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (:bm25_k1 + 1.0)
-               / (t.tf + :bm25_k1 * (1.0 - :bm25_b + :bm25_b * z.len / c.avglen)) AS score
-    FROM kw_terms t
-    CROSS JOIN kw_collection c
-    CROSS JOIN kw_size z
+               / (t.tf + :bm25_k1 * (1.0 - :bm25_b + :bm25_b * t.len / c.avglen)) AS score
+    FROM (
+        SELECT u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf,
+               sum(greatest(coalesce(cardinality(u.positions), 0), 1)) OVER ()::float8 AS len
+        FROM unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST(:content AS text))) AS u
+        WHERE u.lexeme ~ '[[:alpha:]]' AND length(u.lexeme) BETWEEN 2 AND 40
+          AND 2 * length(regexp_replace(u.lexeme, '[^0-9]', '', 'g')) <= length(u.lexeme)
+    ) t
+    CROSS JOIN (
+        SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,
+               coalesce(max(s.total_length), 0)::float8 AS total
+        FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
+    ) c0
     CROSS JOIN LATERAL (
-        SELECT greatest(coalesce((SELECT s.doc_freq FROM lexeme_stats s
-                                  WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme), 0)
-                        + :self_count, 1)::float8 AS df
-    ) d
+        SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
+    ) c
+    LEFT JOIN lexeme_stats s ON s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme
+    CROSS JOIN LATERAL (SELECT greatest(coalesce(s.doc_freq, 0) + :self_count, 1)::float8 AS df) d
     ORDER BY score DESC, t.lexeme
     LIMIT :keyword_count
 ), kw_words AS (
