@@ -77,6 +77,27 @@ class Settings:
     embed_headers: bool = _setting(
         True, "embed a chunk under headers with its document title and header path first (as BM25 sees it)"
     )
+    chunk_keywords: int = _setting(
+        8, "keywords per chunk in metadata.keywords (BM25-weighted terms); 0: none", ge=0, le=50
+    )
+    keywords_in_bm25: bool = _setting(
+        False, "add each chunk's keywords to its BM25 text (off: measured in docs/benchmarks.md)"
+    )
+    summary_sentences: int = _setting(
+        3, "sentences of each document's extractive metadata.summary; 0: none", ge=0, le=20
+    )
+    llm_base_url: str | None = _setting(
+        None, "OpenAI-compatible endpoint up to /v1 (e.g. http://localhost:8000/v1); unset: no LLM"
+    )
+    llm_model: str | None = _setting(None, "model name sent to the LLM endpoint")
+    llm_api_key: Secret | None = _setting(None, "bearer token of the LLM endpoint, if needed")  # noqa: RUF009
+    llm_timeout_s: float = _setting(30.0, "seconds per LLM call before it degrades", ge=0.001, le=600)
+    llm_summaries: bool = _setting(True, "with an LLM configured, it writes document summaries")
+    llm_rerank: bool = _setting(False, "with an LLM configured, it reranks the top candidates")
+    llm_rerank_top: int = _setting(10, "candidates the LLM rescores per query", ge=1, le=50)
+    llm_rerank_weights: str = _setting(
+        "0.5,0.3,0.2", "weights of LLM relevance, vector score and position in the LLM rerank; sum 1"
+    )
     max_file_bytes: int = _setting(20 * 1024 * 1024, "larger files are reported", ge=1)
     embedded_shared_buffers: str = _setting(DEFAULT_SHARED_BUFFERS, "shared_buffers of the embedded server")
     hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=1000)
@@ -94,6 +115,8 @@ class Settings:
     log_level: str = _setting("WARNING")
 
     def __post_init__(self) -> None:
+        if isinstance(self.llm_api_key, str):  # a plain string given in code is kept out of reprs too
+            object.__setattr__(self, "llm_api_key", Secret(self.llm_api_key))
         for spec in fields(self):
             value = getattr(self, spec.name)
             if value is None:
@@ -106,6 +129,45 @@ class Settings:
             raise ConfigurationError(
                 f"RAG_FTS_CONFIG ({self.fts_config!r}) must be a text-search configuration name, e.g. 'english'"
             )
+        try:
+            llm_rerank_weights(self.llm_rerank_weights)
+        except ValueError as exc:
+            raise ConfigurationError(f"RAG_LLM_RERANK_WEIGHTS: {exc}") from None
+        if self.llm_base_url and not self.llm_model:
+            raise ConfigurationError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
+
+    @property
+    def llm_configured(self) -> bool:
+        """Whether an LLM endpoint is set (then ``llm_model`` is too)."""
+        return bool(self.llm_base_url)
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A setting kept out of reprs and logs; ``get_secret_value()`` reads it."""
+
+    value: str = field(repr=False)
+
+    def get_secret_value(self) -> str:
+        """The secret itself."""
+        return self.value
+
+    def __str__(self) -> str:
+        return "**********"
+
+
+def llm_rerank_weights(value: str) -> tuple[float, float, float]:
+    """``"semantic,vector,position"`` as three weights in 0..1 summing to 1 (NeuroLink's multi-factor score)."""
+    parts = value.split(",")
+    try:
+        weights = tuple(float(p) for p in parts)
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or any(not 0.0 <= w <= 1.0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
+        raise ValueError(
+            f"{value!r} must be three weights semantic,vector,position in 0..1 summing to 1, e.g. 0.5,0.3,0.2"
+        )
+    return weights[0], weights[1], weights[2]
 
 
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
@@ -132,6 +194,8 @@ def _parse(name: str, kind: str, raw: str) -> Any:
         raise ConfigurationError(f"RAG_{name.upper()} ({raw!r}) must be true or false")
     if kind == "Path":
         return Path(raw)
+    if kind == "Secret":
+        return Secret(raw)
     return raw
 
 
@@ -164,6 +228,8 @@ class Preset:
     fusion_method: FusionMethod = DEFAULT_FUSION_METHOD
     candidate_k: int = DEFAULT_CANDIDATE_K
     keyword_scorer: KeywordScorer = DEFAULT_KEYWORD_SCORER
+    #: the formatter shows each source's summary and each chunk's keywords
+    show_metadata: bool = False
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
         """Return a copy with per-call overrides applied and validated."""

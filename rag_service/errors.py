@@ -15,6 +15,7 @@
     ├── ChunkingError             invalid chunker settings (unknown strategy, overlap >= size)
     ├── ReindexInProgressError    another reindex holds this collection's lock
     ├── ModelLoadError            an embedding or reranking model cannot be loaded
+    ├── LLMError                  the LLM endpoint timed out, failed or answered nonsense (stages degrade)
     └── MissingExtraError         an optional integration's framework is not installed (also an ImportError)
 
 The CLI turns any ``RagError`` into ``error: <message>`` and exit status 1.
@@ -83,6 +84,10 @@ class ReindexInProgressError(RagError):
 
 class ModelLoadError(RagError):
     """A model could not be loaded from its name or path."""
+
+
+class LLMError(RagError):
+    """The LLM endpoint (``RAG_LLM_BASE_URL``) did not give a usable answer; callers degrade the stage."""
 
 
 class MissingExtraError(RagError, ImportError):

@@ -14,6 +14,10 @@ Layout (groups and chunks separated by a blank line)::
     <chunk text>
     [… truncated]
 
+With ``show_metadata`` (the preset's column), a group header is followed by its document's summary
+(``Summary: ...``) and a chunk's header line ends with its keywords (``· keywords: a, b``), where
+ingestion stored them.
+
 Groups are ordered by their best chunk's relevance, chunks inside a group by relevance; ``[n]`` is
 ``Source.number``. Chunks are admitted in relevance order while they fit. A chunk that does not fit
 whole is cut at a token boundary (never inside a character) and followed by the marker line
@@ -73,6 +77,7 @@ class _Group:
     source: str
     title: str
     entries: list[_Entry] = field(default_factory=list)
+    summary: str = ""
 
 
 def _clean(text: str) -> str:
@@ -95,13 +100,23 @@ def _relevance(chunk: RetrievedChunk) -> float:
 
 def _group_header(number: int, group: _Group) -> str:
     head = f"[{number}] {_one_line(group.source)}"
-    return f"{head} — {group.title}" if group.title and group.title != group.source else head
+    head = f"{head} — {group.title}" if group.title and group.title != group.source else head
+    return f"{head}\nSummary: {group.summary}" if group.summary else head
 
 
-def _chunk_header(chunk: RetrievedChunk) -> str:
+def _new_group(chunk: RetrievedChunk, show_metadata: bool) -> _Group:
+    summary = _one_line(chunk.summary) if show_metadata else ""
+    return _Group(chunk.source, _one_line(chunk.title), summary=summary)
+
+
+def _chunk_header(chunk: RetrievedChunk, show_metadata: bool = False) -> str:
     percent = round(min(1.0, max(0.0, _relevance(chunk))) * 100)
     path = _one_line(chunk.header_path)
-    return f"§ {path} (relevance {percent}%)" if path else f"(relevance {percent}%)"
+    line = f"§ {path} (relevance {percent}%)" if path else f"(relevance {percent}%)"
+    keywords = chunk.metadata.get("keywords") if show_metadata else None
+    if keywords and isinstance(keywords, list):
+        line += " · keywords: " + ", ".join(_one_line(str(k)) for k in keywords)
+    return line
 
 
 def _render(groups: Sequence[_Group]) -> str:
@@ -116,8 +131,9 @@ def _render(groups: Sequence[_Group]) -> str:
 class _Builder:
     """Admits chunks one at a time and keeps the layout and a running token estimate."""
 
-    def __init__(self, enc: tiktoken.Encoding, max_tokens: int, min_cut_tokens: int) -> None:
+    def __init__(self, enc: tiktoken.Encoding, max_tokens: int, min_cut_tokens: int, show_metadata: bool) -> None:
         self.enc = enc
+        self.show_metadata = show_metadata
         self.max_tokens = max_tokens
         self.min_cut_tokens = min_cut_tokens
         self.groups: dict[str, _Group] = {}
@@ -135,7 +151,7 @@ class _Builder:
         chunk = entry.chunk
         group = self.groups.get(chunk.source)
         if group is None:
-            group = self.groups[chunk.source] = _Group(chunk.source, _one_line(chunk.title))
+            group = self.groups[chunk.source] = _new_group(chunk, self.show_metadata)
         group.entries.append(entry)
         self.admitted.append(entry)
 
@@ -150,8 +166,7 @@ class _Builder:
         """Estimated tokens a new entry adds besides its block: separator and maybe a group header."""
         cost = 1 if self.admitted else 0  # "\n\n" before it
         if chunk.source not in self.groups:
-            title = _one_line(chunk.title)
-            header = _group_header(len(self.groups) + 1, _Group(chunk.source, title))
+            header = _group_header(len(self.groups) + 1, _new_group(chunk, self.show_metadata))
             cost += self.count(header) + 1  # header line and its "\n"
         return cost
 
@@ -243,17 +258,18 @@ def format_context(
     max_tokens: int,
     encoding: str = DEFAULT_ENCODING,
     min_cut_tokens: int = MIN_CUT_TOKENS,
+    show_metadata: bool = False,
 ) -> FormattedContext:
     """Lay out ``chunks`` for an LLM within ``max_tokens`` tokens (see the module docstring).
 
     An empty ``chunks`` gives an empty text with 0 tokens. ``sources`` lists only the sources that
-    appear in the text, numbered as cited.
+    appear in the text, numbered as cited. ``show_metadata`` adds summaries and keywords.
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
         raise ConfigurationError(f"max_tokens ({max_tokens!r}) must be a positive integer; pass e.g. 2000")
     if isinstance(min_cut_tokens, bool) or not isinstance(min_cut_tokens, int) or min_cut_tokens < 1:
         raise ConfigurationError(f"min_cut_tokens ({min_cut_tokens!r}) must be an integer >= 1")
-    builder = _Builder(get_encoding(encoding), max_tokens, min_cut_tokens)
+    builder = _Builder(get_encoding(encoding), max_tokens, min_cut_tokens, show_metadata)
     order = sorted(range(len(chunks)), key=lambda i: (-_relevance(chunks[i]), i))
     omitted = False
     for i in order:
@@ -261,7 +277,7 @@ def format_context(
         if builder.cut_entry is not None:
             omitted = True
             continue
-        if not builder.offer(chunk, _chunk_header(chunk), _clean(chunk.content).strip()):
+        if not builder.offer(chunk, _chunk_header(chunk, show_metadata), _clean(chunk.content).strip()):
             omitted = True
     text, total, dropped = builder.settle()
 
@@ -282,7 +298,9 @@ def format_context(
     )
 
 
-def layout_overhead(chunks: Sequence[RetrievedChunk], *, encoding: str = DEFAULT_ENCODING) -> int:
+def layout_overhead(
+    chunks: Sequence[RetrievedChunk], *, encoding: str = DEFAULT_ENCODING, show_metadata: bool = False
+) -> int:
     """Tokens the layout of ``chunks`` takes besides their texts: group and chunk header lines.
 
     Counted on the layout with empty texts, plus two tokens per chunk for the line break before its
@@ -291,8 +309,8 @@ def layout_overhead(chunks: Sequence[RetrievedChunk], *, encoding: str = DEFAULT
     """
     groups: dict[str, _Group] = {}
     for chunk in chunks:
-        group = groups.setdefault(chunk.source, _Group(chunk.source, _one_line(chunk.title)))
-        group.entries.append(_Entry(chunk, _chunk_header(chunk)))
+        group = groups.setdefault(chunk.source, _new_group(chunk, show_metadata))
+        group.entries.append(_Entry(chunk, _chunk_header(chunk, show_metadata)))
     if not groups:
         return 0
     return len(get_encoding(encoding).encode(_render(list(groups.values())), disallowed_special=())) + 2 * len(chunks)

@@ -22,21 +22,23 @@ class ChunkScores:
     """Per-stage scores of one chunk; ``None`` where the stage did not score it.
 
     ``vector`` is the cosine similarity, ``keyword`` the full-text rank, ``fused`` the hybrid fusion
-    score (RRF or linear) and ``rerank`` the reranker's score.
+    score (RRF or linear), ``rerank`` the reranker's score and ``llm`` the LLM's relevance rating (0..1).
     """
 
     vector: float | None = None
     keyword: float | None = None
     fused: float | None = None
     rerank: float | None = None
+    llm: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, rerank."""
+        """The scores that are set, in the order vector, keyword, fused, rerank, llm."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
             ("rerank", self.rerank),
+            ("llm", self.llm),
         )
         return {name: float(value) for name, value in pairs if value is not None}
 
@@ -73,6 +75,10 @@ class RetrievedChunk:
     parent: tuple[str, int, int] | None = field(default=None, repr=False, compare=False)
     match_start: int = -1
     match_end: int = -1
+    #: the chunk's stored metadata: ``keywords`` (its most distinctive terms), ``page_start``/``page_end``
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: its document's ``metadata.summary`` ("" when none)
+    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.match_start < 0 or self.match_end < 0:
@@ -97,6 +103,8 @@ class RetrievedChunk:
             "relevance_score": float(self.relevance_score),
             "scores": self.scores.as_dict(),
             "content_hash": self.content_hash,
+            "metadata": dict(self.metadata),
+            "summary": self.summary,
             "content": self.content,
         }
 
@@ -125,6 +133,8 @@ class RetrievalMetrics:
     query_variants: int = 1
     #: where the search read ran: ``primary`` or ``replica N`` (``RAG_READ_DATABASE_URL``, from 1)
     read_from: str = "primary"
+    #: time of the LLM rerank call (``RAG_LLM_RERANK``), 0 when it did not run
+    llm_time_ms: float = 0.0
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -140,6 +150,7 @@ class RetrievalMetrics:
             "mmr_time_ms": float(self.mmr_time_ms),
             "parents_time_ms": float(self.parents_time_ms),
             "format_time_ms": float(self.format_time_ms),
+            "llm_time_ms": float(self.llm_time_ms),
             "total_time_ms": float(self.total_time_ms),
             "total_candidates": int(self.total_candidates),
             "after_rerank": int(self.after_rerank),

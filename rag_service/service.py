@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
     from rag_service.retrieve.rerank import Reranker, RerankerCache
     from rag_service.retrieve.retriever import RetrievalOptions, Retriever
 
+if TYPE_CHECKING:
+    from rag_service.ingest.backfill import BackfillReport
+    from rag_service.llm import ChatModel, OpenAICompatibleChat
+
 _NOT_GIVEN: Any = object()
 
 
@@ -54,6 +58,7 @@ class UniversalRAGService:
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._chat: OpenAICompatibleChat | None = None
         self._check_embedding_record()
         self._retriever_instance: Retriever | None = None
         self._parts_lock = threading.RLock()
@@ -83,7 +88,7 @@ class UniversalRAGService:
                 from rag_service.retrieve.retriever import Retriever
 
                 self._retriever_instance = Retriever(
-                    self.db, self.embedder, self.reranker, self.settings, reads=self.reads
+                    self.db, self.embedder, self.reranker, self.settings, reads=self.reads, chat=self.chat_model
                 )
             return self._retriever_instance
 
@@ -92,6 +97,17 @@ class UniversalRAGService:
         from rag_service.retrieve.retriever import RetrievalOptions
 
         return RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
+
+    def chat_model(self) -> ChatModel | None:
+        """The LLM of ``RAG_LLM_BASE_URL`` (built on first use), or None when none is configured."""
+        if not self.settings.llm_configured:
+            return None
+        with self._executor_lock:
+            if self._chat is None:
+                from rag_service.llm import chat_model_for
+
+                self._chat = chat_model_for(self.settings)
+            return self._chat
 
     def _check_embedding_record(self) -> None:
         with self.db.transaction() as session:
@@ -102,7 +118,7 @@ class UniversalRAGService:
     # -- ingestion -----------------------------------------------------------------------------------
 
     def _indexer(self) -> Indexer:
-        return Indexer(self.db, self.embedder(), self.settings)
+        return Indexer(self.db, self.embedder(), self.settings, chat=self.chat_model())
 
     def index_paths(
         self,
@@ -158,6 +174,14 @@ class UniversalRAGService:
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``."""
         return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
+
+    def build_metadata(self, *, collection: str | None = None) -> BackfillReport:
+        """Recompute document summaries and chunk keywords of stored documents (no re-embedding)."""
+        from rag_service.ingest.backfill import build_metadata
+
+        if collection is not None:
+            validate_collection(collection)
+        return build_metadata(self.db, self.settings, self._indexer().summary_writer(), collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
 
@@ -238,6 +262,8 @@ class UniversalRAGService:
         if executor is not None:
             executor.shutdown(wait=True)
         self.reads.dispose()
+        if self._chat is not None:
+            self._chat.close()
         self.db.dispose()
 
 

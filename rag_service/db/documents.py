@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import bindparam, delete, select, text, update
+from sqlalchemy import TextClause, bindparam, delete, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
-from rag_service.config import SCHEMA_EMBEDDING_DIM
+from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
+from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import Document, DocumentChunk
 
 if TYPE_CHECKING:
@@ -48,18 +50,53 @@ class ChunkRow:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-_INSERT_CHUNK = text(
-    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
-    "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
-    "embedding, content_tsv, metadata) "
-    "VALUES (:document_id, :collection, :chunk_index, :chunk_type, :content, :parent_content, :parent_start, "
-    ":parent_end, :headers, :header_path, :start_char, :end_char, :token_count, :content_hash, :embedding, "
-    "to_tsvector(CAST(:fts_config AS regconfig), :search_prefix || E'\\n' || :content), :metadata)"
-).bindparams(
-    bindparam("headers", type_=JSONB),
-    bindparam("metadata", type_=JSONB),
-    bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
+_CHUNK_COLUMNS = (
+    "document_id, collection, chunk_index, chunk_type, content, parent_content, parent_start, parent_end, headers, "
+    "header_path, start_char, end_char, token_count, content_hash, embedding, content_tsv, metadata"
 )
+_CHUNK_TSV = "to_tsvector(CAST(:fts_config AS regconfig), :search_prefix || E'\\n' || :content)"
+_CHUNK_VALUES = (
+    "CAST(:document_id AS bigint), CAST(:collection AS varchar), CAST(:chunk_index AS integer), "
+    "CAST(:chunk_type AS varchar), CAST(:content AS text), CAST(:parent_content AS text), "
+    "CAST(:parent_start AS integer), CAST(:parent_end AS integer), :headers, CAST(:header_path AS text), "
+    "CAST(:start_char AS integer), CAST(:end_char AS integer), CAST(:token_count AS integer), "
+    "CAST(:content_hash AS varchar), :embedding"
+)
+
+
+@cache
+def _insert_chunk(*, keywords: bool, keywords_in_bm25: bool) -> TextClause:
+    """The chunk INSERT; with ``keywords``, ``metadata.keywords`` is computed in the same statement
+    (``db.keywords``), and with ``keywords_in_bm25`` the keywords are added to the stored tsvector."""
+    # every piece is a constant of this module or of db.keywords; values are bound parameters
+    if not keywords:
+        sql = f"INSERT INTO document_chunks ({_CHUNK_COLUMNS}) VALUES ({_CHUNK_VALUES}, {_CHUNK_TSV}, :metadata)"  # noqa: S608
+    else:
+        tsv = _CHUNK_TSV
+        if keywords_in_bm25:
+            words = "(SELECT coalesce(string_agg(value, ' '), '') FROM jsonb_array_elements_text(kw.keywords))"
+            tsv = f"{_CHUNK_TSV} || to_tsvector(CAST(:fts_config AS regconfig), {words})"
+        sql = (
+            f"INSERT INTO document_chunks ({_CHUNK_COLUMNS}) "  # noqa: S608
+            f"SELECT {_CHUNK_VALUES}, {tsv}, :metadata || jsonb_build_object('keywords', kw.keywords) "
+            f"FROM (SELECT {KEYWORDS_SQL} AS keywords) kw"
+        )
+    return text(sql).bindparams(
+        bindparam("headers", type_=JSONB),
+        bindparam("metadata", type_=JSONB),
+        bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkKeywords:
+    """How chunks get ``metadata.keywords`` when written (``db.keywords``); ``count`` 0: none."""
+
+    count: int = DEFAULT_KEYWORD_COUNT
+    in_bm25: bool = False
+    bm25_k1: float = DEFAULT_BM25_K1
+    bm25_b: float = DEFAULT_BM25_B
+
 
 _UPSERT_DOCUMENT = text(
     "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata) "
@@ -145,11 +182,15 @@ def replace_document(
     fts_config: str,
     chunks: Sequence[ChunkRow],
     metadata: dict[str, Any] | None = None,
+    keywords: ChunkKeywords | None = None,
 ) -> tuple[int, bool]:
     """Insert or update the document and replace all its chunks; returns (id, created).
 
     Runs inside the caller's transaction, so readers see the old or the new version, never a mix.
+    Each chunk gets ``metadata.keywords`` as ``keywords`` says (default: ``ChunkKeywords()``).
     """
+    keywords = keywords or ChunkKeywords()
+    with_keywords = keywords.count > 0
     row = session.execute(
         _UPSERT_DOCUMENT,
         {
@@ -167,8 +208,19 @@ def replace_document(
     if not created:
         session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
     if chunks:
+        statement = _insert_chunk(keywords=with_keywords, keywords_in_bm25=with_keywords and keywords.in_bm25)
+        extra = (
+            {
+                "self_count": 1,
+                "keyword_count": keywords.count,
+                "bm25_k1": float(keywords.bm25_k1),
+                "bm25_b": float(keywords.bm25_b),
+            }
+            if with_keywords
+            else {}
+        )
         session.execute(
-            _INSERT_CHUNK,
+            statement,
             [
                 {
                     "document_id": document_id,
@@ -189,6 +241,7 @@ def replace_document(
                     "fts_config": fts_config,
                     "search_prefix": search_prefix(title, c.header_path),
                     "metadata": c.metadata,
+                    **extra,
                 }
                 for c in chunks
             ],

@@ -166,6 +166,8 @@ class RagConfiguration(Base):
     fusion_method: Mapped[str] = mapped_column(String(16), nullable=False, server_default="linear")
     candidate_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="20")
     keyword_scorer: Mapped[str] = mapped_column(String(16), nullable=False, server_default="bm25")
+    #: the formatter shows document summaries and chunk keywords (migration 0007)
+    show_metadata: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
 

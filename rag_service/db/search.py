@@ -179,6 +179,8 @@ def build_search(request: SearchRequest) -> Select[Any]:
             c.parent_content,
             c.parent_start,
             c.parent_end,
+            c.meta.label("metadata"),
+            func.coalesce(d.meta["summary"].astext, "").label("summary"),
             func.vector_send(c.embedding).label("embedding_bytes"),
             fused.c.vector_rank,
             fused.c.keyword_rank,
@@ -334,6 +336,7 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
             row,
             chunk_id=row.id,
             headers=row.headers or {},
+            metadata=row.metadata or {},
             embedding=vector_from_send(row.embedding_bytes),
             fused_score=float(row.fused_score),
         )

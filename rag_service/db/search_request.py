@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, String, bindparam, cast, select
-from sqlalchemy.dialects.postgresql import REGCONFIG
+from sqlalchemy import ColumnElement, String, bindparam, cast, func, literal, select
+from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 
 from rag_service.config import (
     DEFAULT_BM25_B,
@@ -33,6 +33,7 @@ FILTER_KEYS: Mapping[str, str] = {
     "metadata": "a dict the document metadata must contain",
     "document_id": "a document id (int)",
     "chunk_type": "'child' or 'text'",
+    "keywords": "a word or a list of words that must all be among the chunk's metadata.keywords (stemmed match)",
 }
 
 
@@ -46,6 +47,7 @@ class ChunkFilters:
     metadata: dict[str, Any] | None = None
     document_id: int | None = None
     chunk_type: str | None = None
+    keywords: tuple[str, ...] | None = None
 
     @classmethod
     def parse(cls, filters: Mapping[str, Any] | None) -> ChunkFilters:
@@ -69,7 +71,17 @@ class ChunkFilters:
         doc_id = filters.get("document_id")
         if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, int)):
             raise UnknownFilterError(f"filter 'document_id' must be an int, not {doc_id!r}")
-        return cls(**{k: filters[k] for k in FILTER_KEYS if k in filters})
+        values = {k: filters[k] for k in FILTER_KEYS if k in filters}
+        if "keywords" in values:
+            values["keywords"] = _keyword_filter(values["keywords"])
+        return cls(**values)
+
+
+def _keyword_filter(value: Any) -> tuple[str, ...]:
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list | tuple) or not words or not all(isinstance(w, str) and w.strip() for w in words):
+        raise UnknownFilterError(f"filter 'keywords' must be {FILTER_KEYS['keywords']}, not {value!r}")
+    return tuple(words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +142,9 @@ class SearchHit:
     parent_content: str | None
     parent_start: int | None
     parent_end: int | None
+    #: the chunk's ``metadata`` (``keywords``, PDF pages) and its document's ``metadata.summary``
+    metadata: dict[str, Any]
+    summary: str
     embedding: np.ndarray[Any, Any]
     vector_rank: int | None
     keyword_rank: int | None
@@ -159,6 +174,13 @@ def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list
         conds.append(DocumentChunk.document_id == bindparam("document_id", f.document_id))
     if f.chunk_type is not None:
         conds.append(DocumentChunk.chunk_type == bindparam("chunk_type", f.chunk_type))
+    if f.keywords is not None:
+        cfg = fts_config_expression(request)
+        stored = func.jsonb_to_tsvector(cfg, DocumentChunk.meta["keywords"], literal(["string"], JSONB))
+        for word in f.keywords:
+            conds.append(
+                stored.op("@@")(func.plainto_tsquery(cfg, bindparam("keyword", word, type_=String, unique=True)))
+            )
     return conds
 
 

@@ -36,6 +36,8 @@ from rag_service.ingest.loaders import discover_files, load_document
 from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.summary import SummaryWriter
+from rag_service.llm import ChatModel
 from rag_service.records import from_fields
 
 if TYPE_CHECKING:
@@ -104,6 +106,15 @@ def _metadata_suffix(metadata: dict[str, Any]) -> str:
     return ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
 
 
+#: keys of ``documents.metadata`` that ingestion writes itself; the rest is the caller's ``metadata``
+GENERATED_METADATA_KEYS = ("summary", "summary_source")
+
+
+def user_metadata(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored document's metadata without what ingestion generated (what its caller passed)."""
+    return {k: v for k, v in stored.items() if k not in GENERATED_METADATA_KEYS}
+
+
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
@@ -135,11 +146,22 @@ class _Pending:
 class Indexer:
     """Indexes files (or stored texts) into one collection."""
 
-    def __init__(self, db: Database, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, db: Database, embedder: Embedder, settings: Settings, *, chat: ChatModel | None = None) -> None:
         self.db = db
         self.embedder = embedder
         self.settings = settings
         self._fingerprints: dict[str, str] = {}  # per strategy: asked once per file, unchanged files too
+        self.chat = chat if settings.llm_summaries else None
+        self.keywords = repo.ChunkKeywords(
+            count=settings.chunk_keywords,
+            in_bm25=settings.keywords_in_bm25,
+            bm25_k1=settings.bm25_k1,
+            bm25_b=settings.bm25_b,
+        )
+
+    def summary_writer(self) -> SummaryWriter:
+        """The summary writer of one run (the LLM's when configured, else extractive)."""
+        return SummaryWriter(sentences=self.settings.summary_sentences, chat=self.chat)
 
     # -- public entry points -------------------------------------------------------------------------
 
@@ -240,7 +262,12 @@ class Indexer:
                     for doc in (d for d in stored if d.collection == name):
                         strategy = doc.chunker.split(":", 1)[0]
                         batch.add_text(
-                            doc.source, doc.title, doc.content, strategy=strategy, force=True, metadata=doc.metadata
+                            doc.source,
+                            doc.title,
+                            doc.content,
+                            strategy=strategy,
+                            force=True,
+                            metadata=user_metadata(doc.metadata),
                         )
                     batch.finish()
         report.seconds = time.perf_counter() - started
@@ -324,6 +351,7 @@ class _Batch:
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
         self._inflight: tuple[Any, ...] | None = None
         self._known: dict[str, repo.StoredDocument | None] = {}
+        self.summaries = indexer.summary_writer()
 
     def look_up(self, sources: dict[Path, str]) -> None:
         """Fetch what is stored for these files in one query, instead of one round trip per document.
@@ -386,6 +414,7 @@ class _Batch:
         strategy = resolve_strategy(strategy, source)
         digest = content_hash(text)
         embed_format = ":eh" if self.indexer.settings.embed_headers else ""
+        embed_format += ":kw" if self.indexer.keywords.in_bm25 and self.indexer.keywords.count > 0 else ""
         fingerprint = (
             f"{self.indexer._fingerprint(strategy)}:{repo.INDEX_FORMAT}{embed_format}{_metadata_suffix(metadata)}"
         )
@@ -402,6 +431,7 @@ class _Batch:
         chunked, model_seconds = self.indexer._chunk(strategy, text, source)
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
+        metadata = {**user_metadata(metadata), **self.summaries.metadata(text)}
         embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
@@ -446,6 +476,7 @@ class _Batch:
         self.flush()
         self.flush()
         self._model.shutdown(wait=True)
+        self.report.degraded.extend(self.summaries.degraded())
 
     def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
         started = time.perf_counter()
@@ -526,6 +557,7 @@ class _Batch:
             fts_config=self.indexer.settings.fts_config,
             chunks=rows,
             metadata=doc.metadata,
+            keywords=self.indexer.keywords,
         )
 
     def _fail(self, source: str, reason: str) -> None:

@@ -33,6 +33,8 @@ class IngestReport:
     seconds: float = 0.0
     embedding_seconds: float = 0.0
     chunking_seconds: float = 0.0
+    #: stages that could not run as configured (e.g. LLM summaries), one line each; empty when all ran
+    degraded: list[str] = field(default_factory=list)
 
     @property
     def filtered_total(self) -> int:
@@ -65,6 +67,7 @@ class IngestReport:
             out.append(f"re-keyed: {self.rekeyed} documents from working-directory-relative sources (issue 13)")
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += [f"skipped: {p.source}: {p.reason}" for p in self.skipped]
+        out += [f"degraded: {line}" for line in self.degraded]
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None) -> dict[str, 
     ``start_char``/``end_char`` are offsets into the source document's text, ``match_start``/
     ``match_end`` the span that matched the query; ``relevance_score`` is in 0..1; ``citation`` is
     the ``[n]`` of the chunk's source in the result's formatted context (None when the token budget
-    left the chunk out of it).
+    left the chunk out of it); ``keywords`` and ``summary`` are the chunk's and its document's (issue 17).
     """
     return {
         "source": chunk.source,
@@ -34,6 +34,8 @@ def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None) -> dict[str, 
         "match_end": int(chunk.match_end),
         "relevance_score": float(chunk.relevance_score),
         "scores": chunk.scores.as_dict(),
+        "keywords": list(chunk.metadata.get("keywords", [])),
+        "summary": chunk.summary,
         "citation": citation,
     }
 

@@ -10,19 +10,19 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_service.config import MAX_CANDIDATE_K, Preset, Settings
+from rag_service.config import MAX_CANDIDATE_K, Preset, Settings, llm_rerank_weights
 from rag_service.db.database import Database
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
 from rag_service.embed import Embedder
-from rag_service.errors import ModelLoadError
+from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import format_context, layout_overhead
 from rag_service.records import from_fields
-from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
+from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
@@ -38,7 +38,12 @@ from rag_service.retrieve.rerank import Reranker, ranked_order
 from rag_service.retrieve.windows import fit_to_budget
 from rag_service.tokens import get_encoding
 
+if TYPE_CHECKING:
+    from rag_service.llm import ChatModel
+
 RerankerSource = Callable[[], Reranker | None]
+#: the configured LLM (None: none configured); called only when the LLM rerank is switched on
+ChatSource = Callable[[], "ChatModel | None"]
 #: with ``return_parents``, each arm reads at least this many children per result asked for: children
 #: are grouped into sections, and ``max_chunks`` sections need more children than ``max_chunks``
 #: (ray-docs-qa, max_chunks 10: depth 40 instead of 20 gained 0.012 nDCG@10; docs/benchmarks.md)
@@ -68,12 +73,15 @@ class Retriever:
         settings: Settings,
         *,
         reads: ReadRouter | None = None,
+        chat: ChatSource | None = None,
     ) -> None:
         self.db = db
         self.reads = reads or ReadRouter(db)
         self._embedder = embedder
         self._reranker = reranker
+        self._chat = chat
         self.settings = settings
+        self._llm_weights = llm_rerank_weights(settings.llm_rerank_weights)
 
     def search_candidates(
         self,
@@ -160,6 +168,7 @@ class Retriever:
         metrics = RetrievalMetrics()
         chunks = self.search_candidates(text, preset, options, metrics, route)
         chunks = self._rerank(text, chunks, preset, metrics)
+        chunks = self._llm_rerank(text, chunks, metrics)
         metrics.after_rerank = len(chunks)
         metrics.total_time_ms = _ms(total_started)
         return chunks, metrics
@@ -188,11 +197,15 @@ class Retriever:
         metrics.mmr_time_ms = _ms(started)
         if preset.return_parents:
             started = time.perf_counter()
-            chunks = _fit_parents(chunks, max_tokens=preset.max_tokens, encoding=encoding)
+            chunks = _fit_parents(
+                chunks, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
+            )
             metrics.parents_time_ms += _ms(started)
 
         started = time.perf_counter()
-        formatted = format_context(chunks, max_tokens=preset.max_tokens, encoding=encoding)
+        formatted = format_context(
+            chunks, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
+        )
         metrics.format_time_ms = _ms(started)
         metrics.total_time_ms = _ms(total_started)
         return RAGResult(
@@ -230,6 +243,27 @@ class Retriever:
             for c, s in zip(chunks, scores, strict=True)
         ]
         return [rescored[i] for i in ranked_order(scores)]
+
+
+    def _llm_rerank(self, query: str, chunks: list[RetrievedChunk], metrics: RetrievalMetrics) -> list[RetrievedChunk]:
+        """NeuroLink's multi-factor rerank by the configured LLM; any LLM failure degrades the stage."""
+        if not self.settings.llm_rerank or self._chat is None or not chunks:
+            return chunks
+        model = self._chat()
+        if model is None:
+            return chunks  # no LLM configured: no call
+        from rag_service.retrieve.llm_rerank import llm_rerank
+
+        started = time.perf_counter()
+        try:
+            ranked = llm_rerank(query, chunks, model, weights=self._llm_weights, top=self.settings.llm_rerank_top)
+        except LLMError as exc:
+            metrics.degrade("llm_rerank", str(exc))
+            return chunks
+        finally:
+            metrics.llm_time_ms = _ms(started)
+        metrics.reranker = model.name if metrics.reranker == NO_RERANKER else f"{metrics.reranker}+{model.name}"
+        return ranked
 
 
 def _rerank_text(chunk: RetrievedChunk) -> str:
@@ -286,7 +320,9 @@ def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, i
 COUNT_SAMPLE_CHARS = 2000
 
 
-def _fit_parents(chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str) -> list[RetrievedChunk]:
+def _fit_parents(
+    chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str, show_metadata: bool = False
+) -> list[RetrievedChunk]:
     """Cut parents to windows around their matched children so every result fits the token budget."""
     enc = get_encoding(encoding)
 
@@ -296,7 +332,7 @@ def _fit_parents(chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str
         sample = len(enc.encode(text[:COUNT_SAMPLE_CHARS], disallowed_special=()))
         return math.ceil(sample * len(text) / COUNT_SAMPLE_CHARS)
 
-    budget = max_tokens - layout_overhead(chunks, encoding=encoding)
+    budget = max_tokens - layout_overhead(chunks, encoding=encoding, show_metadata=show_metadata)
     return fit_to_budget(chunks, budget=budget, count=count)
 
 

@@ -55,6 +55,7 @@ class PresetValues(_Strict):
     fusion_method: Literal["rrf", "linear"] | None = None
     candidate_k: int | None = Field(default=None, ge=1, le=1000)
     keyword_scorer: Literal["bm25", "ts_rank_cd"] | None = None
+    show_metadata: bool | None = None
 
     def given(self) -> dict[str, Any]:
         """Only the values that were set."""
@@ -70,7 +71,7 @@ class RetrieveRequest(PresetValues):
     collection: str = Collection
     filters: dict[str, Any] | None = Field(
         default=None,
-        description="source, source_prefix, headers, metadata, document_id, chunk_type",
+        description="source, source_prefix, headers, metadata, document_id, chunk_type, keywords",
     )
     return_formatted: bool = Field(default=True, description="include formatted_context (else null)")
 

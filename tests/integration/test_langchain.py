@@ -54,6 +54,7 @@ def test_fields_reach_retrieve(service):
     docs = only_search.invoke("backups and reranking")
     assert docs and {d.metadata["source"] for d in docs} == {"kb/search.md"}
     assert all(d.metadata["chunk_type"] == "child" for d in docs)  # the search preset keeps children
+    assert all(d.metadata["keywords"] and d.metadata["summary"] for d in docs)  # issue 17's metadata
     assert UniversalRAGRetriever(service=service, collection="empty").invoke("backups") == []
     with pytest.raises(UnknownContextError, match="unknown context 'nope'"):
         UniversalRAGRetriever(service=service, context="nope", collection="kb").invoke("backups")

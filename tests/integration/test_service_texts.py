@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
+from rag_service.ingest.pipeline import user_metadata
 from rag_service.service import UniversalRAGService
 
 
@@ -14,4 +15,5 @@ def test_index_texts_stores_metadata(db, settings, connection):
     report = service.index_texts([item], collection="m", metadata={"team": "storage"})
     assert report.added == 1
     stored = connection.execute(text("SELECT metadata FROM documents WHERE collection = 'm'")).scalar_one()
-    assert stored == {"team": "storage"}
+    assert user_metadata(stored) == {"team": "storage"}
+    assert stored["summary_source"] == "extractive", "ingestion adds its summary beside the caller's keys"

@@ -1,0 +1,140 @@
+"""A chunk's keywords: its most distinctive terms by the BM25 statistics the database keeps.
+
+A chunk's terms are the lexemes of its text (``to_tsvector``, as its stored tsvector has them); each is
+weighted as BM25 weighs a one-word query on it: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len /
+avglen))``, with the collection's document frequencies (``lexeme_stats``) and size (``collection_stats``)
+kept by the triggers of migration 0002. The best ``keyword_count`` become ``metadata.keywords``, each
+shown as the first word of the chunk that stems to it (the lexeme itself when none does, e.g.
+``ray.init``). Lexemes without a letter, with more digits than other characters (hashes, ids), of one
+letter or over 40 characters are left out.
+
+Keywords are computed when a chunk is written, against the statistics at that moment (the chunk itself
+counted in), so the first documents of a new collection see few others; ``rag metadata build``
+recomputes them against the whole collection (``backfill_keywords``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+#: keywords per chunk unless ``RAG_CHUNK_KEYWORDS`` says otherwise
+DEFAULT_KEYWORD_COUNT = 8
+
+# A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
+# statistics (it is being inserted) and 0 when it is (a backfill).
+KEYWORDS_SQL = """(
+WITH kw_top AS (
+    SELECT t.lexeme,
+           ln(1.0 + (c.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (:bm25_k1 + 1.0)
+               / (t.tf + :bm25_k1 * (1.0 - :bm25_b + :bm25_b * t.len / c.avglen)) AS score
+    FROM (
+        SELECT u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf,
+               sum(greatest(coalesce(cardinality(u.positions), 0), 1)) OVER ()::float8 AS len
+        FROM unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST(:content AS text))) AS u
+        WHERE u.lexeme ~ '[[:alpha:]]' AND length(u.lexeme) BETWEEN 2 AND 40
+          AND 2 * length(regexp_replace(u.lexeme, '[^0-9]', '', 'g')) <= length(u.lexeme)
+    ) t
+    CROSS JOIN (
+        SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,
+               coalesce(max(s.total_length), 0)::float8 AS total
+        FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
+    ) c0
+    CROSS JOIN LATERAL (
+        SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
+    ) c
+    -- a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats
+    -- (it did in a fresh database: 170 ms per chunk); the subquery always probes the primary key
+    CROSS JOIN LATERAL (
+        SELECT greatest(coalesce((SELECT s.doc_freq FROM lexeme_stats s
+                                  WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme), 0)
+                        + :self_count, 1)::float8 AS df
+    ) d
+    ORDER BY score DESC, t.lexeme
+    LIMIT :keyword_count
+), kw_words AS (
+    SELECT DISTINCT ON (lex) lex, w.word
+    FROM (
+        SELECT word, min(pos) AS pos
+        FROM regexp_split_to_table(lower(CAST(:content AS text)), '[^[:alnum:]_]+') WITH ORDINALITY AS x(word, pos)
+        WHERE word <> ''
+        GROUP BY word
+    ) w
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(:fts_config AS regconfig), w.word))) AS lex
+    WHERE lex IN (SELECT lexeme FROM kw_top)
+    ORDER BY lex, w.pos
+)
+SELECT coalesce(jsonb_agg(coalesce(kw_words.word, kw_top.lexeme) ORDER BY kw_top.score DESC, kw_top.lexeme),
+                '[]'::jsonb)
+FROM kw_top LEFT JOIN kw_words ON kw_words.lex = kw_top.lexeme
+)"""
+
+# statements composed of the constant above only; every value is a bound parameter
+_BACKFILL_SQL = (
+    "UPDATE document_chunks c SET metadata = c.metadata || jsonb_build_object('keywords', "  # noqa: S608
+    + KEYWORDS_SQL.replace(":content", "c.content")
+    + ") WHERE c.id = :chunk_id"
+)
+_BACKFILL = text(_BACKFILL_SQL)
+_PREVIEW_SQL = "SELECT " + KEYWORDS_SQL
+_PREVIEW = text(_PREVIEW_SQL)
+
+_CLEAR = text(
+    "UPDATE document_chunks SET metadata = metadata - 'keywords' WHERE id = :chunk_id AND metadata ? 'keywords'"
+)
+
+
+def backfill_keywords(
+    session: Session,
+    chunk_ids: list[int],
+    *,
+    collection: str,
+    fts_config: str,
+    keyword_count: int,
+    bm25_k1: float,
+    bm25_b: float,
+) -> None:
+    """Recompute ``metadata.keywords`` of these chunks of ``collection`` against its current statistics.
+
+    ``keyword_count`` 0 removes them. The tsvector is not touched, so the BM25 postings stay as they are.
+    """
+    if not chunk_ids:
+        return
+    if keyword_count <= 0:
+        session.execute(_CLEAR, [{"chunk_id": i} for i in chunk_ids])
+        return
+    values = {
+        "fts_config": fts_config,
+        "collection": collection,
+        "self_count": 0,
+        "bm25_k1": float(bm25_k1),
+        "bm25_b": float(bm25_b),
+        "keyword_count": keyword_count,
+    }
+    session.execute(_BACKFILL, [{**values, "chunk_id": i} for i in chunk_ids])
+
+
+def keywords_of(
+    session: Session,
+    content: str,
+    *,
+    collection: str,
+    fts_config: str,
+    keyword_count: int,
+    bm25_k1: float,
+    bm25_b: float,
+) -> list[str]:
+    """The keywords ``content`` would get as a new chunk of ``collection`` (for tests and inspection)."""
+    row = session.execute(
+        _PREVIEW,
+        {
+            "content": content,
+            "fts_config": fts_config,
+            "collection": collection,
+            "self_count": 1,
+            "bm25_k1": float(bm25_k1),
+            "bm25_b": float(bm25_b),
+            "keyword_count": keyword_count,
+        },
+    ).scalar_one()
+    return list(row or [])

@@ -1,0 +1,95 @@
+"""``rag metadata build``: keywords and summaries for documents already stored, without re-embedding.
+
+Each document's summary is made again from its stored text and each chunk's keywords are recomputed
+against the collection's current BM25 statistics (so a collection's first documents get the keywords
+the whole collection would give them). Vectors, tsvectors and postings are not touched. Documents are
+written in transactions of ``BATCH_DOCUMENTS``, under the collection's reindex lock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_service.config import Settings
+from rag_service.db import metadata as repo
+from rag_service.db.database import Database
+from rag_service.db.keywords import backfill_keywords
+from rag_service.db.locks import reindex_lock
+from rag_service.ingest.pipeline import user_metadata
+from rag_service.ingest.summary import SummaryWriter
+
+#: documents per transaction
+BATCH_DOCUMENTS = 100
+
+
+@dataclass(slots=True)
+class BackfillReport:
+    """What ``rag metadata build`` did."""
+
+    collections: list[str] = field(default_factory=list)
+    documents: int = 0
+    chunks: int = 0
+    summaries: int = 0
+    seconds: float = 0.0
+    degraded: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """Human-readable summary."""
+        names = ", ".join(self.collections) or "(none)"
+        return [
+            f"collections: {names}",
+            f"documents:   {self.documents} ({self.summaries} with a summary)",
+            f"chunks:      {self.chunks} keyword lists recomputed",
+            f"time:        {self.seconds:.1f} s",
+            *(f"degraded:    {line}" for line in self.degraded),
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "collections": list(self.collections),
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "summaries": self.summaries,
+            "seconds": round(self.seconds, 3),
+            "degraded": list(self.degraded),
+        }
+
+
+def build_metadata(
+    db: Database, settings: Settings, summaries: SummaryWriter, *, collection: str | None = None
+) -> BackfillReport:
+    """Recompute summaries and keywords of every document of ``collection`` (or of all collections)."""
+    started = time.perf_counter()
+    report = BackfillReport()
+    with db.transaction() as session:
+        report.collections = repo.collections_with_documents(session, collection)
+    for name in report.collections:
+        with reindex_lock(db.engine, name):
+            with db.transaction() as session:
+                refs = repo.document_refs(session, name)
+            for start in range(0, len(refs), BATCH_DOCUMENTS):
+                batch = refs[start : start + BATCH_DOCUMENTS]
+                with db.transaction() as session:
+                    for ref in batch:
+                        text, stored = repo.document_text(session, ref.id)
+                        metadata = {**user_metadata(stored), **summaries.metadata(text)}
+                        report.summaries += 1 if metadata.get("summary") else 0
+                        repo.set_document_metadata(session, ref.id, metadata)
+                    ids = repo.chunk_ids(session, [ref.id for ref in batch])
+                    backfill_keywords(
+                        session,
+                        ids,
+                        collection=name,
+                        fts_config=settings.fts_config,
+                        keyword_count=settings.chunk_keywords,
+                        bm25_k1=settings.bm25_k1,
+                        bm25_b=settings.bm25_b,
+                    )
+                report.documents += len(batch)
+                report.chunks += len(ids)
+    report.degraded = summaries.degraded()
+    report.seconds = time.perf_counter() - started
+    return report

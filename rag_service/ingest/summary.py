@@ -1,0 +1,150 @@
+"""A document's extractive summary: its most central sentences by LexRank (sumy), in document order.
+
+Only prose counts: YAML front matter, fenced code, header lines, tables and HTML lines are left out;
+markdown links keep their text and inline code its content (backticks and asterisks go). Sentences
+come from the ``sentence`` strategy's splitter (sumy's own tokenizer needs NLTK data files, which
+cannot be downloaded here), words from a regex; sumy brings the LexRank graph, the English stemmer
+and stop words. LexRank compares every pair of sentences, so only the first ``MAX_SENTENCES`` prose
+sentences are ranked (a long page's opening says what it is about; 200 sentences take ~0.3 s).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from rag_service.errors import LLMError
+from rag_service.ingest.sentence import sentence_spans
+from rag_service.llm import ChatModel, summarize
+
+#: prose sentences ranked at most (LexRank is quadratic in them)
+MAX_SENTENCES = 200
+#: a summary is cut at a word boundary past this many characters
+MAX_SUMMARY_CHARS = 800
+#: sentences with fewer words are not summary material ("See below.", list stubs)
+MIN_WORDS = 5
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+# headers, tables, HTML, images, footnotes, directives, link definitions, MyST targets "(label)="
+_SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|```|~~~|\.\. |\[[^\]]+\]:\s|\([^)\s]+\)=\s*$)")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_INLINE = re.compile(r"`+|\*{1,3}|\{[\w:-]+\}(?=`)")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_WORD = re.compile(r"\w+")
+
+
+class _Tokenizer:
+    """What sumy's document model asks of a tokenizer; only ``to_words`` is used once sentences exist."""
+
+    language = "english"
+
+    def to_sentences(self, paragraph: str) -> tuple[str, ...]:
+        return tuple(_sentences(paragraph))
+
+    def to_words(self, sentence: str) -> tuple[str, ...]:
+        return tuple(_WORD.findall(sentence))
+
+
+def prose(text: str) -> str:
+    """The prose lines of a (markdown or plain) document, one paragraph per blank-line block."""
+    text = _FRONT_MATTER.sub("", text, count=1)
+    kept: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+            kept.append("")
+            continue
+        if fenced or _SKIPPED_LINE.match(line):
+            kept.append("")
+            continue
+        line = _BULLET.sub("", line)
+        kept.append(_INLINE.sub("", _LINK.sub(r"\1", line)).strip())
+    return "\n".join(kept)
+
+
+def _sentences(text: str) -> list[str]:
+    found = []
+    for start, end in sentence_spans(text, 0, len(text)):
+        sentence = " ".join(text[start:end].split())
+        if len(_WORD.findall(sentence)) >= MIN_WORDS:
+            found.append(sentence)
+    return found
+
+
+@cache
+def _summarizer() -> Any:
+    from sumy.nlp.stemmers import Stemmer
+    from sumy.summarizers.lex_rank import LexRankSummarizer
+    from sumy.utils import get_stop_words
+
+    summarizer = LexRankSummarizer(Stemmer("english"))
+    summarizer.stop_words = get_stop_words("english")
+    return summarizer
+
+
+def extractive_summary(text: str, *, sentences: int = 3) -> str:
+    """The ``sentences`` most central prose sentences of ``text`` in their order, or ``""`` if none.
+
+    A document with at most ``sentences`` prose sentences is its own summary. Deterministic.
+    """
+    if sentences <= 0:
+        return ""
+    found = _sentences(prose(text))[:MAX_SENTENCES]
+    if len(found) > sentences:
+        from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
+
+        tokenizer = _Tokenizer()
+        document = ObjectDocumentModel([Paragraph([Sentence(s, tokenizer) for s in found])])
+        picked = {str(s) for s in _summarizer()(document, sentences)}
+        found = [s for s in found if s in picked][:sentences]
+    summary = " ".join(found)
+    if len(summary) > MAX_SUMMARY_CHARS:
+        summary = summary[:MAX_SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
+    return summary
+
+
+class SummaryWriter:
+    """Writes one run's document summaries: by the LLM when one is configured, else extractive.
+
+    An LLM failure (timeout, error status, empty answer) gives that document the extractive summary;
+    after ``MAX_CONSECUTIVE_FAILURES`` failures in a row the run stops asking the LLM, so a dead
+    endpoint costs a few timeouts, not one per document. ``degraded()`` says what happened, for the
+    ingest report.
+    """
+
+    MAX_CONSECUTIVE_FAILURES = 3
+
+    def __init__(self, *, sentences: int, chat: ChatModel | None = None) -> None:
+        self.sentences = sentences
+        self.chat = chat
+        self.failures = 0
+        self._consecutive = 0
+        self._first_reason = ""
+
+    def metadata(self, text: str) -> dict[str, str]:
+        """``{"summary": ..., "summary_source": "extractive" | "llm:<model>"}``, or ``{}`` when none."""
+        if self.chat is not None and self._consecutive < self.MAX_CONSECUTIVE_FAILURES and text.strip():
+            try:
+                summary = summarize(self.chat, text)
+            except LLMError as exc:
+                self.failures += 1
+                self._consecutive += 1
+                self._first_reason = self._first_reason or str(exc)
+            else:
+                self._consecutive = 0
+                return {"summary": summary, "summary_source": self.chat.name}
+        summary = extractive_summary(text, sentences=self.sentences)
+        return {"summary": summary, "summary_source": "extractive"} if summary else {}
+
+    def degraded(self) -> list[str]:
+        """One line per problem, e.g. ``summary: the LLM failed for 3 documents ...``; empty when none."""
+        if not self.failures:
+            return []
+        stopped = " and was not asked again in this run" if self._consecutive >= self.MAX_CONSECUTIVE_FAILURES else ""
+        return [
+            f"summary: the LLM failed for {self.failures} document(s){stopped}; they got extractive summaries "
+            f"(first error: {self._first_reason})"
+        ]

@@ -1,0 +1,133 @@
+"""An optional OpenAI-compatible chat endpoint (``RAG_LLM_BASE_URL``): document summaries at ingestion and
+relevance ratings for reranking at query time.
+
+``ChatModel`` is the interface (one method, ``complete``); ``OpenAICompatibleChat`` speaks
+``POST {base_url}/chat/completions`` over httpx, imported only when an endpoint is configured. Every
+failure (timeout, connection, HTTP status, a body without a completion) is an ``LLMError`` with a
+one-line reason, so callers degrade their stage and say why instead of failing the call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rag_service.errors import LLMError
+
+if TYPE_CHECKING:
+    from rag_service.config import Settings
+
+#: characters of a document sent for its summary (the start of a page says what it is about)
+SUMMARY_INPUT_CHARS = 12_000
+#: characters of each candidate sent for its rating
+RERANK_PASSAGE_CHARS = 1_000
+
+SUMMARY_PROMPT = (
+    "Summarize the document below in at most three sentences of plain text, for a search index. "
+    "Answer with the summary only."
+)
+RERANK_PROMPT = (
+    "Rate how relevant each numbered passage is to the query, from 0 (unrelated) to 10 (answers it). "
+    "Answer with a JSON array of numbers only, one per passage, in passage order."
+)
+
+
+class ChatModel(Protocol):
+    """A chat-completion model: messages in, the first choice's text out; ``LLMError`` on any failure."""
+
+    name: str
+
+    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
+        """The assistant's answer to ``messages``."""
+        ...
+
+
+class OpenAICompatibleChat:
+    """``/chat/completions`` of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, ...)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+        import httpx
+
+        self.name = f"llm:{model}"
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.timeout_s = timeout_s
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self._httpx = httpx
+
+    def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
+        """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong."""
+        body = {"model": self.model, "messages": list(messages), "max_tokens": max_tokens, "temperature": 0}
+        try:
+            response = self._client.post(self.url, json=body)
+        except self._httpx.TimeoutException:
+            raise LLMError(f"{self.url} did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
+        except self._httpx.HTTPError as exc:
+            raise LLMError(f"{self.url} could not be reached: {type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise LLMError(f"{self.url} answered HTTP {response.status_code}: {' '.join(response.text[:200].split())}")
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LLMError(f"{self.url} answered without a chat completion: {response.text[:200]!r}") from None
+        if not isinstance(content, str) or not content.strip():
+            raise LLMError(f"{self.url} answered an empty completion")
+        return content.strip()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+
+def chat_model_for(settings: Settings) -> OpenAICompatibleChat | None:
+    """The configured endpoint's model, or None when ``RAG_LLM_BASE_URL`` is unset (then httpx is not imported)."""
+    if not settings.llm_base_url or not settings.llm_model:
+        return None
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return OpenAICompatibleChat(
+        settings.llm_base_url, settings.llm_model, api_key=key, timeout_s=settings.llm_timeout_s
+    )
+
+
+def summarize(model: ChatModel, text: str) -> str:
+    """The model's summary of ``text`` (its first ``SUMMARY_INPUT_CHARS`` characters), one paragraph."""
+    answer = model.complete(
+        [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": text[:SUMMARY_INPUT_CHARS]}],
+        max_tokens=200,
+    )
+    return " ".join(answer.split())
+
+
+_ARRAY = re.compile(r"\[[^\[\]]*\]")
+
+
+def rate_passages(model: ChatModel, query: str, passages: Sequence[str]) -> list[float]:
+    """The model's relevance of each passage to ``query``, in 0..1 (its 0-10 ratings / 10).
+
+    ``LLMError`` when the answer holds no JSON array of one number per passage.
+    """
+    numbered = "\n\n".join(f"[{i}] {' '.join(p[:RERANK_PASSAGE_CHARS].split())}" for i, p in enumerate(passages, 1))
+    answer = model.complete(
+        [
+            {"role": "system", "content": RERANK_PROMPT},
+            {"role": "user", "content": f"Query: {query}\n\nPassages:\n{numbered}"},
+        ],
+        max_tokens=8 * len(passages) + 20,
+    )
+    found = _ARRAY.search(answer)
+    ratings: Any = None
+    if found:
+        try:
+            ratings = json.loads(found[0])
+        except json.JSONDecodeError:
+            ratings = None
+    if (
+        not isinstance(ratings, list)
+        or len(ratings) != len(passages)
+        or not all(isinstance(r, int | float) and not isinstance(r, bool) for r in ratings)
+    ):
+        raise LLMError(f"the LLM's ratings are not a JSON array of {len(passages)} numbers: {answer[:120]!r}")
+    return [min(max(float(r) / 10.0, 0.0), 1.0) for r in ratings]

@@ -1,0 +1,141 @@
+"""The optional LLM endpoint (issue 17 point 4) against a real local HTTP server speaking its API."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from rag_service.config import Settings, load_settings
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import ConfigurationError
+from rag_service.retrieve.llm_rerank import multi_factor_score
+from rag_service.service import UniversalRAGService
+from tests.llm_server import FakeLLM
+
+TEXTS = [
+    ("serve.md", "Serve", "Serve scales each deployment's replica count with traffic. A replica is an actor."),
+    ("nodes.md", "Nodes", "Worker nodes join the cluster and run tasks. Nodes report their memory to the head."),
+    ("jobs.md", "Jobs", "Jobs are submitted to the cluster with the job CLI. Each job gets its own driver process."),
+    ("logs.md", "Logs", "Logs of each worker go to the session folder of the node. Rotate them by size."),
+    ("dash.md", "Dashboard", "The dashboard shows every node, actor and replica of the cluster in a browser."),
+]
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    server = FakeLLM().start()
+    yield server
+    server.stop()
+
+
+def _service(db, settings: Settings, llm: FakeLLM | None, **changes: object) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+    if llm is not None:
+        changes = {"llm_base_url": llm.base_url, "llm_model": "fake-model", "llm_timeout_s": 0.5, **changes}
+    settings = dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
+    return UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+
+
+def _summaries(connection) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import text
+
+    rows = connection.execute(
+        text("SELECT source, metadata->>'summary', metadata->>'summary_source' FROM documents WHERE collection='t'")
+    )
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def test_the_llm_writes_summaries_at_ingestion(db, settings, llm, connection):
+    service = _service(db, settings, llm, llm_api_key="sk-test")
+    report = service.index_texts(TEXTS, collection="t")
+    assert report.ok and report.degraded == []
+    summaries = _summaries(connection)
+    assert summaries["serve.md"] == ("LLM summary: Serve scales each deployment's replica count", "llm:fake-model")
+    assert len(llm.requests) == len(TEXTS) and set(llm.auth) == {"Bearer sk-test"}
+    assert llm.requests[0]["model"] == "fake-model"
+
+
+@pytest.mark.parametrize("mode", ["error", "slow"])
+def test_a_failing_llm_degrades_ingestion_to_extractive_summaries(db, settings, llm, connection, mode):
+    llm.mode = mode
+    report = _service(db, settings, llm).index_texts(TEXTS, collection="t")
+    assert report.ok and report.added == len(TEXTS), "ingestion never fails for the LLM"
+    assert len(report.degraded) == 1 and report.degraded[0].startswith("summary: the LLM failed for 3 document(s)")
+    reason = "answered HTTP 500" if mode == "error" else "did not answer within 0.5 s (RAG_LLM_TIMEOUT_S)"
+    assert reason in report.degraded[0] and "not asked again" in report.degraded[0]
+    assert f"degraded: {report.degraded[0]}" in report.lines()
+    assert len(llm.requests) == 3, "after three failures in a row the run stops asking"
+    assert {source for _, source in _summaries(connection).values()} == {"extractive"}
+
+
+def test_llm_rerank_orders_by_the_multi_factor_score(db, settings, llm):
+    service = _service(db, settings, llm, llm_summaries=False, llm_rerank=True, llm_rerank_top=4)
+    service.index_texts(TEXTS, collection="t")
+    plain = _service(db, settings, None).retrieve("cluster node actor", context="search", collection="t")
+    result = service.retrieve("cluster node actor", context="search", collection="t")
+    m = result.metrics
+    assert m.degraded == [] and m.reranker == "llm:fake-model" and m.llm_time_ms > 0
+    head = [c.chunk_id for c in plain.chunks][:4]
+    by_id = {c.chunk_id: c for c in plain.chunks}
+    expected = sorted(
+        range(len(head)),
+        key=lambda i: (
+            -multi_factor_score(
+                1.0 if "replica" in by_id[head[i]].content.lower() else 0.0,
+                by_id[head[i]].scores.vector,
+                i,
+                len(head),
+                (0.5, 0.3, 0.2),
+            ),
+            i,
+        ),
+    )
+    reranked = [c for c in result.chunks if c.chunk_id in head]
+    assert [c.chunk_id for c in reranked] == [head[i] for i in expected]
+    assert reranked[0].scores.llm == 1.0 and "replica" in reranked[0].content.lower()
+    assert reranked[0].to_dict()["scores"]["llm"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("slow", "did not answer within 0.5 s"),
+        ("error", "answered HTTP 500"),
+        ("nonsense", "not a JSON array of"),
+    ],
+)
+def test_a_failing_llm_degrades_the_rerank_never_the_call(db, settings, llm, mode, reason):
+    service = _service(db, settings, llm, llm_summaries=False, llm_rerank=True)
+    service.index_texts(TEXTS, collection="t")
+    plain = _service(db, settings, None).retrieve("cluster node actor", context="search", collection="t")
+    llm.mode = mode
+    result = service.retrieve("cluster node actor", context="search", collection="t")
+    assert [c.chunk_id for c in result.chunks] == [c.chunk_id for c in plain.chunks], "the fused order stands"
+    assert len(result.metrics.degraded) == 1 and result.metrics.degraded[0].startswith("llm_rerank: ")
+    assert reason in result.metrics.degraded[0] and result.metrics.reranker == "none"
+
+
+def test_no_llm_configured_means_no_call_and_no_import(db, settings, llm):
+    service = _service(db, settings, None, llm_rerank=True)
+    service.index_texts(TEXTS, collection="t")
+    assert service.retrieve("replica", context="search", collection="t").metrics.degraded == []
+    assert service.chat_model() is None and llm.requests == []
+    code = (
+        "import sys; from rag_service.service import UniversalRAGService; import rag_service.cli; "
+        "assert 'httpx' not in sys.modules and 'openai' not in sys.modules, sorted(sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+
+
+def test_rerank_weights_are_validated_once_with_the_settings(monkeypatch):
+    monkeypatch.setenv("RAG_LLM_RERANK_WEIGHTS", "0.6,0.6,0.1")
+    with pytest.raises(ConfigurationError, match=r"RAG_LLM_RERANK_WEIGHTS: .*summing to 1, e\.g\. 0\.5,0\.3,0\.2"):
+        load_settings()
+    monkeypatch.setenv("RAG_LLM_RERANK_WEIGHTS", "0.2,0.2,0.6")
+    assert load_settings().llm_rerank_weights == "0.2,0.2,0.6"
+    monkeypatch.setenv("RAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigurationError, match="RAG_LLM_MODEL is not"):
+        load_settings()
