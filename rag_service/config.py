@@ -112,6 +112,8 @@ class Preset:
     fusion_method: FusionMethod = DEFAULT_FUSION_METHOD
     candidate_k: int = DEFAULT_CANDIDATE_K
     keyword_scorer: KeywordScorer = DEFAULT_KEYWORD_SCORER
+    #: share of the graph walk (personalised PageRank from the fused top results) in the ranking; 0 = off
+    graph_weight: float = 0.0
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
         """Return a copy with per-call overrides applied and validated."""
@@ -150,6 +152,7 @@ class Preset:
                 self.keyword_scorer in ("bm25", "ts_rank_cd"),
                 f"keyword_scorer ({self.keyword_scorer!r}) must be 'bm25' or 'ts_rank_cd'",
             ),
+            (0.0 <= self.graph_weight <= 1.0, f"graph_weight ({self.graph_weight}) must be between 0 and 1"),
         ]
         for ok, message in checks:
             if not ok:
