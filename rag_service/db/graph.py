@@ -1,0 +1,235 @@
+"""SQL of the chunk graph (``chunk_edges``, ``chunk_links``): writing, forgetting and walking edges.
+
+Every statement names its collection, and nothing here relies on a foreign key: the code that deletes
+or replaces chunks calls ``forget_chunks`` / ``forget_documents`` in the same transaction, so no edge
+outlives its chunks in any committed state. Which edges to write is the ingest stage's business
+(``rag_service.ingest.graph``); this module only stores and reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session
+from sqlalchemy.types import BigInteger, Text
+
+#: edge kinds
+SIMILAR = "similar"
+SIBLING = "sibling"
+PARENT = "parent"  # from a section's first chunk to its enclosing section's first chunk
+CHILD = "child"  # the reverse of PARENT
+LINK = "link"  # from the chunk holding a link to the linked document's (or section's) first chunk
+BACKLINK = "backlink"  # the reverse of LINK
+
+Edge = tuple[int, int, str, float]  # (source chunk id, target chunk id, kind, weight)
+
+_IDS = ARRAY(BigInteger)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphChunk:
+    """What edge building needs to know about one stored chunk."""
+
+    id: int
+    chunk_index: int
+    headers: dict[str, str]
+    start_char: int
+    end_char: int
+    parent_start: int | None
+    parent_end: int | None
+
+
+_DELETE_EDGES_FROM = text(
+    "DELETE FROM chunk_edges WHERE collection = :collection AND source_chunk_id = ANY(:ids)"
+).bindparams(bindparam("ids", type_=_IDS))
+_DELETE_EDGES_TO = text(
+    "DELETE FROM chunk_edges WHERE collection = :collection AND target_chunk_id = ANY(:ids)"
+).bindparams(bindparam("ids", type_=_IDS))
+_DELETE_LINKS = text(
+    "DELETE FROM chunk_links WHERE collection = :collection AND source_chunk_id = ANY(:ids)"
+).bindparams(bindparam("ids", type_=_IDS))
+
+
+def forget_chunks(session: Session, *, collection: str, chunk_ids: Sequence[int]) -> None:
+    """Delete every edge from or to these chunks, and their links; call where the chunks are deleted."""
+    if not chunk_ids:
+        return
+    params = {"collection": collection, "ids": list(chunk_ids)}
+    session.execute(_DELETE_EDGES_FROM, params)
+    session.execute(_DELETE_EDGES_TO, params)
+    session.execute(_DELETE_LINKS, params)
+
+
+def forget_documents(session: Session, document_ids: Sequence[int]) -> None:
+    """``forget_chunks`` for every chunk of these documents (before the documents are deleted)."""
+    if not document_ids:
+        return
+    rows = session.execute(
+        text(
+            "SELECT collection, array_agg(id) FROM document_chunks WHERE document_id = ANY(:ids) GROUP BY 1"
+        ).bindparams(bindparam("ids", type_=_IDS)),
+        {"ids": list(document_ids)},
+    )
+    for collection, chunk_ids in rows.all():
+        forget_chunks(session, collection=collection, chunk_ids=chunk_ids)
+
+
+def forget_collection(session: Session, *, collection: str) -> None:
+    """Delete the whole graph of a collection (before it is rebuilt)."""
+    session.execute(text("DELETE FROM chunk_edges WHERE collection = :collection"), {"collection": collection})
+    session.execute(text("DELETE FROM chunk_links WHERE collection = :collection"), {"collection": collection})
+
+
+def document_chunks(session: Session, *, collection: str, document_id: int) -> list[GraphChunk]:
+    """The chunks of one document in order, as edge building sees them."""
+    rows = session.execute(
+        text(
+            "SELECT id, chunk_index, headers, start_char, end_char, parent_start, parent_end FROM document_chunks "
+            "WHERE collection = :collection AND document_id = :document_id ORDER BY chunk_index"
+        ),
+        {"collection": collection, "document_id": document_id},
+    )
+    return [GraphChunk(*row) for row in rows.all()]
+
+
+def find_documents(session: Session, *, collection: str, sources: Sequence[str]) -> dict[str, int]:
+    """Ids of the documents stored under any of these sources, by source."""
+    if not sources:
+        return {}
+    rows = session.execute(
+        text("SELECT source, id FROM documents WHERE collection = :collection AND source = ANY(:sources)").bindparams(
+            bindparam("sources", type_=ARRAY(Text))
+        ),
+        {"collection": collection, "sources": list(sources)},
+    )
+    return {source: int(document_id) for source, document_id in rows.all()}
+
+
+_INSERT_EDGE = text(
+    "INSERT INTO chunk_edges (collection, source_chunk_id, target_chunk_id, kind, weight) "
+    "VALUES (:collection, :source, :target, :kind, :weight) ON CONFLICT DO NOTHING"
+)
+
+
+def write_edges(session: Session, *, collection: str, edges: Sequence[Edge]) -> int:
+    """Insert edges (an edge already stored is kept); returns how many were given."""
+    unique = {(s, t, k): w for s, t, k, w in edges if s != t}
+    if unique:
+        session.execute(
+            _INSERT_EDGE,
+            [
+                {"collection": collection, "source": s, "target": t, "kind": k, "weight": float(w)}
+                for (s, t, k), w in unique.items()
+            ],
+        )
+    return len(unique)
+
+
+def write_links(session: Session, *, collection: str, links: Sequence[tuple[int, str, str]]) -> None:
+    """Store chunks' outgoing links as ``(source chunk id, target key, anchor)``."""
+    if links:
+        session.execute(
+            text(
+                "INSERT INTO chunk_links (collection, source_chunk_id, target_key, anchor) "
+                "VALUES (:collection, :chunk, :key, :anchor) ON CONFLICT DO NOTHING"
+            ),
+            [{"collection": collection, "chunk": c, "key": k, "anchor": a} for c, k, a in sorted(set(links))],
+        )
+
+
+def links_to(session: Session, *, collection: str, target_key: str) -> list[tuple[int, str]]:
+    """``(source chunk id, anchor)`` of every stored link to the document keyed ``target_key``."""
+    rows = session.execute(
+        text("SELECT source_chunk_id, anchor FROM chunk_links WHERE collection = :collection AND target_key = :key"),
+        {"collection": collection, "key": target_key},
+    )
+    return [(int(chunk_id), str(anchor)) for chunk_id, anchor in rows.all()]
+
+
+_SIMILAR_EDGES = text(
+    """
+    WITH nearest AS (
+        SELECT n.id AS a, nb.id AS b, 1.0 - nb.distance AS similarity
+        FROM document_chunks n
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.embedding <=> n.embedding AS distance
+            FROM document_chunks d
+            WHERE d.collection = :collection AND d.document_id <> :document_id
+            ORDER BY d.embedding <=> n.embedding
+            LIMIT :neighbours
+        ) nb
+        WHERE n.collection = :collection AND n.document_id = :document_id
+          AND nb.distance <= 1.0 - :min_similarity AND nb.distance < 1.0
+    ), inserted AS (
+        INSERT INTO chunk_edges (collection, source_chunk_id, target_chunk_id, kind, weight)
+        SELECT :collection, a, b, :kind, similarity FROM nearest
+        UNION ALL
+        SELECT :collection, b, a, :kind, similarity FROM nearest
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    )
+    SELECT count(*) FROM inserted
+    """
+)
+
+
+def write_similar_edges(
+    session: Session, *, collection: str, document_id: int, neighbours: int, min_similarity: float
+) -> int:
+    """Edges both ways between each chunk of the document and its nearest chunks of other documents.
+
+    The neighbours come from the HNSW index (``ORDER BY embedding <=> ... LIMIT``, one index scan per
+    chunk, iterative so the collection filter still finds them), in the caller's transaction.
+    Returns how many edges were inserted.
+    """
+    params: dict[str, Any] = {
+        "collection": collection,
+        "document_id": document_id,
+        "neighbours": neighbours,
+        "min_similarity": float(min_similarity),
+        "kind": SIMILAR,
+    }
+    return int(session.execute(_SIMILAR_EDGES, params).scalar_one())
+
+
+_NEIGHBOURHOOD = text(
+    """
+    WITH hop1 AS (
+        SELECT s.id AS source, e.target_chunk_id AS target, e.weight
+        FROM unnest(CAST(:seeds AS bigint[])) AS s(id)
+        CROSS JOIN LATERAL (
+            SELECT target_chunk_id, sum(weight) AS weight FROM chunk_edges
+            WHERE collection = :collection AND source_chunk_id = s.id
+            GROUP BY target_chunk_id ORDER BY 2 DESC, 1 LIMIT :per_node
+        ) e
+    ), hop2 AS (
+        SELECT f.id AS source, e.target_chunk_id AS target, e.weight
+        FROM (SELECT DISTINCT target AS id FROM hop1) f
+        CROSS JOIN LATERAL (
+            SELECT target_chunk_id, sum(weight) AS weight FROM chunk_edges
+            WHERE collection = :collection AND source_chunk_id = f.id
+            GROUP BY target_chunk_id ORDER BY 2 DESC, 1 LIMIT :per_node
+        ) e
+    )
+    SELECT source, target, weight FROM hop1
+    UNION
+    SELECT source, target, weight FROM hop2
+    """
+)
+
+
+def neighbourhood(
+    session: Session, *, collection: str, seeds: Sequence[int], per_node: int
+) -> list[tuple[int, int, float]]:
+    """The edges within two hops of the seeds, at most ``per_node`` (strongest) out of each chunk.
+
+    Edges of several kinds between the same two chunks are summed into one.
+    """
+    if not seeds:
+        return []
+    rows = session.execute(_NEIGHBOURHOOD, {"collection": collection, "seeds": list(seeds), "per_node": per_node}).all()
+    return [(int(s), int(t), float(w)) for s, t, w in rows]
