@@ -21,6 +21,7 @@ from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.search import ChunkFilters
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
+from rag_service.ingest.graph import GraphReport
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import IngestReport
@@ -131,6 +132,10 @@ class UniversalRAGService:
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``."""
         return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
+
+    def build_graph(self, *, collection: str | None = None) -> GraphReport:
+        """Rebuild the chunk graph of ``collection`` (or of every collection) from stored chunks; no embedding."""
+        return self._indexer().build_graph(collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
 
