@@ -29,13 +29,16 @@ class ChunkScores:
     keyword: float | None = None
     fused: float | None = None
     rerank: float | None = None
+    #: the graph walk's score scaled to 0..1 (``graph_weight`` > 0 only)
+    graph: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, rerank."""
+        """The scores that are set, in the order vector, keyword, fused, graph, rerank."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
+            ("graph", self.graph),
             ("rerank", self.rerank),
         )
         return {name: float(value) for name, value in pairs if value is not None}
@@ -123,6 +126,9 @@ class RetrievalMetrics:
     parents_time_ms: float = 0.0
     format_time_ms: float = 0.0
     query_variants: int = 1
+    #: the graph walk (``graph_weight`` > 0): its time, and how many of the candidates it brought in
+    graph_time_ms: float = 0.0
+    graph_added: int = 0
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -138,10 +144,12 @@ class RetrievalMetrics:
             "mmr_time_ms": float(self.mmr_time_ms),
             "parents_time_ms": float(self.parents_time_ms),
             "format_time_ms": float(self.format_time_ms),
+            "graph_time_ms": float(self.graph_time_ms),
             "total_time_ms": float(self.total_time_ms),
             "total_candidates": int(self.total_candidates),
             "after_rerank": int(self.after_rerank),
             "query_variants": int(self.query_variants),
+            "graph_added": int(self.graph_added),
             "reranker": self.reranker,
             "degraded": list(self.degraded),
         }

@@ -12,10 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, text
+import numpy as np
+from sqlalchemy import any_, bindparam, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger, Text
+
+from rag_service.db.models import Document, DocumentChunk
+from rag_service.db.search_request import SearchHit, SearchRequest, chunk_conditions
+from rag_service.records import from_fields
 
 #: edge kinds
 SIMILAR = "similar"
@@ -233,3 +238,46 @@ def neighbourhood(
         return []
     rows = session.execute(_NEIGHBOURHOOD, {"collection": collection, "seeds": list(seeds), "per_node": per_node}).all()
     return [(int(s), int(t), float(w)) for s, t, w in rows]
+
+
+def fetch_hits(session: Session, request: SearchRequest, chunk_ids: Sequence[int]) -> list[SearchHit]:
+    """The chunks a graph walk reached, as search hits without arm scores, under the request's filters."""
+    if not chunk_ids:
+        return []
+    c, d = DocumentChunk, Document
+    statement = (
+        select(
+            c.id,
+            c.document_id,
+            d.source,
+            d.title,
+            c.content,
+            c.headers,
+            c.header_path,
+            c.start_char,
+            c.end_char,
+            c.chunk_type,
+            c.content_hash,
+            c.parent_content,
+            c.parent_start,
+            c.parent_end,
+            func.vector_send(c.embedding).label("embedding_bytes"),
+        )
+        .join(d, d.id == c.document_id)
+        .where(c.id == any_(bindparam("graph_ids", list(chunk_ids), type_=_IDS)), *chunk_conditions(request))
+    )
+    return [
+        from_fields(
+            SearchHit,
+            row,
+            chunk_id=row.id,
+            headers=row.headers or {},
+            embedding=np.frombuffer(row.embedding_bytes, dtype=">f4", offset=4).astype(np.float32),
+            vector_rank=None,
+            keyword_rank=None,
+            vector_score=None,
+            keyword_score=None,
+            fused_score=0.0,
+        )
+        for row in session.execute(statement).all()
+    ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from sqlalchemy.orm import Session
 
 from rag_service.config import MAX_CANDIDATE_K, Preset, Settings
 from rag_service.db.database import Database
@@ -23,6 +24,7 @@ from rag_service.format import format_context, layout_overhead
 from rag_service.records import from_fields
 from rag_service.result import ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
+from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
 from rag_service.retrieve.query import (
@@ -88,12 +90,22 @@ class Retriever:
         requests = [
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
         ]
-        started = time.perf_counter()
-        per_variant = self.db.read(lambda session: [hybrid_search(session, r) for r in requests])
-        metrics.retrieval_time_ms = _ms(started)
-        chunks = _merge(per_variant, preset, options.collection)
-        metrics.total_candidates = len(chunks)
-        return chunks
+
+        def search(session: Session) -> list[RetrievedChunk]:  # one snapshot for the search and the graph walk
+            started = time.perf_counter()
+            per_variant = [hybrid_search(session, r) for r in requests]
+            metrics.retrieval_time_ms = _ms(started)
+            chunks = _merge(per_variant, preset, options.collection)
+            metrics.total_candidates = len(chunks)
+            if preset.graph_weight > 0:
+                started = time.perf_counter()
+                chunks, metrics.graph_added = graph_rerank(
+                    session, chunks, request=requests[0], weight=preset.graph_weight
+                )
+                metrics.graph_time_ms = _ms(started)
+            return chunks
+
+        return self.db.read(search)
 
     def _request(
         self, variant: str, vector: np.ndarray[Any, Any] | None, preset: Preset, options: RetrievalOptions
