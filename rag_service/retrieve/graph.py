@@ -74,14 +74,16 @@ def graph_rerank(
     scaled = {node: score / top for node, score in walk.items()} if top > 0 else {}
     known = {c.chunk_id for c in chunks}
     keep = max(len(chunks), request.limit)
-    reached = sorted((n for n in scaled if n not in known), key=lambda n: -scaled[n])[:keep]
-    joined = [_from_hit(hit, request.collection) for hit in store.fetch_hits(session, request, reached)]
+    score = {c.chunk_id: (1.0 - weight) * c.relevance_score + weight * scaled.get(c.chunk_id, 0.0) for c in chunks}
+    score.update((n, weight * s) for n, s in scaled.items() if n not in known)
+    best = sorted(score, key=lambda n: (-score[n], n))[:keep]
+    # only what can enter the list is fetched (sections can be long); filters may still drop some
+    joined = [
+        _from_hit(hit, request.collection)
+        for hit in store.fetch_hits(session, request, [n for n in best if n not in known])
+    ]
     rescored = [
-        replace(
-            c,
-            relevance_score=(1.0 - weight) * c.relevance_score + weight * scaled.get(c.chunk_id, 0.0),
-            scores=replace(c.scores, graph=scaled.get(c.chunk_id, 0.0)),
-        )
+        replace(c, relevance_score=score[c.chunk_id], scores=replace(c.scores, graph=scaled.get(c.chunk_id, 0.0)))
         for c in [*chunks, *joined]
     ]
     ranked = dedupe(sorted(rescored, key=lambda c: (-c.relevance_score, c.chunk_id)))[:keep]
