@@ -75,10 +75,16 @@ def find_links(text: str, *, source: str) -> list[Link]:
     return sorted(set(links), key=lambda link: (link.offset, link.target_key, link.anchor))
 
 
+def is_relative_link(target: str) -> bool:
+    """True for a path or ``#anchor`` inside the site (no scheme such as ``https:`` or ``mailto:``)."""
+    target = target.strip()
+    return bool(target) and not _SCHEME.match(target) and not target.startswith("//")
+
+
 def resolve(target: str, *, source: str) -> tuple[str, str] | None:
     """``(target_key, anchor)`` of a link written in the document keyed ``source``; None if it leaves the collection."""
     target = target.strip()
-    if not target or _SCHEME.match(target) or target.startswith("//"):
+    if not is_relative_link(target):
         return None
     path, _, anchor = target.partition("#")
     path = unquote(path.split("?", 1)[0])

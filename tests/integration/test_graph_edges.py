@@ -46,6 +46,10 @@ def corpus(tmp_path, monkeypatch) -> Path:
     docs.mkdir()
     (docs / "guide.md").write_text(GUIDE)
     (docs / "api.md").write_text(API)
+    (docs / "page.html").write_text(
+        "<html><body><h1>Page</h1><p>Installing is explained in <a href='guide.md#install'>the guide</a>. "
+        f"{PARAGRAPH}</p></body></html>"
+    )
     return docs
 
 
@@ -116,6 +120,7 @@ def test_structure_link_and_similarity_edges_are_written_with_the_documents(inde
     # links: api -> the Usage section (#usage) and -> the guide itself (its first chunk), with backlinks
     assert (api, guide, 0, usage, "link") in edges and (guide, api, usage, 0, "backlink") in edges
     assert (api, guide, 0, 0, "link") in edges
+    assert ("docs/page.html", guide, 0, install, "link") in edges, "an HTML link to a section"
     # similarity: across documents only, both ways, weighted by the cosine similarity
     similar = {(a, b, s, t) for a, b, s, t, kind in edges if kind == "similar"}
     assert similar and all(a != b for a, b, _, _ in similar)
@@ -129,7 +134,7 @@ def test_a_rerun_on_unchanged_files_writes_no_edges(indexer, corpus, connection)
     indexer.index_paths([corpus], collection="g")
     before = connection.execute(text("SELECT * FROM chunk_edges ORDER BY 1, 2, 3, 4")).all()
     again = indexer.index_paths([corpus], collection="g")
-    assert (again.unchanged, again.edges_written) == (2, 0), again.lines()
+    assert (again.unchanged, again.edges_written) == (3, 0), again.lines()
     assert connection.execute(text("SELECT * FROM chunk_edges ORDER BY 1, 2, 3, 4")).all() == before
 
 
@@ -148,7 +153,7 @@ def test_a_changed_document_has_its_edges_replaced_and_links_to_it_follow(indexe
         GUIDE.replace("## Usage", f"## Setup\n\nA new section before usage. {PARAGRAPH}\n\n## Usage")
     )
     report = indexer.index_paths([corpus], collection="g")
-    assert (report.updated, report.unchanged) == (1, 1) and report.edges_written > 0
+    assert (report.updated, report.unchanged) == (1, 2) and report.edges_written > 0
     assert _dangling(connection) == 0
     usage = _first_chunk(connection, "docs/guide.md", "Usage")
     edges = _edges(connection)
@@ -157,11 +162,11 @@ def test_a_changed_document_has_its_edges_replaced_and_links_to_it_follow(indexe
     kept = set(connection.execute(text("SELECT source_chunk_id FROM chunk_edges")).scalars()) & old_ids
     api_ids = set(
         connection.execute(
-            text("SELECT c.id FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.source = :s"),
-            {"s": "docs/api.md"},
+            text("SELECT c.id FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.source <> :s"),
+            {"s": "docs/guide.md"},
         ).scalars()
     )
-    assert kept <= api_ids, "only the unchanged document's chunks keep their ids"
+    assert kept <= api_ids, "only the unchanged documents' chunks keep their ids"
 
 
 def test_deleted_documents_take_their_edges_with_them(indexer, corpus, connection, db):
@@ -228,7 +233,7 @@ def test_the_backfill_builds_edges_for_a_collection_indexed_without_them(db, set
     calls = Counting.calls
 
     report = with_graph.build_graph(collection="g")
-    assert (report.collections, report.documents) == (["g"], 2) and report.edges_written > 0
+    assert (report.collections, report.documents) == (["g"], 3) and report.edges_written > 0
     assert Counting.calls == calls, "the backfill embeds nothing"
     rebuilt = _edges(connection)
     assert {e for e in rebuilt if e[4] != "similar"} == {e for e in ingested if e[4] != "similar"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_service.ingest.graph import candidate_sources
 from rag_service.ingest.links import Link, document_key, find_links, resolve, slugify
+from rag_service.ingest.loaders import html_to_text
 
 
 def test_relative_paths_and_anchors_resolve_against_the_linking_document():
@@ -47,3 +48,12 @@ def test_markdown_and_html_links_are_found_with_their_offsets_but_not_in_code_or
         Link(text.index("[the guide]"), "docs/guide", "install"),
         Link(text.index("<a href"), "docs/api", ""),
     ]
+
+
+def test_html_keeps_its_relative_links_as_markdown_links():
+    text, _ = html_to_text(
+        "<body><p>See <a href='guide.html#install'>the <b>install</b> guide</a>, "
+        "<a href='https://example.org'>elsewhere</a> and <a name='x'>an anchor</a>.</p></body>"
+    )
+    assert text == "See [the install guide](guide.html#install), elsewhere and an anchor."
+    assert find_links(text, source="site/index.html") == [Link(4, "site/guide", "install")]
