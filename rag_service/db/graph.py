@@ -33,6 +33,8 @@ BACKLINK = "backlink"  # the reverse of LINK
 Edge = tuple[int, int, str, float]  # (source chunk id, target chunk id, kind, weight)
 
 _IDS = ARRAY(BigInteger)
+#: HNSW candidate list of the similarity-edge scans (pgvector's own default)
+EDGE_EF_SEARCH = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +193,11 @@ def write_similar_edges(
     chunk, iterative so the collection filter still finds them), in the caller's transaction.
     Returns how many edges were inserted.
     """
+    # 40 candidates suffice for 5 neighbours: the same edges as ef_search 100 (1031 of 1031 on SciFact,
+    # 4858 of 4859 on ray-docs-qa) at 2-3x less time; local to the transaction, like the writes
+    session.execute(
+        text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(max(EDGE_EF_SEARCH, neighbours))}
+    )
     params: dict[str, Any] = {
         "collection": collection,
         "document_id": document_id,
