@@ -420,9 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         "graph": graph,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    results["targets"] = report.targets(results)
+    results["targets"] = report.targets(results) if sizes else []  # ``--only graph`` on a fresh checkout
     report.write_json(args.json, results)
-    write_reports(args, results)
+    if sizes:
+        write_reports(args, results)
     print(f"\nwrote {args.json} in {results['seconds']:.0f} s")
     for t in results["targets"]:
         print(f"  {'MET ' if t['met'] else 'MISS' if t['met'] is False else '  ? '} {t['target']}: {t['shown']}")

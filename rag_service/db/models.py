@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    PrimaryKeyConstraint,
     SmallInteger,
     String,
     Text,
@@ -183,6 +184,15 @@ class ChunkEdge(Base):
 
     __tablename__ = "chunk_edges"
     __table_args__ = (
+        # weight included: the graph walk reads a chunk's edges with an index-only scan (migration 0006)
+        PrimaryKeyConstraint(
+            "collection",
+            "source_chunk_id",
+            "target_chunk_id",
+            "kind",
+            name="chunk_edges_pkey",
+            postgresql_include=["weight"],
+        ),
         Index("ix_chunk_edges_target", "collection", "target_chunk_id"),
         CheckConstraint("weight > 0", name="ck_chunk_edges_weight"),
     )
@@ -190,7 +200,7 @@ class ChunkEdge(Base):
     collection: Mapped[str] = mapped_column(String(200), primary_key=True)
     source_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     target_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    #: ``similar``, ``sibling``, ``parent``, ``child`` or ``link``
+    #: ``similar``, ``sibling``, ``parent``, ``child``, ``link`` or ``backlink``
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     weight: Mapped[float] = mapped_column(Float, nullable=False)
 
