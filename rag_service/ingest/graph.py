@@ -18,6 +18,7 @@ writes no edges.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class GraphBuilder:
                 session,
                 collection=collection,
                 document_id=document_id,
+                chunk_ids=[c.id for c in chunks],
                 neighbours=self.neighbours,
                 min_similarity=self.min_similarity,
             )
@@ -65,10 +67,11 @@ class GraphBuilder:
 
     def _link_edges(self, session: Session, collection: str, source: str, text: str, chunks: list[GraphChunk]) -> int:
         own = {c.id for c in chunks}
+        starts = [c.start_char for c in chunks]
         outgoing = [
             (chunk.id, link.target_key, link.anchor)
             for link in find_links(text, source=source)
-            if (chunk := _chunk_at(chunks, link.offset)) is not None
+            if (chunk := _chunk_at(chunks, starts, link.offset)) is not None
         ]
         store.write_links(session, collection=collection, links=outgoing)
         edges: list[Edge] = []
@@ -128,7 +131,7 @@ def timed_rebuild(
 def structure_edges(chunks: Sequence[GraphChunk]) -> list[Edge]:
     """Siblings (consecutive chunks of one section, both ways) and parent/child between section heads."""
     edges: list[Edge] = []
-    heads: list[tuple[tuple[str, ...], GraphChunk]] = []  # each section's header path and first chunk
+    heads: dict[tuple[str, ...], GraphChunk] = {}  # the latest section head under each header path
     previous: GraphChunk | None = None
     for chunk in chunks:
         if previous is not None and _section(previous) == _section(chunk):
@@ -138,13 +141,13 @@ def structure_edges(chunks: Sequence[GraphChunk]) -> list[Edge]:
             ]
         else:
             path = _header_path(chunk)
-            parent = next((head for p, head in reversed(heads) if len(p) < len(path) and path[: len(p)] == p), None)
+            parent = next((heads[path[:n]] for n in range(len(path) - 1, 0, -1) if path[:n] in heads), None)
             if parent is not None:
                 edges += [
                     (chunk.id, parent.id, store.PARENT, PARENT_WEIGHT),
                     (parent.id, chunk.id, store.CHILD, PARENT_WEIGHT),
                 ]
-            heads.append((path, chunk))
+            heads[path] = chunk
         previous = chunk
     return edges
 
@@ -159,8 +162,11 @@ def _header_path(chunk: GraphChunk) -> tuple[str, ...]:
     return tuple(chunk.headers[k] for k in HEADER_KEYS if k in chunk.headers)
 
 
-def _chunk_at(chunks: Sequence[GraphChunk], offset: int) -> GraphChunk | None:
-    return next((c for c in chunks if c.start_char <= offset < c.end_char), None)
+def _chunk_at(chunks: Sequence[GraphChunk], starts: Sequence[int], offset: int) -> GraphChunk | None:
+    """The first chunk holding ``offset`` (``starts``: the chunks' start offsets, ascending)."""
+    index = bisect.bisect_right(starts, offset) - 1
+    holding = [c for c in chunks[max(index - 1, 0) : index + 1] if c.start_char <= offset < c.end_char]
+    return holding[0] if holding else None
 
 
 def _link(chunk_id: int, target: Sequence[GraphChunk], anchor: str) -> list[Edge]:

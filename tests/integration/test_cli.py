@@ -26,9 +26,11 @@ def cli_env(database_factory, tmp_path) -> dict[str, str]:
     return env
 
 
-def rag(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def rag(
+    env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "rag_service.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "rag_service.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
 
 

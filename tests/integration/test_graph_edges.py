@@ -209,7 +209,15 @@ def test_the_similarity_statement_can_walk_the_hnsw_index(indexer, corpus, conne
     plan = "\n".join(
         connection.execute(
             text("EXPLAIN " + str(store._SIMILAR_EDGES.text)),
-            {"collection": "g", "document_id": 1, "neighbours": 3, "min_similarity": 0.2, "kind": "similar"},
+            {
+                "collection": "g",
+                "document_id": 1,
+                "ids": [1, 2],
+                "pool": 12,
+                "neighbours": 3,
+                "min_similarity": 0.2,
+                "kind": "similar",
+            },
         ).scalars()
     )
     assert "ix_document_chunks_embedding_hnsw" in plan, plan
