@@ -29,9 +29,8 @@ def cli_env(database_factory, tmp_path) -> dict[str, str]:
 def rag(
     env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rag_service.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+    command = [sys.executable, "-m", "rag_service.cli", *args]
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
