@@ -10,6 +10,7 @@ from rag_service.embed import HashingEmbedder
 from rag_service.errors import ConfigurationError
 from rag_service.service import UniversalRAGService
 
+COLLECTION = "graph-walk"  # its own: other tests' committed rows never join its candidates
 WORDS = [
     "lorem",
     "ipsum",
@@ -45,13 +46,19 @@ def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
         words = " ".join(WORDS[(n + i) % len(WORDS)] for i in range(40))
         (kb / f"filler{n}.md").write_text(f"# Filler {n}\n\n{words}.\n")
     svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
-    assert svc.index_paths([kb]).ok
+    assert svc.index_paths([kb], collection=COLLECTION).ok
     return svc
 
 
 def _ask(service: UniversalRAGService, **overrides):  # type: ignore[no-untyped-def]
     return service.retrieve(
-        "zebra quartz migration", context="search", candidate_k=5, expand_query=False, rerank_enabled=False, **overrides
+        "zebra quartz migration",
+        context="search",
+        collection=COLLECTION,
+        candidate_k=5,
+        expand_query=False,
+        rerank_enabled=False,
+        **overrides,
     )
 
 
@@ -90,7 +97,13 @@ def test_presets_ship_with_the_graph_off(service):
 def test_aretrieve_takes_the_override(service):
     result = asyncio.run(
         service.aretrieve(
-            "zebra quartz migration", context="search", candidate_k=5, rerank_enabled=False, graph_weight=0.5
+            "zebra quartz migration",
+            context="search",
+            collection=COLLECTION,
+            candidate_k=5,
+            expand_query=False,
+            rerank_enabled=False,
+            graph_weight=0.5,
         )
     )
     assert result.metrics.graph_added >= 1
