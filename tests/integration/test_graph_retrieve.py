@@ -44,7 +44,8 @@ def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:
     )
     for n in range(30):
         words = " ".join(WORDS[(n + i) % len(WORDS)] for i in range(40))
-        (kb / f"filler{n}.md").write_text(f"# Filler {n}\n\n{words}.\n")
+        # every filler shares a query word, so the search's top 5 never needs the runbook (no ties at 0)
+        (kb / f"filler{n}.md").write_text(f"# Filler {n}\n\nMigration {words}.\n")
     svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
     assert svc.index_paths([kb], collection=COLLECTION).ok
     return svc
