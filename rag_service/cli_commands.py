@@ -55,6 +55,8 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
 def _query(args: argparse.Namespace, settings: Settings) -> int:
     service = _service(settings)
     overrides = {"max_chunks": args.max_chunks} if args.max_chunks is not None else {}
+    if args.graph_weight is not None:
+        overrides["graph_weight"] = args.graph_weight
     try:
         result = service.retrieve(args.text, context=args.context, collection=args.collection, **overrides)
     finally:
@@ -291,6 +293,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     query.add_argument("--context", default="chatbot", help="preset name (rag_configurations row)")
     query.add_argument("--collection", default="default")
     query.add_argument("--max-chunks", type=int, default=None)
+    query.add_argument("--graph-weight", type=float, default=None, help="graph walk's share, 0..1 (0 = off)")
     query.add_argument("--json", action="store_true", help="the whole result as JSON")
     query.set_defaults(handler=_query)
 

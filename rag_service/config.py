@@ -230,6 +230,8 @@ class Preset:
     keyword_scorer: KeywordScorer = DEFAULT_KEYWORD_SCORER
     #: the formatter shows each source's summary and each chunk's keywords
     show_metadata: bool = False
+    #: share of the graph walk (personalised PageRank from the fused top results) in the ranking; 0 = off
+    graph_weight: float = 0.0
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
         """Return a copy with per-call overrides applied and validated."""
@@ -268,6 +270,7 @@ class Preset:
                 self.keyword_scorer in ("bm25", "ts_rank_cd"),
                 f"keyword_scorer ({self.keyword_scorer!r}) must be 'bm25' or 'ts_rank_cd'",
             ),
+            (0.0 <= self.graph_weight <= 1.0, f"graph_weight ({self.graph_weight}) must be between 0 and 1"),
         ]
         for ok, message in checks:
             if not ok:

@@ -30,13 +30,16 @@ class ChunkScores:
     fused: float | None = None
     rerank: float | None = None
     llm: float | None = None
+    #: the graph walk's score scaled to 0..1 (``graph_weight`` > 0 only)
+    graph: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, rerank, llm."""
+        """The scores that are set, in the order vector, keyword, fused, graph, rerank, llm."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
+            ("graph", self.graph),
             ("rerank", self.rerank),
             ("llm", self.llm),
         )
@@ -135,6 +138,9 @@ class RetrievalMetrics:
     read_from: str = "primary"
     #: time of the LLM rerank call (``RAG_LLM_RERANK``), 0 when it did not run
     llm_time_ms: float = 0.0
+    #: the graph walk (``graph_weight`` > 0): its time, and how many of the candidates it brought in
+    graph_time_ms: float = 0.0
+    graph_added: int = 0
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -151,10 +157,12 @@ class RetrievalMetrics:
             "parents_time_ms": float(self.parents_time_ms),
             "format_time_ms": float(self.format_time_ms),
             "llm_time_ms": float(self.llm_time_ms),
+            "graph_time_ms": float(self.graph_time_ms),
             "total_time_ms": float(self.total_time_ms),
             "total_candidates": int(self.total_candidates),
             "after_rerank": int(self.after_rerank),
             "query_variants": int(self.query_variants),
+            "graph_added": int(self.graph_added),
             "reranker": self.reranker,
             "read_from": self.read_from,
             "degraded": list(self.degraded),

@@ -21,19 +21,18 @@ from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
+from rag_service.ingest.graph import GraphReport
 from rag_service.ingest.pipeline import Indexer, validate_collection
 from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
+    from rag_service.ingest.backfill import BackfillReport
+    from rag_service.llm import ChatModel, OpenAICompatibleChat
     from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
     from rag_service.retrieve.rerank import Reranker, RerankerCache
     from rag_service.retrieve.retriever import RetrievalOptions, Retriever
-
-if TYPE_CHECKING:
-    from rag_service.ingest.backfill import BackfillReport
-    from rag_service.llm import ChatModel, OpenAICompatibleChat
 
 _NOT_GIVEN: Any = object()
 
@@ -182,6 +181,10 @@ class UniversalRAGService:
         if collection is not None:
             validate_collection(collection)
         return build_metadata(self.db, self.settings, self._indexer().summary_writer(), collection=collection)
+
+    def build_graph(self, *, collection: str | None = None) -> GraphReport:
+        """Rebuild the chunk graph of ``collection`` (or of every collection) from stored chunks; no embedding."""
+        return self._indexer().build_graph(collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ import json
 import numpy as np
 from bench_lib import corpus as synth
 from bench_lib import measure, report, retrievers, store
+from bench_lib.graph import run_graph
 from bench_lib.ingestion import measure_ingestion
 
 from rag_service.config import Settings, load_settings
@@ -58,7 +59,7 @@ from rag_service.embed import SentenceTransformerEmbedder
 from rag_service.service import UniversalRAGService
 
 REPO = Path(__file__).resolve().parents[1]
-PHASES = ("latency", "ingestion", "rerank")
+PHASES = ("latency", "ingestion", "rerank", "graph")
 PRESET = "workflow"  # no query expansion, no diversity; reranking is switched off per call
 PRESET_FIELDS = ("vector_weight", "keyword_weight", "rrf_k", "fusion_method", "candidate_k", "keyword_scorer")
 DEFAULT_SCIFACT = Path(os.environ.get("RAG_BENCH_SCIFACT", "/work/shared/datasets/scifact"))
@@ -381,6 +382,15 @@ def main(argv: list[str] | None = None) -> int:
         load = [round(x, 2) for x in os.getloadavg()]
         rerank = run_rerank(args)
         rerank.update(measured_at=_now(), loadavg_before=load)
+    graph: dict[str, Any] = previous.get("graph", {})
+    if "graph" in args.only:
+        for size in args.sizes:
+            print(f"\n== graph retrieval, {size:,} chunks ==", flush=True)
+            wait_for_quiet(args.wait_idle)
+            load = [round(x, 2) for x in os.getloadavg()]
+            one = run_graph(size, url=url, settings=settings, vocabulary=vocabulary, embedder=embedder, args=args)
+            graph[str(size)] = {**one, "measured_at": _now(), "loadavg_before": load}
+            print(json.dumps(graph[str(size)], indent=2), flush=True)
     machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
 
     results: dict[str, Any] = {
@@ -407,11 +417,13 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": ratios,
         "ingestion": ingestion,
         "rerank": rerank,
+        "graph": graph,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    results["targets"] = report.targets(results)
+    results["targets"] = report.targets(results) if sizes else []  # ``--only graph`` on a fresh checkout
     report.write_json(args.json, results)
-    write_reports(args, results)
+    if sizes:
+        write_reports(args, results)
     print(f"\nwrote {args.json} in {results['seconds']:.0f} s")
     for t in results["targets"]:
         print(f"  {'MET ' if t['met'] else 'MISS' if t['met'] is False else '  ? '} {t['target']}: {t['shown']}")

@@ -7,6 +7,7 @@ the embedded server (its own data dir), kills it after a random delay, and then 
 * every document row is entirely version A or entirely version B of its file: its text is one of the
   two, and its chunks are exactly what chunking that text gives (texts, offsets, count);
 * no chunk without its document, and BM25 statistics equal a recount from the stored tsvectors;
+* no graph edge without both its chunks, and every document's section edges are those of its chunks;
 * the next run completes (checked after the last round, and the lock is free again).
 
     .venv/bin/python scripts/crash_test.py --kills 25 --markdown docs/reliability.md
@@ -27,9 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.orm import Session
 
 from rag_service.db.embedded import start_embedded_server, stop_embedded_server
+from rag_service.db.graph import document_chunks
 from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.graph import structure_edges
 
 STATS_CHECKS = {
     "postings": (
@@ -56,7 +60,13 @@ STATS_CHECKS = {
     "orphan chunks": (
         "SELECT count(*) FROM document_chunks c LEFT JOIN documents d ON d.id = c.document_id WHERE d.id IS NULL"
     ),
+    "dangling graph edges": (
+        "SELECT count(*) FROM chunk_edges e WHERE NOT EXISTS (SELECT 1 FROM document_chunks c "
+        "WHERE c.id = e.source_chunk_id AND c.collection = e.collection) OR NOT EXISTS "
+        "(SELECT 1 FROM document_chunks c WHERE c.id = e.target_chunk_id AND c.collection = e.collection)"
+    ),
 }
+STRUCTURE_KINDS = ("sibling", "parent", "child")
 
 
 def version_text(index: int, version: str) -> str:
@@ -119,6 +129,16 @@ def check(engine: Engine, corpus: Path, findings: Findings, chunker) -> None:  #
             expected = [(c.content, c.start_char, c.end_char) for c in chunker.split(doc.content).chunks]
             if [tuple(r) for r in rows] != expected or doc.chunk_count != len(rows):
                 findings.violations.append(f"{doc.source}: chunks do not match its version {version}")
+            stored = document_chunks(Session(bind=conn), collection="crash", document_id=doc.id)
+            edges = conn.execute(
+                text(
+                    "SELECT source_chunk_id, target_chunk_id, kind FROM chunk_edges WHERE collection = 'crash' "
+                    "AND source_chunk_id = ANY(:ids) AND kind = ANY(:kinds)"
+                ),
+                {"ids": [c.id for c in stored], "kinds": list(STRUCTURE_KINDS)},
+            ).all()
+            if {tuple(e) for e in edges} != {(a, b, kind) for a, b, kind, _ in structure_edges(stored)}:
+                findings.violations.append(f"{doc.source}: its section edges do not match its chunks")
         for name, sql in STATS_CHECKS.items():
             bad = conn.execute(text(sql)).scalar()
             if bad:

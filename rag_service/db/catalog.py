@@ -5,16 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import delete, func, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
+from rag_service.db import graph
 from rag_service.db.models import Document, RagConfiguration
 from rag_service.db.presets import load_preset
 
 
 def delete_by_source(session: Session, *, collection: str, source: str) -> int:
-    """Delete the document ``source`` of ``collection`` (its chunks cascade); returns 0 or 1."""
+    """Delete the document ``source`` of ``collection`` (its chunks cascade, its edges first); returns 0 or 1."""
+    ids = session.scalars(select(Document.id).where(Document.collection == collection, Document.source == source))
+    graph.forget_documents(session, ids.all())
     result = session.execute(delete(Document).where(Document.collection == collection, Document.source == source))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

@@ -13,6 +13,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
+from rag_service.db import graph
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import Document, DocumentChunk
 
@@ -206,7 +207,10 @@ def replace_document(
     ).one()
     document_id, created = int(row[0]), bool(row[1])
     if not created:
-        session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
+        old = session.scalars(
+            delete(DocumentChunk).where(DocumentChunk.document_id == document_id).returning(DocumentChunk.id)
+        ).all()
+        graph.forget_chunks(session, collection=collection, chunk_ids=old)  # the old chunks' edges go with them
     if chunks:
         statement = _insert_chunk(keywords=with_keywords, keywords_in_bm25=with_keywords and keywords.in_bm25)
         extra = (
@@ -266,9 +270,10 @@ def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[
 
 
 def delete_documents(session: Session, ids: Sequence[int]) -> int:
-    """Delete documents (their chunks cascade); returns how many were deleted."""
+    """Delete documents (their chunks cascade, their graph edges are deleted first); returns how many."""
     if not ids:
         return 0
+    graph.forget_documents(session, ids)
     result = session.execute(delete(Document).where(Document.id.in_(list(ids))))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
@@ -284,6 +289,11 @@ class StoredText:
     content: str
     chunker: str
     metadata: dict[str, Any]
+
+
+def collection_names(session: Session) -> list[str]:
+    """Every collection that holds a document, sorted."""
+    return list(session.scalars(select(Document.collection).distinct().order_by(Document.collection)))
 
 
 def iter_stored_texts(session: Session, *, collection: str | None = None) -> Iterator[StoredText]:

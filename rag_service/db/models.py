@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    PrimaryKeyConstraint,
     SmallInteger,
     String,
     Text,
@@ -149,6 +150,7 @@ class RagConfiguration(Base):
         CheckConstraint("rrf_k > 0 AND candidate_k > 0", name="ck_rag_configurations_k"),
         CheckConstraint("fusion_method IN ('rrf', 'linear')", name="ck_rag_configurations_fusion"),
         CheckConstraint("keyword_scorer IN ('bm25', 'ts_rank_cd')", name="ck_rag_configurations_keyword_scorer"),
+        CheckConstraint("graph_weight >= 0 AND graph_weight <= 1", name="ck_rag_configurations_graph_weight"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -168,8 +170,55 @@ class RagConfiguration(Base):
     keyword_scorer: Mapped[str] = mapped_column(String(16), nullable=False, server_default="bm25")
     #: the formatter shows document summaries and chunk keywords (migration 0007)
     show_metadata: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    #: share of the graph walk in the ranking (0 = off); migration 0006
+    graph_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+class ChunkEdge(Base):
+    """An edge of the chunk graph of one collection (migration 0006); written with the chunks it joins.
+
+    No foreign key on the chunk ids: the key leads with ``collection`` so the table can be
+    distributed like the chunks; whoever deletes or replaces chunks deletes their edges in the same
+    transaction (``rag_service.db.graph``).
+    """
+
+    __tablename__ = "chunk_edges"
+    __table_args__ = (
+        # weight included: the graph walk reads a chunk's edges with an index-only scan (migration 0006)
+        PrimaryKeyConstraint(
+            "collection",
+            "source_chunk_id",
+            "target_chunk_id",
+            "kind",
+            name="chunk_edges_pkey",
+            postgresql_include=["weight"],
+        ),
+        Index("ix_chunk_edges_target", "collection", "target_chunk_id"),
+        CheckConstraint("weight > 0", name="ck_chunk_edges_weight"),
+    )
+
+    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    source_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    target_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    #: ``similar``, ``sibling``, ``parent``, ``child``, ``link`` or ``backlink``
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    weight: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class ChunkLink(Base):
+    """A link written in a chunk, kept unresolved so edges can follow when its target document changes."""
+
+    __tablename__ = "chunk_links"
+    __table_args__ = (Index("ix_chunk_links_target", "collection", "target_key"),)
+
+    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    source_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    #: the linked document's source without its suffix (``docs/guide/install`` for ``install.md``)
+    target_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    #: the ``#anchor`` slug, or '' for the whole document
+    anchor: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
 class IndexSettings(Base):

@@ -22,7 +22,7 @@ from rag_service.service import UniversalRAGService
 DOC_MEASURES: tuple[str, ...] = ("ndcg@10", "recall@10", "mrr@10")
 #: results asked for per question unless ``max_chunks`` is overridden
 DOC_MAX_CHUNKS = 10
-_STAGES = ("embedding", "retrieval", "rerank", "parents", "mmr", "format", "total")
+_STAGES = ("embedding", "retrieval", "graph", "rerank", "parents", "mmr", "format", "total")
 
 
 def docset_collection(dataset_dir: Path) -> str:

@@ -144,7 +144,7 @@ def run_queries(
     reranker, degraded = "none", set()
     for qid, query in tqdm(dataset.queries.items(), desc="queries", unit="q", disable=not progress):
         chunks, metrics = service.ranked_candidates(query, config.context, collection=collection, **overrides)
-        for stage in ("embedding", "retrieval", "rerank", "total"):
+        for stage in ("embedding", "retrieval", "graph", "rerank", "total"):
             recorder.record(stage, getattr(metrics, f"{stage}_time_ms"))
         reranker = metrics.reranker
         degraded.update(metrics.degraded)

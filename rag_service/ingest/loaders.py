@@ -32,6 +32,7 @@ from rag_service.ingest.filetypes import (
     SUPPORTED_SUFFIXES,
 )
 from rag_service.ingest.garbage import classify_lines
+from rag_service.ingest.links import is_relative_link
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 
@@ -214,6 +215,7 @@ class _TextExtractor(HTMLParser):
         self._skipping: list[str] = []  # open elements whose text is not shown
         self._in_title = False
         self._pre = 0
+        self._links: list[str | None] = []  # open ``<a>`` elements: the href written at ``</a>``, or None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
@@ -230,6 +232,12 @@ class _TextExtractor(HTMLParser):
             self.parts.append(_LINE_TAGS[tag])
         if tag == "pre":
             self._pre += 1
+        href = dict(attrs).get("href") if tag == "a" and not self._skipping else None
+        if href and is_relative_link(href):  # kept as a markdown link, so the chunk graph can follow it
+            self._links.append(href)
+            self.parts.append("[")
+        elif tag == "a":
+            self._links.append(None)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag not in _VOID_TAGS:  # ``<div/>`` is not void: it opens nothing
@@ -246,6 +254,8 @@ class _TextExtractor(HTMLParser):
             self.parts.append("\n\n")
         if tag == "pre" and self._pre:
             self._pre -= 1
+        if tag == "a" and self._links and (href := self._links.pop()) is not None:
+            self.parts.append(f"]({href})")
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
@@ -258,7 +268,8 @@ def html_to_text(html: str) -> tuple[str, str]:
     """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none).
 
     Headings h1–h6 become ATX header lines (``## Install``), so the ``html`` and ``markdown``
-    strategies see the document's sections in the stored text.
+    strategies see the document's sections in the stored text; links to relative paths or anchors
+    become markdown links (``[text](install.html#linux)``), so the chunk graph sees them too.
     """
     parser = _TextExtractor()
     parser.feed(html)

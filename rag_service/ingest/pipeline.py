@@ -32,6 +32,7 @@ from rag_service.embed import Embedder
 from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
+from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
 from rag_service.ingest.loaders import discover_files, load_document
 from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress, ProgressListener
@@ -141,16 +142,27 @@ class _Pending:
     metadata: dict[str, Any]
     chunk_hashes: list[str]  # content_hash of each chunk's embedded text, in chunk order
     embed_texts: list[str]  # what the model encodes for each chunk: its search prefix and its text
+    edges: int = 0  # chunk-graph edges written with it
+    graph_seconds: float = 0.0
 
 
 class Indexer:
     """Indexes files (or stored texts) into one collection."""
 
-    def __init__(self, db: Database, embedder: Embedder, settings: Settings, *, chat: ChatModel | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        chat: ChatModel | None = None,
+        graph: GraphBuilder | None = None,
+    ) -> None:
         self.db = db
         self.embedder = embedder
         self.settings = settings
         self._fingerprints: dict[str, str] = {}  # per strategy: asked once per file, unchanged files too
+        self.graph = graph if graph is not None else GraphBuilder()
         self.chat = chat if settings.llm_summaries else None
         self.keywords = repo.ChunkKeywords(
             count=settings.chunk_keywords,
@@ -271,6 +283,25 @@ class Indexer:
                         )
                     batch.finish()
         report.seconds = time.perf_counter() - started
+        return report
+
+    def build_graph(self, *, collection: str | None = None) -> GraphReport:
+        """Rebuild the chunk graph of one collection (or of all) from what is stored; embeds nothing.
+
+        For collections indexed before the graph existed (migration 0006), or after its settings
+        changed. Each collection is rebuilt in one transaction under its reindex lock.
+        """
+        with self.db.transaction() as session:
+            names = repo.collection_names(session) if collection is None else [validate_collection(collection)]
+        report = GraphReport()
+        for name in names:
+            with reindex_lock(self.db.engine, name), self.db.transaction() as session:
+                documents = ((d.id, d.source, d.content) for d in repo.iter_stored_texts(session, collection=name))
+                one = timed_rebuild(session, self.graph, collection=name, documents=list(documents))
+            report.collections.append(name)
+            report.documents += one.documents
+            report.edges_written += one.edges_written
+            report.seconds += one.seconds
         return report
 
     # -- helpers used by _Batch ----------------------------------------------------------------------
@@ -538,6 +569,8 @@ class _Batch:
             else:
                 self.report.added += 1
             self.report.chunks_written += len(doc.chunked.chunks)
+            self.report.edges_written += doc.edges
+            self.report.graph_seconds += doc.graph_seconds
             self.report.add_filtered(doc.chunked.filtered)
             self.bar.advance(chunks=len(doc.chunked.chunks))
 
@@ -546,7 +579,7 @@ class _Batch:
             from_fields(repo.ChunkRow, c, content_hash=h, embedding=vectors[h])
             for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
         ]
-        repo.replace_document(
+        document_id, _ = repo.replace_document(
             session,
             collection=self.collection,
             source=doc.source,
@@ -559,6 +592,11 @@ class _Batch:
             metadata=doc.metadata,
             keywords=self.indexer.keywords,
         )
+        started = time.perf_counter()
+        edges = self.indexer.graph.build(
+            session, collection=self.collection, document_id=document_id, source=doc.source, text=doc.text
+        )
+        doc.edges, doc.graph_seconds = edges, time.perf_counter() - started
 
     def _fail(self, source: str, reason: str) -> None:
         self.report.failed.append(FileProblem(source, reason))

@@ -35,6 +35,9 @@ class IngestReport:
     chunking_seconds: float = 0.0
     #: stages that could not run as configured (e.g. LLM summaries), one line each; empty when all ran
     degraded: list[str] = field(default_factory=list)
+    #: chunk-graph edges written, and the seconds spent finding and writing them (inside the writes)
+    edges_written: int = 0
+    graph_seconds: float = 0.0
 
     @property
     def filtered_total(self) -> int:
@@ -61,7 +64,7 @@ class IngestReport:
             f"chunks: {self.chunks_written} written ({self.chunks_embedded} embedded, "
             f"{self.embeddings_reused} reused vectors); filtered: {filtered}",
             f"time: {self.seconds:.2f} s ({self.embedding_seconds:.2f} s embedding, "
-            f"{self.chunking_seconds:.2f} s chunking)",
+            f"{self.chunking_seconds:.2f} s chunking, {self.graph_seconds:.2f} s graph: {self.edges_written} edges)",
         ]
         if self.rekeyed:
             out.append(f"re-keyed: {self.rekeyed} documents from working-directory-relative sources (issue 13)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sqlalchemy.orm import Session
 
 from rag_service.config import MAX_CANDIDATE_K, Preset, Settings, llm_rerank_weights
 from rag_service.db.database import Database
@@ -24,6 +25,7 @@ from rag_service.format import format_context, layout_overhead
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
+from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import mmr_select
 from rag_service.retrieve.parents import dedupe, expand_to_parents
 from rag_service.retrieve.query import (
@@ -113,16 +115,27 @@ class Retriever:
         requests = [
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
         ]
+
+        def search(session: Session) -> list[RetrievedChunk]:  # one snapshot for the search and the graph walk
+            per_variant = [hybrid_search(session, r) for r in requests]
+            chunks = _merge(per_variant, preset, options.collection)
+            metrics.total_candidates = len(chunks)
+            if preset.graph_weight > 0:
+                started = time.perf_counter()
+                chunks, metrics.graph_added = graph_rerank(
+                    session, chunks, request=requests[0], weight=preset.graph_weight
+                )
+                metrics.graph_time_ms = _ms(started)
+            return chunks
+
         started = time.perf_counter()
         route = route or self.reads.route()
-        per_variant = route.read(lambda session: [hybrid_search(session, r) for r in requests])
-        metrics.retrieval_time_ms = _ms(started)
+        found = route.read(search)
+        metrics.retrieval_time_ms = _ms(started) - metrics.graph_time_ms  # the transaction, as before the graph
         metrics.read_from = route.served_by
         for note in route.notes:
             metrics.degrade("read", note)
-        chunks = _merge(per_variant, preset, options.collection)
-        metrics.total_candidates = len(chunks)
-        return chunks
+        return found
 
     def _request(
         self, variant: str, vector: np.ndarray[Any, Any] | None, preset: Preset, options: RetrievalOptions

@@ -56,6 +56,7 @@ class PresetValues(_Strict):
     candidate_k: int | None = Field(default=None, ge=1, le=1000)
     keyword_scorer: Literal["bm25", "ts_rank_cd"] | None = None
     show_metadata: bool | None = None
+    graph_weight: float | None = Field(default=None, ge=0.0, le=1.0, description="graph walk's share; 0 = off")
 
     def given(self) -> dict[str, Any]:
         """Only the values that were set."""

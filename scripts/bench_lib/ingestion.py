@@ -100,6 +100,8 @@ def measure_ingestion(
         "distinct_chunk_texts": len(set(texts)),
         "chunks_written": report.chunks_written,
         "chunks_embedded_by_ingest": report.chunks_embedded,
+        "graph_s": round(report.graph_seconds, 3),  # the chunk-graph stage of the last ingest (issue 17)
+        "edges_written": report.edges_written,
         "embed_batch_size": 64,
         "pipeline_chunks_per_model_call": EMBED_BATCH_CHUNKS,
         "model_alone_s": [round(s, 3) for s in model_s],

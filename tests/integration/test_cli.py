@@ -26,10 +26,11 @@ def cli_env(database_factory, tmp_path) -> dict[str, str]:
     return env
 
 
-def rag(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rag_service.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+def rag(
+    env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rag_service.cli", *args]
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
@@ -102,3 +103,19 @@ def test_model_mismatch_is_refused(cli_env, tmp_path):
     result = rag(cli_env, "query", "guard")
     assert result.returncode == 1
     assert "holds vectors of 'test/hashing-embedder'" in result.stderr
+
+
+def test_graph_build_backfills_edges(cli_env, tmp_path):
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / ".git").mkdir()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Alpha\n\nAlpha explains how nightly backups are restored, see [beta](b.md).\n")
+    (docs / "b.md").write_text("# Beta\n\nBeta explains where the nightly backups are kept and for how long.\n")
+    assert rag(cli_env, "reindex", "docs", "--collection", "kb", "--quiet", cwd=tmp_path).returncode == 0
+    built = rag(cli_env, "graph", "build", "--collection", "kb", "--json")
+    assert built.returncode == 0, built.stderr
+    report = json.loads(built.stdout)
+    assert report["collections"] == ["kb"] and report["documents"] == 2 and report["edges_written"] >= 2
+    every = rag(cli_env, "graph", "build")
+    assert every.returncode == 0 and "graph of 'kb': 2 documents" in every.stdout

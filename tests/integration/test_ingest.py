@@ -228,9 +228,10 @@ def test_a_document_failing_in_the_database_rolls_back_alone(indexer, corpus, co
     real = repo.replace_document
 
     def failing_for_notes(session, **kwargs):  # type: ignore[no-untyped-def]
-        real(session, **kwargs)  # the rows are written, then the statement below fails
+        written = real(session, **kwargs)  # the rows are written, then the statement below fails
         if kwargs["source"] == "docs/notes.txt":
             session.execute(text("SELECT 1 / 0"))
+        return written  # (id, created): the pipeline builds the document's graph edges with the id
 
     monkeypatch.setattr(repo, "replace_document", failing_for_notes)
     (corpus / "notes.txt").write_text("Rewritten notes about logical replication slots and WAL retention. " * 3)

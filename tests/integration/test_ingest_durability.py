@@ -51,12 +51,13 @@ def test_a_connection_lost_mid_batch_reports_every_unwritten_document(
     written: list[str] = []
 
     def terminate_after_two(session, **kwargs):  # type: ignore[no-untyped-def]
-        real(session, **kwargs)
+        stored = real(session, **kwargs)
         written.append(kwargs["source"])
         if len(written) == 2:  # the backend goes away in the middle of the batch
             pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
             with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
                 admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return stored
 
     monkeypatch.setattr(repo, "replace_document", terminate_after_two)
     report = Indexer(fresh_database, HashingEmbedder(), settings).index_paths(["docs"], collection="t")

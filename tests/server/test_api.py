@@ -69,6 +69,15 @@ def test_overrides_and_filters_apply(live: LiveServer) -> None:
     assert len(chunks) == 1 and chunks[0]["source"] == "ops.md" and chunks[0]["is_parent"] is True
 
 
+def test_graph_weight_is_a_per_call_override(live: LiveServer) -> None:
+    with live.client() as client:
+        on = client.post("/api/rag/retrieve", json={"query": "replica failover", "graph_weight": 0.3})
+        off = client.post("/api/rag/retrieve", json={"query": "replica failover"})
+        bad = client.post("/api/rag/retrieve", json={"query": "replica failover", "graph_weight": 1.5})
+    assert on.status_code == 200 and on.json()["metrics"]["graph_time_ms"] > 0
+    assert off.json()["metrics"]["graph_time_ms"] == 0 and bad.status_code == 422
+
+
 def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
     with live.client() as client:
         cases = {
@@ -76,6 +85,7 @@ def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
             "unknown context": ({"query": "x", "context": "nope"}, 404),
             "unknown override": ({"query": "x", "max_chunk": 3}, 422),
             "out of range": ({"query": "x", "diversity": 2}, 422),
+            "graph weight out of range": ({"query": "x", "graph_weight": -0.1}, 422),
             "both weights zero": ({"query": "x", "vector_weight": 0, "keyword_weight": 0}, 422),
             "bad filter": ({"query": "x", "filters": {"colour": "red"}}, 422),
             "too long": ({"query": "x" * 5000}, 422),

@@ -5,7 +5,7 @@ in the existing jsonb columns, so the only schema change is the preset switch th
 formatter show them; off in every stock preset.
 
 Revision ID: 0007
-Revises: 0004
+Revises: 0006
 Create Date: 2026-11-30
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0007"
-down_revision: str | None = "0004"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

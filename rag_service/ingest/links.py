@@ -1,0 +1,118 @@
+"""Links from one document to another, or to one of its sections, found in the stored text.
+
+A markdown link ``[text](target)`` or an ``<a href="target">`` whose target is a relative path
+(optionally with ``#anchor``), or an ``#anchor`` alone, is resolved against the linking document's
+source: ``../guide/install.md#linux`` from ``docs/start/index.md`` is the document keyed
+``docs/guide/install`` (sources are matched without their suffix, so ``install.html`` and
+``install.md`` are one target) and its section whose header slug is ``linux``. Absolute URLs,
+``mailto:`` and the like are not links between documents of a collection. Links inside fenced code
+are code, not links.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+#: suffixes a link target may carry for the same document (matched without them)
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".txt", ".ipynb")
+#: file names that stand for their folder (``guide/`` links ``guide/index.md`` or ``guide/README.md``)
+INDEX_NAMES = ("index", "readme")
+
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_HTML_LINK = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A resolved link: where it is written (a character offset) and what it points at."""
+
+    offset: int
+    target_key: str
+    anchor: str
+
+
+def document_key(source: str) -> str:
+    """A source without its document suffix, and an index file (`index.md`, `README.md`) as its folder."""
+    key = source.strip("/")
+    lowered = key.lower()
+    for suffix in DOCUMENT_SUFFIXES:
+        if lowered.endswith(suffix):
+            key = key[: -len(suffix)]
+            break
+    folder, _, name = key.rpartition("/")
+    if name.lower() in INDEX_NAMES:
+        key = folder
+    return key
+
+
+def slugify(heading: str) -> str:
+    """The anchor slug of a heading, as GitHub and most site generators make it.
+
+    Lower case, punctuation dropped, spaces to hyphens: ``"Install on Linux (x86)"`` -> ``install-on-linux-x86``.
+    """
+    text = unicodedata.normalize("NFKC", heading).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return re.sub(r"\s", "-", text)
+
+
+def find_links(text: str, *, source: str) -> list[Link]:
+    """Every link of ``text`` (the stored text of the document keyed ``source``) to a document or a section."""
+    fenced = _fenced_spans(text)
+    links: list[Link] = []
+    for pattern in (_MARKDOWN_LINK, _HTML_LINK):
+        for match in pattern.finditer(text):
+            if match.group(0).startswith("!") or _inside(match.start(), fenced):
+                continue
+            resolved = resolve(match.group(1), source=source)
+            if resolved is not None:
+                links.append(Link(match.start(), *resolved))
+    return sorted(set(links), key=lambda link: (link.offset, link.target_key, link.anchor))
+
+
+def is_relative_link(target: str) -> bool:
+    """True for a path or ``#anchor`` inside the site (no scheme such as ``https:`` or ``mailto:``)."""
+    target = target.strip()
+    return bool(target) and not _SCHEME.match(target) and not target.startswith("//")
+
+
+def resolve(target: str, *, source: str) -> tuple[str, str] | None:
+    """``(target_key, anchor)`` of a link written in the document keyed ``source``; None if it leaves the collection."""
+    target = target.strip()
+    if not is_relative_link(target):
+        return None
+    path, _, anchor = target.partition("#")
+    path = unquote(path.split("?", 1)[0])
+    anchor = slugify(unquote(anchor)) if anchor else ""
+    if not path:
+        return document_key(source), anchor
+    base = posixpath.dirname(source.strip("/"))
+    joined = path.lstrip("/") if path.startswith("/") else posixpath.join(base, path)
+    normalised = posixpath.normpath(joined)
+    if normalised.startswith("..") or normalised == ".":
+        return None
+    return document_key(normalised), anchor
+
+
+def _fenced_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    opened: tuple[int, str] | None = None
+    for match in _FENCE.finditer(text):
+        marker = match.group(1)
+        if opened is None:
+            opened = (match.start(), marker)
+        elif marker[0] == opened[1][0] and len(marker) >= len(opened[1]):
+            spans.append((opened[0], match.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened[0], len(text)))
+    return spans
+
+
+def _inside(offset: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= offset < end for start, end in spans)

@@ -1,0 +1,251 @@
+"""The chunk graph follows every write: edges are built with a document and leave with its chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from rag_service.db import catalog
+from rag_service.db import graph as store
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.graph import GraphBuilder
+from rag_service.ingest.pipeline import Indexer
+
+PARAGRAPH = (
+    "PostgreSQL keeps the vectors and the postings in one database, so a backup holds the whole index "
+    "and a restore brings every collection back at once without any other service to rebuild. "
+)
+GUIDE = f"""# Guide
+
+{PARAGRAPH * 2}
+
+## Install
+
+Run the installer with the default options; it creates a virtual environment for the service.
+{PARAGRAPH * 3}
+
+## Usage
+
+Call retrieve with a question and a context preset; the result carries chunks and sources.
+{PARAGRAPH}
+"""
+API = f"""# API
+
+The retrieve call is described in [the guide's usage section](guide.md#usage), and the set-up in
+[the guide](./guide.md). {PARAGRAPH}
+"""
+
+
+@pytest.fixture
+def corpus(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(GUIDE)
+    (docs / "api.md").write_text(API)
+    (docs / "page.html").write_text(
+        "<html><body><h1>Page</h1><p>Installing is explained in <a href='guide.md#install'>the guide</a>. "
+        f"{PARAGRAPH}</p></body></html>"
+    )
+    return docs
+
+
+@pytest.fixture
+def indexer(db, settings) -> Indexer:
+    return Indexer(db, HashingEmbedder(), settings, graph=GraphBuilder(neighbours=3, min_similarity=0.2))
+
+
+def _edges(connection, collection: str = "g") -> set[tuple[str, str, int, int, str]]:
+    """Edges as (source document, target document, source chunk index, target chunk index, kind)."""
+    rows = connection.execute(
+        text(
+            "SELECT ds.source, dt.source, s.chunk_index, t.chunk_index, e.kind FROM chunk_edges e "
+            "JOIN document_chunks s ON s.id = e.source_chunk_id JOIN documents ds ON ds.id = s.document_id "
+            "JOIN document_chunks t ON t.id = e.target_chunk_id JOIN documents dt ON dt.id = t.document_id "
+            "WHERE e.collection = :c"
+        ),
+        {"c": collection},
+    ).all()
+    return {tuple(r) for r in rows}  # type: ignore[misc]
+
+
+def _dangling(connection) -> int:
+    return int(
+        connection.execute(
+            text(
+                "SELECT count(*) FROM chunk_edges e WHERE NOT EXISTS (SELECT 1 FROM document_chunks c "
+                "WHERE c.id = e.source_chunk_id AND c.collection = e.collection) OR NOT EXISTS "
+                "(SELECT 1 FROM document_chunks c WHERE c.id = e.target_chunk_id AND c.collection = e.collection)"
+            )
+        ).scalar_one()
+        + connection.execute(
+            text(
+                "SELECT count(*) FROM chunk_links l WHERE NOT EXISTS "
+                "(SELECT 1 FROM document_chunks c WHERE c.id = l.source_chunk_id AND c.collection = l.collection)"
+            )
+        ).scalar_one()
+    )
+
+
+def _first_chunk(connection, source: str, header: str) -> int:
+    return int(
+        connection.execute(
+            text(
+                "SELECT min(c.chunk_index) FROM document_chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE d.source = :s AND c.header_path LIKE :h"
+            ),
+            {"s": source, "h": f"%{header}"},
+        ).scalar_one()
+    )
+
+
+def test_structure_link_and_similarity_edges_are_written_with_the_documents(indexer, corpus, connection):
+    report = indexer.index_paths([corpus], collection="g")
+    assert report.ok and report.edges_written > 0 and report.graph_seconds > 0, report.lines()
+    assert "graph" in report.lines()[2]
+    edges = _edges(connection)
+    guide, api = "docs/guide.md", "docs/api.md"
+    install = _first_chunk(connection, guide, "Install")
+    usage = _first_chunk(connection, guide, "Usage")
+    # siblings: consecutive chunks of the Install section, both ways
+    assert (guide, guide, install, install + 1, "sibling") in edges
+    assert (guide, guide, install + 1, install, "sibling") in edges
+    # parent/child between the Install section's first chunk and the Guide (h1) section's
+    assert (guide, guide, install, 0, "parent") in edges and (guide, guide, 0, install, "child") in edges
+    assert (guide, guide, usage, 0, "parent") in edges
+    assert not any(kind == "sibling" and s == install - 1 and t == install for _, _, s, t, kind in edges)
+    # links: api -> the Usage section (#usage) and -> the guide itself (its first chunk), with backlinks
+    assert (api, guide, 0, usage, "link") in edges and (guide, api, usage, 0, "backlink") in edges
+    assert (api, guide, 0, 0, "link") in edges
+    assert ("docs/page.html", guide, 0, install, "link") in edges, "an HTML link to a section"
+    # similarity: across documents only, both ways, weighted by the cosine similarity
+    similar = {(a, b, s, t) for a, b, s, t, kind in edges if kind == "similar"}
+    assert similar and all(a != b for a, b, _, _ in similar)
+    assert all((b, a, t, s) in similar for a, b, s, t in similar)
+    weights = connection.execute(text("SELECT min(weight), max(weight) FROM chunk_edges WHERE kind = 'similar'")).one()
+    assert 0.2 <= weights[0] <= weights[1] <= 1.0 + 1e-6
+    assert _dangling(connection) == 0
+
+
+def test_a_rerun_on_unchanged_files_writes_no_edges(indexer, corpus, connection):
+    indexer.index_paths([corpus], collection="g")
+    before = connection.execute(text("SELECT * FROM chunk_edges ORDER BY 1, 2, 3, 4")).all()
+    again = indexer.index_paths([corpus], collection="g")
+    assert (again.unchanged, again.edges_written) == (3, 0), again.lines()
+    assert connection.execute(text("SELECT * FROM chunk_edges ORDER BY 1, 2, 3, 4")).all() == before
+
+
+def test_a_link_to_a_document_indexed_later_gets_its_edge_then(indexer, corpus, connection):
+    indexer.index_paths([corpus / "api.md"], collection="g")
+    assert not any(kind == "link" for *_, kind in _edges(connection)), "the guide is not stored yet"
+    indexer.index_paths([corpus / "guide.md"], collection="g")
+    usage = _first_chunk(connection, "docs/guide.md", "Usage")
+    assert ("docs/api.md", "docs/guide.md", 0, usage, "link") in _edges(connection)
+
+
+def test_a_changed_document_has_its_edges_replaced_and_links_to_it_follow(indexer, corpus, connection):
+    indexer.index_paths([corpus], collection="g")
+    old_ids = set(connection.execute(text("SELECT id FROM document_chunks")).scalars())
+    (corpus / "guide.md").write_text(
+        GUIDE.replace("## Usage", f"## Setup\n\nA new section before usage. {PARAGRAPH}\n\n## Usage")
+    )
+    report = indexer.index_paths([corpus], collection="g")
+    assert (report.updated, report.unchanged) == (1, 2) and report.edges_written > 0
+    assert _dangling(connection) == 0
+    usage = _first_chunk(connection, "docs/guide.md", "Usage")
+    edges = _edges(connection)
+    assert ("docs/api.md", "docs/guide.md", 0, usage, "link") in edges, "the unchanged api.md links the new Usage"
+    assert any(kind == "sibling" and a == "docs/guide.md" for a, _, _, _, kind in edges)
+    kept = set(connection.execute(text("SELECT source_chunk_id FROM chunk_edges")).scalars()) & old_ids
+    api_ids = set(
+        connection.execute(
+            text("SELECT c.id FROM document_chunks c JOIN documents d ON d.id = c.document_id WHERE d.source <> :s"),
+            {"s": "docs/guide.md"},
+        ).scalars()
+    )
+    assert kept <= api_ids, "only the unchanged documents' chunks keep their ids"
+
+
+def test_deleted_documents_take_their_edges_with_them(indexer, corpus, connection, db):
+    indexer.index_paths([corpus], collection="g")
+    (corpus / "api.md").unlink()
+    assert indexer.index_paths([corpus], collection="g", prune=True).deleted == 1
+    assert _dangling(connection) == 0
+    assert not any("docs/api.md" in (a, b) for a, b, *_ in _edges(connection))
+    with db.transaction() as session:
+        assert catalog.delete_by_source(session, collection="g", source="docs/guide.md") == 1
+    assert connection.execute(text("SELECT count(*) FROM chunk_edges WHERE collection = 'g'")).scalar_one() == 0
+    assert _dangling(connection) == 0
+
+
+def test_a_document_whose_edges_fail_keeps_its_old_version_and_old_edges(indexer, corpus, connection):
+    """A failure while the edges are written (a trigger raises) rolls the whole document back: no half state."""
+    indexer.index_paths([corpus], collection="g")
+    before_edges = _edges(connection)
+    before_chunks = connection.execute(text("SELECT id, content FROM document_chunks ORDER BY id")).all()
+    connection.execute(
+        text(
+            "CREATE FUNCTION test_refuse_edges() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.kind = 'sibling' THEN RAISE EXCEPTION 'refused by test'; END IF; RETURN NEW; END $$; "
+            "CREATE TRIGGER test_refuse_edges BEFORE INSERT ON chunk_edges FOR EACH ROW "
+            "EXECUTE FUNCTION test_refuse_edges()"
+        )
+    )
+    (corpus / "guide.md").write_text(GUIDE + "\n## More\n\nAnother section.\n" + PARAGRAPH)
+    report = indexer.index_paths([corpus], collection="g")
+    assert [p.source for p in report.failed] == ["docs/guide.md"] and "refused by test" in report.failed[0].reason
+    assert connection.execute(text("SELECT id, content FROM document_chunks ORDER BY id")).all() == before_chunks
+    assert _edges(connection) == before_edges
+    assert _dangling(connection) == 0
+
+
+def test_the_similarity_statement_can_walk_the_hnsw_index(indexer, corpus, connection):
+    """One index scan per new chunk (ORDER BY distance LIMIT k), not a sort of the collection."""
+    indexer.index_paths([corpus], collection="g")
+    connection.execute(text("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off"))  # a tiny table
+    plan = "\n".join(
+        connection.execute(
+            text("EXPLAIN " + str(store._SIMILAR_EDGES.text)),
+            {
+                "collection": "g",
+                "document_id": 1,
+                "ids": [1, 2],
+                "pool": 12,
+                "neighbours": 3,
+                "min_similarity": 0.2,
+                "kind": "similar",
+            },
+        ).scalars()
+    )
+    assert "ix_document_chunks_embedding_hnsw" in plan, plan
+
+
+def test_the_backfill_builds_edges_for_a_collection_indexed_without_them(db, settings, corpus, connection):
+    """``rag graph build``'s library call: edges from stored chunks, nothing embedded."""
+
+    class Counting(HashingEmbedder):
+        calls = 0
+
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls += 1
+            return super().embed_documents(texts)
+
+    builder = GraphBuilder(neighbours=3, min_similarity=0.2)
+    with_graph = Indexer(db, Counting(), settings, graph=builder)
+    with_graph.index_paths([corpus], collection="g")
+    ingested = _edges(connection)
+    connection.execute(text("DELETE FROM chunk_edges; DELETE FROM chunk_links"))  # as before migration 0006
+    calls = Counting.calls
+
+    report = with_graph.build_graph(collection="g")
+    assert (report.collections, report.documents) == (["g"], 3) and report.edges_written > 0
+    assert Counting.calls == calls, "the backfill embeds nothing"
+    rebuilt = _edges(connection)
+    assert {e for e in rebuilt if e[4] != "similar"} == {e for e in ingested if e[4] != "similar"}
+    assert {e for e in ingested if e[4] == "similar"} <= rebuilt
+    assert _dangling(connection) == 0
+    again = with_graph.build_graph()  # every collection; replaces, never duplicates
+    assert again.collections == ["g"] and _edges(connection) == rebuilt
