@@ -59,12 +59,14 @@ _INSERT_CHUNK = text(
     bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
 )
 
+# updated_at comes through EXCLUDED: Citus allows no STABLE function (now()) in DO UPDATE SET
 _UPSERT_DOCUMENT = text(
-    "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata) "
-    "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata) "
+    "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata, "
+    "updated_at) "
+    "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata, now()) "
     "ON CONFLICT (collection, source) DO UPDATE SET title = EXCLUDED.title, content = EXCLUDED.content, "
     "content_hash = EXCLUDED.content_hash, chunker = EXCLUDED.chunker, chunk_count = EXCLUDED.chunk_count, "
-    "metadata = EXCLUDED.metadata, updated_at = now() "
+    "metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at "
     "RETURNING id, (xmax = 0) AS inserted"
 ).bindparams(bindparam("metadata", type_=JSONB))
 
@@ -109,18 +111,23 @@ def find_documents(session: Session, *, collection: str, sources: Sequence[str])
     return found
 
 
-def rename_document(session: Session, document_id: int, source: str) -> None:
+def rename_document(session: Session, *, collection: str, document_id: int, source: str) -> None:
     """Give a stored document a new source key (its chunks follow through the document id)."""
-    session.execute(update(Document).where(Document.id == document_id).values(source=source))
+    session.execute(
+        update(Document).where(Document.collection == collection, Document.id == document_id).values(source=source)
+    )
 
 
-def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
-    """Vectors already stored for chunk texts with these content hashes (any collection, same model)."""
+def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
+    """Vectors already stored in ``collection`` for chunk texts with these content hashes (same model).
+
+    Within one collection: the look-up stays on one shard (Citus) or partition.
+    """
     if not hashes:
         return {}
     rows = session.execute(
         select(DocumentChunk.content_hash, DocumentChunk.embedding).where(
-            DocumentChunk.content_hash.in_(sorted(set(hashes)))
+            DocumentChunk.collection == collection, DocumentChunk.content_hash.in_(sorted(set(hashes)))
         )
     )
     found: dict[str, np.ndarray[Any, Any]] = {}
@@ -161,7 +168,10 @@ def replace_document(
     ).one()
     document_id, created = int(row[0]), bool(row[1])
     if not created:
-        session.execute(delete(DocumentChunk).where(DocumentChunk.document_id == document_id))
+        old_chunks = delete(DocumentChunk).where(
+            DocumentChunk.collection == collection, DocumentChunk.document_id == document_id
+        )
+        session.execute(old_chunks)
     if chunks:
         session.execute(
             _INSERT_CHUNK,
@@ -208,11 +218,11 @@ def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[
     return sorted(found.values(), key=lambda d: d.source)
 
 
-def delete_documents(session: Session, ids: Sequence[int]) -> int:
-    """Delete documents (their chunks cascade); returns how many were deleted."""
+def delete_documents(session: Session, *, collection: str, ids: Sequence[int]) -> int:
+    """Delete documents of ``collection`` (their chunks cascade); returns how many were deleted."""
     if not ids:
         return 0
-    result = session.execute(delete(Document).where(Document.id.in_(list(ids))))
+    result = session.execute(delete(Document).where(Document.collection == collection, Document.id.in_(list(ids))))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
@@ -229,18 +239,25 @@ class StoredText:
     metadata: dict[str, Any]
 
 
-def iter_stored_texts(session: Session, *, collection: str | None = None) -> Iterator[StoredText]:
-    """Every stored document (of one collection, or all), ordered by collection and source."""
-    query = select(
-        Document.id,
-        Document.collection,
-        Document.source,
-        Document.title,
-        Document.content,
-        Document.chunker,
-        Document.meta,
-    ).order_by(Document.collection, Document.source)
-    if collection is not None:
-        query = query.where(Document.collection == collection)
+def stored_collections(session: Session) -> list[str]:
+    """The names of the collections that hold documents, sorted."""
+    return list(session.scalars(select(Document.collection).distinct().order_by(Document.collection)))
+
+
+def iter_stored_texts(session: Session, *, collection: str) -> Iterator[StoredText]:
+    """Every stored document of ``collection``, ordered by source."""
+    query = (
+        select(
+            Document.id,
+            Document.collection,
+            Document.source,
+            Document.title,
+            Document.content,
+            Document.chunker,
+            Document.meta,
+        )
+        .where(Document.collection == collection)
+        .order_by(Document.source)
+    )
     for row in session.execute(query):
         yield StoredText(*row)

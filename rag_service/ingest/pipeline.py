@@ -181,7 +181,7 @@ class Indexer:
                         for d in repo.documents_in_scope(session, collection=collection, prefixes=scope)
                         if d.source not in seen
                     ]
-                    report.deleted = repo.delete_documents(session, gone)
+                    report.deleted = repo.delete_documents(session, collection=collection, ids=gone)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -219,7 +219,8 @@ class Indexer:
         ``listener(done, total)`` hears each document finished (the HTTP API's job progress).
         """
         with self.db.transaction() as session:
-            stored = list(repo.iter_stored_texts(session, collection=collection))
+            names = [collection] if collection is not None else repo.stored_collections(session)
+            stored = [d for name in names for d in repo.iter_stored_texts(session, collection=name)]
         collections = sorted({d.collection for d in stored}) or [collection or "default"]
         report = IngestReport(collection=collection or ",".join(collections))
         started = time.perf_counter()
@@ -330,7 +331,7 @@ class _Batch:
             }
             if legacy:
                 for old, doc in repo.find_documents(session, collection=self.collection, sources=list(legacy)).items():
-                    repo.rename_document(session, doc.id, legacy[old])
+                    repo.rename_document(session, collection=self.collection, document_id=doc.id, source=legacy[old])
                     found[legacy[old]] = repo.StoredDocument(doc.id, legacy[old], doc.content_hash, doc.chunker)
                     self.report.rekeyed += 1
         self._known.update((source, found.get(source)) for source in keys)
@@ -420,7 +421,7 @@ class _Batch:
             found: dict[str, np.ndarray[Any, Any]] = {}
             if self.reuse_vectors:
                 with self.indexer.db.transaction() as session:
-                    found = repo.stored_embeddings(session, list(texts))
+                    found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
             self.report.embeddings_reused += sum(1 for p in pending for h in p.chunk_hashes if h in found)
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None

@@ -1,0 +1,120 @@
+"""Migration 0005 on a database holding data: every row and every BM25 statistic survives, the keys
+start with ``collection``, writes keep the statistics exact, and the downgrade restores 0004's keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.pipeline import Indexer
+from tests.integration.test_bm25 import assert_stats_consistent
+
+TABLES = {
+    "documents": "SELECT id, collection, source, content_hash, chunk_count FROM documents ORDER BY id",
+    "document_chunks": "SELECT id, collection, document_id, chunk_index, content, content_hash, "
+    "embedding::text, content_tsv::text, lexeme_count FROM document_chunks ORDER BY id",
+    "chunk_terms": "SELECT chunk_id, collection, lexeme, tf, doc_len FROM chunk_terms ORDER BY 1, 3",
+    "lexeme_stats": "SELECT collection, lexeme, doc_freq FROM lexeme_stats ORDER BY 1, 2",
+    "collection_stats": "SELECT collection, chunk_count, total_length FROM collection_stats ORDER BY 1",
+}
+
+TEXTS = [
+    ("wal.md", "Replicas", "Replicas replay the write-ahead log. Backups archive it nightly to object storage."),
+    ("hnsw.md", "Indexes", "An HNSW graph finds near vectors; ef_search trades recall against speed per query."),
+    ("bm25.md", "Keywords", "BM25 weighs rare terms up and long chunks down; postings live in chunk_terms."),
+]
+
+
+def snapshot(conn: Connection) -> dict[str, list[Any]]:
+    return {name: [tuple(r) for r in conn.execute(text(sql))] for name, sql in TABLES.items()}
+
+
+def keys(conn: Connection) -> dict[str, list[str]]:
+    """Primary, unique and foreign keys of the keyed tables: constraint name -> its columns in order."""
+    rows = conn.execute(
+        text(
+            "SELECT c.conname, array_agg(a.attname ORDER BY k.ord) FROM pg_constraint c "
+            "CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord) "
+            "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum "
+            "WHERE c.conrelid::regclass::text = ANY(:t) AND c.contype IN ('p', 'u', 'f') GROUP BY c.conname"
+        ),
+        {"t": list(TABLES)},
+    )
+    return {name: list(cols) for name, cols in rows}
+
+
+def _index(engine: Engine, settings: Any, collection: str, texts: list[tuple[str, str, str]]) -> None:
+    Indexer(Database(engine), HashingEmbedder(), settings).index_texts(texts, collection=collection)
+
+
+def test_upgrade_keeps_rows_and_statistics_and_keys_start_with_collection(database_factory, settings):
+    engine = make_engine(database_factory.create("rag_keys"), settings)
+    try:
+        migrate.upgrade(engine, "0004")
+        _index(engine, settings, "alpha", TEXTS)
+        _index(engine, settings, "beta", [(s, t, body + " Second tenant.") for s, t, body in TEXTS[:2]])
+        with engine.connect() as conn:
+            before = snapshot(conn)
+        assert len(before["document_chunks"]) >= 5 and len(before["chunk_terms"]) > 50
+
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert snapshot(conn) == before
+            assert_stats_consistent(conn)
+            found = keys(conn)
+        assert found == {
+            "documents_pkey": ["collection", "id"],
+            "uq_documents_collection_source": ["collection", "source"],
+            "document_chunks_pkey": ["collection", "id"],
+            "uq_document_chunks_document_index": ["collection", "document_id", "chunk_index"],
+            "fk_document_chunks_document": ["collection", "document_id"],
+            "pk_chunk_terms": ["collection", "chunk_id", "lexeme"],
+            "pk_lexeme_stats": ["collection", "lexeme"],
+            "collection_stats_pkey": ["collection"],
+        }
+
+        # writes after the upgrade: insert, update (re-chunk), cascade delete, all exact
+        _index(engine, settings, "beta", [("new.md", "New", "Citus shards by collection; one shard per tenant.")])
+        _index(engine, settings, "alpha", [(TEXTS[0][0], TEXTS[0][1], "Replicas now stream the log over TCP.")])
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM documents WHERE collection = 'alpha' AND source = 'hnsw.md'"))
+        with engine.connect() as conn:
+            assert_stats_consistent(conn)
+            after = snapshot(conn)
+
+        migrate.downgrade(engine, "0004")
+        with engine.connect() as conn:
+            assert snapshot(conn) == after
+            assert_stats_consistent(conn)
+            assert keys(conn)["pk_chunk_terms"] == ["chunk_id", "lexeme"]
+            assert keys(conn)["documents_pkey"] == ["id"]
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert snapshot(conn) == after
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_refuses_chunks_in_another_collection_than_their_document(database_factory, settings):
+    engine = make_engine(database_factory.create("rag_keys_bad"), settings)
+    try:
+        migrate.upgrade(engine, "0004")
+        _index(engine, settings, "alpha", TEXTS[:1])
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE document_chunks SET collection = 'other'"))
+        try:
+            migrate.upgrade(engine)
+        except RuntimeError as exc:
+            assert "another collection than their document" in str(exc)
+            assert "\n" not in str(exc)
+        else:
+            raise AssertionError("the upgrade should have refused")
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == "0004"
+    finally:
+        engine.dispose()
