@@ -26,9 +26,14 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database to ``revision`` in one transaction."""
+    """Migrate the database to ``revision`` in one transaction; at head, on a Citus coordinator the
+    tables are then distributed by collection (``db.citus``)."""
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), revision)
+        if revision == "head":
+            from rag_service.db.citus import distribute
+
+            distribute(conn)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
