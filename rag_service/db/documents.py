@@ -59,15 +59,18 @@ _INSERT_CHUNK = text(
     bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
 )
 
-# updated_at comes through EXCLUDED: Citus allows no STABLE function (now()) in DO UPDATE SET
+# updated_at comes through EXCLUDED: Citus allows no STABLE function (now()) in DO UPDATE SET. Whether
+# the row is new comes from the statement's snapshot (``existing``), not from ``xmax = 0``: partitioned
+# tables cannot return system columns. (Writers of one collection never overlap: ``db.locks``.)
 _UPSERT_DOCUMENT = text(
+    "WITH existing AS (SELECT id FROM documents WHERE collection = :collection AND source = :source) "
     "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata, "
     "updated_at) "
     "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata, now()) "
     "ON CONFLICT (collection, source) DO UPDATE SET title = EXCLUDED.title, content = EXCLUDED.content, "
     "content_hash = EXCLUDED.content_hash, chunker = EXCLUDED.chunker, chunk_count = EXCLUDED.chunk_count, "
     "metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at "
-    "RETURNING id, (xmax = 0) AS inserted"
+    "RETURNING id, NOT EXISTS (SELECT 1 FROM existing) AS inserted"
 ).bindparams(bindparam("metadata", type_=JSONB))
 
 

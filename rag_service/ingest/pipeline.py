@@ -29,6 +29,7 @@ from rag_service.db import documents as repo
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
+from rag_service.db.partitions import prepare_collection
 from rag_service.embed import Embedder
 from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
@@ -165,7 +166,7 @@ class Indexer:
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
         with reindex_lock(self.db.engine, collection):
-            self._guard()
+            self._guard(collection)
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 batch.look_up(sources)
@@ -202,7 +203,7 @@ class Indexer:
         report = IngestReport(collection=collection)
         started = time.perf_counter()
         with reindex_lock(self.db.engine, collection):
-            self._guard()
+            self._guard(collection)
             with Progress(total=total, enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for source, title, text in items:
@@ -227,7 +228,7 @@ class Indexer:
         with Progress(total=len(stored), enabled=progress, label="reindexing", listener=listener) as bar:
             for name in collections:
                 with reindex_lock(self.db.engine, name):
-                    self._guard()
+                    self._guard(name)
                     batch = _Batch(self, name, report, bar, reuse_vectors=False)
                     for doc in (d for d in stored if d.collection == name):
                         strategy = doc.chunker.split(":", 1)[0]
@@ -240,7 +241,8 @@ class Indexer:
 
     # -- helpers used by _Batch ----------------------------------------------------------------------
 
-    def _guard(self) -> None:
+    def _guard(self, collection: str) -> None:
+        """Refuse another model's vectors; create the collection's partitions (when partitioned)."""
         with self.db.transaction() as session:
             check_index_settings(
                 session,
@@ -249,6 +251,7 @@ class Indexer:
                 fts_config=self.settings.fts_config,
                 record=True,
             )
+            prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
 
     def _sizes(self, strategy: str) -> dict[str, Any]:
         if resolve_strategy(strategy) in OWN_SIZES:  # tokens, or whole definitions: not RAG_CHUNK_SIZE

@@ -185,8 +185,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    if op.get_bind().execute(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")).scalar_one():
+    bind = op.get_bind()
+    if bind.execute(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")).scalar_one():
         raise RuntimeError("a Citus database cannot go below revision 0005: its tables are distributed by collection")
+    if bind.execute(text("SELECT relkind FROM pg_class WHERE oid = to_regclass('documents')")).scalar() == "p":
+        raise RuntimeError("a database partitioned by collection cannot go below revision 0005")
     op.execute("DROP FUNCTION IF EXISTS rag_chunk_stats_row()")
     op.execute(_STATEMENT_STATS_0002)
     op.drop_constraint("pk_chunk_terms", "chunk_terms", type_="primary")
