@@ -3,6 +3,7 @@ start with ``collection``, writes keep the statistics exact, and the downgrade r
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
@@ -118,3 +119,40 @@ def test_upgrade_refuses_chunks_in_another_collection_than_their_document(databa
             assert migrate.current_revision(conn) == "0004"
     finally:
         engine.dispose()
+
+
+def test_every_write_path_statement_names_its_collection(db, engine, settings, tmp_path, monkeypatch):
+    """Ingest, update, rename, prune and reindex --all send no statement on the keyed tables without
+    ``collection =`` (or, for an INSERT, the collection's value): on Citus each is a single-shard query.
+    Listing the stored collections (for reindex --all) is the one statement meant to span them."""
+    from sqlalchemy import event
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for source, title, body in TEXTS:
+        (folder / source).write_text(f"# {title}\n\n{body}\n")
+    sent: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        sent.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        indexer = Indexer(db, HashingEmbedder(), settings)
+        indexer.index_paths([folder], collection="alpha")
+        (folder / "wal.md").write_text("# Replicas\n\nReplicas stream the log now, over TCP.\n")
+        (folder / "hnsw.md").unlink()
+        indexer.index_paths([folder], collection="alpha", prune=True)
+        indexer.reindex_all()
+        indexer.reindex_all(collection="alpha")
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    keyed = re.compile(r"\b(documents|document_chunks|chunk_terms|lexeme_stats|collection_stats)\b")
+    named = re.compile(r"\bcollection\b\s*(=|IN\b)|^INSERT INTO \w+ \([^)]*\bcollection\b", re.IGNORECASE)
+    spanning = "SELECT DISTINCT documents.collection FROM documents ORDER BY documents.collection"
+    catalog = re.compile(r"\bpg_\w+|to_reg\w+\(")  # the schema's own look-ups (dimension, partitions)
+    touched = [s for s in sent if keyed.search(s) and not catalog.search(s) and not s.startswith(spanning)]
+    assert len(touched) > 10
+    assert [s[:160] for s in touched if not named.search(s)] == []
