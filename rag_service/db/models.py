@@ -112,7 +112,10 @@ class ChunkTerm(Base):
 
     __tablename__ = "chunk_terms"
     __table_args__ = (
-        PrimaryKeyConstraint("collection", "chunk_id", "lexeme", name="pk_chunk_terms"),
+        # covering: the bounded BM25 arm completes chunks' scores from it index-only (migration 0005)
+        PrimaryKeyConstraint(
+            "collection", "chunk_id", "lexeme", name="pk_chunk_terms", postgresql_include=["tf", "doc_len"]
+        ),
         # len / tf orders a lexeme's postings by BM25 score, highest first (migration 0004)
         Index(
             "ix_chunk_terms_impact",

@@ -68,6 +68,8 @@ def test_upgrade_keeps_rows_and_statistics_and_keys_start_with_collection(databa
             assert snapshot(conn) == before
             assert_stats_consistent(conn)
             found = keys(conn)
+            covering = conn.execute(text("SELECT pg_get_indexdef('pk_chunk_terms'::regclass)")).scalar_one()
+        assert covering.endswith("(collection, chunk_id, lexeme) INCLUDE (tf, doc_len)")
         assert found == {
             "documents_pkey": ["collection", "id"],
             "uq_documents_collection_source": ["collection", "source"],

@@ -9,8 +9,8 @@ key, unique constraint and foreign key to hold the distribution / partition colu
   FK ``(collection, document_id) -> documents (collection, id) ON DELETE CASCADE``; the content-hash
   index becomes ``(collection, content_hash)`` (vectors are reused within a collection), and the
   index on ``collection`` alone goes (the primary key leads with it);
-* ``chunk_terms``: PK ``(collection, chunk_id, lexeme)`` (``lexeme_stats`` and ``collection_stats``
-  are keyed by collection already).
+* ``chunk_terms``: PK ``(collection, chunk_id, lexeme) INCLUDE (tf, doc_len)`` (``lexeme_stats``
+  and ``collection_stats`` are keyed by collection already).
 
 Ids stay globally unique (the same sequences), so nothing that stores a chunk or document id changes.
 Existing rows are kept as they are: only constraints and indexes are rebuilt. The statement-level BM25
@@ -178,7 +178,13 @@ def upgrade() -> None:
     op.create_index("ix_document_chunks_content_hash", "document_chunks", ["collection", "content_hash"])
 
     op.drop_constraint("pk_chunk_terms", "chunk_terms", type_="primary")
-    op.create_primary_key("pk_chunk_terms", "chunk_terms", ["collection", "chunk_id", "lexeme"])
+    # covering (INCLUDE tf, doc_len): the bounded arm's completions then read it index-only; without it
+    # the planner preferred ix_chunk_terms_impact (collection, lexeme), now usable there too, and
+    # filtered a frequent lexeme's postings by chunk (1.4x the hybrid p95 at 10k chunks)
+    op.execute(
+        "ALTER TABLE chunk_terms ADD CONSTRAINT pk_chunk_terms PRIMARY KEY (collection, chunk_id, lexeme) "
+        "INCLUDE (tf, doc_len)"
+    )
 
     op.execute(STATEMENT_STATS)
     op.execute(ROW_STATS)
