@@ -193,34 +193,77 @@ def test_every_search_shape_is_one_single_shard_router_task(citus_engine, shape)
 
 def _scifact_run(service: UniversalRAGService) -> dict[str, dict[str, float]]:
     dataset = load_beir(SCIFACT, split="test")
-    report = ensure_indexed(service, dataset, collection="scifact", strategy="recursive", progress=False)
-    assert report.failed == []
     config = EvalConfig(context="search", retriever="hybrid", rerank=False)
     return run_queries(service, dataset, config, collection="scifact", name="scifact", progress=False).run
 
 
-def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory, settings):
-    """Full SciFact, hashing embedder, every test query: the same document rankings and scores.
+def _copy_rows(source: Engine, target: Engine) -> None:
+    """Copy documents and chunks (binary COPY; the same ids); the target's triggers compute its statistics."""
+    columns = {
+        "documents": "id, collection, source, title, content, content_hash, chunker, chunk_count, metadata",
+        "document_chunks": "id, document_id, collection, chunk_index, chunk_type, content, parent_content, "
+        "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
+        "embedding, content_tsv, metadata",
+    }
+    with source.connect() as src, target.begin() as dst:
+        model = src.execute(text("SELECT embedding_model, embedding_dim, fts_config FROM index_settings")).one()
+        dst.execute(
+            text(
+                "INSERT INTO index_settings (id, embedding_model, embedding_dim, fts_config) "
+                "VALUES (1, :m, :d, :f) ON CONFLICT (id) DO NOTHING"
+            ),
+            {"m": model[0], "d": model[1], "f": model[2]},
+        )
+        dst.execute(text("SET LOCAL statement_timeout = 0"))  # ~21k rows through the row triggers
+        read = src.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        write = dst.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        for table, names in columns.items():
+            with (
+                read.copy(f"COPY (SELECT {names} FROM {table} ORDER BY id) TO STDOUT (FORMAT BINARY)") as out,
+                write.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as into,
+            ):
+                for block in out:
+                    into.write(block)
 
-    The HNSW graph is built with random levels, so two builds (any two databases) can differ in
-    what an approximate scan returns; both sides drop it and scan exactly, which makes the
-    comparison about the SQL (BM25 statistics, fusion, ties), the part Citus could change.
+
+def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory, settings):
+    """Full SciFact (hashing embedder), every test query: the same document rankings and scores.
+
+    The corpus is indexed once, through the service, on one node, then copied row by row into the
+    cluster, where the row-level triggers compute the BM25 statistics on the shard (the ingest path
+    itself runs on Citus in ``test_ingest_reindex_prune_and_retrieve_on_citus``). The HNSW graph is
+    built with random levels, so two builds can differ in what an approximate scan returns: both
+    sides drop it and scan exactly, which makes the comparison about the SQL (BM25 statistics,
+    fusion, ties), the part Citus could change.
     """
     assert SCIFACT.is_dir(), f"{SCIFACT} is missing: the SciFact dataset comes with ../shared/datasets"
-    runs = {}
     one_node = make_engine(database_factory.create("rag_scifact"), settings)
+    citus_settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)
     try:
         migrate.upgrade(one_node)
-        for side, engine, side_settings in (
-            ("one node", one_node, settings),
-            ("citus", citus_engine, Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)),
-        ):
+        for engine in (one_node, citus_engine):
             with engine.begin() as conn:
                 conn.execute(text("DROP INDEX IF EXISTS ix_document_chunks_embedding_hnsw"))
-            database = Database(engine)
-            service = UniversalRAGService(side_settings, database=database, embedder=HashingEmbedder(), reranker=None)
-            runs[side] = _scifact_run(service)
+        services = {
+            "one node": UniversalRAGService(
+                settings, database=Database(one_node), embedder=HashingEmbedder(), reranker=None
+            ),
+            "citus": UniversalRAGService(
+                citus_settings, database=Database(citus_engine), embedder=HashingEmbedder(), reranker=None
+            ),
+        }
+        dataset = load_beir(SCIFACT, split="test")
+        report = ensure_indexed(
+            services["one node"], dataset, collection="scifact", strategy="recursive", progress=False
+        )
+        assert report.failed == [] and report.added == len(dataset.corpus)
+        _copy_rows(one_node, citus_engine)
+        with one_node.connect() as a, citus_engine.connect() as b:
+            assert _stats(b) == _stats(a)  # row triggers on the shard, statement triggers on one node
+        runs = {side: _scifact_run(service) for side, service in services.items()}
     finally:
         one_node.dispose()
-    assert len(runs["citus"]) == 300
+        with citus_engine.begin() as conn:
+            conn.execute(text("DELETE FROM documents WHERE collection = 'scifact'"))
+    assert len(runs["citus"]) == len(dataset.queries) == 300
     assert runs["citus"] == runs["one node"]
