@@ -83,6 +83,35 @@ def _as_server_user() -> dict[str, Any]:
     return {"user": SERVER_USER}
 
 
+#: the pid of the process that started a cluster, in the cluster's directory
+OWNER_FILE = "owner.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_orphans(tmp: Path) -> None:
+    """Stop and remove clusters whose starting process is gone (a test run killed before its
+    fixture could stop them: SIGTERM and SIGKILL skip finalizers)."""
+    for base in tmp.glob("rag-citus-*"):
+        owner = base / OWNER_FILE
+        try:
+            pid = int(owner.read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        nodes = [Node(name=d.name, port=0, data=str(d), started=True) for d in base.iterdir() if d.is_dir()]
+        CitusCluster(root=str(base), nodes=nodes).stop()
+
+
 @dataclass
 class Node:
     """One PostgreSQL server of the cluster."""
@@ -119,7 +148,9 @@ class CitusCluster:
         """Build Citus if needed, start the nodes, create the ``rag`` database with citus on each, add the
         workers. On any failure everything started is stopped before the error propagates."""
         build_citus()
+        stop_orphans(Path(root or tempfile.gettempdir()))
         base = Path(tempfile.mkdtemp(prefix="rag-citus-", dir=root))
+        (base / OWNER_FILE).write_text(str(os.getpid()))
         run_as = _as_server_user()
         if run_as:
             base.chmod(0o755)
