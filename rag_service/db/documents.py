@@ -59,18 +59,15 @@ _INSERT_CHUNK = text(
     bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
 )
 
-# updated_at comes through EXCLUDED: Citus allows no STABLE function (now()) in DO UPDATE SET. Whether
-# the row is new comes from the statement's snapshot (``existing``), not from ``xmax = 0``: partitioned
-# tables cannot return system columns. (Writers of one collection never overlap: ``db.locks``.)
+# updated_at comes through EXCLUDED: Citus allows no STABLE function (now()) in DO UPDATE SET.
 _UPSERT_DOCUMENT = text(
-    "WITH existing AS (SELECT id FROM documents WHERE collection = :collection AND source = :source) "
     "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata, "
     "updated_at) "
     "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata, now()) "
     "ON CONFLICT (collection, source) DO UPDATE SET title = EXCLUDED.title, content = EXCLUDED.content, "
     "content_hash = EXCLUDED.content_hash, chunker = EXCLUDED.chunker, chunk_count = EXCLUDED.chunk_count, "
     "metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at "
-    "RETURNING id, NOT EXISTS (SELECT 1 FROM existing) AS inserted"
+    "RETURNING id"
 ).bindparams(bindparam("metadata", type_=JSONB))
 
 
@@ -156,6 +153,11 @@ def replace_document(
 
     Runs inside the caller's transaction, so readers see the old or the new version, never a mix.
     """
+    # whether it is new: looked up first, since partitioned tables cannot return ``xmax`` and Citus
+    # takes no subquery in an INSERT (writers of one collection never overlap: ``db.locks``)
+    existing = session.execute(
+        select(Document.id).where(Document.collection == collection, Document.source == source)
+    ).scalar()
     row = session.execute(
         _UPSERT_DOCUMENT,
         {
@@ -169,7 +171,7 @@ def replace_document(
             "metadata": metadata or {},
         },
     ).one()
-    document_id, created = int(row[0]), bool(row[1])
+    document_id, created = int(row[0]), existing is None
     if not created:
         old_chunks = delete(DocumentChunk).where(
             DocumentChunk.collection == collection, DocumentChunk.document_id == document_id
