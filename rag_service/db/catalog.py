@@ -17,7 +17,7 @@ from rag_service.db.presets import load_preset
 def delete_by_source(session: Session, *, collection: str, source: str) -> int:
     """Delete the document ``source`` of ``collection`` (its chunks cascade, its edges first); returns 0 or 1."""
     ids = session.scalars(select(Document.id).where(Document.collection == collection, Document.source == source))
-    graph.forget_documents(session, ids.all())
+    graph.forget_documents(session, collection=collection, document_ids=ids.all())
     result = session.execute(delete(Document).where(Document.collection == collection, Document.source == source))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

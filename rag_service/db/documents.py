@@ -99,13 +99,15 @@ class ChunkKeywords:
     bm25_b: float = DEFAULT_BM25_B
 
 
+# updated_at comes through EXCLUDED: Citus allows no STABLE function (now()) in DO UPDATE SET.
 _UPSERT_DOCUMENT = text(
-    "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata) "
-    "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata) "
+    "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count, metadata, "
+    "updated_at) "
+    "VALUES (:collection, :source, :title, :content, :content_hash, :chunker, :chunk_count, :metadata, now()) "
     "ON CONFLICT (collection, source) DO UPDATE SET title = EXCLUDED.title, content = EXCLUDED.content, "
     "content_hash = EXCLUDED.content_hash, chunker = EXCLUDED.chunker, chunk_count = EXCLUDED.chunk_count, "
-    "metadata = EXCLUDED.metadata, updated_at = now() "
-    "RETURNING id, (xmax = 0) AS inserted"
+    "metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at "
+    "RETURNING id"
 ).bindparams(bindparam("metadata", type_=JSONB))
 
 
@@ -149,20 +151,25 @@ def find_documents(session: Session, *, collection: str, sources: Sequence[str])
     return found
 
 
-def rename_document(session: Session, document_id: int, source: str) -> None:
+def rename_document(session: Session, *, collection: str, document_id: int, source: str) -> None:
     """Give a stored document a new source key (its chunks follow through the document id)."""
-    session.execute(update(Document).where(Document.id == document_id).values(source=source))
+    session.execute(
+        update(Document).where(Document.collection == collection, Document.id == document_id).values(source=source)
+    )
 
 
-def stored_embeddings(session: Session, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
-    """Vectors already stored for chunk texts with these content hashes (any collection, same model)."""
+def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
+    """Vectors already stored in ``collection`` for chunk texts with these content hashes (same model).
+
+    Within one collection: the look-up stays on one shard (Citus) or partition.
+    """
     import numpy as np  # only when vectors are read back: a no-op reindex never loads it
 
     if not hashes:
         return {}
     rows = session.execute(
         select(DocumentChunk.content_hash, DocumentChunk.embedding).where(
-            DocumentChunk.content_hash.in_(sorted(set(hashes)))
+            DocumentChunk.collection == collection, DocumentChunk.content_hash.in_(sorted(set(hashes)))
         )
     )
     found: dict[str, np.ndarray[Any, Any]] = {}
@@ -192,6 +199,11 @@ def replace_document(
     """
     keywords = keywords or ChunkKeywords()
     with_keywords = keywords.count > 0
+    # whether it is new: looked up first, since partitioned tables cannot return ``xmax`` and Citus
+    # takes no subquery in an INSERT (writers of one collection never overlap: ``db.locks``)
+    existing = session.execute(
+        select(Document.id).where(Document.collection == collection, Document.source == source)
+    ).scalar()
     row = session.execute(
         _UPSERT_DOCUMENT,
         {
@@ -205,10 +217,12 @@ def replace_document(
             "metadata": metadata or {},
         },
     ).one()
-    document_id, created = int(row[0]), bool(row[1])
+    document_id, created = int(row[0]), existing is None
     if not created:
         old = session.scalars(
-            delete(DocumentChunk).where(DocumentChunk.document_id == document_id).returning(DocumentChunk.id)
+            delete(DocumentChunk)
+            .where(DocumentChunk.collection == collection, DocumentChunk.document_id == document_id)
+            .returning(DocumentChunk.id)
         ).all()
         graph.forget_chunks(session, collection=collection, chunk_ids=old)  # the old chunks' edges go with them
     if chunks:
@@ -269,12 +283,12 @@ def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[
     return sorted(found.values(), key=lambda d: d.source)
 
 
-def delete_documents(session: Session, ids: Sequence[int]) -> int:
-    """Delete documents (their chunks cascade, their graph edges are deleted first); returns how many."""
+def delete_documents(session: Session, *, collection: str, ids: Sequence[int]) -> int:
+    """Delete documents of ``collection`` (their chunks cascade, their graph edges are deleted first)."""
     if not ids:
         return 0
-    graph.forget_documents(session, ids)
-    result = session.execute(delete(Document).where(Document.id.in_(list(ids))))
+    graph.forget_documents(session, collection=collection, document_ids=ids)
+    result = session.execute(delete(Document).where(Document.collection == collection, Document.id.in_(list(ids))))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
@@ -291,23 +305,25 @@ class StoredText:
     metadata: dict[str, Any]
 
 
-def collection_names(session: Session) -> list[str]:
-    """Every collection that holds a document, sorted."""
+def stored_collections(session: Session) -> list[str]:
+    """The names of the collections that hold documents, sorted."""
     return list(session.scalars(select(Document.collection).distinct().order_by(Document.collection)))
 
 
-def iter_stored_texts(session: Session, *, collection: str | None = None) -> Iterator[StoredText]:
-    """Every stored document (of one collection, or all), ordered by collection and source."""
-    query = select(
-        Document.id,
-        Document.collection,
-        Document.source,
-        Document.title,
-        Document.content,
-        Document.chunker,
-        Document.meta,
-    ).order_by(Document.collection, Document.source)
-    if collection is not None:
-        query = query.where(Document.collection == collection)
+def iter_stored_texts(session: Session, *, collection: str) -> Iterator[StoredText]:
+    """Every stored document of ``collection``, ordered by source."""
+    query = (
+        select(
+            Document.id,
+            Document.collection,
+            Document.source,
+            Document.title,
+            Document.content,
+            Document.chunker,
+            Document.meta,
+        )
+        .where(Document.collection == collection)
+        .order_by(Document.source)
+    )
     for row in session.execute(query):
         yield StoredText(*row)

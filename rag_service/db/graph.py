@@ -71,18 +71,17 @@ def forget_chunks(session: Session, *, collection: str, chunk_ids: Sequence[int]
     session.execute(_DELETE_LINKS, params)
 
 
-def forget_documents(session: Session, document_ids: Sequence[int]) -> None:
-    """``forget_chunks`` for every chunk of these documents (before the documents are deleted)."""
+def forget_documents(session: Session, *, collection: str, document_ids: Sequence[int]) -> None:
+    """``forget_chunks`` for every chunk of these documents of ``collection`` (before they are deleted)."""
     if not document_ids:
         return
-    rows = session.execute(
-        text(
-            "SELECT collection, array_agg(id) FROM document_chunks WHERE document_id = ANY(:ids) GROUP BY 1"
-        ).bindparams(bindparam("ids", type_=_IDS)),
-        {"ids": list(document_ids)},
-    )
-    for collection, chunk_ids in rows.all():
-        forget_chunks(session, collection=collection, chunk_ids=chunk_ids)
+    chunk_ids = session.scalars(
+        text("SELECT id FROM document_chunks WHERE collection = :collection AND document_id = ANY(:ids)").bindparams(
+            bindparam("ids", type_=_IDS)
+        ),
+        {"collection": collection, "ids": list(document_ids)},
+    ).all()
+    forget_chunks(session, collection=collection, chunk_ids=chunk_ids)
 
 
 def forget_collection(session: Session, *, collection: str) -> None:

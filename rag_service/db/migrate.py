@@ -34,12 +34,22 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Migrate the database to ``revision`` in one transaction."""
+def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: bool = False) -> None:
+    """Migrate the database to ``revision`` in one transaction; at head, on a Citus coordinator the
+    tables are then distributed by collection (``db.citus``), and with ``partition_by_collection``
+    the (empty) chunk tables become LIST-partitioned by collection (``db.partitions``)."""
     from alembic import command
 
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), revision)
+        if revision == "head":
+            from rag_service.db.citus import distribute
+
+            distribute(conn)
+            if partition_by_collection:
+                from rag_service.db.partitions import partition_by_collection as partition
+
+                partition(conn)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:

@@ -12,7 +12,7 @@ from sqlalchemy import (
     CheckConstraint,
     DateTime,
     Float,
-    ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     PrimaryKeyConstraint,
@@ -34,12 +34,19 @@ class Base(DeclarativeBase):
 
 
 class Document(Base):
-    """One source document of a collection, with its full (normalised) text."""
+    """One source document of a collection, with its full (normalised) text.
+
+    Every key starts with ``collection`` (migration 0005), so the table can be distributed (Citus) or
+    partitioned by it; ``id`` still comes from one sequence and is unique on its own.
+    """
 
     __tablename__ = "documents"
-    __table_args__ = (UniqueConstraint("collection", "source", name="uq_documents_collection_source"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("collection", "id", name="documents_pkey"),
+        UniqueConstraint("collection", "source", name="uq_documents_collection_source"),
+    )
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    id: Mapped[int] = mapped_column(BigInteger, autoincrement=True)
     collection: Mapped[str] = mapped_column(String(200), nullable=False)
     source: Mapped[str] = mapped_column(Text, nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
@@ -57,7 +64,14 @@ class DocumentChunk(Base):
 
     __tablename__ = "document_chunks"
     __table_args__ = (
-        UniqueConstraint("document_id", "chunk_index", name="uq_document_chunks_document_index"),
+        PrimaryKeyConstraint("collection", "id", name="document_chunks_pkey"),
+        UniqueConstraint("collection", "document_id", "chunk_index", name="uq_document_chunks_document_index"),
+        ForeignKeyConstraint(
+            ["collection", "document_id"],
+            ["documents.collection", "documents.id"],
+            ondelete="CASCADE",
+            name="fk_document_chunks_document",
+        ),
         Index(
             "ix_document_chunks_embedding_hnsw",
             "embedding",
@@ -67,13 +81,12 @@ class DocumentChunk(Base):
         ),
         Index("ix_document_chunks_content_tsv", "content_tsv", postgresql_using="gin"),
         Index("ix_document_chunks_headers", "headers", postgresql_using="gin"),
-        Index("ix_document_chunks_collection", "collection"),
-        Index("ix_document_chunks_content_hash", "content_hash"),
+        Index("ix_document_chunks_content_hash", "collection", "content_hash"),
         CheckConstraint("start_char >= 0 AND end_char >= start_char", name="ck_document_chunks_offsets"),
     )
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    document_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("documents.id", ondelete="CASCADE"), nullable=False)
+    id: Mapped[int] = mapped_column(BigInteger, autoincrement=True)
+    document_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     collection: Mapped[str] = mapped_column(String(200), nullable=False)
     chunk_index: Mapped[int] = mapped_column(Integer, nullable=False)
     chunk_type: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -99,6 +112,10 @@ class ChunkTerm(Base):
 
     __tablename__ = "chunk_terms"
     __table_args__ = (
+        # covering: the bounded BM25 arm completes chunks' scores from it index-only (migration 0005)
+        PrimaryKeyConstraint(
+            "collection", "chunk_id", "lexeme", name="pk_chunk_terms", postgresql_include=["tf", "doc_len"]
+        ),
         # len / tf orders a lexeme's postings by BM25 score, highest first (migration 0004)
         Index(
             "ix_chunk_terms_impact",
@@ -109,8 +126,8 @@ class ChunkTerm(Base):
         ),
     )
 
-    chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    chunk_id: Mapped[int] = mapped_column(BigInteger)
+    lexeme: Mapped[str] = mapped_column(Text)
     collection: Mapped[str] = mapped_column(String(200), nullable=False)
     tf: Mapped[int] = mapped_column(Integer, nullable=False)
     doc_len: Mapped[int] = mapped_column(Integer, nullable=False)

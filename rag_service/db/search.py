@@ -188,7 +188,15 @@ def build_search(request: SearchRequest) -> Select[Any]:
             fused.c.keyword_score,
             fused.c.fused_score,
         )
-        .select_from(fused.join(c, c.id == fused.c.id).join(d, d.id == c.document_id))
+        # collection = in both joins: the rows of one collection, a single shard on Citus
+        .select_from(
+            fused.join(c, (c.collection == bindparam("collection", request.collection)) & (c.id == fused.c.id)).join(
+                d,
+                (d.collection == bindparam("collection", request.collection))
+                & (d.collection == c.collection)
+                & (d.id == c.document_id),
+            )
+        )
         .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
         .limit(bindparam("limit", request.limit))
     )

@@ -28,6 +28,7 @@ from rag_service.db import documents as repo
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
+from rag_service.db.partitions import prepare_collection
 from rag_service.embed import Embedder
 from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
@@ -208,7 +209,7 @@ class Indexer:
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
         with reindex_lock(self.db.engine, collection):
-            self._guard()
+            self._guard(collection)
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 batch.look_up(sources)
@@ -224,7 +225,7 @@ class Indexer:
                         for d in repo.documents_in_scope(session, collection=collection, prefixes=scope)
                         if d.source not in seen
                     ]
-                    report.deleted = repo.delete_documents(session, gone)
+                    report.deleted = repo.delete_documents(session, collection=collection, ids=gone)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -245,7 +246,7 @@ class Indexer:
         report = IngestReport(collection=collection)
         started = time.perf_counter()
         with reindex_lock(self.db.engine, collection):
-            self._guard()
+            self._guard(collection)
             with Progress(total=total, enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for source, title, text in items:
@@ -262,14 +263,15 @@ class Indexer:
         ``listener(done, total)`` hears each document finished (the HTTP API's job progress).
         """
         with self.db.transaction() as session:
-            stored = list(repo.iter_stored_texts(session, collection=collection))
+            names = [collection] if collection is not None else repo.stored_collections(session)
+            stored = [d for name in names for d in repo.iter_stored_texts(session, collection=name)]
         collections = sorted({d.collection for d in stored}) or [collection or "default"]
         report = IngestReport(collection=collection or ",".join(collections))
         started = time.perf_counter()
         with Progress(total=len(stored), enabled=progress, label="reindexing", listener=listener) as bar:
             for name in collections:
                 with reindex_lock(self.db.engine, name):
-                    self._guard()
+                    self._guard(name)
                     batch = _Batch(self, name, report, bar, reuse_vectors=False)
                     for doc in (d for d in stored if d.collection == name):
                         strategy = doc.chunker.split(":", 1)[0]
@@ -292,7 +294,7 @@ class Indexer:
         changed. Each collection is rebuilt in one transaction under its reindex lock.
         """
         with self.db.transaction() as session:
-            names = repo.collection_names(session) if collection is None else [validate_collection(collection)]
+            names = repo.stored_collections(session) if collection is None else [validate_collection(collection)]
         report = GraphReport()
         for name in names:
             with reindex_lock(self.db.engine, name), self.db.transaction() as session:
@@ -306,7 +308,8 @@ class Indexer:
 
     # -- helpers used by _Batch ----------------------------------------------------------------------
 
-    def _guard(self) -> None:
+    def _guard(self, collection: str) -> None:
+        """Refuse another model's vectors; create the collection's partitions (when partitioned)."""
         with self.db.transaction() as session:
             check_index_settings(
                 session,
@@ -315,6 +318,7 @@ class Indexer:
                 fts_config=self.settings.fts_config,
                 record=True,
             )
+            prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
 
     def _sizes(self, strategy: str) -> dict[str, Any]:
         if resolve_strategy(strategy) in OWN_SIZES:  # tokens, or whole definitions: not RAG_CHUNK_SIZE
@@ -400,7 +404,7 @@ class _Batch:
             }
             if legacy:
                 for old, doc in repo.find_documents(session, collection=self.collection, sources=list(legacy)).items():
-                    repo.rename_document(session, doc.id, legacy[old])
+                    repo.rename_document(session, collection=self.collection, document_id=doc.id, source=legacy[old])
                     found[legacy[old]] = repo.StoredDocument(doc.id, legacy[old], doc.content_hash, doc.chunker)
                     self.report.rekeyed += 1
         self._known.update((source, found.get(source)) for source in keys)
@@ -492,7 +496,7 @@ class _Batch:
             found: dict[str, np.ndarray[Any, Any]] = {}
             if self.reuse_vectors:
                 with self.indexer.db.transaction() as session:
-                    found = repo.stored_embeddings(session, list(texts))
+                    found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
             self.report.embeddings_reused += sum(1 for p in pending for h in p.chunk_hashes if h in found)
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from logging.config import fileConfig
 
 from alembic import context
 from sqlalchemy import Connection, pool
 
 from rag_service.db.models import Base
+from rag_service.db.partitions import PARTITION_NAME_PATTERN
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging_config"):
@@ -16,8 +18,15 @@ if config.config_file_name is not None and not config.attributes.get("skip_loggi
 target_metadata = Base.metadata
 
 
+def _include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Leave out the per-collection partitions of ``rag db upgrade --partition-by-collection``."""
+    return not (type_ == "table" and name is not None and re.match(PARTITION_NAME_PATTERN, name))
+
+
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    context.configure(
+        connection=connection, target_metadata=target_metadata, compare_type=True, include_name=_include_name
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -11,7 +11,7 @@ edges of the links pointing at it. ``rag_configurations.graph_weight`` is 0 (off
 Existing collections get their edges from ``rag graph build`` (no re-embedding).
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-30
 """
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

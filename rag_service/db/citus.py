@@ -1,0 +1,94 @@
+"""Citus: the tables distributed by ``collection``, co-located, with row-level BM25 triggers.
+
+``rag db upgrade`` calls ``distribute`` after the migrations; it does nothing unless the database has
+the ``citus`` extension (a Citus coordinator), and nothing for tables already distributed, so it is
+safe to run again. One collection is one shard group: every search and every write of a collection
+is a single-shard router query, since every statement carries ``collection =`` (migration 0005).
+
+Two things differ from one node:
+
+* the BM25 statistics come from the row-level trigger ``rag_chunk_stats_row()`` (migration 0005):
+  Citus cannot run the statement-level triggers with transition tables on shards, and a trigger on
+  a shard may only touch co-located shards of the same collection, which the row trigger does;
+* triggers on distributed tables need ``citus.enable_unsafe_triggers`` while they are created; it is
+  set for the upgrade's transaction only.
+
+The shard count is Citus' own ``citus.shard_count`` (default 32); set it before the first upgrade.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+#: distributed by collection in this order (documents first: the chunks' foreign key refers to it)
+DISTRIBUTED_TABLES = (
+    "documents",
+    "document_chunks",
+    "chunk_terms",
+    "lexeme_stats",
+    "collection_stats",
+    "chunk_edges",  # the chunk graph (migration 0006), read with the chunks
+    "chunk_links",
+)
+
+_DROP_TRIGGERS = (
+    "DROP TRIGGER IF EXISTS document_chunks_stats_insert ON document_chunks",
+    "DROP TRIGGER IF EXISTS document_chunks_stats_delete ON document_chunks",
+    "DROP TRIGGER IF EXISTS document_chunks_stats_update ON document_chunks",
+    "DROP TRIGGER IF EXISTS document_chunks_stats_row ON document_chunks",
+)
+
+_ROW_TRIGGER = (
+    "CREATE TRIGGER document_chunks_stats_row AFTER INSERT OR UPDATE OR DELETE ON document_chunks "
+    "FOR EACH ROW EXECUTE FUNCTION rag_chunk_stats_row()"
+)
+
+
+def has_citus(connection: Connection) -> bool:
+    """True when the database has the citus extension (we are on a Citus coordinator)."""
+    found = connection.execute(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")).scalar_one()
+    return bool(found)
+
+
+def distributed_tables(connection: Connection) -> set[str]:
+    """Our tables already distributed (empty without Citus)."""
+    if not has_citus(connection):
+        return set()
+    rows = connection.execute(
+        text("SELECT logicalrelid::regclass::text FROM pg_dist_partition WHERE logicalrelid::regclass::text = ANY(:t)"),
+        {"t": list(DISTRIBUTED_TABLES)},
+    )
+    return {name for (name,) in rows}
+
+
+def use_row_level_stats(connection: Connection) -> None:
+    """Keep the BM25 statistics with the row-level trigger instead of the statement-level ones.
+
+    Both give identical statistics (``tests/integration/test_citus.py`` compares them); the row
+    trigger is what Citus can run. Idempotent.
+    """
+    for statement in _DROP_TRIGGERS:
+        connection.execute(text(statement))
+    connection.execute(text(_ROW_TRIGGER))
+
+
+def distribute(connection: Connection) -> list[str]:
+    """On a Citus coordinator, distribute our tables by collection, co-located; returns the tables
+    distributed now (none when Citus is absent or all already are)."""
+    if not has_citus(connection):
+        return []
+    done = distributed_tables(connection)
+    todo = [t for t in DISTRIBUTED_TABLES if t not in done]
+    if not todo:
+        return []
+    connection.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
+    connection.execute(text("SET LOCAL citus.multi_shard_modify_mode = 'sequential'"))
+    if "document_chunks" in todo:
+        use_row_level_stats(connection)
+    for table in todo:
+        colocate = "default" if table == DISTRIBUTED_TABLES[0] else DISTRIBUTED_TABLES[0]
+        connection.execute(
+            text("SELECT create_distributed_table(:t, 'collection', colocate_with => :c)"),
+            {"t": table, "c": colocate},
+        )
+    return todo

@@ -1,0 +1,100 @@
+"""LIST partitions by collection: ``rag db upgrade --partition-by-collection``.
+
+``documents``, ``document_chunks`` and ``chunk_terms`` become tables partitioned by ``collection``
+(possible since migration 0005 put ``collection`` first in every key), each collection its own
+partition with its own HNSW, GIN and postings indexes (pgvector's "Multitenancy": no recall lost to
+other tenants' vectors, and dropping a tenant is dropping its partitions). ``lexeme_stats`` and
+``collection_stats`` stay plain tables: they are small and keyed by collection already.
+
+A collection's partitions are created when it first gets data (``prepare_collection``, called by
+ingestion before it writes; creating a partition briefly locks the parent tables, once per
+collection). The BM25 statistics are kept by the same statement-level triggers as on one plain
+table: PostgreSQL runs them on the partitioned parents with transition tables, including the
+cascade from ``documents``. The tables are converted only while they are empty: the option is for
+a new database (index the data afterwards).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, MetaData, Table, text
+from sqlalchemy.orm import Session
+
+from rag_service.db.models import ChunkTerm, Document, DocumentChunk
+from rag_service.errors import SchemaError
+
+PARTITIONED_TABLES = ("documents", "document_chunks", "chunk_terms")
+
+#: partitions are named <table>_<md5 of the collection>: any collection name gives a valid identifier
+PARTITION_NAME_PATTERN = r"^(documents|document_chunks|chunk_terms)_[0-9a-f]{32}$"
+
+_ENSURE_PARTITIONS = """
+CREATE OR REPLACE FUNCTION rag_ensure_collection_partitions(c text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['documents', 'document_chunks', 'chunk_terms'] LOOP
+        IF to_regclass(quote_ident(t || '_' || md5(c))) IS NULL THEN
+            EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES IN (%L)', t || '_' || md5(c), t, c);
+        END IF;
+    END LOOP;
+END $$
+"""
+
+# the triggers of migrations 0002/0005, on the partitioned parent (functions are kept from the migrations)
+_TRIGGERS = (
+    "CREATE TRIGGER document_chunks_lexeme_count BEFORE INSERT OR UPDATE OF content_tsv ON document_chunks "
+    "FOR EACH ROW EXECUTE FUNCTION rag_chunk_lexeme_count()",
+    "CREATE TRIGGER document_chunks_stats_insert AFTER INSERT ON document_chunks "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+    "CREATE TRIGGER document_chunks_stats_delete AFTER DELETE ON document_chunks "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+    "CREATE TRIGGER document_chunks_stats_update AFTER UPDATE ON document_chunks "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+)
+
+_DROP_TABLES = (
+    "DROP TABLE chunk_terms",
+    "DROP TABLE document_chunks",
+    "DROP TABLE documents",
+)
+
+
+def is_partitioned(connection: Connection) -> bool:
+    """True when ``documents`` is a partitioned table."""
+    kind = connection.execute(text("SELECT relkind FROM pg_class WHERE oid = to_regclass('documents')")).scalar()
+    return kind == "p"
+
+
+def partition_by_collection(connection: Connection) -> bool:
+    """Rebuild the (empty) document, chunk and posting tables partitioned by collection; returns False
+    when they already are. SchemaError when they hold rows or the database is a Citus coordinator."""
+    if is_partitioned(connection):
+        return False
+    if connection.execute(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")).scalar_one():
+        raise SchemaError("--partition-by-collection is for one node; Citus already distributes by collection")
+    held = connection.execute(text("SELECT count(*) FROM documents")).scalar_one()
+    if held:
+        raise SchemaError(
+            f"--partition-by-collection converts empty tables only, and documents holds {held} rows: "
+            "run it on a new database, then index your data into it"
+        )
+    for statement in _DROP_TABLES:
+        connection.execute(text(statement))
+    partitioned = MetaData()
+    for model in (Document, DocumentChunk, ChunkTerm):
+        table = model.__table__
+        assert isinstance(table, Table)
+        copy = table.to_metadata(partitioned)
+        copy.dialect_options["postgresql"]["partition_by"] = "LIST (collection)"
+    partitioned.create_all(connection)
+    for statement in _TRIGGERS:
+        connection.execute(text(statement))
+    connection.execute(text(_ENSURE_PARTITIONS))
+    return True
+
+
+def prepare_collection(session: Session, collection: str) -> None:
+    """Create ``collection``'s partitions if the tables are partitioned and it has none yet."""
+    ensure = session.execute(text("SELECT to_regproc('rag_ensure_collection_partitions')")).scalar()
+    if ensure is not None:
+        session.execute(text("SELECT rag_ensure_collection_partitions(:c)"), {"c": collection})

