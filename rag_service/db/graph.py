@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from sqlalchemy import any_, bindparam, func, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger, Text
 
 from rag_service.db.models import Document, DocumentChunk
-from rag_service.db.search_request import SearchHit, SearchRequest, chunk_conditions
 from rag_service.records import from_fields
+
+if TYPE_CHECKING:  # the search modules (numpy) load when a walk runs, not for indexing
+    from rag_service.db.search_request import SearchHit, SearchRequest
 
 #: edge kinds
 SIMILAR = "similar"
@@ -268,6 +269,9 @@ def neighbourhood(
 
 def fetch_hits(session: Session, request: SearchRequest, chunk_ids: Sequence[int]) -> list[SearchHit]:
     """The chunks a graph walk reached, as search hits without arm scores, under the request's filters."""
+    from rag_service.db.search import vector_from_send
+    from rag_service.db.search_request import SearchHit, chunk_conditions
+
     if not chunk_ids:
         return []
     c, d = DocumentChunk, Document
@@ -301,7 +305,7 @@ def fetch_hits(session: Session, request: SearchRequest, chunk_ids: Sequence[int
             chunk_id=row.id,
             headers=row.headers or {},
             metadata=row.metadata or {},
-            embedding=np.frombuffer(row.embedding_bytes, dtype=">f4", offset=4).astype(np.float32),
+            embedding=vector_from_send(row.embedding_bytes),
             vector_rank=None,
             keyword_rank=None,
             vector_score=None,

@@ -28,6 +28,9 @@ HEAVY = (
     "llama_index",
     "mcp",
     "alembic",  # only migrating needs it (its import is most of a no-op reindex)
+    "numpy",  # only vectors need it: an unchanged reindex makes and reads none
+    "sumy",  # summaries of changed documents
+    "httpx",  # the optional LLM endpoint
 )
 
 _RUN = f"""
