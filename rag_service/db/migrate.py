@@ -41,6 +41,7 @@ def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: 
     from alembic import command
 
     with engine.begin() as conn:
+        _no_statement_timeout(conn)
         command.upgrade(alembic_config(conn), revision)
         if revision == "head":
             from rag_service.db.citus import distribute
@@ -57,7 +58,14 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     from alembic import command
 
     with engine.begin() as conn:
+        _no_statement_timeout(conn)
         command.downgrade(alembic_config(conn), revision)
+
+
+def _no_statement_timeout(conn: Connection) -> None:
+    # RAG_STATEMENT_TIMEOUT_MS bounds queries; a migration rebuilding keys of a 1M-chunk database
+    # (90M postings) runs for minutes and must not be cancelled half-way
+    conn.execute(text("SET LOCAL statement_timeout = 0"))
 
 
 @lru_cache(maxsize=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from alembic import command
@@ -90,5 +91,20 @@ def test_tuned_defaults_leave_edited_presets_alone(database_factory, settings):
             assert (
                 conn.execute(text("SELECT count(*) FROM rag_configurations WHERE fusion_method='linear'")).scalar() == 0
             )
+    finally:
+        engine.dispose()
+
+
+def test_migrations_are_not_cut_by_the_statement_timeout(database_factory, settings):
+    # RAG_STATEMENT_TIMEOUT_MS bounds queries; 0005 on a 1M-chunk database ran for minutes and was cancelled
+    url = database_factory.create("rag_mig_timeout")
+    engine = make_engine(url, dataclasses.replace(settings, statement_timeout_ms=1))
+    try:
+        migrate.upgrade(engine)
+        migrate.downgrade(engine, "0004")
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert migrate.current_revision(conn) == migrate.head_revision()
+            assert conn.execute(text("SHOW statement_timeout")).scalar() == "1ms", "queries keep their bound"
     finally:
         engine.dispose()
