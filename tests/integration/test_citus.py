@@ -9,6 +9,7 @@ SciFact test rankings equal those of one node.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -259,14 +260,13 @@ def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory
     assert SCIFACT.is_dir(), f"{SCIFACT} is missing: the SciFact dataset comes with ../shared/datasets"
     one_node = make_engine(database_factory.create("rag_scifact"), settings)
     citus_settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)
+    # keywords, summaries and graph edges are not what is compared: leave the costly ones out
+    plain = dataclasses.replace(settings, chunk_keywords=0, summary_sentences=0)
     try:
         migrate.upgrade(one_node)
-        for engine in (one_node, citus_engine):
-            with engine.begin() as conn:
-                conn.execute(text("DROP INDEX IF EXISTS ix_document_chunks_embedding_hnsw"))
         services = {
             "one node": UniversalRAGService(
-                settings, database=Database(one_node), embedder=HashingEmbedder(), reranker=None
+                plain, database=Database(one_node), embedder=HashingEmbedder(), reranker=None
             ),
             "citus": UniversalRAGService(
                 citus_settings, database=Database(citus_engine), embedder=HashingEmbedder(), reranker=None
@@ -277,6 +277,10 @@ def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory
             services["one node"], dataset, collection="scifact", strategy="recursive", progress=False
         )
         assert report.failed == [] and report.added == len(dataset.corpus)
+        # dropped after indexing: the graph's similarity edges are found through it while writing
+        for engine in (one_node, citus_engine):
+            with engine.begin() as conn:
+                conn.execute(text("DROP INDEX IF EXISTS ix_document_chunks_embedding_hnsw"))
         _copy_rows(one_node, citus_engine, "scifact")
         with one_node.connect() as a, citus_engine.connect() as b:
             assert _stats(b) == _stats(a)  # one node's triggers kept what a recount gives
@@ -284,4 +288,13 @@ def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory
     finally:
         one_node.dispose()  # the cluster goes with the module: no cascade of 21k rows through the trigger
     assert len(runs["citus"]) == len(dataset.queries) == 300
-    assert runs["citus"] == runs["one node"]
+    # the same documents in the same order with the same scores; scores compared to 1e-9, since a
+    # shard may add a query's BM25 terms in another order (seen: 0.7763849377197176 against ...178)
+    assert _ranked(runs["citus"]) == _ranked(runs["one node"])
+    for qid, scores in runs["one node"].items():
+        assert runs["citus"][qid] == pytest.approx(scores, rel=1e-9, abs=1e-12), qid
+
+
+def _ranked(run: dict[str, dict[str, float]]) -> dict[str, list[str]]:
+    """Each query's documents best first, ties (to 1e-9) by document id."""
+    return {qid: sorted(docs, key=lambda d: (-round(docs[d], 9), d)) for qid, docs in run.items()}
