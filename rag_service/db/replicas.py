@@ -50,11 +50,13 @@ BREAKER_COOLDOWN_S = 5.0
 _RECOVERY_CONFLICTS = ("40001", "40P01")
 # Replay lag in milliseconds: 0 when everything received is replayed (an idle primary), NULL when no
 # WAL receiver runs (the standby lost its primary: its lag is unknown), 0 on a server not in recovery.
+# A standby that has replayed no commit since it started has no replay timestamp: while it streams,
+# what it is replaying then is WAL without a commit yet (seen right after pg_basebackup), counted 0.
 _LAG_SQL = text(
     "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "
     "WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN NULL "
     "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
-    "ELSE extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000 END"
+    "ELSE coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000, 0) END"
 )
 # a comma followed by the next URL's scheme separates URLs (a password may hold a comma)
 _URL_SEPARATOR = re.compile(r"\s*,\s*(?=postgres(?:ql)?(?:\+\w+)?://)")

@@ -120,6 +120,13 @@ def _answer(result: RAGResult) -> list[tuple[int, str, float]]:
 
 def test_the_standby_returns_what_the_primary_returns(cluster):
     on_replica, on_primary = _service(cluster), _primary_only(cluster)
+    try:
+        _same_answers(on_replica, on_primary)
+    finally:
+        on_replica.reads.dispose()
+
+
+def _same_answers(on_replica: UniversalRAGService, on_primary: UniversalRAGService) -> None:
     for query in QUERIES:
         for context in ("agent", "chatbot", "search"):
             replica_result = on_replica.retrieve(query, context=context)
@@ -133,7 +140,6 @@ def test_the_standby_returns_what_the_primary_returns(cluster):
     statuses = replica_statuses(on_replica.reads.replicas)
     assert [s.name for s in statuses] == ["replica 1"] and statuses[0].error is None
     assert statuses[0].lag_ms is not None and statuses[0].lag_ms < 60_000
-    on_replica.reads.dispose()
 
 
 def test_writes_are_refused_on_the_standby_and_go_to_the_primary(cluster):
