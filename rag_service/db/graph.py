@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import any_, bindparam, func, select, text
+from sqlalchemy import any_, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger, Text
 
 from rag_service.db.models import Document, DocumentChunk
-from rag_service.records import from_fields
 
 if TYPE_CHECKING:  # the search modules (numpy) load when a walk runs, not for indexing
     from rag_service.db.search_request import SearchHit, SearchRequest
@@ -269,48 +268,18 @@ def neighbourhood(
 
 def fetch_hits(session: Session, request: SearchRequest, chunk_ids: Sequence[int]) -> list[SearchHit]:
     """The chunks a graph walk reached, as search hits without arm scores, under the request's filters."""
-    from rag_service.db.search import vector_from_send
-    from rag_service.db.search_request import SearchHit, chunk_conditions
+    from rag_service.db.search import hit_columns, hit_from_row
+    from rag_service.db.search_request import chunk_conditions
 
     if not chunk_ids:
         return []
     c, d = DocumentChunk, Document
     statement = (
-        select(
-            c.id,
-            c.document_id,
-            d.source,
-            d.title,
-            c.content,
-            c.headers,
-            c.header_path,
-            c.start_char,
-            c.end_char,
-            c.chunk_type,
-            c.content_hash,
-            c.parent_content,
-            c.parent_start,
-            c.parent_end,
-            c.meta.label("metadata"),
-            func.coalesce(d.meta["summary"].astext, "").label("summary"),
-            func.vector_send(c.embedding).label("embedding_bytes"),
-        )
-        .join(d, d.id == c.document_id)
+        select(c.id, *hit_columns())
+        .join(d, (d.collection == c.collection) & (d.id == c.document_id))
         .where(c.id == any_(bindparam("graph_ids", list(chunk_ids), type_=_IDS)), *chunk_conditions(request))
     )
     return [
-        from_fields(
-            SearchHit,
-            row,
-            chunk_id=row.id,
-            headers=row.headers or {},
-            metadata=row.metadata or {},
-            embedding=vector_from_send(row.embedding_bytes),
-            vector_rank=None,
-            keyword_rank=None,
-            vector_score=None,
-            keyword_score=None,
-            fused_score=0.0,
-        )
+        hit_from_row(row, vector_rank=None, keyword_rank=None, vector_score=None, keyword_score=None, fused_score=0.0)
         for row in session.execute(statement).all()
     ]

@@ -166,22 +166,7 @@ def build_search(request: SearchRequest) -> Select[Any]:
     return (
         select(
             fused.c.id,
-            c.document_id,
-            d.source,
-            d.title,
-            c.content,
-            c.headers,
-            c.header_path,
-            c.start_char,
-            c.end_char,
-            c.chunk_type,
-            c.content_hash,
-            c.parent_content,
-            c.parent_start,
-            c.parent_end,
-            c.meta.label("metadata"),
-            func.coalesce(d.meta["summary"].astext, "").label("summary"),
-            func.vector_send(c.embedding).label("embedding_bytes"),
+            *hit_columns(),
             fused.c.vector_rank,
             fused.c.keyword_rank,
             fused.c.vector_score,
@@ -253,6 +238,42 @@ def configure_vector_scan(session: Session, *, ef_search: int) -> None:
     raw = cast_connection(session.connection().connection.dbapi_connection)
     raw.execute(_SCAN_SETTINGS.format(psycopg.sql.Literal(int(ef_search))))
     session.info[_SCAN_KEY] = (transaction, ef_search)
+
+
+def hit_columns() -> tuple[Any, ...]:
+    """The chunk and document columns every ``SearchHit`` carries (``hit_from_row`` reads them back)."""
+    c, d = DocumentChunk, Document
+    return (
+        c.document_id,
+        d.source,
+        d.title,
+        c.content,
+        c.headers,
+        c.header_path,
+        c.start_char,
+        c.end_char,
+        c.chunk_type,
+        c.content_hash,
+        c.parent_content,
+        c.parent_start,
+        c.parent_end,
+        c.meta.label("metadata"),
+        func.coalesce(d.meta["summary"].astext, "").label("summary"),
+        func.vector_send(c.embedding).label("embedding_bytes"),
+    )
+
+
+def hit_from_row(row: Any, **given: Any) -> SearchHit:
+    """A ``SearchHit`` from a row holding the chunk id (``id``) and ``hit_columns()``; ``given`` adds scores."""
+    return from_fields(
+        SearchHit,
+        row,
+        chunk_id=row.id,
+        headers=row.headers or {},
+        metadata=row.metadata or {},
+        embedding=vector_from_send(row.embedding_bytes),
+        **given,
+    )
 
 
 def vector_from_send(data: bytes) -> np.ndarray[Any, Any]:
@@ -338,15 +359,4 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
         configure_vector_scan(session, ef_search=request.ef_search)
     statement, parameters = _STATEMENTS.statement(request)
     rows = session.execute(statement, parameters).all()
-    return [
-        from_fields(
-            SearchHit,
-            row,
-            chunk_id=row.id,
-            headers=row.headers or {},
-            metadata=row.metadata or {},
-            embedding=vector_from_send(row.embedding_bytes),
-            fused_score=float(row.fused_score),
-        )
-        for row in rows
-    ]
+    return [hit_from_row(row, fused_score=float(row.fused_score)) for row in rows]
