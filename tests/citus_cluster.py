@@ -6,7 +6,11 @@ TCP port on 127.0.0.1, ``shared_preload_libraries = citus`` and no durability (a
 ``stop()`` stops every node that was started and removes the directories, also after a failed start.
 As root, the servers run as the embedded package's own system user, as the embedded server does.
 
-Used by ``tests/integration/test_citus.py`` (a session fixture) and ``scripts/citus_cluster.py``.
+``copy_collection`` bulk-loads a collection indexed on one node into the cluster (the row trigger
+would plan its statements per row on the shard: minutes for 21k chunks).
+
+Used by ``tests/integration/test_citus.py`` (a session fixture), ``scripts/citus_cluster.py`` and
+``scripts/bench_citus.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from sqlalchemy import Engine, text
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = REPO.parent / "shared" / "tools" / "build-citus.sh"
@@ -43,7 +48,7 @@ listen_addresses = '127.0.0.1'
 port = {port}
 unix_socket_directories = '{socket_dir}'
 max_connections = 200
-shared_buffers = '128MB'
+shared_buffers = '{shared_buffers}'
 fsync = off
 synchronous_commit = off
 full_page_writes = off
@@ -144,7 +149,9 @@ class CitusCluster:
         return self.nodes[0]
 
     @classmethod
-    def start(cls, *, workers: int = 2, shards: int = 8, root: Path | None = None) -> CitusCluster:
+    def start(
+        cls, *, workers: int = 2, shards: int = 8, shared_buffers: str = "128MB", root: Path | None = None
+    ) -> CitusCluster:
         """Build Citus if needed, start the nodes, create the ``rag`` database with citus on each, add the
         workers. On any failure everything started is stopped before the error propagates."""
         build_citus()
@@ -160,7 +167,7 @@ class CitusCluster:
                 name = "coordinator" if i == 0 else f"worker{i}"
                 node = Node(name=name, port=_free_port(), data=str(base / name))
                 cluster.nodes.append(node)
-                cluster._init(node, shards, run_as)
+                cluster._init(node, shards, shared_buffers, run_as)
             for node in cluster.nodes:
                 with node.connect("postgres") as conn:
                     conn.execute(f'CREATE DATABASE "{DATABASE}"')
@@ -175,7 +182,7 @@ class CitusCluster:
             raise
         return cluster
 
-    def _init(self, node: Node, shards: int, run_as: dict[str, Any]) -> None:
+    def _init(self, node: Node, shards: int, shared_buffers: str, run_as: dict[str, Any]) -> None:
         data = Path(node.data)
         data.mkdir()
         if run_as:
@@ -189,7 +196,7 @@ class CitusCluster:
             **run_as,
         )
         with (data / "postgresql.conf").open("a") as conf:
-            conf.write(_CONF.format(port=node.port, socket_dir=node.data, shards=shards))
+            conf.write(_CONF.format(port=node.port, socket_dir=node.data, shards=shards, shared_buffers=shared_buffers))
         subprocess.run(
             [str(BIN / "pg_ctl"), "-D", node.data, "-l", str(data / "server.log"), "-w", "-t", "60", "start"],
             check=True,
@@ -222,3 +229,54 @@ class CitusCluster:
         """A cluster described by ``save``."""
         raw = json.loads(path.read_text())
         return cls(root=raw["root"], nodes=[Node(**n) for n in raw["nodes"]])
+
+
+_COLUMNS = {
+    "documents": "id, collection, source, title, content, content_hash, chunker, chunk_count, metadata",
+    "document_chunks": "id, document_id, collection, chunk_index, chunk_type, content, parent_content, "
+    "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
+    "embedding, content_tsv, metadata",
+}
+
+# the statistics of one collection computed from its chunks, set-based (as migration 0002's backfill)
+_RECOUNT = (
+    "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
+    "SELECT c.id, c.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), c.lexeme_count "
+    "FROM document_chunks c, unnest(c.content_tsv) AS u WHERE c.collection = :c",
+    "INSERT INTO lexeme_stats (collection, lexeme, doc_freq) "
+    "SELECT collection, lexeme, count(*) FROM chunk_terms WHERE collection = :c GROUP BY 1, 2",
+    "INSERT INTO collection_stats (collection, chunk_count, total_length) "
+    "SELECT collection, count(*), sum(lexeme_count) FROM document_chunks WHERE collection = :c GROUP BY 1",
+)
+
+
+def copy_collection(source: Engine, target: Engine, collection: str) -> None:
+    """Copy a collection's documents and chunks (binary COPY, the same ids) with the row-level stats
+    trigger off, then compute its statistics set-based: ~21k rows one by one through the trigger on
+    one shard took minutes on this machine (the trigger's statements are planned by Citus per row).
+    Indexes on ``target`` are maintained row by row: drop the HNSW index first for a large copy."""
+    with source.connect() as src, target.begin() as dst:
+        model = src.execute(text("SELECT embedding_model, embedding_dim, fts_config FROM index_settings")).first()
+        if model is not None:  # absent where rows were bulk-loaded without the service (the benchmarks)
+            dst.execute(
+                text(
+                    "INSERT INTO index_settings (id, embedding_model, embedding_dim, fts_config) "
+                    "VALUES (1, :m, :d, :f) ON CONFLICT (id) DO NOTHING"
+                ),
+                {"m": model[0], "d": model[1], "f": model[2]},
+            )
+        dst.execute(text("SET LOCAL statement_timeout = 0"))
+        dst.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
+        dst.execute(text("ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_stats_row"))
+        read = src.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        write = dst.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        for table, names in _COLUMNS.items():
+            with (
+                read.copy(f"COPY (SELECT {names} FROM {table} ORDER BY id) TO STDOUT (FORMAT BINARY)") as out,
+                write.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as into,
+            ):
+                for block in out:
+                    into.write(block)
+        dst.execute(text("ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_row"))
+        for statement in _RECOUNT:
+            dst.execute(text(statement), {"c": collection})

@@ -3,8 +3,8 @@
 The cluster (``tests/citus_cluster.py``) is built and started once per session and always stopped.
 Checked here: ``rag db upgrade`` distributes the five collection-keyed tables co-located, with the
 row-level BM25 trigger; row triggers keep the same statistics as the statement triggers on one node;
-ingest, reindex, prune and retrieve work; every search shape is one single-shard router task; the
-SciFact test rankings equal those of one node.
+ingest, reindex, prune and retrieve work; every search shape is one single-shard router task; a
+search's ``SET LOCAL`` HNSW setting reaches the shard; the SciFact test rankings equal those of one node.
 """
 
 from __future__ import annotations
@@ -17,18 +17,19 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
 from rag_service.db import citus, migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
-from rag_service.db.search import explain
+from rag_service.db.search import configure_vector_scan, explain
 from rag_service.embed import HashingEmbedder
 from rag_service.evaluation.beir import load_beir
 from rag_service.evaluation.runner import EvalConfig, ensure_indexed, run_queries
 from rag_service.ingest.pipeline import Indexer
 from rag_service.service import UniversalRAGService
-from tests.citus_cluster import CitusCluster
+from tests.citus_cluster import CitusCluster, copy_collection
 from tests.integration.test_bm25 import assert_stats_consistent
 from tests.unit.test_collection_predicates import SHAPES
 
@@ -192,59 +193,35 @@ def test_every_search_shape_is_one_single_shard_router_task(citus_engine, shape)
     assert plan.count("->  Task") == 1, short
 
 
+def _ef_search_on_the_shard(session: Session) -> str | None:
+    """``hnsw.ef_search`` as the shard holding collection ``probe`` sees it (a router query's target
+    list runs on the worker); the inserted row, never committed, gives the query a row to return."""
+    session.execute(
+        text(
+            "INSERT INTO documents (collection, source, content, content_hash, chunker) "
+            "VALUES ('probe', 'probe.md', 'x', 'h', 'c')"
+        )
+    )
+    return session.execute(
+        text("SELECT current_setting('hnsw.ef_search', true) FROM documents WHERE collection = 'probe'")
+    ).scalar_one()
+
+
+def test_the_hnsw_setting_of_a_search_reaches_the_shard(citus_engine):
+    with Session(citus_engine) as session:  # closed without commit: rolled back
+        # set on the coordinator only (set_config is not propagated): the shard does not see it
+        session.execute(text("SELECT set_config('hnsw.ef_search', '77', true)"))
+        assert session.execute(text("SHOW hnsw.ef_search")).scalar_one() == "77"
+        assert _ef_search_on_the_shard(session) != "77"
+    with Session(citus_engine) as session:
+        configure_vector_scan(session, ef_search=123)  # what every search runs first
+        assert _ef_search_on_the_shard(session) == "123"
+
+
 def _scifact_run(service: UniversalRAGService) -> dict[str, dict[str, float]]:
     dataset = load_beir(SCIFACT, split="test")
     config = EvalConfig(context="search", retriever="hybrid", rerank=False, depth=None)  # the preset's depth
     return run_queries(service, dataset, config, collection="scifact", name="scifact", progress=False).run
-
-
-_COLUMNS = {
-    "documents": "id, collection, source, title, content, content_hash, chunker, chunk_count, metadata",
-    "document_chunks": "id, document_id, collection, chunk_index, chunk_type, content, parent_content, "
-    "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
-    "embedding, content_tsv, metadata",
-}
-
-# the statistics of one collection computed from its chunks, set-based (as migration 0002's backfill)
-_RECOUNT = (
-    "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
-    "SELECT c.id, c.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), c.lexeme_count "
-    "FROM document_chunks c, unnest(c.content_tsv) AS u WHERE c.collection = :c",
-    "INSERT INTO lexeme_stats (collection, lexeme, doc_freq) "
-    "SELECT collection, lexeme, count(*) FROM chunk_terms WHERE collection = :c GROUP BY 1, 2",
-    "INSERT INTO collection_stats (collection, chunk_count, total_length) "
-    "SELECT collection, count(*), sum(lexeme_count) FROM document_chunks WHERE collection = :c GROUP BY 1",
-)
-
-
-def _copy_rows(source: Engine, target: Engine, collection: str) -> None:
-    """Copy a collection's documents and chunks (binary COPY, the same ids) with the row-level stats
-    trigger off, then compute its statistics set-based: ~21k rows one by one through the trigger on
-    one shard took minutes on this machine (the trigger's statements are planned by Citus per row)."""
-    with source.connect() as src, target.begin() as dst:
-        model = src.execute(text("SELECT embedding_model, embedding_dim, fts_config FROM index_settings")).one()
-        dst.execute(
-            text(
-                "INSERT INTO index_settings (id, embedding_model, embedding_dim, fts_config) "
-                "VALUES (1, :m, :d, :f) ON CONFLICT (id) DO NOTHING"
-            ),
-            {"m": model[0], "d": model[1], "f": model[2]},
-        )
-        dst.execute(text("SET LOCAL statement_timeout = 0"))
-        dst.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
-        dst.execute(text("ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_stats_row"))
-        read = src.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        write = dst.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        for table, names in _COLUMNS.items():
-            with (
-                read.copy(f"COPY (SELECT {names} FROM {table} ORDER BY id) TO STDOUT (FORMAT BINARY)") as out,
-                write.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as into,
-            ):
-                for block in out:
-                    into.write(block)
-        dst.execute(text("ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_row"))
-        for statement in _RECOUNT:
-            dst.execute(text(statement), {"c": collection})
 
 
 def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory, settings):
@@ -281,7 +258,7 @@ def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory
         for engine in (one_node, citus_engine):
             with engine.begin() as conn:
                 conn.execute(text("DROP INDEX IF EXISTS ix_document_chunks_embedding_hnsw"))
-        _copy_rows(one_node, citus_engine, "scifact")
+        copy_collection(one_node, citus_engine, "scifact")
         with one_node.connect() as a, citus_engine.connect() as b:
             assert _stats(b) == _stats(a)  # one node's triggers kept what a recount gives
         runs = {side: _scifact_run(service) for side, service in services.items()}
