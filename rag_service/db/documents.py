@@ -128,6 +128,23 @@ def search_prefix(title: str, header_path: str) -> str:
     return "\n".join(parts)
 
 
+#: raises the transaction's commit to a synchronous one when the role or database turned it off;
+#: stronger settings (``remote_apply``, ``remote_write``) and ``local`` are already durable here
+_SYNCHRONOUS_COMMIT = text(
+    "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
+)
+
+
+def commit_synchronously(session: Session) -> None:
+    """Make the session's transaction commit synchronously (``SET LOCAL``), whatever the server sets.
+
+    ``ALTER ROLE/DATABASE ... SET synchronous_commit = off`` (a common speed setting) lets a commit
+    return before its WAL is on disk; ingestion promises that what its report counts as written
+    survives a crash. Call it inside the write transaction, before its commit.
+    """
+    session.execute(_SYNCHRONOUS_COMMIT)
+
+
 def find_document(session: Session, *, collection: str, source: str) -> StoredDocument | None:
     """The stored document with this key, if any."""
     row = session.execute(

@@ -544,12 +544,14 @@ class _Batch:
         reported); the rest commit together, so the batch costs one commit instead of one per
         document. If the batch's transaction itself fails (a lost connection, a failed commit), none
         of its documents changed and every one not already reported is reported as failed. The
-        commit is synchronous, so whatever the report calls written survives a server crash.
+        commit is synchronous (also where the role or database turned ``synchronous_commit`` off),
+        so whatever the report calls written survives a server crash.
         """
         written: list[_Pending] = []
         reported: set[int] = set()
         try:
             with self.indexer.db.transaction() as session:
+                repo.commit_synchronously(session)
                 for doc in pending:
                     try:
                         with session.begin_nested():
