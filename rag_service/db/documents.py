@@ -8,7 +8,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import TextClause, bindparam, delete, select, text, update
+from sqlalchemy import TextClause, bindparam, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
@@ -327,8 +327,18 @@ def stored_collections(session: Session) -> list[str]:
     return list(session.scalars(select(Document.collection).distinct().order_by(Document.collection)))
 
 
-def iter_stored_texts(session: Session, *, collection: str) -> Iterator[StoredText]:
-    """Every stored document of ``collection``, ordered by source."""
+def count_documents(session: Session, *, collections: Sequence[str]) -> int:
+    """How many documents these collections hold."""
+    if not collections:
+        return 0
+    query = select(func.count()).select_from(Document).where(Document.collection.in_(list(collections)))
+    return int(session.scalar(query) or 0)
+
+
+def iter_stored_texts(
+    session: Session, *, collection: str, after: str | None = None, limit: int | None = None
+) -> Iterator[StoredText]:
+    """The stored documents of ``collection``, ordered by source: all, or ``limit`` after source ``after``."""
     query = (
         select(
             Document.id,
@@ -341,6 +351,9 @@ def iter_stored_texts(session: Session, *, collection: str) -> Iterator[StoredTe
         )
         .where(Document.collection == collection)
         .order_by(Document.source)
+        .limit(limit)
     )
+    if after is not None:
+        query = query.where(Document.source > after)
     for row in session.execute(query):
         yield StoredText(*row)

@@ -1,4 +1,9 @@
-"""Advisory locks that keep two reindex runs on one collection from interleaving."""
+"""Advisory locks that keep two reindex runs on one collection, or a reindex and an edit, from interleaving.
+
+A reindex holds its collection's lock exclusively for the whole run; an edit of single documents (the
+HTTP API's DELETE) takes the same lock shared for its transaction, so edits exclude reindex runs but
+not each other.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
 from rag_service.errors import ReindexInProgressError
 
@@ -31,3 +37,17 @@ def reindex_lock(engine: Engine, collection: str) -> Iterator[None]:
         finally:
             conn.execute(text("SELECT pg_advisory_unlock(:cls, hashtext(:name))"), params)
             conn.commit()
+
+
+def lock_for_edit(session: Session, collection: str) -> None:
+    """Take the collection's reindex lock shared until the session's transaction ends, or fail at once.
+
+    A reindex that read a document before an edit would write it back afterwards (a deleted document
+    returns), so an edit waits for no reindex: it is refused while one runs.
+    """
+    params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
+    statement = text("SELECT pg_try_advisory_xact_lock_shared(:cls, hashtext(:name))")
+    if not session.execute(statement, params).scalar_one():
+        raise ReindexInProgressError(
+            f"collection {collection!r} is being reindexed; wait for the reindex to finish and try again"
+        )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 #: chunks gathered across documents before one call to the embedding model
 EMBED_BATCH_CHUNKS = 1024
+
+#: stored documents ``reindex_all`` holds in memory at a time
+REINDEX_PAGE_DOCUMENTS = 500
 
 
 def content_hash(text: str) -> str:
@@ -260,20 +263,23 @@ class Indexer:
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text (current settings).
 
-        ``listener(done, total)`` hears each document finished (the HTTP API's job progress).
+        Each collection's texts are read only once its reindex lock is held (a page of
+        ``REINDEX_PAGE_DOCUMENTS`` at a time), so a write or delete committed before the lock is
+        never undone by an older copy of the text. ``listener(done, total)`` hears each document
+        finished (the HTTP API's job progress); ``total`` is counted at the start.
         """
         with self.db.transaction() as session:
             names = [collection] if collection is not None else repo.stored_collections(session)
-            stored = [d for name in names for d in repo.iter_stored_texts(session, collection=name)]
-        collections = sorted({d.collection for d in stored}) or [collection or "default"]
+            total = repo.count_documents(session, collections=names)
+        collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
         started = time.perf_counter()
-        with Progress(total=len(stored), enabled=progress, label="reindexing", listener=listener) as bar:
+        with Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar:
             for name in collections:
                 with reindex_lock(self.db.engine, name):
                     self._guard(name)
                     batch = _Batch(self, name, report, bar, reuse_vectors=False)
-                    for doc in (d for d in stored if d.collection == name):
+                    for doc in self._stored_texts(name):
                         strategy = doc.chunker.split(":", 1)[0]
                         batch.add_text(
                             doc.source,
@@ -286,6 +292,19 @@ class Indexer:
                     batch.finish()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _stored_texts(self, collection: str) -> Iterator[repo.StoredText]:
+        """The collection's stored texts by source, a page per short transaction (call under its lock)."""
+        after: str | None = None
+        while True:
+            with self.db.transaction() as session:
+                page = list(
+                    repo.iter_stored_texts(session, collection=collection, after=after, limit=REINDEX_PAGE_DOCUMENTS)
+                )
+            yield from page
+            if len(page) < REINDEX_PAGE_DOCUMENTS:
+                return
+            after = page[-1].source
 
     def build_graph(self, *, collection: str | None = None) -> GraphReport:
         """Rebuild the chunk graph of one collection (or of all) from what is stored; embeds nothing.

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 
 from rag_service.db.catalog import delete_by_source, update_preset
 from rag_service.db.collections import list_collections
+from rag_service.db.locks import lock_for_edit
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.errors import RagError
 from rag_service.ingest.chunkers import strategy_for_path
@@ -217,6 +218,7 @@ async def delete_document(
 
 def _delete(state: ServerState, collection: str, source: str) -> int:
     with state.service.db.transaction() as session:
+        lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
         return delete_by_source(session, collection=collection, source=source)
 
 

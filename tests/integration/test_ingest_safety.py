@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from rag_service.db.catalog import delete_by_source
 from rag_service.db.database import Database
+from rag_service.db.locks import lock_for_edit
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.pipeline import Indexer
 
@@ -20,6 +22,48 @@ def _stored(db: Database, collection: str) -> dict[str, str]:
 
 def _paragraph(word: str) -> str:
     return f"# {word}\n\n{word} is a paragraph about write-ahead logging and crash recovery, long enough to chunk.\n"
+
+
+# -- reindex --all reads a collection only under its lock -------------------------------------------------
+
+
+def test_reindex_all_keeps_writes_and_deletes_committed_before_it_locked_a_collection(fresh_database, settings):
+    indexer = Indexer(fresh_database, HashingEmbedder(), settings)
+    indexer.index_texts([("a.md", "", _paragraph("Alpha"))], collection="a")
+    indexer.index_texts([("b1.md", "", _paragraph("Bravo")), ("b2.md", "", _paragraph("Bravo two"))], collection="b")
+    other_writer = Indexer(fresh_database, HashingEmbedder(), settings)
+    edited: list[str] = []
+
+    def edit_b_while_a_is_reindexed(done: int, total: int | None) -> None:
+        # collections go in name order: while 'a' is rewritten, 'b' is not locked yet and may change
+        if not edited:
+            edited.append("b1.md")
+            other_writer.index_texts([("b1.md", "", _paragraph("Bravo rewritten"))], collection="b")
+            with fresh_database.transaction() as session:
+                lock_for_edit(session, "b")
+                assert delete_by_source(session, collection="b", source="b2.md") == 1
+
+    report = indexer.reindex_all(listener=edit_b_while_a_is_reindexed)
+
+    assert edited, "the listener ran during the reindex"
+    assert report.ok and report.updated == 2, report.lines()
+    assert _stored(fresh_database, "b") == {"b1.md": _paragraph("Bravo rewritten")}, "no old text, no resurrection"
+    assert _stored(fresh_database, "a") == {"a.md": _paragraph("Alpha")}
+
+
+def test_reindex_all_reads_a_collection_larger_than_one_page(fresh_database, settings, monkeypatch):
+    from rag_service.ingest import pipeline
+
+    monkeypatch.setattr(pipeline, "REINDEX_PAGE_DOCUMENTS", 2)
+    indexer = Indexer(fresh_database, HashingEmbedder(), settings)
+    items = [(f"doc{i}.md", "", _paragraph(f"Word{i}")) for i in range(5)]
+    indexer.index_texts(items, collection="paged")
+    totals: list[int | None] = []
+
+    report = indexer.reindex_all(collection="paged", listener=lambda done, total: totals.append(total))
+
+    assert report.ok and report.updated == 5 and totals == [5] * 5
+    assert _stored(fresh_database, "paged") == {source: body for source, _, body in items}
 
 
 # -- commits are synchronous whatever the database sets ---------------------------------------------------

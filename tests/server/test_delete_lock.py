@@ -1,0 +1,51 @@
+"""DELETE /api/documents and a running reindex of the same collection exclude each other."""
+
+from __future__ import annotations
+
+import uuid
+
+from rag_service.db.locks import lock_for_edit, reindex_lock
+from tests.server.conftest import WRITE_TOKEN, LiveServer
+
+TEXT = "# Kites\n\nA kite flies on the wind when the line holds it against the moving air above the field."
+
+
+def _documents(live: LiveServer, collection: str) -> int:
+    with live.client() as client:
+        names = {c["name"]: c for c in client.get("/api/collections").json()["collections"]}
+    return int(names[collection]["documents"]) if collection in names else 0
+
+
+def test_delete_is_refused_while_a_reindex_holds_the_collection(live: LiveServer) -> None:
+    collection = f"lock-{uuid.uuid4().hex[:8]}"
+    params = {"source": "kites.md", "collection": collection}
+    with live.client(WRITE_TOKEN) as client:
+        documents = [{"source": "kites.md", "text": TEXT}]
+        added = client.post("/api/documents", json={"collection": collection, "documents": documents})
+        assert added.status_code == 200, added.text
+        with reindex_lock(live.service.db.engine, collection):  # what every ingest and reindex holds
+            refused = client.delete("/api/documents", params=params)
+            assert refused.status_code == 409, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "reindex_in_progress"
+            assert error["message"] == (
+                f"collection {collection!r} is being reindexed; wait for the reindex to finish and try again"
+            )
+            assert _documents(live, collection) == 1
+        gone = client.delete("/api/documents", params=params)
+        assert gone.status_code == 200 and gone.json()["deleted"] == 1, gone.text
+        assert _documents(live, collection) == 0
+
+
+def test_deletes_do_not_exclude_each_other_but_exclude_a_reindex(live: LiveServer) -> None:
+    collection = f"lock-{uuid.uuid4().hex[:8]}"
+    with live.client(WRITE_TOKEN) as client:
+        documents = [{"source": f"kites{i}.md", "text": TEXT} for i in range(2)]
+        assert client.post("/api/documents", json={"collection": collection, "documents": documents}).is_success
+        with live.service.db.transaction() as session:  # another delete, still open
+            lock_for_edit(session, collection)
+            gone = client.delete("/api/documents", params={"source": "kites0.md", "collection": collection})
+            assert gone.status_code == 200, gone.text
+            started = client.post("/api/documents", json={"collection": collection, "documents": documents[:1]})
+            assert started.status_code == 409 and started.json()["error"]["code"] == "reindex_in_progress"
+        assert _documents(live, collection) == 1
