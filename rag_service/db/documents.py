@@ -284,10 +284,20 @@ def replace_document(
     return document_id, created
 
 
-def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[str]) -> list[StoredDocument]:
-    """Documents of ``collection`` whose source equals a prefix or lies below it (for --prune)."""
+def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[str] | None) -> list[StoredDocument]:
+    """Documents of ``collection`` whose source equals a prefix or lies below it (for --prune).
+
+    ``prefixes=None``: every document of the collection.
+    """
     found: dict[int, StoredDocument] = {}
-    for prefix in prefixes:
+    if prefixes is None:
+        rows = session.execute(
+            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+                Document.collection == collection
+            )
+        )
+        found.update((row[0], StoredDocument(*row)) for row in rows)
+    for prefix in prefixes or ():
         below = prefix.rstrip("/") + "/"
         rows = session.execute(
             select(Document.id, Document.source, Document.content_hash, Document.chunker).where(

@@ -84,6 +84,10 @@ def _checkout_holding(resolved: Path, known: dict[Path, Path | None] | None) -> 
     return found
 
 
+#: the source key of the folder sources are relative to (the checkout root or ``root``)
+ROOT_SOURCE = "."
+
+
 def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str:
     """The stored source key of a file or folder, the same from any working directory (POSIX style).
 
@@ -97,6 +101,11 @@ def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path |
     if base is not None and resolved.is_relative_to(base):
         return resolved.relative_to(base).as_posix()
     return resolved.as_posix()
+
+
+def _below_any(source: str, folders: Sequence[str]) -> bool:
+    """Whether ``source`` is one of ``folders`` or lies below one (``"."`` holds every source)."""
+    return any(f == ROOT_SOURCE or source == f or source.startswith(f.rstrip("/") + "/") for f in folders)
 
 
 def legacy_source_for(path: Path) -> str | None:
@@ -220,17 +229,31 @@ class Indexer:
                     batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             if prune:
-                scope = [source_for(Path(p), base) for p in paths]
-                seen = set(sources.values())
-                with self.db.transaction() as session:
-                    gone = [
-                        d.id
-                        for d in repo.documents_in_scope(session, collection=collection, prefixes=scope)
-                        if d.source not in seen
-                    ]
-                    report.deleted = repo.delete_documents(session, collection=collection, ids=gone)
+                report.deleted = self._prune(
+                    collection,
+                    scope=[source_for(Path(p), base) for p in paths],
+                    seen=set(sources.values()),
+                )
         report.seconds = time.perf_counter() - started
         return report
+
+    def _prune(self, collection: str, *, scope: list[str], seen: set[str]) -> int:
+        """Delete the documents in ``scope`` whose files were not seen; returns how many.
+
+        A scope of ``"."`` (the checkout root or ``--root`` itself) holds every relative source of the
+        collection (absolute ones lie outside it).
+        """
+        whole = ROOT_SOURCE in scope
+        folders = [f for f in scope if f != ROOT_SOURCE]
+        with self.db.transaction() as session:
+            repo.commit_synchronously(session)
+            gone = [
+                d.id
+                for d in repo.documents_in_scope(session, collection=collection, prefixes=None if whole else scope)
+                if d.source not in seen
+                and (_below_any(d.source, folders) or (whole and not d.source.startswith("/")))
+            ]
+            return repo.delete_documents(session, collection=collection, ids=gone)
 
     def index_texts(
         self,

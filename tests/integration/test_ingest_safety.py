@@ -3,6 +3,13 @@ must never lose or bring back."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 from sqlalchemy import text
 
 from rag_service.db.catalog import delete_by_source
@@ -64,6 +71,51 @@ def test_reindex_all_reads_a_collection_larger_than_one_page(fresh_database, set
 
     assert report.ok and report.updated == 5 and totals == [5] * 5
     assert _stored(fresh_database, "paged") == {source: body for source, _, body in items}
+
+
+# -- the checkout root as the prune scope ------------------------------------------------------------------
+
+
+def _rag(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rag_service.cli", *args]
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.multiprocess
+def test_cli_prune_from_the_checkout_root_prunes_the_whole_checkout(database_factory, tmp_path):
+    env = dict(os.environ)
+    env.update(
+        RAG_DATABASE_URL=database_factory.create("rag_prune"),
+        RAG_EMBEDDING_MODEL="hashing",
+        RAG_RERANK_MODEL="none",
+        RAG_DATA_DIR=str(tmp_path / "data"),
+    )
+    assert _rag(env, "db", "upgrade", cwd=tmp_path).returncode == 0
+    checkout = tmp_path / "repo"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / "docs").mkdir()
+    (checkout / "docs" / "a.md").write_text(_paragraph("Alpha"))
+    (checkout / "docs" / "b.md").write_text(_paragraph("Bravo"))
+    (checkout / "top.md").write_text(_paragraph("Top"))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "x.md").write_text(_paragraph("Outside"))  # outside the checkout: stored by absolute path
+
+    first = _rag(env, "reindex", ".", "../elsewhere", "--collection", "kb", "--quiet", cwd=checkout)
+    assert first.returncode == 0 and "4 added" in first.stdout, first.stdout + first.stderr
+    (checkout / "docs" / "b.md").unlink()
+    (checkout / "top.md").unlink()
+
+    pruned = _rag(env, "reindex", ".", "--collection", "kb", "--prune", "--json", "--quiet", cwd=checkout)
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert json.loads(pruned.stdout)["deleted"] == 2, pruned.stdout
+    (checkout / "docs" / "a.md").unlink()
+    with_root = _rag(
+        env, "reindex", str(checkout), "--root", str(checkout), "--collection", "kb", "--prune", "--quiet", cwd=tmp_path
+    )
+    assert with_root.returncode == 0 and "1 deleted" in with_root.stdout, with_root.stdout + with_root.stderr
+    listed = _rag(env, "query", "Outside", "--collection", "kb", "--json", cwd=tmp_path)
+    assert str(outside / "x.md") in listed.stdout, "a document outside the checkout is not in its scope"
 
 
 # -- commits are synchronous whatever the database sets ---------------------------------------------------
