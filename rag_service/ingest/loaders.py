@@ -40,7 +40,9 @@ __all__ = [
     "HTML_SUFFIXES",
     "MARKDOWN_SUFFIXES",
     "SUPPORTED_SUFFIXES",
+    "Discovery",
     "LoadedDocument",
+    "discover",
     "discover_files",
     "html_to_text",
     "load_document",
@@ -280,15 +282,26 @@ def html_to_text(html: str) -> tuple[str, str]:
     return text, title
 
 
-def discover_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+@dataclass(slots=True)
+class Discovery:
+    """What ``discover`` found: supported files, skipped paths with reasons, and folders it could not read.
+
+    Documents below an unreadable folder were not seen, so a prune must leave them alone.
+    """
+
+    files: list[Path]
+    skipped: list[tuple[Path, str]]
+    unreadable: list[Path]
+
+
+def discover(paths: Sequence[Path]) -> Discovery:
     """Expand ``paths`` (directories recursively, sorted) into supported files and skipped ones.
 
-    Hidden files and directories and ``__pycache__`` inside directories are passed
-    over silently; a path given explicitly is always considered. Returns ``(files, skipped)`` where
-    each skipped entry is ``(path, reason)``.
+    Hidden files and directories and ``__pycache__`` inside directories are passed over silently; a
+    path given explicitly is always considered. A folder that cannot be listed (permissions, a path
+    too long, removed meanwhile) is skipped with the reason and listed in ``unreadable``.
     """
-    files: list[Path] = []
-    skipped: list[tuple[Path, str]] = []
+    found = Discovery([], [], [])
     seen: set[Path] = set()
 
     def consider(path: Path) -> None:
@@ -297,27 +310,47 @@ def discover_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, 
         seen.add(path)
         suffix = path.suffix.lower()
         if suffix in SUPPORTED_SUFFIXES:
-            files.append(path)
+            found.files.append(path)
         else:
             kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix"
-            skipped.append((path, f"{kind}; supported: {_supported_list()}"))
+            found.skipped.append((path, f"{kind}; supported: {_supported_list()}"))
 
     for path in paths:
         if path.is_dir():
-            for found in sorted(_walk(path)):
-                consider(found)
+            walked, errors = _walk(path)
+            for file in sorted(walked):
+                consider(file)
+            for error in errors:
+                folder = Path(error.filename) if error.filename is not None else path
+                found.unreadable.append(folder)
+                found.skipped.append((folder, _unreadable_reason(error)))
         elif path.is_file():
             consider(path)
         elif path.exists():
-            skipped.append((path, "not a regular file"))
+            found.skipped.append((path, "not a regular file"))
         else:
-            skipped.append((path, "does not exist"))
-    return files, skipped
+            found.skipped.append((path, "does not exist"))
+    return found
 
 
-def _walk(root: Path) -> list[Path]:
+def discover_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """``discover(paths)`` as ``(files, skipped)``, each skipped entry ``(path, reason)``."""
+    found = discover(paths)
+    return found.files, found.skipped
+
+
+def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
     found: list[Path] = []
-    for directory, dirnames, filenames in os.walk(root):
+    errors: list[OSError] = []
+    for directory, dirnames, filenames in os.walk(root, onerror=errors.append):
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
         found.extend(Path(directory, name) for name in filenames if not name.startswith("."))
-    return found
+    return found, errors
+
+
+def _unreadable_reason(error: OSError) -> str:
+    why = error.strerror or type(error).__name__
+    return (
+        f"folder could not be read ({why}); its files were not indexed and its documents not pruned: "
+        "make it readable (permissions, path length) and run again"
+    )

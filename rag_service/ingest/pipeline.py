@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,7 +35,7 @@ from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
-from rag_service.ingest.loaders import discover_files, load_document
+from rag_service.ingest.loaders import discover, load_document
 from rag_service.ingest.pdftext import with_pages
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
@@ -71,7 +72,7 @@ def _checkout_holding(resolved: Path, known: dict[Path, Path | None] | None) -> 
     folder = resolved
     while known is None or folder not in known:  # one step for a file whose folder was seen
         walked.append(folder)
-        if (folder / ".git").exists():
+        if os.path.exists(folder / ".git"):  # False, not an error, where the path cannot be looked at
             found = folder
             break
         if folder.parent == folder:
@@ -96,7 +97,7 @@ def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path |
     and ``rag reindex .`` from ``docs/`` name the same files the same way.
     """
     resolved = path.resolve()
-    folder = resolved if resolved.is_dir() else resolved.parent
+    folder = resolved if os.path.isdir(resolved) else resolved.parent  # an unreadable folder is keyed too
     base = root.resolve() if root is not None else _checkout_holding(folder, known)
     if base is not None and resolved.is_relative_to(base):
         return resolved.relative_to(base).as_posix()
@@ -216,8 +217,9 @@ class Indexer:
         report = IngestReport(collection=collection)
         started = time.perf_counter()
         base = Path(root) if root is not None else None
-        files, skipped = discover_files([Path(p) for p in paths])
-        report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in skipped]
+        found = discover([Path(p) for p in paths])
+        files = found.files
+        report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
         with reindex_lock(self.db.engine, collection):
@@ -233,15 +235,17 @@ class Indexer:
                     collection,
                     scope=[source_for(Path(p), base) for p in paths],
                     seen=set(sources.values()),
+                    unreadable=[source_for(p, base) for p in found.unreadable],
                 )
         report.seconds = time.perf_counter() - started
         return report
 
-    def _prune(self, collection: str, *, scope: list[str], seen: set[str]) -> int:
+    def _prune(self, collection: str, *, scope: list[str], seen: set[str], unreadable: list[str]) -> int:
         """Delete the documents in ``scope`` whose files were not seen; returns how many.
 
         A scope of ``"."`` (the checkout root or ``--root`` itself) holds every relative source of the
-        collection (absolute ones lie outside it).
+        collection (absolute ones lie outside it). Documents at or below an ``unreadable`` folder are
+        kept: their files may well exist.
         """
         whole = ROOT_SOURCE in scope
         folders = [f for f in scope if f != ROOT_SOURCE]
@@ -252,6 +256,7 @@ class Indexer:
                 for d in repo.documents_in_scope(session, collection=collection, prefixes=None if whole else scope)
                 if d.source not in seen
                 and (_below_any(d.source, folders) or (whole and not d.source.startswith("/")))
+                and not _below_any(d.source, unreadable)
             ]
             return repo.delete_documents(session, collection=collection, ids=gone)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,78 @@ def test_reindex_all_reads_a_collection_larger_than_one_page(fresh_database, set
 
     assert report.ok and report.updated == 5 and totals == [5] * 5
     assert _stored(fresh_database, "paged") == {source: body for source, _, body in items}
+
+
+# -- a prune leaves folders it could not read alone -------------------------------------------------------
+
+
+PATH_MAX = os.pathconf("/", "PC_PATH_MAX")  # 4096 on Linux: longer paths are refused by the kernel
+
+
+def _too_long(docs: Path) -> Path:
+    """A folder below ``docs`` whose absolute path is longer than PATH_MAX, with a file in it.
+
+    A real condition that stops ``os.walk`` as root too (root reads a mode-000 folder): listing the
+    folder by its path fails with ENAMETOOLONG. Made through directory descriptors.
+    """
+    name = "n" * (PATH_MAX - len(str(docs)) + 8)
+    assert len(name) <= 255, "the checkout is not deep enough for one more component to pass PATH_MAX"
+    parent = os.open(docs, os.O_RDONLY)
+    try:
+        os.mkdir(name, dir_fd=parent)
+        folder = os.open(name, os.O_RDONLY, dir_fd=parent)
+        try:
+            file = os.open("deep.md", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=folder)
+            os.write(file, _paragraph("Deep").encode())
+            os.close(file)
+        finally:
+            os.close(folder)
+    finally:
+        os.close(parent)
+    return docs / name
+
+
+def _mode_000(docs: Path) -> Path:
+    """A folder below ``docs`` that its owner may not list (mode 000); only effective when not root."""
+    if os.geteuid() == 0:
+        pytest.skip("root reads a mode-000 folder; the path-too-long case covers root")
+    folder = docs / "locked"
+    folder.mkdir()
+    (folder / "deep.md").write_text(_paragraph("Deep"))
+    folder.chmod(0)
+    return folder
+
+
+@pytest.mark.parametrize("make_unreadable", [_too_long, _mode_000], ids=["path-too-long", "mode-000"])
+def test_prune_keeps_documents_below_a_folder_it_could_not_read(
+    fresh_database, settings, tmp_path, make_unreadable: Callable[[Path], Path]
+):
+    checkout = tmp_path
+    while len(str(checkout)) < PATH_MAX - 250:  # deep enough that one long name passes PATH_MAX
+        checkout = checkout / ("d" * min(200, PATH_MAX - 240 - len(str(checkout))))
+    checkout.mkdir(parents=True, exist_ok=True)
+    (checkout / ".git").mkdir()
+    docs = checkout / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text(_paragraph("Okay"))
+    unreadable = make_unreadable(docs)
+    kept = f"docs/{unreadable.name}/deep.md"
+    indexer = Indexer(fresh_database, HashingEmbedder(), settings)
+    # stored earlier (when the folder could be read), and a document whose file is really gone
+    indexer.index_texts([(kept, "", _paragraph("Deep")), ("docs/gone.md", "", _paragraph("Gone"))], collection="t")
+
+    try:
+        report = indexer.index_paths([docs], collection="t", prune=True)
+    finally:
+        if make_unreadable is _mode_000:
+            unreadable.chmod(stat.S_IRWXU)
+
+    assert report.added == 1 and report.deleted == 1, report.lines()
+    assert set(_stored(fresh_database, "t")) == {"docs/ok.md", kept}
+    [problem] = report.skipped
+    assert problem.source == f"docs/{unreadable.name}"
+    assert problem.reason.startswith("folder could not be read (") and "not pruned" in problem.reason
+    assert "make it readable" in problem.reason
 
 
 # -- the checkout root as the prune scope ------------------------------------------------------------------
