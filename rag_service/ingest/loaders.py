@@ -316,20 +316,27 @@ def discover(paths: Sequence[Path]) -> Discovery:
             found.skipped.append((path, f"{kind}; supported: {_supported_list()}"))
 
     for path in paths:
-        if path.is_dir():
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            found.skipped.append((path, "does not exist"))
+            continue
+        except OSError as exc:  # a folder above it cannot be searched, or the path is too long
+            found.unreadable.append(path)
+            found.skipped.append((path, _unreadable_reason(exc, "path")))
+            continue
+        if stat.S_ISDIR(mode):
             walked, errors = _walk(path)
             for file in sorted(walked):
                 consider(file)
             for error in errors:
                 folder = Path(error.filename) if error.filename is not None else path
                 found.unreadable.append(folder)
-                found.skipped.append((folder, _unreadable_reason(error)))
-        elif path.is_file():
+                found.skipped.append((folder, _unreadable_reason(error, "folder")))
+        elif stat.S_ISREG(mode):
             consider(path)
-        elif path.exists():
-            found.skipped.append((path, "not a regular file"))
         else:
-            found.skipped.append((path, "does not exist"))
+            found.skipped.append((path, "not a regular file"))
     return found
 
 
@@ -348,9 +355,9 @@ def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
     return found, errors
 
 
-def _unreadable_reason(error: OSError) -> str:
+def _unreadable_reason(error: OSError, what: str) -> str:
     why = error.strerror or type(error).__name__
     return (
-        f"folder could not be read ({why}); its files were not indexed and its documents not pruned: "
+        f"{what} could not be read ({why}); its files were not indexed and its documents not pruned: "
         "make it readable (permissions, path length) and run again"
     )

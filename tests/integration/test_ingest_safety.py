@@ -81,6 +81,19 @@ def test_reindex_all_reads_a_collection_larger_than_one_page(fresh_database, set
 PATH_MAX = os.pathconf("/", "PC_PATH_MAX")  # 4096 on Linux: longer paths are refused by the kernel
 
 
+def _deep_checkout(tmp_path: Path) -> Path:
+    """A checkout deep enough that one more long name passes PATH_MAX; returns its ``docs`` with ``ok.md``."""
+    checkout = tmp_path
+    while len(str(checkout)) < PATH_MAX - 250:
+        checkout = checkout / ("d" * min(200, PATH_MAX - 240 - len(str(checkout))))
+    checkout.mkdir(parents=True, exist_ok=True)
+    (checkout / ".git").mkdir()
+    docs = checkout / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text(_paragraph("Okay"))
+    return docs
+
+
 def _too_long(docs: Path) -> Path:
     """A folder below ``docs`` whose absolute path is longer than PATH_MAX, with a file in it.
 
@@ -119,14 +132,7 @@ def _mode_000(docs: Path) -> Path:
 def test_prune_keeps_documents_below_a_folder_it_could_not_read(
     fresh_database, settings, tmp_path, make_unreadable: Callable[[Path], Path]
 ):
-    checkout = tmp_path
-    while len(str(checkout)) < PATH_MAX - 250:  # deep enough that one long name passes PATH_MAX
-        checkout = checkout / ("d" * min(200, PATH_MAX - 240 - len(str(checkout))))
-    checkout.mkdir(parents=True, exist_ok=True)
-    (checkout / ".git").mkdir()
-    docs = checkout / "docs"
-    docs.mkdir()
-    (docs / "ok.md").write_text(_paragraph("Okay"))
+    docs = _deep_checkout(tmp_path)
     unreadable = make_unreadable(docs)
     kept = f"docs/{unreadable.name}/deep.md"
     indexer = Indexer(fresh_database, HashingEmbedder(), settings)
@@ -145,6 +151,20 @@ def test_prune_keeps_documents_below_a_folder_it_could_not_read(
     assert problem.source == f"docs/{unreadable.name}"
     assert problem.reason.startswith("folder could not be read (") and "not pruned" in problem.reason
     assert "make it readable" in problem.reason
+
+
+def test_prune_of_a_path_it_cannot_read_deletes_nothing(fresh_database, settings, tmp_path):
+    unreadable = _too_long(_deep_checkout(tmp_path))
+    kept = f"docs/{unreadable.name}/deep.md"
+    indexer = Indexer(fresh_database, HashingEmbedder(), settings)
+    indexer.index_texts([(kept, "", _paragraph("Deep"))], collection="t")
+
+    report = indexer.index_paths([unreadable], collection="t", prune=True)
+
+    assert (report.added, report.deleted, report.failed) == (0, 0, []), report.lines()
+    assert set(_stored(fresh_database, "t")) == {kept}
+    [problem] = report.skipped
+    assert problem.source == f"docs/{unreadable.name}" and problem.reason.startswith("path could not be read (")
 
 
 # -- the checkout root as the prune scope ------------------------------------------------------------------
