@@ -92,7 +92,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         strategy=None if docs else "recursive",
         overrides=_parse_sets(args.set),
     )
-    config.retrieval_overrides()  # validate before any work
+    config.retrieval_overrides()  # --retriever, --depth: before the dataset is read
     run_eval = _eval_docset if docs else _eval_beir
     result = run_eval(dataset_dir, args, config, settings)
     if result is None:
@@ -116,6 +116,7 @@ def _eval_beir(
     return _index_and_run(
         settings,
         args,
+        config,
         args.collection or collection_for(dataset_dir),
         index=lambda service, collection, progress: ensure_indexed(
             service, dataset, collection=collection, strategy=config.strategy or "recursive", progress=progress
@@ -136,6 +137,7 @@ def _eval_docset(
     return _index_and_run(
         settings,
         args,
+        config,
         args.collection or docset_collection(dataset_dir),
         index=lambda service, collection, progress: index_docset(
             service, docset, collection=collection, strategy=config.strategy, progress=progress
@@ -149,15 +151,19 @@ def _eval_docset(
 def _index_and_run(
     settings: Settings,
     args: argparse.Namespace,
+    config: EvalConfig,
     collection: str,
     *,
     index: Callable[[UniversalRAGService, str, bool], IngestReport],
     run: Callable[[UniversalRAGService, str, bool], EvalResult],
 ) -> EvalResult | None:
-    """Index the dataset (a failed document ends the run: None), then run its queries."""
+    """Check the whole configuration, index the dataset (a failed document ends the run: None), run its queries."""
     service = _service(settings)
     progress = not args.quiet
     try:
+        # --context, --set, --depth and --no-rerank on the stored preset, as every query will apply them:
+        # a mistake fails here, before minutes of indexing
+        service.preset(config.context, **config.retrieval_overrides())
         report = index(service, collection, progress)
         if not report.ok:
             print("\n".join(report.lines()), file=sys.stderr)
