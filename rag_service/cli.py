@@ -101,6 +101,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        message = _database_failure(exc)
+        if message is None:
+            raise
+        print(f"error: {mask_url(message)}", file=sys.stderr)
+        return 1
+
+
+def _database_failure(exc: Exception) -> str | None:
+    """One line for a driver error no library layer mapped (the last resort); None for any other error."""
+    from sqlalchemy.exc import DBAPIError
+
+    if not isinstance(exc, DBAPIError):
+        return None
+    from rag_service.db.database import as_database_error, first_line, sqlstate
+
+    mapped = as_database_error(exc, url="the database")
+    if mapped is not None:
+        return str(mapped)
+    code = sqlstate(exc)
+    return f"the database refused the command: {first_line(exc)}" + (f" (SQLSTATE {code})" if code else "")
 
 
 if __name__ == "__main__":

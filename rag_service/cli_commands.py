@@ -25,10 +25,24 @@ def _service(settings: Settings):  # type: ignore[no-untyped-def]
     return build_service(settings)
 
 
+#: options of ``rag reindex PATH...`` that ``--all`` (re-chunk what is stored) has no use for
+_PATH_OPTIONS = {"paths": "PATH", "strategy": "--strategy", "prune": "--prune", "force": "--force", "root": "--root"}
+
+
 def _reindex(args: argparse.Namespace, settings: Settings) -> int:
     if not args.all and not args.paths:
         print("error: give PATH... to index, or --all to re-chunk every stored document", file=sys.stderr)
         return 2
+    given = [flag for name, flag in _PATH_OPTIONS.items() if getattr(args, name) not in (None, False, [])]
+    if args.all and given:
+        print(
+            f"error: --all re-chunks and re-embeds the stored documents from their stored text and takes none of "
+            f"{', '.join(given)}; drop them, or leave out --all to index PATH...",
+            file=sys.stderr,
+        )
+        return 2
+    # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
+    missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
     service = _service(settings)
     try:
         if args.all:
@@ -49,6 +63,15 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print("\n".join(report.lines()))
+    if missing:
+        names = ", ".join(repr(p) for p in missing)
+        print(
+            f"error: {'PATHs' if len(missing) > 1 else 'PATH'} {names} "
+            f"{'do' if len(missing) > 1 else 'does'} not exist (any other PATH was indexed); check the spelling, "
+            "or add --prune to remove what was indexed from there",
+            file=sys.stderr,
+        )
+        return 1
     return 0 if report.ok else 1
 
 
@@ -92,7 +115,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         strategy=None if docs else "recursive",
         overrides=_parse_sets(args.set),
     )
-    config.retrieval_overrides()  # validate before any work
+    config.retrieval_overrides()  # --retriever, --depth: before the dataset is read
     run_eval = _eval_docset if docs else _eval_beir
     result = run_eval(dataset_dir, args, config, settings)
     if result is None:
@@ -116,6 +139,7 @@ def _eval_beir(
     return _index_and_run(
         settings,
         args,
+        config,
         args.collection or collection_for(dataset_dir),
         index=lambda service, collection, progress: ensure_indexed(
             service, dataset, collection=collection, strategy=config.strategy or "recursive", progress=progress
@@ -136,6 +160,7 @@ def _eval_docset(
     return _index_and_run(
         settings,
         args,
+        config,
         args.collection or docset_collection(dataset_dir),
         index=lambda service, collection, progress: index_docset(
             service, docset, collection=collection, strategy=config.strategy, progress=progress
@@ -149,15 +174,19 @@ def _eval_docset(
 def _index_and_run(
     settings: Settings,
     args: argparse.Namespace,
+    config: EvalConfig,
     collection: str,
     *,
     index: Callable[[UniversalRAGService, str, bool], IngestReport],
     run: Callable[[UniversalRAGService, str, bool], EvalResult],
 ) -> EvalResult | None:
-    """Index the dataset (a failed document ends the run: None), then run its queries."""
+    """Check the whole configuration, index the dataset (a failed document ends the run: None), run its queries."""
     service = _service(settings)
     progress = not args.quiet
     try:
+        # --context, --set, --depth and --no-rerank on the stored preset, as every query will apply them:
+        # a mistake fails here, before minutes of indexing
+        service.preset(config.context, **config.retrieval_overrides())
         report = index(service, collection, progress)
         if not report.ok:
             print("\n".join(report.lines()), file=sys.stderr)

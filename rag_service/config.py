@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -212,6 +213,28 @@ def _environment() -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Kind:
+    """What a preset field's annotation admits (bool is no number here), and how to say it."""
+
+    types: tuple[type, ...]
+    words: str
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, bool):
+            return bool in self.types
+        return isinstance(value, self.types)
+
+
+#: annotations of Preset fields (text: ``from __future__ import annotations``)
+_PRESET_KINDS = {
+    "str": _Kind((str,), "text"),
+    "bool": _Kind((bool,), "true or false"),
+    "int": _Kind((numbers.Integral,), "a whole number"),
+    "float": _Kind((numbers.Real,), "a number"),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class Preset:
     """The retrieval knobs of one context (one row of ``rag_configurations``)."""
 
@@ -246,7 +269,12 @@ class Preset:
         return updated
 
     def validate(self) -> None:
-        """Raise ConfigurationError naming the first value out of range."""
+        """Raise ConfigurationError naming the first value of the wrong type or out of range."""
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            kind = _PRESET_KINDS.get(str(spec.type))  # Literal fields: their value check below says it all
+            if kind is not None and not kind.accepts(value):
+                raise ConfigurationError(f"{spec.name} ({value!r}) must be {kind.words}")
         checks: list[tuple[bool, str]] = [
             (0.0 <= self.diversity <= 1.0, f"diversity ({self.diversity}) must be between 0 and 1"),
             (1 <= self.max_chunks <= 1000, f"max_chunks ({self.max_chunks}) must be between 1 and 1000"),

@@ -7,7 +7,9 @@
     ├── QueryError                the query text cannot be searched (empty, ...)
     ├── DatabaseError             the database cannot be reached or is not usable
     │   ├── DatabaseUnavailableError  connection refused / lost; retryable
+    │   ├── StatementTimeoutError a statement ran past ``RAG_STATEMENT_TIMEOUT_MS`` and was cancelled
     │   ├── SchemaError           the schema is missing or not at the migration head
+    │   │   └── ExtensionMissingError  pgvector is not installed, or the role may not CREATE EXTENSION vector
     │   └── EmbeddingMismatchError   stored vectors come from another model or dimension
     ├── IngestError               a document could not be read or indexed
     │   ├── UnsupportedFileError  the file type has no loader
@@ -54,8 +56,16 @@ class DatabaseUnavailableError(DatabaseError):
     retryable = True
 
 
+class StatementTimeoutError(DatabaseError):
+    """A statement ran longer than ``RAG_STATEMENT_TIMEOUT_MS`` (or waited that long for a lock)."""
+
+
 class SchemaError(DatabaseError):
     """The schema is missing or behind the code's migrations."""
+
+
+class ExtensionMissingError(SchemaError):
+    """``CREATE EXTENSION vector`` failed: pgvector is missing on the server or the role lacks the right."""
 
 
 class EmbeddingMismatchError(DatabaseError):

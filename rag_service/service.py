@@ -246,6 +246,10 @@ class UniversalRAGService:
         preset = self._preset(context, overrides, route)
         return self._retriever().ranked_candidates(query, preset, options, route=route)
 
+    def preset(self, context: str, **overrides: Any) -> Preset:
+        """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same)."""
+        return self._preset(context, overrides, self.reads.route())
+
     def _preset(self, context: str, overrides: Mapping[str, Any], route: ReadRoute) -> Preset:
         preset = route.read(lambda session: load_preset(session, context))
         return preset.with_overrides(dict(overrides)) if overrides else preset

@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rag_service.db.breaker import CircuitBreaker
-from rag_service.errors import DatabaseUnavailableError
+from rag_service.errors import DatabaseError, DatabaseUnavailableError, StatementTimeoutError
 from rag_service.log import mask_url
 
 T = TypeVar("T")
@@ -59,13 +59,11 @@ class Database:
         try:
             with self._sessions.begin() as session:
                 yield session
-        except (OperationalError, InterfaceError) as exc:
-            if exc.connection_invalidated or _is_connection_error(exc):
-                raise DatabaseUnavailableError(
-                    f"lost the connection to {self.url_for_display} ({_first_line(exc)}); "
-                    "the call can be retried once the database is back"
-                ) from exc
-            raise
+        except DBAPIError as exc:
+            mapped = as_database_error(exc, url=self.url_for_display)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
     def read(self, work: Callable[[Session], T]) -> T:
         """Run a read-only ``work(session)`` in one read-only REPEATABLE READ transaction, retrying lost connections.
@@ -101,11 +99,42 @@ class Database:
             self.engine.dispose()
 
 
-def _first_line(exc: DBAPIError) -> str:
+#: SQLSTATE of a statement cancelled by statement_timeout (or by pg_cancel_backend)
+QUERY_CANCELED = "57014"
+
+
+def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
+    """The one-line library error for a driver error the user can act on; None for any other.
+
+    A lost or refused connection becomes DatabaseUnavailableError (retryable); a statement cancelled
+    by ``statement_timeout`` becomes StatementTimeoutError naming ``RAG_STATEMENT_TIMEOUT_MS``.
+    """
+    if isinstance(exc, (OperationalError, InterfaceError)) and (
+        exc.connection_invalidated or _is_connection_error(exc)
+    ):
+        return DatabaseUnavailableError(
+            f"lost the connection to {url} ({first_line(exc)}); the call can be retried once the database is back"
+        )
+    if sqlstate(exc) == QUERY_CANCELED:
+        return StatementTimeoutError(
+            f"a statement on {url} was cancelled ({first_line(exc)}): it ran longer than RAG_STATEMENT_TIMEOUT_MS "
+            "allows, or waited that long for a lock; raise RAG_STATEMENT_TIMEOUT_MS (milliseconds, 0 = no limit) "
+            "or retry when the competing work is done"
+        )
+    return None
+
+
+def sqlstate(exc: DBAPIError) -> str:
+    """The SQLSTATE code of the driver error ('' when it has none)."""
+    return getattr(exc.orig, "sqlstate", None) or ""
+
+
+def first_line(exc: DBAPIError) -> str:
+    """The first line of the server's message (the driver error's, without SQLAlchemy's statement dump)."""
     text = str(exc.orig) if exc.orig is not None else str(exc)
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _is_connection_error(exc: DBAPIError) -> bool:
-    sqlstate = getattr(exc.orig, "sqlstate", None) or ""
-    return sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03") or not sqlstate
+    code = sqlstate(exc)
+    return code.startswith("08") or code in ("57P01", "57P02", "57P03") or not code

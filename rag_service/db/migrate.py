@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from rag_service.errors import ExtensionMissingError
+from rag_service.log import mask_url
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -40,17 +44,36 @@ def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: 
     the (empty) chunk tables become LIST-partitioned by collection (``db.partitions``)."""
     from alembic import command
 
-    with engine.begin() as conn:
-        _no_statement_timeout(conn)
-        command.upgrade(alembic_config(conn), revision)
-        if revision == "head":
-            from rag_service.db.citus import distribute
+    try:
+        with engine.begin() as conn:
+            _no_statement_timeout(conn)
+            command.upgrade(alembic_config(conn), revision)
+            if revision == "head":
+                from rag_service.db.citus import distribute
 
-            distribute(conn)
-            if partition_by_collection:
-                from rag_service.db.partitions import partition_by_collection as partition
+                distribute(conn)
+                if partition_by_collection:
+                    from rag_service.db.partitions import partition_by_collection as partition
 
-                partition(conn)
+                    partition(conn)
+    except DBAPIError as exc:
+        if _creates_vector_extension(exc.statement):
+            raise _extension_missing(engine, exc) from exc
+        raise
+
+
+def _creates_vector_extension(statement: str | None) -> bool:
+    words = " ".join((statement or "").lower().split())
+    return words.startswith("create extension") and "vector" in words
+
+
+def _extension_missing(engine: Engine, exc: DBAPIError) -> ExtensionMissingError:
+    url = mask_url(engine.url.render_as_string(hide_password=True))
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None and str(exc.orig).strip() else "failed"
+    return ExtensionMissingError(
+        f"CREATE EXTENSION vector on {url} failed ({reason}); install pgvector >= 0.8 on the server "
+        "(or have an administrator CREATE EXTENSION vector in this database), then run `rag db upgrade` again"
+    )
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:

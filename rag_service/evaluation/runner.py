@@ -15,6 +15,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from rag_service.config import MAX_CANDIDATE_K
 from rag_service.errors import ConfigurationError
 from rag_service.evaluation.aggregate import rank_documents_by_best_chunk
 from rag_service.evaluation.beir import BeirDataset, doc_text
@@ -44,6 +45,8 @@ class EvalConfig:
         """Preset overrides for this configuration (arm weights, depth, rerank, parents)."""
         if self.retriever not in RETRIEVERS:
             raise ConfigurationError(f"--retriever {self.retriever!r} must be one of {', '.join(RETRIEVERS)}")
+        if self.depth is not None and not 1 <= self.depth <= MAX_CANDIDATE_K:
+            raise ConfigurationError(f"--depth ({self.depth}) must be between 1 and {MAX_CANDIDATE_K}")
         out: dict[str, Any] = {"rerank_enabled": self.rerank}
         if self.depth is not None:
             out["candidate_k"] = self.depth

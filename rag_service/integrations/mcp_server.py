@@ -1,7 +1,8 @@
 """``rag mcp``: a Model Context Protocol server over stdio (extra ``mcp``, the official SDK).
 
 Tools: ``search_knowledge(query, context?, collection?, max_chunks?)`` returns the formatted context
-with ``[n]`` citations; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
+with ``[n]`` citations, then a ``degraded: <stage>: <reason>`` line for each stage that did not run
+as configured; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
 With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
 
@@ -64,9 +65,12 @@ def build_server(service: UniversalRAGService, *, allow_indexing: bool = False) 
         overrides: dict[str, Any] = {"max_chunks": max_chunks} if max_chunks is not None else {}
         with _tool_errors():
             result = await service.aretrieve(query, context, collection=collection, **overrides)
+        answer = result.formatted_context
         if not result.chunks:
-            return f"No passages in collection {collection!r} match {query!r}."
-        return result.formatted_context
+            answer = f"No passages in collection {collection!r} match {query!r}."
+        # the agent must know when a stage (reranking, expansion, ...) did not run: one line each
+        notes = [f"degraded: {reason}" for reason in result.metrics.degraded]
+        return "\n\n".join([answer, "\n".join(notes)]) if notes else answer
 
     @server.tool()
     def list_collections() -> dict[str, list[dict[str, Any]]]:

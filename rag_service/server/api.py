@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
@@ -50,7 +50,15 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
     """Context for a query, shaped by a preset and per-call overrides (the Python ``retrieve``).
 
     The ``Server-Timing`` header gives the time of the ``retrieve()`` call itself (``retrieve;dur=ms``).
+    A query longer than ``RAG_API_MAX_QUERY_CHARS`` is refused with 422.
     """
+    limit = state.config.max_query_chars
+    if len(body.query) > limit:
+        raise ApiError(
+            422,
+            "invalid_input",
+            f"query: {len(body.query)} characters; send at most {limit} (the server's RAG_API_MAX_QUERY_CHARS)",
+        )
     started = time.perf_counter()
     result = await state.run(
         state.service.retrieve,
@@ -194,13 +202,15 @@ def _index_uploads(state: ServerState, paths: list[FilePath], collection: str, s
 
 
 def _add(total: IngestReport, part: IngestReport) -> None:
-    for key in ("added", "updated", "unchanged", "deleted", "chunks_written", "chunks_embedded", "embeddings_reused"):
-        setattr(total, key, getattr(total, key) + getattr(part, key))
-    total.failed += part.failed
-    total.skipped += part.skipped
-    total.add_filtered(part.filtered)
-    total.seconds += part.seconds
-    total.embedding_seconds += part.embedding_seconds
+    """Fold one strategy's report into the upload's: counts and seconds add up, lists concatenate."""
+    for spec in fields(IngestReport):
+        mine, theirs = getattr(total, spec.name), getattr(part, spec.name)
+        if spec.name == "collection":
+            continue
+        if spec.name == "filtered":
+            total.add_filtered(theirs)
+        else:  # numbers add up; lists (failed, skipped, degraded: one line per strategy's run) concatenate
+            setattr(total, spec.name, mine + theirs)
 
 
 @router.delete("/documents", response_model=DeleteResponse, tags=["documents"])

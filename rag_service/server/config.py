@@ -6,6 +6,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_service.errors import ConfigurationError
+from rag_service.server.schemas import MAX_QUERY_CHARS
 
 
 class ServerConfig(BaseSettings):
@@ -19,7 +20,9 @@ class ServerConfig(BaseSettings):
     threads: int = Field(default=8, ge=1, le=256, description="threads for blocking calls (retrieve, DB)")
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="largest JSON request body")
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1024, description="largest multipart upload")
-    max_query_chars: int = Field(default=2000, ge=1, le=100_000, description="longest query text")
+    max_query_chars: int = Field(
+        default=2000, ge=1, le=MAX_QUERY_CHARS, description="longest query text of POST /api/rag/retrieve (422 beyond)"
+    )
     max_documents: int = Field(default=1000, ge=1, description="most documents in one POST /api/documents")
     retry_after_s: int = Field(default=5, ge=1, description="Retry-After of a 503 when no better hint exists")
 

@@ -8,6 +8,7 @@ JobConflictError                   409     job_conflict
 ReindexInProgressError             409     reindex_in_progress
 DatabaseUnavailableError,          503     database_unavailable   (with Retry-After)
   SchemaError, other DatabaseError
+StatementTimeoutError              503     statement_timeout      (with Retry-After)
 ModelLoadError                     503     model_unavailable      (with Retry-After)
 request validation (pydantic)      422     invalid_input
 a body that cannot be parsed       400     bad_request
@@ -30,6 +31,7 @@ from rag_service.errors import (
     ModelLoadError,
     RagError,
     ReindexInProgressError,
+    StatementTimeoutError,
     UnknownContextError,
 )
 from rag_service.log import mask_url
@@ -70,6 +72,8 @@ def from_rag_error(exc: RagError, *, retry_after_s: int) -> ApiError:
         return ApiError(409, "reindex_in_progress", message)
     if isinstance(exc, DatabaseUnavailableError):
         return ApiError(503, "database_unavailable", message, headers=retry)
+    if isinstance(exc, StatementTimeoutError):
+        return ApiError(503, "statement_timeout", message, headers=retry)
     if isinstance(exc, DatabaseError):
         return ApiError(503, "database_not_ready", message, headers=retry)
     if isinstance(exc, ModelLoadError):
@@ -126,7 +130,8 @@ def _error_docs() -> dict[int | str, dict[str, Any]]:
         413: "request body over the size limit",
         415: "unsupported content type",
         422: "invalid input (the message names the field and the fix)",
-        503: "database down, schema not at head, circuit open or model not loadable (see Retry-After)",
+        503: "database down, schema not at head, circuit open, statement timeout or model not loadable "
+        "(see Retry-After)",
     }
     return {status: {"model": ErrorResponse, "description": text} for status, text in reasons.items()}
 

@@ -6,8 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-#: longest query text accepted (422 beyond); the library cuts long queries further at a word boundary
-MAX_QUERY_CHARS = 2000
+#: the most ``RAG_API_MAX_QUERY_CHARS`` may allow (the schema's bound); the route enforces the configured
+#: limit (default 2000), and the library cuts long queries further at a word boundary
+MAX_QUERY_CHARS = 100_000
 #: longest collection name (the library's own limit)
 MAX_COLLECTION_CHARS = 200
 
@@ -67,7 +68,11 @@ class PresetValues(_Strict):
 class RetrieveRequest(PresetValues):
     """``POST /api/rag/retrieve``: the query, its preset and any per-call override."""
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="the question or search text")
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="the question or search text; at most RAG_API_MAX_QUERY_CHARS characters (default 2000)",
+    )
     context: str = Field(default="chatbot", min_length=1, max_length=64, description="preset name")
     collection: str = Collection
     filters: dict[str, Any] | None = Field(

@@ -1,0 +1,70 @@
+"""Database failures through the ``rag`` command: one line naming the fix, exit status 1, no traceback."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from rag_service.db.admin import admin_params
+from tests.integration.test_cli import cli_env, rag  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.multiprocess
+
+#: the tables a search reads; a test's ACCESS EXCLUSIVE lock on them makes any query wait
+SEARCHED_TABLES = "documents, document_chunks"
+
+
+def assert_one_line_error(result, *fragments: str) -> None:
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_statement_timeout_during_query_names_the_setting(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / "n.md").write_text("# Backups\n\nNightly backups are restored with pg_restore into a new cluster.\n")
+    assert rag(cli_env, "reindex", "n.md", "--quiet", cwd=tmp_path).returncode == 0
+    cli_env["RAG_STATEMENT_TIMEOUT_MS"] = "300"
+    with psycopg.connect(**admin_params(cli_env["RAG_DATABASE_URL"]) | {"autocommit": False}) as holder:
+        holder.execute(f"LOCK TABLE {SEARCHED_TABLES} IN ACCESS EXCLUSIVE MODE")  # the query waits past 300 ms
+        result = rag(cli_env, "query", "how are backups restored?")
+        holder.rollback()
+    assert_one_line_error(result, "RAG_STATEMENT_TIMEOUT_MS", "statement timeout")
+    answered = rag(cli_env, "query", "how are backups restored?")
+    assert answered.returncode == 0 and "n.md" in answered.stdout, "without the lock the same query answers"
+
+
+@pytest.fixture
+def plain_role(cli_env) -> Iterator[tuple[dict[str, str], str]]:  # noqa: F811
+    """``cli_env`` logged in as a new role that is no superuser (so it may not CREATE EXTENSION vector),
+    and the superuser's URL of the same database."""
+    role = f"rag_plain_{uuid.uuid4().hex[:8]}"
+    url = cli_env["RAG_DATABASE_URL"]
+    with psycopg.connect(**admin_params(url)) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER')
+    env = dict(cli_env, RAG_DATABASE_URL=make_url(url).set(username=role).render_as_string(hide_password=False))
+    yield env, url
+    with psycopg.connect(**admin_params(url)) as admin:
+        admin.execute(f'DROP OWNED BY "{role}"')
+        admin.execute(f'DROP ROLE "{role}"')
+
+
+def test_upgrade_without_the_right_to_create_the_vector_extension(plain_role):
+    env, admin_url = plain_role
+    with psycopg.connect(**admin_params(admin_url)) as admin:
+        admin.execute(f'GRANT CREATE ON SCHEMA public TO "{make_url(env["RAG_DATABASE_URL"]).username}"')
+    result = rag(env, "db", "upgrade")
+    assert_one_line_error(result, "CREATE EXTENSION vector", "install pgvector >= 0.8 on the server")
+
+
+def test_other_database_refusals_are_one_line(plain_role):
+    # no CREATE on schema public: alembic's own version table is refused before any migration runs
+    result = rag(plain_role[0], "db", "upgrade")
+    assert_one_line_error(result, "permission denied for schema public", "SQLSTATE 42501")

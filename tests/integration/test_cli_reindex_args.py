@@ -1,0 +1,57 @@
+"""`rag reindex` refuses options it would ignore and reports a mistyped PATH as a user error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.test_cli import cli_env, rag  # noqa: F401  (fixture and helper)
+
+pytestmark = pytest.mark.multiprocess
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (("docs",), "PATH"),
+        (("--strategy", "markdown"), "--strategy"),
+        (("--prune",), "--prune"),
+        (("--force",), "--force"),
+        (("--root", "."), "--root"),
+        (("docs", "--prune", "--force"), "PATH, --prune, --force"),
+    ],
+)
+def test_all_with_path_options_is_a_usage_error(cli_env, tmp_path, options, named):  # noqa: F811
+    result = rag(cli_env, "reindex", "--all", "--quiet", *options, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --all re-chunks"), result.stderr
+    assert f"takes none of {named};" in lines[0]
+    assert result.stdout == "", "nothing was re-indexed"
+
+
+def test_a_mistyped_path_is_exit_1_and_the_others_are_indexed(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "guide.md").write_text("# Guide\n\nThe harbour guide explains the tides and the berths.\n")
+    result = rag(cli_env, "reindex", "guide.md", "gudie.md", "--quiet", "--json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["added"] == 1, "the existing path was indexed"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: PATH 'gudie.md' does not exist"), result.stderr
+    two = rag(cli_env, "reindex", "nowhere", "gudie.md", "--quiet", cwd=tmp_path)
+    assert two.returncode == 1 and "PATHs 'nowhere', 'gudie.md' do not exist" in two.stderr
+    assert "skipped: gudie.md: does not exist" in two.stdout, "the report still lists them"
+
+
+def test_prune_of_a_removed_path_is_no_error(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / ".git").mkdir()
+    old = tmp_path / "old.md"
+    old.write_text("# Old\n\nAn old page about the lighthouse keeper and the lamp.\n")
+    assert rag(cli_env, "reindex", "old.md", "--quiet", cwd=tmp_path).returncode == 0
+    old.unlink()
+    pruned = rag(cli_env, "reindex", "old.md", "--prune", "--quiet", "--json", cwd=tmp_path)
+    assert pruned.returncode == 0, pruned.stderr
+    assert json.loads(pruned.stdout)["deleted"] == 1

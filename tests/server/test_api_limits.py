@@ -1,0 +1,123 @@
+"""Configured limits, statement timeouts and multipart reports over a real uvicorn server and PostgreSQL."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterator
+from dataclasses import fields
+
+import psycopg
+import pytest
+from sqlalchemy import text
+
+from rag_service.config import Settings
+from rag_service.db.admin import admin_params
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.server import ServerConfig
+from rag_service.server.api import _add
+from rag_service.service import UniversalRAGService
+from tests.server.conftest import WRITE_TOKEN, LiveServer, start_server
+
+
+@pytest.fixture
+def timeout_server(server_service: UniversalRAGService, server_database: Database, server_settings: Settings
+                   ) -> Iterator[LiveServer]:
+    """A server on the module's (indexed) database whose connections have a 300 ms statement timeout."""
+    settings = dataclasses.replace(server_settings, statement_timeout_ms=300)
+    engine = make_engine(server_database.engine.url.render_as_string(hide_password=False), settings)
+    service = UniversalRAGService(settings, database=Database(engine), embedder=HashingEmbedder(), reranker=None)
+    live = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
+    yield live
+    live.stop()
+    engine.dispose()
+
+
+def test_statement_timeout_is_a_503_naming_the_setting(timeout_server: LiveServer) -> None:
+    url = timeout_server.service.db.engine.url.render_as_string(hide_password=False)
+    query = {"query": "how are backups restored?", "context": "agent"}
+    with timeout_server.client() as client:
+        with psycopg.connect(**admin_params(url) | {"autocommit": False}) as holder:
+            holder.execute("LOCK TABLE documents, document_chunks IN ACCESS EXCLUSIVE MODE")  # searches wait
+            response = client.post("/api/rag/retrieve", json=query)
+            holder.rollback()
+        answered = client.post("/api/rag/retrieve", json=query)
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["code"] == "statement_timeout" and "RAG_STATEMENT_TIMEOUT_MS" in error["message"]
+    assert "\n" not in error["message"] and response.headers["retry-after"]
+    assert answered.status_code == 200 and answered.json()["result"]["chunks"], "without the lock it answers"
+
+
+def test_max_query_chars_is_the_configured_limit(serve) -> None:  # type: ignore[no-untyped-def]
+    strict, roomy = serve(max_query_chars=40), serve(max_query_chars=3000)
+    with strict.client() as client:
+        refused = client.post("/api/rag/retrieve", json={"query": "backups " * 6})
+        accepted = client.post("/api/rag/retrieve", json={"query": "backups " * 5})
+    assert refused.status_code == 422, refused.text
+    message = refused.json()["error"]["message"]
+    assert "RAG_API_MAX_QUERY_CHARS" in message and "at most 40" in message and "48 characters" in message
+    assert accepted.status_code == 200, accepted.text
+    with roomy.client() as client:
+        long_query = client.post("/api/rag/retrieve", json={"query": "backups " * 300})  # 2400 > the old 2000
+        too_long = client.post("/api/rag/retrieve", json={"query": "backups " * 400})
+    assert long_query.status_code == 200, long_query.text
+    assert too_long.status_code == 422 and "at most 3000" in too_long.json()["error"]["message"]
+
+
+def test_multipart_report_keeps_every_strategys_counts(  # type: ignore[no-untyped-def]
+    server_service, server_database, server_settings
+) -> None:
+    # a dead LLM endpoint: each strategy's run degrades its summaries, and the upload must say so
+    settings = dataclasses.replace(server_settings, llm_base_url="http://127.0.0.1:9/v1", llm_model="none-here")
+    service = UniversalRAGService(settings, database=server_database, embedder=HashingEmbedder(), reranker=None)
+    live = start_server(service, ServerConfig(token=WRITE_TOKEN))  # type: ignore[arg-type]
+    collection = f"multi-{uuid.uuid4().hex[:8]}"
+    tides = "Tides rise twice a day in the harbour basin and the pilots plan every berth around them. " * 12
+    guide = f"# Guide\n\nThe guide explains the harbour; see [the notes](notes.txt).\n\n## Tides\n\n{tides}\n".encode()
+    notes = b"Notes on the harbour: the tide tables are printed every spring by the harbour master.\n"
+    try:
+        with live.client(WRITE_TOKEN) as client:
+            response = client.post(
+                "/api/documents",
+                data={"collection": collection},
+                files=[("files", ("guide.md", guide, "text/markdown")), ("files", ("notes.txt", notes, "text/plain"))],
+            )
+    finally:
+        live.stop()
+    assert response.status_code == 200, response.text
+    report = response.json()["report"]
+    assert report["added"] == 2
+    assert len(report["degraded"]) == 2 and all(line.startswith("summary: ") for line in report["degraded"])
+    assert report["chunking_seconds"] > 0 and report["graph_seconds"] > 0
+    with server_database.transaction() as session:
+        edges = session.execute(
+            text("SELECT count(*) FROM chunk_edges WHERE collection = :c"), {"c": collection}
+        ).scalar_one()
+    assert edges > 0 and report["edges_written"] == edges, report
+
+
+def test_add_keeps_every_field_of_a_report() -> None:
+    total, part = IngestReport(collection="c"), IngestReport(collection="c")
+    for spec in fields(IngestReport):  # every field set, so a field added later cannot be dropped silently
+        value = getattr(part, spec.name)
+        if isinstance(value, bool | str):
+            continue
+        if isinstance(value, int | float):
+            setattr(part, spec.name, value + 2)
+    part.failed, part.skipped = [FileProblem("a", "bad")], [FileProblem("b", "odd")]
+    part.filtered, part.degraded = {"short": 3}, ["summary: the LLM failed"]
+    _add(total, part)
+    _add(total, part)
+    expected = part.to_dict()
+    for name, value in expected.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            expected[name] = value * 2
+    expected["failed"] = expected["failed"] * 2
+    expected["skipped"] = expected["skipped"] * 2
+    expected["degraded"] = expected["degraded"] * 2
+    expected["filtered"] = {"short": 6}
+    assert total.to_dict() == expected
