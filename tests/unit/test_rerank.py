@@ -252,10 +252,11 @@ def test_default_model_fails_fast_offline_when_not_cached(tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def closed_port() -> int:
+def closed_port() -> Iterator[int]:
+    """A port bound here but not listening: connections are refused, and nobody else can take it meanwhile."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # nothing listens there once the socket is closed
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture
