@@ -26,10 +26,17 @@ lint: install
 	$(BIN)/mypy
 
 # Headless Chromium for the search page's browser test (Debian's package; a no-op once installed).
+# When it cannot install, it says why; the test then skips, or fails when CI is set (.ci/run sets it).
+BROWSER_MISSING = the search page's browser test will be skipped (and fail when CI is set)
 browser:
-	@test -x /usr/bin/chromium || ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ] || \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
-		echo "warning: could not install chromium; the search page's browser test will be skipped"
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif ! command -v apt-get >/dev/null; then \
+		echo "make browser: no apt-get on this machine, cannot install chromium; install it at /usr/bin/chromium, or $(BROWSER_MISSING)"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "make browser: not root, cannot apt-get install chromium; run 'sudo make browser', or $(BROWSER_MISSING)"; \
+	elif ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); then \
+		echo "make browser: 'apt-get install chromium' failed (see above); $(BROWSER_MISSING)"; \
+	fi
 
 # Citus for the scale-out tests: built from the vendored source (../shared) into the embedded PostgreSQL
 # tree; needs gcc and make (Debian's, installed when missing); a no-op once built.

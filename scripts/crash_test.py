@@ -2,7 +2,8 @@
 """Kill ``rag reindex`` with SIGKILL at random moments and check that nothing is lost or half-written.
 
 Each round rewrites every file of a corpus to the other of two versions, starts ``rag reindex`` on
-the embedded server (its own data dir), kills it after a random delay, and then checks:
+the embedded server (its own data dir), kills it after a random delay (the first round: between the
+commits of its first and last batch, so at least one kill lands mid-write), and then checks:
 
 * every document row is entirely version A or entirely version B of its file: its text is one of the
   two, and its chunks are exactly what chunking that text gives (texts, offsets, count);
@@ -145,11 +146,54 @@ def check(engine: Engine, corpus: Path, findings: Findings, chunker) -> None:  #
                 findings.violations.append(f"{name}: {bad} rows off")
 
 
+def kill_mid_write(engine: Engine, proc: subprocess.Popen[bytes], *, version: str, documents: int) -> float:
+    """SIGKILL ``proc`` after its first batch committed and before its last one can: a kill mid-write.
+
+    A row lock on the last document holds back the batch that rewrites it (the corpus must span more
+    than one embedding batch); once the first document shows ``version``, the kill cannot come too late.
+    Returns the seconds from start to kill.
+    """
+    started = time.perf_counter()
+    first, last = "corpus/doc_000.md", f"corpus/doc_{documents - 1:03d}.md"
+    with engine.connect() as holder, engine.connect() as watcher:
+        holder.execute(
+            text("SELECT 1 FROM documents WHERE collection = 'crash' AND source = :s FOR UPDATE"), {"s": last}
+        )
+        deadline = time.monotonic() + 300
+        while watcher.execute(
+            text("SELECT content FROM documents WHERE collection = 'crash' AND source = :s"), {"s": first}
+        ).scalar() != version_text(0, version):
+            watcher.rollback()  # a new snapshot for the next look
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(
+                    f"reindex never committed its first batch (exit {proc.returncode}); the corpus must span more "
+                    "than one embedding batch (pipeline.EMBED_BATCH_CHUNKS): pass more --documents"
+                )
+            time.sleep(0.05)  # polling a condition: the commit shows up when it shows up
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        holder.rollback()
+    return time.perf_counter() - started
+
+
+def wait_for_lock_release(engine: Engine, timeout: float = 60.0) -> None:
+    """Wait until the server has noticed the killed client: no backend holds a reindex advisory lock."""
+    deadline = time.monotonic() + timeout
+    with engine.connect() as conn:
+        while conn.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")).scalar():
+            conn.rollback()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the killed reindex's advisory lock was not released within {timeout:g} s")
+            time.sleep(0.05)
+
+
 def run(kills: int, documents: int, seed: int) -> Findings:
     rng = random.Random(seed)
     workdir = Path(tempfile.mkdtemp(prefix="rag_crash_", dir="/tmp"))
     corpus = workdir / "corpus"
     corpus.mkdir()
+    (workdir / ".git").mkdir()  # a checkout: sources are corpus/doc_NNN.md, as check() looks them up
     url = start_embedded_server(workdir / "data")  # this process keeps the server up between kills
     engine = create_engine(url)
     env = dict(os.environ, RAG_DATA_DIR=str(workdir / "data"), RAG_EMBEDDING_MODEL="hashing", RAG_RERANK_MODEL="none")
@@ -168,14 +212,18 @@ def run(kills: int, documents: int, seed: int) -> Findings:
     full_run = time.perf_counter() - started
     try:
         for round_ in range(kills):
-            write("B" if round_ % 2 == 0 else "A")
-            delay = rng.uniform(0.2, full_run)
+            version = "B" if round_ % 2 == 0 else "A"
+            write(version)
             proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(delay)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+            if round_ == 0:
+                delay = kill_mid_write(engine, proc, version=version, documents=documents)
+            else:
+                delay = rng.uniform(0.2, full_run)
+                time.sleep(delay)
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
             findings.kills.append(round(delay, 3))
-            time.sleep(0.2)  # the server notices the dead client and releases its lock
+            wait_for_lock_release(engine)
             before = dict(findings.versions_seen)
             check(engine, corpus, findings, chunker)
             if all(findings.versions_seen[v] > before[v] for v in "AB"):

@@ -24,7 +24,9 @@ def _crash_module():  # type: ignore[no-untyped-def]
 
 
 def test_kills_leave_old_or_new_versions_only():
-    findings = _crash_module().run(kills=4, documents=40, seed=7)
+    # 120 documents span two embedding batches, so the first kill lands between their commits
+    findings = _crash_module().run(kills=4, documents=120, seed=7)
     assert findings.violations == []
-    assert findings.documents_checked >= 4 * 40 - findings.versions_seen["missing"]
-    assert findings.recovery_seconds > 0
+    assert findings.versions_seen["missing"] == 0, "every file was indexed before the first kill"
+    assert findings.documents_checked == (4 + 1) * 120  # after each kill and after the recovery run
+    assert findings.mid_run_kills >= 1, f"no kill left old and new documents side by side: {findings.kills}"

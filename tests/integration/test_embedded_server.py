@@ -33,12 +33,26 @@ sys.stdin.read()  # hold the server until stdin closes
 def data_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rag_emb_", dir="/tmp"))
     yield path
-    pidfile = path / "pg" / "postmaster.pid"
-    if pidfile.exists():  # never leave a server behind
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.kill(int(pidfile.read_text().split()[0]), signal.SIGTERM)
-        time.sleep(1)
+    pid = _server_pid(path)
+    if pid is not None:  # never leave a server behind, nor delete its files under it
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        _wait_exited(pid)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _wait_exited(pid: int, timeout: float = 60) -> None:
+    """Return once process ``pid`` is gone (SIGKILL it after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = float("inf")
+        time.sleep(0.05)  # polling a condition
 
 
 def _start_holder(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
@@ -56,7 +70,9 @@ def _start_holder(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
 
 def _server_pid(data_dir: Path) -> int | None:
     pidfile = data_dir / "pg" / "postmaster.pid"
-    return int(pidfile.read_text().split()[0]) if pidfile.exists() else None
+    with contextlib.suppress(FileNotFoundError, ValueError, IndexError):  # gone, or being written
+        return int(pidfile.read_text().split()[0])
+    return None
 
 
 def _handles(data_dir: Path) -> list[int]:
@@ -88,8 +104,8 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _wait_stopped(data_dir: Path, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while _server_pid(data_dir) is not None and time.time() < deadline:
+    deadline = time.monotonic() + timeout
+    while _server_pid(data_dir) is not None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _server_pid(data_dir) is None, "server still running after the last user exited"
 

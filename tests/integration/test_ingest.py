@@ -12,6 +12,7 @@ from rag_service.config import Settings
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ReindexInProgressError
+from rag_service.ingest import pipeline
 from rag_service.ingest.pipeline import Indexer
 
 GUIDE = """# Guide
@@ -244,21 +245,35 @@ def test_a_document_failing_in_the_database_rolls_back_alone(indexer, corpus, co
     assert any("further section" in r.content for r in _chunks(connection, "docs/guide.md"))
 
 
+class _FakeClock:
+    """The pipeline's ``time`` module as a test sees it: only the model below moves it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
 class _SlowEmbedder(HashingEmbedder):
-    """Hashing vectors after a fixed pause per call: model time a test can see."""
+    """Hashing vectors that take one second of the fake clock per call: model time a test can see."""
+
+    def __init__(self, clock: _FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
 
     def embed_documents(self, texts):  # type: ignore[no-untyped-def]
-        import time
-
-        time.sleep(0.4)
+        self.clock.now += 1.0
         return super().embed_documents(texts)
 
 
-def test_model_time_inside_semantic_chunking_counts_as_embedding(db, settings, tmp_path):
+def test_model_time_inside_semantic_chunking_counts_as_embedding(db, settings, tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text(
         " ".join(f"Sentence {i} talks about {'replicas' if i < 20 else 'vacuum'} at length." for i in range(40))
     )
-    report = Indexer(db, _SlowEmbedder(), settings).index_paths([tmp_path / "notes.txt"], strategy="semantic")
+    clock = _FakeClock()
+    monkeypatch.setattr(pipeline, "time", clock)
+    report = Indexer(db, _SlowEmbedder(clock), settings).index_paths([tmp_path / "notes.txt"], strategy="semantic")
     assert report.added == 1
-    assert report.embedding_seconds >= 0.8  # the sentence vectors and the chunk vectors: two model calls
-    assert report.chunking_seconds < 0.4, "chunking is the splitting, not the model"
+    assert report.embedding_seconds == 2.0  # the sentence vectors and the chunk vectors: two model calls
+    assert report.chunking_seconds == 0.0, "chunking is the splitting, not the model"

@@ -3,11 +3,12 @@
 Same results from the standby as from the primary; writes refused on the standby and kept on the
 primary; a lagging standby skipped under ``RAG_READ_MAX_LAG_MS``; the standby killed (SIGKILL)
 under a multi-thread load of ``retrieve()``: every call still answers correctly, from the primary,
-and says so in its metrics. The kill is the last test of the module.
+and says so in its metrics. The kill test has a standby of its own, so test order does not matter.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import tempfile
@@ -96,6 +97,18 @@ def cluster() -> Iterator[Cluster]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture
+def own_standby(cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster with a standby of this test's own instead of the shared one, for a test that kills it."""
+    standby = Standby(cluster.primary_url, Path(tempfile.mkdtemp(prefix="rag_rep_own_", dir="/tmp")))
+    try:
+        standby.start()
+        standby.wait_for_replay(cluster.primary_url)
+        yield dataclasses.replace(cluster, standby=standby)
+    finally:
+        standby.stop()
+
+
 def _service(
     cluster: Cluster, *, max_lag_ms: int | None = None, lag_check_interval: float = 1.0
 ) -> UniversalRAGService:
@@ -164,6 +177,10 @@ def test_writes_are_refused_on_the_standby_and_go_to_the_primary(cluster):
 
 def test_a_lagging_standby_is_skipped_under_the_lag_bound(cluster):
     service = _service(cluster, max_lag_ms=200, lag_check_interval=0.0)
+    # lag counts from the last commit the standby replayed, and a fresh copy has replayed none (its lag
+    # reads 0): give it one, so this test does not depend on the writes of the tests before it
+    _primary_only(cluster).index_texts([("warm.md", "Warm", "# Warm\n\nA first replayed commit.\n")], collection="lag")
+    cluster.standby.wait_for_replay(cluster.primary_url)
     assert service.retrieve(QUERIES[0], context="agent").metrics.read_from == "replica 1"
     with cluster.standby.connect() as conn:
         conn.execute("SELECT pg_wal_replay_pause()")
@@ -171,7 +188,8 @@ def test_a_lagging_standby_is_skipped_under_the_lag_bound(cluster):
             _primary_only(cluster).index_texts(
                 [("lag.md", "Lag", "# Lag\n\nA paused standby falls behind its primary.\n")], collection="lag"
             )
-            time.sleep(0.5)  # the unreplayed write is now older than the bound
+            replica = service.reads.replicas[0]
+            _wait_for(lambda: (replica.read_lag() or 0.0) > 200)  # the unreplayed write is older than the bound
             lagging = service.retrieve(QUERIES[0], context="agent")
             assert lagging.metrics.read_from == "primary"
             assert any(
@@ -265,8 +283,9 @@ def test_db_status_shows_each_replica_and_its_lag(cluster, monkeypatch, capsys):
     assert re.search(r"^replica 2: .*rag_no_such_socket.* unreachable \(.+\)$", out, re.MULTILINE), out
 
 
-def test_a_killed_standby_under_load_falls_back_to_the_primary(cluster):
-    """Last in the module: the standby does not come back."""
+def test_a_killed_standby_under_load_falls_back_to_the_primary(own_standby):
+    """The standby does not come back: it is this test's own."""
+    cluster = own_standby
     expected = {q: _answer(_primary_only(cluster).retrieve(q, context="agent")) for q in QUERIES}
     service = _service(cluster)
     replica: Replica = service.reads.replicas[0]

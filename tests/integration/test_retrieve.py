@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ConfigurationError, QueryError, UnknownContextError
+from rag_service.format import MIN_CUT_TOKENS
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
 from rag_service.tokens import count_tokens
@@ -129,10 +130,13 @@ def test_unknown_context_lists_valid_ones(service):
 
 
 def test_token_budget_is_exact(service):
-    for budget in (20, 60, 150, 400):
+    for budget in (40, 60, 100, 150, 250):
         result = service.retrieve("backups replica search reranking", context="search", max_tokens=budget)
-        assert result.total_tokens == count_tokens(result.formatted_context)
-        assert result.total_tokens <= budget
+        assert result.chunks, f"nothing fits a budget of {budget} tokens"
+        assert result.total_tokens == count_tokens(result.formatted_context) <= budget
+        # the budget binds here (more chunks would fit a bigger one), so what is left is less than a cut
+        # chunk and its header line needs
+        assert budget - result.total_tokens < MIN_CUT_TOKENS + 20, f"{result.total_tokens} of {budget} tokens used"
 
 
 def test_reranker_order_follows_its_scores(db, settings, docs_dir):
@@ -264,10 +268,23 @@ def test_collections_are_separate(service, docs_dir):
     assert service.retrieve("backups", collection="elsewhere").chunks == []
 
 
-def test_mmr_diversity_changes_selection(service):
-    plain = service.retrieve("backups restore", context="search", diversity=0.0, max_chunks=3)
-    diverse = service.retrieve("backups restore", context="search", diversity=1.0, max_chunks=3)
-    assert plain.chunks[0].chunk_id == diverse.chunks[0].chunk_id
+NEAR_DUPLICATES = [
+    ("mirror-a.txt", "Nightly backups are restored with pg_restore into a fresh database cluster every morning."),
+    ("mirror-b.txt", "Nightly backups are restored with pg_restore into a fresh database cluster each morning."),
+    ("other.txt", "Backups: a weekly copy goes to cold storage, kept for a year in another region."),
+]
+
+
+def test_mmr_diversity_changes_selection(db, settings):
+    service = make_service(db, settings)
+    report = service.index_texts(((s, s, body) for s, body in NEAR_DUPLICATES), collection="mmr")
+    assert report.added == 3
+    query = "nightly backups restored with pg_restore"
+    plain = service.retrieve(query, context="search", collection="mmr", diversity=0.0, max_chunks=2)
+    diverse = service.retrieve(query, context="search", collection="mmr", diversity=1.0, max_chunks=2)
+    assert {c.source for c in plain.chunks} == {"mirror-a.txt", "mirror-b.txt"}, "relevance alone takes both"
+    assert plain.chunks[0].chunk_id == diverse.chunks[0].chunk_id, "the most relevant is picked first either way"
+    assert {c.source for c in diverse.chunks} == {plain.chunks[0].source, "other.txt"}, "the near-duplicate is dropped"
     assert [c.relevance_score for c in plain.chunks] == sorted((c.relevance_score for c in plain.chunks), reverse=True)
 
 

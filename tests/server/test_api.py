@@ -219,12 +219,13 @@ def test_a_slow_retrieve_does_not_stall_the_server(  # type: ignore[no-untyped-d
         with ThreadPoolExecutor(1) as pool, slow_server.client() as client:
             pending = pool.submit(client.post, "/api/rag/retrieve", json={"query": "backups", "context": "agent"})
             assert entered.wait(timeout=30)
-            with slow_server.client() as other:  # another connection, while the reranker blocks
-                started = time.monotonic()
-                assert other.get("/healthz", timeout=5).status_code == 200
-                assert other.get("/api/presets", timeout=5).status_code == 200
-                quick = other.post("/api/rag/retrieve", json={"query": "backups", "rerank_enabled": False}, timeout=5)
-                assert quick.status_code == 200 and time.monotonic() - started < 5
+            # another connection, while the reranker blocks until released: any answer proves the server
+            # was not stalled (the timeouts only turn a stalled server into a failure instead of a hang)
+            with slow_server.client() as other:
+                assert other.get("/healthz", timeout=30).status_code == 200
+                assert other.get("/api/presets", timeout=30).status_code == 200
+                quick = other.post("/api/rag/retrieve", json={"query": "backups", "rerank_enabled": False}, timeout=30)
+                assert quick.status_code == 200
             assert not pending.done()
             release.set()
             response = pending.result(timeout=30)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import queue
+import re
 import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -18,35 +23,58 @@ from tests.conftest import DatabaseFactory
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 
 
-def _free_port() -> int:
+UVICORN_RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+) ")
+
+
+@contextmanager
+def _refusing_port() -> Iterator[int]:
+    """A port bound here but not listening: connections are refused, and no one else can take it meanwhile."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
+
+
+def _read_lines(stream: IO[str], lines: queue.Queue[str]) -> None:
+    """Pass ``stream``'s lines on, then ``""`` at its end."""
+    for line in stream:
+        lines.put(line)
+    lines.put("")
+
+
+def _bound_port(process: subprocess.Popen[str], lines: queue.Queue[str], seen: list[str]) -> int:
+    """The port uvicorn bound for ``--port 0``, from its start-up line; everything read lands in ``seen``."""
+    while True:
+        try:
+            line = lines.get(timeout=120)
+        except queue.Empty:
+            raise AssertionError(f"rag serve did not start within 120 s: {seen}") from None
+        seen.append(line)
+        if not line:
+            raise AssertionError(f"rag serve exited ({process.wait()}): {''.join(seen)}")
+        if found := UVICORN_RUNNING.search(line):
+            return int(found[1])
 
 
 def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, tmp_path: Path) -> None:
     url = database_factory.create("rag_serve")
-    port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
     env |= {"RAG_DATABASE_URL": url, "RAG_DATA_DIR": str(tmp_path), "RAG_RERANK_MODEL": "none"}
     rag = Path(sys.executable).parent / "rag"
     migrate = subprocess.run([rag, "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 0, migrate.stderr
+    # port 0: the kernel picks a free port while uvicorn binds it, and uvicorn logs which one (at info)
     process = subprocess.Popen(
-        [rag, "serve", "--port", str(port)], env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True
+        [rag, "serve", "--port", "0", "--log-level", "info"], env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True
     )
+    assert process.stderr is not None
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=_read_lines, args=(process.stderr, lines), daemon=True)
+    reader.start()
+    seen: list[str] = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        port = _bound_port(process, lines, seen)
         base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/healthz").status_code == 200
         assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
         write = httpx.post(f"{base}/api/documents", json={"documents": [{"source": "a.txt", "text": "x" * 60}]})
         assert write.status_code == 403
@@ -54,7 +82,12 @@ def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, 
         assert answer.status_code == 200 and answer.json()["result"]["chunks"] == []
     finally:
         process.terminate()
-        _, stderr = process.communicate(timeout=30)
+        process.wait(timeout=30)
+        reader.join(timeout=30)
+        process.stderr.close()
+    while not lines.empty():
+        seen.append(lines.get())
+    stderr = "".join(seen)
     assert "RAG_API_TOKEN is not set, so this server is read-only" in stderr
     # uvicorn shuts down cleanly, then re-raises the SIGTERM it caught, so the exit says "terminated"
     assert process.returncode in (0, -signal.SIGTERM), stderr
@@ -62,10 +95,12 @@ def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, 
 
 def test_rag_serve_without_a_database_is_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    env["RAG_DATABASE_URL"] = f"postgresql+psycopg://nobody@127.0.0.1:{_free_port()}/none?connect_timeout=2"
     rag = Path(sys.executable).parent / "rag"
-    done = subprocess.run([rag, "serve", "--port", "0"], env=env, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    with _refusing_port() as port:
+        env["RAG_DATABASE_URL"] = f"postgresql+psycopg://nobody@127.0.0.1:{port}/none?connect_timeout=2"
+        done = subprocess.run(
+            [rag, "serve", "--port", "0"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr, done.stderr

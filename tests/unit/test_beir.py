@@ -9,13 +9,12 @@ import pytest
 
 from rag_service.errors import ConfigurationError, DocumentReadError
 from rag_service.evaluation import BeirDataset, BeirDoc, doc_text, load_beir
-
-SCIFACT = Path("/work/shared/datasets/scifact")
+from tests.shared_data import scifact_dir
 
 
 @pytest.fixture(scope="module")
 def scifact() -> BeirDataset:
-    return load_beir(SCIFACT)
+    return load_beir(scifact_dir())
 
 
 def test_scifact_test_split_counts(scifact: BeirDataset) -> None:
@@ -31,7 +30,7 @@ def test_scifact_test_split_counts(scifact: BeirDataset) -> None:
 
 
 def test_scifact_train_split() -> None:
-    train = load_beir(SCIFACT, split="train")
+    train = load_beir(scifact_dir(), split="train")
     assert len(train.queries) == 809
     assert sum(len(grades) for grades in train.qrels.values()) == 919
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 
 import ir_measures
 import pytest
@@ -23,8 +22,8 @@ from rag_service.evaluation import (
     rank_scores,
     recall_at_k,
 )
+from tests.shared_data import scifact_dir
 
-SCIFACT = Path("/work/shared/datasets/scifact")
 TOL = 1e-9
 _TREC_MEASURES = {"ndcg_cut_10", "recall_10", "recall_100", "recip_rank"}
 
@@ -149,7 +148,7 @@ def test_measures_are_configurable_and_validated() -> None:
 @pytest.fixture(scope="module")
 def scifact_random_runs() -> tuple[Qrels, Run, Run]:
     """Test qrels; a run with many ties (scores rounded to 0.1) and a tie-free one; fixed seed."""
-    dataset = load_beir(SCIFACT, split="test")
+    dataset = load_beir(scifact_dir(), split="test")
     corpus_ids = sorted(dataset.corpus)
     rng = random.Random(20240601)
     tied: Run = {}

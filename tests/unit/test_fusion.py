@@ -147,5 +147,8 @@ def test_rrf_properties(vector: list[int], keyword: list[int], vw: float, kw: fl
     assert all(0.0 <= c.score <= best for c in fused)
     keys = [(-c.score, c.best_rank, c.chunk_id) for c in fused]
     assert keys == sorted(keys)
-    # the input order of equal lists does not matter for the output order
-    assert rrf_fuse(vector, keyword, vector_weight=vw, keyword_weight=kw, rrf_k=k) == fused
+    # the arms are symmetric: swapping the lists together with their weights swaps only the ranks' labels
+    swapped = rrf_fuse(keyword, vector, vector_weight=kw, keyword_weight=vw, rrf_k=k)
+    assert [(c.chunk_id, c.score, c.keyword_rank, c.vector_rank) for c in swapped] == [
+        (c.chunk_id, c.score, c.vector_rank, c.keyword_rank) for c in fused
+    ]

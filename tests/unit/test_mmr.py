@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -92,11 +91,19 @@ def test_selection_is_unique_and_bounded(n: int, k: int, diversity: float, seed:
         assert picked[0] == int(np.argmax(relevance))
 
 
-def test_vectorised_speed() -> None:
+def test_large_selection_follows_the_objective() -> None:
+    """2000 candidates of 384 dimensions: every pick is the argmax of the module docstring's formula.
+
+    How fast it runs is a benchmark's business (retrieve() reports it as ``metrics.mmr_time_ms``), not a test's.
+    """
     rng = np.random.default_rng(0)
     relevance = rng.random(2000)
     embeddings = rng.normal(size=(2000, 384)).astype(np.float32)
-    start = time.perf_counter()
     picked = mmr_select(relevance.tolist(), embeddings, k=50, diversity=0.3)
-    assert len(picked) == 50
-    assert time.perf_counter() - start < 2.0
+    assert len(picked) == len(set(picked)) == 50
+    unit = embeddings.astype(np.float64) / np.linalg.norm(embeddings.astype(np.float64), axis=1, keepdims=True)
+    for step in range(1, 50):
+        chosen = picked[:step]
+        objective = 0.7 * relevance - 0.3 * (unit @ unit[chosen].T).max(axis=1)
+        objective[chosen] = -np.inf
+        assert picked[step] == int(np.argmax(objective)), f"pick {step}"

@@ -66,8 +66,8 @@ def test_metrics_defaults_and_degrade() -> None:
     assert RetrievalMetrics().degraded == []  # no shared default list
 
 
-def test_rag_result_to_dict_stable_and_serialisable() -> None:
-    result = RAGResult(
+def _result() -> RAGResult:
+    return RAGResult(
         chunks=[_chunk(1), _chunk(2)],
         formatted_context="[1] docs/guide.md — Guide\n...",
         total_tokens=12,
@@ -76,7 +76,10 @@ def test_rag_result_to_dict_stable_and_serialisable() -> None:
         context_type="chatbot",
         metrics=RetrievalMetrics(total_time_ms=3.5, total_candidates=40, after_rerank=5),
     )
-    data = result.to_dict()
+
+
+def test_rag_result_to_dict_stable_and_serialisable() -> None:
+    data = _result().to_dict()
     assert list(data) == [
         "query",
         "context_type",
@@ -92,4 +95,5 @@ def test_rag_result_to_dict_stable_and_serialisable() -> None:
     assert metric_keys[:3] == ["embedding_time_ms", "retrieval_time_ms", "rerank_time_ms"]
     assert {"total_time_ms", "total_candidates", "after_rerank", "reranker", "degraded"} <= set(metric_keys)
     text = json.dumps(data, ensure_ascii=False)
-    assert json.dumps(result.to_dict(), ensure_ascii=False) == text  # same output every time
+    assert json.loads(text) == data, "plain JSON values only: nothing is lost or changed on the way"
+    assert json.dumps(_result().to_dict(), ensure_ascii=False) == text  # an equal result, the same output

@@ -36,14 +36,14 @@ def _called_name(call: ast.Call) -> str | None:
     return None
 
 
-def formatted_sql(path: Path) -> list[str]:
-    """``file:line`` of each call that executes SQL built by string formatting."""
+def formatted_sql(path: Path, *, root: Path = ROOT) -> list[str]:
+    """``file:line`` (relative to ``root``) of each call that executes SQL built by string formatting."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     for node in ast.walk(tree):
         executes = isinstance(node, ast.Call) and _called_name(node) in EXECUTORS and node.args
         if executes and _is_formatted(node.args[0]):  # type: ignore[attr-defined]
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
     return found
 
 
@@ -51,13 +51,20 @@ def sources() -> list[Path]:
     return sorted((ROOT / "rag_service").rglob("*.py"))  # the migrations live in the package
 
 
+def test_the_check_reads_the_whole_package():
+    found = {path.relative_to(ROOT).as_posix() for path in sources()}
+    assert len(found) >= 80, f"only {len(found)} source files under {ROOT / 'rag_service'}"
+    assert {"rag_service/db/search.py", "rag_service/db/documents.py"} <= found
+    assert any(name.startswith("rag_service/migrations/versions/") for name in found)
+
+
 def test_no_sql_from_string_formatting():
     offenders = [hit for path in sources() for hit in formatted_sql(path)]
     assert offenders == [], f"SQL built by string formatting (use bound parameters): {offenders}"
 
 
-def test_the_check_catches_formatting():
-    bad = ROOT / "tests" / "unit" / "_sql_sample_for_check.py"
+def test_the_check_catches_formatting(tmp_path: Path):
+    bad = tmp_path / "sample.py"
     bad.write_text(
         "def f(session, text, name, cur):\n"
         "    session.execute(text(f\"SELECT * FROM t WHERE name = '{name}'\"))\n"
@@ -66,7 +73,4 @@ def test_the_check_catches_formatting():
         "    cur.execute('SELECT {}'.format(name))\n"
         "    cur.execute('SELECT 1 WHERE x = %s', (name,))\n"
     )
-    try:
-        assert sorted(hit.rsplit(":", 1)[1] for hit in formatted_sql(bad)) == ["2", "3", "4", "5"]
-    finally:
-        bad.unlink()
+    assert sorted(hit.rsplit(":", 1)[1] for hit in formatted_sql(bad, root=tmp_path)) == ["2", "3", "4", "5"]
