@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 
 from rag_service.config import Settings
@@ -28,9 +29,18 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         print("rag serve: RAG_API_TOKEN is not set, so this server is read-only (writes answer 403)", file=sys.stderr)
     if config.reads_token is None:
         print("rag serve: reads are open to anyone reaching this address (RAG_API_READ_TOKEN)", file=sys.stderr)
-    print(f"rag serve: http://{args.host}:{args.port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
     app = create_app(service, config, owns_service=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+    if args.port != 0:
+        print(f"rag serve: http://{args.host}:{args.port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+        return 0
+    # port 0: bound here, so the line below names the port the system chose
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    listener = socket.create_server((args.host, 0), family=family)
+    port = listener.getsockname()[1]
+    print(f"rag serve: http://{args.host}:{port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, access_log=args.access_log))
+    server.run(sockets=[listener])
     return 0
 
 

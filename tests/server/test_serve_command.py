@@ -23,7 +23,7 @@ from tests.conftest import DatabaseFactory
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 
 
-UVICORN_RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+) ")
+SERVING_ON = re.compile(r"rag serve: http://127\.0\.0\.1:(\d+)/ ")
 
 
 @contextmanager
@@ -42,7 +42,8 @@ def _read_lines(stream: IO[str], lines: queue.Queue[str]) -> None:
 
 
 def _bound_port(process: subprocess.Popen[str], lines: queue.Queue[str], seen: list[str]) -> int:
-    """The port uvicorn bound for ``--port 0``, from its start-up line; everything read lands in ``seen``."""
+    """The port ``rag serve --port 0`` bound (listening before it prints), from its start-up line; everything read
+    lands in ``seen``."""
     while True:
         try:
             line = lines.get(timeout=120)
@@ -51,7 +52,7 @@ def _bound_port(process: subprocess.Popen[str], lines: queue.Queue[str], seen: l
         seen.append(line)
         if not line:
             raise AssertionError(f"rag serve exited ({process.wait()}): {''.join(seen)}")
-        if found := UVICORN_RUNNING.search(line):
+        if found := SERVING_ON.search(line):
             return int(found[1])
 
 
@@ -62,7 +63,7 @@ def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, 
     rag = Path(sys.executable).parent / "rag"
     migrate = subprocess.run([rag, "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 0, migrate.stderr
-    # port 0: the kernel picks a free port while uvicorn binds it, and uvicorn logs which one (at info)
+    # port 0: the kernel picks a free port when `rag serve` binds it, and its start-up line names it
     process = subprocess.Popen(
         [rag, "serve", "--port", "0", "--log-level", "info"], env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True
     )
