@@ -12,8 +12,8 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rag_service.db.breaker import CircuitBreaker
+from rag_service.db.messages import first_line, url_for_display
 from rag_service.errors import DatabaseError, DatabaseUnavailableError, StatementTimeoutError
-from rag_service.log import mask_url
 
 T = TypeVar("T")
 
@@ -51,7 +51,7 @@ class Database:
     @property
     def url_for_display(self) -> str:
         """The database URL with its password masked."""
-        return mask_url(self.engine.url.render_as_string(hide_password=True))
+        return url_for_display(self.engine)
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -127,12 +127,6 @@ def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
 def sqlstate(exc: DBAPIError) -> str:
     """The SQLSTATE code of the driver error ('' when it has none)."""
     return getattr(exc.orig, "sqlstate", None) or ""
-
-
-def first_line(exc: DBAPIError) -> str:
-    """The first line of the server's message (the driver error's, without SQLAlchemy's statement dump)."""
-    text = str(exc.orig) if exc.orig is not None else str(exc)
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _is_connection_error(exc: DBAPIError) -> bool:

@@ -10,6 +10,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 
 from rag_service.config import Settings
 from rag_service.db.embedded import start_embedded_server
+from rag_service.db.messages import first_line, url_for_display
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.log import mask_url
 
@@ -89,9 +90,8 @@ def check_connection(engine: Engine) -> None:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
     except OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise DatabaseUnavailableError(
-            f"cannot connect to {mask_url(engine.url.render_as_string(hide_password=True))}: {reason}; "
+            f"cannot connect to {url_for_display(engine)}: {first_line(exc)}; "
             "check RAG_DATABASE_URL and that the server is running"
         ) from None
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
+from rag_service.db.messages import first_line, url_for_display
 from rag_service.errors import ExtensionMissingError
-from rag_service.log import mask_url
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -68,11 +68,10 @@ def _creates_vector_extension(statement: str | None) -> bool:
 
 
 def _extension_missing(engine: Engine, exc: DBAPIError) -> ExtensionMissingError:
-    url = mask_url(engine.url.render_as_string(hide_password=True))
-    reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None and str(exc.orig).strip() else "failed"
     return ExtensionMissingError(
-        f"CREATE EXTENSION vector on {url} failed ({reason}); install pgvector >= 0.8 on the server "
-        "(or have an administrator CREATE EXTENSION vector in this database), then run `rag db upgrade` again"
+        f"CREATE EXTENSION vector on {url_for_display(engine)} failed ({first_line(exc)}); "
+        "install pgvector >= 0.8 on the server (or have an administrator CREATE EXTENSION vector in this "
+        "database), then run `rag db upgrade` again"
     )
 
 

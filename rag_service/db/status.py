@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
 
+from rag_service.db.messages import url_for_display
 from rag_service.db.migrate import current_revision, head_revision
 from rag_service.errors import SchemaError
-from rag_service.log import mask_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
             ):
                 collections[name] = (int(docs), int(chunks))
     return DatabaseStatus(
-        url=mask_url(engine.url.render_as_string(hide_password=True)),
+        url=url_for_display(engine),
         server_version=str(version),
         pgvector_version=vector,
         revision=revision,
