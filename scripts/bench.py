@@ -147,7 +147,7 @@ def machine_info(url: str) -> dict[str, Any]:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "bm25s": bm25s.__version__,
-        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "loadavg_at_start": measure.load_average(),
     }
     for package in ("pgvector", "langchain-postgres", "langchain-community", "rank-bm25"):
         try:
@@ -204,16 +204,16 @@ def bench_size(
     wait_for_quiet(args.wait_idle)
     gc.collect()
     gc.freeze()  # the corpus, indexes and models are long-lived: keep collector pauses out of the timings
-    load_before = [round(x, 2) for x in os.getloadavg()]
+    load_before = measure.load_average()
     recorder, results, order = measure.time_retrievers(
         fns, warmup=args.warmup, queries=args.queries, desc=label, seed=args.seed
     )
-    load_after = [round(x, 2) for x in os.getloadavg()]
+    load_after = measure.load_average()
     gc.unfreeze()
 
     measured = range(args.warmup, count)
     sources = [work.queries.source_chunks[i] + 1 for i in measured]
-    latency = {k: {s: round(v, 3) for s, v in stats.items()} for k, stats in recorder.summary().items()}
+    latency = measure.latency_summary(recorder, digits=3)
     hits = {
         key: measure.hit_rate(found, sources)
         for key, found in results.items()

@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import gc
 import json
-import os
 import statistics
 import sys
 import time
@@ -243,7 +242,7 @@ def main() -> int:
         timed["numpy_exact"] = retrievers.numpy_exact(corpus, work)
         gc.collect()
         gc.freeze()
-        load_before = [round(x, 2) for x in os.getloadavg()]
+        load_before = measure.load_average()
         recorder, results, _ = measure.time_retrievers(
             timed, warmup=args.warmup, queries=args.queries, desc="one node vs citus", seed=42
         )
@@ -257,12 +256,12 @@ def main() -> int:
             side: round(ingest_seconds(engine, settings, corpus, args.ingest_docs), 1)
             for side, engine in engines.items()
         }
-        latency = {k: {s: round(v, 2) for s, v in st.items()} for k, st in recorder.summary().items()}
+        latency = measure.latency_summary(recorder)
         out = {
             "measured_at": bench._now(),
             "chunks": args.size,
             "loadavg_before": load_before,
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+            "loadavg_after": measure.load_average(),
             "one_node_build": one_node_build,
             "citus_build": citus_build,
             "citus_placement": where,

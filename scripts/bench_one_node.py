@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 from pathlib import Path
 
 import bench
@@ -57,16 +56,16 @@ def main() -> int:
     timed["numpy_exact"] = retrievers.numpy_exact(corpus, work)
     gc.collect()
     gc.freeze()
-    load_before = [round(x, 2) for x in os.getloadavg()]
+    load_before = measure.load_average()
     recorder, results, _ = measure.time_retrievers(timed, warmup=args.warmup, queries=args.queries, desc=name, seed=42)
     out = {
         "measured_at": bench._now(),
         "chunks": args.size,
         "loadavg_before": load_before,
-        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "loadavg_after": measure.load_average(),
         "build": build,
         "relation_sizes": store.relation_sizes(database_url(url, name)),
-        "latency": {k: {s: round(v, 2) for s, v in st.items()} for k, st in recorder.summary().items()},
+        "latency": measure.latency_summary(recorder),
         "retrieve_stages_ms": bench.stage_summary(stages[-args.queries :]),
         "hnsw_recall_at_20": measure.overlap_at_k(results["ours_vector"], results["numpy_exact"]),
     }

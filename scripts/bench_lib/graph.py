@@ -88,7 +88,7 @@ def run_graph(
         seed=args.seed,
     )
     service.close()
-    latency = {k: {s: round(v, 3) for s, v in stats.items()} for k, stats in recorder.summary().items()}
+    latency = measure.latency_summary(recorder, digits=3)
     timed = {k: v[-args.queries :] for k, v in stages.items()}
     graph_ms = [g for _, g, _ in timed["on"]]
     return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -51,6 +52,16 @@ def time_retrievers(
             found[key][i] = ids
     results = {key: [found[key][i] for i in range(warmup, warmup + queries)] for key in keys}
     return recorder, results, order
+
+
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages, rounded (recorded beside every timing)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def latency_summary(recorder: LatencyRecorder, digits: int = 2) -> dict[str, dict[str, float]]:
+    """Each retriever's p50/p95/mean/n in ms, rounded for the JSON reports."""
+    return {key: {stat: round(v, digits) for stat, v in stats.items()} for key, stats in recorder.summary().items()}
 
 
 def explain_analyze(database: Database, request: SearchRequest) -> str:
