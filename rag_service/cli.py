@@ -1,17 +1,22 @@
 """The ``rag`` command: thin; library errors become one-line messages here and nowhere else.
 
-Exit status: 0 success, 1 a user error (one line on stderr, no traceback), 2 usage errors.
+Exit status: 0 success, 1 a user error (one line on stderr, no traceback), 2 usage errors, 130 or
+143 when SIGINT or SIGTERM stopped the command (both stop it the same way, see ``shutdown``; ``rag
+serve`` and ``rag mcp`` exit 0 when a stop signal ends them, as services are meant to stop).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from rag_service.config import Settings, load_settings
 from rag_service.errors import RagError
 from rag_service.log import configure_logging, mask_url
+from rag_service.shutdown import exit_status, signal_number, stop_signals
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -87,26 +92,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rag``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    joined_before = _joined_embedded_servers()
     try:
-        settings = load_settings()
-        configure_logging(settings.log_level)
-        from rag_service.embed import prefer_passive_openmp
+        with stop_signals():
+            settings = load_settings()
+            configure_logging(settings.log_level)
+            from rag_service.embed import prefer_passive_openmp
 
-        prefer_passive_openmp()
-        handler: Handler = args.handler
-        return handler(args, settings)
+            prefer_passive_openmp()
+            handler: Handler = args.handler
+            return handler(args, settings)
     except RagError as exc:
         print(f"error: {mask_url(str(exc))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
+        return exit_status(stop)
     except Exception as exc:
         message = _database_failure(exc)
         if message is None:
             raise
         print(f"error: {mask_url(message)}", file=sys.stderr)
         return 1
+    finally:
+        _leave_embedded_servers(keep=joined_before)
+
+
+def _joined_embedded_servers() -> frozenset[Path]:
+    embedded = sys.modules.get("rag_service.db.embedded")  # not imported: no server joined
+    return frozenset() if embedded is None else embedded.joined_embedded_servers()  # type: ignore[no-any-return]
+
+
+def _leave_embedded_servers(keep: frozenset[Path]) -> None:
+    """Leave the embedded servers this command joined now, not after the interpreter has joined its worker
+    threads (an embedding batch can take seconds): a stopped command lets the server stop at once."""
+    embedded = sys.modules.get("rag_service.db.embedded")
+    if embedded is not None and embedded.leave_embedded_servers(keep=keep):
+        from rag_service.db.engine import forget_embedded_urls
+
+        forget_embedded_urls()
 
 
 def _database_failure(exc: Exception) -> str | None:

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_service.config import Settings
+from rag_service.ingest.report import IngestReport
 from rag_service.ingest.strategies import list_strategies
+from rag_service.shutdown import Interrupted, exit_status
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from rag_service.evaluation.runner import EvalConfig, EvalResult
-    from rag_service.ingest.report import IngestReport
     from rag_service.service import UniversalRAGService
 
 
@@ -57,12 +59,20 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
                 progress=not args.quiet,
                 root=args.root,
             )
+    except Interrupted as stop:
+        if not isinstance(stop.partial, IngestReport):
+            raise
+        _print_report(stop.partial, as_json=args.json)
+        name = signal.Signals(stop.signum).name
+        print(
+            f"{'interrupted' if stop.signum == signal.SIGINT else 'terminated'} by {name}: the documents counted "
+            "above are written, every other one keeps its previous version; run the same command again to finish",
+            file=sys.stderr,
+        )
+        return exit_status(stop)
     finally:
         service.close()
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print("\n".join(report.lines()))
+    _print_report(report, as_json=args.json)
     if missing:
         names = ", ".join(repr(p) for p in missing)
         print(
@@ -73,6 +83,10 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     return 0 if report.ok else 1
+
+
+def _print_report(report: IngestReport, *, as_json: bool) -> None:
+    print(json.dumps(report.to_dict(), indent=2) if as_json else "\n".join(report.lines()), flush=True)
 
 
 def _query(args: argparse.Namespace, settings: Settings) -> int:

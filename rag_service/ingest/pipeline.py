@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
 from rag_service.records import from_fields
+from rag_service.shutdown import deferred_stop, interrupted
 
 if TYPE_CHECKING:
     import numpy as np
@@ -222,7 +224,7 @@ class Indexer:
         report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
-        with reindex_lock(self.db.engine, collection):
+        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
@@ -276,7 +278,7 @@ class Indexer:
         self._fingerprint(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
-        with reindex_lock(self.db.engine, collection):
+        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
             with Progress(total=total, enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
@@ -302,7 +304,10 @@ class Indexer:
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
         started = time.perf_counter()
-        with Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar:
+        with (
+            _reported_if_stopped(report, started),
+            Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar,
+        ):
             for name in collections:
                 with reindex_lock(self.db.engine, name):
                     self._guard(name)
@@ -386,6 +391,17 @@ class Indexer:
         if source.lower().endswith(".pdf"):
             chunked.chunks = with_pages(text, chunked.chunks)
         return chunked, model.seconds
+
+
+@contextmanager
+def _reported_if_stopped(report: IngestReport, started: float) -> Iterator[None]:
+    """A stop signal ends the run carrying its report: what was written (each document is in its old
+    or its new version, never half-written: every batch is one transaction)."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        report.seconds = time.perf_counter() - started
+        raise interrupted(stop, report) from None
 
 
 class _TimedEmbedder:
@@ -592,8 +608,13 @@ class _Batch:
         document. If the batch's transaction itself fails (a lost connection, a failed commit), none
         of its documents changed and every one not already reported is reported as failed. The
         commit is synchronous (also where the role or database turned ``synchronous_commit`` off),
-        so whatever the report calls written survives a server crash.
+        so whatever the report calls written survives a server crash. A stop signal (SIGINT, SIGTERM)
+        arriving meanwhile takes effect once the batch is committed and counted.
         """
+        with deferred_stop():  # a stop signal waits for this commit and its counting: the report stays exact
+            self._write_batch(pending, vectors)
+
+    def _write_batch(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         written: list[_Pending] = []
         reported: set[int] = set()
         try:

@@ -13,6 +13,11 @@ but the protocol is written to stdout; logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -99,14 +104,65 @@ def build_server(service: UniversalRAGService, *, allow_indexing: bool = False) 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     require_extra("mcp.server.mcpserver", extra="mcp", feature="rag mcp")
+    import anyio
+
     from rag_service.service import build_service
 
     service = build_service(settings)
     try:
-        build_server(service, allow_indexing=args.allow_indexing).run("stdio")
+        anyio.run(_serve_stdio, build_server(service, allow_indexing=args.allow_indexing))
+    except KeyboardInterrupt:  # SIGINT or SIGTERM (rag_service.shutdown): a client stopping its server
+        print("rag mcp: stopped", file=sys.stderr)
     finally:
         service.close()
     return 0
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """``server.run("stdio")``, reading stdin on a daemon thread (see ``_StdinLines``)."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, given our stdin
+    async with stdio_server(stdin=_StdinLines(sys.stdin.fileno())) as (read_stream, write_stream):  # type: ignore[arg-type]
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+class _StdinLines:
+    """stdin's lines for the MCP transport, read on a daemon thread from a duplicate of its descriptor.
+
+    The SDK reads stdin in a worker thread that a cancellation must wait for: a stop signal would
+    hang until the client sends another line, and the interpreter waits for that thread at exit. A
+    daemon thread is left behind instead, so SIGINT and SIGTERM end ``rag mcp`` at once; it reads
+    with ``os.read``, holding no lock of ``sys.stdin`` that the interpreter's shutdown would need.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = os.dup(fd)
+        self._lines: asyncio.Queue[str] | None = None
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        if self._lines is None:
+            self._lines = asyncio.Queue()
+            loop = asyncio.get_running_loop()
+            threading.Thread(target=self._read, args=(loop, self._lines), name="rag-mcp-stdin", daemon=True).start()
+        line = await self._lines.get()
+        if not line:
+            raise StopAsyncIteration
+        return line
+
+    def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str]) -> None:
+        pending = b""
+        with contextlib.suppress(RuntimeError, OSError):  # the loop closed or stdin failed: the server is done
+            while block := os.read(self._fd, 1 << 16):
+                *complete, pending = (pending + block).split(b"\n")
+                for raw in complete:
+                    loop.call_soon_threadsafe(lines.put_nowait, raw.decode("utf-8", errors="replace") + "\n")
+            if pending:
+                loop.call_soon_threadsafe(lines.put_nowait, pending.decode("utf-8", errors="replace"))
+            loop.call_soon_threadsafe(lines.put_nowait, "")
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+from typing import Any
 
 from rag_service.config import Settings
 from rag_service.errors import ConfigurationError
@@ -30,17 +31,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if config.reads_token is None:
         print("rag serve: reads are open to anyone reaching this address (RAG_API_READ_TOKEN)", file=sys.stderr)
     app = create_app(service, config, owns_service=True)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+    )
     if args.port != 0:
         print(f"rag serve: http://{args.host}:{args.port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
-        return 0
+        return _run_until_stopped(server)
     # port 0: bound here, so the line below names the port the system chose
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     listener = socket.create_server((args.host, 0), family=family)
     port = listener.getsockname()[1]
     print(f"rag serve: http://{args.host}:{port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, access_log=args.access_log))
-    server.run(sockets=[listener])
+    return _run_until_stopped(server, sockets=[listener])
+
+
+def _run_until_stopped(server: Any, sockets: list[socket.socket] | None = None) -> int:
+    """Serve until SIGINT or SIGTERM; 0 once uvicorn has finished the requests in flight and closed the service.
+
+    uvicorn catches both signals, shuts down gracefully, then raises the signal again: as
+    ``KeyboardInterrupt`` (``rag_service.shutdown`` makes SIGTERM raise one too), which ends here.
+    """
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:
+        if not server.should_exit:  # not uvicorn's graceful stop: let the command report it
+            raise
+        print("rag serve: stopped", file=sys.stderr)
     return 0
 
 
