@@ -50,12 +50,11 @@ def _run_until_stopped(server: Any, sockets: list[socket.socket] | None = None) 
 
     uvicorn catches both signals, shuts down gracefully, then raises the signal again: as
     ``KeyboardInterrupt`` (``rag_service.shutdown`` makes SIGTERM raise one too), which ends here.
+    A signal just before uvicorn listens for them (after the line saying where it serves) ends here too.
     """
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:
-        if not server.should_exit:  # not uvicorn's graceful stop: let the command report it
-            raise
         print("rag serve: stopped", file=sys.stderr)
     return 0
 
