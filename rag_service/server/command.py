@@ -35,24 +35,22 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
     )
     if args.port != 0:
-        print(f"rag serve: http://{args.host}:{args.port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
-        return _run_until_stopped(server)
+        return _run_until_stopped(server, args.host, args.port)
     # port 0: bound here, so the line below names the port the system chose
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     listener = socket.create_server((args.host, 0), family=family)
-    port = listener.getsockname()[1]
-    print(f"rag serve: http://{args.host}:{port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
-    return _run_until_stopped(server, sockets=[listener])
+    return _run_until_stopped(server, args.host, listener.getsockname()[1], sockets=[listener])
 
 
-def _run_until_stopped(server: Any, sockets: list[socket.socket] | None = None) -> int:
+def _run_until_stopped(server: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> int:
     """Serve until SIGINT or SIGTERM; 0 once uvicorn has finished the requests in flight and closed the service.
 
     uvicorn catches both signals, shuts down gracefully, then raises the signal again: as
     ``KeyboardInterrupt`` (``rag_service.shutdown`` makes SIGTERM raise one too), which ends here.
-    A signal just before uvicorn listens for them (after the line saying where it serves) ends here too.
+    A signal just before uvicorn listens for them (once the line saying where it serves is out) ends here too.
     """
     try:
+        print(f"rag serve: http://{host}:{port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
         server.run(sockets=sockets)
     except KeyboardInterrupt:
         print("rag serve: stopped", file=sys.stderr)
