@@ -163,3 +163,18 @@ def test_a_new_server_gets_its_shared_buffers_at_once_and_a_joiner_does_not_rest
     finally:
         _stop(first)
     _wait_stopped(data_dir)
+
+
+def test_a_user_killed_with_9_does_not_keep_the_server_after_the_last_live_one_leaves(data_dir):
+    live, url = _start_holder(data_dir)
+    victim, _ = _start_holder(data_dir)
+    victim.kill()
+    victim.wait()
+    for pipe in (victim.stdin, victim.stdout):
+        if pipe is not None:
+            pipe.close()
+    assert sorted(_handles(data_dir)) == sorted([live.pid, victim.pid]), "precondition: the dead pid stays listed"
+    assert _query(url) == 1
+    _stop(live)  # no new user starts: the leaving one must prune the dead pid itself
+    assert _server_pid(data_dir) is None, "a dead user's pid kept the server running after the last live one left"
+    assert _handles(data_dir) == []

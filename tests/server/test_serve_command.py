@@ -90,8 +90,8 @@ def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, 
         seen.append(lines.get())
     stderr = "".join(seen)
     assert "RAG_API_TOKEN is not set, so this server is read-only" in stderr
-    # uvicorn shuts down cleanly, then re-raises the SIGTERM it caught, so the exit says "terminated"
-    assert process.returncode in (0, -signal.SIGTERM), stderr
+    # uvicorn shuts down cleanly on SIGTERM, and a service asked to stop that stopped exits 0
+    assert process.returncode == 0, stderr
 
 
 def test_rag_serve_without_a_database_is_one_line(tmp_path: Path) -> None:
