@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import signal
 import socket
 import subprocess
 import sys
