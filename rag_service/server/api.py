@@ -236,8 +236,8 @@ def _delete(state: ServerState, collection: str, source: str) -> int:
 async def reindex_all(state: WriteState, body: Annotated[ReindexRequest | None, Body()] = None) -> JSONResponse:
     """Start re-chunking and re-embedding every stored document (of one collection) as a job."""
     collection = body.collection if body is not None else None
-    if collection is not None:
-        validate_collection(collection)
+    if collection is not None:  # an unknown collection is a 404 now, not a job that "succeeds" with nothing
+        await state.run(state.service.require_collection, collection)
     service = state.service
     job = state.jobs.start(
         "reindex-all", collection, lambda listen: service.reindex_all(collection=collection, listener=listen)

@@ -160,6 +160,8 @@ def test_presets_list_and_validated_edit(live: LiveServer) -> None:
 
 
 def test_reindex_job_runs_and_a_second_gets_409(live: LiveServer) -> None:
+    report = live.service.index_texts([("other.md", "", "# Other\n\nA second collection.")], collection="elsewhere")
+    assert report.ok
     # a SHARE lock on the tables keeps the job's writes (not its reads) waiting: it stays running
     blocker = live.service.db.engine.connect()
     blocker.execute(text("LOCK TABLE documents, document_chunks IN SHARE MODE"))
@@ -252,3 +254,17 @@ def test_degraded_stages_reach_metrics_and_prometheus(  # type: ignore[no-untype
     degraded = body["metrics"]["degraded"]
     assert len(degraded) == 1 and degraded[0].startswith("rerank: ") and str(missing) in degraded[0]
     assert 'rag_retrieval_degraded_total{stage="rerank"} 1.0' in scrape
+
+
+def test_an_unknown_collection_is_404_naming_the_existing_ones(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        retrieved = client.post("/api/rag/retrieve", json={"query": "backups", "collection": "defualt"})
+        reindexed = client.post("/api/documents/reindex-all", json={"collection": "defualt"})
+        known = client.post("/api/rag/retrieve", json={"query": "backups", "collection": "default"})
+    for answer in (retrieved, reindexed):  # no 200 with nothing, no 202 job that "succeeds" with 0 documents
+        assert answer.status_code == 404, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "unknown_collection"
+        assert error["message"].startswith("collection 'defualt' does not exist; did you mean 'default'? ")
+        assert "\n" not in error["message"]
+    assert known.status_code == 200 and known.json()["result"]["chunks"]
