@@ -76,6 +76,7 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
         "result": {
             "formatted_context": data["formatted_context"] if body.return_formatted else None,
             "chunks": data["chunks"],
+            "documents": data["documents"],
             "total_tokens": data["total_tokens"],
             "sources": data["sources"],
             "query": data["query"],

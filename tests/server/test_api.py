@@ -38,6 +38,11 @@ def test_retrieve_answers_the_prd_shape(live: LiveServer) -> None:
                               "match_start", "match_end"}
         assert chunk["start_char"] <= chunk["match_start"] <= chunk["match_end"] <= chunk["end_char"]
     assert result["chunks"][0]["source"] == "ops.md"
+    assert all("summary" not in chunk for chunk in result["chunks"])  # issue 23.7: once per document instead
+    documents = {d["document_id"]: d for d in result["documents"]}
+    assert {c["document_id"] for c in result["chunks"]} == set(documents) and documents[
+        result["chunks"][0]["document_id"]
+    ]["summary"]
     assert set(metrics) >= {"retrieval_time_ms", "rerank_time_ms", "total_candidates", "after_rerank", "degraded"}
     assert metrics["degraded"] == []
 
@@ -49,7 +54,8 @@ def test_retrieve_same_chunks_as_in_process(live: LiveServer) -> None:
     in_process = live.service.retrieve("reciprocal rank fusion", context="search")
     assert over_http["result"]["formatted_context"] is None
     assert [c["chunk_id"] for c in over_http["result"]["chunks"]] == [c.chunk_id for c in in_process.chunks]
-    assert over_http["result"]["chunks"] == [c.to_dict() for c in in_process.chunks]
+    assert over_http["result"]["chunks"] == [c.to_dict(summary=False) for c in in_process.chunks]
+    assert over_http["result"]["documents"] == in_process.documents()
 
 
 def test_overrides_and_filters_apply(live: LiveServer) -> None:
