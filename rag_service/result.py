@@ -221,7 +221,7 @@ class RAGResult:
         }
 
     def documents(self) -> list[dict[str, Any]]:
-        """Each document of the chunks once, in the chunks' order: ``document_id``, ``source``, ``title``, ``summary``."""
+        """Each document of the chunks once, in their order: ``document_id``, ``source``, ``title``, ``summary``."""
         seen: dict[tuple[str, int], dict[str, Any]] = {}
         for chunk in self.chunks:
             key = (chunk.collection, int(chunk.document_id))
