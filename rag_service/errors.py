@@ -3,7 +3,8 @@
     RagError                      base of all; ``str(err)`` is a one-line message naming input and fix
     ├── ConfigurationError        a setting, preset or per-call override is invalid
     │   ├── UnknownContextError   ``context=`` names no row of ``rag_configurations``
-    │   └── UnknownFilterError    a filter key is not one of the supported ones
+    │   ├── UnknownFilterError    a filter key is not one of the supported ones
+    │   └── UnknownCollectionError  a read names a collection that holds no documents
     ├── QueryError                the query text cannot be searched (empty, ...)
     ├── DatabaseError             the database cannot be reached or is not usable
     │   ├── DatabaseUnavailableError  connection refused / lost; retryable
@@ -40,6 +41,19 @@ class UnknownContextError(ConfigurationError):
 
 class UnknownFilterError(ConfigurationError):
     """A filter key is not supported."""
+
+
+class UnknownCollectionError(ConfigurationError):
+    """A read (retrieve, reindex, metadata, graph) names a collection that holds no documents.
+
+    Indexing into a new collection creates it; only reads refuse an unknown name. ``existing`` lists
+    the collections that do exist, for callers that show them differently.
+    """
+
+    def __init__(self, message: str, *, collection: str, existing: list[str]) -> None:
+        super().__init__(message)
+        self.collection = collection
+        self.existing = existing
 
 
 class QueryError(RagError, ValueError):

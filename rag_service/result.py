@@ -87,9 +87,9 @@ class RetrievedChunk:
         if self.match_start < 0 or self.match_end < 0:
             self.match_start, self.match_end = self.start_char, self.end_char
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict in a fixed key order; without the embedding."""
-        return {
+    def to_dict(self, *, summary: bool = True) -> dict[str, Any]:
+        """JSON-ready dict in a fixed key order; without the embedding (and without ``summary`` when False)."""
+        data = {
             "chunk_id": int(self.chunk_id),
             "document_id": int(self.document_id),
             "collection": self.collection,
@@ -110,6 +110,9 @@ class RetrievedChunk:
             "summary": self.summary,
             "content": self.content,
         }
+        if not summary:
+            del data["summary"]
+        return data
 
 
 @dataclass(slots=True)
@@ -201,13 +204,32 @@ class RAGResult:
     metrics: RetrievalMetrics
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict in a fixed key order (``json.dumps`` works on it as is)."""
+        """JSON-ready dict in a fixed key order (``json.dumps`` works on it as is).
+
+        A document's summary is given once, in ``documents`` (one entry per document of the chunks, in
+        the chunks' order: ``document_id``, ``source``, ``title``, ``summary``), not on each of its chunks.
+        """
         return {
             "query": self.query,
             "context_type": self.context_type,
             "total_tokens": int(self.total_tokens),
-            "chunks": [chunk.to_dict() for chunk in self.chunks],
+            "chunks": [chunk.to_dict(summary=False) for chunk in self.chunks],
+            "documents": self.documents(),
             "sources": [source.to_dict() for source in self.sources],
             "formatted_context": self.formatted_context,
             "metrics": self.metrics.to_dict(),
         }
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Each document of the chunks once, in their order: ``document_id``, ``source``, ``title``, ``summary``."""
+        seen: dict[tuple[str, int], dict[str, Any]] = {}
+        for chunk in self.chunks:
+            key = (chunk.collection, int(chunk.document_id))
+            if key not in seen:
+                seen[key] = {
+                    "document_id": int(chunk.document_id),
+                    "source": chunk.source,
+                    "title": chunk.title,
+                    "summary": chunk.summary,
+                }
+        return list(seen.values())

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_service.config import Preset, Settings, load_settings
-from rag_service.db.collections import CollectionInfo, list_collections
+from rag_service.db.collections import CollectionInfo, list_collections, require_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
@@ -28,6 +28,8 @@ from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
+    from sqlalchemy.orm import Session
+
     from rag_service.ingest.backfill import BackfillReport
     from rag_service.llm import ChatModel, OpenAICompatibleChat
     from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
@@ -92,6 +94,7 @@ class UniversalRAGService:
             return self._retriever_instance
 
     def _options(self, collection: str, filters: Mapping[str, Any] | None) -> RetrievalOptions:
+        """The call's options, validated: collection name and filters (their existence is checked with the preset)."""
         from rag_service.db.search import ChunkFilters
         from rag_service.retrieve.retriever import RetrievalOptions
 
@@ -171,7 +174,12 @@ class UniversalRAGService:
     def reindex_all(
         self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
     ) -> IngestReport:
-        """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``."""
+        """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``.
+
+        UnknownCollectionError when ``collection`` holds no document (nothing to re-chunk: likely a typo).
+        """
+        if collection is not None:
+            self.require_collection(collection)
         return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
 
     def build_metadata(self, *, collection: str | None = None) -> BackfillReport:
@@ -179,11 +187,13 @@ class UniversalRAGService:
         from rag_service.ingest.backfill import build_metadata
 
         if collection is not None:
-            validate_collection(collection)
+            self.require_collection(collection)
         return build_metadata(self.db, self.settings, self._indexer().summary_writer(), collection=collection)
 
     def build_graph(self, *, collection: str | None = None) -> GraphReport:
         """Rebuild the chunk graph of ``collection`` (or of every collection) from stored chunks; no embedding."""
+        if collection is not None:
+            self.require_collection(collection)
         return self._indexer().build_graph(collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
@@ -198,9 +208,12 @@ class UniversalRAGService:
         **overrides: Any,
     ) -> RAGResult:
         """Context for ``query`` shaped by the ``context`` preset; keyword overrides apply to this call."""
+        from rag_service.retrieve.query import validate_query
+
+        validate_query(query)  # an empty query is its own error, before the collection's
         options = self._options(collection, filters)
         route = self.reads.route()
-        preset = self._preset(context, overrides, route)
+        preset = self._preset(context, overrides, route, collection=options.collection)
         return self._retriever().retrieve(query, preset, options, route=route)
 
     async def aretrieve(
@@ -241,22 +254,47 @@ class UniversalRAGService:
 
         For evaluation and inspection: ``candidate_k`` sets the depth of each arm.
         """
+        from rag_service.retrieve.query import validate_query
+
+        validate_query(query)  # an empty query is its own error, before the collection's
         options = self._options(collection, filters)
         route = self.reads.route()
-        preset = self._preset(context, overrides, route)
+        preset = self._preset(context, overrides, route, collection=options.collection)
         return self._retriever().ranked_candidates(query, preset, options, route=route)
 
     def preset(self, context: str, **overrides: Any) -> Preset:
         """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same)."""
         return self._preset(context, overrides, self.reads.route())
 
-    def _preset(self, context: str, overrides: Mapping[str, Any], route: ReadRoute) -> Preset:
-        preset = route.read(lambda session: load_preset(session, context))
-        return preset.with_overrides(dict(overrides)) if overrides else preset
+    def _preset(
+        self, context: str, overrides: Mapping[str, Any], route: ReadRoute, *, collection: str | None = None
+    ) -> Preset:
+        """The preset, read in the same transaction as the check that ``collection`` exists (when given).
+
+        The check is not cached: a collection created or emptied by another process is seen at once;
+        it costs one primary-key probe in a read the call makes anyway (docs/benchmarks.md, issue 23).
+        """
+
+        def read(session: Session) -> Preset:
+            stored = load_preset(session, context)
+            preset = stored.with_overrides(dict(overrides)) if overrides else stored  # a bad knob: its own error first
+            if collection is not None:
+                require_collection(session, collection)
+            return preset
+
+        return route.read(read)
 
     def contexts(self) -> list[str]:
         """The preset names stored in ``rag_configurations``."""
         return self.db.read(lambda session: [p.context_type for p in list_presets(session)])
+
+    def require_collection(self, collection: str) -> None:
+        """Raise ``UnknownCollectionError`` (naming the existing collections) unless ``collection`` holds documents.
+
+        Every read of one collection goes through this check; indexing into a new name creates it instead.
+        """
+        name = validate_collection(collection)
+        self.db.read(lambda session: require_collection(session, name))
 
     def collections(self) -> list[CollectionInfo]:
         """Every collection that holds documents, with its document and chunk counts."""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from rag_service.db.documents import stored_collections
 from rag_service.db.models import Document
+from rag_service.errors import UnknownCollectionError
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +35,33 @@ def list_collections(session: Session) -> list[CollectionInfo]:
         .order_by(Document.collection)
     )
     return [CollectionInfo(name, int(documents), int(chunks)) for name, documents, chunks in rows]
+
+
+def collection_exists(session: Session, name: str) -> bool:
+    """Whether ``name`` holds a document: one probe of the primary key's leading column (one shard on Citus)."""
+    probe = select(Document.id).where(Document.collection == name).limit(1)
+    return session.execute(probe).first() is not None
+
+
+#: how many existing collections an UnknownCollectionError names (closest spellings first)
+NAMED_COLLECTIONS = 10
+
+
+def require_collection(session: Session, name: str) -> None:
+    """Raise ``UnknownCollectionError`` naming the existing collections when ``name`` holds no document."""
+    if collection_exists(session, name):
+        return
+    existing = stored_collections(session)
+    raise UnknownCollectionError(unknown_collection_message(name, existing), collection=name, existing=existing)
+
+
+def unknown_collection_message(name: str, existing: list[str]) -> str:
+    """One line: the unknown name, the closest existing ones (at most ``NAMED_COLLECTIONS``) and the fix."""
+    if not existing:
+        return f"collection {name!r} does not exist: the database holds no documents yet; index documents into it first"
+    close = difflib.get_close_matches(name, existing, n=3, cutoff=0.6)
+    shown = close + [c for c in existing if c not in close][: max(NAMED_COLLECTIONS - len(close), 0)]
+    more = f" and {len(existing) - len(shown)} more" if len(existing) > len(shown) else ""
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    listed = ", ".join(repr(c) for c in shown)
+    return f"collection {name!r} does not exist; {hint}the collections are {listed}{more}"

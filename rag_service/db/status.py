@@ -24,6 +24,8 @@ class DatabaseStatus:
     embedding_dim: int | None
     fts_config: str | None
     collections: dict[str, tuple[int, int]]  # collection -> (documents, chunks)
+    #: the service's tables and indexes, largest first: (kind "table" or "index <method>", name, bytes)
+    sizes: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def up_to_date(self) -> bool:
@@ -47,7 +49,40 @@ class DatabaseStatus:
             out.append("documents:  none")
         for name, (docs, chunks) in sorted(self.collections.items()):
             out.append(f"collection: {name}: {docs} documents, {chunks} chunks")
+        for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")
+            out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
+
+
+def _pretty(size: int) -> str:
+    """Bytes in the units of PostgreSQL's pg_size_pretty (kB, MB, GB: powers of 1024)."""
+    value = float(size)
+    for unit in ("bytes", "kB", "MB"):
+        if value < 10 * 1024:
+            return f"{value:.0f} {unit}" if unit != "MB" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+#: the tables of the service whose sizes ``rag db status`` shows, with their indexes
+_SIZED_TABLES = ("documents", "document_chunks", "chunk_terms", "lexeme_stats", "chunk_edges", "chunk_links")
+
+# each table without its indexes, then each index; a partitioned one summed over its partitions
+_SIZES_SQL = text(
+    "SELECT 'table', t.relname, CASE WHEN t.relkind = 'p' THEN "
+    "(SELECT coalesce(sum(pg_table_size(p.relid)), 0) FROM pg_partition_tree(t.oid) p) "
+    "ELSE pg_table_size(t.oid) END "
+    "FROM pg_class t WHERE t.relname = ANY(:tables) AND t.relkind IN ('r', 'p') AND NOT t.relispartition "
+    "AND t.relnamespace = current_schema()::regnamespace "
+    "UNION ALL "
+    "SELECT 'index ' || am.amname, ic.relname, CASE WHEN ic.relkind = 'I' THEN "
+    "(SELECT coalesce(sum(pg_relation_size(p.relid)), 0) FROM pg_partition_tree(ic.oid) p) "
+    "ELSE pg_relation_size(ic.oid) END "
+    "FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid "
+    "JOIN pg_am am ON am.oid = ic.relam "
+    "WHERE t.relname = ANY(:tables) AND NOT t.relispartition AND t.relnamespace = current_schema()::regnamespace "
+    "ORDER BY 3 DESC, 2"
+)
 
 
 def read_status(engine: Engine) -> DatabaseStatus:
@@ -58,6 +93,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         revision = current_revision(conn)
         model = dim = cfg = None
         collections: dict[str, tuple[int, int]] = {}
+        sizes: tuple[tuple[str, str, int], ...] = ()
         if revision is not None:
             settings_row = conn.execute(
                 text("SELECT embedding_model, embedding_dim, fts_config FROM index_settings WHERE id = 1")
@@ -71,6 +107,10 @@ def read_status(engine: Engine) -> DatabaseStatus:
                 )
             ):
                 collections[name] = (int(docs), int(chunks))
+            sizes = tuple(
+                (str(kind), str(name), int(size))
+                for kind, name, size in conn.execute(_SIZES_SQL, {"tables": list(_SIZED_TABLES)})
+            )
     return DatabaseStatus(
         url=url_for_display(engine),
         server_version=str(version),
@@ -81,6 +121,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         embedding_dim=dim,
         fts_config=cfg,
         collections=collections,
+        sizes=sizes,
     )
 
 

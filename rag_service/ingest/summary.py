@@ -1,15 +1,22 @@
-"""A document's extractive summary: its most central sentences by LexRank (sumy), in document order.
+"""A document's extractive summary: its most central prose sentences by LexRank (sumy), leaning to the opening.
 
-Only prose counts: YAML front matter, fenced code, header lines, tables and HTML lines are left out;
-markdown links keep their text and inline code its content (backticks and asterisks go). Sentences
-come from the ``sentence`` strategy's splitter (sumy's own tokenizer needs NLTK data files, which
-cannot be downloaded here), words from a regex; sumy brings the LexRank graph, the English stemmer
-and stop words. LexRank compares every pair of sentences, so only the first ``MAX_SENTENCES`` prose
-sentences are ranked (a long page's opening says what it is about; 200 sentences take ~0.3 s).
+Only prose counts: YAML front matter, fenced code, header lines (ATX and setext), tables, HTML lines
+and link lists are left out; markdown links keep their text and inline code its content (backticks
+and asterisks go). A candidate must read like a sentence: it ends with ``.``, ``!`` or ``?``, has
+``MIN_WORDS`` to ``MAX_WORDS`` words, is mostly letters, and has no glued-together text (``review.Instructions``,
+a scraped table's cells) and no URL or template braces. The first candidate always opens the summary
+and LexRank's centrality of the others is weighted by position (``LEAD_WEIGHT``): a documentation page
+says what it is about in its opening prose, while the most central sentence of a long page is often a
+detail that repeats its vocabulary (the README's summary was three such details). Sentences come
+from the ``sentence`` strategy's splitter (sumy's own tokenizer needs NLTK data files, which cannot be
+downloaded here), words from a regex; sumy brings the LexRank graph, the English stemmer and stop
+words. LexRank compares every pair of sentences, so only the first ``MAX_SENTENCES`` candidates are
+ranked (200 sentences take ~0.3 s).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from typing import Any
@@ -24,6 +31,10 @@ MAX_SENTENCES = 200
 MAX_SUMMARY_CHARS = 800
 #: sentences with fewer words are not summary material ("See below.", list stubs)
 MIN_WORDS = 5
+#: longer "sentences" are run-ons: scraped tables, examples pasted without punctuation
+MAX_WORDS = 80
+#: centrality is divided by ``1 + position / LEAD_WEIGHT`` (the 11th candidate counts half); the 1st is always kept
+LEAD_WEIGHT = 10.0
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
@@ -32,7 +43,13 @@ _SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|```|~~~|\.\. |\[[^\
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _INLINE = re.compile(r"`+|\*{1,3}|\{[\w:-]+\}(?=`)")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_SETEXT_UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
 _WORD = re.compile(r"\w+")
+# what prose does not contain: words glued by punctuation ("review.Instructions:1."), URLs, templates, arrows
+_NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|<>]|\\[a-z]")
+# at least this share of a sentence's non-space characters are letters
+_MIN_LETTER_SHARE = 0.8
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 
 
 class _Tokenizer:
@@ -57,7 +74,9 @@ def prose(text: str) -> str:
             fenced = not fenced
             kept.append("")
             continue
-        if fenced or _SKIPPED_LINE.match(line):
+        if _SETEXT_UNDERLINE.match(line) and kept:  # "Title\n=====": the line above was a header
+            kept[-1] = ""
+        if fenced or _SKIPPED_LINE.match(line) or _SETEXT_UNDERLINE.match(line) or _is_link_list_item(line):
             kept.append("")
             continue
         line = _BULLET.sub("", line)
@@ -65,11 +84,27 @@ def prose(text: str) -> str:
     return "\n".join(kept)
 
 
+def _is_link_list_item(line: str) -> bool:
+    """A line that is (nearly) only links: a table of contents, "see also", a nav bar."""
+    if not _LINK.search(line):
+        return False
+    return len(_WORD.findall(_LINK.sub("", _BULLET.sub("", line)))) < 3
+
+
+def _is_prose_sentence(sentence: str) -> bool:
+    """Whether ``sentence`` reads like a sentence of prose (see the module docstring)."""
+    words = len(_WORD.findall(sentence))
+    if not MIN_WORDS <= words <= MAX_WORDS or not _SENTENCE_END.search(sentence) or _NOT_PROSE.search(sentence):
+        return False
+    visible = [c for c in sentence if not c.isspace()]
+    return sum(c.isalpha() for c in visible) >= _MIN_LETTER_SHARE * len(visible)
+
+
 def _sentences(text: str) -> list[str]:
     found = []
     for start, end in sentence_spans(text, 0, len(text)):
         sentence = " ".join(text[start:end].split())
-        if len(_WORD.findall(sentence)) >= MIN_WORDS:
+        if _is_prose_sentence(sentence):
             found.append(sentence)
     return found
 
@@ -80,7 +115,16 @@ def _summarizer() -> Any:
     from sumy.summarizers.lex_rank import LexRankSummarizer
     from sumy.utils import get_stop_words
 
-    summarizer = LexRankSummarizer(Stemmer("english"))
+    class LeadWeightedLexRank(LexRankSummarizer):  # type: ignore[misc]
+        """LexRank whose ratings are weighted by position; sumy hands the ratings to this one method only."""
+
+        @staticmethod
+        def _get_best_sentences(sentences: Any, count: Any, rating: Any, *args: Any, **kwargs: Any) -> Any:
+            order = {sentence: position for position, sentence in enumerate(sentences)}
+            weighted = {s: math.inf if order[s] == 0 else r / (1.0 + order[s] / LEAD_WEIGHT) for s, r in rating.items()}
+            return LexRankSummarizer._get_best_sentences(sentences, count, weighted, *args, **kwargs)
+
+    summarizer = LeadWeightedLexRank(Stemmer("english"))
     summarizer.stop_words = get_stop_words("english")
     return summarizer
 

@@ -7,7 +7,8 @@ With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
 
 Library errors reach the client as tool errors (``is_error``) carrying the one-line message. Nothing
-but the protocol is written to stdout; logs go to stderr.
+but the protocol is written to stdout; logs go to stderr, warnings only unless ``--log-level`` (or
+``RAG_LOG_LEVEL``) asks for more.
 """
 
 from __future__ import annotations
@@ -20,16 +21,19 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rag_service.config import Settings
-from rag_service.errors import RagError
+from rag_service.errors import ConfigurationError, RagError
 from rag_service.integrations import require_extra
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from rag_service.service import UniversalRAGService
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 #: the preset ``search_knowledge`` uses when the client names none
 DEFAULT_CONTEXT = "agent"
@@ -51,12 +55,18 @@ def _tool_errors() -> Iterator[None]:
         raise ToolError(str(exc)) from exc
 
 
-def build_server(service: UniversalRAGService, *, allow_indexing: bool = False) -> MCPServer:
-    """An MCP server whose tools call ``service``; indexing tools only with ``allow_indexing``."""
+def build_server(
+    service: UniversalRAGService, *, allow_indexing: bool = False, log_level: LogLevel = "WARNING"
+) -> MCPServer:
+    """An MCP server whose tools call ``service``; indexing tools only with ``allow_indexing``.
+
+    ``log_level`` is the SDK's (it configures the root logger): WARNING keeps stderr quiet, where the
+    SDK's default INFO logs a line for every request an agent makes.
+    """
     require_extra("mcp.server.mcpserver", extra="mcp", feature="rag mcp")
     from mcp.server.mcpserver import MCPServer
 
-    server: MCPServer = MCPServer("rag_service", instructions=INSTRUCTIONS)
+    server: MCPServer = MCPServer("rag_service", instructions=INSTRUCTIONS, log_level=log_level)
 
     @server.tool()
     async def search_knowledge(
@@ -108,9 +118,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
     from rag_service.service import build_service
 
+    level = (args.log_level or settings.log_level).upper()
+    if level not in LOG_LEVELS:
+        raise ConfigurationError(f"log level {level!r} (RAG_LOG_LEVEL): use one of {', '.join(LOG_LEVELS)}")
     service = build_service(settings)
     try:
-        anyio.run(_serve_stdio, build_server(service, allow_indexing=args.allow_indexing))
+        server = build_server(service, allow_indexing=args.allow_indexing, log_level=cast(LogLevel, level))
+        anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:  # SIGINT or SIGTERM (rag_service.shutdown): a client stopping its server
         print("rag mcp: stopped", file=sys.stderr)
     finally:
@@ -169,4 +183,11 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     """Add ``rag mcp`` to the ``rag`` parser."""
     parser = commands.add_parser("mcp", help="serve search over the Model Context Protocol (stdio)")
     parser.add_argument("--allow-indexing", action="store_true", help="also offer the index_paths and index_text tools")
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        type=str.upper,
+        default=None,
+        help="what goes to stderr (default RAG_LOG_LEVEL, else WARNING; INFO logs every request)",
+    )
     parser.set_defaults(handler=_run)

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from rag_service.result import RAGResult, RetrievedChunk
+
+
+class RetrievalDegradedWarning(RuntimeWarning):
+    """A retrieval stage (reranking, expansion, a replica, ...) did not run as configured; see the message."""
+
 
 #: metadata keys an LLM should read next to the text (the rest is for code: offsets, scores, ids)
 LLM_METADATA_KEYS = ("source", "title", "header_path", "citation")
 
 
-def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None) -> dict[str, Any]:
+def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None, degraded: list[str] | None = None) -> dict[str, Any]:
     """Where ``chunk`` comes from and how it scored, JSON-ready.
 
     ``start_char``/``end_char`` are offsets into the source document's text, ``match_start``/
     ``match_end`` the span that matched the query; ``relevance_score`` is in 0..1; ``citation`` is
     the ``[n]`` of the chunk's source in the result's formatted context (None when the token budget
-    left the chunk out of it); ``keywords`` and ``summary`` are the chunk's and its document's (issue 17).
+    left the chunk out of it); ``keywords`` and ``summary`` are the chunk's and its document's (issue 17);
+    ``degraded`` is the call's ``metrics.degraded`` (empty when every stage ran as configured).
     """
     return {
         "source": chunk.source,
@@ -37,6 +44,7 @@ def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None) -> dict[str, 
         "keywords": list(chunk.metadata.get("keywords", [])),
         "summary": chunk.summary,
         "citation": citation,
+        "degraded": list(degraded or []),
     }
 
 
@@ -44,7 +52,12 @@ def result_metadata(result: RAGResult) -> list[tuple[RetrievedChunk, dict[str, A
     """Each chunk of ``result`` with its metadata, most relevant first (citations from ``result.sources``).
 
     ``result.chunks`` follows the formatted context (grouped by source); retrievers hand out a ranking.
+    A degraded call also raises a ``RetrievalDegradedWarning`` naming the stages (one per call, with
+    the default warning filters once per message): a framework user sees it without reading metadata.
     """
+    degraded = list(result.metrics.degraded)
+    if degraded:
+        warnings.warn(f"rag_service retrieval degraded: {'; '.join(degraded)}", RetrievalDegradedWarning, stacklevel=3)
     numbers = {chunk_id: source.number for source in result.sources for chunk_id in source.chunk_ids}
     ranked = sorted(result.chunks, key=lambda chunk: -chunk.relevance_score)
-    return [(chunk, chunk_metadata(chunk, citation=numbers.get(chunk.chunk_id))) for chunk in ranked]
+    return [(chunk, chunk_metadata(chunk, citation=numbers.get(chunk.chunk_id), degraded=degraded)) for chunk in ranked]

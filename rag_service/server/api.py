@@ -76,6 +76,7 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
         "result": {
             "formatted_context": data["formatted_context"] if body.return_formatted else None,
             "chunks": data["chunks"],
+            "documents": data["documents"],
             "total_tokens": data["total_tokens"],
             "sources": data["sources"],
             "query": data["query"],
@@ -236,8 +237,8 @@ def _delete(state: ServerState, collection: str, source: str) -> int:
 async def reindex_all(state: WriteState, body: Annotated[ReindexRequest | None, Body()] = None) -> JSONResponse:
     """Start re-chunking and re-embedding every stored document (of one collection) as a job."""
     collection = body.collection if body is not None else None
-    if collection is not None:
-        validate_collection(collection)
+    if collection is not None:  # an unknown collection is a 404 now, not a job that "succeeds" with nothing
+        await state.run(state.service.require_collection, collection)
     service = state.service
     job = state.jobs.start(
         "reindex-all", collection, lambda listen: service.reindex_all(collection=collection, listener=listen)

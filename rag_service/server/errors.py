@@ -4,6 +4,7 @@ RagError subclass                  status  code
 ConfigurationError, QueryError,    422     invalid_input
   ChunkingError, IngestError
 UnknownContextError                404     unknown_context
+UnknownCollectionError             404     unknown_collection
 JobConflictError                   409     job_conflict
 ReindexInProgressError             409     reindex_in_progress
 DatabaseUnavailableError,          503     database_unavailable   (with Retry-After)
@@ -32,6 +33,7 @@ from rag_service.errors import (
     RagError,
     ReindexInProgressError,
     StatementTimeoutError,
+    UnknownCollectionError,
     UnknownContextError,
 )
 from rag_service.log import mask_url
@@ -66,6 +68,8 @@ def from_rag_error(exc: RagError, *, retry_after_s: int) -> ApiError:
     retry = {"Retry-After": str(retry_after_s)}
     if isinstance(exc, UnknownContextError):
         return ApiError(404, "unknown_context", message)
+    if isinstance(exc, UnknownCollectionError):
+        return ApiError(404, "unknown_collection", message)
     if isinstance(exc, JobConflictError):
         return ApiError(409, "job_conflict", message)
     if isinstance(exc, ReindexInProgressError):
@@ -125,7 +129,7 @@ def _error_docs() -> dict[int | str, dict[str, Any]]:
         400: "malformed body (not JSON, not UTF-8, broken multipart)",
         401: "missing or wrong bearer token",
         403: "a write on a read-only server (no RAG_API_TOKEN)",
-        404: "unknown context, document or job",
+        404: "unknown context, collection, document or job",
         409: "a job or reindex on the same collection is running",
         413: "request body over the size limit",
         415: "unsupported content type",

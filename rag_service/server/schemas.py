@@ -83,10 +83,14 @@ class RetrieveRequest(PresetValues):
 
 
 class RetrieveResult(BaseModel):
-    """The retrieved context; each chunk is ``RetrievedChunk.to_dict()``."""
+    """The retrieved context; each chunk is ``RetrievedChunk.to_dict(summary=False)``.
+
+    ``documents`` gives each document of the chunks once with its summary (``RAGResult.documents()``).
+    """
 
     formatted_context: str | None
     chunks: list[dict[str, Any]]
+    documents: list[dict[str, Any]] = []
     total_tokens: int
     sources: list[dict[str, Any]]
     query: str

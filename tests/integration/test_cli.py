@@ -65,6 +65,13 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
     everything = rag(cli_env, "reindex", "--all", "--collection", "kb", "--quiet", cwd=tmp_path)
     assert everything.returncode == 0 and "1 updated" in everything.stdout
 
+    sizes = [line for line in rag(cli_env, "db", "status").stdout.splitlines() if line.startswith("size:")]
+    named = {line.split()[1]: line for line in sizes}  # issue 23.7d: the README says status shows them
+    assert "(index hnsw): " in named["ix_document_chunks_embedding_hnsw"]
+    assert not named["ix_document_chunks_embedding_hnsw"].endswith(" 0 bytes")
+    assert "(index gin): " in named["ix_document_chunks_content_tsv"] and "(table): " in named["document_chunks"]
+    assert "chunk_terms" in named and all(line.endswith(("bytes", "kB", "MB", "GB")) for line in sizes)
+
 
 @pytest.mark.parametrize(
     ("args", "message"),

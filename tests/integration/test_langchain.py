@@ -17,7 +17,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from sqlalchemy import text
 
-from rag_service.errors import UnknownContextError
+from rag_service.errors import UnknownCollectionError, UnknownContextError
 from rag_service.integrations.langchain import UniversalRAGRetriever
 from rag_service.service import UniversalRAGService
 from tests.integration.knowledge import kb_service
@@ -55,7 +55,8 @@ def test_fields_reach_retrieve(service):
     assert docs and {d.metadata["source"] for d in docs} == {"kb/search.md"}
     assert all(d.metadata["chunk_type"] == "child" for d in docs)  # the search preset keeps children
     assert all(d.metadata["keywords"] and d.metadata["summary"] for d in docs)  # issue 17's metadata
-    assert UniversalRAGRetriever(service=service, collection="empty").invoke("backups") == []
+    with pytest.raises(UnknownCollectionError, match="collection 'empty' does not exist"):
+        UniversalRAGRetriever(service=service, collection="empty").invoke("backups")
     with pytest.raises(UnknownContextError, match="unknown context 'nope'"):
         UniversalRAGRetriever(service=service, context="nope", collection="kb").invoke("backups")
 

@@ -98,4 +98,35 @@ def test_without_the_flag_an_agent_cannot_index(mcp_env, tmp_path):
     )
     assert sorted(tools) == ["list_collections", "search_knowledge"]
     assert refused.is_error and "index_paths" in text_of(refused)
-    assert not empty.is_error and text_of(empty) == "No passages in collection 'default' match 'backups'."
+    assert empty.is_error and text_of(empty).endswith(  # issue 23: an unknown collection is an error, not silence
+        ": collection 'default' does not exist: the database holds no documents yet; index documents into it first"
+    )
+
+
+def _one_request(env: dict[str, str], cwd: Path, *flags: str) -> str:
+    """Run ``rag mcp``, list its tools over raw JSON-RPC, close stdin (it exits) and return its stderr."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rag_service.cli", "mcp", *flags],
+        env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(messages[0]) + "\n")
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == 1
+    process.stdin.write("".join(json.dumps(m) + "\n" for m in messages[1:]))
+    process.stdin.flush()
+    assert "search_knowledge" in process.stdout.readline()
+    _, stderr = process.communicate(timeout=60)
+    return stderr
+
+
+def test_stderr_is_quiet_by_default_and_the_flag_is_accepted(mcp_env, tmp_path):
+    quiet = _one_request(mcp_env, tmp_path)
+    assert "INFO" not in quiet and "Processing request" not in quiet, quiet  # issue 23.7e
+    _one_request(mcp_env, tmp_path, "--log-level", "info")  # serves as well with the level raised

@@ -14,6 +14,7 @@ from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.partitions import is_partitioned, partition_by_collection
+from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import SchemaError
 from rag_service.ingest.pipeline import Indexer
@@ -72,6 +73,8 @@ def test_a_collection_gets_its_partitions_with_its_first_data_and_stats_stay_exa
         ).scalar()
         assert hnsw == 2  # one HNSW graph per collection
         assert_stats_consistent(conn)
+    sizes = {name: size for kind, name, size in read_status(partitioned).sizes}  # summed over the partitions
+    assert sizes["ix_document_chunks_embedding_hnsw"] > 0 and sizes["document_chunks"] > 0
 
     (tmp_path / "ops/wal.md").write_text(TEXTS["ops/wal.md"] + "Streaming replicas follow the primary.\n")
     assert indexer.index_paths([folder], collection="alpha").updated == 1  # update: chunks replaced

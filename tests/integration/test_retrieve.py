@@ -265,7 +265,8 @@ def test_metadata_filter_and_reindex_keeps_metadata(db, settings, docs_dir):
 
 
 def test_collections_are_separate(service, docs_dir):
-    assert service.retrieve("backups", collection="elsewhere").chunks == []
+    assert service.index_texts([("other.md", "", "Backups of another team, elsewhere.")], collection="elsewhere").ok
+    assert {c.source for c in service.retrieve("backups", collection="elsewhere").chunks} == {"other.md"}
 
 
 NEAR_DUPLICATES = [

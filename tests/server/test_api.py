@@ -38,6 +38,11 @@ def test_retrieve_answers_the_prd_shape(live: LiveServer) -> None:
                               "match_start", "match_end"}
         assert chunk["start_char"] <= chunk["match_start"] <= chunk["match_end"] <= chunk["end_char"]
     assert result["chunks"][0]["source"] == "ops.md"
+    assert all("summary" not in chunk for chunk in result["chunks"])  # issue 23.7: once per document instead
+    documents = {d["document_id"]: d for d in result["documents"]}
+    assert {c["document_id"] for c in result["chunks"]} == set(documents) and documents[
+        result["chunks"][0]["document_id"]
+    ]["summary"]
     assert set(metrics) >= {"retrieval_time_ms", "rerank_time_ms", "total_candidates", "after_rerank", "degraded"}
     assert metrics["degraded"] == []
 
@@ -49,7 +54,8 @@ def test_retrieve_same_chunks_as_in_process(live: LiveServer) -> None:
     in_process = live.service.retrieve("reciprocal rank fusion", context="search")
     assert over_http["result"]["formatted_context"] is None
     assert [c["chunk_id"] for c in over_http["result"]["chunks"]] == [c.chunk_id for c in in_process.chunks]
-    assert over_http["result"]["chunks"] == [c.to_dict() for c in in_process.chunks]
+    assert over_http["result"]["chunks"] == [c.to_dict(summary=False) for c in in_process.chunks]
+    assert over_http["result"]["documents"] == in_process.documents()
 
 
 def test_overrides_and_filters_apply(live: LiveServer) -> None:
@@ -160,6 +166,8 @@ def test_presets_list_and_validated_edit(live: LiveServer) -> None:
 
 
 def test_reindex_job_runs_and_a_second_gets_409(live: LiveServer) -> None:
+    report = live.service.index_texts([("other.md", "", "# Other\n\nA second collection.")], collection="elsewhere")
+    assert report.ok
     # a SHARE lock on the tables keeps the job's writes (not its reads) waiting: it stays running
     blocker = live.service.db.engine.connect()
     blocker.execute(text("LOCK TABLE documents, document_chunks IN SHARE MODE"))
@@ -252,3 +260,17 @@ def test_degraded_stages_reach_metrics_and_prometheus(  # type: ignore[no-untype
     degraded = body["metrics"]["degraded"]
     assert len(degraded) == 1 and degraded[0].startswith("rerank: ") and str(missing) in degraded[0]
     assert 'rag_retrieval_degraded_total{stage="rerank"} 1.0' in scrape
+
+
+def test_an_unknown_collection_is_404_naming_the_existing_ones(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        retrieved = client.post("/api/rag/retrieve", json={"query": "backups", "collection": "defualt"})
+        reindexed = client.post("/api/documents/reindex-all", json={"collection": "defualt"})
+        known = client.post("/api/rag/retrieve", json={"query": "backups", "collection": "default"})
+    for answer in (retrieved, reindexed):  # no 200 with nothing, no 202 job that "succeeds" with 0 documents
+        assert answer.status_code == 404, answer.text
+        error = answer.json()["error"]
+        assert error["code"] == "unknown_collection"
+        assert error["message"].startswith("collection 'defualt' does not exist; did you mean 'default'? ")
+        assert "\n" not in error["message"]
+    assert known.status_code == 200 and known.json()["result"]["chunks"]

@@ -82,3 +82,41 @@ def test_errors_show_as_one_line(browser, live: LiveServer) -> None:  # type: ig
     page.wait_for_selector("#status.error")
     assert "unknown context 'nope'" in page.locator("#status").inner_text()
     page.close()
+
+
+NOTES = "# Pooling\n\nThe PostgreSQL pool lends connections to requests.\n\n```python\npool = make_pool(size=5)\n```\n"
+
+
+def test_a_search_in_the_address_runs_renders_code_and_marks_whole_words(  # type: ignore[no-untyped-def]
+    browser, live: LiveServer
+) -> None:
+    # 'aaa-notes' (one document) sorts first, 'default' has two, 'zz-handbook' three: the page takes the largest
+    assert live.service.index_texts([("notes.md", "", NOTES)], collection="aaa-notes", strategy="markdown").ok
+    handbook = [(f"page-{n}.md", "", f"# Page {n}\n\nThe handbook page {n} on backups.\n") for n in range(3)]
+    assert live.service.index_texts(handbook, collection="zz-handbook", strategy="markdown").ok
+    page = browser.new_page()  # a new browser context: nothing remembered
+    page.goto(live.url + "/")
+    page.wait_for_selector("#collection option[value=aaa-notes]", state="attached")
+    assert page.locator("#collection").input_value() == "zz-handbook", "the collection with the most documents"
+    page.close()
+
+    page = browser.new_page()
+    page.goto(live.url + "/?q=PostgreS%20pool&collection=aaa-notes&context=search")
+    page.wait_for_selector("li.result")
+    assert page.locator("#query").input_value() == "PostgreS pool"
+    assert page.locator("#collection").input_value() == "aaa-notes"
+    passage = page.locator("li.result .passage").first
+    assert passage.locator("pre code").inner_text() == "pool = make_pool(size=5)"  # a code block, no ``` text
+    assert "```" not in passage.inner_text()
+    marked = passage.locator("mark").all_inner_texts()
+    assert marked and all(m.lower() == "pool" for m in marked), marked  # never "PostgreS" inside "PostgreSQL"
+
+    page.select_option("#collection", "default")
+    page.fill("#query", "backups")
+    page.press("#query", "Enter")
+    page.wait_for_function("location.search.includes('q=backups')")
+    assert "collection=default" in page.url and "context=search" in page.url
+    page.goto(live.url + "/")  # the same browser remembers the collection searched last
+    page.wait_for_selector("#collection option[value=aaa-notes]", state="attached")
+    assert page.locator("#collection").input_value() == "default"
+    page.close()

@@ -85,6 +85,7 @@ def test_rag_result_to_dict_stable_and_serialisable() -> None:
         "context_type",
         "total_tokens",
         "chunks",
+        "documents",
         "sources",
         "formatted_context",
         "metrics",
@@ -97,3 +98,19 @@ def test_rag_result_to_dict_stable_and_serialisable() -> None:
     text = json.dumps(data, ensure_ascii=False)
     assert json.loads(text) == data, "plain JSON values only: nothing is lost or changed on the way"
     assert json.dumps(_result().to_dict(), ensure_ascii=False) == text  # an equal result, the same output
+
+
+def test_result_json_gives_each_document_summary_once() -> None:
+    chunks = []
+    for chunk_id, document_id in ((1, 3), (2, 3), (3, 4), (4, 3)):
+        chunk = _chunk(chunk_id)
+        chunk.document_id, chunk.source = document_id, f"doc-{document_id}.md"
+        chunk.summary = f"What document {document_id} is about. " * 50
+        chunks.append(chunk)
+    result = RAGResult(chunks, "", 0, [], "q", "chatbot", RetrievalMetrics())
+    data = result.to_dict()
+    assert all("summary" not in chunk for chunk in data["chunks"])
+    assert [(d["document_id"], d["source"]) for d in data["documents"]] == [(3, "doc-3.md"), (4, "doc-4.md")]
+    assert data["documents"][0]["summary"] == chunks[0].summary
+    assert json.dumps(data).count("What document 3 is about.") == 50  # once, not once per chunk
+    assert chunks[0].to_dict()["summary"] == chunks[0].summary  # a single chunk's own dict keeps it

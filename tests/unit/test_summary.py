@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_service.ingest.loaders import front_matter_title, markdown_title
-from rag_service.ingest.summary import MAX_SUMMARY_CHARS, extractive_summary, prose
+from rag_service.ingest.summary import MAX_SUMMARY_CHARS, _sentences, extractive_summary, prose
 
 PAGE = """---
 title: Autoscaling
@@ -58,3 +58,45 @@ def test_titles_come_from_the_h1_then_the_front_matter():
     assert markdown_title("---\ntitle: 'Serve: a guide'\n---\nText only.\n") == "Serve: a guide"
     assert front_matter_title("Text first\n---\ntitle: no\n---\n") == ""
     assert markdown_title("Plain text.\n") == ""
+
+
+DOCS_PAGE = """Connection pooling
+==================
+
+The connection pool keeps a few PostgreSQL connections open and lends them to requests, so a request
+never pays for a new connection.
+
+- [Pool settings](settings.md)
+- [Troubleshooting](troubleshooting.md)
+
+| setting | default |
+|---|---|
+| pool_size | 5 |
+
+RoleUserAssistantWrite an email for the pool release.Instructions:1. Mention the pool size.2. Be brief.
+
+Setting pool_size to 10 doubles the pool, and setting pool_size to 20 doubles the pool size again.
+A pool_size of 10 or 20 needs max_connections on the server to be at least the pool size times the
+number of processes. The pool size times the number of processes must stay under max_connections.
+See https://www.postgresql.org/docs/current/runtime-config-connection.html for max_connections.
+"""
+
+
+def test_summary_candidates_are_prose_sentences_only():
+    candidates = _sentences(prose(DOCS_PAGE))
+    assert not any(c.startswith("Connection pooling") for c in candidates), "a setext header is not prose"
+    assert not any("Pool settings" in c or "setting" in c.split()[0] for c in candidates), "link lists and tables"
+    assert not any("RoleUser" in c or "Instructions" in c for c in candidates), "glued scraped text"
+    assert not any("https://" in c for c in candidates), "URLs"
+    assert candidates[0].startswith("The connection pool keeps a few PostgreSQL connections open")
+
+
+def test_the_opening_sentence_saying_what_the_page_is_about_leads_the_summary():
+    opening = "This page explains how the service shares its database connections between requests and how to size it."
+    page = DOCS_PAGE.replace(
+        "The connection pool keeps a few PostgreSQL connections open and lends them to requests, so a request\n"
+        "never pays for a new connection.",
+        opening,
+    )
+    assert extractive_summary(page, sentences=1) == opening, "not the most central detail about pool_size"
+    assert extractive_summary(page, sentences=2).startswith(opening + " ")

@@ -25,14 +25,33 @@ function fill(select, names, preferred) {
   select.replaceChildren(...names.map((name) => new Option(name, name, false, name === preferred)));
 }
 
+// Which collection to show: the URL's (?collection=), else the one searched last in this browser,
+// else the one with the most documents; never merely the alphabetically first.
+function pickCollection(collections, params) {
+  const names = collections.map((c) => c.name);
+  for (const wanted of [params.get("collection"), localStorage.getItem("rag-collection")]) {
+    if (wanted && names.includes(wanted)) return wanted;
+  }
+  const largest = collections.reduce((best, c) => (best && best.documents >= c.documents ? best : c), null);
+  return largest ? largest.name : "default";
+}
+
 async function loadPickers() {
+  const params = new URLSearchParams(location.search);
   try {
     const [collections, presets] = await Promise.all([call("/api/collections"), call("/api/presets")]);
     const names = collections.collections.map((c) => c.name);
-    fill($("collection"), names.length ? names : ["default"], names.includes("default") ? "default" : names[0]);
-    fill($("preset"), presets.presets.map((p) => p.context_type), "search");
+    fill($("collection"), names.length ? names : ["default"], pickCollection(collections.collections, params));
+    const contexts = presets.presets.map((p) => p.context_type);
+    fill($("preset"), contexts, contexts.includes(params.get("context")) ? params.get("context") : "search");
   } catch (err) {
     setStatus("could not load collections and presets: " + err.message, true);
+    return;
+  }
+  const query = params.get("q");
+  if (query) {  // a shared or bookmarked search runs as soon as the page opens
+    $("query").value = query;
+    runSearch(query);
   }
 }
 
@@ -42,25 +61,66 @@ function setStatus(text, isError = false) {
 }
 
 // The chunk's text with the span that matched (match_start..match_end, document offsets) in <mark>;
-// when the whole chunk is the match, the query's words are marked instead.
+// when the whole chunk is the match, the query's whole words are marked instead ("PostgreS" does not
+// mark part of "PostgreSQL"). Markdown code fences become <pre><code> blocks without the ``` lines.
 function passage(chunk, query) {
-  const node = document.createElement("p");
+  const node = document.createElement("div");
   node.className = "passage";
   const text = chunk.content;
   const from = Math.max(0, chunk.match_start - chunk.start_char);
   const to = Math.min(text.length, chunk.match_end - chunk.start_char);
-  if (from > 0 || to < text.length) {
-    node.append(text.slice(0, from), markText(text.slice(from, to)), text.slice(to));
-    return node;
-  }
-  const words = (query.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) || []).filter((w) => !STOP.has(w));
-  if (!words.length) { node.textContent = text; return node; }
-  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  const pattern = new RegExp("(" + escaped.join("|") + ")", "giu");
-  for (const [i, piece] of text.split(pattern).entries()) {
-    node.append(i % 2 ? markText(piece) : piece);
+  const marks = from > 0 || to < text.length ? [[from, to]] : wordRanges(text, query);
+  for (const block of blocks(text)) {
+    const target = block.code ? document.createElement("code") : node;
+    appendMarked(target, text, block.start, block.end, marks);
+    if (block.code) {
+      const pre = document.createElement("pre");
+      if (block.language) target.className = "language-" + block.language;
+      pre.append(target);
+      node.append(pre);
+    }
   }
   return node;
+}
+
+// [start, end) of every whole-word occurrence of the query's words (3+ letters, not stop words).
+function wordRanges(text, query) {
+  const words = (query.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) || []).filter((w) => !STOP.has(w));
+  if (!words.length) return [];
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = new RegExp("(?<![\\p{L}\\p{N}_])(?:" + escaped.join("|") + ")(?![\\p{L}\\p{N}_])", "giu");
+  return [...text.matchAll(pattern)].map((m) => [m.index, m.index + m[0].length]);
+}
+
+// The text cut into prose and fenced-code blocks (offsets); fence lines belong to neither. A fence
+// left open (the chunk ends inside it) runs to the end.
+function blocks(text) {
+  const found = [];
+  let start = 0, code = null, offset = 0;
+  for (const line of text.split("\n")) {
+    const end = offset + line.length;
+    const fence = line.match(/^\s*(```|~~~)\s*([\w+-]*)/);
+    if (fence && (code === null || line.trim().startsWith(code.marker))) {
+      if (offset - 1 > start) found.push({ start, end: offset - 1, code: code !== null, language: code && code.language });
+      code = code === null ? { marker: fence[1], language: fence[2] } : null;
+      start = Math.min(end + 1, text.length);
+    }
+    offset = end + 1;
+  }
+  if (text.length > start) found.push({ start, end: text.length, code: code !== null, language: code && code.language });
+  return found;
+}
+
+// text[start, end) into target, with the parts inside any of the ranges in <mark>.
+function appendMarked(target, text, start, end, ranges) {
+  let at = start;
+  for (const [from, to] of ranges) {
+    const a = Math.max(from, at), b = Math.min(to, end);
+    if (a >= b) continue;
+    target.append(text.slice(at, a), markText(text.slice(a, b)));
+    at = b;
+  }
+  target.append(text.slice(at, end));
 }
 
 const STOP = new Set(["the", "and", "are", "how", "what", "with", "for", "from", "that", "this", "does", "why",
@@ -104,6 +164,14 @@ async function search(event) {
   event.preventDefault();
   const query = $("query").value.trim();
   if (!query) return;
+  // the address names the search, so it can be bookmarked, shared or reloaded
+  const params = new URLSearchParams({ q: query, collection: $("collection").value, context: $("preset").value });
+  history.replaceState(null, "", "?" + params);
+  localStorage.setItem("rag-collection", $("collection").value);
+  await runSearch(query);
+}
+
+async function runSearch(query) {
   setStatus("searching…");
   const started = performance.now();
   try {
