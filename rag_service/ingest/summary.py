@@ -46,7 +46,7 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SETEXT_UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
 _WORD = re.compile(r"\w+")
 # what prose does not contain: words glued by punctuation ("review.Instructions:1."), URLs, templates, arrows
-_NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|<>]|\\[a-z]")
+_NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|]|\\[a-z]")
 # at least this share of a sentence's non-space characters are letters
 _MIN_LETTER_SHARE = 0.8
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
