@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _joined_embedded_servers() -> frozenset[Path]:
     embedded = sys.modules.get("rag_service.db.embedded")  # not imported: no server joined
-    return frozenset() if embedded is None else embedded.joined_embedded_servers()  # type: ignore[no-any-return]
+    return frozenset() if embedded is None else embedded.joined_embedded_servers()
 
 
 def _leave_embedded_servers(keep: frozenset[Path]) -> None:

@@ -84,6 +84,6 @@ def deferred_stop() -> Iterator[None]:
         yield
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]  # None was ruled out above
+            signal.signal(sig, handler)  # None was ruled out above
         for signum in caught[:1]:  # the first stop, to whoever handled it before
             signal.raise_signal(signum)
