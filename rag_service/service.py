@@ -52,7 +52,12 @@ class UniversalRAGService:
         self.settings = settings
         self.db = database
         self.reads = reads or ReadRouter(database)
-        self._embedder = embedder or embedder_for(settings.embedding_model, batch_size=settings.embedding_batch_size)
+        self._embedder = embedder or embedder_for(
+            settings.embedding_model,
+            batch_size=settings.embedding_batch_size,
+            backend=settings.embedding_backend,
+            cache_dir=settings.data_dir / "models",
+        )
         self._rerankers: RerankerCache | None = None
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
@@ -67,6 +72,23 @@ class UniversalRAGService:
     def embedder(self) -> Embedder:
         """The embedder; the bundled model is loaded on its first use (see ``embed.embedder_for``)."""
         return self._embedder
+
+    def warm_up(self) -> str | None:
+        """Load the embedding model and run one embedding (``rag serve`` before ready, ``rag mcp`` at start).
+
+        Returns why it could not load, or None; a failure is not raised: retrieval reports it per call.
+        """
+        from rag_service.errors import RagError
+
+        try:
+            warm = getattr(self._embedder, "warm_up", None)
+            if warm is not None:
+                warm()
+            else:
+                self._embedder.embed_query("warm up")
+        except RagError as exc:
+            return str(exc)
+        return None
 
     def reranker(self) -> Reranker | None:
         """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ModelLoadError
+from rag_service.onnx_runtime import cpu_session
 from rag_service.retrieve.rerank.base import FIX, check_labels, relevance
 from rag_service.retrieve.rerank.hub import load_errors, load_local_or_hub, quiet_root_logger, resolve_source
 
@@ -34,7 +35,6 @@ class OnnxReranker:
         name: str | None = None,
         intra_op_threads: int = 0,
     ) -> None:
-        import onnxruntime as ort
         from transformers import AutoTokenizer
 
         model_file = Path(path).expanduser()
@@ -44,12 +44,7 @@ class OnnxReranker:
             raise ModelLoadError(f"reranker ONNX model {model_file} does not exist; {FIX}")
         with load_errors(str(path)):
             self._tokenizer = AutoTokenizer.from_pretrained(str(model_file.parent), local_files_only=True)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = intra_op_threads  # 0: one per physical core, for this session
-            # Idle worker threads sleep instead of spinning: when PostgreSQL or another request holds
-            # a core, spinning threads starve the one doing the work (p95 550 ms instead of ~190).
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+            self._session = cpu_session(model_file, intra_op_threads or None)  # 0: the process-wide count
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._max_length = min(max_length, int(getattr(self._tokenizer, "model_max_length", max_length)))
         self._batch_size = batch_size
