@@ -10,7 +10,6 @@ imports torch and transformers at load time, the very cost this module removes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import ModelLoadError
-from rag_service.onnx_runtime import cpu_session
+from rag_service.onnx_runtime import cpu_session, files_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,14 +38,9 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def export_key(source: Path) -> str:
-    """Which export belongs to the weights in ``source``: cheap (file sizes and config), no 90 MB hash."""
-    digest = hashlib.sha256(f"v{EXPORT_VERSION}".encode())
-    for name in ("config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors"):
-        file = source / name
-        digest.update(f"{name}:{file.stat().st_size}:".encode())
-        if file.stat().st_size < 1_000_000:
-            digest.update(file.read_bytes())
-    return digest.hexdigest()[:16]
+    """Which export belongs to the weights in ``source``."""
+    names = ("config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors")
+    return files_key(source, names, salt=f"v{EXPORT_VERSION}")
 
 
 def model_file(directory: Path, precision: Precision) -> Path:

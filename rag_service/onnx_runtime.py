@@ -7,6 +7,7 @@ the cores between them by each picking its own count.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,3 +52,18 @@ def cpu_session(model_file: Path, threads: int | None = None) -> ort.InferenceSe
     import onnxruntime as ort
 
     return ort.InferenceSession(str(model_file), session_options(threads), providers=["CPUExecutionProvider"])
+
+
+def files_key(folder: Path, names: tuple[str, ...], *, salt: str = "") -> str:
+    """A short key of the named files in ``folder`` (sizes, and the bytes of small ones): which export
+    belongs to which weights, found without loading them (a 90 MB hash, or torch, at every start)."""
+    digest = hashlib.sha256(salt.encode())
+    for name in names:
+        file = folder / name
+        if not file.is_file():
+            continue
+        size = file.stat().st_size
+        digest.update(f"{name}:{size}:".encode())
+        if size < 1_000_000:
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]

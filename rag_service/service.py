@@ -74,12 +74,16 @@ class UniversalRAGService:
         return self._embedder
 
     def warm_up(self) -> str | None:
-        """Load the embedding model and run one embedding (``rag serve`` before ready, ``rag mcp`` at start).
+        """Load the embedding model, run one embedding and build the retriever with its token counter
+        (``rag serve`` before ready, ``rag mcp`` at start), so the first query pays none of it.
 
-        Returns why it could not load, or None; a failure is not raised: retrieval reports it per call.
+        Returns why the model could not load, or None; not raised: retrieval reports it per call.
         """
         from rag_service.errors import RagError
+        from rag_service.tokens import get_encoding
 
+        self._retriever()
+        get_encoding()
         try:
             warm = getattr(self._embedder, "warm_up", None)
             if warm is not None:

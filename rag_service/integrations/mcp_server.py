@@ -13,6 +13,7 @@ but the protocol is written to stdout; logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -102,6 +103,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from rag_service.service import build_service
 
     service = build_service(settings)
+    # load the model while the client connects: a first search waits for it (the embedder's lock), not longer
+    threading.Thread(target=service.warm_up, name="rag-warm-up", daemon=True).start()
     try:
         build_server(service, allow_indexing=args.allow_indexing).run("stdio")
     finally:
