@@ -264,10 +264,6 @@ class LazyEmbedder:
         """The loaded model's fallback note (see ``load_embedder``); None before loading."""
         return degraded_note(self._model) if self._model is not None else None
 
-    def warm_up(self) -> None:
-        """Load the model and run one embedding, so the first real query pays neither."""
-        self.model().embed_query("warm up")
-
     def model(self) -> Embedder:
         """The loaded model (loaded now if needed, once, thread-safe)."""
         with self._lock:

@@ -74,24 +74,16 @@ class UniversalRAGService:
         return self._embedder
 
     def warm_up(self) -> str | None:
-        """Load the embedding model, run one embedding and build the retriever with its token counter
-        (``rag serve`` before ready, ``rag mcp`` at start), so the first query pays none of it.
+        """Load the embedding model and run one retrieval (``rag serve`` before ready, ``rag mcp`` at
+        start), so the first query pays neither the model, the reranker, nor the first connections.
 
-        Returns why the model could not load, or None; not raised: retrieval reports it per call.
+        Returns why it failed, or None; not raised: the calls that follow report their own problems.
         """
-        from rag_service.errors import RagError
-        from rag_service.tokens import get_encoding
-
-        self._retriever()
-        get_encoding()
         try:
-            warm = getattr(self._embedder, "warm_up", None)
-            if warm is not None:
-                warm()
-            else:
-                self._embedder.embed_query("warm up")
-        except RagError as exc:
-            return str(exc)
+            self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
+            self.retrieve("warm up", "workflow")
+        except Exception as exc:  # a model or database problem: the first real call reports it again
+            return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return None
 
     def reranker(self) -> Reranker | None:

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_service.db import migrate
 from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
 from rag_service.embed import (
     BUNDLED_MINILM_ID,
     HashingEmbedder,
@@ -46,7 +48,7 @@ _RETRIEVE = """
 import json, sys
 from rag_service.service import build_service
 service = build_service()
-report = service.index_texts([("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")])
+report = service.index_texts([("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")], collection="default")
 result = service.retrieve("what keeps WAL?", "workflow")
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "transformers", "sentence_transformers"})
 print(json.dumps({"added": report.added, "chunks": len(result.chunks), "degraded": result.metrics.degraded,
@@ -56,10 +58,14 @@ service.close()
 
 
 @pytest.mark.slow
-def test_index_and_retrieve_run_without_torch(database_factory, onnx_export: Path, tmp_path: Path) -> None:
+def test_index_and_retrieve_run_without_torch(database_factory, settings, onnx_export: Path, tmp_path: Path) -> None:
+    url = database_factory.create("rag_onnx")
+    engine = make_engine(url, settings)
+    migrate.upgrade(engine)
+    engine.dispose()
     seed_onnx_export(tmp_path / "data", onnx_export)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    env |= {"RAG_DATABASE_URL": database_factory.create("rag_onnx"), "RAG_DATA_DIR": str(tmp_path / "data")}
+    env |= {"RAG_DATABASE_URL": url, "RAG_DATA_DIR": str(tmp_path / "data")}
     env["RAG_RERANK_MODEL"] = "none"
     done = subprocess.run([sys.executable, "-c", _RETRIEVE], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -73,7 +79,9 @@ def test_a_failed_export_falls_back_to_torch_and_says_so(fresh_database: Databas
     (tmp_path / "models" / "embed-onnx").write_text("not a folder: the export cannot be written")
     settings = replace(settings, data_dir=tmp_path, rerank_model="none")
     service = UniversalRAGService(settings, database=fresh_database, reranker=None)
-    report = service.index_texts([("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")])
+    report = service.index_texts(
+        [("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")], collection="default"
+    )
     assert report.added == 1
     assert [line for line in report.degraded if line.startswith("embed: ONNX embedding model unavailable")]
     result = service.retrieve("what keeps WAL?", "workflow")
@@ -84,7 +92,7 @@ def test_a_failed_export_falls_back_to_torch_and_says_so(fresh_database: Databas
 
 def test_torch_and_onnx_share_the_stored_model_but_int8_is_kept_apart(fresh_database: Database, settings) -> None:
     indexed = Indexer(fresh_database, HashingEmbedder(model_id=BUNDLED_MINILM_ID), settings)
-    assert indexed.index_texts([("a.md", "A", "some text to store a vector for")]).added == 1
+    assert indexed.index_texts([("a.md", "A", "some text to store a vector for")], collection="default").added == 1
     for backend in ("onnx", "torch"):  # no model is loaded: the bundled embedder is lazy
         UniversalRAGService(replace(settings, embedding_backend=backend), database=fresh_database)
     assert bundled_model_id("onnx-int8") != BUNDLED_MINILM_ID

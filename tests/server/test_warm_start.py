@@ -37,7 +37,7 @@ def _port(lines: queue.Queue[str]) -> int:
     raise AssertionError(f"rag serve exited: {''.join(seen)}")
 
 
-def _ready(base: str) -> list[int]:
+def wait_ready(base: str) -> list[int]:
     """Poll ``/readyz`` as a load balancer does until it answers 200; the statuses seen, in order."""
     statuses: list[int] = []
     deadline = time.monotonic() + 120
@@ -65,7 +65,7 @@ def test_the_first_retrieve_after_ready_is_as_fast_as_the_tenth(
     threading.Thread(target=_lines, args=(process.stderr, lines), daemon=True).start()
     try:
         base = f"http://127.0.0.1:{_port(lines)}"
-        _ready(base)
+        wait_ready(base)
         seconds = []
         for i in range(10):  # a new question each time: no query-vector cache hit
             started = time.perf_counter()
