@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--ingest-documents", type=int, default=300)
+    parser.add_argument("--ingest-rounds", type=int, default=2)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -111,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 
     url = start_embedded_server(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
     for name in ("torch", "onnx"):
-        ingest = measure_ingestion(url, backends[name], SCIFACT / "corpus.jsonl", documents=args.ingest_documents)
+        ingest = measure_ingestion(
+            url, backends[name], SCIFACT / "corpus.jsonl", documents=args.ingest_documents, rounds=args.ingest_rounds
+        )
         result[f"ingest_{name}"] = ingest
         print(
             f"ingest {name}: Indexer {ingest['ingest_chunks_per_s']} chunks/s, "
