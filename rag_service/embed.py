@@ -1,4 +1,4 @@
-"""Embedders: one interface, a sentence-transformers implementation and a hashing one for tests.
+"""Embedders: one interface; the bundled model on ONNX Runtime (``embed_onnx``) or torch; hashing for tests.
 
 Queries and documents are encoded by separate methods so asymmetric models can prefix them
 differently; vectors are L2-normalised float32 so cosine distance is what pgvector computes.
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from rag_service.config import BUNDLED_MINILM, SCHEMA_EMBEDDING_DIM
+from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError
 
 if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
@@ -225,7 +225,7 @@ def load_embedder(
 def _bundled_onnx(backend: str, *, batch_size: int, cache_dir: Path | None) -> Embedder:
     from rag_service.embed_onnx import OnnxEmbedder, ensure_export
 
-    directory = ensure_export(bundled_model_path(), (cache_dir or Path(".rag_data") / "models") / "embed-onnx")
+    directory = ensure_export(bundled_model_path(), (cache_dir or DEFAULT_DATA_DIR / "models") / "embed-onnx")
     return OnnxEmbedder(
         directory,
         model_id=bundled_model_id(backend),
