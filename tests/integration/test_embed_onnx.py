@@ -48,7 +48,8 @@ _RETRIEVE = """
 import json, sys
 from rag_service.service import build_service
 service = build_service()
-report = service.index_texts([("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")], collection="default")
+text = "Vacuum reclaims space; replication slots keep WAL."
+report = service.index_texts([("n.md", "Notes", text)], collection="default")
 result = service.retrieve("what keeps WAL?", "workflow")
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "transformers", "sentence_transformers"})
 print(json.dumps({"added": report.added, "chunks": len(result.chunks), "degraded": result.metrics.degraded,
