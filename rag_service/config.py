@@ -71,6 +71,9 @@ class Settings:
     data_dir: Path = _setting(DEFAULT_DATA_DIR, "embedded database and caches")  # noqa: RUF009 (a field())
     embedding_model: str = _setting(BUNDLED_MINILM, "sentence-transformers name or path")
     embedding_batch_size: int = _setting(64, ge=1, le=4096)
+    embedding_backend: str = _setting(
+        "onnx", "how the bundled model runs: onnx (ONNX Runtime, no torch), torch, or onnx-int8 (other vectors)"
+    )
     rerank_model: str = _setting("ms-marco-MiniLM-L-6-v2", "cross-encoder; 'none' disables")
     fts_config: str = _setting(DEFAULT_FTS_CONFIG, "Postgres text-search configuration")
     chunk_size: int = _setting(DEFAULT_CHUNK_SIZE, ge=1)
@@ -126,6 +129,10 @@ class Settings:
             if (ge is not None and value < ge) or (le is not None and value > le):
                 bounds = " and ".join(f"{word} {b}" for word, b in (("at least", ge), ("at most", le)) if b is not None)
                 raise ConfigurationError(f"RAG_{spec.name.upper()} ({value!r}) must be {bounds}")
+        if self.embedding_backend not in ("onnx", "torch", "onnx-int8"):
+            raise ConfigurationError(
+                f"RAG_EMBEDDING_BACKEND ({self.embedding_backend!r}) must be onnx, torch or onnx-int8"
+            )
         if not self.fts_config.replace("_", "").isalnum():
             raise ConfigurationError(
                 f"RAG_FTS_CONFIG ({self.fts_config!r}) must be a text-search configuration name, e.g. 'english'"

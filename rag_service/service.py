@@ -54,7 +54,12 @@ class UniversalRAGService:
         self.settings = settings
         self.db = database
         self.reads = reads or ReadRouter(database)
-        self._embedder = embedder or embedder_for(settings.embedding_model, batch_size=settings.embedding_batch_size)
+        self._embedder = embedder or embedder_for(
+            settings.embedding_model,
+            batch_size=settings.embedding_batch_size,
+            backend=settings.embedding_backend,
+            cache_dir=settings.data_dir / "models",
+        )
         self._rerankers: RerankerCache | None = None
         self._fixed_reranker = reranker
         self._executor: ThreadPoolExecutor | None = None
@@ -69,6 +74,19 @@ class UniversalRAGService:
     def embedder(self) -> Embedder:
         """The embedder; the bundled model is loaded on its first use (see ``embed.embedder_for``)."""
         return self._embedder
+
+    def warm_up(self) -> str | None:
+        """Load the embedding model and run one retrieval (``rag serve`` before ready, ``rag mcp`` at
+        start), so the first query pays neither the model, the reranker, nor the first connections.
+
+        Returns why it failed, or None; not raised: the calls that follow report their own problems.
+        """
+        try:
+            self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
+            self.retrieve("warm up", "workflow")
+        except Exception as exc:  # a model or database problem: the first real call reports it again
+            return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return None
 
     def reranker(self) -> Reranker | None:
         """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""

@@ -127,3 +127,19 @@ def fresh_database(database_factory: DatabaseFactory, settings: Settings) -> Ite
     migrate.upgrade(eng)
     yield Database(eng)
     eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def onnx_export() -> Path:
+    """The bundled MiniLM's ONNX export, made once under the test data folder (torch needed that once)."""
+    from rag_service.embed import bundled_model_path
+    from rag_service.embed_onnx import ensure_export
+
+    return ensure_export(bundled_model_path(), TEST_DATA_DIR / "models" / "embed-onnx")
+
+
+def seed_onnx_export(data_dir: Path, export: Path) -> None:
+    """Let a process with ``RAG_DATA_DIR=data_dir`` find ``export`` where it would have written it."""
+    folder = data_dir / "models" / "embed-onnx"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / export.name).symlink_to(export, target_is_directory=True)

@@ -50,7 +50,8 @@ def check_index_settings(session: Session, *, model_id: str, dim: int, fts_confi
     if stored.embedding_model != model_id or stored.embedding_dim != dim:
         raise EmbeddingMismatchError(
             f"this database holds vectors of {stored.embedding_model!r} ({stored.embedding_dim}-d) but "
-            f"RAG_EMBEDDING_MODEL gives {model_id!r} ({dim}-d); set it back or {_NEW_DATABASE_HINT}"
+            f"RAG_EMBEDDING_MODEL and RAG_EMBEDDING_BACKEND give {model_id!r} ({dim}-d); set them back or "
+            f"{_NEW_DATABASE_HINT}"
         )
     if stored.fts_config != fts_config:
         raise EmbeddingMismatchError(

@@ -31,7 +31,7 @@ from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
 from rag_service.db.partitions import prepare_collection
-from rag_service.embed import Embedder
+from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
@@ -575,6 +575,8 @@ class _Batch:
         self.flush()
         self._model.shutdown(wait=True)
         self.report.degraded.extend(self.summaries.degraded())
+        if note := degraded_note(self.indexer.embedder):
+            self.report.degraded.append(f"embed: {note}")
 
     def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
         started = time.perf_counter()

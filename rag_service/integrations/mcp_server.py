@@ -122,6 +122,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if level not in LOG_LEVELS:
         raise ConfigurationError(f"log level {level!r} (RAG_LOG_LEVEL): use one of {', '.join(LOG_LEVELS)}")
     service = build_service(settings)
+    # load the model while the client connects: a first search waits for it (the embedder's lock), not longer
+    threading.Thread(target=service.warm_up, name="rag-warm-up", daemon=True).start()
     try:
         server = build_server(service, allow_indexing=args.allow_indexing, log_level=cast(LogLevel, level))
         anyio.run(_serve_stdio, server)

@@ -19,7 +19,7 @@ from rag_service.config import MAX_CANDIDATE_K, Preset, Settings, llm_rerank_wei
 from rag_service.db.database import Database
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
-from rag_service.embed import Embedder
+from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import format_context, layout_overhead
 from rag_service.records import from_fields
@@ -111,6 +111,8 @@ class Retriever:
             embedder = self._embedder()
             vectors = [embedder.embed_query(v) for v in variants]
             metrics.embedding_time_ms = _ms(started)
+            if note := degraded_note(embedder):
+                metrics.degrade("embed", note)
 
         requests = [
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
@@ -256,7 +258,6 @@ class Retriever:
             for c, s in zip(chunks, scores, strict=True)
         ]
         return [rescored[i] for i in ranked_order(scores)]
-
 
     def _llm_rerank(self, query: str, chunks: list[RetrievedChunk], metrics: RetrievalMetrics) -> list[RetrievedChunk]:
         """NeuroLink's multi-factor rerank by the configured LLM; any LLM failure degrades the stage."""

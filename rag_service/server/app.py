@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -45,7 +47,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # the embedding model loads and runs once before /readyz says ready, not in the first request
+        state.warming = asyncio.create_task(state.run(service.warm_up))
         yield
+        with contextlib.suppress(Exception):
+            await state.warming  # the service must not close under a loading model
         state.jobs.shutdown()
         if owns_service:
             service.close()

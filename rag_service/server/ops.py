@@ -25,12 +25,16 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", responses={503: ErrorResponseDoc[503]})
 async def readyz(request: Request) -> JSONResponse:
-    """Ready when the database answers, its schema is at head and the circuit is not open (else 503).
+    """Ready when the embedding model is warm, the database answers, its schema is at head and the
+    circuit is not open (else 503).
 
     After the circuit's cool-down a successful check closes it again.
     """
     state = server_state(request)
-    problem = await state.run(_readiness_problem, state)
+    if state.warming is not None and not state.warming.done():
+        problem: str | None = "warming up: loading the embedding model; ready in a few seconds"
+    else:
+        problem = await state.run(_readiness_problem, state)
     if problem is None:
         return JSONResponse({"status": "ready"})
     retry = str(max(int(state.service.db.breaker.cooldown), state.config.retry_after_s))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ class ServerState:
     metrics: ApiMetrics
     jobs: JobRegistry
     limiter: CapacityLimiter
+    #: the model warm-up started with the app (``/readyz`` waits for it); None when no lifespan ran
+    warming: asyncio.Task[str | None] | None = None
 
     async def run(self, fn: Callable[..., T], /, *args: object, **kwargs: object) -> T:
         """Run blocking ``fn`` on a worker thread; at most ``config.threads`` run at once."""

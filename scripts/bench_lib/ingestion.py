@@ -23,7 +23,6 @@ from rag_service.db import migrate
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
-from rag_service.embed import SentenceTransformerEmbedder
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.pipeline import EMBED_BATCH_CHUNKS, Indexer
 
@@ -45,7 +44,7 @@ def scifact_documents(corpus_jsonl: Path, *, count: int) -> list[tuple[str, str,
 
 def measure_ingestion(
     server_url: str,
-    embedder: SentenceTransformerEmbedder,
+    embedder: Any,  # an embedder with a batch_size (torch or ONNX)
     corpus_jsonl: Path,
     *,
     documents: int = 300,

@@ -15,6 +15,7 @@ from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import BUNDLED_MINILM_ID, HashingEmbedder
 from rag_service.ingest.pipeline import Indexer
+from tests.conftest import seed_onnx_export
 
 HEAVY = (
     "torch",
@@ -81,8 +82,11 @@ def test_help_status_and_an_unchanged_reindex_load_no_model(corpus_url, tmp_path
 
 
 @pytest.mark.slow
-def test_query_loads_the_embedder_but_no_reranker_when_reranking_is_off(corpus_url, tmp_path):
+def test_query_embeds_on_onnx_without_torch_and_loads_no_reranker_when_reranking_is_off(
+    corpus_url, onnx_export, tmp_path
+):
+    seed_onnx_export(tmp_path / "data", onnx_export)  # exported once for the run, as `rag` does on first use
     rc, heavy = _rag(tmp_path, corpus_url, "query", "replication slots")
     assert rc == 0
-    assert "sentence_transformers" in heavy
-    assert "onnxruntime" not in heavy and "flashrank" not in heavy
+    assert "onnxruntime" in heavy
+    assert not {"torch", "transformers", "sentence_transformers", "flashrank"} & set(heavy), heavy

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import DatabaseFactory
+from tests.server.test_warm_start import wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 
@@ -75,6 +76,7 @@ def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, 
         port = _bound_port(process, lines, seen)
         base = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{base}/healthz").status_code == 200
+        assert wait_ready(base)[-1] == 200  # 503 "warming up" while the embedding model loads
         assert httpx.get(f"{base}/readyz").json() == {"status": "ready"}
         write = httpx.post(f"{base}/api/documents", json={"documents": [{"source": "a.txt", "text": "x" * 60}]})
         assert write.status_code == 403

@@ -182,6 +182,27 @@ def test_onnx_int8_export_tracks_the_model(tiny_model: Path, tiny_logits: np.nda
     assert direct is not None and direct.score(QUERY, DOCUMENTS) == pytest.approx(list(scores), abs=1e-6)
 
 
+_LOAD_AGAIN = """
+import json, sys
+from pathlib import Path
+from rag_service.retrieve.rerank import load_reranker
+reranker = load_reranker("onnx:" + sys.argv[1], cache_dir=Path(sys.argv[2]))
+scores = reranker.score("a query", ["one document", "another, longer document"])
+print(json.dumps({"name": reranker.name, "scores": len(scores), "torch": "torch" in sys.modules}))
+"""
+
+
+def test_an_exported_reranker_starts_without_torch(tiny_model: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    assert load_reranker(f"onnx:{tiny_model}", cache_dir=tmp_path) is not None  # exports (torch, once)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD_AGAIN, str(tiny_model), str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"name": f"onnx-int8:{tiny_model}", "scores": 2, "torch": False}
+
+
 def test_onnx_fp32_export_equals_the_model(tiny_model: Path, tiny_logits: np.ndarray, tmp_path: Path) -> None:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

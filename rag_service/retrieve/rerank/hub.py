@@ -72,6 +72,16 @@ def resolve_source(name_or_path: str) -> str:
     return name_or_path
 
 
+def local_snapshot(source: str) -> Path | None:
+    """``source``'s files on disk without loading anything: the directory, or its Hugging Face cache snapshot."""
+    if Path(source).is_dir():
+        return Path(source)
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(source, "config.json")
+    return Path(found).parent if isinstance(found, str) else None
+
+
 def load_local_or_hub(name: str, source: str, load: Callable[[bool], _T]) -> _T:
     """Load from disk or the local cache; download only when online and the hub answers a probe."""
     if Path(source).is_dir():
@@ -80,6 +90,12 @@ def load_local_or_hub(name: str, source: str, load: Callable[[bool], _T]) -> _T:
         return load(True)  # the local Hugging Face cache
     except OSError:
         pass  # not cached: download below if we may
+    require_hub(name, source)
+    return load(False)
+
+
+def require_hub(name: str, source: str) -> None:
+    """Raise the one-line ``ModelLoadError`` when ``source`` cannot be downloaded (offline, hub unreachable)."""
     if offline():
         raise ModelLoadError(
             f"reranker model {name!r} is neither a local directory nor in the Hugging Face cache, and "
@@ -92,7 +108,6 @@ def load_local_or_hub(name: str, source: str, load: Callable[[bool], _T]) -> _T:
             f"reranker model {name!r} is not cached and {endpoint} is unreachable ({reason}); "
             f"download it once online, or {FIX}"
         )
-    return load(False)
 
 
 @contextmanager

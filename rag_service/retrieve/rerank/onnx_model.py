@@ -1,4 +1,4 @@
-"""The ONNX backend: onnxruntime with a Hugging Face tokenizer, and the int8 export of a cross-encoder."""
+"""The ONNX backend: onnxruntime with the model's ``tokenizers`` tokenizer, and the int8 export of a cross-encoder."""
 
 from __future__ import annotations
 
@@ -14,12 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ModelLoadError
+from rag_service.onnx_runtime import cpu_session, files_key
 from rag_service.retrieve.rerank.base import FIX, check_labels, relevance
-from rag_service.retrieve.rerank.hub import load_errors, load_local_or_hub, quiet_root_logger, resolve_source
+from rag_service.retrieve.rerank.hub import (
+    load_errors,
+    load_local_or_hub,
+    local_snapshot,
+    quiet_root_logger,
+    require_hub,
+    resolve_source,
+)
 
 
 class OnnxReranker:
-    """An ONNX cross-encoder run by onnxruntime, with its Hugging Face tokenizer.
+    """An ONNX cross-encoder run by onnxruntime, with its ``tokenizer.json`` (the ``tokenizers`` library).
 
     ``path`` is a directory holding ``model.onnx`` and the tokenizer files (as ``export_onnx`` writes
     them), or an ``.onnx`` file whose directory holds the tokenizer.
@@ -34,24 +42,15 @@ class OnnxReranker:
         name: str | None = None,
         intra_op_threads: int = 0,
     ) -> None:
-        import onnxruntime as ort
-        from transformers import AutoTokenizer
-
         model_file = Path(path).expanduser()
         if model_file.is_dir():
             model_file = model_file / "model.onnx"
         if not model_file.is_file():
             raise ModelLoadError(f"reranker ONNX model {model_file} does not exist; {FIX}")
         with load_errors(str(path)):
-            self._tokenizer = AutoTokenizer.from_pretrained(str(model_file.parent), local_files_only=True)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = intra_op_threads  # 0: one per physical core, for this session
-            # Idle worker threads sleep instead of spinning: when PostgreSQL or another request holds
-            # a core, spinning threads starve the one doing the work (p95 550 ms instead of ~190).
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            self._session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+            self._tokenizer, self._max_length = _pair_tokenizer(model_file.parent, max_length)
+            self._session = cpu_session(model_file, intra_op_threads or None)  # 0: the process-wide count
         self._inputs = [i.name for i in self._session.get_inputs()]
-        self._max_length = min(max_length, int(getattr(self._tokenizer, "model_max_length", max_length)))
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self.name = name or f"onnx:{path}"
@@ -62,23 +61,39 @@ class OnnxReranker:
         import numpy as np
 
         out: list[float] = []
-        with self._lock:  # fast tokenizers are not safe to call from several threads at once
+        with self._lock:  # one batch at a time: a tokenizer's padding state is shared
             for start in range(0, len(documents), self._batch_size):
                 batch = list(documents[start : start + self._batch_size])
-                enc = self._tokenizer(
-                    [query] * len(batch),
-                    batch,
-                    padding=True,
-                    truncation=True,
-                    max_length=self._max_length,
-                    return_tensors="np",
-                )
-                feed = {
-                    key: np.asarray(enc[key] if key in enc else np.zeros_like(enc["input_ids"]), dtype=np.int64)
-                    for key in self._inputs
+                encodings = self._tokenizer.encode_batch([(query, document) for document in batch])
+                columns = {
+                    "input_ids": [e.ids for e in encodings],
+                    "attention_mask": [e.attention_mask for e in encodings],
+                    "token_type_ids": [e.type_ids for e in encodings],
                 }
+                feed = {key: np.asarray(columns[key], dtype=np.int64) for key in self._inputs}
                 out.extend(relevance(self._session.run(None, feed)[0]))
         return out
+
+
+def _pair_tokenizer(folder: Path, max_length: int) -> tuple[Any, int]:
+    """The ``tokenizers`` tokenizer of ``folder/tokenizer.json``, truncating pairs longest-first at
+    ``max_length`` (at most the model's) and padding to each batch's longest; and that length.
+
+    The ``tokenizers`` library, not transformers' ``AutoTokenizer``: importing transformers imports
+    torch (6 s here), which the ONNX path otherwise never needs.
+    """
+    from tokenizers import Tokenizer
+
+    config_file = folder / "tokenizer_config.json"
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    length = min(max_length, int(config.get("model_max_length", max_length)))
+    pad = config.get("pad_token") or "[PAD]"
+    pad = pad["content"] if isinstance(pad, dict) else str(pad)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(length, strategy="longest_first")
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad) or 0, pad_token=pad)
+    return tokenizer, length
 
 
 def load_onnx(name_or_path: str, *, cache_dir: Path, max_length: int) -> OnnxReranker:
@@ -86,9 +101,15 @@ def load_onnx(name_or_path: str, *, cache_dir: Path, max_length: int) -> OnnxRer
     local = Path(name_or_path).expanduser()
     if local.suffix == ".onnx" or (local / "model.onnx").is_file():
         return OnnxReranker(local, max_length=max_length, name=f"onnx:{name_or_path}")
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
     source = resolve_source(name_or_path)
+    slug = re.sub(r"[^\w.-]+", "_", name_or_path.strip("/\\~.")).strip("_")[-80:] or "model"
+    snapshot = local_snapshot(source)
+    files = files_key(snapshot, _SOURCE_FILES) if snapshot is not None else None
+    if files is not None and (found := _export_of(cache_dir, slug, files)) is not None:
+        return OnnxReranker(found, max_length=max_length, name=f"onnx-int8:{name_or_path}")  # no torch to start
+    if snapshot is None:
+        require_hub(name_or_path, source)  # fail before importing torch when it cannot be downloaded
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     def load(local_files_only: bool) -> tuple[Any, Any]:
         kwargs: dict[str, Any] = {"local_files_only": local_files_only}
@@ -98,12 +119,26 @@ def load_onnx(name_or_path: str, *, cache_dir: Path, max_length: int) -> OnnxRer
     with load_errors(name_or_path):
         model, tokenizer = load_local_or_hub(name_or_path, source, load)
         check_labels(name_or_path, int(model.config.num_labels))
-        slug = re.sub(r"[^\w.-]+", "_", name_or_path.strip("/\\~.")).strip("_")[-80:] or "model"
         target = cache_dir / f"{slug}-int8-{_fingerprint(model)[:16]}"
         if not (target / "model.onnx").is_file():
             export_onnx(model, tokenizer, target, quantize=True)
+        snapshot = local_snapshot(source)  # downloaded now, if it was not before
+        if snapshot is not None:  # the next start finds this export by the files, without torch
+            (target / "rag_files_key").write_text(files_key(snapshot, _SOURCE_FILES) + "\n")
         del model
     return OnnxReranker(target, max_length=max_length, name=f"onnx-int8:{name_or_path}")
+
+
+#: the files whose sizes (and small files' bytes) key a cross-encoder's export
+_SOURCE_FILES = ("config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json", "vocab.txt")
+
+
+def _export_of(cache_dir: Path, slug: str, files: str) -> Path | None:
+    """An earlier export of the same files, found by the key written beside it (``rag_files_key``)."""
+    for key_file in sorted(cache_dir.glob(f"{slug}-int8-*/rag_files_key")):
+        if key_file.read_text().strip() == files and (key_file.parent / "model.onnx").is_file():
+            return key_file.parent
+    return None
 
 
 def export_onnx(model: Any, tokenizer: Any, target: Path, *, quantize: bool = True) -> Path:

@@ -1,0 +1,220 @@
+"""The bundled all-MiniLM-L6-v2 on ONNX Runtime with its own ``tokenizers`` tokenizer: no torch to embed.
+
+The ONNX file is exported once from the bundled weights (torch is needed for that one export) and
+cached under ``RAG_DATA_DIR/models/embed-onnx``; the graph includes the model's mean pooling and L2
+normalisation, so one ``session.run`` gives what sentence-transformers' ``encode`` gives.
+
+Why not sentence-transformers' own ``backend="onnx"``: it runs through optimum's ``ORTModel``, which
+imports torch and transformers at load time, the very cost this module removes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from rag_service.errors import ModelLoadError
+from rag_service.onnx_runtime import cpu_session, files_key
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+Precision = Literal["fp32", "int8"]
+
+#: bump when the exported graph changes, so older exports are not reused
+EXPORT_VERSION = 2
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def export_key(source: Path) -> str:
+    """Which export belongs to the weights in ``source``."""
+    names = ("config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors")
+    return files_key(source, names, salt=f"v{EXPORT_VERSION}")
+
+
+def model_file(directory: Path, precision: Precision) -> Path:
+    """The ``.onnx`` file of ``precision`` inside an export directory."""
+    return directory / ("model.onnx" if precision == "fp32" else "model_int8.onnx")
+
+
+def ensure_export(source: Path, cache_dir: Path) -> Path:
+    """The export directory of ``source`` under ``cache_dir``, exported now if it is missing or incomplete."""
+    target = cache_dir / f"sentence-model-{export_key(source)}"
+    needed = (model_file(target, "fp32"), model_file(target, "int8"), target / "tokenizer.json")
+    if not all(f.is_file() for f in needed):
+        shutil.rmtree(target, ignore_errors=True)  # half a directory (a file deleted by hand): export again
+        export_sentence_model(source, target)
+    return target
+
+
+def export_sentence_model(source: Path, target: Path) -> Path:
+    """Export the mean-pooled, normalised sentence model in ``source`` to ``target`` (fp32 and int8).
+
+    Written beside ``target`` and renamed into place, so a reader never sees half an export. Needs
+    torch, transformers and onnx, once.
+    """
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model = AutoModel.from_pretrained(str(source), attn_implementation="eager", local_files_only=True).eval()
+        tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+        texts = ["a short text", "a somewhat longer text with a few more words"]  # padded: the general mask path
+        sample = tokenizer(texts, padding=True, return_tensors="pt")
+        axes = {k: {0: "batch", 1: "sequence"} for k in _INPUTS} | {"sentence_embedding": {0: "batch"}}
+        traced = tmp / "traced.onnx"
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer notes
+            torch.onnx.export(
+                _with_pooling(model),
+                tuple(sample[k] for k in _INPUTS),
+                str(traced),
+                input_names=list(_INPUTS),
+                output_names=["sentence_embedding"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
+        # onnxruntime's BERT fusions (attention, skip-layer-norm, bias-GELU): 1.5x the traced graph's
+        # throughput at a cosine of 1.0000 to it (docs/benchmarks.md)
+        heads, hidden = int(model.config.num_attention_heads), int(model.config.hidden_size)
+        fused = optimizer.optimize_model(
+            str(traced), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=1
+        )
+        fused.save_model_to_file(str(model_file(tmp, "fp32")))
+        traced.unlink()
+        with _quiet_root_logger():
+            quantize_dynamic(
+                str(model_file(tmp, "fp32")),
+                str(model_file(tmp, "int8")),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # the fused ops' outputs
+            )
+        for name in ("tokenizer.json", "sentence_bert_config.json"):
+            shutil.copy2(source / name, tmp / name)
+        (tmp / "rag_export.json").write_text(json.dumps({"source": str(source), "version": EXPORT_VERSION}) + "\n")
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not model_file(target, "int8").is_file():  # not merely another process that won the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+@contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """The quantiser calls ``logging.warning()``, which would configure the root logger onto stderr."""
+    root = logging.getLogger()
+    guard = logging.NullHandler() if not root.handlers else None
+    if guard is not None:
+        root.addHandler(guard)
+    try:
+        yield
+    finally:
+        if guard is not None:
+            root.removeHandler(guard)
+
+
+def _with_pooling(model: Any) -> Any:
+    """``model`` followed by sentence-transformers' Pooling (mean) and Normalize modules, as one torch module."""
+    import torch
+
+    class MeanPooled(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    return MeanPooled(model)
+
+
+class OnnxEmbedder:
+    """An exported sentence model (``export_sentence_model``) run by onnxruntime with a ``tokenizers`` tokenizer."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        model_id: str,
+        precision: Precision = "fp32",
+        batch_size: int = 64,
+        dim: int = 384,
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        file = model_file(directory, precision)
+        if not file.is_file():
+            raise ModelLoadError(f"ONNX embedding model {file} does not exist; delete {directory} to export it again")
+        max_length = int(json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"])
+        self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of each batch
+        self._session = cpu_session(file)
+        self._feeds = [i.name for i in self._session.get_inputs()]
+        self._lock = threading.Lock()
+        self.model_id = model_id
+        self.dim = dim
+        self.batch_size = batch_size
+        self.precision = precision
+
+    def _run(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        with self._lock:  # a tokenizer's padding state is shared: one batch at a time
+            encodings = self._tokenizer.encode_batch(list(texts))
+        columns = {
+            "input_ids": [e.ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+        }
+        feed = {name: np.asarray(columns[name], dtype=np.int64) for name in self._feeds}
+        vectors: Vectors = np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+        return vectors
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        """Encode texts in batches of ``batch_size``, similar lengths together (less padding), in input order."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._run([texts[i] for i in rows])
+        return out
+
+    def embed_query(self, text: str) -> Vectors:
+        """Encode one query."""
+        vector: Vectors = self._run([text])[0]
+        return vector

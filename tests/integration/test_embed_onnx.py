@@ -1,0 +1,101 @@
+"""The bundled MiniLM on ONNX Runtime: torch's vectors, no torch to query, a said fallback, kept-apart int8."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.embed import (
+    BUNDLED_MINILM_ID,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    bundled_model_id,
+)
+from rag_service.embed_onnx import OnnxEmbedder
+from rag_service.errors import EmbeddingMismatchError
+from rag_service.ingest.pipeline import Indexer
+from rag_service.service import UniversalRAGService
+from tests.conftest import seed_onnx_export
+from tests.shared_data import scifact_dir
+
+TEXTS = ["Which environment variable selects the reranking model?", "a", "Ünïcode, emoji 🙂 and\ttabs"]
+
+
+@pytest.mark.slow
+def test_onnx_vectors_are_torchs(onnx_export: Path) -> None:
+    with (scifact_dir() / "corpus.jsonl").open() as corpus:
+        abstracts = [json.loads(line)["text"] for line, _ in zip(corpus, range(40), strict=False)]
+    texts = TEXTS + abstracts  # long abstracts are truncated at 256 tokens by both
+    torch_vectors = SentenceTransformerEmbedder().embed_documents(texts)
+    onnx = OnnxEmbedder(onnx_export, model_id=BUNDLED_MINILM_ID, batch_size=16)
+    cosines = np.sum(torch_vectors * onnx.embed_documents(texts), axis=1)
+    assert cosines.min() >= 0.999, cosines
+    query = onnx.embed_query(TEXTS[0])
+    assert query.shape == (384,) and float(query @ torch_vectors[0]) >= 0.999
+
+
+_RETRIEVE = """
+import json, sys
+from rag_service.service import build_service
+service = build_service()
+text = "Vacuum reclaims space; replication slots keep WAL."
+report = service.index_texts([("n.md", "Notes", text)], collection="default")
+result = service.retrieve("what keeps WAL?", "workflow")
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "transformers", "sentence_transformers"})
+print(json.dumps({"added": report.added, "chunks": len(result.chunks), "degraded": result.metrics.degraded,
+                  "onnx": "onnxruntime" in sys.modules, "heavy": heavy}))
+service.close()
+"""
+
+
+@pytest.mark.slow
+def test_index_and_retrieve_run_without_torch(database_factory, settings, onnx_export: Path, tmp_path: Path) -> None:
+    url = database_factory.create("rag_onnx")
+    engine = make_engine(url, settings)
+    migrate.upgrade(engine)
+    engine.dispose()
+    seed_onnx_export(tmp_path / "data", onnx_export)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env |= {"RAG_DATABASE_URL": url, "RAG_DATA_DIR": str(tmp_path / "data")}
+    env["RAG_RERANK_MODEL"] = "none"
+    done = subprocess.run([sys.executable, "-c", _RETRIEVE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome == {"added": 1, "chunks": 1, "degraded": [], "onnx": True, "heavy": []}
+
+
+@pytest.mark.slow
+def test_a_failed_export_falls_back_to_torch_and_says_so(fresh_database: Database, settings, tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "embed-onnx").write_text("not a folder: the export cannot be written")
+    settings = replace(settings, data_dir=tmp_path, rerank_model="none")
+    service = UniversalRAGService(settings, database=fresh_database, reranker=None)
+    report = service.index_texts(
+        [("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")], collection="default"
+    )
+    assert report.added == 1
+    assert [line for line in report.degraded if line.startswith("embed: ONNX embedding model unavailable")]
+    result = service.retrieve("what keeps WAL?", "workflow")
+    assert len(result.chunks) == 1
+    notes = [line for line in result.metrics.degraded if line.startswith("embed: ")]
+    assert len(notes) == 1 and "embedding on torch" in notes[0] and "RAG_EMBEDDING_BACKEND" in notes[0], notes
+
+
+def test_torch_and_onnx_share_the_stored_model_but_int8_is_kept_apart(fresh_database: Database, settings) -> None:
+    indexed = Indexer(fresh_database, HashingEmbedder(model_id=BUNDLED_MINILM_ID), settings)
+    assert indexed.index_texts([("a.md", "A", "some text to store a vector for")], collection="default").added == 1
+    for backend in ("onnx", "torch"):  # no model is loaded: the bundled embedder is lazy
+        UniversalRAGService(replace(settings, embedding_backend=backend), database=fresh_database)
+    assert bundled_model_id("onnx-int8") != BUNDLED_MINILM_ID
+    with pytest.raises(EmbeddingMismatchError, match=r"RAG_EMBEDDING_BACKEND give .*\+onnx-int8"):
+        UniversalRAGService(replace(settings, embedding_backend="onnx-int8"), database=fresh_database)
