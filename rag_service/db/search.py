@@ -98,7 +98,7 @@ def _vector_arm(request: SearchRequest) -> CTE:
         func.row_number().over(order_by=(nearest.c.distance, nearest.c.id)).label("rank"),
         similarity.label("score"),
         _normalised(similarity).label("norm"),
-    ).cte("vector_arm")
+    ).cte("vector_arm").prefix_with("MATERIALIZED")
 
 
 def tsquery_expression(request: SearchRequest) -> ColumnElement[Any]:
@@ -132,7 +132,7 @@ def _keyword_arm(request: SearchRequest) -> CTE:
         func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),
         matched.c.score,
         _normalised(matched.c.score).label("norm"),
-    ).cte("keyword_arm")
+    ).cte("keyword_arm").prefix_with("MATERIALIZED")
 
 
 def build_search(request: SearchRequest) -> Select[Any]:
@@ -162,28 +162,39 @@ def build_search(request: SearchRequest) -> Select[Any]:
         .select_from(v.join(k, v.c.id == k.c.id, full=True))
         .cte("fused")
     )
-    c, d = DocumentChunk, Document
+    hit = _hit_of(fused, request)
     return (
         select(
             fused.c.id,
-            *hit_columns(),
+            *hit.c,
             fused.c.vector_rank,
             fused.c.keyword_rank,
             fused.c.vector_score,
             fused.c.keyword_score,
             fused.c.fused_score,
         )
-        # collection = in both joins: the rows of one collection, a single shard on Citus
-        .select_from(
-            fused.join(c, (c.collection == bindparam("collection", request.collection)) & (c.id == fused.c.id)).join(
-                d,
-                (d.collection == bindparam("collection", request.collection))
-                & (d.collection == c.collection)
-                & (d.id == c.document_id),
-            )
-        )
+        .select_from(fused.join(hit, literal(True)))
         .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
         .limit(bindparam("limit", request.limit))
+    )
+
+
+def _hit_of(fused: CTE, request: SearchRequest) -> Any:
+    """The chunk and document row of each fused candidate, looked up per candidate (``LATERAL``).
+
+    The lookup is a primary-key probe by construction: a plain join lets the planner, when its
+    statistics under-estimate the collection (a new one), drive a nested loop from the collection's
+    chunks and re-run the arms per chunk (issue 23). ``collection =`` in both tables: the rows of
+    one collection, a single shard on Citus.
+    """
+    c, d = DocumentChunk, Document
+    collection = bindparam("collection", request.collection)
+    return (
+        select(*hit_columns())
+        .select_from(c)
+        .join(d, (d.collection == c.collection) & (d.id == c.document_id))
+        .where(c.collection == collection, d.collection == collection, c.id == fused.c.id)
+        .lateral("hit")
     )
 
 
