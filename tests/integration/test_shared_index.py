@@ -30,10 +30,10 @@ def _insert(session, collection: str, vectors: np.ndarray) -> None:
         text(
             "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, start_char, "
             "end_char, token_count, content_hash, embedding, content_tsv) VALUES (:d, :c, :i, 'text', :t, 0, 1, 1, "
-            ":t, CAST(:v AS vector), to_tsvector('simple', :t))"
+            ":h, CAST(:v AS vector), to_tsvector('simple', :t))"
         ),
         [
-            {"d": doc_id, "c": collection, "i": i, "t": f"chunk {i}", "v": str(v.tolist())}
+            {"d": doc_id, "c": collection, "i": i, "t": f"chunk {i}", "h": f"h{i}", "v": str(v.tolist())}
             for i, v in enumerate(vectors)
         ],
     )
