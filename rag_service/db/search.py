@@ -95,7 +95,7 @@ def _vector_arm(request: SearchRequest) -> CTE:
         0,
     )
     exact_below = bindparam("exact_search_below", request.exact_search_below, type_=BigInteger)
-    limit = bindparam("candidate_k", request.candidate_k)
+    limit: BindParameter[int] = bindparam("candidate_k", request.candidate_k)
     base = select(DocumentChunk.id.label("id"), distance.label("distance")).where(*chunk_conditions(request))
     # one branch runs, the other is cut by its one-time filter: ``+ 0`` keeps the exact one off the index
     exact = base.where(size <= exact_below).order_by(distance + literal(0.0, Double)).limit(limit)
@@ -197,7 +197,7 @@ def _hit_of(fused: CTE, request: SearchRequest) -> Any:
     one collection, a single shard on Citus.
     """
     c, d = DocumentChunk, Document
-    collection = bindparam("collection", request.collection)
+    collection: BindParameter[str] = bindparam("collection", request.collection)
     return (
         select(*hit_columns())
         .select_from(c)

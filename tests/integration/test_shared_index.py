@@ -1,8 +1,10 @@
 """A small collection in an HNSW index shared with many similar vectors is searched exactly (issue 23, 0b).
 
 The collection filter on one shared HNSW index walks a graph full of other collections' vectors and
-misses some of a small collection's nearest; below ``exact_search_below`` chunks the statement
-reads every vector of the collection instead, and the index branch never runs.
+can miss some of a small collection's nearest; below ``exact_search_below`` chunks the statement
+reads every vector of the collection instead, and the index branch never runs (on this small
+case pgvector's iterative scan happened to find the exact top 20 too: the test checks the
+mechanism, the recall numbers are in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -54,6 +56,13 @@ def shared_index(db):
     return db, query, distances
 
 
+def _index_preferred(session) -> None:
+    # on 4,650 rows an exact sort is cheapest, so the planner is told to avoid it where it has a
+    # choice (the index branch); the exact branch has none
+    session.execute(text("SET LOCAL enable_seqscan = off"))
+    session.execute(text("SET LOCAL enable_sort = off"))
+
+
 def _request(query: np.ndarray, **kw) -> SearchRequest:
     return SearchRequest(
         collection="small",
@@ -73,13 +82,12 @@ def test_a_small_collection_gets_its_exact_nearest(shared_index):
     db, query, distances = shared_index
     exact = sorted(np.argsort(distances)[:20].tolist())
     with db.transaction() as session:
+        _index_preferred(session)
         ids = dict(
             session.execute(text("SELECT id, chunk_index FROM document_chunks WHERE collection = 'small'")).all()
         )
-        through_index = sorted(ids[h.chunk_id] for h in hybrid_search(session, _request(query, exact_search_below=0)))
         plan = explain(session, _request(query), analyze=True)
         found = sorted(ids[h.chunk_id] for h in hybrid_search(session, _request(query)))
-    assert through_index != exact  # the situation bites: the shared index misses some
     assert found == exact
     index_scan = next(line for line in plan.splitlines() if "ix_document_chunks_embedding_hnsw" in line)
     assert "never executed" in index_scan, plan
@@ -88,6 +96,7 @@ def test_a_small_collection_gets_its_exact_nearest(shared_index):
 def test_a_collection_above_the_size_uses_the_index(shared_index):
     db, query, _ = shared_index
     with db.transaction() as session:
+        _index_preferred(session)
         plan = explain(session, _request(query, exact_search_below=BASE - 1), analyze=True)
     index_scan = next(line for line in plan.splitlines() if "ix_document_chunks_embedding_hnsw" in line)
     assert "never executed" not in index_scan, plan
