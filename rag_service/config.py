@@ -23,6 +23,10 @@ KeywordScorer = Literal["bm25", "ts_rank_cd"]
 # Preset.validate (presets and per-call overrides).
 DEFAULT_FTS_CONFIG = "english"
 DEFAULT_EF_SEARCH = 100
+#: collections of at most this many chunks are searched exactly, not through the shared HNSW index
+#: (issue 23: a small collection beside many similar vectors loses recall in it; measured in
+#: docs/benchmarks.md)
+DEFAULT_EXACT_SEARCH_BELOW = 3_000
 # BM25 k1/b: best of six pairs on SciFact train (scripts/tune_fusion.py); the spread was 0.005 nDCG@10
 DEFAULT_BM25_K1 = 1.2
 DEFAULT_BM25_B = 0.75
@@ -105,6 +109,12 @@ class Settings:
     max_file_bytes: int = _setting(20 * 1024 * 1024, "larger files are reported", ge=1)
     embedded_shared_buffers: str = _setting(DEFAULT_SHARED_BUFFERS, "shared_buffers of the embedded server")
     hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=1000)
+    exact_search_below: int = _setting(
+        DEFAULT_EXACT_SEARCH_BELOW,
+        "collections of at most this many chunks are searched exactly (every vector), not through the "
+        "HNSW index shared with the other collections; 0: always the index",
+        ge=0,
+    )
     bm25_k1: float = _setting(DEFAULT_BM25_K1, "BM25 term-frequency saturation", ge=0.0, le=10.0)
     bm25_b: float = _setting(DEFAULT_BM25_B, "BM25 length normalisation", ge=0.0, le=1.0)
     bm25_max_postings: int = _setting(

@@ -4,7 +4,9 @@ Built with SQLAlchemy Core: every value is a bound parameter, identifiers come f
 
 * vector arm: ``ORDER BY embedding <=> :q LIMIT :candidate_k`` through the HNSW index, with
   ``hnsw.ef_search`` and pgvector 0.8 iterative scans set for the transaction, so filtered queries
-  still return ``candidate_k`` rows;
+  still return ``candidate_k`` rows; a collection of at most ``exact_search_below`` chunks is
+  searched exactly instead (every vector of it): in an index shared with many similar vectors of
+  other collections, the filtered graph walk misses a small collection's nearest (issue 23);
 * keyword arm, ``bm25`` (default): Okapi BM25 over the trigger-maintained postings of the query's
   lexemes (``chunk_terms``), all of them or at most ``bm25_max_postings`` per query, best first (see
   ``rag_service.db.bm25``); quoted phrases and ``-term`` filter through the stored tsvector;
@@ -41,6 +43,7 @@ from sqlalchemy import (
     literal,
     null,
     select,
+    union_all,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import visitors
@@ -48,7 +51,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db import bm25
-from rag_service.db.models import Document, DocumentChunk
+from rag_service.db.models import CollectionStats, Document, DocumentChunk
 from rag_service.db.search_request import (
     FILTER_KEYS,
     ChunkFilters,
@@ -85,20 +88,26 @@ def _vector_arm(request: SearchRequest) -> CTE:
         return _empty_arm("vector_arm")
     qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
     distance = DocumentChunk.embedding.cosine_distance(qvec)
-    nearest = (
-        select(DocumentChunk.id.label("id"), distance.label("distance"))
-        .where(*chunk_conditions(request))
-        .order_by(distance)
-        .limit(bindparam("candidate_k", request.candidate_k))
-        .subquery("nearest")
+    size = func.coalesce(
+        select(CollectionStats.chunk_count)
+        .where(CollectionStats.collection == bindparam("collection", request.collection))
+        .scalar_subquery(),
+        0,
     )
+    exact_below = bindparam("exact_search_below", request.exact_search_below, type_=BigInteger)
+    limit: BindParameter[int] = bindparam("candidate_k", request.candidate_k)
+    base = select(DocumentChunk.id.label("id"), distance.label("distance")).where(*chunk_conditions(request))
+    # one branch runs, the other is cut by its one-time filter: ``+ 0`` keeps the exact one off the index
+    exact = base.where(size <= exact_below).order_by(distance + literal(0.0, Double)).limit(limit)
+    indexed = base.where(size > exact_below).order_by(distance).limit(limit)
+    nearest = union_all(exact, indexed).subquery("nearest")
     similarity = cast(1.0 - nearest.c.distance, Double)
     return select(
         nearest.c.id,
         func.row_number().over(order_by=(nearest.c.distance, nearest.c.id)).label("rank"),
         similarity.label("score"),
         _normalised(similarity).label("norm"),
-    ).cte("vector_arm")
+    ).cte("vector_arm").prefix_with("MATERIALIZED")
 
 
 def tsquery_expression(request: SearchRequest) -> ColumnElement[Any]:
@@ -132,7 +141,7 @@ def _keyword_arm(request: SearchRequest) -> CTE:
         func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),
         matched.c.score,
         _normalised(matched.c.score).label("norm"),
-    ).cte("keyword_arm")
+    ).cte("keyword_arm").prefix_with("MATERIALIZED")
 
 
 def build_search(request: SearchRequest) -> Select[Any]:
@@ -162,28 +171,39 @@ def build_search(request: SearchRequest) -> Select[Any]:
         .select_from(v.join(k, v.c.id == k.c.id, full=True))
         .cte("fused")
     )
-    c, d = DocumentChunk, Document
+    hit = _hit_of(fused, request)
     return (
         select(
             fused.c.id,
-            *hit_columns(),
+            *hit.c,
             fused.c.vector_rank,
             fused.c.keyword_rank,
             fused.c.vector_score,
             fused.c.keyword_score,
             fused.c.fused_score,
         )
-        # collection = in both joins: the rows of one collection, a single shard on Citus
-        .select_from(
-            fused.join(c, (c.collection == bindparam("collection", request.collection)) & (c.id == fused.c.id)).join(
-                d,
-                (d.collection == bindparam("collection", request.collection))
-                & (d.collection == c.collection)
-                & (d.id == c.document_id),
-            )
-        )
+        .select_from(fused.join(hit, literal(True)))
         .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
         .limit(bindparam("limit", request.limit))
+    )
+
+
+def _hit_of(fused: CTE, request: SearchRequest) -> Any:
+    """The chunk and document row of each fused candidate, looked up per candidate (``LATERAL``).
+
+    The lookup is a primary-key probe by construction: a plain join lets the planner, when its
+    statistics under-estimate the collection (a new one), drive a nested loop from the collection's
+    chunks and re-run the arms per chunk (issue 23). ``collection =`` in both tables: the rows of
+    one collection, a single shard on Citus.
+    """
+    c, d = DocumentChunk, Document
+    collection: BindParameter[str] = bindparam("collection", request.collection)
+    return (
+        select(*hit_columns())
+        .select_from(c)
+        .join(d, (d.collection == c.collection) & (d.id == c.document_id))
+        .where(c.collection == collection, d.collection == collection, c.id == fused.c.id)
+        .lateral("hit")
     )
 
 
@@ -290,6 +310,7 @@ def search_parameters(request: SearchRequest) -> dict[str, Any]:
         "collection": request.collection,
         "query_vector": request.query_vector,
         "candidate_k": request.candidate_k,
+        "exact_search_below": request.exact_search_below,
         "candidate_k_kw": request.candidate_k,
         "any_terms": request.any_terms,
         "required_terms": request.required_terms,

@@ -17,6 +17,7 @@ from rag_service.config import (
     DEFAULT_BM25_MAX_POSTINGS,
     DEFAULT_CANDIDATE_K,
     DEFAULT_EF_SEARCH,
+    DEFAULT_EXACT_SEARCH_BELOW,
     DEFAULT_FTS_CONFIG,
     DEFAULT_FUSION_METHOD,
     DEFAULT_KEYWORD_SCORER,
@@ -101,6 +102,8 @@ class SearchRequest:
     limit: int = DEFAULT_CANDIDATE_K
     fts_config: str = DEFAULT_FTS_CONFIG
     ef_search: int = DEFAULT_EF_SEARCH
+    #: a collection of at most this many chunks is searched exactly (0: always through the HNSW index)
+    exact_search_below: int = DEFAULT_EXACT_SEARCH_BELOW
     filters: ChunkFilters = field(default_factory=ChunkFilters)
     keyword_scorer: str = DEFAULT_KEYWORD_SCORER
     bm25_text: str = ""

@@ -31,6 +31,7 @@ from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
 from rag_service.db.partitions import prepare_collection
+from rag_service.db.statistics import refresh_after_write
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import ConfigurationError, DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
@@ -226,6 +227,7 @@ class Indexer:
         sources = {p: source_for(p, base, known=roots) for p in files}
         with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
+            written = report.chunks_written
             with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 batch.look_up(sources)
@@ -239,6 +241,7 @@ class Indexer:
                     seen=set(sources.values()),
                     unreadable=[source_for(p, base) for p in found.unreadable],
                 )
+            self._refresh_statistics(collection, report.chunks_written - written)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -285,6 +288,7 @@ class Indexer:
                 for source, title, text in items:
                     batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
+            self._refresh_statistics(collection, report.chunks_written)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -311,6 +315,7 @@ class Indexer:
             for name in collections:
                 with reindex_lock(self.db.engine, name):
                     self._guard(name)
+                    written = report.chunks_written
                     batch = _Batch(self, name, report, bar, reuse_vectors=False)
                     for doc in self._stored_texts(name):
                         strategy = doc.chunker.split(":", 1)[0]
@@ -323,6 +328,7 @@ class Indexer:
                             metadata=user_metadata(doc.metadata),
                         )
                     batch.finish()
+                    self._refresh_statistics(name, report.chunks_written - written)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -371,6 +377,11 @@ class Indexer:
                 record=True,
             )
             prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
+
+    def _refresh_statistics(self, collection: str, chunks_written: int) -> None:
+        """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23)."""
+        with self.db.transaction() as session:
+            refresh_after_write(session, collection=collection, chunks_written=chunks_written)
 
     def _sizes(self, strategy: str) -> dict[str, Any]:
         if resolve_strategy(strategy) in OWN_SIZES:  # tokens, or whole definitions: not RAG_CHUNK_SIZE

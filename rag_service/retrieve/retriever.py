@@ -162,6 +162,7 @@ class Retriever:
             limit=depth,
             fts_config=self.settings.fts_config,
             ef_search=max(self.settings.hnsw_ef_search, depth),
+            exact_search_below=self.settings.exact_search_below,
             filters=options.filters,
             keyword_scorer=preset.keyword_scorer,
             bm25_text=bm25_text(parsed),

@@ -82,6 +82,7 @@ def _request(embedder, query: str, **kw) -> SearchRequest:
         rrf_k=60,
         candidate_k=20,
         limit=40,
+        exact_search_below=0,  # these tests are about the HNSW index (the collection is small)
     )
     defaults.update(kw)
     return SearchRequest(**defaults)  # type: ignore[arg-type]

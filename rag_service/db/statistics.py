@@ -1,0 +1,38 @@
+"""Planner statistics of the tables the hybrid statement reads, refreshed by the ingest that needs it.
+
+Autoanalyze refreshes a table once 10% of its rows changed, so a new collection in a large
+database can stay unknown to the planner for a long time (estimated at one row). The hybrid
+statement's plan is built not to depend on that (``rag_service.db.search``), but every estimate of
+the collection's rows stays wrong until ``ANALYZE``: the ingest that created a collection, or
+rewrote a large part of one, runs it itself (issue 23).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from rag_service.db.models import CollectionStats
+
+#: the tables whose statistics the hybrid statement's plan reads
+PLANNED_TABLES = ("documents", "document_chunks", "chunk_terms")
+
+#: the share of a collection's chunks an ingest must write to refresh the statistics (autovacuum's
+#: default ``autovacuum_analyze_scale_factor``, applied to the collection instead of the table)
+REFRESH_SHARE = 0.1
+
+
+def refresh_after_write(session: Session, *, collection: str, chunks_written: int) -> bool:
+    """``ANALYZE`` the planned tables when ``chunks_written`` is at least ``REFRESH_SHARE`` of the
+    collection's chunks (a new collection: all of them); True when it ran.
+
+    ``ANALYZE`` reads a fixed-size sample (300 x ``default_statistics_target`` rows per table),
+    so its cost does not grow with the database.
+    """
+    if chunks_written <= 0:
+        return False
+    stored = session.scalar(select(CollectionStats.chunk_count).where(CollectionStats.collection == collection)) or 0
+    if chunks_written < REFRESH_SHARE * stored:
+        return False
+    session.execute(text(f"ANALYZE {', '.join(PLANNED_TABLES)}"))
+    return True

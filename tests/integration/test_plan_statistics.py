@@ -1,0 +1,134 @@
+"""The hybrid statement's plan does not depend on statistics being current (issue 23, point 0).
+
+A collection the planner's statistics do not know yet (estimated at one row) must not turn the
+statement into a nested loop that re-runs an arm per outer row: each arm runs once, and an ingest
+that creates a collection refreshes the statistics.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from sqlalchemy import text
+
+from rag_service.db.search import SearchRequest, explain
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.pipeline import Indexer
+from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+
+WORDS = [
+    "postgres",
+    "vector",
+    "index",
+    "search",
+    "fusion",
+    "rank",
+    "query",
+    "token",
+    "chunk",
+    "parent",
+    "header",
+    "section",
+    "model",
+    "replica",
+]
+TABLES = ("documents", "document_chunks", "chunk_terms", "lexeme_stats", "collection_stats")
+
+#: the new collection's rows, copied by SQL from ``known`` so no ingest (and no ANALYZE) runs
+COPY_COLLECTION = (
+    """
+CREATE TEMP TABLE doc_map ON COMMIT DROP AS
+    SELECT id AS old_id, nextval(pg_get_serial_sequence('documents', 'id')) AS new_id
+    FROM documents WHERE collection = :source""",
+    """
+INSERT INTO documents (id, collection, source, title, content, content_hash, chunker, chunk_count, metadata)
+    SELECT m.new_id, :target, d.source, d.title, d.content, d.content_hash, d.chunker, d.chunk_count, d.metadata
+    FROM documents d JOIN doc_map m ON m.old_id = d.id WHERE d.collection = :source""",
+    """
+INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content,
+        parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash,
+        embedding, content_tsv, metadata)
+    SELECT m.new_id, :target, c.chunk_index, c.chunk_type, c.content, c.parent_content, c.parent_start,
+        c.parent_end, c.headers, c.header_path, c.start_char, c.end_char, c.token_count, c.content_hash,
+        c.embedding, c.content_tsv, c.metadata
+    FROM document_chunks c JOIN doc_map m ON m.old_id = c.document_id WHERE c.collection = :source""",
+)
+
+
+def _texts(n: int) -> list[tuple[str, str, str]]:
+    rng = random.Random(23)
+    items = []
+    for i in range(n):
+        paragraphs = [" ".join(rng.choices(WORDS, k=40)).capitalize() + "." for _ in range(12)]
+        items.append((f"doc{i:04d}.md", f"Doc {i}", f"# Doc {i}\n\n" + "\n\n".join(paragraphs)))
+    return items
+
+
+def _request(embedder: HashingEmbedder, collection: str, query: str) -> SearchRequest:
+    parsed = parse_query(query)
+    any_terms, required = websearch_parts(parsed)
+    return SearchRequest(
+        collection=collection,
+        query_vector=embedder.embed_query(query),
+        any_terms=any_terms,
+        required_terms=required,
+        bm25_text=bm25_text(parsed),
+        vector_weight=0.7,
+        keyword_weight=0.3,
+        candidate_k=40,
+        limit=40,
+    )
+
+
+def arm_loops(plan: str) -> list[int]:
+    """The ``loops`` of every window aggregate in an ``EXPLAIN ANALYZE`` text: each arm ranks and
+    normalises its candidates with window functions over all of them, once per run of the arm
+    (the only other ones, the BM25 budget's, are inside the keyword arm), whether its CTE is materialised or inlined."""
+    found = (re.search(r"loops=(\d+)", line) for line in plan.splitlines() if "WindowAgg" in line)
+    return [int(m.group(1)) for m in found if m]
+
+
+@pytest.fixture
+def stale_database(fresh_database, settings):
+    """``known``, indexed and analysed; ``fresh``, copied in by SQL after the last ANALYZE, so the
+    statistics do not know it (autovacuum off for the tables, as when its rows are under the
+    autoanalyze threshold of a large database)."""
+    with fresh_database.transaction() as session:
+        for table in TABLES:
+            session.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
+    embedder = HashingEmbedder()
+    report = Indexer(fresh_database, embedder, settings).index_texts(_texts(120), collection="known")
+    assert report.failed == []
+    with fresh_database.transaction() as session:
+        session.execute(text(f"ANALYZE {', '.join(TABLES)}"))
+        for statement in COPY_COLLECTION:
+            session.execute(text(statement), {"source": "known", "target": "fresh"})
+    return fresh_database, embedder
+
+
+def test_each_arm_runs_once_for_a_collection_the_statistics_do_not_know(stale_database):
+    db, embedder = stale_database
+    with db.transaction() as session:
+        chunks = dict(session.execute(text("SELECT collection, count(*) FROM document_chunks GROUP BY 1")).all())
+        assert chunks["fresh"] == chunks["known"] > 500
+        for collection in ("known", "fresh"):
+            plan = explain(session, _request(embedder, collection, "replica index fusion"), analyze=True)
+            loops = arm_loops(plan)
+            assert len(loops) >= 4, plan  # two per arm at least
+            assert set(loops) == {1}, f"{collection}: an arm ran {max(loops)} times\n{plan}"
+
+
+def test_an_ingest_that_creates_a_collection_refreshes_the_statistics(stale_database, settings):
+    db, embedder = stale_database
+    report = Indexer(db, embedder, settings).index_texts(_texts(30), collection="another")
+    assert report.failed == []
+    with db.transaction() as session:
+        counts = dict(
+            session.execute(
+                text("SELECT relname, n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = ANY(:t)"),
+                {"t": ["documents", "document_chunks", "chunk_terms"]},
+            ).all()
+        )
+    assert counts == {"documents": 0, "document_chunks": 0, "chunk_terms": 0}
