@@ -84,7 +84,7 @@ def test_an_ordinary_question_is_not_cut_and_a_cut_is_reported() -> None:
 def test_the_required_tsquery_is_parsed_once_per_statement_not_per_posting(db: Database) -> None:
     """The BM25 arm's phrase/-exclusion filter: a regconfig cast is only stable, so an inline
     ``websearch_to_tsquery`` was re-parsed on every posting row (150 ms for one hostile query)."""
-    parsed = parse_query(_joined(6))
+    parsed = parse_query('"' + "x.y/z-w " * 50 + '" -"p-q r.s" ' + _joined(6))
     any_terms, required = websearch_parts(parsed)
     request = SearchRequest(
         collection="hostile",
