@@ -109,7 +109,9 @@ def main() -> int:
                 hostile.append((sql_ms(text), len(text)))
         unbounded: list[float] = []
         if args.unbounded:
-            query_module.MAX_QUERY_WORDS = query_module.MAX_QUERY_FILTERS = query_module.MAX_PHRASE_WORDS = 10**9
+            for bound in ("MAX_QUERY_WORDS", "MAX_QUERY_FILTERS", "MAX_PHRASE_WORDS", "MAX_WORD_PARTS", "MAX_PHRASE_PARTS"):
+                setattr(query_module, bound, 10**9)
+            query_module.MAX_TERM_CHARS = 10**9
             unbounded = [sql_ms(fuzzed(rng)) for _ in range(args.unbounded)]
         engine.dispose()
     finally:

@@ -23,6 +23,10 @@ The work per query is bounded whatever its content: ``validate_query`` cuts it t
 ``MAX_QUERY_FILTERS`` phrases and exclusions together, and ``MAX_PHRASE_WORDS`` words per phrase. What
 is dropped is the least selective: the shortest words and filters (longer words are rarer), ties
 by position; ``bounds_note`` says what was dropped, and the retriever reports it in ``metrics.degraded``.
+PostgreSQL splits a word at most punctuation, so a kept word is also cut after ``MAX_WORD_PARTS`` runs
+of letters and digits, a phrase or exclusion after ``MAX_PHRASE_PARTS``, each after ``MAX_TERM_CHARS``
+characters: a query reaches SQL with at most ``MAX_QUERY_WORDS * MAX_WORD_PARTS`` word parts and
+``MAX_QUERY_FILTERS * MAX_PHRASE_PARTS`` filter parts, whatever its length.
 """
 
 from __future__ import annotations
@@ -41,6 +45,13 @@ MAX_QUERY_WORDS = 32
 MAX_QUERY_FILTERS = 8
 #: words kept of one phrase (a phrase is matched position by position)
 MAX_PHRASE_WORDS = 16
+#: parts (runs of letters and digits) kept of one word: PostgreSQL's parser makes ``a.b/c-d`` several
+#: lexemes, so a word of punctuation-joined garbage would otherwise be hundreds of postings lists
+MAX_WORD_PARTS = 8
+#: parts kept of one phrase or exclusion: each is a position of the phrase match run on every candidate
+MAX_PHRASE_PARTS = 16
+#: characters kept of one word, phrase or exclusion (PostgreSQL skips words over 2,047 characters)
+MAX_TERM_CHARS = 200
 
 # a phrase (optionally excluded), up to the closing quote or the end; or a run of other characters
 _TOKEN = re.compile(r'(-?)"([^"]*)"?|([^\s"]+)')
@@ -49,6 +60,8 @@ _SPECIAL = re.compile(r"""["'\\!&|()<>:*\x00-\x1f\x7f\ud800-\udfff]+""")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PHRASE_UNSAFE = re.compile(r'["\x00-\x1f\x7f\ud800-\udfff]')
 _KEY_WORD = re.compile(r"\w+")
+# a run of letters and digits: what PostgreSQL's parser can make a lexeme of
+_PART = re.compile(r"[^\W_]+")
 
 _STOP_WORDS = frozenset(
     (
@@ -156,6 +169,8 @@ class ParsedQuery:
     """distinct words left out by ``MAX_QUERY_WORDS``"""
     dropped_filters: int = 0
     """phrases and exclusions left out by ``MAX_QUERY_FILTERS``"""
+    cut_terms: int = 0
+    """kept words, phrases and exclusions shortened by ``MAX_WORD_PARTS``, ``MAX_PHRASE_PARTS``, ``MAX_TERM_CHARS``"""
 
 
 def _most_selective(items: list[str], limit: int) -> list[str]:
@@ -166,18 +181,44 @@ def _most_selective(items: list[str], limit: int) -> list[str]:
     return [items[i] for i in keep]
 
 
+def _cut(term: str, max_parts: int) -> str:
+    """``term`` up to the end of its ``max_parts``-th part and at most ``MAX_TERM_CHARS`` long."""
+    term = term[:MAX_TERM_CHARS]
+    for count, part in enumerate(_PART.finditer(term), start=1):
+        if count == max_parts:
+            return term[: part.end()]
+    return term
+
+
+def _distinct(items: list[str]) -> list[str]:
+    """Non-empty items holding a word character, first spelling of each (case-insensitive)."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for item in items:
+        if _has_word_character(item):
+            _add(kept, seen, item)
+    return kept
+
+
+def _bounded_filter(text: str) -> str:
+    return _cut(" ".join(text.split()[:MAX_PHRASE_WORDS]), MAX_PHRASE_PARTS)
+
+
 def _bounded(parsed: ParsedQuery) -> ParsedQuery:
-    words = _most_selective(parsed.words, MAX_QUERY_WORDS)
-    phrases = [" ".join(p.split()[:MAX_PHRASE_WORDS]) for p in parsed.phrases]
-    excluded = [" ".join(x.split()[:MAX_PHRASE_WORDS]) for x in parsed.excluded]
+    longest = _most_selective(parsed.words, MAX_QUERY_WORDS)
+    words = _distinct([_edge_stripped(_cut(w, MAX_WORD_PARTS)) for w in longest])
+    phrases = _distinct([_bounded_filter(p) for p in parsed.phrases])
+    excluded = _distinct([_bounded_filter(x) for x in parsed.excluded])
     filters = _most_selective([*phrases, *excluded], MAX_QUERY_FILTERS)
     kept = set(filters)
+    cut = sum(w not in longest for w in words) + sum(f not in (*parsed.phrases, *parsed.excluded) for f in filters)
     return ParsedQuery(
         words=words,
         phrases=[p for p in phrases if p in kept],
         excluded=[x for x in excluded if x in kept],
         dropped_words=len(parsed.words) - len(words),
-        dropped_filters=len(phrases) + len(excluded) - len(filters),
+        dropped_filters=len(parsed.phrases) + len(parsed.excluded) - len(filters),
+        cut_terms=cut,
     )
 
 
@@ -185,10 +226,16 @@ def bounds_note(parsed: ParsedQuery) -> str | None:
     """One line saying what ``parse_query`` left out of this query, or None when nothing was."""
     parts = []
     if parsed.dropped_words:
-        parts.append(f"kept the {MAX_QUERY_WORDS} longest of {MAX_QUERY_WORDS + parsed.dropped_words} distinct words")
+        total = len(parsed.words) + parsed.dropped_words
+        parts.append(f"kept the {len(parsed.words)} longest of {total} distinct words")
     if parsed.dropped_filters:
-        total = MAX_QUERY_FILTERS + parsed.dropped_filters
-        parts.append(f"kept the {MAX_QUERY_FILTERS} longest of {total} phrases and -exclusions")
+        kept = len(parsed.phrases) + len(parsed.excluded)
+        parts.append(f"kept the {kept} longest of {kept + parsed.dropped_filters} phrases and -exclusions")
+    if parsed.cut_terms:
+        parts.append(
+            f"cut {parsed.cut_terms} long words/phrases to {MAX_WORD_PARTS}/{MAX_PHRASE_PARTS} letter-and-digit runs "
+            f"and {MAX_TERM_CHARS} characters"
+        )
     return "; ".join(parts) + " (the per-query bounds of retrieve/query.py)" if parts else None
 
 
