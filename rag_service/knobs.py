@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -63,6 +64,8 @@ class Knob:
             self.le is not None and number > self.le
         ):
             return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
+        if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
+            return f"{self.name} ({value!r}) is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
         return None
 
     def field_bounds(self) -> dict[str, Any]:

@@ -216,7 +216,9 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, Groups, li
     try:
         form = await request.form(max_files=max_files, max_fields=10)
     except HTTPException as exc:  # starlette's multipart parser refuses the body
-        raise ApiError(422, "invalid_input", f"multipart body: {exc.detail}") from None
+        reason = str(exc.detail).rstrip(".")
+        message = f"multipart body could not be read ({reason}); send each file in the multipart field 'files'"
+        raise ApiError(422, "invalid_input", message) from None
     try:
         unknown = sorted(set(form.keys()) - {"files", "collection", "strategy"})
         if unknown:

@@ -93,7 +93,7 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
         reason = (first.get("ctx") or {}).get("error") or first.get("msg", "invalid")
         at = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
         return f"body is not valid JSON ({reason}{at}); {_SEND_JSON}"
-    if loc == ("body",) and kind in ("missing", "model_attributes_type", "dict_type"):
+    if loc == ("body",) and kind in ("missing", "model_attributes_type", "model_type", "dict_type"):
         content_type = request.headers.get("content-type")
         if kind == "missing":
             return f"body is missing; {_SEND_JSON}"

@@ -141,6 +141,6 @@ class JobRegistry:
         if self._on_finish is not None:
             self._on_finish(job)
 
-    def shutdown(self) -> None:
-        """Stop accepting jobs; a running job finishes, queued ones are dropped."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def shutdown(self, *, wait: bool = False) -> None:
+        """Stop accepting jobs; a running job finishes (``wait``: before this returns), queued ones are dropped."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -31,16 +32,18 @@ def json_problem(data: object) -> str | None:
     Iterative (a body nested 500 levels deep must not exhaust Python's stack) and bounded by
     ``MAX_JSON_VALUES``.
     """
-    stack: list[tuple[object, tuple[str, ...]]] = [(data, ())]
+    stack: list[tuple[object, tuple[str, ...]]] = [(data, () if isinstance(data, dict) else ("body",))]
     seen = 0
     while stack:
         value, path = stack.pop()
-        seen += 1
+        seen += 1 + (len(value) if isinstance(value, dict | list) else 0)
         if seen > MAX_JSON_VALUES:
-            return f"body: more than {MAX_JSON_VALUES} values in one request; send fewer"
+            return f"{_where(path)}: more than {MAX_JSON_VALUES} values in one request body; send fewer"
         if isinstance(value, str):
             if "\x00" in value:
                 return f"{_where(path)}: text must not contain NUL (\\x00) characters; remove them"
+            if not value.isascii() and _SURROGATE.search(value):
+                return f"{_where(path)}: text holds a lone UTF-16 surrogate (e.g. \\ud800), which is not UTF-8; remove it"
         elif isinstance(value, float):
             if not math.isfinite(value):
                 return f"{_where(path)}: {value} is not a finite number; send a finite one"
@@ -53,6 +56,9 @@ def json_problem(data: object) -> str | None:
                     return f"{_where(path)}: a key contains NUL (\\x00) characters; remove them"
                 stack.append((item, (*path, str(key))))
     return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _where(path: tuple[str, ...]) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from rag_service.errors import ConfigurationError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-MAX_NAME_CHARS = 255
+MAX_NAME_BYTES = 255
 
 
 def safe_filename(name: str | None) -> str:
@@ -35,8 +35,9 @@ def safe_filename(name: str | None) -> str:
             f"uploaded file name {shown!r} is not a plain file name (no folders, '..', drive letters or "
             "leading dots); rename the file"
         )
-    if len(name) > MAX_NAME_CHARS:
-        raise ConfigurationError(f"uploaded file name {shown!r}... is longer than {MAX_NAME_CHARS} characters")
+    size = len(name.encode("utf-8", errors="replace"))  # file systems bound a name's bytes, not its characters
+    if size > MAX_NAME_BYTES:
+        raise ConfigurationError(f"uploaded file name {shown!r}... is {size} bytes long; rename it to at most {MAX_NAME_BYTES}")
     return name
 
 
