@@ -43,7 +43,7 @@ def json_problem(data: object) -> str | None:
             if "\x00" in value:
                 return f"{_where(path)}: text must not contain NUL (\\x00) characters; remove them"
             if not value.isascii() and _SURROGATE.search(value):
-                return f"{_where(path)}: text holds a lone UTF-16 surrogate (e.g. \\ud800), which is not UTF-8; remove it"
+                return f"{_where(path)}: text holds a lone UTF-16 surrogate (\\ud800..\\udfff), not UTF-8; remove it"
         elif isinstance(value, float):
             if not math.isfinite(value):
                 return f"{_where(path)}: {value} is not a finite number; send a finite one"

@@ -204,7 +204,7 @@ def test_reindex_jobs(client: TestClient, value: object, whole: bool) -> None:
 
 @hypothesis.settings(max_examples=CASES["paths"], **_SETTINGS)  # type: ignore[arg-type]
 @hypothesis.given(route=st.sampled_from(["/api/jobs/", "/api/presets/"]),
-                  value=st.one_of(_FORM_TEXT, st.sampled_from(["%00", "%ff%fe", "%ed%a0%80", "..%2f..%2f", "a" * 5000])))
+                  value=st.one_of(_FORM_TEXT, st.sampled_from(["%00", "%ff%fe", "%ed%a0%80", "..%2f", "a" * 5000])))
 def test_paths(client: TestClient, route: str, value: str) -> None:
     path = route + quote(value, safe="%")  # the raw percent-escapes stay raw
     check(client.get(path), "job", "context")
@@ -213,7 +213,7 @@ def test_paths(client: TestClient, route: str, value: str) -> None:
 
 _RAW = [b"{", b'{"query": "x",}', b"\xff\xfe{}", b"[" * 200_000 + b"]" * 200_000, b'{"query": ' + b"1" * 5000 + b"}",
         b"[]", b"null", b'"text"', b"17", b'{"query": NaN}', b'{"query": "x", "max_chunks": Infinity}', b"",
-        b'{"query": "\\ud800"}', b'{"a": 1, "a": 2}', b"\x00", b'{"query": "x"}' * 100]
+        b'{"query": "\\ud800"}', b'{"query": 1, "query": "x"}', b"\x00", b'{"query": "x"}' * 100]
 
 
 @hypothesis.settings(max_examples=CASES["raw"], **_SETTINGS)  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ def test_the_api_schema_bounds_equal_the_knob_definitions() -> None:
 
 
 def test_every_preset_field_is_a_knob_with_its_default() -> None:
-    fields = {f.name: f for f in dataclasses.fields(Preset)} 
+    fields = {f.name: f for f in dataclasses.fields(Preset)}
     assert set(fields) - {"context_type"} == set(PRESET_KNOBS)
     for name, knob in PRESET_KNOBS.items():
         if knob.default is not None:
