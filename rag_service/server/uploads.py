@@ -37,7 +37,7 @@ def safe_filename(name: str | None) -> str:
         )
     size = len(name.encode("utf-8", errors="replace"))  # file systems bound a name's bytes, not its characters
     if size > MAX_NAME_BYTES:
-        raise ConfigurationError(f"uploaded file name {shown!r}... is {size} bytes; at most {MAX_NAME_BYTES}: rename it")
+        raise ConfigurationError(f"uploaded file name {shown!r}... is {size} bytes; rename it to {MAX_NAME_BYTES}")
     return name
 
 
