@@ -61,7 +61,7 @@ def test_large_ingest_is_a_job_whose_progress_counts_documents(
     first, third = (threading.Event(), threading.Event()), (threading.Event(), threading.Event())
     embedder = GatedEmbedder({1: first, 3: third})
     service = UniversalRAGService(server_settings, database=server_database, embedder=embedder, reranker=None)
-    live = start_server(service, ServerConfig(token=WRITE_TOKEN, job_threshold_chars=500))  # type: ignore[arg-type]
+    live = start_server(service, ServerConfig(token=WRITE_TOKEN, job_threshold_chars=100))  # type: ignore[arg-type]
     collection = f"job-{uuid.uuid4().hex[:8]}"
     documents = [{"source": f"d{i}.md", "text": f"Document {i} tells of tide {i} in the harbour."} for i in range(10)]
     try:
