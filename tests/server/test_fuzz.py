@@ -227,7 +227,8 @@ _RAW = [b"{", b'{"query": "x",}', b"\xff\xfe{}", b"[" * 200_000 + b"]" * 200_000
 def test_raw_bodies(client: TestClient, route: tuple[str, str], raw: bytes, content_type: str | None) -> None:
     headers = {"Content-Type": content_type} if content_type else {}
     response = client.request(route[0], route[1], content=raw, headers=headers)
-    check(response, "body", "JSON", "Content-Type", "content type", "multipart", "query", "collection", "max_chunks")
+    check(response, "body", "JSON", "Content-Type", "content type", "multipart", "query", "collection", "max_chunks",
+          "documents")
 
 
 def test_the_fuzz_budget_is_over_ten_thousand() -> None:

@@ -139,7 +139,7 @@ weights = st.floats(0.0, 1.0, allow_subnormal=False).filter(lambda w: w > 0)
 
 
 @settings(max_examples=60, deadline=None)
-@given(rankings, rankings, weights, st.floats(0.0, 1.0, allow_subnormal=False), st.integers(1, 100))  # rrf_k: 1..10000 (knobs.py)
+@given(rankings, rankings, weights, st.floats(0.0, 1.0, allow_subnormal=False), st.integers(1, 100))
 def test_rrf_properties(vector: list[int], keyword: list[int], vw: float, kw: float, k: int) -> None:
     fused = rrf_fuse(vector, keyword, vector_weight=vw, keyword_weight=kw, rrf_k=k)
     assert {c.chunk_id for c in fused} == set(vector) | set(keyword)
