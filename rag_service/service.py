@@ -177,8 +177,10 @@ class UniversalRAGService:
         progress: bool = False,
         total: int | None = None,
         metadata: dict[str, Any] | None = None,
+        listener: ProgressListener | None = None,
     ) -> IngestReport:
-        """Index in-memory documents given as ``(source, title, text)``; ``metadata`` as in ``index_paths``."""
+        """Index in-memory documents given as ``(source, title, text)``; ``metadata`` as in ``index_paths``;
+        ``listener(done, total)`` hears the progress (``total`` as given)."""
         return self._indexer().index_texts(
             items,
             collection=collection,
@@ -187,6 +189,7 @@ class UniversalRAGService:
             progress=progress,
             total=total,
             metadata=metadata,
+            listener=listener,
         )
 
     def reindex_all(

@@ -38,6 +38,10 @@ FILTER_KEYS: Mapping[str, str] = {
 }
 
 
+#: the largest id a ``documents.id`` (bigint) can hold
+MAX_DOCUMENT_ID = 2**63 - 1
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkFilters:
     """Validated filters; every value becomes a bound parameter."""
@@ -70,8 +74,13 @@ class ChunkFilters:
         if headers is not None and not all(isinstance(v, str) for v in headers.values()):
             raise UnknownFilterError(f"filter 'headers' values must be strings: {headers!r}")
         doc_id = filters.get("document_id")
-        if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, int)):
-            raise UnknownFilterError(f"filter 'document_id' must be an int, not {doc_id!r}")
+        if doc_id is not None and (
+            isinstance(doc_id, bool) or not isinstance(doc_id, int) or not 1 <= doc_id <= MAX_DOCUMENT_ID
+        ):
+            shown = repr(doc_id)[:40]
+            raise UnknownFilterError(
+                f"filter 'document_id' ({shown}) must be a document id, a whole number 1..{MAX_DOCUMENT_ID}"
+            )
         values = {k: filters[k] for k in FILTER_KEYS if k in filters}
         if "keywords" in values:
             values["keywords"] = _keyword_filter(values["keywords"])

@@ -275,15 +275,19 @@ class Indexer:
         progress: bool = False,
         total: int | None = None,
         metadata: dict[str, Any] | None = None,
+        listener: ProgressListener | None = None,
     ) -> IngestReport:
-        """Index in-memory documents given as (source, title, text) with one strategy."""
+        """Index in-memory documents given as (source, title, text) with one strategy.
+
+        ``listener(done, total)`` hears ``total`` at the start and each document as its batch commits.
+        """
         validate_collection(collection)
         self._fingerprint(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
         with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
-            with Progress(total=total, enabled=progress, label=f"indexing {collection}") as bar:
+            with Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar:
                 batch = _Batch(self, collection, report, bar, metadata=metadata)
                 for source, title, text in items:
                     batch.add_text(source, title, text, strategy=strategy, force=force)

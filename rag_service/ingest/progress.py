@@ -36,6 +36,8 @@ class Progress:
         self._total = total
         self._listener = listener
         self._started = time.perf_counter()
+        if listener is not None:  # the total is known before the first document finishes
+            listener(0, total)
 
     def advance(self, *, chunks: int) -> None:
         """One more item done, with ``chunks`` chunks written."""

@@ -24,10 +24,10 @@ ascending, so equal scores always come out in the same order.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable, Sequence
 
 from rag_service.errors import ConfigurationError
+from rag_service.knobs import PRESET_KNOBS
 
 
 def check_weights(vector_weight: float, keyword_weight: float) -> tuple[float, float]:
@@ -44,8 +44,9 @@ def check_weights(vector_weight: float, keyword_weight: float) -> tuple[float, f
             number = math.nan
         if isinstance(value, bool | str | bytes) or not math.isfinite(number):
             raise ConfigurationError(f"{name} ({value!r}) must be a finite number; pass a value >= 0")
-        if number < 0:
-            raise ConfigurationError(f"{name} ({value}) must be >= 0; pass a value between 0 and 1")
+        problem = PRESET_KNOBS[name].problem(number)
+        if problem is not None:
+            raise ConfigurationError(problem)
         checked.append(number)
     if checked[0] == 0 and checked[1] == 0:
         raise ConfigurationError("vector_weight and keyword_weight are both 0; set at least one of them above 0")
@@ -53,8 +54,9 @@ def check_weights(vector_weight: float, keyword_weight: float) -> tuple[float, f
 
 
 def _check_rrf_k(rrf_k: int) -> int:
-    if isinstance(rrf_k, bool) or not isinstance(rrf_k, numbers.Integral) or rrf_k < 0:
-        raise ConfigurationError(f"rrf_k ({rrf_k!r}) must be an integer >= 0; 60 is the usual value")
+    problem = PRESET_KNOBS["rrf_k"].problem(rrf_k)
+    if problem is not None:
+        raise ConfigurationError(problem)
     return int(rrf_k)
 
 

@@ -35,10 +35,11 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from rag_service import knobs
 from rag_service.errors import ConfigurationError, QueryError
 
 #: longer queries are cut (at a word boundary) to this many characters by ``validate_query``
-MAX_QUERY_CHARS = 8000
+MAX_QUERY_CHARS = knobs.MAX_QUERY_CHARS
 #: distinct words searched per query (each is a BM25 posting list and a tsquery branch)
 MAX_QUERY_WORDS = 32
 #: quoted phrases and ``-exclusions`` per query, together (each is a tsquery filter on every candidate)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 from dataclasses import asdict, fields
 from pathlib import Path as FilePath
@@ -22,6 +24,7 @@ from rag_service.errors import RagError
 from rag_service.ingest.chunkers import strategy_for_path
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.pipeline import validate_collection
+from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.server.errors import ApiError, ErrorResponseDoc
 from rag_service.server.schemas import (
@@ -40,7 +43,8 @@ from rag_service.server.schemas import (
     RetrieveResponse,
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
-from rag_service.server.uploads import store_upload
+from rag_service.server.uploads import forget_upload, staging_folder, store_upload
+from rag_service.service import UniversalRAGService
 
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
@@ -109,21 +113,31 @@ _DOCUMENTS_BODY: dict[str, Any] = {
 }
 
 
-@router.post("/documents", response_model=IngestResponse, openapi_extra=_DOCUMENTS_BODY, tags=["documents"])
+#: documents to index, grouped by chunking strategy: strategy -> [(source, title, text)]
+Groups = dict[str, list[tuple[str, str, str]]]
+
+
+@router.post(
+    "/documents",
+    response_model=IngestResponse,
+    openapi_extra=_DOCUMENTS_BODY,
+    tags=["documents"],
+    responses={202: {"model": JobResponse, "description": "a large ingest runs as a job (Location: the job)"}},
+)
 async def add_documents(request: Request, state: WriteState) -> JSONResponse:
     """Index JSON texts, or files uploaded as multipart ``files`` (with ``collection``, ``strategy``).
 
-    Answers 200 with the ingest report; ``success`` is false when a document failed (each failure is
-    listed with its reason in ``report.failed``).
+    Up to ``RAG_API_JOB_THRESHOLD_CHARS`` characters of text (default 100,000) are indexed in the
+    request: 200 with the ingest report, ``success`` false when a document failed (each failure is
+    listed with its reason in ``report.failed``). More are indexed by a job: 202 with the job, whose
+    progress counts documents as they are written (``GET /api/jobs/{id}``).
     """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    force = False
     if content_type == "multipart/form-data":
-        report = await _upload(request, state)
+        collection, groups, failed = await _upload(request, state)
     elif content_type == "application/json":
-        try:
-            body = DocumentsRequest.model_validate_json(await request.body())
-        except ValidationError as exc:
-            raise RequestValidationError(exc.errors()) from None
+        body = _documents_body(await request.body())
         if len(body.documents) > state.config.max_documents:
             raise ApiError(
                 413,
@@ -131,25 +145,81 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
                 f"{len(body.documents)} documents in one call; send at most "
                 f"{state.config.max_documents} (RAG_API_MAX_DOCUMENTS)",
             )
-        items = [(d.source, d.title, d.text) for d in body.documents]
-        report = await state.run(
-            state.service.index_texts, items, collection=body.collection, strategy=body.strategy, force=body.force
-        )
+        collection, force, failed = validate_collection(body.collection), body.force, []
+        groups = {body.strategy: [(d.source, d.title, d.text) for d in body.documents]}
     else:
         raise ApiError(
             415,
             "unsupported_media_type",
             f"content type {content_type or 'none'!r}: send application/json or multipart/form-data",
         )
+    service = state.service
+    if sum(len(text) for items in groups.values() for _, _, text in items) > state.config.job_threshold_chars:
+        job = state.jobs.start(
+            "ingest", collection, lambda listen: _index_groups(service, collection, groups, failed, force, listen)
+        )
+        return JSONResponse(
+            {"success": True, "job": job.to_dict()}, status_code=202, headers={"Location": f"/api/jobs/{job.id}"}
+        )
+    report = await state.run(_index_groups, service, collection, groups, failed, force, None)
     return JSONResponse({"success": report.ok, "report": report.to_dict()})
 
 
-async def _upload(request: Request, state: ServerState) -> IngestReport:
+def _documents_body(raw: bytes) -> DocumentsRequest:
+    """The JSON body of ``POST /api/documents``; errors read like every other route's (422)."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        error: dict[str, Any] = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}
+        error["ctx"] = {"error": exc.msg}
+        raise RequestValidationError([error]) from None
+    except (RecursionError, ValueError) as exc:  # nesting too deep, a number with too many digits, not UTF-8
+        message = f"body could not be read as JSON ({type(exc).__name__}); send UTF-8 JSON at most 16 levels deep"
+        raise ApiError(422, "invalid_input", message) from None
+    try:
+        return DocumentsRequest.model_validate(data)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
+
+
+def _index_groups(
+    service: UniversalRAGService,
+    collection: str,
+    groups: Groups,
+    failed: list[FileProblem],
+    force: bool,
+    listen: ProgressListener | None,
+) -> IngestReport:
+    """Index each strategy's documents; ``listen`` hears documents done (failed uploads first) of all."""
+    report = IngestReport(collection=collection, failed=list(failed))
+    total = len(failed) + sum(len(items) for items in groups.values())
+    done = len(failed)
+    if listen is not None:
+        listen(done, total)
+    for strategy, items in groups.items():
+        hear = None if listen is None else functools.partial(_shifted, listen, done, total)
+        _add(report, service.index_texts(items, collection=collection, strategy=strategy, force=force, listener=hear))
+        done += len(items)
+    return report
+
+
+def _shifted(listen: ProgressListener, before: int, total: int, done: int, _part_total: int | None) -> None:
+    """One strategy's progress as progress of the whole request."""
+    listen(before + done, total)
+
+
+async def _upload(request: Request, state: ServerState) -> tuple[str, Groups, list[FileProblem]]:
+    """The collection, the uploaded files' texts by strategy, and the files that could not be read.
+
+    Files are staged under ``uploads/`` only while they are read (see ``server/uploads.py``).
+    """
     max_files = state.config.max_documents
     try:
         form = await request.form(max_files=max_files, max_fields=10)
     except HTTPException as exc:  # starlette's multipart parser refuses the body
-        raise ApiError(422, "invalid_input", f"multipart body: {exc.detail}") from None
+        reason = str(exc.detail).rstrip(".")
+        message = f"multipart body could not be read ({reason}); send each file in the multipart field 'files'"
+        raise ApiError(422, "invalid_input", message) from None
     try:
         unknown = sorted(set(form.keys()) - {"files", "collection", "strategy"})
         if unknown:
@@ -161,14 +231,29 @@ async def _upload(request: Request, state: ServerState) -> IngestReport:
             raise ApiError(422, "invalid_input", "send the documents as files in the multipart field 'files'")
         collection = validate_collection(_form_text(form, "collection", limit=MAX_COLLECTION_CHARS) or "default")
         strategy = _form_text(form, "strategy", limit=64)
-        stored = []
-        for upload in files:
-            assert isinstance(upload, UploadFile)
-            data = await upload.read()
-            stored.append(await state.run(store_upload, _uploads_root(state), collection, upload.filename or "", data))
+        uploads = [(upload.filename or "", await upload.read()) for upload in files if isinstance(upload, UploadFile)]
     finally:
         await form.close()
-    return await state.run(_index_uploads, state, stored, collection, strategy)
+    groups, failed = await state.run(_load_uploads, state, uploads, strategy)
+    return collection, groups, failed
+
+
+def _load_uploads(
+    state: ServerState, uploads: list[tuple[str, bytes]], strategy: str | None
+) -> tuple[Groups, list[FileProblem]]:
+    """Stage each file, load its text, and remove the staged files (kept or refused) at once."""
+    groups: Groups = {}
+    failed: list[FileProblem] = []
+    with staging_folder(_uploads_root(state)) as folder:
+        for filename, data in uploads:
+            path = store_upload(folder, filename, data)
+            try:
+                loaded = load_document(path, max_bytes=state.service.settings.max_file_bytes)
+            except RagError as exc:
+                failed.append(FileProblem(path.name, str(exc).replace(str(path), path.name)))
+                continue
+            groups.setdefault(strategy or strategy_for_path(path), []).append((path.name, loaded.title, loaded.text))
+    return groups, failed
 
 
 def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
@@ -184,22 +269,6 @@ def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
 
 def _uploads_root(state: ServerState) -> FilePath:
     return state.service.settings.data_dir / "uploads"
-
-
-def _index_uploads(state: ServerState, paths: list[FilePath], collection: str, strategy: str | None) -> IngestReport:
-    """Load each stored file and index it with its source set to the file name."""
-    report = IngestReport(collection=collection)
-    groups: dict[str, list[tuple[str, str, str]]] = {}
-    for path in paths:
-        try:
-            loaded = load_document(path, max_bytes=state.service.settings.max_file_bytes)
-        except RagError as exc:
-            report.failed.append(FileProblem(path.name, str(exc).replace(str(path), path.name)))
-            continue
-        groups.setdefault(strategy or strategy_for_path(path), []).append((path.name, loaded.title, loaded.text))
-    for name, items in groups.items():
-        _add(report, state.service.index_texts(items, collection=collection, strategy=name))
-    return report
 
 
 def _add(total: IngestReport, part: IngestReport) -> None:
@@ -230,7 +299,10 @@ async def delete_document(
 def _delete(state: ServerState, collection: str, source: str) -> int:
     with state.service.db.transaction() as session:
         lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
-        return delete_by_source(session, collection=collection, source=source)
+        deleted = delete_by_source(session, collection=collection, source=source)
+    if deleted:
+        forget_upload(_uploads_root(state), collection, source)
+    return deleted
 
 
 @router.post("/documents/reindex-all", status_code=202, response_model=JobResponse, tags=["documents"])

@@ -23,7 +23,7 @@ from rag_service.server.config import ServerConfig
 from rag_service.server.errors import install_error_handlers
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
-from rag_service.server.middleware import BodyLimit, RequestMetrics
+from rag_service.server.middleware import BodyLimit, RequestMetrics, UnexpectedErrors
 from rag_service.server.state import ServerState, need_read
 from rag_service.service import UniversalRAGService
 
@@ -79,7 +79,10 @@ def create_app(
         _document_open_reads(app)
 
     def limit_for(scope: Scope) -> int:
-        return config.max_upload_bytes if scope["path"] == "/api/documents" else config.max_body_bytes
+        """Multipart uploads of documents get the upload limit; every other body (JSON too) the body limit."""
+        content_type = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip().lower()
+        upload = scope["path"] == "/api/documents" and content_type == b"multipart/form-data"
+        return config.max_upload_bytes if upload else config.max_body_bytes
 
     if config.cors_origins:
         app.add_middleware(
@@ -90,6 +93,7 @@ def create_app(
         )
     app.add_middleware(BodyLimit, limit_for=limit_for)
     app.add_middleware(RequestMetrics, metrics=metrics)
+    app.add_middleware(UnexpectedErrors)  # outermost of ours: the one place an unexpected error is logged
     return app
 
 

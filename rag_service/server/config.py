@@ -24,6 +24,12 @@ class ServerConfig(BaseSettings):
         default=2000, ge=1, le=MAX_QUERY_CHARS, description="longest query text of POST /api/rag/retrieve (422 beyond)"
     )
     max_documents: int = Field(default=1000, ge=1, description="most documents in one POST /api/documents")
+    job_threshold_chars: int = Field(
+        default=100_000,
+        ge=0,
+        description="a POST /api/documents whose texts total more characters is indexed as a job (202); "
+        "100k characters are ~250 chunks, ~6 s of embedding on 2 CPU cores",
+    )
     retry_after_s: int = Field(default=5, ge=1, description="Retry-After of a 503 when no better hint exists")
 
     @property

@@ -13,7 +13,7 @@ StatementTimeoutError              503     statement_timeout      (with Retry-Af
 ModelLoadError                     503     model_unavailable      (with Retry-After)
 request validation (pydantic)      422     invalid_input
 a body that cannot be parsed       400     bad_request
-anything else                      500     internal_error (logged with its traceback, not sent)
+anything else                      500     internal_error (one log line: UnexpectedErrors, middleware.py)
 """
 
 from __future__ import annotations
@@ -85,10 +85,38 @@ def from_rag_error(exc: RagError, *, retry_after_s: int) -> ApiError:
     return ApiError(422, "invalid_input", message)
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+_SEND_JSON = 'send one JSON object, e.g. {"query": "backups"}, with the header Content-Type: application/json'
+
+
+def _validation_message(exc: RequestValidationError, request: Request) -> str:
+    """The first problem as one line naming the field (or the body) and the fix."""
     first: dict[str, Any] = exc.errors()[0] if exc.errors() else {}
-    where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "request"
-    return f"{where}: {first.get('msg', 'invalid value')}"
+    loc = tuple(first.get("loc", ()))
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        reason = (first.get("ctx") or {}).get("error") or first.get("msg", "invalid")
+        at = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
+        return f"body is not valid JSON ({reason}{at}); {_SEND_JSON}"
+    if loc == ("body",) and kind in ("missing", "model_attributes_type", "model_type", "dict_type"):
+        content_type = request.headers.get("content-type")
+        if kind == "missing":
+            return f"body is missing; {_SEND_JSON}"
+        if content_type is None or "json" not in content_type.lower():
+            shown = repr(content_type[:80]) if content_type else "missing"
+            return f"Content-Type is {shown}, so the body was not read as JSON; {_SEND_JSON}"
+        return f"body must be a JSON object, not {type(first.get('input')).__name__}; {_SEND_JSON}"
+    where = ".".join(str(part) for part in loc if part != "body")
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def _unreadable_body(exc: StarletteHTTPException) -> str:
+    """A 400 for a body FastAPI could not parse, with the parser's reason (e.g. nesting too deep)."""
+    cause = exc.__cause__
+    if isinstance(cause, RecursionError):
+        return "body nests objects or arrays too deeply to read; send at most 16 levels"
+    reason = str(cause).splitlines()[0][:200] if cause is not None and str(cause) else type(cause).__name__
+    return f"body could not be read as JSON ({reason}); {_SEND_JSON}"
 
 
 def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
@@ -104,22 +132,18 @@ def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return error_response(422, "invalid_input", _validation_message(exc))
+        return error_response(422, "invalid_input", _validation_message(exc, request))
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
-
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(500, "internal_error", "internal error; the server log has the details")
+        detail = _unreadable_body(exc) if exc.status_code == 400 and exc.__cause__ is not None else str(exc.detail)
+        return error_response(exc.status_code, code, detail, dict(exc.headers or {}))
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RagError, on_rag_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    app.add_exception_handler(Exception, on_unexpected)
 
 
 def _error_docs() -> dict[int | str, dict[str, Any]]:

@@ -22,6 +22,7 @@ from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import IngestReport
 from rag_service.log import mask_url
 from rag_service.server.errors import JobConflictError
+from rag_service.server.middleware import one_line
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,8 @@ class JobRegistry:
         except Exception as exc:  # a job must end in a state, whatever went wrong
             job.error = f"internal error ({type(exc).__name__}); the server log has the details"
             job.state = "failed"
-            log.exception("job %s failed", job.id)
+            log.error("job %s failed: %s", job.id, one_line(exc))  # one line; the traceback at DEBUG
+            log.debug("traceback of job %s", job.id, exc_info=True)
         else:
             job.report = report.to_dict()
             job.state = "succeeded" if report.ok else "failed"
@@ -139,6 +141,6 @@ class JobRegistry:
         if self._on_finish is not None:
             self._on_finish(job)
 
-    def shutdown(self) -> None:
-        """Stop accepting jobs; a running job finishes, queued ones are dropped."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def shutdown(self, *, wait: bool = False) -> None:
+        """Stop accepting jobs; a running job finishes (``wait``: before this returns), queued ones are dropped."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)

@@ -2,13 +2,56 @@
 
 from __future__ import annotations
 
+import logging
 import time
+import traceback
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_service.server.errors import error_response
 from rag_service.server.metrics import ApiMetrics
+
+log = logging.getLogger(__name__)
+
+
+class UnexpectedErrors:
+    """Turn an unexpected exception into a 500 JSON error and ONE log line (its innermost frame).
+
+    Caught here, it never reaches Starlette's error middleware or uvicorn, which would each log the
+    traceback again; the whole traceback is logged at DEBUG only.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception as exc:
+            log.error("unexpected error on %s %s: %s", scope["method"], scope["path"], one_line(exc))
+            log.debug("traceback of the unexpected error", exc_info=True)
+            if not started:
+                response = error_response(500, "internal_error", "internal error; the server log has the details")
+                await response(scope, receive, send)
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message (at file:line in function)`` of the innermost frame."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}{where}"
 
 
 class BodyLimit:

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-#: the most ``RAG_API_MAX_QUERY_CHARS`` may allow (the schema's bound); the route enforces the configured
-#: limit (default 2000), and the library cuts long queries further at a word boundary
-MAX_QUERY_CHARS = 100_000
+from rag_service import knobs
+
+#: the most ``RAG_API_MAX_QUERY_CHARS`` may allow: the longest query the library reads (``knobs``); the
+#: route enforces the configured limit (default 2000)
+MAX_QUERY_CHARS = knobs.MAX_QUERY_CHARS
 #: longest collection name (the library's own limit)
 MAX_COLLECTION_CHARS = 200
+#: deepest nesting of objects and arrays in a request body (``filters.metadata`` gets most of it)
+MAX_JSON_DEPTH = 16
+#: most values (objects, arrays, strings, numbers) in one request body
+MAX_JSON_VALUES = 20_000
 
 #: PostgreSQL text cannot hold NUL: strings in query strings and paths are refused by this pattern
 NO_NUL = r"^[^\x00]*$"
@@ -18,46 +26,83 @@ NO_NUL = r"^[^\x00]*$"
 Collection = Field(default="default", min_length=1, max_length=MAX_COLLECTION_CHARS, description="collection name")
 
 
-def _has_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
+def json_problem(data: object) -> str | None:
+    """One line naming the first field that nests too deeply, holds NUL or a non-finite number; else None.
+
+    Iterative (a body nested 500 levels deep must not exhaust Python's stack) and bounded by
+    ``MAX_JSON_VALUES``.
+    """
+    stack: list[tuple[object, tuple[str, ...]]] = [(data, () if isinstance(data, dict) else ("body",))]
+    seen = 0
+    while stack:
+        value, path = stack.pop()
+        seen += 1 + (len(value) if isinstance(value, dict | list) else 0)
+        if seen > MAX_JSON_VALUES:
+            return f"{_where(path)}: more than {MAX_JSON_VALUES} values in one request body; send fewer"
+        if isinstance(value, str):
+            if "\x00" in value:
+                return f"{_where(path)}: text must not contain NUL (\\x00) characters; remove them"
+            if not value.isascii() and _SURROGATE.search(value):
+                return f"{_where(path)}: text holds a lone UTF-16 surrogate (\\ud800..\\udfff), not UTF-8; remove it"
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return f"{_where(path)}: {value} is not a finite number; send a finite one"
+        elif isinstance(value, dict | list):
+            if len(path) >= MAX_JSON_DEPTH:
+                return f"{_where(path)}: nested deeper than {MAX_JSON_DEPTH} levels; send a flatter value"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str) and "\x00" in key:
+                    return f"{_where(path)}: a key contains NUL (\\x00) characters; remove them"
+                stack.append((item, (*path, str(key))))
+    return None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _where(path: tuple[str, ...]) -> str:
+    """A field's dotted path, shortened to its first six parts."""
+    shown = ".".join(part[:40] for part in path[:6])
+    return (shown + (".…" if len(path) > 6 else "")) or "body"
 
 
 class _Strict(BaseModel):
-    """Unknown fields, NaN/Infinity and NUL characters anywhere in the body are input errors (422)."""
+    """Unknown fields, NaN/Infinity, NUL characters and deep nesting anywhere in the body are input errors (422)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nul(cls, data: object) -> object:
-        if _has_nul(data):
-            raise ValueError("text must not contain NUL (\\x00) characters; remove them")
+    def _bounded(cls, data: object) -> object:
+        problem = json_problem(data)
+        if problem is not None:
+            raise ValueError(problem)
         return data
 
 
-class PresetValues(_Strict):
-    """Preset knobs; in a retrieve request they override the preset for this call only."""
+def _knob(name: str) -> Any:
+    """The field of one preset knob: optional, bounded as ``knobs.PRESET_KNOBS`` says."""
+    return Field(default=None, **knobs.PRESET_KNOBS[name].field_bounds())
 
-    max_chunks: int | None = Field(default=None, ge=1, le=1000)
-    max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
-    diversity: float | None = Field(default=None, ge=0.0, le=1.0)
-    expand_query: bool | None = None
-    return_parents: bool | None = None
-    vector_weight: float | None = Field(default=None, ge=0.0, le=1000.0)
-    keyword_weight: float | None = Field(default=None, ge=0.0, le=1000.0)
-    rerank_enabled: bool | None = None
-    rrf_k: int | None = Field(default=None, ge=1, le=10_000)
-    fusion_method: Literal["rrf", "linear"] | None = None
-    candidate_k: int | None = Field(default=None, ge=1, le=1000)
-    keyword_scorer: Literal["bm25", "ts_rank_cd"] | None = None
-    show_metadata: bool | None = None
-    graph_weight: float | None = Field(default=None, ge=0.0, le=1.0, description="graph walk's share; 0 = off")
+
+class PresetValues(_Strict):
+    """Preset knobs (``rag_service.knobs``); in a retrieve request they override the preset for this call only."""
+
+    max_chunks: int | None = _knob("max_chunks")
+    max_tokens: int | None = _knob("max_tokens")
+    diversity: float | None = _knob("diversity")
+    expand_query: bool | None = _knob("expand_query")
+    return_parents: bool | None = _knob("return_parents")
+    vector_weight: float | None = _knob("vector_weight")
+    keyword_weight: float | None = _knob("keyword_weight")
+    rerank_enabled: bool | None = _knob("rerank_enabled")
+    rrf_k: int | None = _knob("rrf_k")
+    fusion_method: Literal["rrf", "linear"] | None = _knob("fusion_method")
+    candidate_k: int | None = _knob("candidate_k")
+    keyword_scorer: Literal["bm25", "ts_rank_cd"] | None = _knob("keyword_scorer")
+    show_metadata: bool | None = _knob("show_metadata")
+    graph_weight: float | None = _knob("graph_weight")
 
     def given(self) -> dict[str, Any]:
         """Only the values that were set."""

@@ -16,6 +16,7 @@ from sqlalchemy import text
 from rag_service.embed import HashingEmbedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.server import ServerConfig
+from rag_service.server.uploads import collection_folder
 from rag_service.service import UniversalRAGService
 from tests.server.conftest import WRITE_TOKEN, LiveServer, start_server
 
@@ -124,15 +125,16 @@ def test_documents_json_then_delete(live: LiveServer) -> None:
         assert again.status_code == 404 and "kites.md" in again.json()["error"]["message"]
 
 
-def test_multipart_upload_stays_in_the_data_folder(live: LiveServer) -> None:
+def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveServer) -> None:
     collection = f"up-{uuid.uuid4().hex[:8]}"
     uploads = live.service.settings.data_dir / "uploads"
     body = b"# Lighthouses\n\nA lighthouse keeper trims the lamp wick every evening before the ships come in."
     with live.client(WRITE_TOKEN) as client:
         ok = client.post("/api/documents", data={"collection": collection},
-                         files=[("files", ("light.md", body, "text/markdown"))])
+                         files=[("files", ("light.md", body, "text/markdown")), ("files", ("x.exe", b"MZ\x90", "x"))])
         assert ok.status_code == 200 and ok.json()["report"]["added"] == 1, ok.text
-        assert len(list(uploads.rglob("light.md"))) == 1
+        assert [f["source"] for f in ok.json()["report"]["failed"]] == ["x.exe"]
+        assert not [p for p in uploads.rglob("*") if p.is_file()], "neither the indexed nor the refused file is kept"
         for name in ("../evil.md", "..\\evil.md", "/etc/evil.md", "a/../../evil.md", ".hidden.md", "C:evil.md"):
             refused = client.post("/api/documents", data={"collection": collection},
                                   files=[("files", (name, body, "text/markdown"))])
@@ -141,10 +143,15 @@ def test_multipart_upload_stays_in_the_data_folder(live: LiveServer) -> None:
         bad = client.post("/api/documents", data={"collection": "../../x"},
                           files=[("files", ("ok.md", body, "text/markdown"))])
         assert bad.status_code == 200
+        # a file kept by an older server (uploads/<collection folder>/) goes with its document
+        legacy = collection_folder(uploads, collection) / "light.md"
+        legacy.parent.mkdir(parents=True, exist_ok=True)
+        legacy.write_bytes(body)
+        gone = client.delete("/api/documents", params={"source": "light.md", "collection": collection})
+        assert gone.status_code == 200 and not legacy.exists()
     data_dir = live.service.settings.data_dir.resolve()
     assert not list(data_dir.parent.glob("evil.md")) and not list(data_dir.rglob("evil.md"))
-    for path in uploads.rglob("*"):
-        assert path.resolve().is_relative_to(uploads.resolve())
+    assert not [p for p in uploads.rglob("*") if p.is_file()]
 
 
 def test_presets_list_and_validated_edit(live: LiveServer) -> None:

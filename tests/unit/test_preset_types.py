@@ -21,7 +21,7 @@ CHATBOT = DEFAULT_PRESETS[0]
         ({"vector_weight": None}, "vector_weight (None) must be a number"),
         ({"expand_query": 1}, "expand_query (1) must be true or false"),
         ({"rerank_enabled": "yes"}, "rerank_enabled ('yes') must be true or false"),
-        ({"fusion_method": 3}, "fusion_method (3) must be 'rrf' or 'linear'"),
+        ({"fusion_method": 3}, "fusion_method (3) must be one of 'rrf', 'linear'"),
     ],
 )
 def test_wrong_types_are_one_line_configuration_errors(overrides, message):

@@ -1,0 +1,126 @@
+"""One definition per preset knob and per input limit: its type, default, range and meaning.
+
+``Preset.validate`` (presets and per-call overrides), the HTTP API's schema (``server/schemas.py``)
+and the stages that read a knob (``retrieve/fusion.py``) all take their checks from here;
+``tests/test_knobs.py`` holds the API schema to these bounds. To add a knob: add a ``Knob`` to
+``PRESET_KNOBS`` and the field to ``Preset`` (and to ``server/schemas.PresetValues``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+from dataclasses import dataclass
+from typing import Any, Literal
+
+FusionMethod = Literal["rrf", "linear"]
+KeywordScorer = Literal["bm25", "ts_rank_cd"]
+
+#: deepest candidate list per arm (pgvector's hnsw.ef_search allows at most 1000)
+MAX_CANDIDATE_K = 1000
+# fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
+DEFAULT_VECTOR_WEIGHT = 0.6
+DEFAULT_KEYWORD_WEIGHT = 0.4
+DEFAULT_RRF_K = 20
+DEFAULT_FUSION_METHOD: FusionMethod = "linear"
+DEFAULT_CANDIDATE_K = 20
+DEFAULT_KEYWORD_SCORER: KeywordScorer = "bm25"
+
+#: longest query text the library reads (longer ones are cut at a word boundary); the HTTP API's
+#: ``RAG_API_MAX_QUERY_CHARS`` may be set up to this, and its schema refuses longer queries
+MAX_QUERY_CHARS = 8000
+
+_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """A preset knob: its type, default (None: each preset sets its own), range or choices, meaning."""
+
+    name: str
+    kind: type
+    description: str
+    default: Any = None
+    ge: float | None = None
+    le: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def problem(self, value: object) -> str | None:
+        """One line naming the knob and what is wrong with ``value``; None when it is fine."""
+        if self.choices:
+            if value not in self.choices:
+                return f"{self.name} ({value!r}) must be one of {', '.join(map(repr, self.choices))}"
+            return None
+        if not _is_kind(value, self.kind):
+            return f"{self.name} ({value!r}) must be {_WORDS[self.kind]}"
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return None
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond any float is out of every range
+            number = math.inf
+        if not math.isfinite(number) or (self.ge is not None and number < self.ge) or (
+            self.le is not None and number > self.le
+        ):
+            return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
+        if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
+            return f"{self.name} ({value!r}) is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
+        return None
+
+    def field_bounds(self) -> dict[str, Any]:
+        """Keyword arguments of a pydantic ``Field`` with this knob's bounds and meaning."""
+        bounds: dict[str, Any] = {"description": self.description}
+        if self.ge is not None:
+            bounds["ge"] = self.kind(self.ge)
+        if self.le is not None:
+            bounds["le"] = self.kind(self.le)
+        return bounds
+
+
+def _is_kind(value: object, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    if kind is int:
+        return isinstance(value, numbers.Integral)
+    if kind is float:
+        return isinstance(value, numbers.Real)
+    return isinstance(value, kind)
+
+
+def _num(bound: float | None) -> str:
+    return "any" if bound is None else f"{bound:g}"
+
+
+PRESET_KNOBS: dict[str, Knob] = {
+    knob.name: knob
+    for knob in (
+        Knob("max_chunks", int, "most chunks returned", ge=1, le=1000),
+        Knob("max_tokens", int, "token budget of the formatted context", ge=1, le=1_000_000),
+        Knob("diversity", float, "MMR trade-off: 0 = relevance only, 1 = novelty only", ge=0.0, le=1.0),
+        Knob("expand_query", bool, "add query variants"),
+        Knob("return_parents", bool, "return each match's parent section"),
+        Knob("vector_weight", float, "the vector arm's weight in fusion", DEFAULT_VECTOR_WEIGHT, 0.0, 1.0),
+        Knob("keyword_weight", float, "the keyword arm's weight in fusion", DEFAULT_KEYWORD_WEIGHT, 0.0, 1.0),
+        Knob("rerank_enabled", bool, "rerank the fused candidates with the cross-encoder", True),
+        Knob("rrf_k", int, "rank offset of reciprocal rank fusion", DEFAULT_RRF_K, 1, 10_000),
+        Knob("fusion_method", str, "how the arms are merged", DEFAULT_FUSION_METHOD, choices=("rrf", "linear")),
+        Knob("candidate_k", int, "candidates per arm", DEFAULT_CANDIDATE_K, 1, MAX_CANDIDATE_K),
+        Knob(
+            "keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")
+        ),
+        Knob("show_metadata", bool, "the formatted context shows summaries and keywords", False),
+        Knob("graph_weight", float, "the graph walk's share of the ranking; 0 = off", 0.0, 0.0, 1.0),
+    )
+}
+
+
+def check_knobs(values: dict[str, Any]) -> None:
+    """Raise ConfigurationError naming the first knob in ``values`` of the wrong type or out of range."""
+    from rag_service.errors import ConfigurationError
+
+    for name, value in values.items():
+        knob = PRESET_KNOBS.get(name)
+        message = knob.problem(value) if knob is not None else None
+        if message is not None:
+            raise ConfigurationError(message)
