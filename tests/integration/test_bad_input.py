@@ -71,8 +71,13 @@ def test_bad_files(cli_env, tmp_path):  # noqa: F811
     "query",
     ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", "🙂 🚀 ✨", "مرحبا بالعالم", "שלום עולם", "q" * 100_000],
 )
-def test_hostile_queries_via_cli(cli_env, query):  # noqa: F811
+def test_hostile_queries_via_cli(cli_env, tmp_path, query):  # noqa: F811
     assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "backups.md").write_text(
+        "# Backups\n\nBackups run nightly at two in the morning and are kept for thirty days.\n"
+    )
+    assert rag(cli_env, "reindex", str(tmp_path / "kb")).returncode == 0  # the default collection must exist
     result = rag(cli_env, "query", query, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["chunks"] == []

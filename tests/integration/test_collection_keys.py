@@ -183,6 +183,9 @@ def test_every_write_path_statement_names_its_collection(db, engine, settings, t
     named = re.compile(r"\bcollection\b\s*(=|IN\b)|^INSERT INTO \w+ \([^)]*\bcollection\b", re.IGNORECASE)
     spanning = "SELECT DISTINCT documents.collection FROM documents ORDER BY documents.collection"
     catalog = re.compile(r"\bpg_\w+|to_reg\w+\(")  # the schema's own look-ups (dimension, partitions)
-    touched = [s for s in sent if keyed.search(s) and not catalog.search(s) and not s.startswith(spanning)]
+    maintenance = "ANALYZE "  # planner statistics are per table (db/statistics.py); Citus runs it on every shard
+    touched = [
+        s for s in sent if keyed.search(s) and not catalog.search(s) and not s.startswith((spanning, maintenance))
+    ]
     assert len(touched) > 10
     assert [s[:160] for s in touched if not named.search(s)] == []
