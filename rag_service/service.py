@@ -333,8 +333,11 @@ class UniversalRAGService:
         self.db.dispose()
 
 
-def build_service(settings: Settings | None = None) -> UniversalRAGService:
-    """A service from the environment: embedded database migrated on demand, external one checked."""
+def build_service(settings: Settings | None = None, *, embedder: Embedder | None = None) -> UniversalRAGService:
+    """A service from the environment: embedded database migrated on demand, external one checked.
+
+    ``embedder``: one made (and maybe loading) already; by default the one ``settings`` selects.
+    """
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
     from rag_service.db.replicas import open_read_router
@@ -348,7 +351,9 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
         migrate.upgrade(engine)  # our own embedded database: keep it at head
     require_current_schema(engine)
     database = Database(engine)
-    return UniversalRAGService(settings, database=database, reads=open_read_router(database, settings))
+    return UniversalRAGService(
+        settings, database=database, embedder=embedder, reads=open_read_router(database, settings)
+    )
 
 
 _instance: UniversalRAGService | None = None
