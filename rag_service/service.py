@@ -15,22 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_service.config import Preset, Settings, load_settings
-from rag_service.db.collections import CollectionInfo, list_collections, require_collection
+from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
-from rag_service.ingest.graph import GraphReport
-from rag_service.ingest.pipeline import Indexer, validate_collection
-from rag_service.ingest.progress import ProgressListener
-from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
-    from sqlalchemy.orm import Session
+    from sqlalchemy.orm import Session  # and the ingest stack on the first indexing, not for a query
 
     from rag_service.ingest.backfill import BackfillReport
+    from rag_service.ingest.graph import GraphReport
+    from rag_service.ingest.pipeline import Indexer
+    from rag_service.ingest.progress import ProgressListener
+    from rag_service.ingest.report import IngestReport
     from rag_service.llm import ChatModel, OpenAICompatibleChat
     from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
     from rag_service.retrieve.rerank import Reranker, RerankerCache
@@ -138,6 +138,8 @@ class UniversalRAGService:
     # -- ingestion -----------------------------------------------------------------------------------
 
     def _indexer(self) -> Indexer:
+        from rag_service.ingest.pipeline import Indexer
+
         return Indexer(self.db, self.embedder(), self.settings, chat=self.chat_model())
 
     def index_paths(
