@@ -75,15 +75,19 @@ class UniversalRAGService:
         """The embedder; the bundled model is loaded on its first use (see ``embed.embedder_for``)."""
         return self._embedder
 
-    def warm_up(self) -> str | None:
-        """Load the embedding model and run one retrieval (``rag serve`` before ready, ``rag mcp`` at
-        start), so the first query pays neither the model, the reranker, nor the first connections.
+    def warm_up(self, context: str = "workflow") -> str | None:
+        """Load the embedding model and run one retrieval with ``context`` (``rag serve`` before ready,
+        ``rag mcp`` at start), here and on ``aretrieve``'s pool, so the first query pays neither the
+        model, the reranker, the first connections nor a pool thread's first use.
 
         Returns why it failed, or None; not raised: the calls that follow report their own problems.
         """
         try:
             self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
-            self.retrieve("warm up", "workflow")
+            # a stored collection: searching an unknown one stops before the retrieval stack has loaded
+            collection = next((info.name for info in self.collections()), "default")
+            self.retrieve("warm up", context, collection=collection)
+            self._retrieve_executor().submit(self.retrieve, "warm up", context, collection=collection).result()
         except Exception as exc:  # a model or database problem: the first real call reports it again
             return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return None
