@@ -79,6 +79,11 @@ def start_server(service: UniversalRAGService, config: ServerConfig) -> LiveServ
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
+    warming = app.state.rag.warming  # ready as `rag serve` is once /readyz says so: warmed up
+    while warming is not None and not warming.done():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test server did not warm up")
+        time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     return LiveServer(f"http://127.0.0.1:{port}", service, server, thread)
 
