@@ -15,22 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_service.config import Preset, Settings, load_settings
-from rag_service.db.collections import CollectionInfo, list_collections, require_collection
+from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
-from rag_service.ingest.graph import GraphReport
-from rag_service.ingest.pipeline import Indexer, validate_collection
-from rag_service.ingest.progress import ProgressListener
-from rag_service.ingest.report import IngestReport
 from rag_service.log import configure_logging
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
-    from sqlalchemy.orm import Session
+    from sqlalchemy.orm import Session  # and the ingest stack on the first indexing, not for a query
 
     from rag_service.ingest.backfill import BackfillReport
+    from rag_service.ingest.graph import GraphReport
+    from rag_service.ingest.pipeline import Indexer
+    from rag_service.ingest.progress import ProgressListener
+    from rag_service.ingest.report import IngestReport
     from rag_service.llm import ChatModel, OpenAICompatibleChat
     from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
     from rag_service.retrieve.rerank import Reranker, RerankerCache
@@ -75,15 +75,19 @@ class UniversalRAGService:
         """The embedder; the bundled model is loaded on its first use (see ``embed.embedder_for``)."""
         return self._embedder
 
-    def warm_up(self) -> str | None:
-        """Load the embedding model and run one retrieval (``rag serve`` before ready, ``rag mcp`` at
-        start), so the first query pays neither the model, the reranker, nor the first connections.
+    def warm_up(self, context: str = "workflow") -> str | None:
+        """Load the embedding model and run one retrieval with ``context`` (``rag serve`` before ready,
+        ``rag mcp`` at start), here and on ``aretrieve``'s pool, so the first query pays neither the
+        model, the reranker, the first connections nor a pool thread's first use.
 
         Returns why it failed, or None; not raised: the calls that follow report their own problems.
         """
         try:
             self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
-            self.retrieve("warm up", "workflow")
+            # a stored collection: searching an unknown one stops before the retrieval stack has loaded
+            collection = next((info.name for info in self.collections()), "default")
+            self.retrieve("warm up", context, collection=collection)
+            self._retrieve_executor().submit(self.retrieve, "warm up", context, collection=collection).result()
         except Exception as exc:  # a model or database problem: the first real call reports it again
             return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return None
@@ -138,6 +142,8 @@ class UniversalRAGService:
     # -- ingestion -----------------------------------------------------------------------------------
 
     def _indexer(self) -> Indexer:
+        from rag_service.ingest.pipeline import Indexer
+
         return Indexer(self.db, self.embedder(), self.settings, chat=self.chat_model())
 
     def index_paths(
@@ -333,8 +339,11 @@ class UniversalRAGService:
         self.db.dispose()
 
 
-def build_service(settings: Settings | None = None) -> UniversalRAGService:
-    """A service from the environment: embedded database migrated on demand, external one checked."""
+def build_service(settings: Settings | None = None, *, embedder: Embedder | None = None) -> UniversalRAGService:
+    """A service from the environment: embedded database migrated on demand, external one checked.
+
+    ``embedder``: one made (and maybe loading) already; by default the one ``settings`` selects.
+    """
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
     from rag_service.db.replicas import open_read_router
@@ -348,7 +357,9 @@ def build_service(settings: Settings | None = None) -> UniversalRAGService:
         migrate.upgrade(engine)  # our own embedded database: keep it at head
     require_current_schema(engine)
     database = Database(engine)
-    return UniversalRAGService(settings, database=database, reads=open_read_router(database, settings))
+    return UniversalRAGService(
+        settings, database=database, embedder=embedder, reads=open_read_router(database, settings)
+    )
 
 
 _instance: UniversalRAGService | None = None

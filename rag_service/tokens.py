@@ -62,6 +62,11 @@ def _shared_encoding(name: str) -> tiktoken.Encoding:
         return tiktoken.get_encoding(name)
 
 
+def preload_encoding(name: str = DEFAULT_ENCODING) -> None:
+    """Load the shared encoding ``name`` now (from any thread) without becoming its first user."""
+    _shared_encoding(name)
+
+
 _threads = threading.local()
 _first_user: dict[str, int] = {}  # encoding name -> ident of the thread that uses the shared copy
 

@@ -11,7 +11,14 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.documents import stored_collections
 from rag_service.db.models import Document
-from rag_service.errors import UnknownCollectionError
+from rag_service.errors import ConfigurationError, UnknownCollectionError
+
+
+def validate_collection(collection: str) -> str:
+    """Collections are non-empty names of at most 200 characters."""
+    if not collection or not collection.strip() or len(collection) > 200 or "\x00" in collection:
+        raise ConfigurationError(f"collection name {collection[:50]!r} must be 1-200 characters, not blank")
+    return collection
 
 
 @dataclass(frozen=True, slots=True)

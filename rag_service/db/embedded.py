@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,28 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+_urls_lock = threading.Lock()
+_urls: dict[str, str] = {}
+
+
+def embedded_server_url(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> str:
+    """``start_embedded_server`` once per data folder and process; its URL, remembered, after that.
+
+    Importing no SQLAlchemy, it can run in a thread while another imports it (a cold ``rag query``).
+    """
+    key = str(data_dir.expanduser().resolve())
+    with _urls_lock:
+        if key not in _urls:
+            _urls[key] = start_embedded_server(data_dir, shared_buffers=shared_buffers)
+        return _urls[key]
+
+
+def forget_embedded_server_urls() -> None:
+    """Forget the URLs ``embedded_server_url`` remembered (the next call starts or joins again)."""
+    with _urls_lock:
+        _urls.clear()
 
 
 def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> str:

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import threading
-
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from rag_service.config import Settings
-from rag_service.db.embedded import start_embedded_server
+from rag_service.db.embedded import embedded_server_url, forget_embedded_server_urls
 from rag_service.db.messages import first_line, url_for_display
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.log import mask_url
 
-_embedded_lock = threading.Lock()
-_embedded_urls: dict[str, str] = {}
-
 
 def forget_embedded_urls() -> None:
     """Forget the embedded servers' URLs remembered by this process (the next call starts or joins again)."""
-    with _embedded_lock:
-        _embedded_urls.clear()
+    forget_embedded_server_urls()
 
 
 def normalise_url(url: str) -> str:
@@ -48,13 +42,7 @@ def resolve_database_url(settings: Settings) -> str:
                 f"RAG_DATABASE_URL ({mask_url(url)}) is not PostgreSQL; rag_service needs PostgreSQL + pgvector"
             )
         return url
-    key = str(settings.data_dir.expanduser().resolve())
-    with _embedded_lock:
-        if key not in _embedded_urls:
-            _embedded_urls[key] = start_embedded_server(
-                settings.data_dir, shared_buffers=settings.embedded_shared_buffers
-            )
-        return _embedded_urls[key]
+    return embedded_server_url(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
 
 
 def make_engine(url: str, settings: Settings) -> Engine:

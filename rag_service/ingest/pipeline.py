@@ -27,13 +27,14 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
+from rag_service.db.collections import validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_write
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import ConfigurationError, DocumentReadError, RagError
+from rag_service.errors import DocumentReadError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
@@ -136,13 +137,6 @@ def user_metadata(stored: dict[str, Any]) -> dict[str, Any]:
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
-
-
-def validate_collection(collection: str) -> str:
-    """Collections are non-empty names of at most 200 characters."""
-    if not collection or not collection.strip() or len(collection) > 200 or "\x00" in collection:
-        raise ConfigurationError(f"collection name {collection[:50]!r} must be 1-200 characters, not blank")
-    return collection
 
 
 @dataclass(slots=True)

@@ -17,13 +17,12 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
 from rag_service.db.catalog import delete_by_source, update_preset
-from rag_service.db.collections import list_collections
+from rag_service.db.collections import list_collections, validate_collection
 from rag_service.db.locks import lock_for_edit
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.errors import RagError
 from rag_service.ingest.chunkers import strategy_for_path
 from rag_service.ingest.loaders import load_document
-from rag_service.ingest.pipeline import validate_collection
 from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.server.errors import ApiError, ErrorResponseDoc

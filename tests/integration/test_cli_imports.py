@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,11 @@ HEAVY = (
     "httpx",  # the optional LLM endpoint
 )
 
+#: our own modules a command loads only when it does that work
+HEAVY_PARTS = (
+    "rag_service.ingest.pipeline",  # the ingest stack (chunkers, loaders, graph): not for a query
+)
+
 _RUN = f"""
 import json, sys
 from rag_service.cli import main
@@ -42,19 +48,25 @@ try:
 except SystemExit as exc:
     rc = exc.code
 heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-print("\\n" + json.dumps({{"rc": rc, "heavy": heavy}}))
+parts = sorted(set(sys.modules) & set({HEAVY_PARTS!r}))
+print("\\n" + json.dumps({{"rc": rc, "heavy": heavy, "parts": parts}}))
 """
 
 
 def _rag(cwd: Path, url: str, *argv: str) -> tuple[int, list[str]]:
+    outcome = _outcome(cwd, url, *argv)
+    return outcome["rc"], outcome["heavy"]
+
+
+def _outcome(cwd: Path, url: str, *argv: str) -> dict[str, Any]:
     env = dict(os.environ, RAG_DATABASE_URL=url, RAG_RERANK_MODEL="none", RAG_DATA_DIR=str(cwd / "data"))
     env.pop("RAG_EMBEDDING_MODEL", None)  # the bundled model, as a new user has it
     done = subprocess.run(
         [sys.executable, "-c", _RUN, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.stdout.strip(), done.stderr
-    outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    return outcome["rc"], outcome["heavy"]
+    outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome
 
 
 @pytest.fixture
@@ -86,7 +98,9 @@ def test_query_embeds_on_onnx_without_torch_and_loads_no_reranker_when_reranking
     corpus_url, onnx_export, tmp_path
 ):
     seed_onnx_export(tmp_path / "data", onnx_export)  # exported once for the run, as `rag` does on first use
-    rc, heavy = _rag(tmp_path, corpus_url, "query", "replication slots")
+    outcome = _outcome(tmp_path, corpus_url, "query", "replication slots")
+    rc, heavy = outcome["rc"], outcome["heavy"]
     assert rc == 0
+    assert outcome["parts"] == [], "a query imports no ingest stack"
     assert "onnxruntime" in heavy
     assert not {"torch", "transformers", "sentence_transformers", "flashrank"} & set(heavy), heavy

@@ -68,8 +68,9 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
-def start_server(service: UniversalRAGService, config: ServerConfig) -> LiveServer:
-    """Serve ``create_app(service, config)`` with uvicorn on a free loopback port, in a thread."""
+def start_server(service: UniversalRAGService, config: ServerConfig, *, warm: bool = True) -> LiveServer:
+    """Serve ``create_app(service, config)`` with uvicorn on a free loopback port, in a thread;
+    with ``warm``, return once its warm-up is done (a reranker that blocks would block that too)."""
     app = create_app(service, config)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
@@ -78,6 +79,11 @@ def start_server(service: UniversalRAGService, config: ServerConfig) -> LiveServ
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    warming = app.state.rag.warming if warm else None  # ready as `rag serve` is once /readyz says so
+    while warming is not None and not warming.done():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the test server did not warm up")
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     return LiveServer(f"http://127.0.0.1:{port}", service, server, thread)

@@ -229,7 +229,7 @@ def test_a_slow_retrieve_does_not_stall_the_server(  # type: ignore[no-untyped-d
     service = UniversalRAGService(
         server_settings, database=server_database, embedder=HashingEmbedder(), reranker=FunctionReranker(slow)
     )
-    slow_server = start_server(service, ServerConfig(token=None))  # type: ignore[arg-type]
+    slow_server = start_server(service, ServerConfig(token=None), warm=False)  # type: ignore[arg-type]
     try:
         with ThreadPoolExecutor(1) as pool, slow_server.client() as client:
             pending = pool.submit(client.post, "/api/rag/retrieve", json={"query": "backups", "context": "agent"})

@@ -59,6 +59,10 @@ def test_the_first_retrieve_after_ready_is_as_fast_as_the_tenth(
     rag = Path(sys.executable).parent / "rag"
     migrate = subprocess.run([rag, "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 0, migrate.stderr
+    (tmp_path / "docs").mkdir()  # a search of a collection that holds nothing is an error (404) now
+    (tmp_path / "docs" / "vacuum.md").write_text("# Vacuum\n\nVacuum reclaims the space of dead rows.\n")
+    index = subprocess.run([rag, "reindex", "docs", "--quiet"], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert index.returncode == 0, index.stderr
     process = subprocess.Popen([rag, "serve", "--port", "0"], env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     lines: queue.Queue[str] = queue.Queue()

@@ -76,6 +76,10 @@ def local_snapshot(source: str) -> Path | None:
     """``source``'s files on disk without loading anything: the directory, or its Hugging Face cache snapshot."""
     if Path(source).is_dir():
         return Path(source)
+    from huggingface_hub import constants
+
+    if not (Path(constants.HF_HUB_CACHE) / "--".join(["models", *source.split("/")])).is_dir():
+        return None  # try_to_load_from_cache's own first answer, without importing its module (~0.25 s)
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(source, "config.json")
