@@ -11,17 +11,16 @@ imports torch and transformers at load time, the very cost this module removes.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import ModelLoadError
+from rag_service.log import quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key
 
 if TYPE_CHECKING:
@@ -73,8 +72,8 @@ def export_sentence_model(source: Path, target: Path) -> Path:
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    _private_folder(target.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700
     try:
         model = AutoModel.from_pretrained(str(source), attn_implementation="eager", local_files_only=True).eval()
         tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
@@ -102,7 +101,7 @@ def export_sentence_model(source: Path, target: Path) -> Path:
         )
         fused.save_model_to_file(str(model_file(tmp, "fp32")))
         traced.unlink()
-        with _quiet_root_logger():
+        with quiet_root_logger():
             quantize_dynamic(
                 str(model_file(tmp, "fp32")),
                 str(model_file(tmp, "int8")),
@@ -113,6 +112,8 @@ def export_sentence_model(source: Path, target: Path) -> Path:
         for name in ("tokenizer.json", "sentence_bert_config.json"):
             shutil.copy2(source / name, tmp / name)
         (tmp / "rag_export.json").write_text(json.dumps({"source": str(source), "version": EXPORT_VERSION}) + "\n")
+        for written in tmp.iterdir():  # like the rest of the data folder: the owner's alone
+            written.chmod(0o600)
         try:
             tmp.rename(target)
         except OSError:
@@ -123,18 +124,12 @@ def export_sentence_model(source: Path, target: Path) -> Path:
     return target
 
 
-@contextmanager
-def _quiet_root_logger() -> Iterator[None]:
-    """The quantiser calls ``logging.warning()``, which would configure the root logger onto stderr."""
-    root = logging.getLogger()
-    guard = logging.NullHandler() if not root.handlers else None
-    if guard is not None:
-        root.addHandler(guard)
-    try:
-        yield
-    finally:
-        if guard is not None:
-            root.removeHandler(guard)
+def _private_folder(folder: Path) -> None:
+    """``folder`` and the parents it needs, each made readable by its owner only."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    for made in missing:
+        made.chmod(0o700)
 
 
 def _with_pooling(model: Any) -> Any:

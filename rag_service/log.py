@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _PASSWORD_IN_URL = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]*)(?=@)", re.I)
 _PASSWORD_PARAM = re.compile(r"(?P<head>password=)(?P<secret>[^&\s]+)", re.I)
@@ -36,3 +38,17 @@ def configure_logging(level: str = "WARNING") -> None:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
+
+
+@contextmanager
+def quiet_root_logger() -> Iterator[None]:
+    """Stop third-party ``logging.basicConfig()``/``logging.warning()`` calls configuring the root logger."""
+    root = logging.getLogger()
+    guard = logging.NullHandler() if not root.handlers else None
+    if guard is not None:
+        root.addHandler(guard)
+    try:
+        yield
+    finally:
+        if guard is not None:
+            root.removeHandler(guard)

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.models import CollectionStats
 
-#: the tables whose statistics the hybrid statement's plan reads
-PLANNED_TABLES = ("documents", "document_chunks", "chunk_terms")
+#: the statistics of the tables the hybrid statement's plan reads
+_ANALYZE = "ANALYZE documents, document_chunks, chunk_terms"
 
 #: the share of a collection's chunks an ingest must write to refresh the statistics (autovacuum's
 #: default ``autovacuum_analyze_scale_factor``, applied to the collection instead of the table)
@@ -34,5 +34,5 @@ def refresh_after_write(session: Session, *, collection: str, chunks_written: in
     stored = session.scalar(select(CollectionStats.chunk_count).where(CollectionStats.collection == collection)) or 0
     if chunks_written < REFRESH_SHARE * stored:
         return False
-    session.execute(text(f"ANALYZE {', '.join(PLANNED_TABLES)}"))
+    session.execute(text(_ANALYZE))
     return True

@@ -81,7 +81,8 @@ def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, 
         write = httpx.post(f"{base}/api/documents", json={"documents": [{"source": "a.txt", "text": "x" * 60}]})
         assert write.status_code == 403
         answer = httpx.post(f"{base}/api/rag/retrieve", json={"query": "anything at all"}, timeout=60)
-        assert answer.status_code == 200 and answer.json()["result"]["chunks"] == []
+        # an empty database: the collection asked for does not exist, said in one JSON message
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "unknown_collection"
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_service.errors import ModelLoadError
+from rag_service.log import quiet_root_logger
 from rag_service.retrieve.rerank.base import FIX, relevance
 from rag_service.retrieve.rerank.hub import (
     DOWNLOAD_TIMEOUT_S,
@@ -17,7 +18,6 @@ from rag_service.retrieve.rerank.hub import (
     load_errors,
     offline,
     probe,
-    quiet_root_logger,
 )
 
 

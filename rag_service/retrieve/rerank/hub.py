@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import threading
@@ -124,17 +123,3 @@ def load_errors(model: str, *, hint: str = FIX) -> Iterator[None]:
     except Exception as err:
         first = (str(err).strip().splitlines() or [""])[0][:300]
         raise ModelLoadError(f"cannot load reranker model {model}: {type(err).__name__}: {first}; {hint}") from err
-
-
-@contextmanager
-def quiet_root_logger() -> Iterator[None]:
-    """Stop third-party ``logging.basicConfig()``/``logging.warning()`` calls configuring the root logger."""
-    root = logging.getLogger()
-    guard = logging.NullHandler() if not root.handlers else None
-    if guard is not None:
-        root.addHandler(guard)
-    try:
-        yield
-    finally:
-        if guard is not None:
-            root.removeHandler(guard)

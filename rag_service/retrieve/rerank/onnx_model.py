@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ModelLoadError
+from rag_service.log import quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key
 from rag_service.retrieve.rerank.base import FIX, check_labels, relevance
 from rag_service.retrieve.rerank.hub import (
     load_errors,
     load_local_or_hub,
     local_snapshot,
-    quiet_root_logger,
     require_hub,
     resolve_source,
 )
