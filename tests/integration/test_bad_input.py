@@ -63,8 +63,17 @@ def test_bad_files(cli_env, tmp_path):  # noqa: F811
     assert rows["in/headers.md"] >= 1000 and rows["in/longline.txt"] >= 2000
     assert rows["in/mixed.md"] >= 1 and rows["in/unclosed.md"] >= 1
 
-    answer = rag(cli_env, "query", "Windows line old Mac line", "--json")
-    assert json.loads(answer.stdout)["chunks"][0]["source"] == "in/mixed.md"
+    engine = create_engine(cli_env["RAG_DATABASE_URL"])
+    try:
+        with engine.connect() as conn:
+            mixed = conn.scalar(text("SELECT content FROM documents WHERE source = 'in/mixed.md'"))
+    finally:
+        engine.dispose()
+    assert mixed == "# Mixed\n\nWindows line\nold Mac line\nUnix line\n\nEnough text to keep.\n"  # one line ending
+    # findable by its words (the keyword arm; beside 10,000 near-identical header chunks the HNSW
+    # vector arm alone is not certain to reach it: docs/notes.md, session 7)
+    answer = rag(cli_env, "query", "Windows line old Mac line", "--json", "--max-chunks", "12")
+    assert "in/mixed.md" in {chunk["source"] for chunk in json.loads(answer.stdout)["chunks"]}
 
 
 @pytest.mark.parametrize(
@@ -80,7 +89,9 @@ def test_hostile_queries_via_cli(cli_env, tmp_path, query):  # noqa: F811
     assert rag(cli_env, "reindex", str(tmp_path / "kb")).returncode == 0  # the default collection must exist
     result = rag(cli_env, "query", query, "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["chunks"] == []
+    # an answer (the nearest vector always comes back), and the tables are as they were
+    assert {chunk["source"] for chunk in json.loads(result.stdout)["chunks"]} <= {str(tmp_path / "kb" / "backups.md")}
+    assert list(_rows(cli_env["RAG_DATABASE_URL"]).values()) == [1]
 
 
 @pytest.mark.parametrize(
