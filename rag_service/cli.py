@@ -8,6 +8,7 @@ serve`` and ``rag mcp`` exit 0 when a stop signal ends them, as services are mea
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -108,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:
         print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
         return exit_status(stop)
+    except BrokenPipeError:  # `rag query ... | head`: the reader left; no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         message = _database_failure(exc)
         if message is None:

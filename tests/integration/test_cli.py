@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,23 @@ def test_graph_build_backfills_edges(cli_env, tmp_path):
     assert report["collections"] == ["kb"] and report["documents"] == 2 and report["edges_written"] >= 2
     every = rag(cli_env, "graph", "build")
     assert every.returncode == 0 and "graph of 'kb': 2 documents" in every.stdout
+
+
+def test_a_reader_that_left_is_no_traceback(cli_env):
+    """`rag ... | head`: the pipe's reader is gone before the command writes (its read end closed first)."""
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "rag_service.cli", "db", "status"],
+            env=cli_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.returncode == 128 + signal.SIGPIPE
