@@ -8,6 +8,7 @@ serve`` and ``rag mcp`` exit 0 when a stop signal ends them, as services are mea
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -153,5 +154,17 @@ def _database_failure(exc: Exception) -> str | None:
     return f"the database refused the command: {first_line(exc)}" + (f" (SQLSTATE {code})" if code else "")
 
 
+def run() -> None:
+    """The console script: ``main`` with the process's exit, minus the interpreter's last full collection.
+
+    Everything ``main`` made is reachable until exit, so the collector's passes over it at shutdown
+    (SQLAlchemy's and onnxruntime's objects: ~0.2 s of a cold ``rag query``) free nothing that exiting
+    does not; frozen, they are skipped. Exit handlers and flushes still run.
+    """
+    status = main()
+    gc.freeze()
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

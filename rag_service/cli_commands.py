@@ -47,10 +47,12 @@ def _start_query_parts(settings: Settings) -> tuple[Embedder, list[threading.Thr
         cache_dir=settings.data_dir / "models",
     )
 
-    def load() -> None:
+    def load_model() -> None:
         with contextlib.suppress(Exception):
             if isinstance(embedder, LazyEmbedder):
                 embedder.model()
+
+    def load_encoding() -> None:
         with contextlib.suppress(Exception):
             preload_encoding()
 
@@ -60,7 +62,10 @@ def _start_query_parts(settings: Settings) -> tuple[Embedder, list[threading.Thr
         with contextlib.suppress(Exception):
             embedded_server_url(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
 
-    threads = [threading.Thread(target=load, name="rag-query-models", daemon=True)]
+    threads = [
+        threading.Thread(target=load_model, name="rag-query-model", daemon=True),
+        threading.Thread(target=load_encoding, name="rag-query-encoding", daemon=True),
+    ]
     if settings.database_url is None:
         threads.append(threading.Thread(target=start_database, name="rag-query-database", daemon=True))
     for thread in threads:
