@@ -48,14 +48,14 @@ from bench_lib import measure, report, retrievers, store
 from bench_lib.graph import run_graph
 from bench_lib.ingestion import measure_ingestion
 
-from rag_service.config import Settings, load_settings
+from rag_service.config import BUNDLED_MINILM, Settings, load_settings
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import normalise_url
 from rag_service.db.presets import load_preset
 from rag_service.db.search import explain
-from rag_service.embed import SentenceTransformerEmbedder
+from rag_service.embed import Embedder, SentenceTransformerEmbedder, embedder_for
 from rag_service.service import UniversalRAGService
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,6 +89,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="before each timed phase, wait (up to 30 min) until the 1-minute load average is below LOAD",
     )
     parser.add_argument("--skip-langchain", action="store_true", help="leave out the LangChain baselines")
+    parser.add_argument(
+        "--compare-torch",
+        action="store_true",
+        help="also time retrieve() with the query embedded by torch (interleaved), when the backend is not torch",
+    )
     parser.add_argument(
         "--report-only", action="store_true", help="measure nothing: redraw the plot and markdown from --json"
     )
@@ -167,7 +172,7 @@ def bench_size(
     url: str,
     settings: Settings,
     vocabulary: synth.Vocabulary,
-    embedder: SentenceTransformerEmbedder,
+    embedder: Embedder,
     stop_words: frozenset[str],
 ) -> dict[str, Any]:
     """Build (or reuse) the corpus of ``size`` chunks and time every retriever on it."""
@@ -185,6 +190,13 @@ def bench_size(
         preset = load_preset(session, PRESET)
     stages: list[dict[str, float]] = []
     fns: dict[str, retrievers.RetrieverFn] = retrievers.ours(database, settings, preset, work, service, stages)
+    torch_stages: list[dict[str, float]] = []
+    torch_service = None
+    if args.compare_torch and settings.embedding_backend != "torch":
+        # the same retrieve() with the query embedded by torch, interleaved with the one above
+        torch_embedder = SentenceTransformerEmbedder(batch_size=64)
+        torch_service = UniversalRAGService(settings, database=database, embedder=torch_embedder, reranker=None)
+        fns["ours_retrieve_torch"] = retrievers.retrieve_fn(torch_service, preset, work, torch_stages)
     fns["numpy_exact"] = retrievers.numpy_exact(corpus, work)
     print("indexing bm25s ...", flush=True)
     fns["bm25s"] = retrievers.bm25s_retriever(corpus, work, stop_words)
@@ -253,6 +265,8 @@ def bench_size(
         "relation_sizes": store.relation_sizes(database_url(url, name)),
         "latency": latency,
         "retrieve_stages_ms": stage_summary(stages[-args.queries :]),
+        "embedding_backend": settings.embedding_backend,
+        "retrieve_stages_ms_torch": stage_summary(torch_stages[-args.queries :]),
         "loadavg_before": load_before,
         "loadavg_after": load_after,
         "frequent_terms": terms,
@@ -273,6 +287,8 @@ def bench_size(
     if side is not None:
         side.close()
     service.close()
+    if torch_service is not None:
+        torch_service.close()
     return result
 
 
@@ -339,7 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: load average {machine['loadavg_at_start']} — timings will be noisy", flush=True)
     corpus_jsonl = args.scifact / "corpus.jsonl"
     vocabulary = synth.load_vocabulary(corpus_jsonl)
-    embedder = SentenceTransformerEmbedder(batch_size=64)
+    embedder = embedder_for(  # RAG_EMBEDDING_BACKEND's, as the service runs it
+        BUNDLED_MINILM, batch_size=64, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models"
+    )
     stop_words = retrievers.english_stop_words()
 
     previous = _previous(args)

@@ -147,23 +147,6 @@ def ours(
 
     q = work.queries
 
-    def retrieve(i: int) -> list[int]:
-        result = service.retrieve(
-            q.texts[i], preset.context_type, collection=COLLECTION, rerank_enabled=False, expand_query=False
-        )
-        m = result.metrics
-        stages.append(
-            {
-                "embedding": m.embedding_time_ms,
-                "sql": m.retrieval_time_ms,
-                "parents": m.parents_time_ms,
-                "mmr": m.mmr_time_ms,
-                "format": m.format_time_ms,
-                "total": m.total_time_ms,
-            }
-        )
-        return [c.chunk_id for c in result.chunks]
-
     def keyword(parts: QueryParts, scorer: str) -> list[int]:
         return run(
             search_request(settings, preset, None, parts, vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer)
@@ -181,8 +164,34 @@ def ours(
         "ours_hybrid_rrf": lambda i: run(
             search_request(settings, preset, q.vectors[i], work.parts[i], fusion_method="rrf")
         ),
-        "ours_retrieve": retrieve,
+        "ours_retrieve": retrieve_fn(service, preset, work, stages),
     }
+
+
+def retrieve_fn(
+    service: UniversalRAGService, preset: Preset, work: Workload, stages: list[dict[str, float]]
+) -> RetrieverFn:
+    """``service.retrieve()`` of query ``i`` without rerank; each call appends its stage timings to ``stages``."""
+    q = work.queries
+
+    def retrieve(i: int) -> list[int]:
+        result = service.retrieve(
+            q.texts[i], preset.context_type, collection=COLLECTION, rerank_enabled=False, expand_query=False
+        )
+        m = result.metrics
+        stages.append(
+            {
+                "embedding": m.embedding_time_ms,
+                "sql": m.retrieval_time_ms,
+                "parents": m.parents_time_ms,
+                "mmr": m.mmr_time_ms,
+                "format": m.format_time_ms,
+                "total": m.total_time_ms,
+            }
+        )
+        return [c.chunk_id for c in result.chunks]
+
+    return retrieve
 
 
 def numpy_exact(corpus: Corpus, work: Workload) -> RetrieverFn:
