@@ -248,10 +248,11 @@ def _stop_postmaster(server: Any) -> None:
     except (AssertionError, ValueError, OSError):  # a torn postmaster.pid: pg_ctl knows what to do
         info = None
         _pg_ctl_stop(server)
-    if info is None or not info.is_running():
+    process = info.process if info is not None else None
+    if process is None or not process.is_running():
         return
     try:
-        info.process.send_signal(signal.SIGINT)  # psutil checks the pid still names that process
+        process.send_signal(signal.SIGINT)  # psutil checks the pid still names that process
     except psutil.NoSuchProcess:
         return
     except psutil.AccessDenied as exc:
@@ -260,7 +261,7 @@ def _stop_postmaster(server: Any) -> None:
         return
     # stopped when its lock file is gone (as pg_ctl checks; the process can linger as a zombie of init)
     deadline = time.monotonic() + 60
-    while (server.pgdata / "postmaster.pid").exists() and _running(info.process):
+    while (server.pgdata / "postmaster.pid").exists() and _running(process):
         if time.monotonic() > deadline:
             logger.warning("embedded server in %s did not stop within 60 s of SIGINT; asking pg_ctl", server.pgdata)
             _pg_ctl_stop(server)
