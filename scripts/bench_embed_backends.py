@@ -7,7 +7,7 @@
 3. Query embedding: 200 SciFact queries through ``embed_query``, each backend in turn per round;
    p50 / p95 over all rounds.
 4. The whole ``Indexer`` against the encoder alone (``bench_lib.ingestion.measure_ingestion``, 300
-   SciFact documents into a fresh database), torch then ONNX fp32.
+   SciFact documents into a fresh database), torch, ONNX fp32, ONNX int8.
 
 Threads: torch's own setting for batches (one for a query, as ``SentenceTransformerEmbedder`` does);
 onnxruntime ``rag_service.onnx_runtime.intra_op_threads()``. The load average is recorded.
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {rate:.1f} chunks/s; query p50 {result[name]['query_p50_ms']} ms, p95 {cuts[18]:.2f} ms")
 
     url = start_embedded_server(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
-    for name in ("torch", "onnx"):
+    for name in ("torch", "onnx", "onnx-int8"):
         ingest = measure_ingestion(
             url, backends[name], SCIFACT / "corpus.jsonl", documents=args.ingest_documents, rounds=args.ingest_rounds
         )
