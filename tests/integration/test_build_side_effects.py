@@ -64,7 +64,12 @@ def test_building_the_service_and_retrieving_leave_the_process_as_it_was(
         "RAG_RERANK_MODEL": "none",
     }
     done = subprocess.run(
-        [sys.executable, "-c", _BUILD_AND_RETRIEVE, *imported_before], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", _BUILD_AND_RETRIEVE, *imported_before],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
