@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError
+from rag_service.log import quiet_progress_bars
 
 if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
     import numpy as np
@@ -75,10 +76,9 @@ class SentenceTransformerEmbedder:
             location, self.model_id, local = model, model, False
         try:
             from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            self._model = SentenceTransformer(location, device=device, local_files_only=local)
+            with quiet_progress_bars():
+                self._model = SentenceTransformer(location, device=device, local_files_only=local)
         except Exception as exc:  # hub, file and config errors all mean "cannot load"
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelLoadError(

@@ -23,6 +23,10 @@ before_env, before_factory = dict(os.environ), logging.getLogRecordFactory()
 def handlers():  # the root's, and our own logger's (where the rag command adds its stderr handler)
     return [list(logging.getLogger(name).handlers) for name in (None, "rag_service")]
 before_handlers = handlers()
+def progress_bars():  # transformers' process-wide switch, when the caller has it loaded
+    module = sys.modules.get("transformers.utils.logging")
+    return None if module is None else module.is_progress_bar_enabled()
+before_bars = progress_bars()
 from rag_service import get_universal_rag
 service = get_universal_rag()
 service.index_texts([("notes.md", "Notes", "Tomatoes ripen faster beside bananas.")], collection="default")
@@ -32,6 +36,7 @@ print(json.dumps({
     "env": changed,
     "factory": logging.getLogRecordFactory() is not before_factory,
     "handlers": handlers() != before_handlers,
+    "bars": progress_bars() != before_bars,
     "found": [chunk.source for chunk in result.chunks],
 }))
 """
@@ -77,3 +82,4 @@ def test_building_the_service_and_retrieving_leave_the_process_as_it_was(
     assert outcome["env"] == [], "building the service wrote these environment variables"
     assert outcome["factory"] is False, "building the service swapped the logging record factory"
     assert outcome["handlers"] is False, "building the service added a logging handler"
+    assert outcome["bars"] is False, "loading the model switched transformers' progress bars off for good"
