@@ -133,9 +133,7 @@ def _leave_embedded_servers(keep: frozenset[Path]) -> None:
     threads (an embedding batch can take seconds): a stopped command lets the server stop at once."""
     embedded = sys.modules.get("rag_service.db.embedded")
     if embedded is not None and embedded.leave_embedded_servers(keep=keep):
-        from rag_service.db.engine import forget_embedded_urls
-
-        forget_embedded_urls()
+        embedded.forget_embedded_server_urls()  # a later main() in this process starts or joins again
 
 
 def _database_failure(exc: Exception) -> str | None:

@@ -21,16 +21,7 @@ def _build(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         service.close()
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "collections": report.collections,
-                    "documents": report.documents,
-                    "edges_written": report.edges_written,
-                    "seconds": report.seconds,
-                }
-            )
-        )
+        print(json.dumps(report.to_dict()))
     else:
         print("\n".join(report.lines()))
     return 0

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError
+from rag_service.log import quiet_progress_bars
 
 if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
     import numpy as np
@@ -25,12 +26,12 @@ if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reinde
 
 
 def prefer_passive_openmp() -> None:
-    """Ask OpenMP threads to sleep, not spin, while they wait; called by the CLI and ``build_service``.
+    """Ask OpenMP threads to sleep, not spin, while they wait; called by the ``rag`` command, which owns its process.
 
     Spinning threads starve the thread doing the work when PostgreSQL or another job holds a core
     (a 256-chunk batch: 6.4 s instead of 5.3 s on 2 busy cores). Only takes effect if torch is not
-    loaded yet; an explicit ``OMP_WAIT_POLICY`` by the user wins. Importing ``rag_service`` never
-    touches the environment.
+    loaded yet; an explicit ``OMP_WAIT_POLICY`` by the user wins. Importing ``rag_service`` or
+    building the service never touches the environment.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -69,17 +70,15 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded by name or local path, on the CPU by default."""
 
     def __init__(self, model: str = BUNDLED_MINILM, *, batch_size: int = 64, device: str = "cpu") -> None:
-        if model == BUNDLED_MINILM:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            location, self.model_id = str(bundled_model_path()), BUNDLED_MINILM_ID
+        if model == BUNDLED_MINILM:  # files of a package: the hub is never asked, without setting HF_HUB_OFFLINE
+            location, self.model_id, local = str(bundled_model_path()), BUNDLED_MINILM_ID, True
         else:
-            location, self.model_id = model, model
+            location, self.model_id, local = model, model, False
         try:
             from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-            self._model = SentenceTransformer(location, device=device)
+            with quiet_progress_bars():
+                self._model = SentenceTransformer(location, device=device, local_files_only=local)
         except Exception as exc:  # hub, file and config errors all mean "cannot load"
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelLoadError(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import ModelLoadError
-from rag_service.log import quiet_root_logger
+from rag_service.log import quiet_progress_bars, quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key, intra_op_threads
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ def ensure_export(source: Path, cache_dir: Path) -> Path:
     needed = (model_file(target, "fp32"), model_file(target, "int8"), target / "tokenizer.json")
     if not all(f.is_file() for f in needed):
         shutil.rmtree(target, ignore_errors=True)  # half a directory (a file deleted by hand): export again
-        export_sentence_model(source, target)
+        with quiet_progress_bars():
+            export_sentence_model(source, target)
     return target
 
 
@@ -70,9 +71,6 @@ def export_sentence_model(source: Path, target: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
     from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
     _private_folder(target.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700

@@ -41,6 +41,21 @@ def configure_logging(level: str = "WARNING") -> None:
 
 
 @contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """transformers' (and huggingface_hub's) progress bars off while a model loads, then as they were:
+    their switch is process-wide, and the caller's own downloads keep their bars."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+@contextmanager
 def quiet_root_logger() -> Iterator[None]:
     """Stop third-party ``logging.basicConfig()``/``logging.warning()`` calls configuring the root logger."""
     root = logging.getLogger()

@@ -20,8 +20,7 @@ from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
-from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
-from rag_service.log import configure_logging
+from rag_service.embed import Embedder, embedder_for
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
     from sqlalchemy.orm import Session  # and the ingest stack on the first indexing, not for a query
@@ -343,6 +342,7 @@ def build_service(settings: Settings | None = None, *, embedder: Embedder | None
     """A service from the environment: embedded database migrated on demand, external one checked.
 
     ``embedder``: one made (and maybe loading) already; by default the one ``settings`` selects.
+    Logging, the environment and OpenMP are the caller's: the ``rag`` command sets them for its process.
     """
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
@@ -350,8 +350,6 @@ def build_service(settings: Settings | None = None, *, embedder: Embedder | None
     from rag_service.db.status import require_current_schema, schema_is_current
 
     settings = settings or load_settings()
-    configure_logging(settings.log_level)
-    prefer_passive_openmp()
     engine = open_engine(settings)
     if settings.database_url is None and not schema_is_current(engine):
         migrate.upgrade(engine)  # our own embedded database: keep it at head

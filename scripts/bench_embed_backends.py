@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the CLI and build_service set it
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the rag command sets it
 
 import numpy as np
 from bench_lib.ingestion import measure_ingestion, scifact_documents

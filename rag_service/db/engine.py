@@ -7,15 +7,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from rag_service.config import Settings
-from rag_service.db.embedded import embedded_server_url, forget_embedded_server_urls
+from rag_service.db.embedded import embedded_server_url
 from rag_service.db.messages import first_line, url_for_display
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.log import mask_url
-
-
-def forget_embedded_urls() -> None:
-    """Forget the embedded servers' URLs remembered by this process (the next call starts or joins again)."""
-    forget_embedded_server_urls()
 
 
 def normalise_url(url: str) -> str:

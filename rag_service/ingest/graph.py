@@ -21,7 +21,8 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -101,6 +102,10 @@ class GraphReport:
         return [
             f"graph of {names}: {self.documents} documents, {self.edges_written} edges written in {self.seconds:.1f} s"
         ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
 
 
 def rebuild_collection(

@@ -43,7 +43,6 @@ __all__ = [
     "Discovery",
     "LoadedDocument",
     "discover",
-    "discover_files",
     "html_to_text",
     "load_document",
     "markdown_title",
@@ -338,12 +337,6 @@ def discover(paths: Sequence[Path]) -> Discovery:
         else:
             found.skipped.append((path, "not a regular file"))
     return found
-
-
-def discover_files(paths: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
-    """``discover(paths)`` as ``(files, skipped)``, each skipped entry ``(path, reason)``."""
-    found = discover(paths)
-    return found.files, found.skipped
 
 
 def _walk(root: Path) -> tuple[list[Path], list[OSError]]:

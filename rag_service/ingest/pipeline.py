@@ -62,15 +62,9 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def project_root(path: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
-    """The nearest folder at or above ``path`` holding ``.git`` (the root of a checkout), if any.
-
-    ``known`` memoises folders already looked at (one run's files share their folders).
-    """
-    return _checkout_holding(path.resolve(), known)
-
-
 def _checkout_holding(resolved: Path, known: dict[Path, Path | None] | None) -> Path | None:
+    """The nearest folder at or above ``resolved`` holding ``.git`` (a checkout's root), if any; ``known``
+    memoises folders already looked at (one run's files share their folders)."""
     walked: list[Path] = []
     found: Path | None = None
     folder = resolved

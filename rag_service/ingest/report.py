@@ -54,6 +54,29 @@ class IngestReport:
         for reason, count in counts.items():
             self.filtered[reason] = self.filtered.get(reason, 0) + count
 
+    def merge(self, other: IngestReport) -> None:
+        """Fold ``other``, a run on the same collection (one per strategy of an upload), into this report:
+        counts and seconds add up, lists concatenate (``degraded`` keeps one line per run)."""
+        if other.collection != self.collection:
+            raise ValueError(f"the report of collection {other.collection!r} cannot merge into {self.collection!r}")
+        self.added += other.added
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.deleted += other.deleted
+        self.rekeyed += other.rekeyed
+        self.failed += other.failed
+        self.skipped += other.skipped
+        self.chunks_written += other.chunks_written
+        self.chunks_embedded += other.chunks_embedded
+        self.embeddings_reused += other.embeddings_reused
+        self.add_filtered(other.filtered)
+        self.seconds += other.seconds
+        self.embedding_seconds += other.embedding_seconds
+        self.chunking_seconds += other.chunking_seconds
+        self.degraded += other.degraded
+        self.edges_written += other.edges_written
+        self.graph_seconds += other.graph_seconds
+
     def lines(self) -> list[str]:
         """Human-readable summary."""
         filtered = ", ".join(f"{k} {v}" for k, v in sorted(self.filtered.items())) or "none"

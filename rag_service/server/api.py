@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
@@ -197,7 +197,7 @@ def _index_groups(
         listen(done, total)
     for strategy, items in groups.items():
         hear = None if listen is None else functools.partial(_shifted, listen, done, total)
-        _add(report, service.index_texts(items, collection=collection, strategy=strategy, force=force, listener=hear))
+        report.merge(service.index_texts(items, collection=collection, strategy=strategy, force=force, listener=hear))
         done += len(items)
     return report
 
@@ -268,18 +268,6 @@ def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
 
 def _uploads_root(state: ServerState) -> FilePath:
     return state.service.settings.data_dir / "uploads"
-
-
-def _add(total: IngestReport, part: IngestReport) -> None:
-    """Fold one strategy's report into the upload's: counts and seconds add up, lists concatenate."""
-    for spec in fields(IngestReport):
-        mine, theirs = getattr(total, spec.name), getattr(part, spec.name)
-        if spec.name == "collection":
-            continue
-        if spec.name == "filtered":
-            total.add_filtered(theirs)
-        else:  # numbers add up; lists (failed, skipped, degraded: one line per strategy's run) concatenate
-            setattr(total, spec.name, mine + theirs)
 
 
 @router.delete("/documents", response_model=DeleteResponse, tags=["documents"])

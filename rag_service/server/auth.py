@@ -27,11 +27,6 @@ class Guard:
         self._write = config.write_token
         self._read = config.reads_token
 
-    @property
-    def writes_enabled(self) -> bool:
-        """False when no ``RAG_API_TOKEN`` is configured (a read-only server)."""
-        return self._write is not None
-
     def read(self, token: str | None) -> None:
         """Allow the request when reads are open or ``token`` is the read or the write token."""
         if self._read is None:

@@ -10,7 +10,7 @@ from rag_service import list_strategies, recommend_strategy
 from rag_service.errors import DocumentReadError
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.filetypes import CODE_SUFFIXES, SUPPORTED_SUFFIXES
-from rag_service.ingest.loaders import discover_files, load_document
+from rag_service.ingest.loaders import discover, load_document
 from rag_service.ingest.pdftext import PAGE_BREAK, page_span, with_pages
 from tests.documents import make_docx, make_notebook, make_pdf
 from tests.unit.test_chunker_properties import assert_chunks_valid
@@ -210,7 +210,8 @@ def test_html_headings_become_header_lines(tmp_path: Path) -> None:
 def test_discovery_finds_the_new_types_and_skips_others(tmp_path: Path) -> None:
     for name in ["a.py", "b.pdf", "c.docx", "d.ipynb", "e.tex", "f.jsonl", "g.yaml", "h.exe", "i.png"]:
         (tmp_path / name).write_bytes(b"x")
-    files, skipped = discover_files([tmp_path])
+    found = discover([tmp_path])
+    files, skipped = found.files, found.skipped
     assert [p.name for p in files] == ["a.py", "b.pdf", "c.docx", "d.ipynb", "e.tex", "f.jsonl", "g.yaml"]
     assert sorted(p.name for p, _ in skipped) == ["h.exe", "i.png"]
     assert all(".ipynb" in reason and ".py" in reason for _, reason in skipped)

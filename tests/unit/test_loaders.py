@@ -9,7 +9,7 @@ import pytest
 
 from rag_service.errors import DocumentReadError, UnsupportedFileError
 from rag_service.ingest.chunkers import make_chunker
-from rag_service.ingest.loaders import SUPPORTED_SUFFIXES, discover_files, html_to_text, load_document
+from rag_service.ingest.loaders import SUPPORTED_SUFFIXES, discover, html_to_text, load_document
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 MB = 1_000_000
@@ -125,7 +125,7 @@ def test_special_files_are_refused(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(DocumentReadError, match="not a regular file"):
         load_document(fifo, max_bytes=MB)
-    assert discover_files([fifo]) == ([], [(fifo, "not a regular file")])
+    assert discover([fifo]).skipped == [(fifo, "not a regular file")] and discover([fifo]).files == []
 
 
 @pytest.mark.parametrize("name", ["report.xlsx", "Makefile", "image.PNG"])
@@ -136,7 +136,7 @@ def test_unsupported_suffix_lists_supported_ones(tmp_path: Path, name: str) -> N
     assert name in message and all(suffix in message for suffix in SUPPORTED_SUFFIXES)
 
 
-def test_discover_files_recursively_sorted_skipping_hidden(tmp_path: Path) -> None:
+def test_discover_finds_files_recursively_sorted_skipping_hidden(tmp_path: Path) -> None:
     for rel in [
         "b.md",
         "a/z.txt",
@@ -150,7 +150,8 @@ def test_discover_files_recursively_sorted_skipping_hidden(tmp_path: Path) -> No
     ]:
         write(tmp_path / rel, "text")
     single = write(tmp_path / "other" / "one.markdown", "text")
-    files, skipped = discover_files([tmp_path, single, tmp_path / "missing.md"])
+    found = discover([tmp_path, single, tmp_path / "missing.md"])
+    files, skipped = found.files, found.skipped
     assert files == [tmp_path / "a/deep/x.rst", tmp_path / "a/y.html", tmp_path / "a/z.txt", tmp_path / "b.md", single]
     assert [(p.name, r.split(";")[0]) for p, r in skipped] == [
         ("README", "no file suffix"),

@@ -1,0 +1,93 @@
+"""Report records: every one has ``to_dict``; an ingest report merges another run's on its own."""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+import rag_service
+from rag_service.ingest.graph import GraphReport
+from rag_service.ingest.report import FileProblem, IngestReport
+
+PACKAGE = Path(rag_service.__file__).parent
+
+
+def _report_dataclasses_without_to_dict() -> list[str]:
+    """``*Report``/``*Result`` dataclasses under rag_service lacking ``to_dict``, read from the source."""
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef) or not node.name.endswith(("Report", "Result")):
+                continue
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            is_dataclass = any(getattr(d, "id", getattr(d, "attr", None)) == "dataclass" for d in decorators)
+            has_to_dict = any(isinstance(b, ast.FunctionDef) and b.name == "to_dict" for b in node.body)
+            if is_dataclass and not has_to_dict:
+                missing.append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    return missing
+
+
+def test_every_report_and_result_record_has_to_dict():
+    assert _report_dataclasses_without_to_dict() == []
+
+
+def test_a_graph_report_is_json_ready():
+    report = GraphReport(collections=["docs"], documents=3, edges_written=7, seconds=0.5)
+    data = report.to_dict()
+    assert data == {"collections": ["docs"], "documents": 3, "edges_written": 7, "seconds": 0.5}
+    assert json.loads(json.dumps(data)) == data
+
+
+def _report(step: int) -> IngestReport:
+    """A report whose every field holds a value of its own (``step`` apart between two reports)."""
+    return IngestReport(
+        collection="docs",
+        added=1 * step,
+        updated=2 * step,
+        unchanged=3 * step,
+        deleted=4 * step,
+        rekeyed=5 * step,
+        failed=[FileProblem(f"bad{step}.md", "unreadable")],
+        skipped=[FileProblem(f"x{step}.png", "unsupported")],
+        chunks_written=6 * step,
+        chunks_embedded=7 * step,
+        embeddings_reused=8 * step,
+        filtered={"boilerplate": step, f"only{step}": 1},
+        seconds=1.0 * step,
+        embedding_seconds=0.5 * step,
+        chunking_seconds=0.25 * step,
+        degraded=[f"summaries off ({step})"],
+        edges_written=9 * step,
+        graph_seconds=0.125 * step,
+    )
+
+
+def test_merging_adds_counts_and_seconds_and_concatenates_lists():
+    total, part = _report(1), _report(2)
+    total.merge(part)
+    assert (total.added, total.updated, total.unchanged, total.deleted, total.rekeyed) == (3, 6, 9, 12, 15)
+    chunks = (total.chunks_written, total.chunks_embedded, total.embeddings_reused, total.edges_written)
+    assert chunks == (18, 21, 24, 27)
+    seconds = (total.seconds, total.embedding_seconds, total.chunking_seconds, total.graph_seconds)
+    assert seconds == (3, 1.5, 0.75, 0.375)
+    assert [p.source for p in total.failed] == ["bad1.md", "bad2.md"]
+    assert [p.source for p in total.skipped] == ["x1.png", "x2.png"]
+    assert total.filtered == {"boilerplate": 3, "only1": 1, "only2": 1}
+    assert total.degraded == ["summaries off (1)", "summaries off (2)"]
+    assert part.to_dict() == _report(2).to_dict(), "the merged-in report is left as it was"
+
+
+def test_merging_covers_every_field_but_the_collection():
+    total, part = _report(1), _report(2)
+    total.merge(part)
+    untouched = [f.name for f in fields(IngestReport) if getattr(total, f.name) == getattr(_report(1), f.name)]
+    assert untouched == ["collection"], "IngestReport.merge ignores these fields"
+
+
+def test_a_report_of_another_collection_does_not_merge():
+    with pytest.raises(ValueError, match="'other' cannot merge into 'docs'"):
+        IngestReport(collection="docs").merge(IngestReport(collection="other"))
