@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
-from rag_service.db.index_settings import check_index_settings
+from rag_service.db.index_settings import check_index_settings, check_stored_model, read_index_settings
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
@@ -50,7 +50,10 @@ class UniversalRAGService:
         embedder: Embedder | None = None,
         reranker: Reranker | None = _NOT_GIVEN,
         reads: ReadRouter | None = None,
+        check_model: bool = True,
     ) -> None:
+        """``check_model=False`` skips the check that the stored vectors are of the embedder's model (the
+        ``rag reindex --all`` that may switch them); every read and write still checks it."""
         self.settings = settings
         self.db = database
         self.reads = reads or ReadRouter(database)
@@ -65,7 +68,8 @@ class UniversalRAGService:
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self._chat: OpenAICompatibleChat | None = None
-        self._check_embedding_record()
+        if check_model:
+            self._check_embedding_record()
         self._retriever_instance: Retriever | None = None
         self._parts_lock = threading.RLock()
 
@@ -307,6 +311,12 @@ class UniversalRAGService:
             preset = stored.with_overrides(dict(overrides)) if overrides else stored  # a bad knob: its own error first
             if collection is not None:
                 require_collection(session, collection)
+                # another process may have switched the stored model (or be switching it) since this one started
+                check_stored_model(
+                    read_index_settings(session),
+                    model_id=self._embedder.model_id,
+                    fts_config=self.settings.fts_config,
+                )
             return preset
 
         return route.read(read)
@@ -339,10 +349,13 @@ class UniversalRAGService:
         self.db.dispose()
 
 
-def build_service(settings: Settings | None = None, *, embedder: Embedder | None = None) -> UniversalRAGService:
+def build_service(
+    settings: Settings | None = None, *, embedder: Embedder | None = None, check_model: bool = True
+) -> UniversalRAGService:
     """A service from the environment: embedded database migrated on demand, external one checked.
 
     ``embedder``: one made (and maybe loading) already; by default the one ``settings`` selects.
+    ``check_model``: as ``UniversalRAGService``'s (False for ``rag reindex --all``).
     """
     from rag_service.db import migrate
     from rag_service.db.engine import open_engine
@@ -358,7 +371,11 @@ def build_service(settings: Settings | None = None, *, embedder: Embedder | None
     require_current_schema(engine)
     database = Database(engine)
     return UniversalRAGService(
-        settings, database=database, embedder=embedder, reads=open_read_router(database, settings)
+        settings,
+        database=database,
+        embedder=embedder,
+        reads=open_read_router(database, settings),
+        check_model=check_model,
     )
 
 
