@@ -317,7 +317,7 @@ class Indexer:
             total = repo.count_documents(session, collections=names)
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
-        report.model_switch = switch.unfinished() if switch is not None else None
+        report.model_switch = switch.unfinished() if switch is not None else ""
         started = time.perf_counter()
         with (
             _reported_if_stopped(report, started),

@@ -38,8 +38,8 @@ class IngestReport:
     #: chunk-graph edges written, and the seconds spent finding and writing them (inside the writes)
     edges_written: int = 0
     graph_seconds: float = 0.0
-    #: ``reindex_all`` switching the stored model: whether the switch finished (one line), else None
-    model_switch: str | None = None
+    #: ``reindex_all`` switching the stored model: whether the switch finished (one line); empty: no switch
+    model_switch: str = ""
 
     @property
     def filtered_total(self) -> int:
