@@ -30,9 +30,11 @@ from rag_service.errors import EmbeddingMismatchError
 from rag_service.ingest import pipeline
 from rag_service.ingest.pipeline import Indexer
 from rag_service.ingest.report import IngestReport
+from rag_service.server import ServerConfig
 from rag_service.service import UniversalRAGService
 from rag_service.shutdown import Interrupted
 from tests.conftest import seed_onnx_export
+from tests.server.conftest import start_server
 
 A, B = "test/model-a", "test/model-b"
 DOCS = {
@@ -173,6 +175,25 @@ def test_a_running_service_refuses_queries_once_another_process_switches_the_mod
     assert Indexer(db, model_b(), settings).reindex_all().ok
     with pytest.raises(EmbeddingMismatchError, match=f"holds vectors of {B!r} but .* give {A!r}"):
         running.retrieve("backups", "search", collection="alpha")
+
+
+def test_a_running_http_server_answers_503_with_the_one_line_once_the_model_is_switched(indexed) -> None:
+    db, settings = indexed
+    live = start_server(_service(db, settings, model_a()), ServerConfig(token=None, read_token=None))
+    try:
+        with live.client() as client:
+            query = {"query": "backups", "context": "search", "collection": "alpha"}
+            assert client.post("/api/rag/retrieve", json=query).status_code == 200
+            assert Indexer(db, model_b(), settings).reindex_all().ok
+            refused = client.post("/api/rag/retrieve", json=query)
+    finally:
+        live.stop()
+    assert refused.status_code == 503
+    assert refused.json()["error"] == {
+        "code": "database_not_ready",
+        "message": f"this database holds vectors of {B!r} but RAG_EMBEDDING_MODEL and RAG_EMBEDDING_BACKEND give "
+        f"{A!r}; run `rag reindex --all` to re-embed every collection with it, or set them back",
+    }
 
 
 def test_a_failed_switch_leaves_the_marker_refuses_and_a_second_run_finishes_it(indexed) -> None:
