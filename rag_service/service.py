@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
-from rag_service.db.index_settings import check_index_settings, check_stored_model, read_index_settings
+from rag_service.db.index_settings import check_index_settings, check_stored_model, read_stored_model
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, prefer_passive_openmp
@@ -313,7 +313,7 @@ class UniversalRAGService:
                 require_collection(session, collection)
                 # another process may have switched the stored model (or be switching it) since this one started
                 check_stored_model(
-                    read_index_settings(session),
+                    read_stored_model(session),
                     model_id=self._embedder.model_id,
                     fts_config=self.settings.fts_config,
                 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
@@ -9,6 +11,23 @@ from rag_service.db.models import IndexSettings
 from rag_service.errors import EmbeddingMismatchError, SchemaError
 
 _NEW_DATABASE_HINT = "point RAG_DATABASE_URL (or RAG_DATA_DIR) at a new database for it"
+
+
+class StoredModel(NamedTuple):
+    """What every query checks of the settings row (read without the ORM: it is on every query's path)."""
+
+    embedding_model: str
+    switching_to: str | None
+    fts_config: str
+
+
+_STORED_MODEL = text("SELECT embedding_model, switching_to, fts_config FROM index_settings WHERE id = 1")
+
+
+def read_stored_model(session: Session) -> StoredModel | None:
+    """The stored model, any switch under way and the text-search config; None before the first write."""
+    row = session.execute(_STORED_MODEL).first()
+    return StoredModel(*row) if row is not None else None
 
 
 def schema_embedding_dim(session: Session) -> int:
@@ -62,7 +81,7 @@ def check_dimension(session: Session, *, model_id: str, dim: int) -> None:
         )
 
 
-def check_stored_model(stored: IndexSettings | None, *, model_id: str, fts_config: str) -> None:
+def check_stored_model(stored: IndexSettings | StoredModel | None, *, model_id: str, fts_config: str) -> None:
     """Raise EmbeddingMismatchError unless the stored vectors are all of ``model_id`` with ``fts_config``
     (no settings stored yet: nothing to mix with). The dimension is the schema's, checked once."""
     if stored is None:
