@@ -94,7 +94,7 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
     service = _service(settings, check_model=not args.all)  # --all switches the stored model where it differs
     try:
         if args.all:
-            report = service.reindex_all(collection=args.collection_given, progress=not args.quiet)
+            report = service.reindex_all(collection=args.collection_given, progress=not args.quiet, switch_model=True)
         else:
             report = service.index_paths(
                 args.paths,

@@ -203,15 +203,25 @@ class UniversalRAGService:
         )
 
     def reindex_all(
-        self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
+        self,
+        *,
+        collection: str | None = None,
+        progress: bool = False,
+        listener: ProgressListener | None = None,
+        switch_model: bool = False,
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``.
 
-        UnknownCollectionError when ``collection`` holds no document (nothing to re-chunk: likely a typo).
+        ``switch_model`` (``rag reindex --all``): switch every collection to this service's embedding
+        model where the stored vectors are of another one of the same dimension (README, "Switching the
+        embedding model"); without it such a database is refused. UnknownCollectionError when
+        ``collection`` holds no document (nothing to re-chunk: likely a typo).
         """
         if collection is not None:
             self.require_collection(collection)
-        return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
+        return self._indexer().reindex_all(
+            collection=collection, progress=progress, listener=listener, switch_model=switch_model
+        )
 
     def build_metadata(self, *, collection: str | None = None) -> BackfillReport:
         """Recompute document summaries and chunk keywords of stored documents (no re-embedding)."""

@@ -292,7 +292,12 @@ class Indexer:
         return report
 
     def reindex_all(
-        self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
+        self,
+        *,
+        collection: str | None = None,
+        progress: bool = False,
+        listener: ProgressListener | None = None,
+        switch_model: bool = False,
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text (current settings).
 
@@ -301,17 +306,20 @@ class Indexer:
         never undone by an older copy of the text. ``listener(done, total)`` hears each document
         finished (the HTTP API's job progress); ``total`` is counted at the start.
 
-        Where the stored vectors are of another model of the same dimension (or a switch of models is
-        unfinished), this switches every collection to the embedder's model (``db.model_switch``).
+        With ``switch_model`` (``rag reindex --all``), where the stored vectors are of another model of
+        the same dimension or a switch of models is unfinished, every collection is switched to the
+        embedder's model (``db.model_switch``); without, such a database is refused as by any write.
         """
-        with self.db.transaction() as session:  # committed before the first vector and the listing below
-            switch = begin_model_switch(
-                session,
-                model_id=self.embedder.model_id,
-                dim=self.embedder.dim,
-                fts_config=self.settings.fts_config,
-                every_collection=collection is None,
-            )
+        switch: ModelSwitch | None = None
+        if switch_model:
+            with self.db.transaction() as session:  # committed before the first vector and the listing below
+                switch = begin_model_switch(
+                    session,
+                    model_id=self.embedder.model_id,
+                    dim=self.embedder.dim,
+                    fts_config=self.settings.fts_config,
+                    every_collection=collection is None,
+                )
         with self.db.transaction() as session:
             names = [collection] if collection is not None else repo.stored_collections(session)
             total = repo.count_documents(session, collections=names)

@@ -193,7 +193,7 @@ def test_a_model_switch_on_citus(citus_engine):
     try:
         texts = [(name, name, body) for name, body in TEXTS.items()]
         assert Indexer(db, HashingEmbedder(), settings).index_texts(texts, collection="switch").added == 4
-        report = Indexer(db, rolled, settings).reindex_all()
+        report = Indexer(db, rolled, settings).reindex_all(switch_model=True)
         assert report.ok and report.model_switch.startswith("embedding model: switched from 'test/hashing-embedder'")
         service = UniversalRAGService(settings, database=db, embedder=rolled, reranker=None)
         result = service.retrieve("which column shards tables?", context="search", collection="switch")
@@ -201,7 +201,8 @@ def test_a_model_switch_on_citus(citus_engine):
     finally:
         with citus_engine.begin() as conn:
             conn.execute(text("DELETE FROM documents WHERE collection = 'switch'"))
-        assert Indexer(db, HashingEmbedder(), settings).reindex_all().ok  # back, for the module's other tests
+        back = Indexer(db, HashingEmbedder(), settings).reindex_all(switch_model=True)
+        assert back.ok  # the module's other tests index with the hashing model
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))

@@ -119,7 +119,7 @@ def _service(db, settings, embedder, **kwargs: Any) -> UniversalRAGService:
 
 def test_reindex_all_switches_every_collection_to_a_model_of_the_same_dimension(indexed) -> None:
     db, settings = indexed
-    report = _service(db, settings, model_b(), check_model=False).reindex_all()
+    report = _service(db, settings, model_b(), check_model=False).reindex_all(switch_model=True)
     assert report.ok and report.updated == 5 and report.chunks_embedded == 5
     assert report.model_switch == f"embedding model: switched from {A!r} to {B!r}; every collection re-embedded"
     assert report.model_switch in report.lines()
@@ -138,7 +138,7 @@ def test_reindex_all_switches_every_collection_to_a_model_of_the_same_dimension(
 
 def test_a_model_of_the_stored_one_reindexes_without_a_switch(indexed) -> None:
     db, settings = indexed
-    report = _service(db, settings, model_a()).reindex_all()
+    report = _service(db, settings, model_a()).reindex_all(switch_model=True)
     assert report.ok and report.updated == 5 and report.model_switch == ""
     assert _settings_row(db) == (A, None)
 
@@ -149,6 +149,7 @@ def test_mismatches_are_one_line_naming_both_models_and_the_fix(indexed) -> None
         lambda: _service(db, settings, model_b()),
         lambda: Indexer(db, model_b(), settings).index_texts([("n.txt", "N", "notes")], collection="alpha"),
         lambda: _service(db, settings, model_b(), check_model=False).retrieve("backups", "search", collection="alpha"),
+        lambda: _service(db, settings, model_b(), check_model=False).reindex_all(),  # the HTTP API's: no switch
     ]
     for refusal in refusals:
         with pytest.raises(EmbeddingMismatchError) as refused:
@@ -158,9 +159,9 @@ def test_mismatches_are_one_line_naming_both_models_and_the_fix(indexed) -> None
         assert "run `rag reindex --all`" in message
     other_dim = HashingEmbedder(dim=768, model_id="test/wide")
     with pytest.raises(EmbeddingMismatchError, match="makes 768-d vectors but this database stores 384-d vectors; "):
-        Indexer(db, other_dim, settings).reindex_all()
+        Indexer(db, other_dim, settings).reindex_all(switch_model=True)
     with pytest.raises(EmbeddingMismatchError) as one:
-        _service(db, settings, model_b(), check_model=False).reindex_all(collection="alpha")
+        _service(db, settings, model_b(), check_model=False).reindex_all(collection="alpha", switch_model=True)
     assert str(one.value) == (
         f"switching the embedding model from {A!r} to {B!r} re-embeds every collection; "
         "run `rag reindex --all` without --collection"
@@ -172,7 +173,7 @@ def test_a_running_service_refuses_queries_once_another_process_switches_the_mod
     db, settings = indexed
     running = _service(db, settings, model_a())
     assert running.retrieve("backups", "search", collection="alpha").chunks
-    assert Indexer(db, model_b(), settings).reindex_all().ok
+    assert Indexer(db, model_b(), settings).reindex_all(switch_model=True).ok
     with pytest.raises(EmbeddingMismatchError, match=f"holds vectors of {B!r} but .* give {A!r}"):
         running.retrieve("backups", "search", collection="alpha")
 
@@ -184,7 +185,7 @@ def test_a_running_http_server_answers_503_with_the_one_line_once_the_model_is_s
         with live.client() as client:
             query = {"query": "backups", "context": "search", "collection": "alpha"}
             assert client.post("/api/rag/retrieve", json=query).status_code == 200
-            assert Indexer(db, model_b(), settings).reindex_all().ok
+            assert Indexer(db, model_b(), settings).reindex_all(switch_model=True).ok
             refused = client.post("/api/rag/retrieve", json=query)
     finally:
         live.stop()
@@ -199,7 +200,7 @@ def test_a_running_http_server_answers_503_with_the_one_line_once_the_model_is_s
 def test_a_failed_switch_leaves_the_marker_refuses_and_a_second_run_finishes_it(indexed) -> None:
     db, settings = indexed
     failing = StopsAfter(model_b(), calls=1, error=RuntimeError("the model crashed"))
-    report = Indexer(db, failing, settings).reindex_all()
+    report = Indexer(db, failing, settings).reindex_all(switch_model=True)
     assert report.updated >= 1 and report.failed, "precondition: some documents were re-embedded, some failed"
     assert "is unfinished" in report.model_switch
     assert _settings_row(db) == (A, B)
@@ -211,14 +212,14 @@ def test_a_failed_switch_leaves_the_marker_refuses_and_a_second_run_finishes_it(
         with pytest.raises(EmbeddingMismatchError, match=UNFINISHED):
             Indexer(db, embedder, settings).index_texts([("n.txt", "N", "notes")], collection="alpha")
         with pytest.raises(EmbeddingMismatchError, match="re-embeds every collection; run `rag reindex --all` without"):
-            Indexer(db, embedder, settings).reindex_all(collection="alpha")
+            Indexer(db, embedder, settings).reindex_all(collection="alpha", switch_model=True)
     status = read_status(db.engine).lines()
     assert (
         f"switch:     from {A} to {B} unfinished (reads and writes refuse); run `rag reindex --all` with {B} "
         "to finish it" in status
     )
 
-    finished = _service(db, settings, model_b(), check_model=False).reindex_all()
+    finished = _service(db, settings, model_b(), check_model=False).reindex_all(switch_model=True)
     assert finished.ok and finished.updated == 5
     assert "switched from" in finished.model_switch
     assert _settings_row(db) == (B, None) and _vectors_are(db, model_b())
@@ -230,7 +231,7 @@ def test_a_stopped_switch_reports_what_it_wrote_and_is_finished_by_the_next_run(
     db, settings = indexed
     stopping = StopsAfter(model_b(), calls=1, error=KeyboardInterrupt())  # what SIGINT raises (shutdown.py)
     with pytest.raises(Interrupted) as stopped:
-        Indexer(db, stopping, settings).reindex_all()
+        Indexer(db, stopping, settings).reindex_all(switch_model=True)
     partial = stopped.value.partial
     assert isinstance(partial, IngestReport) and partial.updated >= 1
     assert "is unfinished" in partial.model_switch
@@ -238,16 +239,16 @@ def test_a_stopped_switch_reports_what_it_wrote_and_is_finished_by_the_next_run(
     with pytest.raises(EmbeddingMismatchError, match=UNFINISHED):
         _service(db, settings, model_b())
 
-    assert Indexer(db, model_b(), settings).reindex_all().ok
+    assert Indexer(db, model_b(), settings).reindex_all(switch_model=True).ok
     assert _settings_row(db) == (B, None) and _vectors_are(db, model_b())
 
 
 def test_an_unfinished_switch_can_be_switched_back(indexed) -> None:
     db, settings = indexed
     failing = StopsAfter(model_b(), calls=1, error=RuntimeError("the model crashed"))
-    assert not Indexer(db, failing, settings).reindex_all().ok
+    assert not Indexer(db, failing, settings).reindex_all(switch_model=True).ok
     assert _settings_row(db) == (A, B)
-    back = Indexer(db, model_a(), settings).reindex_all()
+    back = Indexer(db, model_a(), settings).reindex_all(switch_model=True)
     assert (
         back.ok and back.model_switch == f"embedding model: switched from {B!r} to {A!r}; every collection re-embedded"
     )
