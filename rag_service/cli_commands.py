@@ -24,10 +24,10 @@ if TYPE_CHECKING:
     from rag_service.service import UniversalRAGService
 
 
-def _service(settings: Settings, embedder: Embedder | None = None):  # type: ignore[no-untyped-def]
+def _service(settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True):  # type: ignore[no-untyped-def]
     from rag_service.service import build_service
 
-    return build_service(settings, embedder=embedder)
+    return build_service(settings, embedder=embedder, check_model=check_model)
 
 
 def _start_query_parts(settings: Settings) -> tuple[Embedder, list[threading.Thread]]:
@@ -91,10 +91,10 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
     missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
-    service = _service(settings)
+    service = _service(settings, check_model=not args.all)  # --all switches the stored model where it differs
     try:
         if args.all:
-            report = service.reindex_all(collection=args.collection_given, progress=not args.quiet)
+            report = service.reindex_all(collection=args.collection_given, progress=not args.quiet, switch_model=True)
         else:
             report = service.index_paths(
                 args.paths,

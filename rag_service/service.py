@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
-from rag_service.db.index_settings import check_index_settings
+from rag_service.db.index_settings import check_index_settings, check_stored_model, read_stored_model
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for
@@ -49,7 +49,10 @@ class UniversalRAGService:
         embedder: Embedder | None = None,
         reranker: Reranker | None = _NOT_GIVEN,
         reads: ReadRouter | None = None,
+        check_model: bool = True,
     ) -> None:
+        """``check_model=False`` skips the check that the stored vectors are of the embedder's model (the
+        ``rag reindex --all`` that may switch them); every read and write still checks it."""
         self.settings = settings
         self.db = database
         self.reads = reads or ReadRouter(database)
@@ -64,7 +67,8 @@ class UniversalRAGService:
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self._chat: OpenAICompatibleChat | None = None
-        self._check_embedding_record()
+        if check_model:
+            self._check_embedding_record()
         self._retriever_instance: Retriever | None = None
         self._parts_lock = threading.RLock()
 
@@ -198,15 +202,25 @@ class UniversalRAGService:
         )
 
     def reindex_all(
-        self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
+        self,
+        *,
+        collection: str | None = None,
+        progress: bool = False,
+        listener: ProgressListener | None = None,
+        switch_model: bool = False,
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``.
 
-        UnknownCollectionError when ``collection`` holds no document (nothing to re-chunk: likely a typo).
+        ``switch_model`` (``rag reindex --all``): switch every collection to this service's embedding
+        model where the stored vectors are of another one of the same dimension (README, "Switching the
+        embedding model"); without it such a database is refused. UnknownCollectionError when
+        ``collection`` holds no document (nothing to re-chunk: likely a typo).
         """
         if collection is not None:
             self.require_collection(collection)
-        return self._indexer().reindex_all(collection=collection, progress=progress, listener=listener)
+        return self._indexer().reindex_all(
+            collection=collection, progress=progress, listener=listener, switch_model=switch_model
+        )
 
     def build_metadata(self, *, collection: str | None = None) -> BackfillReport:
         """Recompute document summaries and chunk keywords of stored documents (no re-embedding)."""
@@ -306,6 +320,12 @@ class UniversalRAGService:
             preset = stored.with_overrides(dict(overrides)) if overrides else stored  # a bad knob: its own error first
             if collection is not None:
                 require_collection(session, collection)
+                # another process may have switched the stored model (or be switching it) since this one started
+                check_stored_model(
+                    read_stored_model(session),
+                    model_id=self._embedder.model_id,
+                    fts_config=self.settings.fts_config,
+                )
             return preset
 
         return route.read(read)
@@ -338,10 +358,13 @@ class UniversalRAGService:
         self.db.dispose()
 
 
-def build_service(settings: Settings | None = None, *, embedder: Embedder | None = None) -> UniversalRAGService:
+def build_service(
+    settings: Settings | None = None, *, embedder: Embedder | None = None, check_model: bool = True
+) -> UniversalRAGService:
     """A service from the environment: embedded database migrated on demand, external one checked.
 
     ``embedder``: one made (and maybe loading) already; by default the one ``settings`` selects.
+    ``check_model``: as ``UniversalRAGService``'s (False for ``rag reindex --all``).
     Logging, the environment and OpenMP are the caller's: the ``rag`` command sets them for its process.
     """
     from rag_service.db import migrate
@@ -356,7 +379,11 @@ def build_service(settings: Settings | None = None, *, embedder: Embedder | None
     require_current_schema(engine)
     database = Database(engine)
     return UniversalRAGService(
-        settings, database=database, embedder=embedder, reads=open_read_router(database, settings)
+        settings,
+        database=database,
+        embedder=embedder,
+        reads=open_read_router(database, settings),
+        check_model=check_model,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
@@ -9,6 +11,23 @@ from rag_service.db.models import IndexSettings
 from rag_service.errors import EmbeddingMismatchError, SchemaError
 
 _NEW_DATABASE_HINT = "point RAG_DATABASE_URL (or RAG_DATA_DIR) at a new database for it"
+
+
+class StoredModel(NamedTuple):
+    """What every query checks of the settings row (read without the ORM: it is on every query's path)."""
+
+    embedding_model: str
+    switching_to: str | None
+    fts_config: str
+
+
+_STORED_MODEL = text("SELECT embedding_model, switching_to, fts_config FROM index_settings WHERE id = 1")
+
+
+def read_stored_model(session: Session) -> StoredModel | None:
+    """The stored model, any switch under way and the text-search config; None before the first write."""
+    row = session.execute(_STORED_MODEL).first()
+    return StoredModel(*row) if row is not None else None
 
 
 def schema_embedding_dim(session: Session) -> int:
@@ -24,18 +43,17 @@ def schema_embedding_dim(session: Session) -> int:
     return int(row[0])
 
 
-def check_index_settings(session: Session, *, model_id: str, dim: int, fts_config: str, record: bool = False) -> None:
+def check_index_settings(
+    session: Session, *, model_id: str, dim: int, fts_config: str, record: bool = False, switching: bool = False
+) -> None:
     """Raise EmbeddingMismatchError if stored vectors or tsvectors were made differently.
 
-    With ``record`` the settings are stored when the database has none yet (first write).
+    With ``record`` the settings are stored when the database has none yet (first write). With
+    ``switching`` (the ``rag reindex --all`` re-embedding every collection) an unfinished switch to
+    ``model_id`` passes.
     """
-    column_dim = schema_embedding_dim(session)
-    if dim != column_dim:
-        raise EmbeddingMismatchError(
-            f"embedding model {model_id!r} makes {dim}-d vectors but this database stores {column_dim}-d "
-            f"vectors; use a {column_dim}-d model or {_NEW_DATABASE_HINT}"
-        )
-    stored = session.execute(select(IndexSettings).where(IndexSettings.id == 1)).scalar_one_or_none()
+    check_dimension(session, model_id=model_id, dim=dim)
+    stored = read_index_settings(session)
     if stored is None:
         if record:
             session.execute(
@@ -47,17 +65,54 @@ def check_index_settings(session: Session, *, model_id: str, dim: int, fts_confi
             )
             check_index_settings(session, model_id=model_id, dim=dim, fts_config=fts_config)
         return
-    if stored.embedding_model != model_id or stored.embedding_dim != dim:
+    if not (switching and stored.switching_to == model_id):
+        check_stored_model(stored, model_id=model_id, fts_config=fts_config)
+    elif stored.fts_config != fts_config:
+        raise EmbeddingMismatchError(fts_mismatch_message(stored.fts_config, fts_config))
+
+
+def check_dimension(session: Session, *, model_id: str, dim: int) -> None:
+    """Raise EmbeddingMismatchError unless the schema's vector column has ``dim`` dimensions."""
+    column_dim = schema_embedding_dim(session)
+    if dim != column_dim:
         raise EmbeddingMismatchError(
-            f"this database holds vectors of {stored.embedding_model!r} ({stored.embedding_dim}-d) but "
-            f"RAG_EMBEDDING_MODEL and RAG_EMBEDDING_BACKEND give {model_id!r} ({dim}-d); set them back or "
-            f"{_NEW_DATABASE_HINT}"
+            f"embedding model {model_id!r} makes {dim}-d vectors but this database stores {column_dim}-d "
+            f"vectors; use a {column_dim}-d model or {_NEW_DATABASE_HINT}"
+        )
+
+
+def check_stored_model(stored: IndexSettings | StoredModel | None, *, model_id: str, fts_config: str) -> None:
+    """Raise EmbeddingMismatchError unless the stored vectors are all of ``model_id`` with ``fts_config``
+    (no settings stored yet: nothing to mix with). The dimension is the schema's, checked once."""
+    if stored is None:
+        return
+    if stored.switching_to is not None:
+        raise EmbeddingMismatchError(unfinished_switch_message(stored.embedding_model, stored.switching_to))
+    if stored.embedding_model != model_id:
+        raise EmbeddingMismatchError(
+            f"this database holds vectors of {stored.embedding_model!r} but RAG_EMBEDDING_MODEL and "
+            f"RAG_EMBEDDING_BACKEND give {model_id!r}; run `rag reindex --all` to re-embed every collection "
+            "with it, or set them back"
         )
     if stored.fts_config != fts_config:
-        raise EmbeddingMismatchError(
-            f"this database's tsvectors use text-search config {stored.fts_config!r} but RAG_FTS_CONFIG is "
-            f"{fts_config!r}; set it back or {_NEW_DATABASE_HINT}"
-        )
+        raise EmbeddingMismatchError(fts_mismatch_message(stored.fts_config, fts_config))
+
+
+def unfinished_switch_message(from_model: str, to_model: str) -> str:
+    """The one line every read and ordinary write answers while a switch of the model is unfinished."""
+    return (
+        f"a switch of the embedding model from {from_model!r} to {to_model!r} is unfinished, so this database "
+        f"holds vectors of both; run `rag reindex --all` with RAG_EMBEDDING_MODEL and RAG_EMBEDDING_BACKEND "
+        f"giving {to_model!r} to finish it (or {from_model!r} to switch back)"
+    )
+
+
+def fts_mismatch_message(stored: str, configured: str) -> str:
+    """The line refusing another text-search config than the stored tsvectors'."""
+    return (
+        f"this database's tsvectors use text-search config {stored!r} but RAG_FTS_CONFIG is "
+        f"{configured!r}; set it back or {_NEW_DATABASE_HINT}"
+    )
 
 
 def read_index_settings(session: Session) -> IndexSettings | None:

@@ -249,3 +249,5 @@ class IndexSettings(Base):
     embedding_dim: Mapped[int] = mapped_column(Integer, nullable=False)
     fts_config: Mapped[str] = mapped_column(String(64), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
+    #: the model ``rag reindex --all`` is re-embedding every collection with (migration 0008); None: no switch
+    switching_to: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -26,6 +26,8 @@ class DatabaseStatus:
     collections: dict[str, tuple[int, int]]  # collection -> (documents, chunks)
     #: the service's tables and indexes, largest first: (kind "table" or "index <method>", name, bytes)
     sizes: tuple[tuple[str, str, int], ...] = ()
+    #: the model an unfinished ``rag reindex --all`` is switching the vectors to (migration 0008), else None
+    switching_to: str | None = None
 
     @property
     def up_to_date(self) -> bool:
@@ -43,6 +45,11 @@ class DatabaseStatus:
         ]
         if self.embedding_model:
             out.append(f"embeddings: {self.embedding_model} ({self.embedding_dim}-d), fts '{self.fts_config}'")
+            if self.switching_to:
+                out.append(
+                    f"switch:     from {self.embedding_model} to {self.switching_to} unfinished (reads and writes "
+                    f"refuse); run `rag reindex --all` with {self.switching_to} to finish it"
+                )
         else:
             out.append("embeddings: none stored yet")
         if not self.collections:
@@ -91,15 +98,18 @@ def read_status(engine: Engine) -> DatabaseStatus:
         version = conn.execute(text("SHOW server_version")).scalar_one()
         vector = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
         revision = current_revision(conn)
-        model = dim = cfg = None
+        model = dim = cfg = switching_to = None
         collections: dict[str, tuple[int, int]] = {}
         sizes: tuple[tuple[str, str, int], ...] = ()
         if revision is not None:
-            settings_row = conn.execute(
-                text("SELECT embedding_model, embedding_dim, fts_config FROM index_settings WHERE id = 1")
+            settings_row = conn.execute(  # switching_to read through jsonb: absent below migration 0008
+                text(
+                    "SELECT embedding_model, embedding_dim, fts_config, to_jsonb(s) ->> 'switching_to' "
+                    "FROM index_settings s WHERE id = 1"
+                )
             ).first()
             if settings_row is not None:
-                model, dim, cfg = settings_row
+                model, dim, cfg, switching_to = settings_row
             for name, docs, chunks in conn.execute(
                 text(
                     "SELECT d.collection, count(DISTINCT d.id), coalesce(sum(d.chunk_count), 0) "
@@ -122,6 +132,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         fts_config=cfg,
         collections=collections,
         sizes=sizes,
+        switching_to=switching_to,
     )
 
 

@@ -31,10 +31,11 @@ from rag_service.db.collections import validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
+from rag_service.db.model_switch import ModelSwitch, begin_model_switch, check_vectors_writable, end_model_switch
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_write
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DocumentReadError, RagError
+from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
@@ -285,7 +286,12 @@ class Indexer:
         return report
 
     def reindex_all(
-        self, *, collection: str | None = None, progress: bool = False, listener: ProgressListener | None = None
+        self,
+        *,
+        collection: str | None = None,
+        progress: bool = False,
+        listener: ProgressListener | None = None,
+        switch_model: bool = False,
     ) -> IngestReport:
         """Re-chunk and re-embed every stored document from its stored text (current settings).
 
@@ -293,12 +299,27 @@ class Indexer:
         ``REINDEX_PAGE_DOCUMENTS`` at a time), so a write or delete committed before the lock is
         never undone by an older copy of the text. ``listener(done, total)`` hears each document
         finished (the HTTP API's job progress); ``total`` is counted at the start.
+
+        With ``switch_model`` (``rag reindex --all``), where the stored vectors are of another model of
+        the same dimension or a switch of models is unfinished, every collection is switched to the
+        embedder's model (``db.model_switch``); without, such a database is refused as by any write.
         """
+        switch: ModelSwitch | None = None
+        if switch_model:
+            with self.db.transaction() as session:  # committed before the first vector and the listing below
+                switch = begin_model_switch(
+                    session,
+                    model_id=self.embedder.model_id,
+                    dim=self.embedder.dim,
+                    fts_config=self.settings.fts_config,
+                    every_collection=collection is None,
+                )
         with self.db.transaction() as session:
             names = [collection] if collection is not None else repo.stored_collections(session)
             total = repo.count_documents(session, collections=names)
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
+        report.model_switch = switch.unfinished() if switch is not None else ""
         started = time.perf_counter()
         with (
             _reported_if_stopped(report, started),
@@ -306,7 +327,7 @@ class Indexer:
         ):
             for name in collections:
                 with reindex_lock(self.db.engine, name):
-                    self._guard(name)
+                    self._guard(name, switching=switch is not None)
                     written = report.chunks_written
                     batch = _Batch(self, name, report, bar, reuse_vectors=False)
                     for doc in self._stored_texts(name):
@@ -321,8 +342,15 @@ class Indexer:
                         )
                     batch.finish()
                     self._refresh_statistics(name, report.chunks_written - written)
+            if switch is not None and report.ok:
+                self._end_switch(switch, report)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _end_switch(self, switch: ModelSwitch, report: IngestReport) -> None:
+        with self.db.transaction() as session:
+            if end_model_switch(session, switch):
+                report.model_switch = switch.finished()
 
     def _stored_texts(self, collection: str) -> Iterator[repo.StoredText]:
         """The collection's stored texts by source, a page per short transaction (call under its lock)."""
@@ -358,8 +386,9 @@ class Indexer:
 
     # -- helpers used by _Batch ----------------------------------------------------------------------
 
-    def _guard(self, collection: str) -> None:
-        """Refuse another model's vectors; create the collection's partitions (when partitioned)."""
+    def _guard(self, collection: str, *, switching: bool = False) -> None:
+        """Refuse another model's vectors (``switching``: but for a switch to this one under way);
+        create the collection's partitions (when partitioned)."""
         with self.db.transaction() as session:
             check_index_settings(
                 session,
@@ -367,6 +396,7 @@ class Indexer:
                 dim=self.embedder.dim,
                 fts_config=self.settings.fts_config,
                 record=True,
+                switching=switching,
             )
             prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
 
@@ -625,6 +655,7 @@ class _Batch:
         try:
             with self.indexer.db.transaction() as session:
                 repo.commit_synchronously(session)
+                check_vectors_writable(session, model_id=self.indexer.embedder.model_id)  # a switch began meanwhile
                 for doc in pending:
                     try:
                         with session.begin_nested():
@@ -638,6 +669,7 @@ class _Batch:
                     written.append(doc)
         except Exception as exc:  # the batch's transaction failed: none of these documents changed
             reason = f"could not be written ({_first_line(getattr(exc, 'orig', None) or exc)}); run the reindex again"
+            reason = str(exc) if isinstance(exc, EmbeddingMismatchError) else reason
             for doc in pending:
                 if id(doc) not in reported:
                     self._fail(doc.source, reason)

@@ -38,6 +38,8 @@ class IngestReport:
     #: chunk-graph edges written, and the seconds spent finding and writing them (inside the writes)
     edges_written: int = 0
     graph_seconds: float = 0.0
+    #: ``reindex_all`` switching the stored model: whether the switch finished (one line); empty: no switch
+    model_switch: str = ""
 
     @property
     def filtered_total(self) -> int:
@@ -94,6 +96,7 @@ class IngestReport:
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += [f"skipped: {p.source}: {p.reason}" for p in self.skipped]
         out += [f"degraded: {line}" for line in self.degraded]
+        out += [self.model_switch] if self.model_switch else []
         return out
 
     def to_dict(self) -> dict[str, Any]:

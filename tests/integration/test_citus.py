@@ -3,8 +3,9 @@
 The cluster (``tests/citus_cluster.py``) is built and started once per session and always stopped.
 Checked here: ``rag db upgrade`` distributes the five collection-keyed tables co-located, with the
 row-level BM25 trigger; row triggers keep the same statistics as the statement triggers on one node;
-ingest, reindex, prune and retrieve work; every search shape is one single-shard router task; a
-search's ``SET LOCAL`` HNSW setting reaches the shard; the SciFact test rankings equal those of one node.
+ingest, reindex, prune, a switch of the embedding model and retrieve work; every search shape is one
+single-shard router task; a search's ``SET LOCAL`` HNSW setting reaches the shard; the SciFact test
+rankings equal those of one node.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from rag_service.ingest.pipeline import Indexer
 from rag_service.service import UniversalRAGService
 from tests.citus_cluster import CitusCluster, copy_collection
 from tests.integration.test_bm25 import assert_stats_consistent
+from tests.integration.test_model_switch import RolledEmbedder
 from tests.unit.test_collection_predicates import SHAPES
 
 pytestmark = pytest.mark.slow
@@ -181,6 +183,26 @@ def test_ingest_reindex_prune_and_retrieve_on_citus(citus_engine, tmp_path, monk
     finally:
         with citus_engine.begin() as conn:
             conn.execute(text("DELETE FROM documents WHERE collection = 'kb'"))
+
+
+def test_a_model_switch_on_citus(citus_engine):
+    """``reindex --all`` with another model: its marker lives in a coordinator table, read beside the shards."""
+    settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)
+    db = Database(citus_engine)
+    rolled = RolledEmbedder(model_id="test/rolled-hashing")
+    try:
+        texts = [(name, name, body) for name, body in TEXTS.items()]
+        assert Indexer(db, HashingEmbedder(), settings).index_texts(texts, collection="switch").added == 4
+        report = Indexer(db, rolled, settings).reindex_all(switch_model=True)
+        assert report.ok and report.model_switch.startswith("embedding model: switched from 'test/hashing-embedder'")
+        service = UniversalRAGService(settings, database=db, embedder=rolled, reranker=None)
+        result = service.retrieve("which column shards tables?", context="search", collection="switch")
+        assert result.chunks and result.chunks[0].source == "ops/citus.md"
+    finally:
+        with citus_engine.begin() as conn:
+            conn.execute(text("DELETE FROM documents WHERE collection = 'switch'"))
+        back = Indexer(db, HashingEmbedder(), settings).reindex_all(switch_model=True)
+        assert back.ok  # the module's other tests index with the hashing model
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
