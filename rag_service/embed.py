@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, SCHEMA_EMBEDDING_DIM
+from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, DEFAULT_EMBEDDING_BACKEND, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError
 from rag_service.log import quiet_progress_bars
 
@@ -181,7 +181,7 @@ class HashingEmbedder:
 EMBEDDING_BACKENDS = ("onnx", "torch", "onnx-int8")
 
 
-def bundled_model_id(backend: str = "onnx") -> str:
+def bundled_model_id(backend: str = DEFAULT_EMBEDDING_BACKEND) -> str:
     """The id stored with the bundled model's vectors under ``backend``.
 
     torch and ONNX fp32 share one id: their vectors agree to a cosine of 1.0000 on 1,000 real chunks
@@ -192,13 +192,14 @@ def bundled_model_id(backend: str = "onnx") -> str:
 
 
 def load_embedder(
-    model: str, *, batch_size: int = 64, backend: str = "onnx", cache_dir: Path | None = None
+    model: str, *, batch_size: int = 64, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None
 ) -> Embedder:
     """The embedder for ``RAG_EMBEDDING_MODEL`` (``hashing`` selects the model-free test embedder).
 
     The bundled MiniLM runs on ONNX Runtime unless ``backend`` is ``torch``; its ONNX file is exported
     once under ``cache_dir``. When that fails, the fp32 backend falls back to torch (same vectors) and
-    says why in the embedder's ``degraded``; int8 has no equal fallback and raises instead.
+    says why in the embedder's ``degraded``; int8 (the default) has no fallback with its vectors and
+    raises instead: torch's would be refused by, or else mixed into, an int8 database.
     """
     if model == "hashing":
         return HashingEmbedder()
@@ -210,8 +211,9 @@ def load_embedder(
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         if backend == "onnx-int8":
             raise ModelLoadError(
-                f"the int8 ONNX embedding model could not be loaded ({reason}); "
-                "set RAG_EMBEDDING_BACKEND=onnx, or delete the export under RAG_DATA_DIR/models/embed-onnx"
+                f"the int8 ONNX embedding model (RAG_EMBEDDING_BACKEND=onnx-int8, the default) could not be loaded "
+                f"({reason}); delete RAG_DATA_DIR/models/embed-onnx to export it again, or set "
+                "RAG_EMBEDDING_BACKEND=torch and run `rag reindex --all` (torch's vectors are not int8's)"
             ) from None
         fallback = SentenceTransformerEmbedder(model, batch_size=batch_size)
         fallback.degraded = (
@@ -287,7 +289,9 @@ class LazyEmbedder:
         return self.model().embed_query(text)
 
 
-def embedder_for(model: str, *, batch_size: int = 64, backend: str = "onnx", cache_dir: Path | None = None) -> Embedder:
+def embedder_for(
+    model: str, *, batch_size: int = 64, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None
+) -> Embedder:
     """The embedder of ``RAG_EMBEDDING_MODEL``, loaded lazily when its id and dimension are known in advance.
 
     The bundled MiniLM is lazy (no model, no onnxruntime until something is embedded); other models

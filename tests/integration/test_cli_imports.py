@@ -14,7 +14,7 @@ import pytest
 from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
-from rag_service.embed import BUNDLED_MINILM_ID, HashingEmbedder
+from rag_service.embed import HashingEmbedder, bundled_model_id
 from rag_service.ingest.pipeline import Indexer
 from tests.conftest import seed_onnx_export
 
@@ -80,7 +80,7 @@ def corpus_url(database_factory, settings, tmp_path, monkeypatch) -> str:
     for i in range(3):
         (docs / f"n{i}.md").write_text(f"# Note {i}\n\nVacuum, checkpoints and replication slots, note number {i}.\n")
     monkeypatch.chdir(tmp_path)
-    embedder = HashingEmbedder(model_id=BUNDLED_MINILM_ID)
+    embedder = HashingEmbedder(model_id=bundled_model_id())
     report = Indexer(Database(engine), embedder, settings).index_paths(["docs"])
     engine.dispose()
     assert report.added == 3

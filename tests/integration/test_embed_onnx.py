@@ -78,7 +78,7 @@ def test_index_and_retrieve_run_without_torch(database_factory, settings, onnx_e
 def test_a_failed_export_falls_back_to_torch_and_says_so(fresh_database: Database, settings, tmp_path: Path) -> None:
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "embed-onnx").write_text("not a folder: the export cannot be written")
-    settings = replace(settings, data_dir=tmp_path, rerank_model="none")
+    settings = replace(settings, data_dir=tmp_path, rerank_model="none", embedding_backend="onnx")
     service = UniversalRAGService(settings, database=fresh_database, reranker=None)
     report = service.index_texts(
         [("n.md", "Notes", "Vacuum reclaims space; replication slots keep WAL.")], collection="default"

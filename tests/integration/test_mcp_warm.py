@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
-from rag_service.embed import BUNDLED_MINILM_ID, HashingEmbedder
+from rag_service.embed import HashingEmbedder, bundled_model_id
 from rag_service.ingest.pipeline import Indexer
 from tests.conftest import seed_onnx_export
 
@@ -41,7 +41,7 @@ def indexed_url(database_factory, settings, tmp_path) -> str:
     docs.mkdir()
     for i in range(6):
         (docs / f"n{i}.md").write_text(f"# Note {i}\n\nVacuum, checkpoints, WAL and replication slots: note {i}.\n")
-    report = Indexer(Database(engine), HashingEmbedder(model_id=BUNDLED_MINILM_ID), settings).index_paths([str(docs)])
+    report = Indexer(Database(engine), HashingEmbedder(model_id=bundled_model_id()), settings).index_paths([str(docs)])
     engine.dispose()
     assert report.added == 6
     return url

@@ -25,7 +25,7 @@ from rag_service.db.engine import make_engine
 from rag_service.db.index_settings import read_index_settings
 from rag_service.db.model_switch import begin_model_switch
 from rag_service.db.status import read_status
-from rag_service.embed import BUNDLED_MINILM_ID, HashingEmbedder
+from rag_service.embed import HashingEmbedder, bundled_model_id
 from rag_service.errors import EmbeddingMismatchError
 from rag_service.ingest import pipeline
 from rag_service.ingest.pipeline import Indexer
@@ -338,7 +338,7 @@ def test_rag_reindex_all_switches_from_the_hashing_model_to_the_bundled_minilm(
 
     mismatch = (
         f"error: this database holds vectors of 'test/hashing-embedder' but RAG_EMBEDDING_MODEL and "
-        f"RAG_EMBEDDING_BACKEND give {BUNDLED_MINILM_ID!r}; run `rag reindex --all` to re-embed every collection "
+        f"RAG_EMBEDDING_BACKEND give {bundled_model_id()!r}; run `rag reindex --all` to re-embed every collection "
         "with it, or set them back"
     )
     for args in (("query", "backups", "--collection", "kb"), ("reindex", "n.md", "--collection", "kb")):
@@ -346,17 +346,17 @@ def test_rag_reindex_all_switches_from_the_hashing_model_to_the_bundled_minilm(
         assert (refused.returncode, refused.stderr.strip()) == (1, mismatch), refused.stderr
     one = _rag(minilm, "reindex", "--all", "--collection", "kb")
     assert one.returncode == 1 and one.stderr.strip() == (
-        f"error: switching the embedding model from 'test/hashing-embedder' to {BUNDLED_MINILM_ID!r} re-embeds "
+        f"error: switching the embedding model from 'test/hashing-embedder' to {bundled_model_id()!r} re-embeds "
         "every collection; run `rag reindex --all` without --collection"
     )
 
     switched = _rag(minilm, "reindex", "--all", "--quiet")
     assert switched.returncode == 0, switched.stderr
-    assert f"embedding model: switched from 'test/hashing-embedder' to {BUNDLED_MINILM_ID!r}" in switched.stdout
+    assert f"embedding model: switched from 'test/hashing-embedder' to {bundled_model_id()!r}" in switched.stdout
     answer = _rag(minilm, "query", "how are backups restored?", "--collection", "kb", "--json")
     assert answer.returncode == 0, answer.stderr
     assert json.loads(answer.stdout)["chunks"][0]["source"] == "n.md"
     status = _rag(minilm, "db", "status")
-    assert f"embeddings: {BUNDLED_MINILM_ID} (384-d)" in status.stdout and "switch:" not in status.stdout
+    assert f"embeddings: {bundled_model_id()} (384-d)" in status.stdout and "switch:" not in status.stdout
     back = _rag(hashing, "query", "backups", "--collection", "kb")
-    assert back.returncode == 1 and "holds vectors of 'sentence-transformers/all-MiniLM-L6-v2'" in back.stderr
+    assert back.returncode == 1 and f"holds vectors of {bundled_model_id()!r}" in back.stderr
