@@ -26,6 +26,9 @@ DEFAULT_RRF_K = 20
 DEFAULT_FUSION_METHOD: FusionMethod = "linear"
 DEFAULT_CANDIDATE_K = 20
 DEFAULT_KEYWORD_SCORER: KeywordScorer = "bm25"
+#: results whose calibrated relevance is below this are dropped; 0 keeps every result (the stock
+#: presets that set it: ``config.DEFAULT_PRESETS``, migration 0009)
+DEFAULT_MIN_RELEVANCE = 0.0
 
 #: longest query text the library reads (longer ones are cut at a word boundary); the HTTP API's
 #: ``RAG_API_MAX_QUERY_CHARS`` may be set up to this, and its schema refuses longer queries
@@ -60,8 +63,10 @@ class Knob:
             number = float(value)
         except OverflowError:  # an int beyond any float is out of every range
             number = math.inf
-        if not math.isfinite(number) or (self.ge is not None and number < self.ge) or (
-            self.le is not None and number > self.le
+        if (
+            not math.isfinite(number)
+            or (self.ge is not None and number < self.ge)
+            or (self.le is not None and number > self.le)
         ):
             return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
         if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
@@ -106,11 +111,17 @@ PRESET_KNOBS: dict[str, Knob] = {
         Knob("rrf_k", int, "rank offset of reciprocal rank fusion", DEFAULT_RRF_K, 1, 10_000),
         Knob("fusion_method", str, "how the arms are merged", DEFAULT_FUSION_METHOD, choices=("rrf", "linear")),
         Knob("candidate_k", int, "candidates per arm", DEFAULT_CANDIDATE_K, 1, MAX_CANDIDATE_K),
-        Knob(
-            "keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")
-        ),
+        Knob("keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")),
         Knob("show_metadata", bool, "the formatted context shows summaries and keywords", False),
         Knob("graph_weight", float, "the graph walk's share of the ranking; 0 = off", 0.0, 0.0, 1.0),
+        Knob(
+            "min_relevance",
+            float,
+            "drop results whose calibrated relevance (0..1) is below this; 0 = keep all",
+            DEFAULT_MIN_RELEVANCE,
+            0.0,
+            1.0,
+        ),
     )
 }
 

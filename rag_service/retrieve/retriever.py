@@ -36,6 +36,13 @@ from rag_service.retrieve.query import (
     validate_query,
     websearch_parts,
 )
+from rag_service.retrieve.relevance import (
+    ReferenceCache,
+    finalize,
+    no_relevant_passages,
+    score_candidates,
+    section_evidence,
+)
 from rag_service.retrieve.rerank import Reranker, ranked_order
 from rag_service.retrieve.windows import fit_to_budget
 from rag_service.tokens import get_encoding
@@ -84,6 +91,7 @@ class Retriever:
         self._chat = chat
         self.settings = settings
         self._llm_weights = llm_rerank_weights(settings.llm_rerank_weights)
+        self.references = ReferenceCache()
 
     def search_candidates(
         self,
@@ -128,6 +136,8 @@ class Retriever:
                     session, chunks, request=requests[0], weight=preset.graph_weight
                 )
                 metrics.graph_time_ms = _ms(started)
+            if vectors[0] is not None and chunks:  # the calibrated relevance reads the query's similarities
+                chunks = score_candidates(chunks, vectors[0], self.references.get(session, options.collection))
             return chunks
 
         started = time.perf_counter()
@@ -205,12 +215,17 @@ class Retriever:
 
         started = time.perf_counter()
         if preset.return_parents:
-            chunks = expand_to_parents(chunks, _parent_map(chunks))
+            chunks = expand_to_parents(section_evidence(chunks), _parent_map(chunks))
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
         chunks = _diversify(chunks, k=preset.max_chunks, diversity=preset.diversity)
         metrics.mmr_time_ms = _ms(started)
+        # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one
+        chunks, dropped = finalize(
+            chunks, calibrate=metrics.reranker == NO_RERANKER, min_relevance=preset.min_relevance
+        )
+        metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()
             chunks = _fit_parents(
@@ -224,10 +239,14 @@ class Retriever:
         )
         metrics.format_time_ms = _ms(started)
         metrics.total_time_ms = _ms(total_started)
+        context, tokens = formatted.text, formatted.total_tokens
+        if not chunks and dropped:
+            context = no_relevant_passages(text, dropped[0].relevance_score, preset.min_relevance)
+            tokens = len(get_encoding(encoding).encode(context, disallowed_special=()))
         return RAGResult(
             chunks=list(formatted.included),
-            formatted_context=formatted.text,
-            total_tokens=formatted.total_tokens,
+            formatted_context=context,
+            total_tokens=tokens,
             sources=formatted.sources,
             query=text,
             context_type=preset.context_type,
