@@ -63,10 +63,8 @@ class Knob:
             number = float(value)
         except OverflowError:  # an int beyond any float is out of every range
             number = math.inf
-        if (
-            not math.isfinite(number)
-            or (self.ge is not None and number < self.ge)
-            or (self.le is not None and number > self.le)
+        if not math.isfinite(number) or (self.ge is not None and number < self.ge) or (
+            self.le is not None and number > self.le
         ):
             return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
         if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
@@ -111,7 +109,9 @@ PRESET_KNOBS: dict[str, Knob] = {
         Knob("rrf_k", int, "rank offset of reciprocal rank fusion", DEFAULT_RRF_K, 1, 10_000),
         Knob("fusion_method", str, "how the arms are merged", DEFAULT_FUSION_METHOD, choices=("rrf", "linear")),
         Knob("candidate_k", int, "candidates per arm", DEFAULT_CANDIDATE_K, 1, MAX_CANDIDATE_K),
-        Knob("keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")),
+        Knob(
+            "keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")
+        ),
         Knob("show_metadata", bool, "the formatted context shows summaries and keywords", False),
         Knob("graph_weight", float, "the graph walk's share of the ranking; 0 = off", 0.0, 0.0, 1.0),
         Knob(
