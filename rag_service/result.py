@@ -150,6 +150,10 @@ class RetrievalMetrics:
     #: results dropped for a relevance below the preset's ``min_relevance``; with no chunk left, the
     #: formatted context is the one line "no relevant passages for ..."
     filtered_below_relevance: int = 0
+    #: what ``relevance_score`` is: ``calibrated`` (from the embedding model's similarities,
+    #: ``retrieve/relevance.py``), ``reranker`` (the cross-encoder's or the LLM's), or ``uncalibrated``
+    #: (the rank-normalised fused score of a model without a calibration; ``min_relevance`` not applied)
+    relevance: str = "uncalibrated"
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -173,6 +177,7 @@ class RetrievalMetrics:
             "query_variants": int(self.query_variants),
             "graph_added": int(self.graph_added),
             "filtered_below_relevance": int(self.filtered_below_relevance),
+            "relevance": self.relevance,
             "reranker": self.reranker,
             "read_from": self.read_from,
             "degraded": list(self.degraded),

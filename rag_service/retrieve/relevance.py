@@ -5,16 +5,19 @@ always 1.0, even for a question the documents cannot answer. Here each candidate
 relevance from the evidence the query already has, its cosine similarity to the query (every
 candidate carries its embedding), read against a reference taken from the collection itself:
 
-    relevance = sigmoid((cos - BACKGROUND_WEIGHT * background - CENTER) / SCALE)
+    relevance = sigmoid((cos - background_weight * background - center) / scale)
 
 ``background`` is how similar the query is to the collection as a whole: its cosine to the mean of a
 sample of the collection's own chunk vectors (``CollectionReference``, read once per collection and
 cached). A question on the collection's general topic is somewhat similar to all of it, so a passage
 must stand out from that to count; an unrelated question is far from all of it, and its nearest
-passage is still far. The constants are the same for every collection: chosen on the questions of
-three sets asked of all three collections (docs/benchmarks.md, "issue 25.3"); nothing names one.
-``CENTER`` is where answerable and unanswerable first results were equally often misjudged (0.5),
-``SCALE`` puts a tenth-percentile answerable first result at about 0.75.
+passage is still far. The constants belong to the embedding model (its cosines have their own
+scale), the same for every collection: for the bundled MiniLM chosen on the questions of three sets
+asked of all three collections (docs/benchmarks.md, "issue 25.3"); nothing names a collection.
+``center`` is where answerable and unanswerable first results were equally often misjudged (0.5),
+``scale`` puts a tenth-percentile answerable first result at about 0.75. A model without a
+``Calibration`` keeps the rank-normalised fused score, and no floor is applied
+(``metrics.relevance`` says which).
 
 When the cross-encoder reranks, its sigmoid is the relevance, as before. The ranking itself never
 changes: ``finalize`` gives the results, in their ranked order, the running maximum of their
@@ -37,20 +40,41 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from rag_service.db.search import vector_from_send
+from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
 from rag_service.result import RetrievedChunk
 
-#: share of the query's background similarity to the collection a passage must rise above
-BACKGROUND_WEIGHT = 0.25
-#: the cosine (above that share of background) at relevance 0.5
-CENTER = 0.44
-#: cosine over which relevance goes from 0.27 to 0.73 (the sigmoid's unit)
-SCALE = 0.06
 #: chunks of a collection sampled for its reference (spread evenly over its ids)
 REFERENCE_SAMPLE = 512
 #: a collection's reference is recomputed after this many seconds (its chunks may have changed)
 REFERENCE_TTL_S = 300.0
 #: ``finalize`` keeps the ranked order strict: each result is at least this much above the next
 _STEP = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """How one embedding model's cosine similarities become a relevance in 0..1."""
+
+    #: the cosine (above ``background_weight`` of the background) at relevance 0.5
+    center: float
+    #: cosine over which relevance goes from 0.27 to 0.73 (the sigmoid's unit)
+    scale: float
+    #: share of the query's background similarity to the collection a passage must rise above
+    background_weight: float
+
+    def relevance(self, cosine: float, background: float) -> float:
+        """The relevance of a passage at ``cosine`` to a query whose background similarity is ``background``."""
+        return _sigmoid((cosine - self.background_weight * background - self.center) / self.scale)
+
+
+#: the bundled all-MiniLM-L6-v2 (torch and ONNX fp32 give the same vectors; the int8 variant's differ
+#: by little and was not measured on its own)
+MINILM_CALIBRATION = Calibration(center=0.44, scale=0.06, background_weight=0.25)
+#: the calibration of each embedding model (``Embedder.model_id``) it was measured for
+CALIBRATIONS: dict[str, Calibration] = {
+    BUNDLED_MINILM_ID: MINILM_CALIBRATION,
+    bundled_model_id("onnx-int8"): MINILM_CALIBRATION,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +143,11 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
-def calibrated(cosine: float, background: float) -> float:
-    """The relevance (0..1) of a passage at ``cosine`` to a query whose background similarity is ``background``."""
-    return _sigmoid((cosine - BACKGROUND_WEIGHT * background - CENTER) / SCALE)
-
-
 def score_candidates(
-    chunks: Sequence[RetrievedChunk], query_vector: npt.NDArray[Any], reference: CollectionReference
+    chunks: Sequence[RetrievedChunk],
+    query_vector: npt.NDArray[Any],
+    reference: CollectionReference,
+    calibration: Calibration,
 ) -> list[RetrievedChunk]:
     """``chunks`` with ``scores.calibrated`` set from their cosine similarity to the query."""
     if not chunks:
@@ -138,7 +160,8 @@ def score_candidates(
             out.append(chunk)
             continue
         cosine = float(np.dot(_unit(chunk.embedding), query))
-        out.append(replace(chunk, scores=replace(chunk.scores, calibrated=calibrated(cosine, background))))
+        value = calibration.relevance(cosine, background)
+        out.append(replace(chunk, scores=replace(chunk.scores, calibrated=value)))
     return out
 
 

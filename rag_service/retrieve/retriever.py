@@ -37,6 +37,7 @@ from rag_service.retrieve.query import (
     websearch_parts,
 )
 from rag_service.retrieve.relevance import (
+    CALIBRATIONS,
     ReferenceCache,
     finalize,
     no_relevant_passages,
@@ -114,6 +115,7 @@ class Retriever:
             metrics.degrade("query", note)
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
+        calibration = None
         if preset.vector_weight > 0:
             started = time.perf_counter()
             embedder = self._embedder()
@@ -121,6 +123,7 @@ class Retriever:
             metrics.embedding_time_ms = _ms(started)
             if note := degraded_note(embedder):
                 metrics.degrade("embed", note)
+            calibration = CALIBRATIONS.get(embedder.model_id)
 
         requests = [
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
@@ -136,8 +139,11 @@ class Retriever:
                     session, chunks, request=requests[0], weight=preset.graph_weight
                 )
                 metrics.graph_time_ms = _ms(started)
-            if vectors[0] is not None and chunks:  # the calibrated relevance reads the query's similarities
-                chunks = score_candidates(chunks, vectors[0], self.references.get(session, options.collection))
+            if calibration is not None and vectors[0] is not None:  # the calibrated relevance: retrieve/relevance.py
+                metrics.relevance = "calibrated"
+                if chunks:
+                    reference = self.references.get(session, options.collection)
+                    chunks = score_candidates(chunks, vectors[0], reference, calibration)
             return chunks
 
         started = time.perf_counter()
@@ -221,10 +227,11 @@ class Retriever:
         started = time.perf_counter()
         chunks = _diversify(chunks, k=preset.max_chunks, diversity=preset.diversity)
         metrics.mmr_time_ms = _ms(started)
-        # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one
-        chunks, dropped = finalize(
-            chunks, calibrate=metrics.reranker == NO_RERANKER, min_relevance=preset.min_relevance
-        )
+        # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one, if any
+        if metrics.reranker != NO_RERANKER:
+            metrics.relevance = "reranker"
+        floor = preset.min_relevance if metrics.relevance != "uncalibrated" else 0.0
+        chunks, dropped = finalize(chunks, calibrate=metrics.relevance == "calibrated", min_relevance=floor)
         metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()
