@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_service.config import STOCK_MIN_RELEVANCE
+from rag_service.config import AGENT_MIN_RELEVANCE
 from rag_service.embed import SentenceTransformerEmbedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
@@ -52,7 +52,7 @@ def test_an_answerable_question_scores_high_and_an_unanswerable_one_low(service)
 
 
 def test_the_agent_preset_says_no_relevant_passages_instead_of_padding(service):
-    assert service.preset("agent").min_relevance == STOCK_MIN_RELEVANCE > 0
+    assert service.preset("agent").min_relevance == AGENT_MIN_RELEVANCE > 0
     result = service.retrieve(UNANSWERABLE, "agent", collection="kb")
     assert result.chunks == [] and result.sources == []
     assert result.metrics.filtered_below_relevance >= 1

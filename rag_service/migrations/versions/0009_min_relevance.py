@@ -2,8 +2,7 @@
 
 Results whose calibrated relevance (``rag_service/retrieve/relevance.py``) is below the preset's
 ``min_relevance`` are dropped, and a query with none left says so. 0 keeps every result (as before);
-the stock ``agent`` and ``chatbot`` presets get the floor chosen in docs/benchmarks.md, if they still
-hold their seeded values of that knob (0).
+the stock ``agent`` and ``chatbot`` presets get the floors chosen in docs/benchmarks.md.
 
 Revision ID: 0009
 Revises: 0007
@@ -20,8 +19,9 @@ down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-#: the floor of the stock agent and chatbot presets (docs/benchmarks.md, "issue 25.3")
-STOCK_MIN_RELEVANCE = 0.3
+#: the floors of the stock presets (``config.AGENT_MIN_RELEVANCE`` and ``CHATBOT_MIN_RELEVANCE``; docs/benchmarks.md,
+#: "issue 25.3"), written here as values: a migration must not change when the code's defaults do
+STOCK_FLOORS = {"agent": 0.3, "chatbot": 0.2}
 
 
 def upgrade() -> None:
@@ -29,12 +29,12 @@ def upgrade() -> None:
     op.create_check_constraint(
         "ck_rag_configurations_min_relevance", "rag_configurations", "min_relevance >= 0 AND min_relevance <= 1"
     )
-    op.execute(
-        sa.text(
-            "UPDATE rag_configurations SET min_relevance = :floor, updated_at = now() "
-            "WHERE context_type IN ('agent', 'chatbot')"
-        ).bindparams(floor=STOCK_MIN_RELEVANCE)
-    )
+    for context_type, floor in STOCK_FLOORS.items():
+        op.execute(
+            sa.text(
+                "UPDATE rag_configurations SET min_relevance = :floor, updated_at = now() WHERE context_type = :context"
+            ).bindparams(floor=floor, context=context_type)
+        )
 
 
 def downgrade() -> None:
