@@ -287,7 +287,8 @@ def test_min_relevance_is_a_per_call_override_and_nothing_passing_is_said(live: 
     from rag_service.retrieve.relevance import CALIBRATIONS, Calibration
 
     # the hashing fake has no calibration of its own; this curve stands in for a measured model's
-    monkeypatch.setitem(CALIBRATIONS, HashingEmbedder().model_id, Calibration(center=0.5, scale=0.05, background_weight=0))
+    curve = Calibration(center=0.5, scale=0.05, background_weight=0)
+    monkeypatch.setitem(CALIBRATIONS, HashingEmbedder().model_id, curve)
     with live.client() as client:
         unrelated = {"query": "zebra stripes across the savanna", "context": "agent"}
         kept = client.post("/api/rag/retrieve", json=unrelated | {"min_relevance": 0}).json()
@@ -297,5 +298,6 @@ def test_min_relevance_is_a_per_call_override_and_nothing_passing_is_said(live: 
     assert kept["metrics"]["relevance"] == "calibrated"
     assert floored["success"] and floored["result"]["chunks"] == []
     assert floored["metrics"]["filtered_below_relevance"] == len(kept["result"]["chunks"])
-    assert floored["result"]["formatted_context"].startswith("no relevant passages for 'zebra stripes across the savanna'")
+    context = floored["result"]["formatted_context"]
+    assert context.startswith("no relevant passages for 'zebra stripes across the savanna'")
     assert bad.status_code == 422 and "min_relevance" in bad.text
