@@ -26,6 +26,9 @@ DEFAULT_RRF_K = 20
 DEFAULT_FUSION_METHOD: FusionMethod = "linear"
 DEFAULT_CANDIDATE_K = 20
 DEFAULT_KEYWORD_SCORER: KeywordScorer = "bm25"
+#: results whose calibrated relevance is below this are dropped; 0 keeps every result (the stock
+#: presets that set it: ``config.DEFAULT_PRESETS``, migration 0009)
+DEFAULT_MIN_RELEVANCE = 0.0
 
 #: longest query text the library reads (longer ones are cut at a word boundary); the HTTP API's
 #: ``RAG_API_MAX_QUERY_CHARS`` may be set up to this, and its schema refuses longer queries
@@ -71,6 +74,8 @@ class Knob:
     def field_bounds(self) -> dict[str, Any]:
         """Keyword arguments of a pydantic ``Field`` with this knob's bounds and meaning."""
         bounds: dict[str, Any] = {"description": self.description}
+        if self.kind in (int, float) and not self.choices:
+            bounds["strict"] = True  # JSON true/false or "0.5" is not a number (lax mode read false as 0)
         if self.ge is not None:
             bounds["ge"] = self.kind(self.ge)
         if self.le is not None:
@@ -111,6 +116,14 @@ PRESET_KNOBS: dict[str, Knob] = {
         ),
         Knob("show_metadata", bool, "the formatted context shows summaries and keywords", False),
         Knob("graph_weight", float, "the graph walk's share of the ranking; 0 = off", 0.0, 0.0, 1.0),
+        Knob(
+            "min_relevance",
+            float,
+            "drop results whose calibrated relevance (0..1) is below this; 0 = keep all",
+            DEFAULT_MIN_RELEVANCE,
+            0.0,
+            1.0,
+        ),
     )
 }
 

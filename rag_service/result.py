@@ -32,9 +32,11 @@ class ChunkScores:
     llm: float | None = None
     #: the graph walk's score scaled to 0..1 (``graph_weight`` > 0 only)
     graph: float | None = None
+    #: the chunk's own calibrated relevance from its similarity to the query (``retrieve/relevance.py``)
+    calibrated: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, graph, rerank, llm."""
+        """The scores that are set, in the order vector, keyword, fused, graph, rerank, llm, calibrated."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
@@ -42,6 +44,7 @@ class ChunkScores:
             ("graph", self.graph),
             ("rerank", self.rerank),
             ("llm", self.llm),
+            ("calibrated", self.calibrated),
         )
         return {name: float(value) for name, value in pairs if value is not None}
 
@@ -144,6 +147,13 @@ class RetrievalMetrics:
     #: the graph walk (``graph_weight`` > 0): its time, and how many of the candidates it brought in
     graph_time_ms: float = 0.0
     graph_added: int = 0
+    #: results dropped for a relevance below the preset's ``min_relevance``; with no chunk left, the
+    #: formatted context is the one line "no relevant passages for ..."
+    filtered_below_relevance: int = 0
+    #: what ``relevance_score`` is: ``calibrated`` (from the embedding model's similarities,
+    #: ``retrieve/relevance.py``), ``reranker`` (the cross-encoder's or the LLM's), or ``uncalibrated``
+    #: (the rank-normalised fused score of a model without a calibration; ``min_relevance`` not applied)
+    relevance: str = "uncalibrated"
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -166,6 +176,8 @@ class RetrievalMetrics:
             "after_rerank": int(self.after_rerank),
             "query_variants": int(self.query_variants),
             "graph_added": int(self.graph_added),
+            "filtered_below_relevance": int(self.filtered_below_relevance),
+            "relevance": self.relevance,
             "reranker": self.reranker,
             "read_from": self.read_from,
             "degraded": list(self.degraded),

@@ -168,6 +168,7 @@ class RagConfiguration(Base):
         CheckConstraint("fusion_method IN ('rrf', 'linear')", name="ck_rag_configurations_fusion"),
         CheckConstraint("keyword_scorer IN ('bm25', 'ts_rank_cd')", name="ck_rag_configurations_keyword_scorer"),
         CheckConstraint("graph_weight >= 0 AND graph_weight <= 1", name="ck_rag_configurations_graph_weight"),
+        CheckConstraint("min_relevance >= 0 AND min_relevance <= 1", name="ck_rag_configurations_min_relevance"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -189,6 +190,8 @@ class RagConfiguration(Base):
     show_metadata: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
     #: share of the graph walk in the ranking (0 = off); migration 0006
     graph_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
+    #: results below this calibrated relevance are dropped (0 = keep all); migration 0009
+    min_relevance: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
 

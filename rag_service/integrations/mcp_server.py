@@ -1,8 +1,9 @@
 """``rag mcp``: a Model Context Protocol server over stdio (extra ``mcp``, the official SDK).
 
-Tools: ``search_knowledge(query, context?, collection?, max_chunks?)`` returns the formatted context
-with ``[n]`` citations, then a ``degraded: <stage>: <reason>`` line for each stage that did not run
-as configured; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
+Tools: ``search_knowledge(query, context?, collection?, max_chunks?, min_relevance?)`` returns the
+formatted context with ``[n]`` citations (or the one line "no relevant passages for ..." when every
+result was below the relevance floor), then a ``degraded: <stage>: <reason>`` line for each stage
+that did not run as configured; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
 With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
 
@@ -74,18 +75,24 @@ def build_server(
 
     @server.tool()
     async def search_knowledge(
-        query: str, context: str = DEFAULT_CONTEXT, collection: str = "default", max_chunks: int | None = None
+        query: str,
+        context: str = DEFAULT_CONTEXT,
+        collection: str = "default",
+        max_chunks: int | None = None,
+        min_relevance: float | None = None,
     ) -> str:
         """Search the knowledge base; returns the most relevant passages grouped by source with [n] citations.
 
         context: retrieval preset (agent, chatbot, search, workflow, context_engineering);
-        collection: which collection to search; max_chunks: at most this many passages.
+        collection: which collection to search; max_chunks: at most this many passages;
+        min_relevance: leave out passages below this relevance (0..1; the preset's floor by default).
         """
-        overrides: dict[str, Any] = {"max_chunks": max_chunks} if max_chunks is not None else {}
+        given = {"max_chunks": max_chunks, "min_relevance": min_relevance}
+        overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
         with _tool_errors():
             result = await service.aretrieve(query, context, collection=collection, **overrides)
         answer = result.formatted_context
-        if not result.chunks:
+        if not result.chunks and not result.metrics.filtered_below_relevance:
             answer = f"No passages in collection {collection!r} match {query!r}."
         # the agent must know when a stage (reranking, expansion, ...) did not run: one line each
         notes = [f"degraded: {reason}" for reason in result.metrics.degraded]

@@ -36,6 +36,14 @@ from rag_service.retrieve.query import (
     validate_query,
     websearch_parts,
 )
+from rag_service.retrieve.relevance import (
+    CALIBRATIONS,
+    ReferenceCache,
+    finalize,
+    no_relevant_passages,
+    score_candidates,
+    section_evidence,
+)
 from rag_service.retrieve.rerank import Reranker, ranked_order
 from rag_service.retrieve.windows import fit_to_budget
 from rag_service.tokens import get_encoding
@@ -84,6 +92,7 @@ class Retriever:
         self._chat = chat
         self.settings = settings
         self._llm_weights = llm_rerank_weights(settings.llm_rerank_weights)
+        self.references = ReferenceCache()
 
     def search_candidates(
         self,
@@ -106,6 +115,7 @@ class Retriever:
             metrics.degrade("query", note)
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
+        calibration = None
         if preset.vector_weight > 0:
             started = time.perf_counter()
             embedder = self._embedder()
@@ -113,6 +123,7 @@ class Retriever:
             metrics.embedding_time_ms = _ms(started)
             if note := degraded_note(embedder):
                 metrics.degrade("embed", note)
+            calibration = CALIBRATIONS.get(embedder.model_id)
 
         requests = [
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
@@ -128,6 +139,11 @@ class Retriever:
                     session, chunks, request=requests[0], weight=preset.graph_weight
                 )
                 metrics.graph_time_ms = _ms(started)
+            if calibration is not None and vectors[0] is not None:  # the calibrated relevance: retrieve/relevance.py
+                metrics.relevance = "calibrated"
+                if chunks:
+                    reference = self.references.get(session, options.collection)
+                    chunks = score_candidates(chunks, vectors[0], reference, calibration)
             return chunks
 
         started = time.perf_counter()
@@ -205,12 +221,18 @@ class Retriever:
 
         started = time.perf_counter()
         if preset.return_parents:
-            chunks = expand_to_parents(chunks, _parent_map(chunks))
+            chunks = expand_to_parents(section_evidence(chunks), _parent_map(chunks))
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
         chunks = _diversify(chunks, k=preset.max_chunks, diversity=preset.diversity)
         metrics.mmr_time_ms = _ms(started)
+        # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one, if any
+        if metrics.reranker != NO_RERANKER:
+            metrics.relevance = "reranker"
+        floor = preset.min_relevance if metrics.relevance != "uncalibrated" else 0.0
+        chunks, dropped = finalize(chunks, calibrate=metrics.relevance == "calibrated", min_relevance=floor)
+        metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()
             chunks = _fit_parents(
@@ -224,10 +246,14 @@ class Retriever:
         )
         metrics.format_time_ms = _ms(started)
         metrics.total_time_ms = _ms(total_started)
+        context, tokens = formatted.text, formatted.total_tokens
+        if not chunks and dropped:
+            context = no_relevant_passages(text, dropped[0].relevance_score, preset.min_relevance)
+            tokens = len(get_encoding(encoding).encode(context, disallowed_special=()))
         return RAGResult(
             chunks=list(formatted.included),
-            formatted_context=formatted.text,
-            total_tokens=formatted.total_tokens,
+            formatted_context=context,
+            total_tokens=tokens,
             sources=formatted.sources,
             query=text,
             context_type=preset.context_type,

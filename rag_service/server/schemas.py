@@ -103,6 +103,7 @@ class PresetValues(_Strict):
     keyword_scorer: Literal["bm25", "ts_rank_cd"] | None = _knob("keyword_scorer")
     show_metadata: bool | None = _knob("show_metadata")
     graph_weight: float | None = _knob("graph_weight")
+    min_relevance: float | None = _knob("min_relevance")
 
     def given(self) -> dict[str, Any]:
         """Only the values that were set."""

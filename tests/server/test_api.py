@@ -281,3 +281,23 @@ def test_an_unknown_collection_is_404_naming_the_existing_ones(live: LiveServer)
         assert error["message"].startswith("collection 'defualt' does not exist; did you mean 'default'? ")
         assert "\n" not in error["message"]
     assert known.status_code == 200 and known.json()["result"]["chunks"]
+
+
+def test_min_relevance_is_a_per_call_override_and_nothing_passing_is_said(live: LiveServer, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from rag_service.retrieve.relevance import CALIBRATIONS, Calibration
+
+    # the hashing fake has no calibration of its own; this curve stands in for a measured model's
+    curve = Calibration(center=0.5, scale=0.05, background_weight=0)
+    monkeypatch.setitem(CALIBRATIONS, HashingEmbedder().model_id, curve)
+    with live.client() as client:
+        unrelated = {"query": "zebra stripes across the savanna", "context": "agent"}
+        kept = client.post("/api/rag/retrieve", json=unrelated | {"min_relevance": 0}).json()
+        floored = client.post("/api/rag/retrieve", json=unrelated | {"min_relevance": 0.9}).json()
+        bad = client.post("/api/rag/retrieve", json=unrelated | {"min_relevance": 1.5})
+    assert kept["result"]["chunks"] and kept["metrics"]["filtered_below_relevance"] == 0
+    assert kept["metrics"]["relevance"] == "calibrated"
+    assert floored["success"] and floored["result"]["chunks"] == []
+    assert floored["metrics"]["filtered_below_relevance"] == len(kept["result"]["chunks"])
+    context = floored["result"]["formatted_context"]
+    assert context.startswith("no relevant passages for 'zebra stripes across the savanna'")
+    assert bad.status_code == 422 and "min_relevance" in bad.text

@@ -59,3 +59,20 @@ def test_vector_weight_five_is_refused_everywhere() -> None:
         DEFAULT_PRESETS[0].with_overrides({"vector_weight": 5})
     with pytest.raises(ValueError, match="vector_weight"):
         RetrieveRequest.model_validate({"query": "x", "vector_weight": 5})
+
+
+@pytest.mark.parametrize("value", [False, True, "0.5"])
+def test_a_numeric_knob_refuses_booleans_and_strings(value: object) -> None:
+    for name in ("min_relevance", "graph_weight", "max_chunks"):
+        with pytest.raises(ValueError, match=name):
+            PresetValues.model_validate({name: value})
+
+
+def test_min_relevance_is_a_knob_with_a_0_to_1_range() -> None:
+    knob = PRESET_KNOBS["min_relevance"]
+    assert (knob.default, knob.ge, knob.le) == (0.0, 0.0, 1.0)
+    assert [p.min_relevance for p in DEFAULT_PRESETS if p.min_relevance > 0] and all(
+        0 <= p.min_relevance <= 1 for p in DEFAULT_PRESETS
+    )
+    with pytest.raises(ConfigurationError, match="min_relevance"):
+        DEFAULT_PRESETS[0].with_overrides({"min_relevance": 1.5})

@@ -1,0 +1,36 @@
+"""``search_knowledge`` takes ``min_relevance`` and says when no passage passes it (in-process MCP client)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from mcp import Client
+
+from rag_service.embed import HashingEmbedder
+from rag_service.integrations.mcp_server import build_server
+from rag_service.retrieve.relevance import CALIBRATIONS, Calibration
+from rag_service.service import UniversalRAGService
+
+
+def test_search_knowledge_floors_and_says_no_relevant_passages(db, settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = HashingEmbedder()
+    # the hashing fake has no calibration of its own; this curve stands in for a measured model's
+    monkeypatch.setitem(CALIBRATIONS, embedder.model_id, Calibration(center=0.5, scale=0.05, background_weight=0))
+    service = UniversalRAGService(settings, database=db, embedder=embedder, reranker=None)
+    text = "Nightly backups run with pg_dump and are kept for thirty days before cold storage takes them."
+    assert service.index_texts([("ops.md", "Ops", text)], collection="kb").added == 1
+
+    async def calls() -> list[str]:
+        async with Client(build_server(service)) as client:
+            out = []
+            for floor in (0.0, 0.99):
+                query = {"query": "zebra stripes", "collection": "kb", "min_relevance": floor}
+                result = await client.call_tool("search_knowledge", query)
+                assert not result.is_error
+                out.append("\n".join(part.text for part in result.content))
+            return out
+
+    kept, floored = asyncio.run(calls())
+    assert kept.startswith("[1] ops.md")
+    assert floored.startswith("no relevant passages for 'zebra stripes'") and "min_relevance 99%" in floored

@@ -1,0 +1,81 @@
+"""The calibrated relevance with the real bundled model: answerable questions score high, others are floored."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_service.config import AGENT_MIN_RELEVANCE
+from rag_service.embed import SentenceTransformerEmbedder
+from rag_service.retrieve.rerank import FunctionReranker
+from rag_service.service import UniversalRAGService
+
+pytestmark = pytest.mark.slow
+
+DOCS = [
+    (
+        "ops.md",
+        "Operations",
+        "# Operations\n\n## Backups\n\nNightly backups run with pg_dump at two in the morning. Each backup is kept "
+        "for thirty days and a weekly copy is shipped to cold storage.\n\n## Replication\n\nA streaming replica "
+        "follows the primary with a few milliseconds of lag. Failover promotes the replica.\n",
+    ),
+    (
+        "search.md",
+        "Search",
+        "# Search\n\n## Hybrid search\n\nThe vector arm finds chunks by meaning through the HNSW index, the keyword "
+        "arm finds exact terms through the GIN index, and fusion merges both rankings into one list.\n",
+    ),
+]
+ANSWERABLE = "How long are nightly backups kept?"
+UNANSWERABLE = "Which vitamins do pregnant women need more of?"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture
+def service(db, settings, minilm) -> UniversalRAGService:
+    svc = UniversalRAGService(settings, database=db, embedder=minilm, reranker=None)
+    assert svc.index_texts(DOCS, collection="kb", strategy="markdown").added == 2
+    return svc
+
+
+def test_an_answerable_question_scores_high_and_an_unanswerable_one_low(service):
+    answered = service.retrieve(ANSWERABLE, "workflow", collection="kb")
+    unanswered = service.retrieve(UNANSWERABLE, "workflow", collection="kb")
+    assert answered.metrics.relevance == unanswered.metrics.relevance == "calibrated"
+    assert answered.chunks[0].source == "ops.md" and answered.chunks[0].relevance_score >= 0.75
+    assert unanswered.chunks and unanswered.chunks[0].relevance_score < 0.1  # workflow sets no floor
+    assert all(0.0 <= c.relevance_score <= 1.0 for c in (*answered.chunks, *unanswered.chunks))
+
+
+def test_the_agent_preset_says_no_relevant_passages_instead_of_padding(service):
+    assert service.preset("agent").min_relevance == AGENT_MIN_RELEVANCE > 0
+    result = service.retrieve(UNANSWERABLE, "agent", collection="kb")
+    assert result.chunks == [] and result.sources == []
+    assert result.metrics.filtered_below_relevance >= 1
+    assert result.formatted_context.startswith(f"no relevant passages for {UNANSWERABLE!r}")
+    assert result.total_tokens > 0 and "\n" not in result.formatted_context
+    answered = service.retrieve(ANSWERABLE, "agent", collection="kb")
+    assert "Nightly backups" in answered.chunks[0].content
+    assert "search.md" not in {c.source for c in answered.chunks}  # the unrelated section is dropped, not padded
+    assert answered.metrics.filtered_below_relevance >= 1 and "no relevant passages" not in answered.formatted_context
+
+
+def test_min_relevance_is_a_per_call_override(service):
+    unfloored = service.retrieve(UNANSWERABLE, "agent", collection="kb", min_relevance=0)
+    assert unfloored.chunks and unfloored.metrics.filtered_below_relevance == 0
+    strict = service.retrieve(ANSWERABLE, "workflow", collection="kb", min_relevance=0.999)
+    assert strict.chunks == [] and strict.formatted_context.startswith("no relevant passages")
+
+
+def test_a_reranker_relevance_stands_and_the_floor_applies_to_it(db, settings, minilm):
+    reranker = FunctionReranker(lambda query, doc: 5.0 if "backup" in doc.lower() else -5.0)
+    svc = UniversalRAGService(settings, database=db, embedder=minilm, reranker=reranker)
+    assert svc.index_texts(DOCS, collection="kb", strategy="markdown").added == 2
+    result = svc.retrieve(UNANSWERABLE, "agent", collection="kb", return_parents=False)
+    assert result.metrics.relevance == "reranker"
+    assert all("backup" in c.content.lower() for c in result.chunks)  # sigmoid(5) passes, sigmoid(-5) does not
+    assert result.metrics.filtered_below_relevance >= 1

@@ -1,0 +1,108 @@
+"""The calibrated relevance: the model's curve, each section's best child, the ranked order kept, the floor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
+from rag_service.result import ChunkScores, RetrievedChunk
+from rag_service.retrieve.relevance import (
+    CALIBRATIONS,
+    Calibration,
+    CollectionReference,
+    finalize,
+    no_relevant_passages,
+    score_candidates,
+    section_evidence,
+)
+
+
+def _chunk(
+    chunk_id: int,
+    relevance: float,
+    calibrated: float | None = None,
+    *,
+    parent: tuple[str, int, int] | None = None,
+    embedding: list[float] | None = None,
+) -> RetrievedChunk:
+    return RetrievedChunk(
+        chunk_id=chunk_id,
+        document_id=1,
+        source="doc.md",
+        content=f"chunk {chunk_id}",
+        headers={},
+        header_path="",
+        start_char=0,
+        end_char=7,
+        relevance_score=relevance,
+        scores=ChunkScores(fused=relevance, calibrated=calibrated),
+        collection="c",
+        chunk_type="child",
+        parent=parent,
+        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+    )
+
+
+def test_the_curve_is_half_at_the_center_and_rises_with_the_cosine() -> None:
+    curve = Calibration(center=0.4, scale=0.05, background_weight=0.5)
+    assert curve.relevance(0.4, 0.0) == pytest.approx(0.5)
+    assert curve.relevance(0.5, 0.2) == pytest.approx(0.5)  # a query close to the whole collection must do more
+    values = [curve.relevance(c, 0.1) for c in np.linspace(-1, 1, 41)]
+    assert values == sorted(values) and 0.0 <= values[0] < 0.01 and 0.99 < values[-1] <= 1.0
+
+
+def test_the_bundled_model_has_a_calibration_and_a_fake_does_not() -> None:
+    assert CALIBRATIONS[BUNDLED_MINILM_ID] == CALIBRATIONS[bundled_model_id("onnx-int8")]
+    assert "test/hashing-embedder" not in CALIBRATIONS
+
+
+def test_candidates_are_scored_by_their_cosine_against_the_collections_background() -> None:
+    reference = CollectionReference(np.array([0.6, 0.8, 0.0], dtype=np.float32), sampled=10)
+    curve = Calibration(center=0.5, scale=0.1, background_weight=1.0)
+    near, far = _chunk(1, 1.0, embedding=[0.0, 0.0, 1.0]), _chunk(2, 0.5, embedding=[1.0, 0.0, 0.0])
+    no_vector = _chunk(3, 0.2)
+    scored = score_candidates([near, far, no_vector], np.array([0.0, 0.0, 2.0]), reference, curve)
+    assert scored[0].scores.calibrated == pytest.approx(curve.relevance(1.0, 0.0))
+    # the query is orthogonal to the centroid: background 0; the far chunk's cosine is 0
+    assert scored[1].scores.calibrated == pytest.approx(curve.relevance(0.0, 0.0))
+    assert scored[2].scores.calibrated is None
+    assert [c.relevance_score for c in scored] == [1.0, 0.5, 0.2]  # the ranking score is left alone
+
+
+def test_a_section_carries_its_best_childs_evidence_on_its_first_child() -> None:
+    section = ("text", 0, 40)
+    first, better, alone = _chunk(1, 0.9, 0.2, parent=section), _chunk(2, 0.5, 0.8, parent=section), _chunk(3, 0.4, 0.3)
+    out = section_evidence([first, better, alone])
+    assert [c.scores.calibrated for c in out] == [0.8, 0.8, 0.3]
+
+
+def test_finalize_keeps_the_ranked_order_and_makes_relevance_non_increasing() -> None:
+    # ranked by the pipeline: 1 (0.9), 3 (0.7), 2 (0.5); their own calibrated values 0.2, 0.6, 0.1
+    chunks = [_chunk(1, 0.9, 0.2), _chunk(2, 0.5, 0.1), _chunk(3, 0.7, 0.6)]
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.0)
+    assert [c.chunk_id for c in kept] == [1, 3, 2] and dropped == []
+    values = [c.relevance_score for c in kept]
+    assert values[0] > values[1] > values[2]  # strictly: a later sort by relevance keeps the order
+    assert values[0] == pytest.approx(0.6, abs=1e-5) and values[2] == pytest.approx(0.1)
+
+
+def test_the_floor_cuts_a_tail_and_reports_it() -> None:
+    chunks = [_chunk(1, 0.9, 0.8), _chunk(2, 0.8, 0.2), _chunk(3, 0.7, 0.45), _chunk(4, 0.6, 0.1)]
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.4)
+    assert [c.chunk_id for c in kept] == [1, 2, 3]  # 2 stays: 3, ranked below it, passes
+    assert [c.chunk_id for c in dropped] == [4]
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.9)
+    assert kept == [] and [c.chunk_id for c in dropped] == [1, 2, 3, 4]
+
+
+def test_without_calibration_the_pipelines_relevance_stays() -> None:
+    chunks = [_chunk(1, 0.3, 0.9), _chunk(2, 0.8, 0.1)]
+    kept, dropped = finalize(chunks, calibrate=False, min_relevance=0.5)
+    assert [(c.chunk_id, c.relevance_score) for c in kept] == [(2, 0.8)] and [c.chunk_id for c in dropped] == [1]
+
+
+def test_the_no_relevant_passages_line_names_the_query_and_the_floor() -> None:
+    line = no_relevant_passages("what   causes\nscurvy?", 0.12, 0.3)
+    assert line.startswith("no relevant passages for 'what causes scurvy?'")
+    assert "12%" in line and "min_relevance 30%" in line and "\n" not in line
