@@ -43,12 +43,20 @@ STOPS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT,
 PATIENCE = 240
 
 
+#: ``rag`` with SIGINT at its default, then exec'd (same pid). A test run started in the background by a
+#: script inherits SIGINT ignored (POSIX shells ignore it for ``cmd &``); so would every child, and
+#: Python then leaves SIGINT ignored: the SIGINT cases hung in a clean clone started that way.
+_SIGINT_AS_A_TERMINAL_HAS_IT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 class Rag:
     """One ``rag`` subprocess whose stderr (or stdout) is read on a thread, so the test can wait for a line."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, *, stdin: bool = False) -> None:
         self.process = subprocess.Popen(
-            [str(RAG), *argv],
+            [sys.executable, "-c", _SIGINT_AS_A_TERMINAL_HAS_IT, str(RAG), *argv],
             env=env,
             cwd=cwd,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
