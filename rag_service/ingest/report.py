@@ -78,6 +78,7 @@ class IngestReport:
         self.degraded += other.degraded
         self.edges_written += other.edges_written
         self.graph_seconds += other.graph_seconds
+        self.model_switch = other.model_switch or self.model_switch  # the later run's word on a switch
 
     def lines(self) -> list[str]:
         """Human-readable summary."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,6 +20,18 @@ def test_sigterm_raises_interrupted_within_stop_signals_and_the_handler_is_resto
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.fixture
+def sigint_as_usual() -> Iterator[None]:
+    """SIGINT raising KeyboardInterrupt, as in a process started from a terminal (a suite started in the
+    background by a script inherits SIGINT ignored, and Python then leaves it ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("sigint_as_usual")
 def test_a_stop_inside_deferred_stop_takes_effect_when_the_block_ends() -> None:
     finished = []
     with pytest.raises(KeyboardInterrupt) as raised, deferred_stop():
