@@ -110,33 +110,6 @@ def load_cluster(
     return engine, timings
 
 
-# what a search reads, least needed first (the last ones stay when they do not all fit in shared_buffers)
-_HOT = (
-    "document_chunks",
-    "ix_document_chunks_content_tsv",
-    "collection_stats",
-    "lexeme_stats",
-    "ix_document_chunks_embedding_hnsw",
-    "ix_chunk_terms_impact",
-)
-
-
-def prewarm(conn: psycopg.Connection[Any]) -> int:
-    """Read the relations a search uses (on a worker: their shards) into shared_buffers; returns blocks read."""
-    blocks = 0
-    conn.execute("SET citus.override_table_visibility = off")  # on a worker, shards are hidden from pg_class
-    for base in _HOT:
-        rows = conn.execute(
-            "SELECT c.oid::regclass::text, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = 'public' AND c.relname ~ %s AND pg_relation_size(c.oid) > 0",
-            (f"^{base}(_[0-9]+)?$",),
-        ).fetchall()
-        for relation, toast in rows:
-            for oid in (toast, relation) if toast else (relation,):
-                blocks += int(conn.execute("SELECT pg_prewarm(%s::regclass)", (oid,)).fetchone()[0])  # type: ignore[index]
-    return blocks
-
-
 def placement(engine: Engine) -> dict[str, Any]:
     """Which worker holds the benchmark collection's shard of document_chunks, and its size."""
     with engine.connect() as conn:
@@ -220,10 +193,10 @@ def main() -> int:
         warmed = {}
         with psycopg.connect(**admin_params(url, database=name)) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            warmed["one_node"] = prewarm(conn)
+            warmed["one_node"] = store.prewarm(conn)
         for node in cluster.nodes[1:]:
             with node.connect() as conn:
-                warmed[node.name] = prewarm(conn)
+                warmed[node.name] = store.prewarm(conn)
         work, _ = measure.make_workload(
             engines["one_node"], corpus, vocabulary.words, count=args.warmup + args.queries, seed=42
         )

@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+import psycopg
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -25,6 +27,7 @@ from bench_lib import corpus as synth
 from bench_lib import measure, retrievers, store
 
 from rag_service.config import BUNDLED_MINILM, load_settings
+from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
 from rag_service.embed import SentenceTransformerEmbedder, embedder_for
@@ -40,6 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="LOAD")
     parser.add_argument("--json", type=Path, default=Path("bench_out/retrieve_backends.json"))
+    parser.add_argument(
+        "--prewarm", action="store_true", help="read what a search uses into shared_buffers first (pg_prewarm)"
+    )
+    parser.add_argument(
+        "--onnx-only",
+        action="store_true",
+        help="time the ONNX backend alone: torch's threads in the same process take CPU from Postgres",
+    )
     args = parser.parse_args(argv)
 
     settings = load_settings()
@@ -60,20 +71,26 @@ def main(argv: list[str] | None = None) -> int:
     onnx = embedder_for(
         BUNDLED_MINILM, batch_size=64, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models"
     )
-    torch = SentenceTransformerEmbedder(batch_size=64)
-    services = {
-        "onnx": UniversalRAGService(settings, database=database, embedder=onnx, reranker=None),
-        "torch": UniversalRAGService(settings, database=database, embedder=torch, reranker=None),
-    }
+    services = {"onnx": UniversalRAGService(settings, database=database, embedder=onnx, reranker=None)}
+    if not args.onnx_only:
+        torch = SentenceTransformerEmbedder(batch_size=64)
+        services["torch"] = UniversalRAGService(settings, database=database, embedder=torch, reranker=None)
     stages: dict[str, list[dict[str, float]]] = {key: [] for key in services}
     texts = work.queries.texts
     fns: dict[str, retrievers.RetrieverFn] = {
-        f"retrieve_{key}": retrievers.retrieve_fn(service, preset, work, stages[key]) for key, service in services.items()
+        f"retrieve_{key}": retrievers.retrieve_fn(service, preset, work, stages[key])
+        for key, service in services.items()
     }
     fns["embed_onnx"] = lambda i: [len(onnx.embed_query(texts[i]))]
-    fns["embed_torch"] = lambda i: [len(torch.embed_query(texts[i]))]
+    if not args.onnx_only:
+        fns["embed_torch"] = lambda i: [len(torch.embed_query(texts[i]))]
     fns["hybrid_sql"] = retrievers.ours(database, settings, preset, work, services["onnx"], [])["ours_hybrid"]
 
+    prewarmed = 0
+    if args.prewarm:
+        with psycopg.connect(database_url(url, name).replace("+psycopg", ""), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            prewarmed = store.prewarm(conn)
     wait_for_quiet(args.wait_idle)
     gc.collect()
     gc.freeze()
@@ -84,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "chunks": args.size,
         "backend": settings.embedding_backend,
+        "prewarmed_blocks": prewarmed,
         "loadavg_before": load_before,
         "loadavg_after": measure.load_average(),
         "latency": measure.latency_summary(recorder, digits=3),

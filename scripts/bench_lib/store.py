@@ -216,7 +216,9 @@ def server_info(url: str) -> dict[str, Any]:
         info: dict[str, Any] = {
             "postgres": conn.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]
             # the version CREATE EXTENSION installs: known in any database, before anything created it there
-            "pgvector": conn.execute("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'").fetchone()[0],  # type: ignore[index]
+            "pgvector": conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()[0],  # type: ignore[index]
         }
         for name in ("shared_buffers", "work_mem", "effective_cache_size", "jit", "max_parallel_workers_per_gather"):
             info[name] = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]  # type: ignore[index]
@@ -238,3 +240,34 @@ def relation_sizes(url: str) -> dict[str, str]:
 def engine_for(server_url: str, name: str, settings: Settings) -> Engine:
     """A pooled engine on database ``name`` (statement timeout from the settings)."""
     return make_engine(database_url(server_url, name), settings)
+
+
+# what a search reads, least needed first (the last ones stay when they do not all fit in shared_buffers)
+_HOT = (
+    "documents",
+    "documents_pkey",
+    "document_chunks_pkey",
+    "pk_chunk_terms",
+    "document_chunks",
+    "ix_document_chunks_content_tsv",
+    "collection_stats",
+    "lexeme_stats",
+    "ix_document_chunks_embedding_hnsw",
+    "ix_chunk_terms_impact",
+)
+
+
+def prewarm(conn: psycopg.Connection[Any]) -> int:
+    """Read the relations a search uses (on a worker: their shards) into shared_buffers; returns blocks read."""
+    blocks = 0
+    conn.execute("SET citus.override_table_visibility = off")  # on a worker, shards are hidden from pg_class
+    for base in _HOT:
+        rows = conn.execute(
+            "SELECT c.oid::regclass::text, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relname ~ %s AND pg_relation_size(c.oid) > 0",
+            (f"^{base}(_[0-9]+)?$",),
+        ).fetchall()
+        for relation, toast in rows:
+            for oid in (toast, relation) if toast else (relation,):
+                blocks += int(conn.execute("SELECT pg_prewarm(%s::regclass)", (oid,)).fetchone()[0])  # type: ignore[index]
+    return blocks
