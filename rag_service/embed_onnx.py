@@ -10,9 +10,14 @@ imports torch and transformers at load time, the very cost this module removes.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import queue
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import warnings
@@ -55,9 +60,70 @@ def ensure_export(source: Path, cache_dir: Path) -> Path:
     needed = (model_file(target, "fp32"), model_file(target, "int8"), target / "tokenizer.json")
     if not all(f.is_file() for f in needed):
         shutil.rmtree(target, ignore_errors=True)  # half a directory (a file deleted by hand): export again
-        with quiet_progress_bars():
-            export_sentence_model(source, target)
+        _export_in_child(source, target)
     return target
+
+
+#: the export children running now (``stop_exports`` ends them)
+_EXPORTS: set[subprocess.Popen[bytes]] = set()
+_EXPORTS_LOCK = threading.Lock()
+#: how long ``stop_exports`` waits for a child to clean up after SIGINT before it kills it
+_EXPORT_STOP_WAIT_S = 10.0
+_EXPORT_CHILD = (
+    "import sys; from pathlib import Path; from rag_service.embed_onnx import _export_quietly; "
+    "_export_quietly(Path(sys.argv[1]), Path(sys.argv[2]))"
+)
+
+
+def _export_in_child(source: Path, target: Path) -> None:
+    """``export_sentence_model`` in a child process.
+
+    torch and the exporter's native threads never enter this process: a stop signal that ends a
+    process while its warm-up thread was still exporting in-process aborted it ("terminate called
+    without an active exception", exit -6, from native threads torn down under it), and torch's
+    memory stayed with the server. A stopping process ends the child with ``stop_exports`` (an exit
+    handler); the child removes its temporary folder, so nothing half-written is left.
+    """
+    child = subprocess.Popen(
+        [sys.executable, "-c", _EXPORT_CHILD, str(source), str(target)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    with _EXPORTS_LOCK:
+        if not _EXPORTS:
+            atexit.register(stop_exports)
+        _EXPORTS.add(child)
+    try:
+        _, err = child.communicate()
+    finally:
+        with _EXPORTS_LOCK:
+            _EXPORTS.discard(child)
+    if child.returncode != 0:
+        last = (err.decode("utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"exporting {source} to ONNX failed (exit {child.returncode}): {last}")
+
+
+def stop_exports() -> None:
+    """End the export children still running (SIGINT: each removes its temporary folder), waiting briefly."""
+    with _EXPORTS_LOCK:
+        children = list(_EXPORTS)
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGINT)
+    for child in children:
+        try:
+            child.wait(timeout=_EXPORT_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _export_quietly(source: Path, target: Path) -> None:
+    """The export child's body: ``export_sentence_model`` without progress bars; SIGINT ends it cleanly."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent started in the background ignores it
+    with quiet_progress_bars():
+        export_sentence_model(source, target)
 
 
 def export_sentence_model(source: Path, target: Path) -> Path:

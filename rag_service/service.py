@@ -95,6 +95,13 @@ class UniversalRAGService:
             return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return None
 
+    def stop_warm_up(self) -> None:
+        """End an unfinished first export of the embedding model (it runs in a child process), so a stop
+        does not wait for it; the warm-up, and the next start, report or redo it."""
+        from rag_service.embed_onnx import stop_exports
+
+        stop_exports()
+
     def reranker(self) -> Reranker | None:
         """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""
         if self._fixed_reranker is not _NOT_GIVEN:
@@ -347,7 +354,9 @@ class UniversalRAGService:
         return self.db.read(list_collections)
 
     def close(self) -> None:
-        """Release the ``aretrieve`` threads (after their calls finish) and the database connections."""
+        """End an unfinished model export; release the ``aretrieve`` threads (after their calls finish) and
+        the database connections."""
+        self.stop_warm_up()
         with self._executor_lock:
             executor, self._executor = self._executor, None
         if executor is not None:

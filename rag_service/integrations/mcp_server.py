@@ -144,7 +144,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     except KeyboardInterrupt:  # SIGINT or SIGTERM (rag_service.shutdown): a client stopping its server
         print("rag mcp: stopped", file=sys.stderr)
     finally:
-        service.close()
+        service.close()  # ends an unfinished model export first
+        # a warm-up thread still inside onnxruntime when the interpreter exits aborts the process (-6)
+        warming.join(WARM_UP_WAIT_S)
     return 0
 
 

@@ -50,6 +50,7 @@ def create_app(
         # the embedding model loads and runs once before /readyz says ready, not in the first request
         state.warming = asyncio.create_task(state.run(service.warm_up))
         yield
+        service.stop_warm_up()  # a first start's model export: a stop does not wait for it
         with contextlib.suppress(Exception):
             await state.warming  # the service must not close under a loading model
         state.jobs.shutdown()

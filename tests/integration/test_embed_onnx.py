@@ -99,3 +99,39 @@ def test_torch_and_onnx_share_the_stored_model_but_int8_is_kept_apart(fresh_data
     assert bundled_model_id("onnx-int8") != BUNDLED_MINILM_ID
     with pytest.raises(EmbeddingMismatchError, match=r"RAG_EMBEDDING_BACKEND give .*\+onnx-int8"):
         UniversalRAGService(replace(settings, embedding_backend="onnx-int8"), database=fresh_database)
+
+
+@pytest.mark.slow
+def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(tmp_path: Path) -> None:
+    """The export runs in a child process that ``stop_exports`` (an exit handler, ``service.close``) ends."""
+    import threading
+
+    from rag_service.embed import bundled_model_path
+    from rag_service.embed_onnx import _EXPORTS, ensure_export, stop_exports
+
+    cache = tmp_path / "embed-onnx"
+    failure: list[BaseException] = []
+
+    def export() -> None:
+        try:
+            ensure_export(bundled_model_path(), cache)
+        except BaseException as exc:  # what the warm-up would report
+            failure.append(exc)
+
+    thread = threading.Thread(target=export)
+    thread.start()
+    started = None
+    for _ in range(600):  # until the child has its temporary folder (it imports torch first)
+        started = next(cache.glob(".sentence-model-*"), None) if cache.is_dir() else None
+        if started is not None:
+            break
+        thread.join(0.1)
+    assert started is not None, "the export child never started writing"
+    children = list(_EXPORTS)
+    assert len(children) == 1 and children[0].pid != os.getpid()
+    stop_exports()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert children[0].returncode not in (None, 0)
+    assert failure and "exporting" in str(failure[0]), failure
+    assert list(cache.iterdir()) == [], "the stopped export left files behind"
