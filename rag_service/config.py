@@ -46,10 +46,30 @@ DEFAULT_BM25_MAX_POSTINGS = 6000
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
 DEFAULT_CHUNK_OVERLAP = 100
-#: shared_buffers of the embedded server. Postgres' own default (128MB) cannot hold the HNSW index of
-#: 100k chunks (195 MB) next to the postings, so searches read pages from the OS cache: the hybrid
-#: statement read ~2,000 of them at 100k synthetic chunks. The embedded server is ours to size.
-DEFAULT_SHARED_BUFFERS = "1GB"
+
+
+def machine_memory_bytes(cgroup_limit: Path = Path("/sys/fs/cgroup/memory.max")) -> int:
+    """Physical memory, or this process's cgroup limit when that is lower (a container's share)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        limit = cgroup_limit.read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+def default_shared_buffers(memory_bytes: int) -> str:
+    """A quarter of the memory (PostgreSQL's own advice for a server), at least 128MB, at most 8GB."""
+    megabytes = min(max(memory_bytes // 4 // 2**20, 128), 8 * 1024)
+    return f"{megabytes}MB"
+
+
+#: shared_buffers of the embedded server, from the machine's memory. Postgres' own default (128MB)
+#: cannot hold the HNSW index of 100k chunks (195 MB) next to the postings; at 100k synthetic chunks
+#: (1.3 GB read by searches) the hybrid statement took 17.9 / 24.5 ms p50 / p95 with 1GB and 16.7 / 21.0
+#: with 4GB, prewarmed (docs/benchmarks.md, "shared_buffers from the machine's memory"); at 1M chunks
+#: (5.6 GB) 1GB holds a fifth. Buffers are taken as pages are read, so a small collection costs no more.
+DEFAULT_SHARED_BUFFERS = default_shared_buffers(machine_memory_bytes())
 #: where the embedded database and caches live, relative to the working directory
 DEFAULT_DATA_DIR = Path(".rag_data")
 
@@ -109,7 +129,9 @@ class Settings:
         "0.5,0.3,0.2", "weights of LLM relevance, vector score and position in the LLM rerank; sum 1"
     )
     max_file_bytes: int = _setting(20 * 1024 * 1024, "larger files are reported", ge=1)
-    embedded_shared_buffers: str = _setting(DEFAULT_SHARED_BUFFERS, "shared_buffers of the embedded server")
+    embedded_shared_buffers: str = _setting(
+        DEFAULT_SHARED_BUFFERS, "shared_buffers of the embedded server (default: a quarter of the memory, 128MB-8GB)"
+    )
     hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=1000)
     exact_search_below: int = _setting(
         DEFAULT_EXACT_SEARCH_BELOW,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_service.config import Settings, load_settings
+from rag_service.config import Settings, default_shared_buffers, load_settings, machine_memory_bytes
 from rag_service.errors import ConfigurationError
 
 
@@ -65,3 +65,23 @@ def test_a_bad_value_is_one_line_naming_the_variable(clean_env, name, value, mes
 def test_an_unknown_override_is_refused(clean_env):
     with pytest.raises(ConfigurationError, match=r"unknown setting\(s\) pool; known: database_url"):
         load_settings(pool=3)
+
+
+@pytest.mark.parametrize(
+    ("memory", "expected"),
+    [(24 * 2**30, "6144MB"), (2 * 2**30, "512MB"), (256 * 2**20, "128MB"), (128 * 2**30, "8192MB")],
+)
+def test_the_embedded_servers_shared_buffers_are_a_quarter_of_the_memory_within_bounds(memory, expected):
+    assert default_shared_buffers(memory) == expected
+
+
+def test_the_memory_is_the_cgroup_limit_when_that_is_lower(tmp_path):
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limit = tmp_path / "memory.max"
+    assert machine_memory_bytes(limit) == physical  # no cgroup file
+    limit.write_text("max\n")
+    assert machine_memory_bytes(limit) == physical
+    limit.write_text(f"{2**30}\n")
+    assert machine_memory_bytes(limit) == 2**30
+    limit.write_text(f"{physical * 2}\n")
+    assert machine_memory_bytes(limit) == physical
