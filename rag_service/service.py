@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
 
     from rag_service.ingest.backfill import BackfillReport
     from rag_service.ingest.graph import GraphReport
-    from rag_service.ingest.pipeline import Indexer
+    from rag_service.ingest.indexer import Indexer
     from rag_service.ingest.progress import ProgressListener
     from rag_service.ingest.report import IngestReport
     from rag_service.llm import ChatModel, OpenAICompatibleChat
@@ -152,7 +152,7 @@ class UniversalRAGService:
     # -- ingestion -----------------------------------------------------------------------------------
 
     def _indexer(self) -> Indexer:
-        from rag_service.ingest.pipeline import Indexer
+        from rag_service.ingest.indexer import Indexer
 
         return Indexer(self.db, self.embedder(), self.settings, chat=self.chat_model())
 

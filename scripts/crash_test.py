@@ -168,7 +168,7 @@ def kill_mid_write(engine: Engine, proc: subprocess.Popen[bytes], *, version: st
                 proc.kill()
                 raise RuntimeError(
                     f"reindex never committed its first batch (exit {proc.returncode}); the corpus must span more "
-                    "than one embedding batch (pipeline.EMBED_BATCH_CHUNKS): pass more --documents"
+                    "than one embedding batch (batch.EMBED_BATCH_CHUNKS): pass more --documents"
                 )
             time.sleep(0.05)  # polling a condition: the commit shows up when it shows up
         proc.send_signal(signal.SIGKILL)

@@ -1,1 +1,1 @@
-"""Ingestion: loaders, chunkers, garbage filter, the incremental pipeline."""
+"""Ingestion: loaders, chunkers, garbage filter, the incremental indexer."""

@@ -17,7 +17,7 @@ from rag_service.db import metadata as repo
 from rag_service.db.database import Database
 from rag_service.db.keywords import backfill_keywords
 from rag_service.db.locks import reindex_lock
-from rag_service.ingest.pipeline import user_metadata
+from rag_service.ingest.metadata_policy import document_metadata
 from rag_service.ingest.summary import SummaryWriter
 
 #: documents per transaction
@@ -75,7 +75,7 @@ def build_metadata(
                 with db.transaction() as session:
                     for ref in batch:
                         text, stored = repo.document_text(session, ref.id)
-                        metadata = {**user_metadata(stored), **summaries.metadata(text)}
+                        metadata = document_metadata(stored, text, summaries)
                         report.summaries += 1 if metadata.get("summary") else 0
                         repo.set_document_metadata(session, ref.id, metadata)
                     ids = repo.chunk_ids(session, [ref.id for ref in batch])

@@ -1,4 +1,4 @@
-"""Choosing a chunker: strategy names, validated construction, and the settings fingerprint."""
+"""Choosing a chunker: strategy names, sizes and validated construction (its fingerprint: ``fingerprint.py``)."""
 
 from __future__ import annotations
 
@@ -20,21 +20,21 @@ from rag_service.ingest.semantic import SemanticChunker
 from rag_service.ingest.sentence import SentenceChunker
 from rag_service.ingest.spans import check_sizes
 from rag_service.ingest.strategies import STRATEGIES, list_strategies, recommend_strategy, resolve_strategy
-from rag_service.ingest.tokenchunk import TokenChunker, load_encoding
+from rag_service.ingest.tokenchunk import TokenChunker
 from rag_service.tokens import DEFAULT_ENCODING
 
 if TYPE_CHECKING:
     from rag_service.embed import Embedder
 
 __all__ = [
-    "CHUNKING_VERSION",
     "DEFAULT_SIZES",
     "OWN_SIZES",
     "STRATEGIES",
-    "chunker_fingerprint",
+    "configured_sizes",
     "list_strategies",
     "make_chunker",
     "recommend_strategy",
+    "resolve_sizes",
     "resolve_strategy",
     "strategy_for_path",
 ]
@@ -51,12 +51,23 @@ DEFAULT_SIZES = {
 }
 #: strategies whose sizes come from ``DEFAULT_SIZES``, not from the character settings (RAG_CHUNK_SIZE)
 OWN_SIZES = frozenset({"token", "code"})
-#: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
-#: differ and documents are chunked again
-CHUNKING_VERSION = 1
 
 
-def _resolve(strategy: str, chunk_size: int | None, chunk_overlap: int | None, min_chunk_chars: int) -> tuple[int, int]:
+def configured_sizes(strategy: str, *, chunk_size: int, chunk_overlap: int) -> tuple[int | None, int | None]:
+    """``(chunk_size, chunk_overlap)`` to build ``strategy``'s chunker with from the character settings
+    (``RAG_CHUNK_SIZE``, ``RAG_CHUNK_OVERLAP``): those, but None (its own defaults) for ``OWN_SIZES``."""
+    if resolve_strategy(strategy) in OWN_SIZES:  # tokens, or whole definitions: not RAG_CHUNK_SIZE
+        return None, None
+    return chunk_size, chunk_overlap
+
+
+def resolve_sizes(
+    strategy: str, chunk_size: int | None, chunk_overlap: int | None, min_chunk_chars: int
+) -> tuple[int, int]:
+    """``(chunk_size, chunk_overlap)`` of a resolved ``strategy``, None taking its defaults; checked.
+
+    Raises ChunkingError for an unknown strategy or sizes that do not fit together.
+    """
     if strategy not in STRATEGIES:
         raise ChunkingError(f"unknown chunking strategy {strategy!r}; use one of {', '.join(list_strategies())}")
     default_size, default_overlap = DEFAULT_SIZES[strategy]
@@ -89,7 +100,7 @@ def make_chunker(
     without an embedder.
     """
     strategy = resolve_strategy(strategy, source)
-    size, overlap = _resolve(strategy, chunk_size, chunk_overlap, min_chunk_chars)
+    size, overlap = resolve_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
     if strategy == "token":
         return TokenChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, encoding=encoding)
     if strategy == "code":
@@ -109,28 +120,6 @@ def make_chunker(
         "latex": LatexChunker,
     }
     return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
-
-
-def chunker_fingerprint(
-    strategy: str,
-    *,
-    chunk_size: int | None = None,
-    chunk_overlap: int | None = None,
-    min_chunk_chars: int = 50,
-    encoding: str = DEFAULT_ENCODING,
-) -> str:
-    """A short stable string naming the chunking of a document, e.g. ``"markdown:500:100:50:v1"``.
-
-    Stored with each document: a different fingerprint means the document must be chunked again.
-    Defaults are resolved first, so ``None`` and the explicit default agree. The encoding appears only
-    for ``token``, the one strategy it affects (``"token:256:32:50:cl100k_base:v1"``).
-    """
-    strategy = resolve_strategy(strategy)
-    size, overlap = _resolve(strategy, chunk_size, chunk_overlap, min_chunk_chars)
-    if strategy == "token":
-        load_encoding(encoding)
-        return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:v{CHUNKING_VERSION}"
-    return f"{strategy}:{size}:{overlap}:{min_chunk_chars}:v{CHUNKING_VERSION}"
 
 
 def strategy_for_path(path: Path) -> str:

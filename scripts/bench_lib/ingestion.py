@@ -23,8 +23,9 @@ from rag_service.db import migrate
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
+from rag_service.ingest.batch import EMBED_BATCH_CHUNKS
 from rag_service.ingest.chunkers import make_chunker
-from rag_service.ingest.pipeline import EMBED_BATCH_CHUNKS, Indexer
+from rag_service.ingest.indexer import Indexer
 
 DATABASE = "rag_bench_ingest"
 

@@ -24,8 +24,7 @@ from rag_service.config import Settings
 from rag_service.db import migrate
 from rag_service.db.admin import admin_params, database_url
 from rag_service.db.engine import make_engine
-from rag_service.ingest.chunkers import chunker_fingerprint
-from rag_service.ingest.pipeline import content_hash
+from rag_service.ingest.fingerprint import chunker_fingerprint, content_hash
 from rag_service.tokens import get_encoding
 
 COLLECTION = "bench"

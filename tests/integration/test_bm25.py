@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from rag_service.db.search import SearchRequest, hybrid_search
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 
 TEXTS = {

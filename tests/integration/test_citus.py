@@ -28,7 +28,7 @@ from rag_service.db.search import configure_vector_scan, explain
 from rag_service.embed import HashingEmbedder
 from rag_service.evaluation.beir import load_beir
 from rag_service.evaluation.runner import EvalConfig, ensure_indexed, run_queries
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.citus_cluster import CitusCluster, copy_collection
 from tests.integration.test_bm25 import assert_stats_consistent

@@ -15,7 +15,7 @@ from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder, bundled_model_id
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from tests.conftest import seed_onnx_export
 
 HEAVY = (
@@ -37,7 +37,8 @@ HEAVY = (
 
 #: our own modules a command loads only when it does that work
 HEAVY_PARTS = (
-    "rag_service.ingest.pipeline",  # the ingest stack (chunkers, loaders, graph): not for a query
+    "rag_service.ingest.indexer",  # the ingest stack (chunkers, loaders, graph): not for a query
+    "rag_service.ingest.batch",
 )
 
 _RUN = f"""

@@ -23,7 +23,7 @@ from rag_service.embed import (
 )
 from rag_service.embed_onnx import OnnxEmbedder
 from rag_service.errors import EmbeddingMismatchError
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.conftest import seed_onnx_export
 from tests.shared_data import scifact_dir

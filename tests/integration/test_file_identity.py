@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 
 
 @pytest.fixture

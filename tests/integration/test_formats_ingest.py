@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder, SentenceTransformerEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.documents import make_docx, make_notebook, make_pdf
 

@@ -11,7 +11,7 @@ from rag_service.db import catalog
 from rag_service.db import graph as store
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.graph import GraphBuilder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 
 PARAGRAPH = (
     "PostgreSQL keeps the vectors and the postings in one database, so a backup holds the whole index "

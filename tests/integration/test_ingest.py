@@ -12,8 +12,8 @@ from rag_service.config import Settings
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ReindexInProgressError
-from rag_service.ingest import pipeline
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest import batch, chunking
+from rag_service.ingest.indexer import Indexer
 
 GUIDE = """# Guide
 
@@ -246,7 +246,7 @@ def test_a_document_failing_in_the_database_rolls_back_alone(indexer, corpus, co
 
 
 class _FakeClock:
-    """The pipeline's ``time`` module as a test sees it: only the model below moves it."""
+    """The ``time`` module of the batch and of chunking as a test sees it: only the model below moves it."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -272,7 +272,8 @@ def test_model_time_inside_semantic_chunking_counts_as_embedding(db, settings, t
         " ".join(f"Sentence {i} talks about {'replicas' if i < 20 else 'vacuum'} at length." for i in range(40))
     )
     clock = _FakeClock()
-    monkeypatch.setattr(pipeline, "time", clock)
+    monkeypatch.setattr(batch, "time", clock)
+    monkeypatch.setattr(chunking, "time", clock)
     report = Indexer(db, _SlowEmbedder(clock), settings).index_paths([tmp_path / "notes.txt"], strategy="semantic")
     assert report.added == 1
     assert report.embedding_seconds == 2.0  # the sentence vectors and the chunk vectors: two model calls

@@ -23,7 +23,7 @@ from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 
 
 def _corpus(root: Path, count: int) -> list[str]:

@@ -18,7 +18,7 @@ from rag_service.db.catalog import delete_by_source
 from rag_service.db.database import Database
 from rag_service.db.locks import lock_for_edit
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 
 
 def _stored(db: Database, collection: str) -> dict[str, str]:
@@ -61,9 +61,9 @@ def test_reindex_all_keeps_writes_and_deletes_committed_before_it_locked_a_colle
 
 
 def test_reindex_all_reads_a_collection_larger_than_one_page(fresh_database, settings, monkeypatch):
-    from rag_service.ingest import pipeline
+    from rag_service.ingest import indexer as indexing
 
-    monkeypatch.setattr(pipeline, "REINDEX_PAGE_DOCUMENTS", 2)
+    monkeypatch.setattr(indexing, "REINDEX_PAGE_DOCUMENTS", 2)
     indexer = Indexer(fresh_database, HashingEmbedder(), settings)
     items = [(f"doc{i}.md", "", _paragraph(f"Word{i}")) for i in range(5)]
     indexer.index_texts(items, collection="paged")

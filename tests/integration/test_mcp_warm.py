@@ -16,7 +16,7 @@ from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder, bundled_model_id
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from tests.conftest import seed_onnx_export
 
 pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]

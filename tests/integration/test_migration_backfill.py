@@ -8,7 +8,7 @@ from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from tests.integration.test_bm25 import assert_stats_consistent
 
 

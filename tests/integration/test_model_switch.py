@@ -27,8 +27,8 @@ from rag_service.db.model_switch import begin_model_switch
 from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder, bundled_model_id
 from rag_service.errors import EmbeddingMismatchError
-from rag_service.ingest import pipeline
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest import batch
+from rag_service.ingest.indexer import Indexer
 from rag_service.ingest.report import IngestReport
 from rag_service.server import ServerConfig
 from rag_service.service import UniversalRAGService
@@ -89,7 +89,7 @@ def model_b() -> HashingEmbedder:
 @pytest.fixture
 def indexed(fresh_database, settings, monkeypatch):
     """A database whose collections hold vectors of model A, written in batches of two chunks."""
-    monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", 2)
+    monkeypatch.setattr(batch, "EMBED_BATCH_CHUNKS", 2)
     settings = replace(settings, embed_headers=False, rerank_model="none")
     indexer = Indexer(fresh_database, model_a(), settings)
     for collection, docs in DOCS.items():

@@ -17,7 +17,7 @@ from rag_service.db.partitions import is_partitioned, partition_by_collection
 from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import SchemaError
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.integration.test_bm25 import assert_stats_consistent
 from tests.integration.test_citus import TEXTS, _stats, _write_everything

@@ -13,7 +13,7 @@ from rag_service.db.models import DocumentChunk
 from rag_service.db.search import ChunkFilters, SearchRequest, explain, hybrid_search
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import UnknownFilterError
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 from tests.fusion_reference import linear_fuse, rrf_fuse
 from tests.integration.test_bm25 import stored_reference_bm25

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import user_metadata
+from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.service import UniversalRAGService
 
 

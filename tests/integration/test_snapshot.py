@@ -6,7 +6,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest.pipeline import Indexer
+from rag_service.ingest.indexer import Indexer
 
 
 def test_a_reindex_committed_between_two_statements_of_one_read_is_not_seen(fresh_database, settings):

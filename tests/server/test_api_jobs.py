@@ -19,7 +19,7 @@ import uvicorn
 from rag_service.config import Settings
 from rag_service.db.database import Database
 from rag_service.embed import HashingEmbedder
-from rag_service.ingest import pipeline
+from rag_service.ingest import batch
 from rag_service.server import ServerConfig, create_app
 from rag_service.service import UniversalRAGService
 from tests.server.conftest import WRITE_TOKEN, LiveServer, start_server
@@ -57,7 +57,7 @@ def test_json_documents_get_the_body_limit_not_the_upload_limit(serve) -> None: 
 def test_large_ingest_is_a_job_whose_progress_counts_documents(
     server_database: Database, server_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", 2)  # a batch (one commit) per two one-chunk documents
+    monkeypatch.setattr(batch, "EMBED_BATCH_CHUNKS", 2)  # a batch (one commit) per two one-chunk documents
     first, third = (threading.Event(), threading.Event()), (threading.Event(), threading.Event())
     embedder = GatedEmbedder({1: first, 3: third})
     service = UniversalRAGService(server_settings, database=server_database, embedder=embedder, reranker=None)

@@ -18,14 +18,8 @@ from hypothesis import strategies as st
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import CHILD, TEXT, ChunkedDocument, Chunker
-from rag_service.ingest.chunkers import (
-    CHUNKING_VERSION,
-    DEFAULT_SIZES,
-    STRATEGIES,
-    chunker_fingerprint,
-    make_chunker,
-    strategy_for_path,
-)
+from rag_service.ingest.chunkers import DEFAULT_SIZES, STRATEGIES, make_chunker, strategy_for_path
+from rag_service.ingest.fingerprint import CHUNKING_VERSION, chunker_fingerprint
 from rag_service.tokens import count_tokens
 
 #: strategies for any prose text, with the garbage filter (``code`` and ``json``: test_structured_chunkers.py)

@@ -1,0 +1,337 @@
+"""One run's batches: chunked documents gathered, embedded together, each batch written in one transaction.
+
+The model is the bottleneck, so chunks are gathered across documents into calls of up to
+``EMBED_BATCH_CHUNKS``, stored vectors are reused by the hash of the text they embed, and writing batch
+N overlaps with embedding batch N+1. A batch is one transaction with a savepoint per document: readers
+see a document's old or new version, a failing document keeps its old version and is reported, and the
+commit is synchronous, so a document the report counts as written is durable.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from rag_service.config import Settings
+from rag_service.db import documents as repo
+from rag_service.db.database import Database
+from rag_service.db.model_switch import check_vectors_writable
+from rag_service.embed import Embedder, degraded_note
+from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError
+from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.chunkers import resolve_strategy
+from rag_service.ingest.chunking import Chunking
+from rag_service.ingest.fingerprint import content_hash
+from rag_service.ingest.graph import GraphBuilder
+from rag_service.ingest.loaders import load_document
+from rag_service.ingest.metadata_policy import document_metadata
+from rag_service.ingest.progress import Progress
+from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.source_keys import legacy_source_for
+from rag_service.ingest.summary import SummaryWriter
+from rag_service.records import from_fields
+from rag_service.shutdown import deferred_stop
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: chunks gathered across documents before one call to the embedding model
+EMBED_BATCH_CHUNKS = 1024
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A document chunked and waiting for vectors."""
+
+    source: str
+    title: str
+    text: str
+    content_hash: str
+    chunker: str
+    chunked: ChunkedDocument
+    existed: bool
+    metadata: dict[str, Any]
+    chunk_hashes: list[str]  # content_hash of each chunk's embedded text, in chunk order
+    embed_texts: list[str]  # what the model encodes for each chunk: its search prefix and its text
+    edges: int = 0  # chunk-graph edges written with it
+    graph_seconds: float = 0.0
+
+
+class Batch:
+    """Collects chunked documents of one collection, embeds them together, writes each batch in one
+    transaction, and counts it all in ``report``; ``finish()`` once at the end of the run."""
+
+    def __init__(
+        self,
+        collection: str,
+        report: IngestReport,
+        bar: Progress,
+        *,
+        db: Database,
+        embedder: Embedder,
+        settings: Settings,
+        chunking: Chunking,
+        keywords: repo.ChunkKeywords,
+        graph: GraphBuilder,
+        summaries: SummaryWriter,
+        reuse_vectors: bool = True,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.metadata = dict(metadata or {})
+        self.collection = collection
+        self.report = report
+        self.bar = bar
+        self.db = db
+        self.embedder = embedder
+        self.settings = settings
+        self.chunking = chunking
+        self.keywords = keywords
+        self.graph = graph
+        self.summaries = summaries
+        self.reuse_vectors = reuse_vectors
+        self.pending: list[_Pending] = []
+        self.pending_chunks = 0
+        self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
+        self._inflight: tuple[Any, ...] | None = None
+        self._known: dict[str, repo.StoredDocument | None] = {}
+
+    def look_up(self, sources: dict[Path, str]) -> None:
+        """Fetch what is stored for these files in one query, instead of one round trip per document.
+
+        A file not stored under its key but under the working-directory-relative key of earlier
+        versions has that document re-keyed (counted in ``report.rekeyed``), not indexed twice.
+        """
+        keys = list(sources.values())
+        with self.db.transaction() as session:
+            found = repo.find_documents(session, collection=self.collection, sources=keys)
+            legacy = {
+                old: new
+                for path, new in sources.items()
+                if new not in found and (old := legacy_source_for(path)) is not None and old != new
+            }
+            if legacy:
+                for old, doc in repo.find_documents(session, collection=self.collection, sources=list(legacy)).items():
+                    repo.rename_document(session, collection=self.collection, document_id=doc.id, source=legacy[old])
+                    found[legacy[old]] = repo.StoredDocument(doc.id, legacy[old], doc.content_hash, doc.chunker)
+                    self.report.rekeyed += 1
+        self._known.update((source, found.get(source)) for source in keys)
+
+    def add_file(self, path: Path, source: str, *, strategy: str | None, force: bool) -> None:
+        """Load the file and add its text (``add_text``); an unreadable file is reported as failed."""
+        try:
+            loaded = load_document(path, max_bytes=self.settings.max_file_bytes)
+        except RagError as exc:
+            self._fail(source, str(exc))
+            return
+        self.add_text(source, loaded.title, loaded.text, strategy=resolve_strategy(strategy, path), force=force)
+
+    def add_text(
+        self,
+        source: str,
+        title: str,
+        text: str,
+        *,
+        strategy: str,
+        force: bool,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Chunk a document unless it is stored unchanged (or ``force``); embedded and written in its batch.
+
+        ``metadata`` (the caller's) replaces the batch's for this document; a failure is reported.
+        """
+        try:
+            self._prepare(
+                source,
+                title,
+                text,
+                strategy=strategy,
+                force=force,
+                metadata=self.metadata if metadata is None else metadata,
+            )
+        except RagError as exc:
+            self._fail(source, str(exc))
+        if self.pending_chunks >= EMBED_BATCH_CHUNKS:
+            self.flush()
+
+    def _prepare(
+        self, source: str, title: str, text: str, *, strategy: str, force: bool, metadata: dict[str, Any]
+    ) -> None:
+        if "\x00" in text:
+            raise DocumentReadError("contains NUL bytes, which PostgreSQL text cannot store; remove them")
+        strategy = resolve_strategy(strategy, source)
+        digest = content_hash(text)
+        fingerprint = self.chunking.fingerprint(strategy, metadata)
+        if source in self._known:
+            existing = self._known.pop(source)
+        else:
+            with self.db.transaction() as session:
+                existing = repo.find_document(session, collection=self.collection, source=source)
+        if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
+            self.report.unchanged += 1
+            self.bar.advance(chunks=0)
+            return
+        started = time.perf_counter()
+        chunked, model_seconds = self.chunking.split(strategy, text, source)
+        self.report.chunking_seconds += time.perf_counter() - started - model_seconds
+        self.report.embedding_seconds += model_seconds
+        metadata = document_metadata(metadata, text, self.summaries)
+        embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
+        hashes = [content_hash(t) for t in embed_texts]
+        self.pending.append(
+            _Pending(
+                source, title, text, digest, fingerprint, chunked, existing is not None, metadata, hashes, embed_texts
+            )
+        )
+        self.pending_chunks += len(chunked.chunks)
+
+    def _embed_text(self, title: str, header_path: str, content: str) -> str:
+        """The text whose vector a chunk gets: with ``embed_headers``, a chunk under headers gets its title
+        and header path first (as BM25 sees them); chunks without headers embed their text alone."""
+        embed_prefix = self.settings.embed_headers and header_path
+        prefix = repo.search_prefix(title, header_path) if embed_prefix else ""
+        return f"{prefix}\n{content}" if prefix else content
+
+    def flush(self) -> None:
+        """Start embedding everything pending, then write the previous batch while the model runs.
+
+        The model is the bottleneck, so writing batch N (PostgreSQL's work: rows, HNSW, BM25 triggers)
+        overlaps with embedding batch N+1 on a worker thread. Stored vectors are looked up here, on
+        the caller's thread, since a test's database connection must not be shared between threads.
+        """
+        if self.pending:
+            pending, self.pending, self.pending_chunks = self.pending, [], 0
+            texts = {h: t for p in pending for h, t in zip(p.chunk_hashes, p.embed_texts, strict=True)}
+            found: dict[str, np.ndarray[Any, Any]] = {}
+            if self.reuse_vectors:
+                with self.db.transaction() as session:
+                    found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
+            self.report.embeddings_reused += sum(1 for p in pending for h in p.chunk_hashes if h in found)
+            missing = [h for h in texts if h not in found]
+            future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
+            inflight, self._inflight = self._inflight, (pending, found, missing, future)
+        else:
+            inflight, self._inflight = self._inflight, None
+        if inflight is not None:
+            self._complete(*inflight)
+
+    def finish(self) -> None:
+        """Write everything still pending or being embedded; call once at the end of a run."""
+        self.flush()
+        self.flush()
+        self._model.shutdown(wait=True)
+        self.report.degraded.extend(self.summaries.degraded())
+        if note := degraded_note(self.embedder):
+            self.report.degraded.append(f"embed: {note}")
+
+    def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
+        started = time.perf_counter()
+        vectors = self.embedder.embed_documents(texts)
+        return vectors, time.perf_counter() - started
+
+    def _complete(
+        self,
+        pending: list[_Pending],
+        found: dict[str, np.ndarray[Any, Any]],
+        missing: list[str],
+        future: Future[tuple[np.ndarray[Any, Any], float]] | None,
+    ) -> None:
+        if future is not None:
+            try:
+                encoded, seconds = future.result()
+            except Exception as exc:  # a model failure fails these documents, not the run
+                for doc in pending:
+                    self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
+                return
+            self.report.embedding_seconds += seconds
+            self.report.chunks_embedded += len(missing)
+            found = {**found, **dict(zip(missing, encoded, strict=True))}
+        self._write_all(pending, found)
+
+    def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        """One transaction for the batch, a savepoint per document, a synchronous commit.
+
+        A document that fails rolls back to its savepoint alone (it keeps its previous version and is
+        reported); the rest commit together, so the batch costs one commit instead of one per
+        document. If the batch's transaction itself fails (a lost connection, a failed commit), none
+        of its documents changed and every one not already reported is reported as failed. The
+        commit is synchronous (also where the role or database turned ``synchronous_commit`` off),
+        so whatever the report calls written survives a server crash. A stop signal (SIGINT, SIGTERM)
+        arriving meanwhile takes effect once the batch is committed and counted.
+        """
+        with deferred_stop():  # a stop signal waits for this commit and its counting: the report stays exact
+            self._write_batch(pending, vectors)
+
+    def _write_batch(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        written: list[_Pending] = []
+        reported: set[int] = set()
+        try:
+            with self.db.transaction() as session:
+                repo.commit_synchronously(session)
+                check_vectors_writable(session, model_id=self.embedder.model_id)  # a switch began meanwhile
+                for doc in pending:
+                    try:
+                        with session.begin_nested():
+                            self._write(session, doc, vectors)
+                    except DBAPIError as exc:  # this document keeps its previous version; the run goes on
+                        if exc.connection_invalidated:
+                            raise
+                        self._fail(doc.source, f"could not be written ({_first_line(exc.orig or exc)})")
+                        reported.add(id(doc))
+                        continue
+                    written.append(doc)
+        except Exception as exc:  # the batch's transaction failed: none of these documents changed
+            reason = f"could not be written ({_first_line(getattr(exc, 'orig', None) or exc)}); run the reindex again"
+            reason = str(exc) if isinstance(exc, EmbeddingMismatchError) else reason
+            for doc in pending:
+                if id(doc) not in reported:
+                    self._fail(doc.source, reason)
+            return
+        for doc in written:
+            if doc.existed:
+                self.report.updated += 1
+            else:
+                self.report.added += 1
+            self.report.chunks_written += len(doc.chunked.chunks)
+            self.report.edges_written += doc.edges
+            self.report.graph_seconds += doc.graph_seconds
+            self.report.add_filtered(doc.chunked.filtered)
+            self.bar.advance(chunks=len(doc.chunked.chunks))
+
+    def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        rows = [
+            from_fields(repo.ChunkRow, c, content_hash=h, embedding=vectors[h])
+            for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
+        ]
+        document_id, _ = repo.replace_document(
+            session,
+            collection=self.collection,
+            source=doc.source,
+            title=doc.title,
+            content=doc.text,
+            content_hash=doc.content_hash,
+            chunker=doc.chunker,
+            fts_config=self.settings.fts_config,
+            chunks=rows,
+            metadata=doc.metadata,
+            keywords=self.keywords,
+        )
+        started = time.perf_counter()
+        edges = self.graph.build(
+            session, collection=self.collection, document_id=document_id, source=doc.source, text=doc.text
+        )
+        doc.edges, doc.graph_seconds = edges, time.perf_counter() - started
+
+    def _fail(self, source: str, reason: str) -> None:
+        self.report.failed.append(FileProblem(source, reason))
+        self.bar.advance(chunks=0)

@@ -1,0 +1,81 @@
+"""An indexer's chunking: the chunker of each strategy under its settings, checked once per strategy,
+the fingerprint a document chunked so is stored with, and the split itself with its model time apart.
+
+(``chunk.py`` holds the chunk records and the ``Chunker`` interface, ``chunkers.py`` builds one chunker.)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rag_service.config import Settings
+from rag_service.embed import Embedder
+from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.chunkers import configured_sizes, make_chunker
+from rag_service.ingest.fingerprint import chunker_fingerprint, document_fingerprint
+from rag_service.ingest.pdftext import with_pages
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class Chunking:
+    """Chunks documents as ``settings`` say, with ``embedder`` for the ``semantic`` strategy."""
+
+    def __init__(self, settings: Settings, embedder: Embedder) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self._fingerprints: dict[str, str] = {}  # per strategy: asked once per file, unchanged files too
+
+    def check(self, strategy: str) -> None:
+        """Raise ChunkingError when ``strategy`` cannot chunk under these settings (checked once)."""
+        self._chunker_fingerprint(strategy)
+
+    def fingerprint(self, strategy: str, metadata: dict[str, Any]) -> str:
+        """The fingerprint stored with a document chunked by ``strategy`` carrying ``metadata``."""
+        return document_fingerprint(self._chunker_fingerprint(strategy), self.settings, metadata)
+
+    def split(self, strategy: str, text: str, source: str) -> tuple[ChunkedDocument, float]:
+        """The document's chunks and the seconds the model spent inside chunking (``semantic`` only)."""
+        model = _TimedEmbedder(self.embedder)
+        size, overlap = self._sizes(strategy)
+        chunker = make_chunker(strategy, chunk_size=size, chunk_overlap=overlap, source=source, embedder=model)
+        chunked = chunker.split(text)
+        if source.lower().endswith(".pdf"):
+            chunked.chunks = with_pages(text, chunked.chunks)
+        return chunked, model.seconds
+
+    def _sizes(self, strategy: str) -> tuple[int | None, int | None]:
+        return configured_sizes(
+            strategy, chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap
+        )
+
+    def _chunker_fingerprint(self, strategy: str) -> str:
+        if strategy not in self._fingerprints:
+            size, overlap = self._sizes(strategy)
+            make_chunker(strategy, chunk_size=size, chunk_overlap=overlap, embedder=self.embedder)  # validates
+            self._fingerprints[strategy] = chunker_fingerprint(strategy, chunk_size=size, chunk_overlap=overlap)
+        return self._fingerprints[strategy]
+
+
+class _TimedEmbedder:
+    """The embedder as a chunker sees it, timed: the ``semantic`` strategy's sentence vectors are model
+    time, so the report counts them as embedding, and chunking stays the splitting itself."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        started = time.perf_counter()
+        try:
+            return self.inner.embed_documents(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def embed_query(self, text: str) -> np.ndarray[Any, Any]:
+        return self.inner.embed_query(text)

@@ -1,0 +1,66 @@
+"""What decides whether a document is chunked and embedded again, and whether a chunk's vector is reused.
+
+Each stored document carries its text's ``content_hash`` and a fingerprint of how it was indexed
+(``documents.chunker``); a run skips a document whose two are unchanged. The fingerprint is assembled
+here alone, e.g. ``"markdown:500:100:50:v1:tsv2:eh:kw:3f2a9c01d4e5"``: the chunker and its sizes
+(``chunker_fingerprint``), the chunk row format (``db.documents.INDEX_FORMAT``), ``:eh`` when headers
+are embedded, ``:kw`` when keywords are indexed by BM25, and a hash of the caller's metadata. A chunk's
+vector is reused when the ``content_hash`` of the text it embeds is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from rag_service.config import Settings
+from rag_service.db.documents import INDEX_FORMAT
+from rag_service.ingest.chunkers import resolve_sizes, resolve_strategy
+from rag_service.ingest.tokenchunk import load_encoding
+from rag_service.tokens import DEFAULT_ENCODING
+
+#: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
+#: differ and documents are chunked again
+CHUNKING_VERSION = 1
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the text, hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chunker_fingerprint(
+    strategy: str,
+    *,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
+    min_chunk_chars: int = 50,
+    encoding: str = DEFAULT_ENCODING,
+) -> str:
+    """A short stable string naming the chunking of a document, e.g. ``"markdown:500:100:50:v1"``.
+
+    The first part of a document's fingerprint. Defaults are resolved first, so ``None`` and the
+    explicit default agree. The encoding appears only for ``token``, the one strategy it affects
+    (``"token:256:32:50:cl100k_base:v1"``). Raises ChunkingError where ``make_chunker`` would.
+    """
+    strategy = resolve_strategy(strategy)
+    size, overlap = resolve_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
+    if strategy == "token":
+        load_encoding(encoding)
+        return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:v{CHUNKING_VERSION}"
+    return f"{strategy}:{size}:{overlap}:{min_chunk_chars}:v{CHUNKING_VERSION}"
+
+
+def document_fingerprint(chunker: str, settings: Settings, metadata: dict[str, Any]) -> str:
+    """The fingerprint stored with a document chunked as ``chunker`` (a ``chunker_fingerprint``),
+    indexed with ``settings`` and carrying the caller's ``metadata``: a change to any part re-writes it."""
+    embed_format = ":eh" if settings.embed_headers else ""
+    embed_format += ":kw" if settings.keywords_in_bm25 and settings.chunk_keywords > 0 else ""
+    tagged = ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
+    return f"{chunker}:{INDEX_FORMAT}{embed_format}{tagged}"
+
+
+def fingerprint_strategy(fingerprint: str) -> str:
+    """The chunking strategy a stored document fingerprint names (its first part)."""
+    return fingerprint.split(":", 1)[0]

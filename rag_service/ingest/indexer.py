@@ -1,0 +1,324 @@
+"""Ingestion: files -> chunks -> vectors -> rows, incremental and atomic per document.
+
+Documents are keyed by (collection, source) (``source_keys``). A document whose text and fingerprint
+(``fingerprint``) are unchanged is skipped before any embedding. Changed documents are chunked and
+gathered into batches (``batch``) that embed across documents and write each batch in one
+transaction. Every run holds its collection's reindex lock. Every document that is not durably
+written is in the report as failed, with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rag_service.config import Settings
+from rag_service.db import documents as repo
+from rag_service.db.collections import validate_collection
+from rag_service.db.database import Database
+from rag_service.db.index_settings import check_index_settings
+from rag_service.db.locks import reindex_lock
+from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_model_switch
+from rag_service.db.partitions import prepare_collection
+from rag_service.db.statistics import refresh_after_write
+from rag_service.embed import Embedder
+from rag_service.ingest.batch import Batch
+from rag_service.ingest.chunking import Chunking
+from rag_service.ingest.fingerprint import fingerprint_strategy
+from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
+from rag_service.ingest.loaders import discover
+from rag_service.ingest.metadata_policy import user_metadata
+from rag_service.ingest.progress import Progress, ProgressListener
+from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned, source_for
+from rag_service.ingest.summary import SummaryWriter
+from rag_service.llm import ChatModel
+from rag_service.shutdown import interrupted
+
+#: stored documents ``reindex_all`` holds in memory at a time
+REINDEX_PAGE_DOCUMENTS = 500
+
+
+class Indexer:
+    """Indexes files (or stored texts) into one collection."""
+
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        chat: ChatModel | None = None,
+        graph: GraphBuilder | None = None,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.settings = settings
+        self.chunking = Chunking(settings, embedder)
+        self.graph = graph if graph is not None else GraphBuilder()
+        self.chat = chat if settings.llm_summaries else None
+        self.keywords = repo.ChunkKeywords(
+            count=settings.chunk_keywords,
+            in_bm25=settings.keywords_in_bm25,
+            bm25_k1=settings.bm25_k1,
+            bm25_b=settings.bm25_b,
+        )
+
+    def summary_writer(self) -> SummaryWriter:
+        """The summary writer of one run (the LLM's when configured, else extractive)."""
+        return SummaryWriter(sentences=self.settings.summary_sentences, chat=self.chat)
+
+    # -- public entry points -------------------------------------------------------------------------
+
+    def index_paths(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        collection: str = "default",
+        strategy: str | None = None,
+        prune: bool = False,
+        force: bool = False,
+        progress: bool = False,
+        metadata: dict[str, Any] | None = None,
+        root: str | Path | None = None,
+    ) -> IngestReport:
+        """Index files and folders; unchanged documents are skipped unless ``force``.
+
+        A file's document is keyed by ``source_for(path, root)``: its path relative to ``root``, or
+        to the checkout holding it (``.git``), else its absolute path; never the working directory.
+        Documents stored under the old working-directory-relative key are re-keyed when met.
+        ``metadata`` (a JSON object) is stored on every document of this call; ``filters={"metadata":
+        {...}}`` selects by containment. Changing it alone re-writes the documents.
+        """
+        validate_collection(collection)
+        if strategy is not None:
+            self.chunking.check(strategy)  # unknown strategies fail before any work
+        report = IngestReport(collection=collection)
+        started = time.perf_counter()
+        base = Path(root) if root is not None else None
+        found = discover([Path(p) for p in paths])
+        files = found.files
+        report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in found.skipped]
+        roots: dict[Path, Path | None] = {}
+        sources = {p: source_for(p, base, known=roots) for p in files}
+        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
+            self._guard(collection)
+            written = report.chunks_written
+            with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
+                batch = self._batch(collection, report, bar, metadata=metadata)
+                batch.look_up(sources)
+                for path in files:
+                    batch.add_file(path, sources[path], strategy=strategy, force=force)
+                batch.finish()
+            if prune:
+                report.deleted = self._prune(
+                    collection,
+                    scope=[source_for(Path(p), base) for p in paths],
+                    seen=set(sources.values()),
+                    unreadable=[source_for(p, base) for p in found.unreadable],
+                )
+            self._refresh_statistics(collection, report.chunks_written - written)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _prune(self, collection: str, *, scope: list[str], seen: set[str], unreadable: list[str]) -> int:
+        """Delete the documents in ``scope`` whose files were not seen (``source_keys.is_pruned``);
+        returns how many."""
+        prefixes = None if ROOT_SOURCE in scope else scope
+        with self.db.transaction() as session:
+            repo.commit_synchronously(session)
+            gone = [
+                d.id
+                for d in repo.documents_in_scope(session, collection=collection, prefixes=prefixes)
+                if is_pruned(d.source, scope=scope, seen=seen, unreadable=unreadable)
+            ]
+            return repo.delete_documents(session, collection=collection, ids=gone)
+
+    def index_texts(
+        self,
+        items: Iterable[tuple[str, str, str]],
+        *,
+        collection: str,
+        strategy: str = "recursive",
+        force: bool = False,
+        progress: bool = False,
+        total: int | None = None,
+        metadata: dict[str, Any] | None = None,
+        listener: ProgressListener | None = None,
+    ) -> IngestReport:
+        """Index in-memory documents given as (source, title, text) with one strategy.
+
+        ``listener(done, total)`` hears ``total`` at the start and each document as its batch commits.
+        """
+        validate_collection(collection)
+        self.chunking.check(strategy)
+        report = IngestReport(collection=collection)
+        started = time.perf_counter()
+        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
+            self._guard(collection)
+            with Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar:
+                batch = self._batch(collection, report, bar, metadata=metadata)
+                for source, title, text in items:
+                    batch.add_text(source, title, text, strategy=strategy, force=force)
+                batch.finish()
+            self._refresh_statistics(collection, report.chunks_written)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def reindex_all(
+        self,
+        *,
+        collection: str | None = None,
+        progress: bool = False,
+        listener: ProgressListener | None = None,
+        switch_model: bool = False,
+    ) -> IngestReport:
+        """Re-chunk and re-embed every stored document from its stored text (current settings).
+
+        Each collection's texts are read only once its reindex lock is held (a page of
+        ``REINDEX_PAGE_DOCUMENTS`` at a time), so a write or delete committed before the lock is
+        never undone by an older copy of the text. ``listener(done, total)`` hears each document
+        finished (the HTTP API's job progress); ``total`` is counted at the start.
+
+        With ``switch_model`` (``rag reindex --all``), where the stored vectors are of another model of
+        the same dimension or a switch of models is unfinished, every collection is switched to the
+        embedder's model (``db.model_switch``); without, such a database is refused as by any write.
+        """
+        switch: ModelSwitch | None = None
+        if switch_model:
+            with self.db.transaction() as session:  # committed before the first vector and the listing below
+                switch = begin_model_switch(
+                    session,
+                    model_id=self.embedder.model_id,
+                    dim=self.embedder.dim,
+                    fts_config=self.settings.fts_config,
+                    every_collection=collection is None,
+                )
+        with self.db.transaction() as session:
+            names = [collection] if collection is not None else repo.stored_collections(session)
+            total = repo.count_documents(session, collections=names)
+        collections = names or ["default"]
+        report = IngestReport(collection=collection or ",".join(collections))
+        report.model_switch = switch.unfinished() if switch is not None else ""
+        started = time.perf_counter()
+        with (
+            _reported_if_stopped(report, started),
+            Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar,
+        ):
+            for name in collections:
+                with reindex_lock(self.db.engine, name):
+                    self._guard(name, switching=switch is not None)
+                    written = report.chunks_written
+                    batch = self._batch(name, report, bar, reuse_vectors=False)
+                    for doc in self._stored_texts(name):
+                        batch.add_text(
+                            doc.source,
+                            doc.title,
+                            doc.content,
+                            strategy=fingerprint_strategy(doc.chunker),
+                            force=True,
+                            metadata=user_metadata(doc.metadata),
+                        )
+                    batch.finish()
+                    self._refresh_statistics(name, report.chunks_written - written)
+            if switch is not None and report.ok:
+                self._end_switch(switch, report)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _end_switch(self, switch: ModelSwitch, report: IngestReport) -> None:
+        with self.db.transaction() as session:
+            if end_model_switch(session, switch):
+                report.model_switch = switch.finished()
+
+    def _stored_texts(self, collection: str) -> Iterator[repo.StoredText]:
+        """The collection's stored texts by source, a page per short transaction (call under its lock)."""
+        after: str | None = None
+        while True:
+            with self.db.transaction() as session:
+                page = list(
+                    repo.iter_stored_texts(session, collection=collection, after=after, limit=REINDEX_PAGE_DOCUMENTS)
+                )
+            yield from page
+            if len(page) < REINDEX_PAGE_DOCUMENTS:
+                return
+            after = page[-1].source
+
+    def build_graph(self, *, collection: str | None = None) -> GraphReport:
+        """Rebuild the chunk graph of one collection (or of all) from what is stored; embeds nothing.
+
+        For collections indexed before the graph existed (migration 0006), or after its settings
+        changed. Each collection is rebuilt in one transaction under its reindex lock.
+        """
+        with self.db.transaction() as session:
+            names = repo.stored_collections(session) if collection is None else [validate_collection(collection)]
+        report = GraphReport()
+        for name in names:
+            with reindex_lock(self.db.engine, name), self.db.transaction() as session:
+                documents = ((d.id, d.source, d.content) for d in repo.iter_stored_texts(session, collection=name))
+                one = timed_rebuild(session, self.graph, collection=name, documents=list(documents))
+            report.collections.append(name)
+            report.documents += one.documents
+            report.edges_written += one.edges_written
+            report.seconds += one.seconds
+        return report
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _batch(
+        self,
+        collection: str,
+        report: IngestReport,
+        bar: Progress,
+        *,
+        reuse_vectors: bool = True,
+        metadata: dict[str, Any] | None = None,
+    ) -> Batch:
+        """A batch writing into ``collection`` with this indexer's parts and a new summary writer."""
+        return Batch(
+            collection,
+            report,
+            bar,
+            db=self.db,
+            embedder=self.embedder,
+            settings=self.settings,
+            chunking=self.chunking,
+            keywords=self.keywords,
+            graph=self.graph,
+            summaries=self.summary_writer(),
+            reuse_vectors=reuse_vectors,
+            metadata=metadata,
+        )
+
+    def _guard(self, collection: str, *, switching: bool = False) -> None:
+        """Refuse another model's vectors (``switching``: but for a switch to this one under way);
+        create the collection's partitions (when partitioned)."""
+        with self.db.transaction() as session:
+            check_index_settings(
+                session,
+                model_id=self.embedder.model_id,
+                dim=self.embedder.dim,
+                fts_config=self.settings.fts_config,
+                record=True,
+                switching=switching,
+            )
+            prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
+
+    def _refresh_statistics(self, collection: str, chunks_written: int) -> None:
+        """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23)."""
+        with self.db.transaction() as session:
+            refresh_after_write(session, collection=collection, chunks_written=chunks_written)
+
+
+@contextmanager
+def _reported_if_stopped(report: IngestReport, started: float) -> Iterator[None]:
+    """A stop signal ends the run carrying its report: what was written (each document is in its old
+    or its new version, never half-written: every batch is one transaction)."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        report.seconds = time.perf_counter() - started
+        raise interrupted(stop, report) from None

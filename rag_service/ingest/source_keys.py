@@ -1,0 +1,80 @@
+"""Source keys: the name a file's document is stored under, the same from any working directory.
+
+A key is the file's path relative to ``root`` when given, else to the checkout holding it (the nearest
+folder above with ``.git``), else its absolute path (POSIX style). Also here: the keys earlier versions
+stored, and which stored keys a pruning run may delete.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+#: the source key of the folder sources are relative to (the checkout root or ``root``)
+ROOT_SOURCE = "."
+
+
+def _checkout_holding(resolved: Path, known: dict[Path, Path | None] | None) -> Path | None:
+    """The nearest folder at or above ``resolved`` holding ``.git`` (a checkout's root), if any; ``known``
+    memoises folders already looked at (one run's files share their folders)."""
+    walked: list[Path] = []
+    found: Path | None = None
+    folder = resolved
+    while known is None or folder not in known:  # one step for a file whose folder was seen
+        walked.append(folder)
+        if os.path.exists(folder / ".git"):  # False, not an error, where the path cannot be looked at
+            found = folder
+            break
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    else:
+        found = known[folder]
+    if known is not None:
+        known.update((folder, found) for folder in walked)
+    return found
+
+
+def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str:
+    """The stored source key of a file or folder, the same from any working directory (POSIX style).
+
+    Relative to ``root`` when given, else to the checkout holding it (the nearest folder above with
+    ``.git``); a path outside both is stored absolute. So ``rag reindex docs/`` from a checkout's root
+    and ``rag reindex .`` from ``docs/`` name the same files the same way.
+    """
+    resolved = path.resolve()
+    folder = resolved if os.path.isdir(resolved) else resolved.parent  # an unreadable folder is keyed too
+    base = root.resolve() if root is not None else _checkout_holding(folder, known)
+    if base is not None and resolved.is_relative_to(base):
+        return resolved.relative_to(base).as_posix()
+    return resolved.as_posix()
+
+
+def legacy_source_for(path: Path) -> str | None:
+    """The key versions before issue 13 stored: relative to the working directory, when inside it."""
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    return resolved.relative_to(cwd).as_posix() if resolved.is_relative_to(cwd) and resolved != cwd else None
+
+
+def _below_any(source: str, folders: Sequence[str]) -> bool:
+    """Whether ``source`` is one of ``folders`` or lies below one (``"."`` holds every source)."""
+    return any(f == ROOT_SOURCE or source == f or source.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def is_pruned(source: str, *, scope: Sequence[str], seen: set[str], unreadable: Sequence[str]) -> bool:
+    """Whether a pruning run over ``scope`` deletes the stored document ``source``.
+
+    It does when its file was not ``seen`` and it lies in ``scope``: at or below one of its folders, or,
+    where the scope holds ``"."`` (the checkout root or ``--root`` itself), anywhere relative (absolute
+    sources lie outside it). Documents at or below an ``unreadable`` folder are kept: their files may
+    well exist.
+    """
+    whole = ROOT_SOURCE in scope
+    folders = [f for f in scope if f != ROOT_SOURCE]
+    return (
+        source not in seen
+        and (_below_any(source, folders) or (whole and not source.startswith("/")))
+        and not _below_any(source, unreadable)
+    )

@@ -1,0 +1,29 @@
+"""Which stored documents a pruning run deletes: the scope's unseen ones, never those below an
+unreadable folder, and with the root scope ``"."`` every relative source but no absolute one."""
+
+from __future__ import annotations
+
+from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned
+
+
+def test_an_unseen_document_in_a_scope_folder_is_pruned_and_a_seen_one_kept() -> None:
+    assert is_pruned("docs/old.md", scope=["docs"], seen={"docs/new.md"}, unreadable=[])
+    assert not is_pruned("docs/new.md", scope=["docs"], seen={"docs/new.md"}, unreadable=[])
+
+
+def test_a_folder_scope_is_a_path_prefix_not_a_string_prefix() -> None:
+    assert not is_pruned("docs-old/a.md", scope=["docs"], seen=set(), unreadable=[])
+    assert is_pruned("docs/sub/a.md", scope=["docs/"], seen=set(), unreadable=[])
+    assert is_pruned("notes.md", scope=["notes.md"], seen=set(), unreadable=[]), "a file given itself, gone"
+
+
+def test_the_root_scope_holds_every_relative_source_and_no_absolute_one() -> None:
+    assert is_pruned("anywhere/a.md", scope=[ROOT_SOURCE], seen=set(), unreadable=[])
+    assert not is_pruned("/elsewhere/a.md", scope=[ROOT_SOURCE], seen=set(), unreadable=[])
+
+
+def test_documents_at_or_below_an_unreadable_folder_are_kept() -> None:
+    assert not is_pruned("docs/locked/a.md", scope=["docs"], seen=set(), unreadable=["docs/locked"])
+    assert not is_pruned("docs/locked", scope=["docs"], seen=set(), unreadable=["docs/locked"])
+    assert is_pruned("docs/open/a.md", scope=["docs"], seen=set(), unreadable=["docs/locked"])
+    assert not is_pruned("a.md", scope=[ROOT_SOURCE], seen=set(), unreadable=[ROOT_SOURCE])
