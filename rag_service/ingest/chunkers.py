@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
@@ -36,7 +35,6 @@ __all__ = [
     "make_chunker",
     "recommend_strategy",
     "resolve_strategy",
-    "strategy_for_path",
 ]
 
 #: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
@@ -131,8 +129,3 @@ def chunker_fingerprint(
         load_encoding(encoding)
         return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:v{CHUNKING_VERSION}"
     return f"{strategy}:{size}:{overlap}:{min_chunk_chars}:v{CHUNKING_VERSION}"
-
-
-def strategy_for_path(path: Path) -> str:
-    """The strategy ``auto`` uses for a file (``recommend_strategy``)."""
-    return recommend_strategy(path)
