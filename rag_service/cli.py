@@ -24,12 +24,8 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
-    from rag_service.db import admin
-
-    lines = admin.upgrade_database(
-        settings, revision=args.revision, partition_by_collection=args.partition_by_collection
-    )
-    print("\n".join(lines))
+    partitioned = args.partition_by_collection
+    print("\n".join(admin.upgrade_database(settings, revision=args.revision, partition_by_collection=partitioned)))
     return 0
 
 

@@ -309,11 +309,14 @@ class UniversalRAGService(DocumentOperations):
         return self._retriever().ranked_candidates(query, preset, options, route=route)
 
     def preset(self, context: str, **overrides: Any) -> Preset:
-        """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same)."""
-        return self._preset(context, overrides, self.reads.route())
+        """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same).
+
+        A catalog read, as ``presets()``: from the primary, so it shows an ``update_preset`` at once.
+        """
+        return self._preset(context, overrides, self.db)
 
     def _preset(
-        self, context: str, overrides: Mapping[str, Any], route: ReadRoute, *, collection: str | None = None
+        self, context: str, overrides: Mapping[str, Any], route: ReadRoute | Database, *, collection: str | None = None
     ) -> Preset:
         """The preset, read in the same transaction as the check that ``collection`` exists (when given).
 
@@ -337,8 +340,8 @@ class UniversalRAGService(DocumentOperations):
         return route.read(read)
 
     def presets(self) -> list[Preset]:
-        """Every stored preset (the rows of ``rag_configurations``), read as ``preset()`` reads one."""
-        return self.reads.route().read(list_presets)
+        """Every stored preset (the rows of ``rag_configurations``), read from the primary as ``preset()`` is."""
+        return self.db.read(list_presets)
 
     def contexts(self) -> list[str]:
         """The preset names stored in ``rag_configurations``."""

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from rag_service.errors import RagError
 from rag_service.ingest.report import FileProblem, IngestReport
-from rag_service.uploads import forget_upload, staging_folder, store_upload
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
@@ -59,6 +58,7 @@ def read_uploads(
     """Each ``(file name, content)`` as a document keyed by its file name; see ``UniversalRAGService.read_uploads``."""
     from rag_service.ingest.loaders import load_document
     from rag_service.ingest.strategies import recommend_strategy
+    from rag_service.uploads import staging_folder, store_upload
 
     batch = DocumentBatch()
     with staging_folder(uploads_root) as folder:
@@ -112,6 +112,7 @@ def delete_document(database: Database, *, collection: str, source: str, uploads
     """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
     from rag_service.db.catalog import delete_by_source
     from rag_service.db.locks import lock_for_edit
+    from rag_service.uploads import forget_upload
 
     with database.transaction() as session:
         lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
