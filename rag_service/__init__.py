@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rag_service.db.health import DatabaseHealth as DatabaseHealth
     from rag_service.errors import RagError as RagError
     from rag_service.ingest.report import IngestReport as IngestReport
     from rag_service.ingest.strategies import list_strategies as list_strategies
@@ -21,9 +22,14 @@ if TYPE_CHECKING:
     from rag_service.service import UniversalRAGService as UniversalRAGService
     from rag_service.service import get_universal_rag as get_universal_rag
     from rag_service.service import reset_universal_rag as reset_universal_rag
+    from rag_service.service_documents import DocumentBatch as DocumentBatch
+    from rag_service.service_documents import NewDocument as NewDocument
 
 _EXPORTS = {
+    "DatabaseHealth": "rag_service.db.health",
+    "DocumentBatch": "rag_service.service_documents",
     "IngestReport": "rag_service.ingest.report",
+    "NewDocument": "rag_service.service_documents",
     "RAGResult": "rag_service.result",
     "RagError": "rag_service.errors",
     "RetrievalMetrics": "rag_service.result",

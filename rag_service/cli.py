@@ -13,9 +13,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from rag_service.config import Settings, load_settings
+from rag_service.db import admin  # cheap: each of its functions imports what it needs when called
 from rag_service.errors import RagError
 from rag_service.log import configure_logging, mask_url
 from rag_service.shutdown import exit_status, signal_number, stop_signals
@@ -24,35 +24,18 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
-    from rag_service.db import migrate
-    from rag_service.db.engine import open_engine
-
-    engine = open_engine(settings)
-    try:
-        migrate.upgrade(engine, args.revision, partition_by_collection=args.partition_by_collection)
-        from rag_service.db.status import read_status
-
-        print("\n".join(read_status(engine).lines()))
-    finally:
-        engine.dispose()
+    partitioned = args.partition_by_collection
+    print("\n".join(admin.upgrade_database(settings, revision=args.revision, partition_by_collection=partitioned)))
     return 0
 
 
 def _db_status(args: argparse.Namespace, settings: Settings) -> int:
-    from rag_service.db.engine import open_engine
-    from rag_service.db.status import read_status
-
-    engine = open_engine(settings)
-    try:
-        status = read_status(engine)
-    finally:
-        engine.dispose()
-    print("\n".join(status.lines()))
-    if settings.read_database_url:
-        from rag_service.db.replicas import replica_report
-
-        print("\n".join(replica_report(settings)))
-    return 0 if status.up_to_date else 1
+    lines, up_to_date = admin.database_status(settings)
+    print("\n".join(lines))
+    replicas = admin.replica_status(settings)
+    if replicas:
+        print("\n".join(replicas))
+    return 0 if up_to_date else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rag``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    joined_before = _joined_embedded_servers()
+    joined_before = admin.joined_embedded_servers()
     try:
         with stop_signals():
             settings = load_settings()
@@ -114,42 +97,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
     except Exception as exc:
-        message = _database_failure(exc)
+        message = admin.database_failure(exc)
         if message is None:
             raise
         print(f"error: {mask_url(message)}", file=sys.stderr)
         return 1
     finally:
-        _leave_embedded_servers(keep=joined_before)
-
-
-def _joined_embedded_servers() -> frozenset[Path]:
-    embedded = sys.modules.get("rag_service.db.embedded")  # not imported: no server joined
-    return frozenset() if embedded is None else embedded.joined_embedded_servers()
-
-
-def _leave_embedded_servers(keep: frozenset[Path]) -> None:
-    """Leave the embedded servers this command joined now, not after the interpreter has joined its worker
-    threads (an embedding batch can take seconds): a stopped command lets the server stop at once."""
-    embedded = sys.modules.get("rag_service.db.embedded")
-    if embedded is not None and embedded.leave_embedded_servers(keep=keep):
-        embedded.forget_embedded_server_urls()  # a later main() in this process starts or joins again
-
-
-def _database_failure(exc: Exception) -> str | None:
-    """One line for a driver error no library layer mapped (the last resort); None for any other error."""
-    from sqlalchemy.exc import DBAPIError
-
-    if not isinstance(exc, DBAPIError):
-        return None
-    from rag_service.db.database import as_database_error, sqlstate
-    from rag_service.db.messages import first_line
-
-    mapped = as_database_error(exc, url="the database")
-    if mapped is not None:
-        return str(mapped)
-    code = sqlstate(exc)
-    return f"the database refused the command: {first_line(exc)}" + (f" (SQLSTATE {code})" if code else "")
+        # now, not after the interpreter has joined its worker threads (an embedding batch can take
+        # seconds): a stopped command lets the embedded server stop at once
+        admin.leave_embedded_servers(keep=joined_before)
 
 
 def run() -> None:

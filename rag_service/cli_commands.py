@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
-from rag_service.ingest.report import IngestReport
-from rag_service.ingest.strategies import list_strategies
+from rag_service.db import admin
 from rag_service.shutdown import Interrupted, exit_status
 
 if TYPE_CHECKING:
@@ -57,10 +57,8 @@ def _start_query_parts(settings: Settings) -> tuple[Embedder, list[threading.Thr
             preload_encoding()
 
     def start_database() -> None:
-        from rag_service.db.embedded import embedded_server_url
-
         with contextlib.suppress(Exception):
-            embedded_server_url(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
+            admin.start_embedded_server(settings)
 
     threads = [
         threading.Thread(target=load_model, name="rag-query-model", daemon=True),

@@ -21,10 +21,13 @@ from rag_service.db.index_settings import check_index_settings, check_stored_mod
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for
+from rag_service.errors import ConfigurationError
+from rag_service.service_documents import DocumentOperations
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
     from sqlalchemy.orm import Session  # and the ingest stack on the first indexing, not for a query
 
+    from rag_service.db.health import DatabaseHealth
     from rag_service.ingest.backfill import BackfillReport
     from rag_service.ingest.graph import GraphReport
     from rag_service.ingest.indexer import Indexer
@@ -38,8 +41,11 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
 _NOT_GIVEN: Any = object()
 
 
-class UniversalRAGService:
-    """Index documents and retrieve LLM-ready context from them."""
+class UniversalRAGService(DocumentOperations):
+    """Index documents and retrieve LLM-ready context from them: the one way in for every operation.
+
+    Single documents are added and deleted through the methods of ``DocumentOperations``.
+    """
 
     def __init__(
         self,
@@ -310,11 +316,14 @@ class UniversalRAGService:
         return self._retriever().ranked_candidates(query, preset, options, route=route)
 
     def preset(self, context: str, **overrides: Any) -> Preset:
-        """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same)."""
-        return self._preset(context, overrides, self.reads.route())
+        """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same).
+
+        A catalog read, as ``presets()``: from the primary, so it shows an ``update_preset`` at once.
+        """
+        return self._preset(context, overrides, self.db)
 
     def _preset(
-        self, context: str, overrides: Mapping[str, Any], route: ReadRoute, *, collection: str | None = None
+        self, context: str, overrides: Mapping[str, Any], route: ReadRoute | Database, *, collection: str | None = None
     ) -> Preset:
         """The preset, read in the same transaction as the check that ``collection`` exists (when given).
 
@@ -337,9 +346,26 @@ class UniversalRAGService:
 
         return route.read(read)
 
+    def presets(self) -> list[Preset]:
+        """Every stored preset (the rows of ``rag_configurations``), read from the primary as ``preset()`` is."""
+        return self.db.read(list_presets)
+
     def contexts(self) -> list[str]:
         """The preset names stored in ``rag_configurations``."""
-        return self.db.read(lambda session: [p.context_type for p in list_presets(session)])
+        return [preset.context_type for preset in self.presets()]
+
+    def update_preset(self, context: str, **values: Any) -> Preset:
+        """Change some knobs of the stored ``context`` preset, validated as overrides are; returns the new preset.
+
+        Every later call (of any process) follows it. UnknownContextError for a missing preset.
+        """
+        if not values:
+            name = context[:64]
+            raise ConfigurationError(f"no values to change for preset {name!r}; give one, e.g. max_chunks=6")
+        from rag_service.db.catalog import update_preset
+
+        with self.db.transaction() as session:
+            return update_preset(session, context, values)
 
     def require_collection(self, collection: str) -> None:
         """Raise ``UnknownCollectionError`` (naming the existing collections) unless ``collection`` holds documents.
@@ -352,6 +378,18 @@ class UniversalRAGService:
     def collections(self) -> list[CollectionInfo]:
         """Every collection that holds documents, with its document and chunk counts."""
         return self.db.read(list_collections)
+
+    def database_health(self) -> DatabaseHealth:
+        """The primary's pool use and circuit state, read without a round trip (for metrics)."""
+        from rag_service.db.health import database_health
+
+        return database_health(self.db)
+
+    def readiness_problem(self) -> str | None:
+        """Why the database cannot serve now (one line: circuit open, unreachable, schema behind), or None."""
+        from rag_service.db.health import readiness_problem
+
+        return readiness_problem(self.db)
 
     def close(self) -> None:
         """End an unfinished model export; release the ``aretrieve`` threads (after their calls finish) and

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
@@ -36,7 +35,6 @@ __all__ = [
     "recommend_strategy",
     "resolve_sizes",
     "resolve_strategy",
-    "strategy_for_path",
 ]
 
 #: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
@@ -120,8 +118,3 @@ def make_chunker(
         "latex": LatexChunker,
     }
     return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
-
-
-def strategy_for_path(path: Path) -> str:
-    """The strategy ``auto`` uses for a file (``recommend_strategy``)."""
-    return recommend_strategy(path)

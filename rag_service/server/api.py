@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from dataclasses import asdict
-from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -16,15 +14,6 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
-from rag_service.db.catalog import delete_by_source, update_preset
-from rag_service.db.collections import list_collections, validate_collection
-from rag_service.db.locks import lock_for_edit
-from rag_service.db.presets import list_presets, load_preset
-from rag_service.errors import RagError
-from rag_service.ingest.chunkers import strategy_for_path
-from rag_service.ingest.loaders import load_document
-from rag_service.ingest.progress import ProgressListener
-from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.server.errors import ApiError, ErrorResponseDoc
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
@@ -42,8 +31,7 @@ from rag_service.server.schemas import (
     RetrieveResponse,
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
-from rag_service.server.uploads import forget_upload, staging_folder, store_upload
-from rag_service.service import UniversalRAGService
+from rag_service.service_documents import DocumentBatch, NewDocument
 
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
@@ -112,10 +100,6 @@ _DOCUMENTS_BODY: dict[str, Any] = {
 }
 
 
-#: documents to index, grouped by chunking strategy: strategy -> [(source, title, text)]
-Groups = dict[str, list[tuple[str, str, str]]]
-
-
 @router.post(
     "/documents",
     response_model=IngestResponse,
@@ -132,9 +116,10 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
     progress counts documents as they are written (``GET /api/jobs/{id}``).
     """
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    service = state.service
     force = False
     if content_type == "multipart/form-data":
-        collection, groups, failed = await _upload(request, state)
+        collection, batch = await _upload(request, state)
     elif content_type == "application/json":
         body = _documents_body(await request.body())
         if len(body.documents) > state.config.max_documents:
@@ -144,23 +129,24 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
                 f"{len(body.documents)} documents in one call; send at most "
                 f"{state.config.max_documents} (RAG_API_MAX_DOCUMENTS)",
             )
-        collection, force, failed = validate_collection(body.collection), body.force, []
-        groups = {body.strategy: [(d.source, d.title, d.text) for d in body.documents]}
+        collection, force = service.check_collection_name(body.collection), body.force
+        batch = DocumentBatch([NewDocument(d.source, d.text, d.title, body.strategy) for d in body.documents])
     else:
         raise ApiError(
             415,
             "unsupported_media_type",
             f"content type {content_type or 'none'!r}: send application/json or multipart/form-data",
         )
-    service = state.service
-    if sum(len(text) for items in groups.values() for _, _, text in items) > state.config.job_threshold_chars:
+    if batch.chars > state.config.job_threshold_chars:
         job = state.jobs.start(
-            "ingest", collection, lambda listen: _index_groups(service, collection, groups, failed, force, listen)
+            "ingest",
+            collection,
+            lambda listen: service.index_documents(batch, collection=collection, force=force, listener=listen),
         )
         return JSONResponse(
             {"success": True, "job": job.to_dict()}, status_code=202, headers={"Location": f"/api/jobs/{job.id}"}
         )
-    report = await state.run(_index_groups, service, collection, groups, failed, force, None)
+    report = await state.run(service.index_documents, batch, collection=collection, force=force)
     return JSONResponse({"success": report.ok, "report": report.to_dict()})
 
 
@@ -181,37 +167,8 @@ def _documents_body(raw: bytes) -> DocumentsRequest:
         raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
 
 
-def _index_groups(
-    service: UniversalRAGService,
-    collection: str,
-    groups: Groups,
-    failed: list[FileProblem],
-    force: bool,
-    listen: ProgressListener | None,
-) -> IngestReport:
-    """Index each strategy's documents; ``listen`` hears documents done (failed uploads first) of all."""
-    report = IngestReport(collection=collection, failed=list(failed))
-    total = len(failed) + sum(len(items) for items in groups.values())
-    done = len(failed)
-    if listen is not None:
-        listen(done, total)
-    for strategy, items in groups.items():
-        hear = None if listen is None else functools.partial(_shifted, listen, done, total)
-        report.merge(service.index_texts(items, collection=collection, strategy=strategy, force=force, listener=hear))
-        done += len(items)
-    return report
-
-
-def _shifted(listen: ProgressListener, before: int, total: int, done: int, _part_total: int | None) -> None:
-    """One strategy's progress as progress of the whole request."""
-    listen(before + done, total)
-
-
-async def _upload(request: Request, state: ServerState) -> tuple[str, Groups, list[FileProblem]]:
-    """The collection, the uploaded files' texts by strategy, and the files that could not be read.
-
-    Files are staged under ``uploads/`` only while they are read (see ``server/uploads.py``).
-    """
+async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBatch]:
+    """The collection, and the uploaded files read by the service (``read_uploads``: its unread files failed)."""
     max_files = state.config.max_documents
     try:
         form = await request.form(max_files=max_files, max_fields=10)
@@ -228,31 +185,13 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, Groups, li
         files = form.getlist("files")
         if not files or not all(isinstance(f, UploadFile) for f in files):
             raise ApiError(422, "invalid_input", "send the documents as files in the multipart field 'files'")
-        collection = validate_collection(_form_text(form, "collection", limit=MAX_COLLECTION_CHARS) or "default")
+        collection = _form_text(form, "collection", limit=MAX_COLLECTION_CHARS) or "default"
+        collection = state.service.check_collection_name(collection)
         strategy = _form_text(form, "strategy", limit=64)
         uploads = [(upload.filename or "", await upload.read()) for upload in files if isinstance(upload, UploadFile)]
     finally:
         await form.close()
-    groups, failed = await state.run(_load_uploads, state, uploads, strategy)
-    return collection, groups, failed
-
-
-def _load_uploads(
-    state: ServerState, uploads: list[tuple[str, bytes]], strategy: str | None
-) -> tuple[Groups, list[FileProblem]]:
-    """Stage each file, load its text, and remove the staged files (kept or refused) at once."""
-    groups: Groups = {}
-    failed: list[FileProblem] = []
-    with staging_folder(_uploads_root(state)) as folder:
-        for filename, data in uploads:
-            path = store_upload(folder, filename, data)
-            try:
-                loaded = load_document(path, max_bytes=state.service.settings.max_file_bytes)
-            except RagError as exc:
-                failed.append(FileProblem(path.name, str(exc).replace(str(path), path.name)))
-                continue
-            groups.setdefault(strategy or strategy_for_path(path), []).append((path.name, loaded.title, loaded.text))
-    return groups, failed
+    return collection, await state.run(state.service.read_uploads, uploads, strategy=strategy)
 
 
 def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
@@ -266,10 +205,6 @@ def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
     return value
 
 
-def _uploads_root(state: ServerState) -> FilePath:
-    return state.service.settings.data_dir / "uploads"
-
-
 @router.delete("/documents", response_model=DeleteResponse, tags=["documents"])
 async def delete_document(
     source: Annotated[str, Query(min_length=1, max_length=1000, pattern=NO_NUL, description="the document's source")],
@@ -277,19 +212,10 @@ async def delete_document(
     collection: Annotated[str, Query(min_length=1, max_length=MAX_COLLECTION_CHARS, pattern=NO_NUL)] = "default",
 ) -> JSONResponse:
     """Delete one document (and its chunks) by source; 404 when the collection has no such document."""
-    deleted = await state.run(_delete, state, collection, source)
+    deleted = await state.run(state.service.delete_document, source, collection=collection)
     if not deleted:
         raise ApiError(404, "not_found", f"collection {collection!r} has no document with source {source!r}")
     return JSONResponse({"success": True, "deleted": deleted})
-
-
-def _delete(state: ServerState, collection: str, source: str) -> int:
-    with state.service.db.transaction() as session:
-        lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
-        deleted = delete_by_source(session, collection=collection, source=source)
-    if deleted:
-        forget_upload(_uploads_root(state), collection, source)
-    return deleted
 
 
 @router.post("/documents/reindex-all", status_code=202, response_model=JobResponse, tags=["documents"])
@@ -319,14 +245,14 @@ async def get_job(job_id: Annotated[str, Path(max_length=64)], state: ReadState)
 @router.get("/collections", response_model=CollectionsResponse, tags=["catalog"])
 async def collections(state: ReadState) -> JSONResponse:
     """Every collection with its document and chunk counts."""
-    rows = await state.run(state.service.db.read, list_collections)
-    return JSONResponse({"success": True, "collections": [asdict(row) for row in rows]})
+    rows = await state.run(state.service.collections)
+    return JSONResponse({"success": True, "collections": [row.to_dict() for row in rows]})
 
 
 @router.get("/presets", response_model=PresetsResponse, tags=["catalog"])
 async def presets(state: ReadState) -> JSONResponse:
     """Every context preset (rows of ``rag_configurations``)."""
-    rows = await state.run(state.service.db.read, list_presets)
+    rows = await state.run(state.service.presets)
     return JSONResponse({"success": True, "presets": [asdict(row) for row in rows]})
 
 
@@ -335,8 +261,8 @@ async def get_preset(context: Annotated[str, Path(max_length=64)], state: ReadSt
     """One context preset."""
     if "\x00" in context:  # checked here: a pattern on a bare path value leaves schemathesis nothing to break
         raise ApiError(422, "invalid_input", "context must not contain NUL (\\x00) characters")
-    preset = await state.run(state.service.db.read, lambda session: asdict(load_preset(session, context)))
-    return JSONResponse({"success": True, "preset": preset})
+    preset = await state.run(state.service.preset, context)
+    return JSONResponse({"success": True, "preset": asdict(preset)})
 
 
 @router.put("/presets/{context}", response_model=PresetResponse, tags=["catalog"])
@@ -348,10 +274,5 @@ async def put_preset(
     if not values:
         message = f'no values to change for preset {context[:64]!r}; send e.g. {{"max_chunks": 6}}'
         raise ApiError(422, "invalid_input", message)
-    preset = await state.run(_put_preset, state, context, values)
-    return JSONResponse({"success": True, "preset": preset})
-
-
-def _put_preset(state: ServerState, context: str, values: dict[str, Any]) -> dict[str, Any]:
-    with state.service.db.transaction() as session:
-        return asdict(update_preset(session, context, values))
+    preset = await state.run(state.service.update_preset, context, **values)
+    return JSONResponse({"success": True, "preset": asdict(preset)})

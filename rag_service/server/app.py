@@ -35,7 +35,7 @@ def create_app(
 ) -> FastAPI:
     """The ASGI app serving ``service``; with ``owns_service`` it closes the service on shutdown."""
     config = config or ServerConfig()
-    metrics = ApiMetrics(service.db.engine, service.db.breaker)
+    metrics = ApiMetrics(service.database_health)
     state = ServerState(
         service=service,
         config=config,
@@ -66,7 +66,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.rag = state
-    install_error_handlers(app, retry_after_s=max(int(service.db.breaker.cooldown), config.retry_after_s))
+    cooldown_s = service.database_health().cooldown_s
+    install_error_handlers(app, retry_after_s=max(int(cooldown_s), config.retry_after_s))
     app.include_router(api.router)
     app.include_router(ops.router)
 

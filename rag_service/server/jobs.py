@@ -15,20 +15,23 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import RagError
-from rag_service.ingest.progress import ProgressListener
-from rag_service.ingest.report import IngestReport
 from rag_service.log import mask_url
 from rag_service.server.errors import JobConflictError
 from rag_service.server.middleware import one_line
 
+if TYPE_CHECKING:
+    from rag_service import IngestReport
+
 log = logging.getLogger(__name__)
 
 JobState = Literal["queued", "running", "succeeded", "failed"]
+#: hears a job's progress: (documents done, total or None), as the service's ``listener`` arguments do
+ProgressListener = Callable[[int, int | None], None]
 #: the work of a job: given a progress listener, returns the ingest report
-JobWork = Callable[[ProgressListener], IngestReport]
+JobWork = Callable[[ProgressListener], "IngestReport"]
 
 
 @dataclass(slots=True)

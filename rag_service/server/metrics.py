@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import Engine
-from sqlalchemy.pool import QueuePool
 
-from rag_service.db.breaker import CLOSED, CircuitBreaker
 from rag_service.result import RetrievalMetrics
+
+if TYPE_CHECKING:
+    from rag_service import DatabaseHealth
 
 #: seconds; retrieval runs from ~1 ms (cached SQL) to seconds (a cold reranker)
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -19,27 +20,27 @@ _STAGES = ("embedding", "retrieval", "graph", "rerank", "expansion", "parents", 
 
 
 class _PoolCollector(Collector):
-    """Connection pool use and circuit state, read at scrape time."""
+    """Connection pool use and circuit state, read at scrape time (``UniversalRAGService.database_health``)."""
 
-    def __init__(self, engine: Engine, breaker: CircuitBreaker) -> None:
-        self._engine = engine
-        self._breaker = breaker
+    def __init__(self, health: Callable[[], DatabaseHealth]) -> None:
+        self._health = health
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        pool = self._engine.pool
-        if isinstance(pool, QueuePool):
-            yield GaugeMetricFamily("rag_db_pool_size", "connections the pool keeps", value=pool.size())
-            yield GaugeMetricFamily("rag_db_pool_checked_out", "connections in use", value=pool.checkedout())
-            yield GaugeMetricFamily("rag_db_pool_overflow", "connections beyond the pool size", value=pool.overflow())
+        health = self._health()
+        if health.pool_size is not None:
+            yield GaugeMetricFamily("rag_db_pool_size", "connections the pool keeps", value=health.pool_size)
+            yield GaugeMetricFamily("rag_db_pool_checked_out", "connections in use", value=health.checked_out)
+            yield GaugeMetricFamily("rag_db_pool_overflow", "connections beyond the pool size", value=health.overflow)
         yield GaugeMetricFamily(
-            "rag_db_circuit_open", "1 while the circuit breaker keeps calls away", value=self._breaker.state != CLOSED
+            "rag_db_circuit_open", "1 while the circuit breaker keeps calls away", value=not health.circuit_closed
         )
 
 
 class ApiMetrics:
     """The app's metrics in their own registry (so two apps in one process do not collide)."""
 
-    def __init__(self, engine: Engine, breaker: CircuitBreaker) -> None:
+    def __init__(self, health: Callable[[], DatabaseHealth]) -> None:
+        """``health``: the database's pool and circuit now, asked at every scrape."""
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "rag_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
@@ -62,7 +63,7 @@ class ApiMetrics:
             "rag_retrieval_degraded", "retrievals with a stage not run as configured", ["stage"], registry=self.registry
         )
         self.jobs = Counter("rag_jobs", "background jobs finished", ["kind", "state"], registry=self.registry)
-        self.registry.register(_PoolCollector(engine, breaker))
+        self.registry.register(_PoolCollector(health))
 
     def observe_request(self, *, method: str, route: str, status: int, seconds: float) -> None:
         """Count one request and its latency."""

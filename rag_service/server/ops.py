@@ -5,14 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from sqlalchemy.exc import SQLAlchemyError
 
-from rag_service.db.breaker import HALF_OPEN, OPEN
-from rag_service.db.status import require_current_schema
-from rag_service.errors import RagError
-from rag_service.log import mask_url
 from rag_service.server.errors import ErrorResponseDoc
-from rag_service.server.state import ReadState, ServerState, server_state
+from rag_service.server.state import ReadState, server_state
 
 router = APIRouter(tags=["operations"])
 
@@ -34,32 +29,15 @@ async def readyz(request: Request) -> JSONResponse:
     if state.warming is not None and not state.warming.done():
         problem: str | None = "warming up: loading the embedding model; ready in a few seconds"
     else:
-        problem = await state.run(_readiness_problem, state)
+        problem = await state.run(state.service.readiness_problem)
     if problem is None:
         return JSONResponse({"status": "ready"})
-    retry = str(max(int(state.service.db.breaker.cooldown), state.config.retry_after_s))
+    retry = str(max(int(state.service.database_health().cooldown_s), state.config.retry_after_s))
     return JSONResponse(
         {"success": False, "error": {"code": "not_ready", "message": problem}},
         status_code=503,
         headers={"Retry-After": retry},
     )
-
-
-def _readiness_problem(state: ServerState) -> str | None:
-    db = state.service.db
-    circuit = db.breaker.state
-    if circuit == OPEN:
-        return f"circuit open: {db.url_for_display} failed repeatedly; calls resume after the cool-down"
-    try:
-        require_current_schema(db.engine)
-    except RagError as exc:
-        return mask_url(str(exc))
-    except SQLAlchemyError as exc:
-        first = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-        return mask_url(f"database {db.url_for_display} unreachable: {first[0] if first else type(exc).__name__}")
-    if circuit == HALF_OPEN:
-        db.breaker.success()  # the cool-down is over and the database answered: close the circuit
-    return None
 
 
 @router.get(

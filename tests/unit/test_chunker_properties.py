@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import CHILD, TEXT, ChunkedDocument, Chunker
-from rag_service.ingest.chunkers import DEFAULT_SIZES, STRATEGIES, make_chunker, strategy_for_path
+from rag_service.ingest.chunkers import DEFAULT_SIZES, STRATEGIES, make_chunker, recommend_strategy
 from rag_service.ingest.fingerprint import CHUNKING_VERSION, chunker_fingerprint
 from rag_service.tokens import count_tokens
 
@@ -228,7 +228,7 @@ def test_header_only_document_gives_no_chunks(strategy: str) -> None:
     assert doc.filtered["header_only"] >= 1
 
 
-# --- make_chunker, fingerprints, strategy_for_path -------------------------------------------------
+# --- make_chunker, fingerprints, recommend_strategy ------------------------------------------------
 
 
 def test_strategies_are_fixed() -> None:
@@ -312,8 +312,8 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("p.yaml", "recursive"),
     ],
 )
-def test_strategy_for_path(name: str, strategy: str) -> None:
-    assert strategy_for_path(Path("docs") / name) == strategy
+def test_recommend_strategy_for_a_path(name: str, strategy: str) -> None:
+    assert recommend_strategy(Path("docs") / name) == strategy
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

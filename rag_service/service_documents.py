@@ -1,0 +1,176 @@
+"""``DocumentOperations``: adding and deleting single documents, the part of ``UniversalRAGService`` (its
+base class) that the HTTP API's ``/api/documents`` calls. Kept beside ``service.py`` so that one stays short.
+
+Uploaded files are read into texts (``read_uploads``), texts are indexed one run per chunking strategy
+(``index_documents``), and a document is deleted by its source (``delete_document``). The HTTP API and
+Python callers go through the same methods, so each does the same thing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag_service.errors import RagError
+from rag_service.ingest.report import FileProblem, IngestReport
+
+if TYPE_CHECKING:
+    from rag_service.config import Settings
+    from rag_service.db.database import Database
+    from rag_service.ingest.progress import ProgressListener
+
+#: ``UniversalRAGService.index_texts``: (items, collection=, strategy=, force=, listener=) -> report
+IndexTexts = Callable[..., IngestReport]
+
+
+@dataclass(frozen=True, slots=True)
+class NewDocument:
+    """One document to index: ``source`` is its key in the collection (a new text of it replaces the old).
+
+    ``strategy``: its chunking strategy (``list_strategies()``); None takes the one of the call.
+    """
+
+    source: str
+    text: str
+    title: str = ""
+    strategy: str | None = None
+
+
+@dataclass(slots=True)
+class DocumentBatch:
+    """Documents ready to index, and the files that could not be read (the report lists them as failed)."""
+
+    documents: list[NewDocument] = field(default_factory=list)
+    failed: list[FileProblem] = field(default_factory=list)
+
+    @property
+    def chars(self) -> int:
+        """Characters of text in the batch (the HTTP API indexes a large batch as a job)."""
+        return sum(len(document.text) for document in self.documents)
+
+
+def read_uploads(
+    uploads: Iterable[tuple[str, bytes]], *, uploads_root: Path, max_bytes: int, strategy: str | None
+) -> DocumentBatch:
+    """Each ``(file name, content)`` as a document keyed by its file name; see ``UniversalRAGService.read_uploads``."""
+    from rag_service.ingest.loaders import load_document
+    from rag_service.ingest.strategies import recommend_strategy
+    from rag_service.uploads import staging_folder, store_upload
+
+    batch = DocumentBatch()
+    with staging_folder(uploads_root) as folder:
+        for filename, data in uploads:
+            path = store_upload(folder, filename, data)
+            try:
+                loaded = load_document(path, max_bytes=max_bytes)
+            except RagError as exc:  # the staging folder is no business of the caller: name the file alone
+                batch.failed.append(FileProblem(path.name, str(exc).replace(str(path), path.name)))
+                continue
+            chosen = strategy or recommend_strategy(path)
+            batch.documents.append(NewDocument(path.name, loaded.text, loaded.title, chosen))
+    return batch
+
+
+def index_documents(
+    index_texts: IndexTexts,
+    documents: DocumentBatch | Iterable[NewDocument],
+    *,
+    collection: str,
+    strategy: str,
+    force: bool,
+    listener: ProgressListener | None,
+) -> IngestReport:
+    """One ``index_texts`` run per strategy, merged into one report; the batch's failed files come first.
+
+    ``listener(done, total)`` hears documents done of the whole batch (the failed files count as done).
+    """
+    batch = documents if isinstance(documents, DocumentBatch) else DocumentBatch(list(documents))
+    groups: dict[str, list[tuple[str, str, str]]] = {}
+    for document in batch.documents:
+        groups.setdefault(document.strategy or strategy, []).append((document.source, document.title, document.text))
+    report = IngestReport(collection=collection, failed=list(batch.failed))
+    total = len(batch.failed) + len(batch.documents)
+    done = len(batch.failed)
+    if listener is not None:
+        listener(done, total)
+    for chosen, items in groups.items():
+        hear = None if listener is None else functools.partial(_shifted, listener, done, total)
+        report.merge(index_texts(items, collection=collection, strategy=chosen, force=force, listener=hear))
+        done += len(items)
+    return report
+
+
+def _shifted(listen: ProgressListener, before: int, total: int, done: int, _part_total: int | None) -> None:
+    """One strategy's progress as progress of the whole batch."""
+    listen(before + done, total)
+
+
+def delete_document(database: Database, *, collection: str, source: str, uploads_root: Path) -> int:
+    """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
+    from rag_service.db.catalog import delete_by_source
+    from rag_service.db.locks import lock_for_edit
+    from rag_service.uploads import forget_upload
+
+    with database.transaction() as session:
+        lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
+        deleted = delete_by_source(session, collection=collection, source=source)
+    if deleted:
+        forget_upload(uploads_root, collection, source)
+    return deleted
+
+
+class DocumentOperations:
+    """Add uploaded or in-memory documents, delete one; every method is public on ``UniversalRAGService``."""
+
+    settings: Settings
+    db: Database
+    #: the service's ``index_texts``
+    index_texts: IndexTexts
+
+    def check_collection_name(self, collection: str) -> str:
+        """``collection`` when it is a valid name (1-200 characters, not blank); ConfigurationError otherwise."""
+        from rag_service.db.collections import validate_collection
+
+        return validate_collection(collection)
+
+    def read_uploads(self, uploads: Iterable[tuple[str, bytes]], *, strategy: str | None = None) -> DocumentBatch:
+        """Uploaded files, ``(file name, content)``, as documents keyed by file name, for ``index_documents``.
+
+        Each is staged under ``RAG_DATA_DIR/uploads/`` only while it is read. A file that cannot be read
+        (its type, its size over ``RAG_MAX_FILE_BYTES``, binary) is listed in ``failed``; a name with a
+        folder in it is a ConfigurationError. ``strategy``: for every file; None picks one per file type.
+        """
+        max_bytes = self.settings.max_file_bytes
+        return read_uploads(uploads, uploads_root=self._uploads_root(), max_bytes=max_bytes, strategy=strategy)
+
+    def index_documents(
+        self,
+        documents: DocumentBatch | Iterable[NewDocument],
+        *,
+        collection: str = "default",
+        strategy: str = "recursive",
+        force: bool = False,
+        listener: ProgressListener | None = None,
+    ) -> IngestReport:
+        """Index in-memory documents, or a ``read_uploads`` batch (its unread files are the report's first
+        failures): one ``index_texts`` run per strategy (a document's own, else ``strategy``), one report.
+
+        ``listener(done, total)`` hears the documents done of the whole call.
+        """
+        return index_documents(
+            self.index_texts, documents, collection=collection, strategy=strategy, force=force, listener=listener
+        )
+
+    def delete_document(self, source: str, *, collection: str = "default") -> int:
+        """Delete the document ``source`` of ``collection`` with its chunks; returns 1, or 0 when there is none.
+
+        ReindexInProgressError while an ingest or reindex runs on the collection (it would write it back).
+        A file an older ``rag serve`` kept for the document (``uploads/<collection>/``) goes with it.
+        """
+        return delete_document(self.db, collection=collection, source=source, uploads_root=self._uploads_root())
+
+    def _uploads_root(self) -> Path:
+        return self.settings.data_dir / "uploads"

@@ -1,0 +1,141 @@
+"""Every operation of the HTTP API as a Python call on ``UniversalRAGService`` (real PostgreSQL).
+
+Adding uploaded and in-memory documents, deleting one, listing and editing presets, and the database's
+health: what ``server/`` calls, so a Python caller gets the same behaviour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, text
+
+from rag_service import NewDocument
+from rag_service.config import Settings
+from rag_service.db.database import Database
+from rag_service.db.locks import reindex_lock
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import ConfigurationError, ReindexInProgressError, UnknownContextError
+from rag_service.service import UniversalRAGService
+
+KITES = "# Kites\n\nA kite flies on the wind when the line holds it against the moving air above the field."
+TIDES = "Tides rise twice a day in the harbour basin and the pilots plan every berth around them. " * 3
+
+
+@pytest.fixture
+def service(db: Database, settings: Settings, tmp_path: Path) -> UniversalRAGService:
+    return UniversalRAGService(
+        dataclasses.replace(settings, data_dir=tmp_path), database=db, embedder=HashingEmbedder(), reranker=None
+    )
+
+
+def _chunks(connection: Connection, collection: str, source: str) -> int:
+    query = text(
+        "SELECT count(*) FROM document_chunks c JOIN documents d ON d.id = c.document_id "
+        "WHERE d.collection = :c AND d.source = :s"
+    )
+    return int(connection.execute(query, {"c": collection, "s": source}).scalar_one())
+
+
+def test_delete_document_removes_it_with_its_chunks_and_only_it(
+    service: UniversalRAGService, connection: Connection
+) -> None:
+    collection = f"del-{uuid.uuid4().hex[:8]}"
+    documents = [NewDocument("kites.md", KITES, "Kites"), NewDocument("tides.txt", TIDES)]
+    report = service.index_documents(documents, collection=collection, strategy="markdown")
+    assert report.added == 2 and _chunks(connection, collection, "kites.md") >= 1
+
+    assert service.delete_document("kites.md", collection=collection) == 1
+    assert _chunks(connection, collection, "kites.md") == 0
+    assert service.delete_document("kites.md", collection=collection) == 0, "a second delete finds nothing"
+    counts = {info.name: info for info in service.collections()}[collection]
+    assert (counts.documents, counts.chunks) == (1, _chunks(connection, collection, "tides.txt"))
+    assert service.delete_document("tides.txt", collection="no-such-collection") == 0
+
+
+def test_delete_document_is_refused_while_a_reindex_holds_the_collection(service: UniversalRAGService) -> None:
+    collection = f"del-{uuid.uuid4().hex[:8]}"
+    service.index_documents([NewDocument("kites.md", KITES)], collection=collection)
+    with reindex_lock(service.db.engine, collection), pytest.raises(ReindexInProgressError) as refused:
+        service.delete_document("kites.md", collection=collection)
+    assert str(refused.value) == (
+        f"collection {collection!r} is being reindexed; wait for the reindex to finish and try again"
+    )
+    assert service.delete_document("kites.md", collection=collection) == 1
+
+
+def test_update_preset_is_validated_and_what_the_next_call_uses(service: UniversalRAGService) -> None:
+    collection = f"pre-{uuid.uuid4().hex[:8]}"
+    documents = [NewDocument(f"kites{i}.md", f"{KITES} Kite number {i} is red.") for i in range(4)]
+    service.index_documents(documents, collection=collection, strategy="markdown")
+    before = service.preset("search")
+    assert len(service.retrieve("kite wind", "search", collection=collection, min_relevance=0.0).chunks) > 1
+
+    edited = service.update_preset("search", max_chunks=1, min_relevance=0.0)
+    assert (edited.max_chunks, edited.min_relevance) == (1, 0.0)
+    assert service.preset("search") == edited
+    assert {preset.context_type: preset for preset in service.presets()}["search"] == edited
+    assert len(service.retrieve("kite wind", "search", collection=collection).chunks) == 1
+    assert service.preset("search").candidate_k == before.candidate_k, "knobs not given stay as they were"
+
+    with pytest.raises(ConfigurationError) as bad:
+        service.update_preset("search", diversity=3)
+    assert "diversity" in str(bad.value) and "\n" not in str(bad.value)
+    with pytest.raises(UnknownContextError, match="unknown context 'nope'; valid contexts: chatbot"):
+        service.update_preset("nope", max_chunks=2)
+    with pytest.raises(ConfigurationError, match="no values to change for preset 'search'; give one"):
+        service.update_preset("search")
+    assert service.preset("search") == edited, "a refused edit changes nothing"
+
+
+def test_presets_and_contexts_list_the_stored_rows(service: UniversalRAGService) -> None:
+    presets = service.presets()
+    names = [preset.context_type for preset in presets]
+    assert names[:5] == ["chatbot", "agent", "search", "workflow", "context_engineering"]
+    assert service.contexts() == names
+    for preset in presets:
+        assert service.preset(preset.context_type) == preset
+
+
+def test_uploads_are_read_by_type_then_indexed_with_progress(service: UniversalRAGService, tmp_path: Path) -> None:
+    collection = f"up-{uuid.uuid4().hex[:8]}"
+    uploads = [
+        ("guide.md", f"# Guide\n\n## Tides\n\n{TIDES}".encode()),
+        ("notes.txt", TIDES.encode()),
+        ("tool.exe", b"MZ\x90\x00"),
+    ]
+    batch = service.read_uploads(uploads)
+    assert [(d.source, d.strategy) for d in batch.documents] == [("guide.md", "markdown"), ("notes.txt", "recursive")]
+    assert [problem.source for problem in batch.failed] == ["tool.exe"]
+    assert str(tmp_path) not in batch.failed[0].reason and "tool.exe" in batch.failed[0].reason
+    assert batch.chars == sum(len(d.text) for d in batch.documents)
+    assert not [p for p in (tmp_path / "uploads").rglob("*") if p.is_file()], "nothing staged is kept"
+
+    heard: list[tuple[int, int | None]] = []
+    report = service.index_documents(batch, collection=collection, listener=lambda *progress: heard.append(progress))
+    assert report.added == 2 and [problem.source for problem in report.failed] == ["tool.exe"] and not report.ok
+    assert heard[0] == (1, 3) and heard[-1] == (3, 3), heard
+    assert [done for done, _ in heard] == sorted(done for done, _ in heard)
+
+    chosen = service.read_uploads([("notes.txt", TIDES.encode())], strategy="sentence")
+    assert chosen.documents[0].strategy == "sentence", "a strategy given is used for every file"
+    with pytest.raises(ConfigurationError, match="is not a plain file name"):
+        service.read_uploads([("../evil.md", b"# Evil")])
+    assert not list(tmp_path.parent.glob("evil.md"))
+
+
+def test_collection_names_are_checked_before_any_work(service: UniversalRAGService) -> None:
+    assert service.check_collection_name("../../x") == "../../x"
+    for bad in ("", "   ", "x" * 201, "a\x00b"):
+        with pytest.raises(ConfigurationError, match="must be 1-200 characters"):
+            service.check_collection_name(bad)
+
+
+def test_readiness_and_health_of_a_migrated_database(service: UniversalRAGService) -> None:
+    assert service.readiness_problem() is None
+    health = service.database_health()
+    assert health.circuit == "closed" and health.circuit_closed and health.cooldown_s > 0
+    assert health.pool_size is not None and health.pool_size >= 1 and health.checked_out is not None
