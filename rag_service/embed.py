@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -234,6 +235,12 @@ def _bundled_onnx(backend: str, *, batch_size: int, cache_dir: Path | None) -> E
         batch_size=batch_size,
         dim=SCHEMA_EMBEDDING_DIM,
     )
+
+
+def stop_model_exports() -> None:
+    """End a first ONNX export still running in its child process (``embed_onnx.stop_exports``)."""
+    if "rag_service.embed_onnx" in sys.modules:  # none was started in a process that never loaded it
+        sys.modules["rag_service.embed_onnx"].stop_exports()
 
 
 def degraded_note(embedder: Embedder) -> str | None:

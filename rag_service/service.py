@@ -20,7 +20,7 @@ from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings, check_stored_model, read_stored_model
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
-from rag_service.embed import Embedder, embedder_for
+from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError
 from rag_service.service_documents import DocumentOperations
 
@@ -42,10 +42,7 @@ _NOT_GIVEN: Any = object()
 
 
 class UniversalRAGService(DocumentOperations):
-    """Index documents and retrieve LLM-ready context from them: the one way in for every operation.
-
-    Single documents are added and deleted through the methods of ``DocumentOperations``.
-    """
+    """Index and retrieve LLM-ready context: the one way in for every operation (documents: ``DocumentOperations``)."""
 
     def __init__(
         self,
@@ -87,10 +84,8 @@ class UniversalRAGService(DocumentOperations):
     def warm_up(self, context: str = "workflow") -> str | None:
         """Load the embedding model and run one retrieval with ``context`` (``rag serve`` before ready,
         ``rag mcp`` at start), here and on ``aretrieve``'s pool, so the first query pays neither the
-        model, the reranker, the first connections nor a pool thread's first use.
-
-        Returns why it failed, or None; not raised: the calls that follow report their own problems.
-        """
+        model, the reranker, the first connections nor a pool thread's first use. Returns why it failed,
+        or None; not raised: the calls that follow report their own problems."""
         try:
             self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
             # a stored collection: searching an unknown one stops before the retrieval stack has loaded
@@ -102,11 +97,8 @@ class UniversalRAGService(DocumentOperations):
         return None
 
     def stop_warm_up(self) -> None:
-        """End an unfinished first export of the embedding model (it runs in a child process), so a stop
-        does not wait for it; the warm-up, and the next start, report or redo it."""
-        from rag_service.embed_onnx import stop_exports
-
-        stop_exports()
+        """End an unfinished first export of the embedding model (a child process): a stop need not wait."""
+        stop_model_exports()
 
     def reranker(self) -> Reranker | None:
         """The reranker of ``RAG_RERANK_MODEL`` (None when 'none'); ModelLoadError when it cannot load."""
@@ -392,8 +384,7 @@ class UniversalRAGService(DocumentOperations):
         return readiness_problem(self.db)
 
     def close(self) -> None:
-        """End an unfinished model export; release the ``aretrieve`` threads (after their calls finish) and
-        the database connections."""
+        """End a model export; release the ``aretrieve`` threads (after their calls finish) and the connections."""
         self.stop_warm_up()
         with self._executor_lock:
             executor, self._executor = self._executor, None
