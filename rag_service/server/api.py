@@ -21,10 +21,10 @@ from rag_service.db.collections import list_collections, validate_collection
 from rag_service.db.locks import lock_for_edit
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.errors import RagError
-from rag_service.ingest.chunkers import strategy_for_path
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.progress import ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.strategies import recommend_strategy
 from rag_service.server.errors import ApiError, ErrorResponseDoc
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
@@ -251,7 +251,7 @@ def _load_uploads(
             except RagError as exc:
                 failed.append(FileProblem(path.name, str(exc).replace(str(path), path.name)))
                 continue
-            groups.setdefault(strategy or strategy_for_path(path), []).append((path.name, loaded.title, loaded.text))
+            groups.setdefault(strategy or recommend_strategy(path), []).append((path.name, loaded.title, loaded.text))
     return groups, failed
 
 

@@ -24,7 +24,7 @@ from rag_service.ingest.chunkers import (
     STRATEGIES,
     chunker_fingerprint,
     make_chunker,
-    strategy_for_path,
+    recommend_strategy,
 )
 from rag_service.tokens import count_tokens
 
@@ -234,7 +234,7 @@ def test_header_only_document_gives_no_chunks(strategy: str) -> None:
     assert doc.filtered["header_only"] >= 1
 
 
-# --- make_chunker, fingerprints, strategy_for_path -------------------------------------------------
+# --- make_chunker, fingerprints, recommend_strategy -------------------------------------------------
 
 
 def test_strategies_are_fixed() -> None:
@@ -318,8 +318,8 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("p.yaml", "recursive"),
     ],
 )
-def test_strategy_for_path(name: str, strategy: str) -> None:
-    assert strategy_for_path(Path("docs") / name) == strategy
+def test_recommend_strategy_for_a_path(name: str, strategy: str) -> None:
+    assert recommend_strategy(Path("docs") / name) == strategy
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -9,7 +9,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_service.errors import ModelLoadError
+from rag_service.errors import ModelLoadError, first_line
 from rag_service.log import quiet_root_logger
 from rag_service.retrieve.rerank.base import FIX, relevance
 from rag_service.retrieve.rerank.hub import (
@@ -112,8 +112,7 @@ def download_flashrank(model_name: str, cache: Path) -> None:
     except ModelLoadError:
         raise
     except Exception as err:
-        first = (str(err).strip().splitlines() or [""])[0][:200]
         raise ModelLoadError(
-            f"cannot download FlashRank model {model_name!r} from {url} ({type(err).__name__}: {first}); "
+            f"cannot download FlashRank model {model_name!r} from {url} ({first_line(err, limit=200, typed=True)}); "
             f"put it in {cache}, or {FIX}"
         ) from err

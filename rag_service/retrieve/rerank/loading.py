@@ -8,12 +8,14 @@ from pathlib import Path
 
 from rag_service.config import Settings, load_settings
 from rag_service.errors import ModelLoadError
+from rag_service.knobs import RERANK_MODEL
 from rag_service.retrieve.rerank.base import FIX, Reranker
 from rag_service.retrieve.rerank.cross_encoder import CrossEncoderReranker
 from rag_service.retrieve.rerank.flashrank_model import FlashRankReranker
 from rag_service.retrieve.rerank.onnx_model import load_onnx
 
-DEFAULT_RERANK_MODEL = "ms-marco-MiniLM-L-6-v2"
+#: the default of ``RAG_RERANK_MODEL`` (``knobs.RERANK_MODEL``), a short name of the ONNX cross-encoder below
+DEFAULT_RERANK_MODEL: str = RERANK_MODEL.default
 _ALIASES = {DEFAULT_RERANK_MODEL.lower(): "onnx:cross-encoder/ms-marco-MiniLM-L-6-v2"}
 _Key = tuple[str, Path | None, int]
 
