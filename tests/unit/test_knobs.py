@@ -136,9 +136,9 @@ def test_the_preset_columns_default_to_the_knob_defaults() -> None:
         if knob.default is None:
             assert default is None, name
             continue
-        sql = str(default.arg)  # type: ignore[union-attr]
+        sql = str(default.arg)
         assert (sql in ("true", "false") and (sql == "true") == knob.default) or (
-            type(knob.default)(sql) == knob.default  # type: ignore[call-arg]
+            type(knob.default)(sql) == knob.default
         ), name
 
 
