@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ConfigurationError
-from rag_service.knobs import CHUNK_KEYWORDS, RERANK_MODEL, SUMMARY_SENTENCES, Knob, check_knobs
+from rag_service.knobs import (
+    CHUNK_KEYWORDS,
+    EMBEDDING_BATCH_SIZE,
+    LLM_TIMEOUT_S,
+    MAX_EF_SEARCH,
+    RERANK_MODEL,
+    SUMMARY_SENTENCES,
+    Knob,
+    check_knobs,
+)
 from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
 from rag_service.knobs import DEFAULT_FUSION_METHOD as DEFAULT_FUSION_METHOD
 from rag_service.knobs import DEFAULT_KEYWORD_SCORER as DEFAULT_KEYWORD_SCORER
@@ -81,7 +90,7 @@ class Settings:
     read_max_lag_ms: int | None = _setting(None, "skip a replica whose replay lag exceeds this; unset: no bound", ge=0)
     data_dir: Path = _setting(DEFAULT_DATA_DIR, "embedded database and caches")  # noqa: RUF009 (a field())
     embedding_model: str = _setting(BUNDLED_MINILM, "sentence-transformers name or path")
-    embedding_batch_size: int = _setting(64, ge=1, le=4096)
+    embedding_batch_size: int = _from_knob(EMBEDDING_BATCH_SIZE)
     embedding_backend: str = _setting(
         DEFAULT_EMBEDDING_BACKEND,
         "how the bundled model runs: onnx-int8 (ONNX Runtime, int8 weights), onnx (fp32: torch's vectors), or torch",
@@ -103,7 +112,7 @@ class Settings:
     )
     llm_model: str | None = _setting(None, "model name sent to the LLM endpoint")
     llm_api_key: Secret | None = _setting(None, "bearer token of the LLM endpoint, if needed")  # noqa: RUF009
-    llm_timeout_s: float = _setting(30.0, "seconds per LLM call before it degrades", ge=0.001, le=600)
+    llm_timeout_s: float = _from_knob(LLM_TIMEOUT_S)
     llm_summaries: bool = _setting(True, "with an LLM configured, it writes document summaries")
     llm_rerank: bool = _setting(False, "with an LLM configured, it reranks the top candidates")
     llm_rerank_top: int = _setting(10, "candidates the LLM rescores per query", ge=1, le=50)
@@ -112,7 +121,7 @@ class Settings:
     )
     max_file_bytes: int = _setting(20 * 1024 * 1024, "larger files are reported", ge=1)
     embedded_shared_buffers: str = _setting(DEFAULT_SHARED_BUFFERS, "shared_buffers of the embedded server")
-    hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=1000)
+    hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=MAX_EF_SEARCH)
     exact_search_below: int = _setting(
         DEFAULT_EXACT_SEARCH_BELOW,
         "collections of at most this many chunks are searched exactly (every vector), not through the "

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, DEFAULT_EMBEDDING_BACKEND, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError, first_line
+from rag_service.knobs import EMBEDDING_BATCH_SIZE
 from rag_service.log import quiet_progress_bars
 
 if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
@@ -69,7 +70,9 @@ def bundled_model_path() -> Path:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded by name or local path, on the CPU by default."""
 
-    def __init__(self, model: str = BUNDLED_MINILM, *, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(
+        self, model: str = BUNDLED_MINILM, *, batch_size: int = EMBEDDING_BATCH_SIZE.default, device: str = "cpu"
+    ) -> None:
         if model == BUNDLED_MINILM:  # files of a package: the hub is never asked, without setting HF_HUB_OFFLINE
             location, self.model_id, local = str(bundled_model_path()), BUNDLED_MINILM_ID, True
         else:
@@ -192,7 +195,11 @@ def bundled_model_id(backend: str = DEFAULT_EMBEDDING_BACKEND) -> str:
 
 
 def load_embedder(
-    model: str, *, batch_size: int = 64, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None
+    model: str,
+    *,
+    batch_size: int = EMBEDDING_BATCH_SIZE.default,
+    backend: str = DEFAULT_EMBEDDING_BACKEND,
+    cache_dir: Path | None = None,
 ) -> Embedder:
     """The embedder for ``RAG_EMBEDDING_MODEL`` (``hashing`` selects the model-free test embedder).
 
@@ -290,7 +297,11 @@ class LazyEmbedder:
 
 
 def embedder_for(
-    model: str, *, batch_size: int = 64, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None
+    model: str,
+    *,
+    batch_size: int = EMBEDDING_BATCH_SIZE.default,
+    backend: str = DEFAULT_EMBEDDING_BACKEND,
+    cache_dir: Path | None = None,
 ) -> Embedder:
     """The embedder of ``RAG_EMBEDDING_MODEL``, loaded lazily when its id and dimension are known in advance.
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import ModelLoadError
+from rag_service.knobs import EMBEDDING_BATCH_SIZE
 from rag_service.log import quiet_progress_bars, quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key, intra_op_threads
 
@@ -161,7 +162,7 @@ class OnnxEmbedder:
         *,
         model_id: str,
         precision: Precision = "fp32",
-        batch_size: int = 64,
+        batch_size: int = EMBEDDING_BATCH_SIZE.default,
         dim: int = 384,
     ) -> None:
         from tokenizers import Tokenizer

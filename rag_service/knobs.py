@@ -19,8 +19,10 @@ from typing import Any, Literal
 FusionMethod = Literal["rrf", "linear"]
 KeywordScorer = Literal["bm25", "ts_rank_cd"]
 
-#: deepest candidate list per arm (pgvector's hnsw.ef_search allows at most 1000)
-MAX_CANDIDATE_K = 1000
+#: the largest hnsw.ef_search pgvector accepts (``RAG_HNSW_EF_SEARCH``'s bound)
+MAX_EF_SEARCH = 1000
+#: deepest candidate list per arm: the vector arm searches with ef_search >= candidate_k
+MAX_CANDIDATE_K = MAX_EF_SEARCH
 # fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
 DEFAULT_VECTOR_WEIGHT = 0.6
 DEFAULT_KEYWORD_WEIGHT = 0.4
@@ -156,5 +158,9 @@ CHUNK_KEYWORDS = Knob(
 SUMMARY_SENTENCES = Knob(
     "summary_sentences", int, "sentences of each document's extractive metadata.summary; 0: none", 3, 0, 20
 )
+EMBEDDING_BATCH_SIZE = Knob("embedding_batch_size", int, "texts embedded per model call", 64, 1, 4096)
+LLM_TIMEOUT_S = Knob("llm_timeout_s", float, "seconds per LLM call before it degrades", 30.0, 0.001, 600)
 #: every setting defined here, by name (each is the ``Settings`` field of that name)
-SETTING_KNOBS: dict[str, Knob] = {knob.name: knob for knob in (RERANK_MODEL, CHUNK_KEYWORDS, SUMMARY_SENTENCES)}
+SETTING_KNOBS: dict[str, Knob] = {
+    knob.name: knob for knob in (RERANK_MODEL, CHUNK_KEYWORDS, SUMMARY_SENTENCES, EMBEDDING_BATCH_SIZE, LLM_TIMEOUT_S)
+}

@@ -11,11 +11,15 @@ from rag_service.config import DEFAULT_PRESETS, Preset, Settings
 from rag_service.db.collections import validate_collection
 from rag_service.db.documents import ChunkKeywords
 from rag_service.db.models import Base, RagConfiguration
+from rag_service.embed import SentenceTransformerEmbedder, embedder_for, load_embedder
 from rag_service.errors import ConfigurationError
 from rag_service.ingest.summary import extractive_summary
 from rag_service.knobs import (
     CHUNK_KEYWORDS,
+    EMBEDDING_BATCH_SIZE,
+    LLM_TIMEOUT_S,
     MAX_COLLECTION_CHARS,
+    MAX_EF_SEARCH,
     MAX_PRESET_NAME_CHARS,
     MAX_QUERY_CHARS,
     PRESET_KNOBS,
@@ -23,6 +27,7 @@ from rag_service.knobs import (
     SETTING_KNOBS,
     SUMMARY_SENTENCES,
 )
+from rag_service.llm import OpenAICompatibleChat
 from rag_service.retrieve.fusion import check_weights
 from rag_service.retrieve.rerank.loading import DEFAULT_RERANK_MODEL
 from rag_service.server.config import ServerConfig
@@ -161,3 +166,11 @@ def test_settings_a_stage_also_reads_are_their_definitions() -> None:
     assert ChunkKeywords().count == CHUNK_KEYWORDS.default
     assert inspect.signature(extractive_summary).parameters["sentences"].default == SUMMARY_SENTENCES.default
     assert ChunkKeywords().in_bm25 == fields["keywords_in_bm25"].default
+    for function in (load_embedder, embedder_for, SentenceTransformerEmbedder):
+        assert inspect.signature(function).parameters["batch_size"].default == EMBEDDING_BATCH_SIZE.default
+    assert inspect.signature(OpenAICompatibleChat).parameters["timeout_s"].default == LLM_TIMEOUT_S.default
+
+
+def test_the_ef_search_bound_is_pgvectors_and_caps_candidate_k() -> None:
+    spec = next(f for f in dataclasses.fields(Settings) if f.name == "hnsw_ef_search")
+    assert spec.metadata["le"] == MAX_EF_SEARCH == PRESET_KNOBS["candidate_k"].le

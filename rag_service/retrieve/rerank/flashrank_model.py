@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rag_service.errors import ModelLoadError, first_line
 from rag_service.log import quiet_root_logger
-from rag_service.retrieve.rerank.base import FIX, relevance
+from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, relevance
 from rag_service.retrieve.rerank.hub import (
     DOWNLOAD_TIMEOUT_S,
     hub_endpoint,
@@ -28,7 +28,14 @@ class FlashRankReranker:
     timeouts, unless offline mode is on; a failed download raises ``ModelLoadError`` at once.
     """
 
-    def __init__(self, model_name: str, *, cache_dir: str | Path, max_length: int = 256, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        cache_dir: str | Path,
+        max_length: int = RERANK_MAX_LENGTH,
+        batch_size: int = RERANK_BATCH_SIZE,
+    ) -> None:
         from flashrank import Ranker
         from flashrank.Config import listwise_rankers, model_file_map
 

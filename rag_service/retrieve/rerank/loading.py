@@ -9,7 +9,7 @@ from pathlib import Path
 from rag_service.config import Settings, load_settings
 from rag_service.errors import ModelLoadError
 from rag_service.knobs import RERANK_MODEL
-from rag_service.retrieve.rerank.base import FIX, Reranker
+from rag_service.retrieve.rerank.base import FIX, RERANK_MAX_LENGTH, Reranker
 from rag_service.retrieve.rerank.cross_encoder import CrossEncoderReranker
 from rag_service.retrieve.rerank.flashrank_model import FlashRankReranker
 from rag_service.retrieve.rerank.onnx_model import load_onnx
@@ -25,7 +25,7 @@ def default_cache_dir(settings: Settings | None = None) -> Path:
     return (settings or load_settings()).data_dir / "models"
 
 
-def load_reranker(spec: str, *, cache_dir: Path | None = None, max_length: int = 256) -> Reranker | None:
+def load_reranker(spec: str, *, cache_dir: Path | None = None, max_length: int = RERANK_MAX_LENGTH) -> Reranker | None:
     """Load the reranker named by ``spec`` (see the module doc); ``None`` when it is ``none``.
 
     Raises ``ModelLoadError`` with a one-line reason when the model cannot be loaded.
@@ -63,7 +63,7 @@ class RerankerCache:
         self,
         *,
         cache_dir: Path | None = None,
-        max_length: int = 256,
+        max_length: int = RERANK_MAX_LENGTH,
         loader: Callable[..., Reranker | None] = load_reranker,
     ) -> None:
         self._cache_dir = cache_dir
