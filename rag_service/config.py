@@ -33,6 +33,8 @@ from rag_service.knobs import KeywordScorer as KeywordScorer
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
 #: int8 scored within 0.005 nDCG@10 of fp32 or above it on every visible set, at twice the speed (docs/benchmarks.md)
 DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
+#: ``RAG_EMBEDDING_BACKEND`` values: how the bundled MiniLM runs (other models always run on torch)
+EMBEDDING_BACKENDS = ("onnx", "torch", "onnx-int8")
 #: vector dimension of the ``document_chunks.embedding`` column created by the migrations
 SCHEMA_EMBEDDING_DIM = 384
 
@@ -152,9 +154,9 @@ class Settings:
             if (ge is not None and value < ge) or (le is not None and value > le):
                 bounds = " and ".join(f"{word} {b}" for word, b in (("at least", ge), ("at most", le)) if b is not None)
                 raise ConfigurationError(f"RAG_{spec.name.upper()} ({value!r}) must be {bounds}")
-        if self.embedding_backend not in ("onnx", "torch", "onnx-int8"):
+        if self.embedding_backend not in EMBEDDING_BACKENDS:
             raise ConfigurationError(
-                f"RAG_EMBEDDING_BACKEND ({self.embedding_backend!r}) must be onnx, torch or onnx-int8"
+                f"RAG_EMBEDDING_BACKEND ({self.embedding_backend!r}) must be one of {', '.join(EMBEDDING_BACKENDS)}"
             )
         if not self.fts_config.replace("_", "").isalnum():
             raise ConfigurationError(

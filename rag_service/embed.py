@@ -180,10 +180,6 @@ class HashingEmbedder:
         return self._vector(text)
 
 
-#: ``RAG_EMBEDDING_BACKEND`` values: how the bundled MiniLM runs (other models always run on torch)
-EMBEDDING_BACKENDS = ("onnx", "torch", "onnx-int8")
-
-
 def bundled_model_id(backend: str = DEFAULT_EMBEDDING_BACKEND) -> str:
     """The id stored with the bundled model's vectors under ``backend``.
 

@@ -148,7 +148,7 @@ def check_knobs(values: dict[str, Any]) -> None:
 
 
 # Settings (``RAG_<NAME>``) whose default a stage also needs when called without ``Settings``: the
-# ``Settings`` field and the stage's default both come from these.
+# ``Settings`` field of the knob's name and the stage's default both come from these.
 RERANK_MODEL = Knob(
     "rerank_model", str, "cross-encoder name or local path; 'none' turns reranking off", "ms-marco-MiniLM-L-6-v2"
 )
@@ -160,7 +160,3 @@ SUMMARY_SENTENCES = Knob(
 )
 EMBEDDING_BATCH_SIZE = Knob("embedding_batch_size", int, "texts embedded per model call", 64, 1, 4096)
 LLM_TIMEOUT_S = Knob("llm_timeout_s", float, "seconds per LLM call before it degrades", 30.0, 0.001, 600)
-#: every setting defined here, by name (each is the ``Settings`` field of that name)
-SETTING_KNOBS: dict[str, Knob] = {
-    knob.name: knob for knob in (RERANK_MODEL, CHUNK_KEYWORDS, SUMMARY_SENTENCES, EMBEDDING_BATCH_SIZE, LLM_TIMEOUT_S)
-}

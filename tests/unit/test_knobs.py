@@ -7,6 +7,7 @@ import inspect
 
 import pytest
 
+from rag_service import knobs
 from rag_service.config import DEFAULT_PRESETS, Preset, Settings
 from rag_service.db.collections import validate_collection
 from rag_service.db.documents import ChunkKeywords
@@ -24,7 +25,6 @@ from rag_service.knobs import (
     MAX_QUERY_CHARS,
     PRESET_KNOBS,
     RERANK_MODEL,
-    SETTING_KNOBS,
     SUMMARY_SENTENCES,
 )
 from rag_service.llm import OpenAICompatibleChat
@@ -147,8 +147,15 @@ def test_the_preset_columns_default_to_the_knob_defaults() -> None:
         ), name
 
 
+#: the settings defined in rag_service.knobs: every module-level Knob that is not a preset knob
+SETTING_KNOBS = {
+    v.name: v for v in vars(knobs).values() if isinstance(v, knobs.Knob) and v.name not in PRESET_KNOBS
+}
+
+
 def test_settings_a_stage_also_reads_are_their_definitions() -> None:
     fields = {f.name: f for f in dataclasses.fields(Settings)}
+    assert {"rerank_model", "chunk_keywords", "summary_sentences"} <= set(SETTING_KNOBS)
     for name, knob in SETTING_KNOBS.items():
         spec = fields[name]
         assert (spec.default, spec.type) == (knob.default, knob.kind.__name__), name
