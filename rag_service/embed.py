@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, DEFAULT_EMBEDDING_BACKEND, SCHEMA_EMBEDDING_DIM
-from rag_service.errors import ModelLoadError
+from rag_service.errors import ModelLoadError, first_line
+from rag_service.knobs import EMBEDDING_BATCH_SIZE
 from rag_service.log import quiet_progress_bars
 
 if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reindex` never needs it
@@ -70,7 +71,9 @@ def bundled_model_path() -> Path:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded by name or local path, on the CPU by default."""
 
-    def __init__(self, model: str = BUNDLED_MINILM, *, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(
+        self, model: str = BUNDLED_MINILM, *, batch_size: int = EMBEDDING_BATCH_SIZE.default, device: str = "cpu"
+    ) -> None:
         if model == BUNDLED_MINILM:  # files of a package: the hub is never asked, without setting HF_HUB_OFFLINE
             location, self.model_id, local = str(bundled_model_path()), BUNDLED_MINILM_ID, True
         else:
@@ -81,7 +84,7 @@ class SentenceTransformerEmbedder:
             with quiet_progress_bars():
                 self._model = SentenceTransformer(location, device=device, local_files_only=local)
         except Exception as exc:  # hub, file and config errors all mean "cannot load"
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            reason = first_line(exc)
             raise ModelLoadError(
                 f"embedding model {model!r} could not be loaded ({reason}); "
                 "set RAG_EMBEDDING_MODEL to a local sentence-transformers folder or a reachable model name"
@@ -178,10 +181,6 @@ class HashingEmbedder:
         return self._vector(text)
 
 
-#: ``RAG_EMBEDDING_BACKEND`` values: how the bundled MiniLM runs (other models always run on torch)
-EMBEDDING_BACKENDS = ("onnx", "torch", "onnx-int8")
-
-
 def bundled_model_id(backend: str = DEFAULT_EMBEDDING_BACKEND) -> str:
     """The id stored with the bundled model's vectors under ``backend``.
 
@@ -193,7 +192,11 @@ def bundled_model_id(backend: str = DEFAULT_EMBEDDING_BACKEND) -> str:
 
 
 def load_embedder(
-    model: str, *, batch_size: int = 64, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None
+    model: str,
+    *,
+    batch_size: int = EMBEDDING_BATCH_SIZE.default,
+    backend: str = DEFAULT_EMBEDDING_BACKEND,
+    cache_dir: Path | None = None,
 ) -> Embedder:
     """The embedder for ``RAG_EMBEDDING_MODEL`` (``hashing`` selects the model-free test embedder).
 
@@ -209,7 +212,7 @@ def load_embedder(
     try:
         return _bundled_onnx(backend, batch_size=batch_size, cache_dir=cache_dir)
     except Exception as exc:  # export, file and runtime errors all mean "ONNX not available here"
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        reason = first_line(exc, limit=200)
         if backend == "onnx-int8":
             raise ModelLoadError(
                 f"the int8 ONNX embedding model (RAG_EMBEDDING_BACKEND=onnx-int8, the default) could not be loaded "
@@ -297,7 +300,11 @@ class LazyEmbedder:
 
 
 def embedder_for(
-    model: str, *, batch_size: int = 64, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None
+    model: str,
+    *,
+    batch_size: int = EMBEDDING_BATCH_SIZE.default,
+    backend: str = DEFAULT_EMBEDDING_BACKEND,
+    cache_dir: Path | None = None,
 ) -> Embedder:
     """The embedder of ``RAG_EMBEDDING_MODEL``, loaded lazily when its id and dimension are known in advance.
 

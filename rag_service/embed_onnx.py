@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import ModelLoadError
+from rag_service.knobs import EMBEDDING_BATCH_SIZE
 from rag_service.log import quiet_progress_bars, quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key, intra_op_threads
 
@@ -100,7 +101,8 @@ def _export_in_child(source: Path, target: Path) -> None:
         with _EXPORTS_LOCK:
             _EXPORTS.discard(child)
     if child.returncode != 0:
-        last = (err.decode("utf-8", errors="replace").strip().splitlines() or ["no output"])[-1]
+        lines = err.decode("utf-8", errors="replace").strip().splitlines()
+        last = lines[-1] if lines else "no output"  # the child's exception, after any warnings
         raise RuntimeError(f"exporting {source} to ONNX failed (exit {child.returncode}): {last}")
 
 
@@ -227,7 +229,7 @@ class OnnxEmbedder:
         *,
         model_id: str,
         precision: Precision = "fp32",
-        batch_size: int = 64,
+        batch_size: int = EMBEDDING_BATCH_SIZE.default,
         dim: int = 384,
     ) -> None:
         from tokenizers import Tokenizer

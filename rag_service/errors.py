@@ -21,7 +21,8 @@
     ├── LLMError                  the LLM endpoint timed out, failed or answered nonsense (stages degrade)
     └── MissingExtraError         an optional integration's framework is not installed (also an ImportError)
 
-The CLI turns any ``RagError`` into ``error: <message>`` and exit status 1.
+The CLI turns any ``RagError`` into ``error: <message>`` and exit status 1. ``first_line(exc)`` is how
+any other exception shows inside such a message.
 """
 
 from __future__ import annotations
@@ -116,3 +117,19 @@ class LLMError(RagError):
 
 class MissingExtraError(RagError, ImportError):
     """An optional integration needs a package that is not installed; the message names the extra."""
+
+
+def first_line(exc: object, *, limit: int = 300, typed: bool = False) -> str:
+    """How another library's exception shows inside one of our one-line messages.
+
+    The first line of its message, stripped and cut to ``limit`` characters (a driver error wrapped
+    by SQLAlchemy shows the driver's message, its ``orig``, without the statement dump); the type's
+    name when the message is blank. ``typed`` puts the type's name first: ``"OSError: no such file"``.
+    """
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip()
+    line = text.splitlines()[0][:limit] if text else ""
+    name = type(inner).__name__
+    if typed:
+        return f"{name}: {line}" if line else name
+    return line or name

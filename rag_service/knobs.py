@@ -1,9 +1,11 @@
-"""One definition per preset knob and per input limit: its type, default, range and meaning.
+"""One definition per preset knob, per setting a stage also reads, and per input limit: type, default, range.
 
-``Preset.validate`` (presets and per-call overrides), the HTTP API's schema (``server/schemas.py``)
-and the stages that read a knob (``retrieve/fusion.py``) all take their checks from here;
-``tests/test_knobs.py`` holds the API schema to these bounds. To add a knob: add a ``Knob`` to
-``PRESET_KNOBS`` and the field to ``Preset`` (and to ``server/schemas.PresetValues``).
+``Preset.validate`` (presets and per-call overrides), the HTTP API's schema (``server/schemas.py``),
+``Settings`` (``config.py``), the database columns (``db/models.py``) and the stages that read a value
+(``retrieve/fusion.py``, the reranker, keywords, summaries) all take their default and checks from
+here; ``tests/unit/test_knobs.py`` holds the API schema, ``Settings`` and the stages to these
+definitions. To add a preset knob: add a ``Knob`` to ``PRESET_KNOBS`` and the field to ``Preset`` (and
+to ``server/schemas.PresetValues``). A setting only ``Settings`` reads is defined there alone.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from typing import Any, Literal
 FusionMethod = Literal["rrf", "linear"]
 KeywordScorer = Literal["bm25", "ts_rank_cd"]
 
-#: deepest candidate list per arm (pgvector's hnsw.ef_search allows at most 1000)
-MAX_CANDIDATE_K = 1000
+#: the largest hnsw.ef_search pgvector accepts (``RAG_HNSW_EF_SEARCH``'s bound)
+MAX_EF_SEARCH = 1000
+#: deepest candidate list per arm: the vector arm searches with ef_search >= candidate_k
+MAX_CANDIDATE_K = MAX_EF_SEARCH
 # fusion defaults chosen on SciFact train (migration 0003, docs/benchmarks.md)
 DEFAULT_VECTOR_WEIGHT = 0.6
 DEFAULT_KEYWORD_WEIGHT = 0.4
@@ -33,13 +37,17 @@ DEFAULT_MIN_RELEVANCE = 0.0
 #: longest query text the library reads (longer ones are cut at a word boundary); the HTTP API's
 #: ``RAG_API_MAX_QUERY_CHARS`` may be set up to this, and its schema refuses longer queries
 MAX_QUERY_CHARS = 8000
+#: longest collection name (``validate_collection``, the ``collection`` columns, the API schema)
+MAX_COLLECTION_CHARS = 200
+#: longest preset name (the ``rag_configurations.context_type`` column, the API's ``context``)
+MAX_PRESET_NAME_CHARS = 64
 
 _WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}
 
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """A preset knob: its type, default (None: each preset sets its own), range or choices, meaning."""
+    """A tunable value: its name, type, default (None: each preset sets its own), range or choices, meaning."""
 
     name: str
     kind: type
@@ -63,8 +71,10 @@ class Knob:
             number = float(value)
         except OverflowError:  # an int beyond any float is out of every range
             number = math.inf
-        if not math.isfinite(number) or (self.ge is not None and number < self.ge) or (
-            self.le is not None and number > self.le
+        if (
+            not math.isfinite(number)
+            or (self.ge is not None and number < self.ge)
+            or (self.le is not None and number > self.le)
         ):
             return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
         if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
@@ -111,9 +121,7 @@ PRESET_KNOBS: dict[str, Knob] = {
         Knob("rrf_k", int, "rank offset of reciprocal rank fusion", DEFAULT_RRF_K, 1, 10_000),
         Knob("fusion_method", str, "how the arms are merged", DEFAULT_FUSION_METHOD, choices=("rrf", "linear")),
         Knob("candidate_k", int, "candidates per arm", DEFAULT_CANDIDATE_K, 1, MAX_CANDIDATE_K),
-        Knob(
-            "keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")
-        ),
+        Knob("keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")),
         Knob("show_metadata", bool, "the formatted context shows summaries and keywords", False),
         Knob("graph_weight", float, "the graph walk's share of the ranking; 0 = off", 0.0, 0.0, 1.0),
         Knob(
@@ -137,3 +145,18 @@ def check_knobs(values: dict[str, Any]) -> None:
         message = knob.problem(value) if knob is not None else None
         if message is not None:
             raise ConfigurationError(message)
+
+
+# Settings (``RAG_<NAME>``) whose default a stage also needs when called without ``Settings``: the
+# ``Settings`` field of the knob's name and the stage's default both come from these.
+RERANK_MODEL = Knob(
+    "rerank_model", str, "cross-encoder name or local path; 'none' turns reranking off", "ms-marco-MiniLM-L-6-v2"
+)
+CHUNK_KEYWORDS = Knob(
+    "chunk_keywords", int, "keywords per chunk in metadata.keywords (BM25-weighted terms); 0: none", 8, 0, 50
+)
+SUMMARY_SENTENCES = Knob(
+    "summary_sentences", int, "sentences of each document's extractive metadata.summary; 0: none", 3, 0, 20
+)
+EMBEDDING_BATCH_SIZE = Knob("embedding_batch_size", int, "texts embedded per model call", 64, 1, 4096)
+LLM_TIMEOUT_S = Knob("llm_timeout_s", float, "seconds per LLM call before it degrades", 30.0, 0.001, 600)

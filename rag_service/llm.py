@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_service.errors import LLMError
+from rag_service.knobs import LLM_TIMEOUT_S
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
@@ -47,7 +48,9 @@ class ChatModel(Protocol):
 class OpenAICompatibleChat:
     """``/chat/completions`` of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, ...)."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = LLM_TIMEOUT_S.default
+    ) -> None:
         import httpx
 
         self.name = f"llm:{model}"

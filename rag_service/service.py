@@ -21,7 +21,7 @@ from rag_service.db.index_settings import check_index_settings, check_stored_mod
 from rag_service.db.presets import list_presets, load_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
-from rag_service.errors import ConfigurationError
+from rag_service.errors import ConfigurationError, first_line
 from rag_service.service_documents import DocumentOperations
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
@@ -93,7 +93,7 @@ class UniversalRAGService(DocumentOperations):
             self.retrieve("warm up", context, collection=collection)
             self._retrieve_executor().submit(self.retrieve, "warm up", context, collection=collection).result()
         except Exception as exc:  # a model or database problem: the first real call reports it again
-            return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return first_line(exc)
         return None
 
     def stop_warm_up(self) -> None:

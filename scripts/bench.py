@@ -56,6 +56,7 @@ from rag_service.db.engine import normalise_url
 from rag_service.db.presets import load_preset
 from rag_service.db.search import explain
 from rag_service.embed import Embedder, SentenceTransformerEmbedder, embedder_for
+from rag_service.errors import first_line
 from rag_service.service import UniversalRAGService
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,7 +211,7 @@ def bench_size(
             fns.update(side.retrievers)
             langchain = {"build": side.build, "plans": side.plans}
         except Exception as exc:  # reported in the JSON and the markdown, not hidden
-            langchain = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+            langchain = {"error": first_line(exc, typed=True)}
             print(f"LangChain side could not run: {langchain['error']}", flush=True)
 
     wait_for_quiet(args.wait_idle)

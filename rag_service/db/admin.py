@@ -88,7 +88,7 @@ def database_failure(exc: Exception) -> str | None:
     if not isinstance(exc, DBAPIError):
         return None
     from rag_service.db.database import as_database_error, sqlstate
-    from rag_service.db.messages import first_line
+    from rag_service.errors import first_line
 
     mapped = as_database_error(exc, url="the database")
     if mapped is not None:

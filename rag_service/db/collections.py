@@ -9,15 +9,18 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from rag_service.db.documents import stored_collections
+from rag_service.db.documents import collection_names
 from rag_service.db.models import Document
 from rag_service.errors import ConfigurationError, UnknownCollectionError
+from rag_service.knobs import MAX_COLLECTION_CHARS
 
 
 def validate_collection(collection: str) -> str:
-    """Collections are non-empty names of at most 200 characters."""
-    if not collection or not collection.strip() or len(collection) > 200 or "\x00" in collection:
-        raise ConfigurationError(f"collection name {collection[:50]!r} must be 1-200 characters, not blank")
+    """Collections are non-empty names of at most ``MAX_COLLECTION_CHARS`` characters, without NUL."""
+    if not collection or not collection.strip() or len(collection) > MAX_COLLECTION_CHARS or "\x00" in collection:
+        raise ConfigurationError(
+            f"collection name {collection[:50]!r} must be 1-{MAX_COLLECTION_CHARS} characters, not blank"
+        )
     return collection
 
 
@@ -58,7 +61,7 @@ def require_collection(session: Session, name: str) -> None:
     """Raise ``UnknownCollectionError`` naming the existing collections when ``name`` holds no document."""
     if collection_exists(session, name):
         return
-    existing = stored_collections(session)
+    existing = collection_names(session)
     raise UnknownCollectionError(unknown_collection_message(name, existing), collection=name, existing=existing)
 
 

@@ -12,8 +12,8 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rag_service.db.breaker import CircuitBreaker
-from rag_service.db.messages import first_line, url_for_display
-from rag_service.errors import DatabaseError, DatabaseUnavailableError, StatementTimeoutError
+from rag_service.db.messages import url_for_display
+from rag_service.errors import DatabaseError, DatabaseUnavailableError, StatementTimeoutError, first_line
 
 T = TypeVar("T")
 

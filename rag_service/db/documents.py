@@ -332,7 +332,7 @@ class StoredText:
     metadata: dict[str, Any]
 
 
-def stored_collections(session: Session) -> list[str]:
+def collection_names(session: Session) -> list[str]:
     """The names of the collections that hold documents, sorted."""
     return list(session.scalars(select(Document.collection).distinct().order_by(Document.collection)))
 

@@ -8,8 +8,8 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 
 from rag_service.config import Settings
 from rag_service.db.embedded import embedded_server_url
-from rag_service.db.messages import first_line, url_for_display
-from rag_service.errors import ConfigurationError, DatabaseUnavailableError
+from rag_service.db.messages import url_for_display
+from rag_service.errors import ConfigurationError, DatabaseUnavailableError, first_line
 from rag_service.log import mask_url
 
 

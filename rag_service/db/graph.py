@@ -102,7 +102,7 @@ def document_chunks(session: Session, *, collection: str, document_id: int) -> l
     return [GraphChunk(*row) for row in rows.all()]
 
 
-def find_documents(session: Session, *, collection: str, sources: Sequence[str]) -> dict[str, int]:
+def document_ids_by_source(session: Session, *, collection: str, sources: Sequence[str]) -> dict[str, int]:
     """Ids of the documents stored under any of these sources, by source."""
     if not sources:
         return {}

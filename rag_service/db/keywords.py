@@ -18,8 +18,10 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-#: keywords per chunk unless ``RAG_CHUNK_KEYWORDS`` says otherwise
-DEFAULT_KEYWORD_COUNT = 8
+from rag_service.knobs import CHUNK_KEYWORDS
+
+#: keywords per chunk unless ``RAG_CHUNK_KEYWORDS`` says otherwise (``knobs.CHUNK_KEYWORDS``)
+DEFAULT_KEYWORD_COUNT: int = CHUNK_KEYWORDS.default
 
 # A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
 # statistics (it is being inserted) and 0 when it is (a backfill).

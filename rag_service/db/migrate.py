@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from rag_service.db.messages import first_line, url_for_display
-from rag_service.errors import ExtensionMissingError
+from rag_service.db.messages import url_for_display
+from rag_service.errors import ExtensionMissingError, first_line
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
+from rag_service.knobs import MAX_COLLECTION_CHARS, MAX_PRESET_NAME_CHARS, PRESET_KNOBS
 
 
 class Base(DeclarativeBase):
@@ -47,7 +48,7 @@ class Document(Base):
     )
 
     id: Mapped[int] = mapped_column(BigInteger, autoincrement=True)
-    collection: Mapped[str] = mapped_column(String(200), nullable=False)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), nullable=False)
     source: Mapped[str] = mapped_column(Text, nullable=False)
     title: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     content: Mapped[str] = mapped_column(Text, nullable=False)
@@ -87,7 +88,7 @@ class DocumentChunk(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, autoincrement=True)
     document_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
-    collection: Mapped[str] = mapped_column(String(200), nullable=False)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), nullable=False)
     chunk_index: Mapped[int] = mapped_column(Integer, nullable=False)
     chunk_type: Mapped[str] = mapped_column(String(16), nullable=False)
     content: Mapped[str] = mapped_column(Text, nullable=False)
@@ -128,7 +129,7 @@ class ChunkTerm(Base):
 
     chunk_id: Mapped[int] = mapped_column(BigInteger)
     lexeme: Mapped[str] = mapped_column(Text)
-    collection: Mapped[str] = mapped_column(String(200), nullable=False)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), nullable=False)
     tf: Mapped[int] = mapped_column(Integer, nullable=False)
     doc_len: Mapped[int] = mapped_column(Integer, nullable=False)
 
@@ -138,7 +139,7 @@ class LexemeStats(Base):
 
     __tablename__ = "lexeme_stats"
 
-    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
     lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
     doc_freq: Mapped[int] = mapped_column(Integer, nullable=False)
 
@@ -148,9 +149,17 @@ class CollectionStats(Base):
 
     __tablename__ = "collection_stats"
 
-    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
     chunk_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
     total_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+def _preset_default(name: str) -> str:
+    """The column default of a preset knob, as SQL text: its one definition (``knobs.PRESET_KNOBS``)."""
+    value = PRESET_KNOBS[name].default
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class RagConfiguration(Base):
@@ -172,26 +181,36 @@ class RagConfiguration(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    context_type: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    context_type: Mapped[str] = mapped_column(String(MAX_PRESET_NAME_CHARS), nullable=False, unique=True)
     description: Mapped[str] = mapped_column(Text, nullable=False, server_default="")
     expand_query: Mapped[bool] = mapped_column(Boolean, nullable=False)
     return_parents: Mapped[bool] = mapped_column(Boolean, nullable=False)
     diversity: Mapped[float] = mapped_column(Float, nullable=False)
     max_chunks: Mapped[int] = mapped_column(Integer, nullable=False)
     max_tokens: Mapped[int] = mapped_column(Integer, nullable=False)
-    vector_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.6")
-    keyword_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0.4")
-    rerank_enabled: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="true")
-    rrf_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="20")
-    fusion_method: Mapped[str] = mapped_column(String(16), nullable=False, server_default="linear")
-    candidate_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default="20")
-    keyword_scorer: Mapped[str] = mapped_column(String(16), nullable=False, server_default="bm25")
+    vector_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default=_preset_default("vector_weight"))
+    keyword_weight: Mapped[float] = mapped_column(
+        Float, nullable=False, server_default=_preset_default("keyword_weight")
+    )
+    rerank_enabled: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, server_default=_preset_default("rerank_enabled")
+    )
+    rrf_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_preset_default("rrf_k"))
+    fusion_method: Mapped[str] = mapped_column(
+        String(16), nullable=False, server_default=_preset_default("fusion_method")
+    )
+    candidate_k: Mapped[int] = mapped_column(Integer, nullable=False, server_default=_preset_default("candidate_k"))
+    keyword_scorer: Mapped[str] = mapped_column(
+        String(16), nullable=False, server_default=_preset_default("keyword_scorer")
+    )
     #: the formatter shows document summaries and chunk keywords (migration 0007)
-    show_metadata: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    show_metadata: Mapped[bool] = mapped_column(
+        Boolean, nullable=False, server_default=_preset_default("show_metadata")
+    )
     #: share of the graph walk in the ranking (0 = off); migration 0006
-    graph_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
+    graph_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default=_preset_default("graph_weight"))
     #: results below this calibrated relevance are dropped (0 = keep all); migration 0009
-    min_relevance: Mapped[float] = mapped_column(Float, nullable=False, server_default="0")
+    min_relevance: Mapped[float] = mapped_column(Float, nullable=False, server_default=_preset_default("min_relevance"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
 
@@ -219,7 +238,7 @@ class ChunkEdge(Base):
         CheckConstraint("weight > 0", name="ck_chunk_edges_weight"),
     )
 
-    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
     source_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     target_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     #: ``similar``, ``sibling``, ``parent``, ``child``, ``link`` or ``backlink``
@@ -233,7 +252,7 @@ class ChunkLink(Base):
     __tablename__ = "chunk_links"
     __table_args__ = (Index("ix_chunk_links_target", "collection", "target_key"),)
 
-    collection: Mapped[str] = mapped_column(String(200), primary_key=True)
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
     source_chunk_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     #: the linked document's source without its suffix (``docs/guide/install`` for ``install.md``)
     target_key: Mapped[str] = mapped_column(Text, primary_key=True)

@@ -22,8 +22,6 @@ from sqlalchemy.orm import Session
 from rag_service.db.models import ChunkTerm, Document, DocumentChunk
 from rag_service.errors import SchemaError
 
-PARTITIONED_TABLES = ("documents", "document_chunks", "chunk_terms")
-
 #: partitions are named <table>_<md5 of the collection>: any collection name gives a valid identifier
 PARTITION_NAME_PATTERN = r"^(documents|document_chunks|chunk_terms)_[0-9a-f]{32}$"
 

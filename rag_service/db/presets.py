@@ -1,4 +1,4 @@
-"""Reading the context presets from ``rag_configurations`` (at call time, so edits apply at once)."""
+"""Reading the presets from ``rag_configurations`` (at call time, so edits apply at once)."""
 
 from __future__ import annotations
 

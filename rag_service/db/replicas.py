@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 from rag_service.config import Settings
 from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.database import Database
-from rag_service.errors import ConfigurationError, DatabaseUnavailableError
+from rag_service.errors import ConfigurationError, DatabaseUnavailableError, first_line
 from rag_service.log import mask_url
 
 T = TypeVar("T")
@@ -160,11 +160,11 @@ class ReadRoute:
                     self.served_by = replica.name
                     return result
             except DatabaseUnavailableError as exc:
-                reason = f"unavailable ({_first_line(str(exc))})"
+                reason = f"unavailable ({first_line(exc)})"
             except DBAPIError as exc:
                 if getattr(exc.orig, "sqlstate", None) not in _RECOVERY_CONFLICTS:
                     raise
-                reason = f"read cancelled ({_first_line(str(exc.orig))})"
+                reason = f"read cancelled ({first_line(exc)})"
             self._failed.add(replica.name)
             self.notes.append(f"{replica.name} {reason}; read from the next replica or the primary")
         result = self.router.primary.read(work)
@@ -239,7 +239,7 @@ def replica_statuses(replicas: Sequence[Replica]) -> list[ReplicaStatus]:
         try:
             out.append(ReplicaStatus(replica.name, replica.database.url_for_display, replica.read_lag()))
         except DatabaseUnavailableError as exc:
-            out.append(ReplicaStatus(replica.name, replica.database.url_for_display, None, _first_line(str(exc))))
+            out.append(ReplicaStatus(replica.name, replica.database.url_for_display, None, first_line(exc)))
     return out
 
 
@@ -251,8 +251,3 @@ def replica_report(settings: Settings) -> list[str]:
     finally:
         for replica in replicas:
             replica.database.dispose()
-
-
-def _first_line(message: str) -> str:
-    stripped = message.strip()
-    return stripped.splitlines()[0] if stripped else "no reason given"

@@ -23,7 +23,7 @@ from rag_service.db import documents as repo
 from rag_service.db.database import Database
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError
+from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError, first_line
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
@@ -43,11 +43,6 @@ if TYPE_CHECKING:
 
 #: chunks gathered across documents before one call to the embedding model
 EMBED_BATCH_CHUNKS = 1024
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 @dataclass(slots=True)
@@ -286,12 +281,12 @@ class Batch:
                     except DBAPIError as exc:  # this document keeps its previous version; the run goes on
                         if exc.connection_invalidated:
                             raise
-                        self._fail(doc.source, f"could not be written ({_first_line(exc.orig or exc)})")
+                        self._fail(doc.source, f"could not be written ({first_line(exc)})")
                         reported.add(id(doc))
                         continue
                     written.append(doc)
         except Exception as exc:  # the batch's transaction failed: none of these documents changed
-            reason = f"could not be written ({_first_line(getattr(exc, 'orig', None) or exc)}); run the reindex again"
+            reason = f"could not be written ({first_line(exc)}); run the reindex again"
             reason = str(exc) if isinstance(exc, EmbeddingMismatchError) else reason
             for doc in pending:
                 if id(doc) not in reported:

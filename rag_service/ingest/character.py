@@ -6,6 +6,8 @@ is trimmed of surrounding whitespace; a window whose new characters are all whit
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker
@@ -24,6 +26,8 @@ def character_windows(size: int, *, chunk_size: int, chunk_overlap: int) -> list
 
 class CharacterChunker(SizedChunker):
     """Chunker for the ``character`` strategy (``TEXT`` chunks)."""
+
+    strategy: ClassVar[str] = "character"
 
     def split(self, text: str) -> ChunkedDocument:
         """Cut ``text`` into overlapping character windows with exact offsets; drop garbage pieces."""

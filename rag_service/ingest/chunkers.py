@@ -1,11 +1,10 @@
-"""Choosing a chunker: strategy names, sizes and validated construction (its fingerprint: ``fingerprint.py``)."""
+"""Choosing a chunker: strategy names, validated sizes and construction (the fingerprint: ``fingerprint.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.errors import ChunkingError
 from rag_service.ingest.character import CharacterChunker
 from rag_service.ingest.chunk import Chunker
@@ -18,7 +17,16 @@ from rag_service.ingest.sections import HtmlChunker, SemanticMarkdownChunker
 from rag_service.ingest.semantic import SemanticChunker
 from rag_service.ingest.sentence import SentenceChunker
 from rag_service.ingest.spans import check_sizes
-from rag_service.ingest.strategies import STRATEGIES, list_strategies, recommend_strategy, resolve_strategy
+from rag_service.ingest.strategies import (
+    DEFAULT_MIN_CHUNK_CHARS,
+    DEFAULT_SIZES,
+    OWN_SIZES,
+    STRATEGIES,
+    list_strategies,
+    recommend_strategy,
+    resolve_sizes,
+    resolve_strategy,
+)
 from rag_service.ingest.tokenchunk import TokenChunker
 from rag_service.tokens import DEFAULT_ENCODING
 
@@ -26,29 +34,17 @@ if TYPE_CHECKING:
     from rag_service.embed import Embedder
 
 __all__ = [
+    "DEFAULT_MIN_CHUNK_CHARS",
     "DEFAULT_SIZES",
     "OWN_SIZES",
     "STRATEGIES",
+    "checked_sizes",
     "configured_sizes",
     "list_strategies",
     "make_chunker",
     "recommend_strategy",
-    "resolve_sizes",
     "resolve_strategy",
 ]
-
-#: ``(chunk_size, chunk_overlap)`` when not given; characters, except tokens for ``token``
-_CHARS = (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
-DEFAULT_SIZES = {
-    **dict.fromkeys(STRATEGIES, _CHARS),
-    "token": (256, 32),
-    "json": (DEFAULT_CHUNK_SIZE, 0),
-    "semantic": (DEFAULT_CHUNK_SIZE, 0),
-    # a definition is the unit: most functions are longer than 500 characters
-    "code": (1500, 0),
-}
-#: strategies whose sizes come from ``DEFAULT_SIZES``, not from the character settings (RAG_CHUNK_SIZE)
-OWN_SIZES = frozenset({"token", "code"})
 
 
 def configured_sizes(strategy: str, *, chunk_size: int, chunk_overlap: int) -> tuple[int | None, int | None]:
@@ -59,7 +55,7 @@ def configured_sizes(strategy: str, *, chunk_size: int, chunk_overlap: int) -> t
     return chunk_size, chunk_overlap
 
 
-def resolve_sizes(
+def checked_sizes(
     strategy: str, chunk_size: int | None, chunk_overlap: int | None, min_chunk_chars: int
 ) -> tuple[int, int]:
     """``(chunk_size, chunk_overlap)`` of a resolved ``strategy``, None taking its defaults; checked.
@@ -68,11 +64,7 @@ def resolve_sizes(
     """
     if strategy not in STRATEGIES:
         raise ChunkingError(f"unknown chunking strategy {strategy!r}; use one of {', '.join(list_strategies())}")
-    default_size, default_overlap = DEFAULT_SIZES[strategy]
-    size = default_size if chunk_size is None else chunk_size
-    overlap = default_overlap if chunk_overlap is None else chunk_overlap
-    if chunk_overlap is None and isinstance(size, int) and not isinstance(size, bool) and size > 0:
-        overlap = min(default_overlap, size // 5)  # a chunk_size given alone: at most 20% overlap
+    size, overlap = resolve_sizes(strategy, chunk_size, chunk_overlap)
     check_sizes(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
     return size, overlap
 
@@ -82,7 +74,7 @@ def make_chunker(
     *,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
-    min_chunk_chars: int = 50,
+    min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
     encoding: str = DEFAULT_ENCODING,
     source: str = "",
     embedder: Embedder | None = None,
@@ -98,7 +90,7 @@ def make_chunker(
     without an embedder.
     """
     strategy = resolve_strategy(strategy, source)
-    size, overlap = resolve_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
+    size, overlap = checked_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
     if strategy == "token":
         return TokenChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, encoding=encoding)
     if strategy == "code":
@@ -118,3 +110,4 @@ def make_chunker(
         "latex": LatexChunker,
     }
     return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
+

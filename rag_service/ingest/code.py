@@ -23,11 +23,13 @@ import ast
 import re
 from bisect import bisect_right
 from pathlib import PurePath
+from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.filetypes import language_for
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
 from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
 _CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
@@ -91,13 +93,15 @@ def _definition_pattern(language: str) -> re.Pattern[str] | None:
 class CodeChunker(SizedChunker):
     """Chunker for the ``code`` strategy (``TEXT`` chunks); ``source`` picks the language and module name."""
 
+    strategy: ClassVar[str] = "code"
+
     def __init__(
         self,
         *,
         source: str = "",
-        chunk_size: int = 1500,
-        chunk_overlap: int = 0,
-        min_chunk_chars: int = 50,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
     ) -> None:
         super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
         self.language = language_for(source)

@@ -11,7 +11,7 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
-from rag_service.errors import DocumentReadError
+from rag_service.errors import DocumentReadError, first_line
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -29,7 +29,7 @@ def read_docx(path: Path, data: bytes) -> tuple[str, str]:
         blocks = list(_blocks(document))
         title = (document.core_properties.title or "").strip()
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        reason = first_line(err)
         raise DocumentReadError(f"{path} is not a readable Word document ({reason}); re-save it as .docx") from None
     except Exception as err:  # lxml raises its own syntax errors on corrupt XML parts
         if type(err).__module__.startswith(("lxml", "docx")):

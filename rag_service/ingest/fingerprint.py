@@ -16,7 +16,8 @@ from typing import Any
 
 from rag_service.config import Settings
 from rag_service.db.documents import INDEX_FORMAT
-from rag_service.ingest.chunkers import resolve_sizes, resolve_strategy
+from rag_service.ingest.chunkers import checked_sizes, resolve_strategy
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 from rag_service.ingest.tokenchunk import load_encoding
 from rag_service.tokens import DEFAULT_ENCODING
 
@@ -35,7 +36,7 @@ def chunker_fingerprint(
     *,
     chunk_size: int | None = None,
     chunk_overlap: int | None = None,
-    min_chunk_chars: int = 50,
+    min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
     encoding: str = DEFAULT_ENCODING,
 ) -> str:
     """A short stable string naming the chunking of a document, e.g. ``"markdown:500:100:50:v1"``.
@@ -45,7 +46,7 @@ def chunker_fingerprint(
     (``"token:256:32:50:cl100k_base:v1"``). Raises ChunkingError where ``make_chunker`` would.
     """
     strategy = resolve_strategy(strategy)
-    size, overlap = resolve_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
+    size, overlap = checked_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
     if strategy == "token":
         load_encoding(encoding)
         return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:v{CHUNKING_VERSION}"

@@ -193,7 +193,7 @@ def _anchor_head(chunks: Iterable[GraphChunk], anchor: str) -> GraphChunk | None
 
 def _document_by_key(session: Session, collection: str, key: str) -> list[GraphChunk]:
     """The chunks of the stored document a link key names (``guide/install`` -> ``guide/install.md``...)."""
-    found = store.find_documents(session, collection=collection, sources=candidate_sources(key))
+    found = store.document_ids_by_source(session, collection=collection, sources=candidate_sources(key))
     if not found:
         return []
     document_id = found[min(found)]  # several candidates: the first source in sort order, deterministically

@@ -198,7 +198,7 @@ class Indexer:
                     every_collection=collection is None,
                 )
         with self.db.transaction() as session:
-            names = [collection] if collection is not None else repo.stored_collections(session)
+            names = [collection] if collection is not None else repo.collection_names(session)
             total = repo.count_documents(session, collections=names)
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
@@ -254,7 +254,7 @@ class Indexer:
         changed. Each collection is rebuilt in one transaction under its reindex lock.
         """
         with self.db.transaction() as session:
-            names = repo.stored_collections(session) if collection is None else [validate_collection(collection)]
+            names = repo.collection_names(session) if collection is None else [validate_collection(collection)]
         report = GraphReport()
         for name in names:
             with reindex_lock(self.db.engine, name), self.db.transaction() as session:

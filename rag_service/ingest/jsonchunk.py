@@ -15,6 +15,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import ClassVar
 
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
@@ -122,6 +123,8 @@ def scan_json(text: str) -> list[JsonValue]:
 
 class JsonChunker(SizedChunker):
     """Chunker for the ``json`` strategy (``TEXT`` chunks, each valid JSON, path in ``h1``)."""
+
+    strategy: ClassVar[str] = "json"
 
     def split(self, text: str) -> ChunkedDocument:
         """Chunk every value that fits, descending into those that do not; exact offsets."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
@@ -92,6 +93,8 @@ def join_protected(pieces: list[Piece], protected: list[Span]) -> list[Piece]:
 
 class LatexChunker(SizedChunker):
     """Chunker for the ``latex`` strategy (``TEXT`` chunks with section headers)."""
+
+    strategy: ClassVar[str] = "latex"
 
     def split(self, text: str) -> ChunkedDocument:
         """Split each section recursively, never inside math; exact offsets; drop garbage pieces."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, Header, empty_counts, filter_spans
@@ -111,6 +112,8 @@ class MarkdownChunker(SizedChunker):
     Children are the recursive split of each section (``chunk_size``/``chunk_overlap`` measured by
     ``length``); offsets are relative to the whole document.
     """
+
+    strategy: ClassVar[str] = "markdown"
 
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into sections and their children with exact offsets; drop garbage pieces."""

@@ -8,8 +8,8 @@ separator that ends it, so pieces are contiguous and a chunk is always one exact
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.spans import (
@@ -22,6 +22,7 @@ from rag_service.ingest.spans import (
     merge_pieces,
     trim_span,
 )
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
 
 SEPARATORS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\n[^\S\n]*\n\s*"),  # paragraph: a line break, a blank line, what whitespace follows
@@ -87,16 +88,19 @@ def recursive_spans(
 class SizedChunker:
     """Base of the chunkers that split by size: validated ``chunk_size``/``chunk_overlap`` measured by
     ``length`` (``len`` for characters, or any function of the text, e.g. a token count) and the
-    garbage filter's minimum."""
+    garbage filter's minimum. Sizes not given are the ``strategy``'s (``DEFAULT_SIZES``)."""
+
+    strategy: ClassVar[str] = "recursive"
 
     def __init__(
         self,
         *,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-        min_chunk_chars: int = 50,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
         length: LengthFunction = len,
     ) -> None:
+        chunk_size, chunk_overlap = resolve_sizes(self.strategy, chunk_size, chunk_overlap)
         check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
@@ -106,6 +110,8 @@ class SizedChunker:
 
 class RecursiveChunker(SizedChunker):
     """Chunker for the ``recursive`` strategy: flat chunks of at most ``chunk_size`` (``TEXT``)."""
+
+    strategy: ClassVar[str] = "recursive"
 
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into overlapping chunks with exact offsets; drop garbage pieces."""

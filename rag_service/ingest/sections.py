@@ -16,6 +16,7 @@ and the stored text must be sliceable to every chunk.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, Header, empty_counts, filter_spans
@@ -64,6 +65,8 @@ def _shared(a: tuple[Header, ...], b: tuple[Header, ...]) -> tuple[Header, ...]:
 class HtmlChunker(SizedChunker):
     """Chunker for the ``html`` strategy: ``CHILD`` chunks of each h1–h6 section, the section as parent."""
 
+    strategy: ClassVar[str] = "html"
+
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into sections and their children with exact offsets; drop garbage pieces."""
         if not text.strip():
@@ -74,6 +77,8 @@ class HtmlChunker(SizedChunker):
 
 class SemanticMarkdownChunker(SizedChunker):
     """Chunker for ``semantic-markdown``: whole header sections merged while they fit (``TEXT``)."""
+
+    strategy: ClassVar[str] = "semantic-markdown"
 
     def split(self, text: str) -> ChunkedDocument:
         """Merge consecutive sections up to ``chunk_size``; split alone only a section that is too long."""

@@ -14,7 +14,7 @@ their ingestion time; ``auto`` never chooses it.
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
@@ -22,6 +22,7 @@ from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
 from rag_service.ingest.sentence import sentence_spans
 from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,13 +47,15 @@ def breakpoints(vectors: np.ndarray[Any, Any], *, percentile: float = BREAKPOINT
 class SemanticChunker(SizedChunker):
     """Chunker for the ``semantic`` strategy (``TEXT`` chunks); needs the embedding model."""
 
+    strategy: ClassVar[str] = "semantic"
+
     def __init__(
         self,
         *,
         embedder: Embedder | None,
-        chunk_size: int = 500,
-        chunk_overlap: int = 100,
-        min_chunk_chars: int = 50,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
         percentile: float = BREAKPOINT_PERCENTILE,
     ) -> None:
         super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from rag_service.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import recursive_pieces
 from rag_service.ingest.spans import Piece, Span, check_sizes, make_chunk, merge_pieces, trim_span
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
 
 _END = re.compile(r"[.!?]+[\"'”’)\]]*\s+|\n[^\S\n]*\n\s*")
 ABBREVIATIONS = frozenset(
@@ -55,10 +55,11 @@ class SentenceChunker:
     def __init__(
         self,
         *,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
-        min_chunk_chars: int = 50,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
     ) -> None:
+        chunk_size, chunk_overlap = resolve_sizes("sentence", chunk_size, chunk_overlap)
         check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap

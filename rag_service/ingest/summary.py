@@ -23,6 +23,7 @@ from typing import Any
 
 from rag_service.errors import LLMError
 from rag_service.ingest.sentence import sentence_spans
+from rag_service.knobs import SUMMARY_SENTENCES
 from rag_service.llm import ChatModel, summarize
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
@@ -129,7 +130,7 @@ def _summarizer() -> Any:
     return summarizer
 
 
-def extractive_summary(text: str, *, sentences: int = 3) -> str:
+def extractive_summary(text: str, *, sentences: int = SUMMARY_SENTENCES.default) -> str:
     """The ``sentences`` most central prose sentences of ``text`` in their order, or ``""`` if none.
 
     A document with at most ``sentences`` prose sentences is its own summary. Deterministic.

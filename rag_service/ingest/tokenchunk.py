@@ -15,6 +15,7 @@ from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.spans import Span, check_sizes, make_chunk, trim_span
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
 from rag_service.tokens import DEFAULT_ENCODING, get_encoding
 
 
@@ -73,11 +74,12 @@ class TokenChunker:
     def __init__(
         self,
         *,
-        chunk_size: int = 256,
-        chunk_overlap: int = 32,
-        min_chunk_chars: int = 50,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
         encoding: str = DEFAULT_ENCODING,
     ) -> None:
+        chunk_size, chunk_overlap = resolve_sizes("token", chunk_size, chunk_overlap)
         check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
         load_encoding(encoding)
         self.chunk_size = chunk_size

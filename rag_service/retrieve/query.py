@@ -328,7 +328,9 @@ def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
     anyway. Lone surrogates (invalid in UTF-8 and in PostgreSQL) become ``?``.
     """
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ConfigurationError(f"max_chars ({max_chars!r}) must be a positive integer; the default is 8000")
+        raise ConfigurationError(
+            f"max_chars ({max_chars!r}) must be a positive integer; the default is {MAX_QUERY_CHARS}"
+        )
     if not isinstance(text, str):
         raise QueryError(f"query must be text, got {type(text).__name__}; pass the question as a string")
     cleaned = _CONTROL.sub(" ", text.encode("utf-8", errors="replace").decode("utf-8")).strip()

@@ -35,6 +35,7 @@ from rag_service.errors import (
     StatementTimeoutError,
     UnknownCollectionError,
     UnknownContextError,
+    first_line,
 )
 from rag_service.log import mask_url
 
@@ -115,7 +116,7 @@ def _unreadable_body(exc: StarletteHTTPException) -> str:
     cause = exc.__cause__
     if isinstance(cause, RecursionError):
         return "body nests objects or arrays too deeply to read; send at most 16 levels"
-    reason = str(cause).splitlines()[0][:200] if cause is not None and str(cause) else type(cause).__name__
+    reason = first_line(cause, limit=200) if cause is not None else "no reason given"
     return f"body could not be read as JSON ({reason}); {_SEND_JSON}"
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rag_service.errors import first_line
 from rag_service.server.errors import error_response
 from rag_service.server.metrics import ApiMetrics
 
@@ -50,8 +51,7 @@ def one_line(exc: BaseException) -> str:
     """``Type: first line of the message (at file:line in function)`` of the innermost frame."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}{where}"
+    return f"{first_line(exc, typed=True)}{where}"
 
 
 class BodyLimit:

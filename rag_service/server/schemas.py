@@ -14,7 +14,7 @@ from rag_service import knobs
 #: route enforces the configured limit (default 2000)
 MAX_QUERY_CHARS = knobs.MAX_QUERY_CHARS
 #: longest collection name (the library's own limit)
-MAX_COLLECTION_CHARS = 200
+MAX_COLLECTION_CHARS = knobs.MAX_COLLECTION_CHARS
 #: deepest nesting of objects and arrays in a request body (``filters.metadata`` gets most of it)
 MAX_JSON_DEPTH = 16
 #: most values (objects, arrays, strings, numbers) in one request body
@@ -114,12 +114,16 @@ class PresetValues(_Strict):
 class RetrieveRequest(PresetValues):
     """``POST /api/rag/retrieve``: the query, its preset and any per-call override."""
 
+    # the route refuses a query over RAG_API_MAX_QUERY_CHARS (at most MAX_QUERY_CHARS) with a message naming
+    # that setting; a max_length here would answer a longer one with "at most 8000" whatever the setting says
     query: str = Field(
         min_length=1,
-        max_length=MAX_QUERY_CHARS,
+        json_schema_extra={"maxLength": MAX_QUERY_CHARS},
         description="the question or search text; at most RAG_API_MAX_QUERY_CHARS characters (default 2000)",
     )
-    context: str = Field(default="chatbot", min_length=1, max_length=64, description="preset name")
+    context: str = Field(
+        default="chatbot", min_length=1, max_length=knobs.MAX_PRESET_NAME_CHARS, description="preset name"
+    )
     collection: str = Collection
     filters: dict[str, Any] | None = Field(
         default=None,

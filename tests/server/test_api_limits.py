@@ -17,6 +17,7 @@ from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.knobs import MAX_QUERY_CHARS
 from rag_service.server import ServerConfig
 from rag_service.service import UniversalRAGService
 from tests.server.conftest import WRITE_TOKEN, LiveServer, start_server
@@ -56,9 +57,13 @@ def test_max_query_chars_is_the_configured_limit(serve) -> None:  # type: ignore
     with strict.client() as client:
         refused = client.post("/api/rag/retrieve", json={"query": "backups " * 6})
         accepted = client.post("/api/rag/retrieve", json={"query": "backups " * 5})
+        beyond_any_setting = client.post("/api/rag/retrieve", json={"query": "x" * (MAX_QUERY_CHARS + 1)})
     assert refused.status_code == 422, refused.text
     message = refused.json()["error"]["message"]
     assert "RAG_API_MAX_QUERY_CHARS" in message and "at most 40" in message and "48 characters" in message
+    # longer than the library reads: still the one message naming the configured limit
+    assert beyond_any_setting.status_code == 422, beyond_any_setting.text
+    assert "at most 40 (the server's RAG_API_MAX_QUERY_CHARS)" in beyond_any_setting.json()["error"]["message"]
     assert accepted.status_code == 200, accepted.text
     with roomy.client() as client:
         long_query = client.post("/api/rag/retrieve", json={"query": "backups " * 300})  # 2400 > the old 2000

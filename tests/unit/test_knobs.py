@@ -1,15 +1,35 @@
-"""One definition per preset knob: the API schema, Preset.validate and fusion all follow rag_service.knobs."""
+"""One definition per setting: the API schema, Preset.validate, Settings, the columns and the stages follow knobs."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import pytest
 
-from rag_service.config import DEFAULT_PRESETS, Preset
+from rag_service import knobs
+from rag_service.config import DEFAULT_PRESETS, Preset, Settings
+from rag_service.db.collections import validate_collection
+from rag_service.db.documents import ChunkKeywords
+from rag_service.db.models import Base, RagConfiguration
+from rag_service.embed import SentenceTransformerEmbedder, embedder_for, load_embedder
 from rag_service.errors import ConfigurationError
-from rag_service.knobs import MAX_QUERY_CHARS, PRESET_KNOBS
+from rag_service.ingest.summary import extractive_summary
+from rag_service.knobs import (
+    CHUNK_KEYWORDS,
+    EMBEDDING_BATCH_SIZE,
+    LLM_TIMEOUT_S,
+    MAX_COLLECTION_CHARS,
+    MAX_EF_SEARCH,
+    MAX_PRESET_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    PRESET_KNOBS,
+    RERANK_MODEL,
+    SUMMARY_SENTENCES,
+)
+from rag_service.llm import OpenAICompatibleChat
 from rag_service.retrieve.fusion import check_weights
+from rag_service.retrieve.rerank.loading import DEFAULT_RERANK_MODEL
 from rag_service.server.config import ServerConfig
 from rag_service.server.schemas import PresetValues, RetrieveRequest
 
@@ -76,3 +96,88 @@ def test_min_relevance_is_a_knob_with_a_0_to_1_range() -> None:
     )
     with pytest.raises(ConfigurationError, match="min_relevance"):
         DEFAULT_PRESETS[0].with_overrides({"min_relevance": 1.5})
+
+
+def test_the_api_bounds_names_to_the_library_limits() -> None:
+    from fastapi import FastAPI
+
+    from rag_service.server.api import router
+    from rag_service.server.schemas import DocumentsRequest, ReindexRequest
+
+    retrieve = RetrieveRequest.model_json_schema()["properties"]
+    assert retrieve["collection"]["maxLength"] == MAX_COLLECTION_CHARS
+    assert retrieve["context"]["maxLength"] == MAX_PRESET_NAME_CHARS
+    assert DocumentsRequest.model_json_schema()["properties"]["collection"]["maxLength"] == MAX_COLLECTION_CHARS
+    assert _bounds(ReindexRequest.model_json_schema()["properties"]["collection"])[:2] == (None, None)
+    assert ReindexRequest.model_json_schema()["properties"]["collection"]["anyOf"][0]["maxLength"] == (
+        MAX_COLLECTION_CHARS
+    )
+    app = FastAPI()
+    app.include_router(router)
+    parameters = {
+        (path, p["name"]): p["schema"]
+        for path, methods in app.openapi()["paths"].items()
+        for operation in methods.values()
+        for p in operation.get("parameters", [])
+    }
+    assert parameters[("/api/documents", "collection")]["maxLength"] == MAX_COLLECTION_CHARS
+    for path in ("/api/presets/{context}",):
+        assert parameters[(path, "context")]["maxLength"] == MAX_PRESET_NAME_CHARS
+
+
+def test_collection_and_preset_names_are_bounded_by_one_definition() -> None:
+    assert validate_collection("c" * MAX_COLLECTION_CHARS)
+    with pytest.raises(ConfigurationError, match=f"1-{MAX_COLLECTION_CHARS} characters"):
+        validate_collection("c" * (MAX_COLLECTION_CHARS + 1))
+    columns = [table.c.collection for table in Base.metadata.tables.values() if "collection" in table.c]
+    assert len(columns) >= 6 and {column.type.length for column in columns} == {MAX_COLLECTION_CHARS}  # type: ignore[attr-defined]
+    assert RagConfiguration.__table__.c.context_type.type.length == MAX_PRESET_NAME_CHARS  # type: ignore[attr-defined]
+
+
+def test_the_preset_columns_default_to_the_knob_defaults() -> None:
+    columns = RagConfiguration.__table__.c
+    for name, knob in PRESET_KNOBS.items():
+        default = columns[name].server_default
+        if knob.default is None:
+            assert default is None, name
+            continue
+        sql = str(default.arg)
+        assert (sql in ("true", "false") and (sql == "true") == knob.default) or (
+            type(knob.default)(sql) == knob.default
+        ), name
+
+
+#: the settings defined in rag_service.knobs: every module-level Knob that is not a preset knob
+SETTING_KNOBS = {
+    v.name: v for v in vars(knobs).values() if isinstance(v, knobs.Knob) and v.name not in PRESET_KNOBS
+}
+
+
+def test_settings_a_stage_also_reads_are_their_definitions() -> None:
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    assert {"rerank_model", "chunk_keywords", "summary_sentences"} <= set(SETTING_KNOBS)
+    for name, knob in SETTING_KNOBS.items():
+        spec = fields[name]
+        assert (spec.default, spec.type) == (knob.default, knob.kind.__name__), name
+        assert (spec.metadata["ge"], spec.metadata["le"], spec.metadata["description"]) == (
+            knob.ge,
+            knob.le,
+            knob.description,
+        ), name
+        # the range Settings checks is the definition's
+        for bad in [*(b - 1 for b in (knob.ge,) if b is not None), *(b + 1 for b in (knob.le,) if b is not None)]:
+            with pytest.raises(ConfigurationError, match=f"RAG_{name.upper()}"):
+                Settings(**{name: knob.kind(bad)})
+    # the stages' own defaults (used when called without Settings)
+    assert RERANK_MODEL.default == DEFAULT_RERANK_MODEL
+    assert ChunkKeywords().count == CHUNK_KEYWORDS.default
+    assert inspect.signature(extractive_summary).parameters["sentences"].default == SUMMARY_SENTENCES.default
+    assert ChunkKeywords().in_bm25 == fields["keywords_in_bm25"].default
+    for function in (load_embedder, embedder_for, SentenceTransformerEmbedder):
+        assert inspect.signature(function).parameters["batch_size"].default == EMBEDDING_BATCH_SIZE.default
+    assert inspect.signature(OpenAICompatibleChat).parameters["timeout_s"].default == LLM_TIMEOUT_S.default
+
+
+def test_the_ef_search_bound_is_pgvectors_and_caps_candidate_k() -> None:
+    spec = next(f for f in dataclasses.fields(Settings) if f.name == "hnsw_ef_search")
+    assert spec.metadata["le"] == MAX_EF_SEARCH == PRESET_KNOBS["candidate_k"].le

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 FIX = "set RAG_RERANK_MODEL to a local model directory, or to 'none' to turn reranking off"
+#: tokens of one (query, passage) pair the cross-encoder reads (longer pairs are truncated)
+RERANK_MAX_LENGTH = 256
+#: pairs scored per model call
+RERANK_BATCH_SIZE = 32
 
 
 @dataclass(frozen=True, slots=True)

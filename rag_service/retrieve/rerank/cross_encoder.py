@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_service.retrieve.rerank.base import check_labels, relevance
+from rag_service.retrieve.rerank.base import RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, check_labels, relevance
 from rag_service.retrieve.rerank.hub import load_errors, load_local_or_hub, resolve_source
 
 
@@ -15,7 +15,12 @@ class CrossEncoderReranker:
     """sentence-transformers ``CrossEncoder`` on the CPU (torch, fp32); raw logits as scores."""
 
     def __init__(
-        self, name_or_path: str | Path, *, max_length: int = 256, batch_size: int = 32, device: str = "cpu"
+        self,
+        name_or_path: str | Path,
+        *,
+        max_length: int = RERANK_MAX_LENGTH,
+        batch_size: int = RERANK_BATCH_SIZE,
+        device: str = "cpu",
     ) -> None:
         from sentence_transformers import CrossEncoder
 

@@ -9,9 +9,9 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_service.errors import ModelLoadError
+from rag_service.errors import ModelLoadError, first_line
 from rag_service.log import quiet_root_logger
-from rag_service.retrieve.rerank.base import FIX, relevance
+from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, relevance
 from rag_service.retrieve.rerank.hub import (
     DOWNLOAD_TIMEOUT_S,
     hub_endpoint,
@@ -28,7 +28,14 @@ class FlashRankReranker:
     timeouts, unless offline mode is on; a failed download raises ``ModelLoadError`` at once.
     """
 
-    def __init__(self, model_name: str, *, cache_dir: str | Path, max_length: int = 256, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        cache_dir: str | Path,
+        max_length: int = RERANK_MAX_LENGTH,
+        batch_size: int = RERANK_BATCH_SIZE,
+    ) -> None:
         from flashrank import Ranker
         from flashrank.Config import listwise_rankers, model_file_map
 
@@ -112,8 +119,7 @@ def download_flashrank(model_name: str, cache: Path) -> None:
     except ModelLoadError:
         raise
     except Exception as err:
-        first = (str(err).strip().splitlines() or [""])[0][:200]
         raise ModelLoadError(
-            f"cannot download FlashRank model {model_name!r} from {url} ({type(err).__name__}: {first}); "
+            f"cannot download FlashRank model {model_name!r} from {url} ({first_line(err, limit=200, typed=True)}); "
             f"put it in {cache}, or {FIX}"
         ) from err

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from rag_service.errors import ModelLoadError
+from rag_service.errors import ModelLoadError, first_line
 from rag_service.retrieve.rerank.base import FIX
 
 PROBE_TIMEOUT_S = 3.0
@@ -51,7 +51,7 @@ def probe(url: str) -> str | None:
             outcome.append(None)
         except Exception as err:
             reason = getattr(err, "reason", err)
-            outcome.append(f"{type(reason).__name__}: {reason}".splitlines()[0])
+            outcome.append(first_line(reason, typed=True))
 
     worker = threading.Thread(target=attempt, name="rag-hub-probe", daemon=True)
     worker.start()
@@ -121,5 +121,4 @@ def load_errors(model: str, *, hint: str = FIX) -> Iterator[None]:
     except ModelLoadError:
         raise
     except Exception as err:
-        first = (str(err).strip().splitlines() or [""])[0][:300]
-        raise ModelLoadError(f"cannot load reranker model {model}: {type(err).__name__}: {first}; {hint}") from err
+        raise ModelLoadError(f"cannot load reranker model {model}: {first_line(err, typed=True)}; {hint}") from err

@@ -8,12 +8,14 @@ from pathlib import Path
 
 from rag_service.config import Settings, load_settings
 from rag_service.errors import ModelLoadError
-from rag_service.retrieve.rerank.base import FIX, Reranker
+from rag_service.knobs import RERANK_MODEL
+from rag_service.retrieve.rerank.base import FIX, RERANK_MAX_LENGTH, Reranker
 from rag_service.retrieve.rerank.cross_encoder import CrossEncoderReranker
 from rag_service.retrieve.rerank.flashrank_model import FlashRankReranker
 from rag_service.retrieve.rerank.onnx_model import load_onnx
 
-DEFAULT_RERANK_MODEL = "ms-marco-MiniLM-L-6-v2"
+#: the default of ``RAG_RERANK_MODEL`` (``knobs.RERANK_MODEL``), a short name of the ONNX cross-encoder below
+DEFAULT_RERANK_MODEL: str = RERANK_MODEL.default
 _ALIASES = {DEFAULT_RERANK_MODEL.lower(): "onnx:cross-encoder/ms-marco-MiniLM-L-6-v2"}
 _Key = tuple[str, Path | None, int]
 
@@ -23,7 +25,7 @@ def default_cache_dir(settings: Settings | None = None) -> Path:
     return (settings or load_settings()).data_dir / "models"
 
 
-def load_reranker(spec: str, *, cache_dir: Path | None = None, max_length: int = 256) -> Reranker | None:
+def load_reranker(spec: str, *, cache_dir: Path | None = None, max_length: int = RERANK_MAX_LENGTH) -> Reranker | None:
     """Load the reranker named by ``spec`` (see the module doc); ``None`` when it is ``none``.
 
     Raises ``ModelLoadError`` with a one-line reason when the model cannot be loaded.
@@ -61,7 +63,7 @@ class RerankerCache:
         self,
         *,
         cache_dir: Path | None = None,
-        max_length: int = 256,
+        max_length: int = RERANK_MAX_LENGTH,
         loader: Callable[..., Reranker | None] = load_reranker,
     ) -> None:
         self._cache_dir = cache_dir

@@ -16,7 +16,7 @@ from typing import Any
 from rag_service.errors import ModelLoadError
 from rag_service.log import quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key
-from rag_service.retrieve.rerank.base import FIX, check_labels, relevance
+from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, check_labels, relevance
 from rag_service.retrieve.rerank.hub import (
     load_errors,
     load_local_or_hub,
@@ -37,8 +37,8 @@ class OnnxReranker:
         self,
         path: str | Path,
         *,
-        max_length: int = 256,
-        batch_size: int = 32,
+        max_length: int = RERANK_MAX_LENGTH,
+        batch_size: int = RERANK_BATCH_SIZE,
         name: str | None = None,
         intra_op_threads: int = 0,
     ) -> None:
