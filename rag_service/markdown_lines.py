@@ -76,6 +76,9 @@ class LineKind(IntEnum):
     FRONT_MATTER = 6  # a line of the front matter, its ``---`` lines included
 
 
+_BLANK, _TEXT, _HEADER, _SETEXT_UNDERLINE_KIND, _FENCE, _CODE, _FRONT_MATTER = LineKind
+
+
 @dataclass(frozen=True, slots=True)
 class Header:
     """A header: ``level`` 1-6 and ``title``; ``start``/``end`` delimit its line(s) without the line ending."""
@@ -172,45 +175,51 @@ class _Scanner:
         )
 
     def lines(self) -> Iterator[Line]:
+        # the hot loop of every chunker: names bound locally, lines built by tuple.__new__ (a C call)
+        new_line, structure, close_fence = tuple.__new__, self._structure, self._close.fullmatch
+        text_kind, blank, code, fence_kind, front = _TEXT, _BLANK, _CODE, _FENCE, _FRONT_MATTER
         front_end = self.front_matter.end if self.front_matter is not None else -1
         any_start = self.rules.list_fences  # list fences may start with any character: test every line
-        fence: tuple[str, int] | None = None  # (fence character, run length) while inside a fence
+        closer = ""  # while inside a fence: the shortest run that closes it
         previous_text: Line | None = None  # the line above, if it is TEXT
         start = 0
         for raw in self.text.split("\n"):
-            line = raw[:-1] if raw.endswith("\r") else raw
+            line = raw[:-1] if raw[-1:] == "\r" else raw
             end = start + len(line)
-            kind, header = LineKind.TEXT, None
+            kind, header = text_kind, None
             if start < front_end:
-                kind = LineKind.FRONT_MATTER
-            elif fence is not None:
-                kind = LineKind.CODE
-                close = self._close.fullmatch(line)
-                if close and close[1][0] == fence[0] and len(close[1]) >= fence[1]:
-                    kind, fence = LineKind.FENCE, None
+                kind = front
+            elif closer:
+                kind = code
+                # a run of the same character at least as long (startswith), alone on its line (fullmatch)
+                if line.lstrip(" \t").startswith(closer) and close_fence(line):
+                    kind, closer = fence_kind, ""
             elif not line.strip():
-                kind = LineKind.BLANK
+                kind = blank
             elif any_start or line.lstrip(" ")[:1] in _STRUCTURE_CHARS:  # a cheap test first: most lines are prose
-                kind, fence, header = self._structure(line, start, end, previous_text)
-            scanned = Line(start, end, kind, header)
-            previous_text = scanned if kind is LineKind.TEXT else None
+                kind, closer, header = structure(line, start, end, previous_text)
+            scanned: Line = new_line(Line, (start, end, kind, header))
+            previous_text = scanned if kind is text_kind else None
             yield scanned
             start += len(raw) + 1
 
     def _structure(
         self, line: str, start: int, end: int, previous_text: Line | None
-    ) -> tuple[LineKind, tuple[str, int] | None, Header | None]:
-        """The kind of a non-blank line outside fences that may be a fence, an ATX header or an underline."""
+    ) -> tuple[LineKind, str, Header | None]:
+        """The kind of a non-blank line outside fences that may be a fence, an ATX header or an underline.
+
+        For an opening fence, also the shortest run that closes it; else ``""``.
+        """
         opening = self._open.fullmatch(line)
         if opening and not (opening[1][0] == "`" and "`" in opening[2]):
-            return LineKind.FENCE, (opening[1][0], len(opening[1])), None
+            return _FENCE, opening[1], None
         atx = _ATX.fullmatch(line)
         if atx:
             title = _ATX_CLOSING.sub("", atx[2] or "").strip()
             if title or self.rules.empty_headers:
-                return LineKind.HEADER, None, Header(len(atx[1]), title, start, end)
+                return _HEADER, "", Header(len(atx[1]), title, start, end)
         if previous_text is not None and (underline := _SETEXT_UNDERLINE.fullmatch(line)):
             level = 1 if underline[1][0] == "=" else 2
             title = self.text[previous_text.start : previous_text.end].strip()
-            return LineKind.SETEXT_UNDERLINE, None, Header(level, title, previous_text.start, end)
-        return LineKind.TEXT, None, None
+            return _SETEXT_UNDERLINE_KIND, "", Header(level, title, previous_text.start, end)
+        return _TEXT, "", None

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 
 from rag_service.ingest.spans import Span
-from rag_service.markdown_lines import Header, Line, LineKind, scan_lines
+from rag_service.markdown_lines import Header, LineKind, scan_lines
 
 SEPARATOR = "separator"
 HEADER_ONLY = "header_only"
@@ -39,21 +39,7 @@ REASONS = (SEPARATOR, HEADER_ONLY, TOO_SHORT)
 _BLANK, _CONTENT, _MARKUP, _HEADER = 0, 1, 2, 3
 
 _MARKUP_LINE = re.compile(r"[\s\-=*_`~#]+")
-
-
-def _kind(text: str, line: Line) -> int:
-    """The filter's kind of a scanned line: code is content, fences and separator-only lines are markup."""
-    kind = line.kind
-    if kind is LineKind.HEADER:
-        return _HEADER
-    if kind is LineKind.FENCE:
-        return _MARKUP
-    body = text[line.start : line.end]
-    if not body.strip():
-        return _BLANK
-    if kind is LineKind.CODE or not _MARKUP_LINE.fullmatch(body):
-        return _CONTENT
-    return _MARKUP
+_MARKUP_START = frozenset("-=*_`~#")
 
 
 class DocumentLines:
@@ -67,13 +53,21 @@ class DocumentLines:
         self._starts: list[int] = []
         kinds = bytearray()
         content_sizes: list[int] = []
-        for line in scan_lines(text):
-            self._starts.append(line.start)
-            if line.kind is LineKind.HEADER and line.header is not None:
-                self.headers.append(line.header)
-            kind = _kind(text, line)
+        for start, end, line_kind, header in scan_lines(text):
+            # the scanner's kinds, as the filter sees them: code is content, a fence line is markup
+            self._starts.append(start)
+            size, kind = 0, _MARKUP
+            if line_kind is LineKind.HEADER and header is not None:
+                self.headers.append(header)
+                kind = _HEADER
+            elif line_kind is not LineKind.FENCE:
+                body = text[start:end].strip()
+                if not body:
+                    kind = _BLANK
+                elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
+                    size, kind = len(body), _CONTENT
             kinds.append(kind)
-            content_sizes.append(len(text[line.start : line.end].strip()) if kind == _CONTENT else 0)
+            content_sizes.append(size)
         self._kinds = bytes(kinds)
         self._content_prefix = [0, *accumulate(content_sizes)]
 
