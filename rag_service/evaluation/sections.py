@@ -1,22 +1,26 @@
 """Section numbering of a markdown file, the unit that documentation qrels (``file.md#n``) judge.
 
-The rule (``ray-docs-qa/SOURCE.md``): the text is split at every ATX header (``#`` to ``######``,
-up to three spaces of indentation, then a space, a tab or the end of the line) that lies outside
-fenced code (an opening run of three or more backticks or tildes, closed by a run of the same
-character at least as long; an unclosed fence runs to the end of the file). A file that starts with
-a header has section 1 at offset 0; otherwise the text before the first header is section 0. So the
-section of an offset is the number of headers that start at or before it.
+The rule (``ray-docs-qa/SOURCE.md``, fixed by INTERFACE.md): the text is split at every ATX header
+(``#`` to ``######``, up to three spaces of indentation, then a space, a tab or the end of the line)
+that lies outside fenced code (an opening run of three or more backticks or tildes, closed by a run
+of the same character at least as long; an unclosed fence runs to the end of the file). A file that
+starts with a header has section 1 at offset 0; otherwise the text before the first header is
+section 0. So the section of an offset is the number of headers that start at or before it.
+
+The lines are read by the one markdown scanner (``rag_service.markdown_lines``) with the two
+parameters where this rule differs from the chunkers': a header without a title (``#``) splits
+too, and front matter is not set apart (a ``# ...`` line inside it splits as anywhere else).
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
-_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t].*)?")
+from rag_service.markdown_lines import ScanRules, atx_headers
+
+#: where the section rule departs from the chunkers' (module docstring)
+SECTION_RULES = ScanRules(empty_headers=True, front_matter=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,23 +33,8 @@ class Section:
 
 
 def header_starts(text: str) -> list[int]:
-    """Offsets of the lines that are ATX headers outside fenced code, in order."""
-    starts: list[int] = []
-    fence: tuple[str, int] | None = None
-    offset = 0
-    for line in text.split("\n"):
-        if fence is not None:
-            close = _FENCE_CLOSE.fullmatch(line)
-            if close and close[1][0] == fence[0] and len(close[1]) >= fence[1]:
-                fence = None
-        else:
-            opening = _FENCE_OPEN.fullmatch(line)
-            if opening and not (opening[1][0] == "`" and "`" in opening[2]):
-                fence = (opening[1][0], len(opening[1]))
-            elif _ATX.fullmatch(line):
-                starts.append(offset)
-        offset += len(line) + 1
-    return starts
+    """Offsets of the lines that are ATX headers outside fenced code, in order (the section rule above)."""
+    return [header.start for header in atx_headers(text, SECTION_RULES)]
 
 
 def sections(text: str) -> list[Section]:

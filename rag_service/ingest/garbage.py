@@ -1,9 +1,10 @@
 """The garbage filter: which pieces of a document are not worth a chunk of their own.
 
-Every line of the document is classified once, aware of fenced code blocks (``` or ~~~):
+Every line of the document is classified once, from the markdown scanner's line kinds
+(``rag_service.markdown_lines``: fences, ATX headers, front matter):
 
 - *content*: any line with real text, and every line inside a fence (``# comment`` in code is content),
-- *header*: an ATX header outside fences, ``#`` to ``######`` then a space or tab and text,
+- *header*: an ATX header with a title outside fences and front matter,
 - *markup*: a line made only of ``- = * _ ` ~ #`` and whitespace (``---``, ``===``, ``#``), or a
   fence delimiter such as ```` ```python ````,
 - *blank*.
@@ -23,11 +24,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from itertools import accumulate
 
 from rag_service.ingest.spans import Span
+from rag_service.markdown_lines import Header, LineKind, scan_lines
 
 SEPARATOR = "separator"
 HEADER_ONLY = "header_only"
@@ -37,51 +38,8 @@ REASONS = (SEPARATOR, HEADER_ONLY, TOO_SHORT)
 
 _BLANK, _CONTENT, _MARKUP, _HEADER = 0, 1, 2, 3
 
-_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})\s*")
-_ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*)")
-_ATX_CLOSING = re.compile(r"(?:^|[ \t])#+\s*$")
 _MARKUP_LINE = re.compile(r"[\s\-=*_`~#]+")
-
-
-@dataclass(frozen=True, slots=True)
-class Header:
-    """An ATX header line outside fences; ``start``/``end`` delimit the line without its newline."""
-
-    level: int
-    title: str
-    start: int
-    end: int
-
-
-def classify_lines(text: str) -> Iterator[tuple[int, str, int, Header | None]]:
-    """Each line as ``(offset, line, kind, header)``, in order; lazily, so a caller can stop early."""
-    fence: tuple[str, int] | None = None  # (fence char, fence length) while inside a fence
-    offset = 0
-    for line in text.split("\n"):
-        kind, header = (_BLANK if not line.strip() else _CONTENT), None
-        if fence is not None:
-            close = _FENCE_CLOSE.fullmatch(line)
-            if close and close[1][0] == fence[0] and len(close[1]) >= fence[1]:
-                kind, fence = _MARKUP, None
-        elif kind != _BLANK:
-            kind, fence, header = _classify(line, offset)
-        yield offset, line, kind, header
-        offset += len(line) + 1
-
-
-def _classify(line: str, offset: int) -> tuple[int, tuple[str, int] | None, Header | None]:
-    opening = _FENCE_OPEN.fullmatch(line)
-    if opening and not (opening[1][0] == "`" and "`" in opening[2]):
-        return _MARKUP, (opening[1][0], len(opening[1])), None
-    atx = _ATX.fullmatch(line)
-    if atx:
-        title = _ATX_CLOSING.sub("", atx[2]).strip()
-        if title:
-            return _HEADER, None, Header(len(atx[1]), title, offset, offset + len(line))
-    if _MARKUP_LINE.fullmatch(line):
-        return _MARKUP, None, None
-    return _CONTENT, None, None
+_MARKUP_START = frozenset("-=*_`~#")
 
 
 class DocumentLines:
@@ -95,12 +53,21 @@ class DocumentLines:
         self._starts: list[int] = []
         kinds = bytearray()
         content_sizes: list[int] = []
-        for offset, line, kind, header in classify_lines(text):
-            self._starts.append(offset)
-            if header is not None:
+        for start, end, line_kind, header in scan_lines(text):
+            # the scanner's kinds, as the filter sees them: code is content, a fence line is markup
+            self._starts.append(start)
+            size, kind = 0, _MARKUP
+            if line_kind is LineKind.HEADER and header is not None:
                 self.headers.append(header)
+                kind = _HEADER
+            elif line_kind is not LineKind.FENCE:
+                body = text[start:end].strip()
+                if not body:
+                    kind = _BLANK
+                elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
+                    size, kind = len(body), _CONTENT
             kinds.append(kind)
-            content_sizes.append(len(line.strip()) if kind == _CONTENT else 0)
+            content_sizes.append(size)
         self._kinds = bytes(kinds)
         self._content_prefix = [0, *accumulate(content_sizes)]
 

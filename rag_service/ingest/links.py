@@ -6,16 +6,20 @@ source: ``../guide/install.md#linux`` from ``docs/start/index.md`` is the docume
 ``docs/guide/install`` (sources are matched without their suffix, so ``install.html`` and
 ``install.md`` are one target) and its section whose header slug is ``linux``. Absolute URLs,
 ``mailto:`` and the like are not links between documents of a collection. Links inside fenced code
-are code, not links.
+(as the markdown scanner, ``rag_service.markdown_lines``, finds it) are code, not links.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+import sys
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass
 from urllib.parse import unquote
+
+from rag_service.markdown_lines import scan
 
 #: suffixes a link target may carry for the same document (matched without them)
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".txt", ".ipynb")
@@ -25,7 +29,6 @@ INDEX_NAMES = ("index", "readme")
 _MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _HTML_LINK = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +66,7 @@ def slugify(heading: str) -> str:
 
 def find_links(text: str, *, source: str) -> list[Link]:
     """Every link of ``text`` (the stored text of the document keyed ``source``) to a document or a section."""
-    fenced = _fenced_spans(text)
+    fenced = scan(text).code_blocks
     links: list[Link] = []
     for pattern in (_MARKDOWN_LINK, _HTML_LINK):
         for match in pattern.finditer(text):
@@ -99,20 +102,7 @@ def resolve(target: str, *, source: str) -> tuple[str, str] | None:
     return document_key(normalised), anchor
 
 
-def _fenced_spans(text: str) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    opened: tuple[int, str] | None = None
-    for match in _FENCE.finditer(text):
-        marker = match.group(1)
-        if opened is None:
-            opened = (match.start(), marker)
-        elif marker[0] == opened[1][0] and len(marker) >= len(opened[1]):
-            spans.append((opened[0], match.end()))
-            opened = None
-    if opened is not None:
-        spans.append((opened[0], len(text)))
-    return spans
-
-
 def _inside(offset: int, spans: list[tuple[int, int]]) -> bool:
-    return any(start <= offset < end for start, end in spans)
+    """Whether ``offset`` lies in one of ``spans`` (sorted, disjoint)."""
+    i = bisect_right(spans, (offset, sys.maxsize)) - 1
+    return i >= 0 and offset < spans[i][1]

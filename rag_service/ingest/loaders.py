@@ -31,10 +31,10 @@ from rag_service.ingest.filetypes import (
     PDF_SUFFIXES,
     SUPPORTED_SUFFIXES,
 )
-from rag_service.ingest.garbage import classify_lines
 from rag_service.ingest.links import is_relative_link
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
+from rag_service.markdown_lines import atx_headers, find_front_matter
 
 __all__ = [
     "HTML_SUFFIXES",
@@ -179,22 +179,20 @@ def _too_large(path: Path, size: int, max_bytes: int) -> DocumentReadError:
     )
 
 
-#: YAML front matter at the very start of a markdown file, and its ``title:`` line
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
+#: the ``title:`` line of YAML front matter
 _FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 
 
 def front_matter_title(text: str) -> str:
     """The ``title:`` of the YAML front matter the text starts with (quotes removed), or ``""``."""
-    block = _FRONT_MATTER.match(text)
-    found = _FRONT_MATTER_TITLE.search(block[1]) if block else None
+    block = find_front_matter(text)
+    found = _FRONT_MATTER_TITLE.search(text, block.body_start, block.body_end) if block else None
     return found[1].strip().strip("\"'").strip() if found else ""
 
 
 def markdown_title(text: str) -> str:
     """The first h1 outside fenced code, else the front matter's ``title:``, else ``""``."""
-    headers = (header for _, _, _, header in classify_lines(text) if header is not None)
-    h1 = next((h.title for h in headers if h.level == 1), "")  # stops there: most files start with it
+    h1 = next((h.title for h in atx_headers(text) if h.level == 1), "")  # stops there: most files start with it
     return h1 or front_matter_title(text)
 
 

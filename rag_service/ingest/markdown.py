@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
-from rag_service.ingest.garbage import DocumentLines, Header, empty_counts, filter_spans
+from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
 from rag_service.ingest.spans import make_chunk, trim_span
+from rag_service.markdown_lines import Header
 
 #: deepest header level that starts a section
 MAX_SECTION_LEVEL = 4

@@ -1,10 +1,11 @@
 """A document's extractive summary: its most central prose sentences by LexRank (sumy), leaning to the opening.
 
-Only prose counts: YAML front matter, fenced code, header lines (ATX and setext), tables, HTML lines
-and link lists are left out; markdown links keep their text and inline code its content (backticks
-and asterisks go). A candidate must read like a sentence: it ends with ``.``, ``!`` or ``?``, has
-``MIN_WORDS`` to ``MAX_WORDS`` words, is mostly letters, and has no glued-together text (``review.Instructions``,
-a scraped table's cells) and no URL or template braces. The first candidate always opens the summary
+Only prose counts: YAML front matter, fenced code, header lines (ATX and setext; these four as the
+markdown scanner, ``rag_service.markdown_lines``, finds them), tables, HTML lines and link lists are
+left out; markdown links keep their text and inline code its content (backticks and asterisks go).
+A candidate must read like a sentence: it ends with ``.``, ``!`` or ``?``, has ``MIN_WORDS`` to
+``MAX_WORDS`` words, is mostly letters, and has no glued-together text (``review.Instructions``, a
+scraped table's cells) and no URL or template braces. The first candidate always opens the summary
 and LexRank's centrality of the others is weighted by position (``LEAD_WEIGHT``): a documentation page
 says what it is about in its opening prose, while the most central sentence of a long page is often a
 detail that repeats its vocabulary (the README's summary was three such details). Sentences come
@@ -25,6 +26,7 @@ from rag_service.errors import LLMError
 from rag_service.ingest.sentence import sentence_spans
 from rag_service.knobs import SUMMARY_SENTENCES
 from rag_service.llm import ChatModel, summarize
+from rag_service.markdown_lines import LineKind, ScanRules, scan_lines
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
@@ -37,14 +39,17 @@ MAX_WORDS = 80
 #: centrality is divided by ``1 + position / LEAD_WEIGHT`` (the 11th candidate counts half); the 1st is always kept
 LEAD_WEIGHT = 10.0
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
-# headers, tables, HTML, images, footnotes, directives, link definitions, MyST targets "(label)="
-_SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|```|~~~|\.\. |\[[^\]]+\]:\s|\([^)\s]+\)=\s*$)")
+# tables, HTML, images, footnotes, directives, link definitions, MyST targets "(label)=", and comment-like
+# "# " lines that are no header ("    # comment" in indented code)
+_SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|\.\. |\[[^\]]+\]:\s|\([^)\s]+\)=\s*$)")
+#: fences inside list items ("  - ```shell", "    ```bash") are code too: their lines are not prose
+_PROSE_RULES = ScanRules(list_fences=True)
+#: lines of these kinds are never prose
+_STRUCTURE = frozenset({LineKind.HEADER, LineKind.FENCE, LineKind.CODE, LineKind.FRONT_MATTER})
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _INLINE = re.compile(r"`+|\*{1,3}|\{[\w:-]+\}(?=`)")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_SETEXT_UNDERLINE = re.compile(r"^\s*(=+|-+)\s*$")
+_RULE = re.compile(r"^\s*(=+|-+)\s*$")  # a horizontal rule or an underline with no text above
 _WORD = re.compile(r"\w+")
 # what prose does not contain: words glued by punctuation ("review.Instructions:1."), URLs, templates, arrows
 _NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|]|\\[a-z]")
@@ -67,17 +72,18 @@ class _Tokenizer:
 
 def prose(text: str) -> str:
     """The prose lines of a (markdown or plain) document, one paragraph per blank-line block."""
-    text = _FRONT_MATTER.sub("", text, count=1)
     kept: list[str] = []
-    fenced = False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            fenced = not fenced
-            kept.append("")
-            continue
-        if _SETEXT_UNDERLINE.match(line) and kept:  # "Title\n=====": the line above was a header
+    for scanned in scan_lines(text, _PROSE_RULES):
+        line = text[scanned.start : scanned.end]
+        if scanned.kind is LineKind.SETEXT_UNDERLINE:  # "Title\n=====": the line above is the header
             kept[-1] = ""
-        if fenced or _SKIPPED_LINE.match(line) or _SETEXT_UNDERLINE.match(line) or _is_link_list_item(line):
+        if (
+            scanned.kind in _STRUCTURE
+            or scanned.kind is LineKind.SETEXT_UNDERLINE
+            or _SKIPPED_LINE.match(line)
+            or _RULE.match(line)
+            or _is_link_list_item(line)
+        ):
             kept.append("")
             continue
         line = _BULLET.sub("", line)

@@ -43,6 +43,15 @@ def test_unclosed_fence_runs_to_the_end() -> None:
     assert headers("# Title\n```python\n# comment\n## more\n") == [(1, "Title")]
 
 
+def test_front_matter_lines_are_not_headers() -> None:
+    assert headers("---\ntitle: T\n# a YAML comment\n---\n# Real\n") == [(1, "Real")]
+
+
+def test_a_fence_closes_only_with_spaces_or_tabs_after_it() -> None:
+    # CommonMark, and the evaluation's section rule: a no-break space after the run leaves the fence open
+    assert headers("```\n```\u00a0\n# code\n```\t\n# after\n") == [(1, "after")]
+
+
 def test_backticks_in_info_string_do_not_open_a_fence() -> None:
     assert headers("``` not `a fence`\n# Header\n") == [(1, "Header")]
 

@@ -57,3 +57,12 @@ def test_html_keeps_its_relative_links_as_markdown_links():
     )
     assert text == "See [the install guide](guide.html#install), elsewhere and an anchor."
     assert find_links(text, source="site/index.html") == [Link(4, "site/guide", "install")]
+
+
+def test_fences_open_and_close_as_the_markdown_scanner_says():
+    # a closing fence has no info string: "```python" inside a fence is code, the fence goes on
+    text = "```\nx = 1\n```python\n[in code](code.md)\n```\n[after](real.md)\n"
+    assert [link.target_key for link in find_links(text, source="index.md")] == ["real"]
+    # backticks in a backtick fence's info string make inline code, not a fence
+    text = "``` `inline` ```\n[a link](real.md)\n"
+    assert [link.target_key for link in find_links(text, source="index.md")] == ["real"]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rag_service.evaluation.docset import SectionMapper, rank_sections
 from rag_service.evaluation.sections import SectionIndex, header_starts, sections
+from tests.shared_data import SHARED
+
+#: every ATX header offset of every file of the two documentation sets, as the qrels were numbered
+PINNED_STARTS = Path(__file__).resolve().parents[1] / "data" / "docs_section_starts.json"
 
 
 def test_file_starting_with_a_header_has_section_one_at_offset_zero() -> None:
@@ -44,6 +50,30 @@ def test_every_atx_level_splits_but_fenced_code_and_non_headers_do_not() -> None
 
 def test_an_unclosed_fence_runs_to_the_end() -> None:
     assert header_starts("# A\n```\n# code\n") == [0]
+
+
+def test_crlf_text_is_numbered_like_lf_text() -> None:
+    lf = "# A\n```\n# code\n```\n#\n# B\n"
+    crlf = lf.replace("\n", "\r\n")
+    assert len(header_starts(crlf)) == len(header_starts(lf)) == 3
+    assert [crlf[s : s + 3] for s in header_starts(crlf)] == ["# A", "#\r\n", "# B"]
+
+
+def test_front_matter_is_no_exception_to_the_section_rule() -> None:
+    assert header_starts("---\n# a YAML comment splits too\n---\n# A\n") == [4, 36]
+
+
+def test_the_documentation_sets_keep_the_numbering_their_qrels_were_made_with() -> None:
+    pinned: dict[str, list[int]] = json.loads(PINNED_STARTS.read_text(encoding="utf-8"))
+    datasets = SHARED / "datasets"
+    files = sorted(p for name in ("ray-docs-qa", "anthropic-docs-qa") for p in (datasets / name / "docs").rglob("*.md"))
+    assert len(files) == len(pinned), f"{len(files)} files under {datasets}/*-docs-qa/docs, {len(pinned)} pinned"
+    changed = [
+        name
+        for path in files
+        if header_starts(path.read_text(encoding="utf-8")) != pinned[name := path.relative_to(datasets).as_posix()]
+    ]
+    assert changed == [], f"section numbering changed in {len(changed)} files, e.g. {changed[:3]}"
 
 
 def test_mapper_matches_relative_and_absolute_sources() -> None:

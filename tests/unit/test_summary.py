@@ -55,6 +55,7 @@ def test_short_texts_are_their_own_summary_and_long_ones_are_capped():
 
 def test_titles_come_from_the_h1_then_the_front_matter():
     assert markdown_title(PAGE) == "Autoscaling"
+    assert markdown_title("---\ntitle: From YAML\n# a YAML comment, no header\n---\nText.\n") == "From YAML"
     assert markdown_title("---\ntitle: 'Serve: a guide'\n---\nText only.\n") == "Serve: a guide"
     assert front_matter_title("Text first\n---\ntitle: no\n---\n") == ""
     assert markdown_title("Plain text.\n") == ""
@@ -100,3 +101,23 @@ def test_the_opening_sentence_saying_what_the_page_is_about_leads_the_summary():
     )
     assert extractive_summary(page, sentences=1) == opening, "not the most central detail about pool_size"
     assert extractive_summary(page, sentences=2).startswith(opening + " ")
+
+
+def test_fences_are_code_by_their_character_and_length_not_by_toggling():
+    # the notebook loader fences a cell holding ``` with ````; ~~~ in a ``` fence is code too
+    page = (
+        "The notebook trains a small model on the cluster and reports its accuracy.\n\n"
+        "````markdown\nA cell that shows a fence:\n```\n"
+        "This line in the code cell reads like a sentence as well.\n````\n\n"
+        "```{eval-rst}\nTitle\n~~~~~\nThis reStructuredText line in a fenced block is code as well.\n```\n"
+    )
+    assert _sentences(prose(page)) == ["The notebook trains a small model on the cluster and reports its accuracy."]
+
+
+def test_fences_inside_list_items_are_code_and_prose_after_them_is_prose():
+    page = (
+        "- Label the cluster:\n"
+        "  - ```shell\n    kubectl label raycluster demo queue=test --overwrite now.\n    ```\n"
+        "- `volcano.sh/queue-name`: The Volcano queue name the cluster submits its pods to.\n"
+    )
+    assert _sentences(prose(page)) == ["volcano.sh/queue-name: The Volcano queue name the cluster submits its pods to."]
