@@ -47,11 +47,16 @@ citus: install
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc make >/dev/null)
 	bash ../shared/tools/build-citus.sh $(PG_CONFIG)
 
+# 2 workers (pytest-xdist), a test file per worker at a time (module fixtures set up once), each
+# worker on its own embedded server (tests/conftest.py); TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: lint browser citus
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 test-fast: install
-	$(BIN)/pytest -m "not slow and not multiprocess"
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow and not multiprocess"
 
 demo: install
 	$(BIN)/rag demo

@@ -2,10 +2,14 @@
 
 ``RAG_TEST_DATABASE=testcontainers`` uses the pgvector/pgvector image when a Docker engine answers;
 otherwise (the default) the embedded server under ``RAG_TEST_DATA_DIR`` (default ``.rag_test_data``).
+Under pytest-xdist (``make test`` runs 2 workers) each worker has its own data folder and server,
+``<RAG_TEST_DATA_DIR>/<worker>``, so a worker's tests see the server as a serial run does; the ONNX
+export is made once, under a lock, in the shared folder and linked into each worker's.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import uuid
 from collections.abc import Iterator
@@ -26,7 +30,37 @@ from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import make_engine, normalise_url
 
 REPO = Path(__file__).resolve().parents[1]
-TEST_DATA_DIR = Path(os.environ.get("RAG_TEST_DATA_DIR", REPO / ".rag_test_data"))
+#: the folder shared by every worker of a run (the ONNX export lives here)
+SHARED_TEST_DATA_DIR = Path(os.environ.get("RAG_TEST_DATA_DIR", REPO / ".rag_test_data"))
+#: this process's folder: the embedded server and what the tests' settings point at
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, ... under pytest-xdist
+TEST_DATA_DIR = SHARED_TEST_DATA_DIR / _WORKER if _WORKER else SHARED_TEST_DATA_DIR
+EXPORT_DIR = Path("models") / "embed-onnx"
+
+
+def _private_dir(path: Path) -> Path:
+    """``path`` and its missing parents, each readable by its owner only (as the data folder's own are)."""
+    for missing in reversed([p for p in (path, *path.parents) if not p.exists()]):
+        missing.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def _mirror_export(export: Path) -> None:
+    """Hard links to the shared export's files in this worker's folder, where its ``settings`` look."""
+    own = TEST_DATA_DIR / EXPORT_DIR / export.name
+    if TEST_DATA_DIR == SHARED_TEST_DATA_DIR or own.is_dir():
+        return
+    staging = _private_dir(own.with_name(f".{own.name}.{os.getpid()}"))
+    for file in export.iterdir():
+        os.link(file, staging / file.name)
+    staging.rename(own)
+
+
+def _shared_export_lock() -> int:
+    """An exclusive lock on the shared folder's export (a file descriptor; closing it releases)."""
+    fd = os.open(_private_dir(SHARED_TEST_DATA_DIR) / ".export.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 def _testcontainers_url() -> str | None:
@@ -54,6 +88,7 @@ def server_url() -> str:
         url = _testcontainers_url()
         if url:
             return url
+    _private_dir(SHARED_TEST_DATA_DIR)
     return start_embedded_server(TEST_DATA_DIR)
 
 
@@ -135,7 +170,13 @@ def onnx_export() -> Path:
     from rag_service.embed import bundled_model_path
     from rag_service.embed_onnx import ensure_export
 
-    return ensure_export(bundled_model_path(), TEST_DATA_DIR / "models" / "embed-onnx")
+    lock = _shared_export_lock()  # the other worker waits for the export, then reuses it
+    try:
+        export = ensure_export(bundled_model_path(), SHARED_TEST_DATA_DIR / EXPORT_DIR)
+        _mirror_export(export)
+        return export
+    finally:
+        os.close(lock)
 
 
 def seed_onnx_export(data_dir: Path, export: Path) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_onnx_export
+
 pytestmark = pytest.mark.multiprocess
 
 
@@ -103,7 +105,8 @@ def test_unreachable_database_is_one_line_with_masked_password(cli_env):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_model_mismatch_is_refused(cli_env, tmp_path):
+def test_model_mismatch_is_refused(cli_env, onnx_export, tmp_path):
+    seed_onnx_export(Path(cli_env["RAG_DATA_DIR"]), onnx_export)  # the model loads before the refusal: no export
     assert rag(cli_env, "db", "upgrade").returncode == 0
     (tmp_path / "n.txt").write_text("Some notes about the retrieval service and its database guard. " * 2)
     assert rag(cli_env, "reindex", "n.txt", "--quiet", cwd=tmp_path).returncode == 0

@@ -18,6 +18,8 @@ from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 
+pytestmark = pytest.mark.slow  # ~700 chunks indexed for each of its two tests: a long run (`make test`)
+
 WORDS = [
     "postgres",
     "vector",

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.orm import Session
 
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
 from rag_service.db.models import DocumentChunk
 from rag_service.db.search import ChunkFilters, SearchRequest, explain, hybrid_search
 from rag_service.embed import HashingEmbedder
@@ -48,24 +52,51 @@ WORDS = [
 ]
 
 
-@pytest.fixture
-def indexed(db, settings, tmp_path, monkeypatch):
-    """150 generated documents in collection 'c' (hashing embedder: no model needed)."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
+@pytest.fixture(scope="module")
+def indexed_engine(database_factory, settings, tmp_path_factory) -> Iterator[Engine]:
+    """150 generated documents in collection 'c' (hashing embedder: no model needed), indexed once for
+    the module and committed in a database of its own; each test runs in a rolled-back transaction on it."""
+    engine = make_engine(database_factory.create("rag_search"), settings)
+    migrate.upgrade(engine)
+    root = tmp_path_factory.mktemp("search")
+    (root / ".git").mkdir()  # a checkout: sources are relative to its root
     rng = random.Random(7)
-    folder = tmp_path / "gen"
+    folder = root / "gen"
     folder.mkdir()
     for i in range(150):
         sentences = [" ".join(rng.choices(WORDS, k=12)).capitalize() + "." for _ in range(4)]
         (folder / f"doc{i:03d}.txt").write_text(f"Document {i} about {WORDS[i % len(WORDS)]}. " + " ".join(sentences))
-    embedder = HashingEmbedder()
-    report = Indexer(db, embedder, settings).index_paths([folder], collection="c")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        report = Indexer(Database(engine), HashingEmbedder(), settings).index_paths([folder], collection="c")
     assert report.failed == []
-    with db.transaction() as session:
+    with engine.begin() as conn:
         # planner statistics, as autovacuum would give
-        session.execute(text("ANALYZE document_chunks, chunk_terms, lexeme_stats"))
-    return embedder
+        conn.execute(text("ANALYZE document_chunks, chunk_terms, lexeme_stats"))
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def connection(indexed_engine: Engine) -> Iterator[Connection]:
+    """A connection to the module's indexed database inside a transaction rolled back after the test."""
+    conn = indexed_engine.connect()
+    outer = conn.begin()
+    yield conn
+    outer.rollback()
+    conn.close()
+
+
+@pytest.fixture
+def db(indexed_engine: Engine, connection: Connection) -> Database:
+    """The service's Database joined to the test's transaction (its commits become savepoints)."""
+    return Database(indexed_engine, bind=connection)
+
+
+@pytest.fixture
+def indexed(db: Database) -> HashingEmbedder:
+    """The embedder the module's documents were indexed with."""
+    return HashingEmbedder()
 
 
 def _request(embedder, query: str, **kw) -> SearchRequest:

@@ -9,12 +9,16 @@ mechanism, the recall numbers are in docs/benchmarks.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
+from rag_service.db import migrate
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
 from rag_service.db.search import SearchRequest, explain, hybrid_search
 
 DIM = 384
@@ -43,19 +47,33 @@ def _insert(session, collection: str, vectors: np.ndarray) -> None:
     )
 
 
-@pytest.fixture
-def shared_index(db):
-    """``small`` (150 random vectors) beside ``big`` (30 noisy copies of each: 4,500 vectors)."""
+@pytest.fixture(scope="module")
+def shared_vectors(database_factory, settings) -> Iterator[tuple[Engine, np.ndarray, np.ndarray]]:
+    """``small`` (150 random vectors) beside ``big`` (30 noisy copies of each: 4,500 vectors), written
+    once for the module in a database of its own; each test reads in a rolled-back transaction."""
+    engine = make_engine(database_factory.create("rag_shared_index"), settings)
+    migrate.upgrade(engine)
     rng = np.random.default_rng(23)
     base = rng.normal(size=(BASE, DIM)).astype(np.float32)
     base /= np.linalg.norm(base, axis=1, keepdims=True)
     copies = np.repeat(base, COPIES, axis=0) + rng.normal(scale=0.01, size=(BASE * COPIES, DIM)).astype(np.float32)
-    with db.transaction() as session:
+    with Database(engine).transaction() as session:
         _insert(session, "small", base)
         _insert(session, "big", copies)
     query = base[0] + rng.normal(scale=0.5 / np.sqrt(DIM), size=DIM).astype(np.float32)
     distances = 1.0 - base @ query / np.linalg.norm(query)
-    return db, query, distances
+    yield engine, query, distances
+    engine.dispose()
+
+
+@pytest.fixture
+def shared_index(shared_vectors) -> Iterator[tuple[Database, np.ndarray, np.ndarray]]:
+    """The module's database joined to a transaction rolled back after the test, the query, its distances."""
+    engine, query, distances = shared_vectors
+    with engine.connect() as conn:
+        outer = conn.begin()
+        yield Database(engine, bind=conn), query, distances
+        outer.rollback()
 
 
 def _index_preferred(session) -> None:

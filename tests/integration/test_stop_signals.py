@@ -34,6 +34,7 @@ from rag_service.db.embedded import (
     start_embedded_server,
     stop_embedded_server,
 )
+from tests.conftest import seed_onnx_export
 
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
 
@@ -121,8 +122,9 @@ class _Reader:
 
 
 @pytest.fixture(scope="module")
-def data_dir() -> Iterator[Path]:
+def data_dir(onnx_export: Path) -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rag_stop_", dir="/tmp"))
+    seed_onnx_export(path, onnx_export)  # exported once for the run, as `rag` does on first use
     yield path
     stop_embedded_server(path)  # whatever a failed test left running
     shutil.rmtree(path, ignore_errors=True)

@@ -31,6 +31,8 @@ from rag_service.server import ServerConfig, create_app
 from rag_service.service import UniversalRAGService
 from tests.server.conftest import WRITE_TOKEN
 
+pytestmark = pytest.mark.slow  # 10,600 cases: a long run, in `make test`, not `make test-fast`
+
 #: examples per operation; 10,600 in all
 CASES = {"retrieve": 4000, "preset": 2000, "documents": 2000, "upload": 600, "delete": 500, "jobs": 500,
          "paths": 500, "raw": 500}

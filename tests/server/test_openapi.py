@@ -20,6 +20,8 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.server.conftest import WRITE_TOKEN, LiveServer
 
+pytestmark = pytest.mark.slow  # every operation of the schema, generated: a long run (`make test`)
+
 MAX_EXAMPLES = 40
 CHECKS = [
     schemathesis.checks.not_a_server_error,

@@ -17,7 +17,7 @@ from typing import IO
 import httpx
 import pytest
 
-from tests.conftest import DatabaseFactory
+from tests.conftest import DatabaseFactory, seed_onnx_export
 from tests.server.test_warm_start import wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
@@ -56,7 +56,10 @@ def _bound_port(process: subprocess.Popen[str], lines: queue.Queue[str], seen: l
             return int(found[1])
 
 
-def test_rag_serve_says_read_only_and_serves(database_factory: DatabaseFactory, tmp_path: Path) -> None:
+def test_rag_serve_says_read_only_and_serves(
+    database_factory: DatabaseFactory, onnx_export: Path, tmp_path: Path
+) -> None:
+    seed_onnx_export(tmp_path, onnx_export)  # exported once for the run, as `rag` does on first use
     url = database_factory.create("rag_serve")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
     env |= {"RAG_DATABASE_URL": url, "RAG_DATA_DIR": str(tmp_path), "RAG_RERANK_MODEL": "none"}
