@@ -223,6 +223,25 @@ def test_the_similarity_statement_can_walk_the_hnsw_index(indexer, corpus, conne
     assert "ix_document_chunks_embedding_hnsw" in plan, plan
 
 
+def test_a_new_collections_similarity_scans_walk_the_hnsw_index(indexer, tmp_path, connection):
+    """A new collection's chunks are unanalysed in the ingest's own transaction: planned for a handful of
+    rows, each chunk's nearest were found by sorting the whole collection (113 s for a 5,000-chunk file)."""
+    docs = tmp_path / "big"
+    docs.mkdir()
+    (docs / "long.md").write_text("".join(f"# Part {i}\n\n{PARAGRAPH}Item {i}.\n\n" for i in range(300)))
+    (docs / "guide.md").write_text(GUIDE)
+    scans = text("SELECT pg_stat_get_xact_numscans(CAST('ix_document_chunks_embedding_hnsw' AS regclass))")
+    before = connection.execute(scans).scalar_one()
+    indexer.index_paths([docs], collection="fresh")
+    chunks = connection.execute(text("SELECT count(*) FROM document_chunks WHERE collection = 'fresh'")).scalar_one()
+    assert chunks >= 300
+    assert connection.execute(scans).scalar_one() - before >= chunks, "similarity scans did not use the HNSW index"
+    planner = text(
+        "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), current_setting('enable_sort')"
+    )
+    assert tuple(connection.execute(planner).one()) == ("on", "on", "on"), "the rest of the transaction plans as before"
+
+
 def test_the_backfill_builds_edges_for_a_collection_indexed_without_them(db, settings, corpus, connection):
     """``rag graph build``'s library call: edges from stored chunks, nothing embedded."""
 
