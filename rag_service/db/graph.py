@@ -225,9 +225,17 @@ def write_similar_edges(
 #: promise, each chunk's nearest were found by reading and sorting every chunk of the collection instead
 #: of through the HNSW index: 12.8 ms a chunk, 113 s of graph for one 5,000-chunk document (4.2 s now)
 _FORCED_OFF = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
-_PLANNER_SETTINGS = text("SELECT " + ", ".join(f"current_setting('{name}')" for name in _FORCED_OFF))
-_INDEX_ONLY_PLAN = text("SELECT " + ", ".join(f"set_config('{name}', 'off', true)" for name in _FORCED_OFF))
-_RESTORE_PLANNER = text("SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _FORCED_OFF))
+_PLANNER_SETTINGS = text(
+    "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), current_setting('enable_sort')"
+)
+_INDEX_ONLY_PLAN = text(
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "
+    "set_config('enable_sort', 'off', true)"
+)
+_RESTORE_PLANNER = text(
+    "SELECT set_config('enable_seqscan', :enable_seqscan, true), "
+    "set_config('enable_bitmapscan', :enable_bitmapscan, true), set_config('enable_sort', :enable_sort, true)"
+)
 
 
 def _write_similar_batches(
