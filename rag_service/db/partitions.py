@@ -38,6 +38,9 @@ BEGIN
 END $$
 """
 
+# migration 0010's storage of the vectors, on the rebuilt parent (its partitions take it from there)
+_INLINE_VECTORS = "ALTER TABLE document_chunks ALTER COLUMN embedding SET STORAGE MAIN"
+
 # the triggers of migrations 0002/0005, on the partitioned parent (functions are kept from the migrations)
 _TRIGGERS = (
     "CREATE TRIGGER document_chunks_lexeme_count BEFORE INSERT OR UPDATE OF content_tsv ON document_chunks "
@@ -85,6 +88,7 @@ def partition_by_collection(connection: Connection) -> bool:
         copy = table.to_metadata(partitioned)
         copy.dialect_options["postgresql"]["partition_by"] = "LIST (collection)"
     partitioned.create_all(connection)
+    connection.execute(text(_INLINE_VECTORS))
     for statement in _TRIGGERS:
         connection.execute(text(statement))
     connection.execute(text(_ENSURE_PARTITIONS))

@@ -22,6 +22,7 @@ from rag_service.service import UniversalRAGService
 from tests.integration.test_bm25 import assert_stats_consistent
 from tests.integration.test_citus import TEXTS, _stats, _write_everything
 from tests.integration.test_cli import rag
+from tests.integration.test_vector_storage import LONG_SECTION, vector_layout
 
 
 @pytest.fixture
@@ -96,6 +97,15 @@ def test_a_collection_gets_its_partitions_with_its_first_data_and_stats_stay_exa
     service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
     result = service.retrieve("how do replicas replay the write-ahead log?", context="search", collection="alpha")
     assert result.chunks and result.chunks[0].source == "ops/wal.md"
+
+
+def test_a_collections_partition_keeps_the_vectors_in_the_row(partitioned, settings, tmp_path):
+    (tmp_path / "restores.md").write_text(f"# Operations\n\n{LONG_SECTION}\n")
+    indexer = Indexer(Database(partitioned), HashingEmbedder(), settings)
+    assert indexer.index_paths([tmp_path], collection="ops").added == 1
+    with partitioned.connect() as conn:
+        large, out_of_line = vector_layout(conn)
+    assert large > 0 and out_of_line == 0
 
 
 def test_partitioned_and_plain_tables_keep_the_same_statistics(
