@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
-from rag_service.db.index_settings import check_index_settings, check_stored_model, read_stored_model
-from rag_service.db.presets import list_presets, load_preset
+from rag_service.db.index_settings import check_index_settings, check_stored_model
+from rag_service.db.presets import list_presets, read_call_preset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
@@ -324,16 +324,14 @@ class UniversalRAGService(DocumentOperations):
         """
 
         def read(session: Session) -> Preset:
-            stored = load_preset(session, context)
-            preset = stored.with_overrides(dict(overrides)) if overrides else stored  # a bad knob: its own error first
+            found = read_call_preset(session, context, collection=collection)  # one statement on every query's path
+            preset = found.preset.with_overrides(dict(overrides)) if overrides else found.preset  # a bad knob first
             if collection is not None:
-                require_collection(session, collection)
+                if not found.collection_exists:
+                    require_collection(session, collection)  # its error names the collections there are
                 # another process may have switched the stored model (or be switching it) since this one started
-                check_stored_model(
-                    read_stored_model(session),
-                    model_id=self._embedder.model_id,
-                    fts_config=self.settings.fts_config,
-                )
+                model_id, fts = self._embedder.model_id, self.settings.fts_config
+                check_stored_model(found.stored_model, model_id=model_id, fts_config=fts)
             return preset
 
         return route.read(read)

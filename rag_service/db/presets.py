@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from typing import Any, NamedTuple
+
+from sqlalchemy import ScalarSelect, exists, false, select
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from rag_service.config import Preset
-from rag_service.db.models import RagConfiguration
+from rag_service.db.index_settings import StoredModel
+from rag_service.db.models import Document, IndexSettings, RagConfiguration
 from rag_service.errors import UnknownContextError
 from rag_service.records import from_fields
 
@@ -30,3 +33,40 @@ def load_preset(session: Session, context_type: str) -> Preset:
         names = session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars()
         raise UnknownContextError(f"unknown context {context_type!r}; valid contexts: {', '.join(names)}")
     return _to_preset(row)
+
+
+class CallPreset(NamedTuple):
+    """What a query reads before it searches: its preset, whether its collection holds a document, and
+    the stored model (None before the first write)."""
+
+    preset: Preset
+    collection_exists: bool
+    stored_model: StoredModel | None
+
+
+def _setting(column: InstrumentedAttribute[Any]) -> ScalarSelect[Any]:
+    return select(column).where(IndexSettings.id == 1).scalar_subquery()
+
+
+def read_call_preset(session: Session, context_type: str, *, collection: str | None) -> CallPreset:
+    """``load_preset``, ``collection_exists`` and ``read_stored_model`` in one statement: one round trip
+    instead of three on every query's path (3 ms of its p50 at 100k chunks, docs/benchmarks.md).
+    Without ``collection``, ``collection_exists`` is False."""
+    table = RagConfiguration.__table__
+    probe = exists(select(Document.id).where(Document.collection == collection).limit(1)) if collection is not None else false()
+    row = session.execute(
+        select(
+            *table.columns,
+            probe.label("call_collection_exists"),
+            _setting(IndexSettings.embedding_model).label("call_stored_model"),
+            _setting(IndexSettings.switching_to).label("call_switching_to"),
+            _setting(IndexSettings.fts_config).label("call_fts_config"),
+        ).where(table.c.context_type == context_type)
+    ).first()
+    if row is None:
+        load_preset(session, context_type)  # raises UnknownContextError naming the presets
+        raise AssertionError("a preset vanished between two reads of one transaction")
+    stored = None if row.call_stored_model is None else StoredModel(
+        row.call_stored_model, row.call_switching_to, row.call_fts_config
+    )
+    return CallPreset(from_fields(Preset, row), bool(row.call_collection_exists), stored)
