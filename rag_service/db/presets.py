@@ -53,7 +53,8 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
     instead of three on every query's path (3 ms of its p50 at 100k chunks, docs/benchmarks.md).
     Without ``collection``, ``collection_exists`` is False."""
     table = RagConfiguration.__table__
-    probe = exists(select(Document.id).where(Document.collection == collection).limit(1)) if collection is not None else false()
+    held = select(Document.id).where(Document.collection == collection).limit(1)
+    probe = false() if collection is None else exists(held)
     row = session.execute(
         select(
             *table.columns,
