@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from psycopg.sql import SQL, Composable, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -80,7 +81,7 @@ _COPY_STAGE = "COPY bulk_chunks (" + ", ".join(_STAGE_COLUMNS) + ") FROM STDIN W
 _UNSTAGE_DOCUMENT = text("DELETE FROM bulk_chunks WHERE document_id = :document_id")
 
 _TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\n' || b.content)"
-_MOVE_CHUNKS = text(
+_MOVE_CHUNKS_SQL = (
     "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, embedding, "
     "content_tsv, metadata) "
@@ -90,6 +91,7 @@ _MOVE_CHUNKS = text(
     "CASE WHEN b.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', b.keywords) END "
     "FROM bulk_chunks b ORDER BY b.seq"
 )
+_MOVE_CHUNKS = text(_MOVE_CHUNKS_SQL)
 
 # the statistics the trigger of migration 0002/0005 would have written, counted once from the stored rows
 _POSTINGS = text(
@@ -112,19 +114,21 @@ _COLLECTION_STATS = text(
 # Keywords as the row path computes them at write time: chunk k against the statistics of the chunks
 # written before it (``bulk_before``: their count and length; ``bulk_df``: how many of them hold each
 # lexeme), itself counted in by ``:self_count`` = 1 as in ``db.keywords``.
-_KEYWORD_TERMS = text(
+_KEYWORD_TERMS_SQL = (
     "CREATE TEMP TABLE bulk_df ON COMMIT DROP AS "
     "SELECT b.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY b.seq) - 1 AS doc_freq "
     "FROM bulk_chunks b, unnest(" + _TSV + ") AS u"
 )
+_KEYWORD_TERMS = text(_KEYWORD_TERMS_SQL)
 _KEYWORD_TERMS_KEY = text("ALTER TABLE bulk_df ADD PRIMARY KEY (seq, lexeme)")
-_KEYWORD_BEFORE = text(
-    "CREATE TEMP TABLE bulk_before ON COMMIT DROP AS "  # noqa: S608
+_KEYWORD_BEFORE_SQL = (
+    "CREATE TEMP TABLE bulk_before ON COMMIT DROP AS "  # noqa: S608 (constants of this module only)
     "SELECT l.seq, row_number() OVER w - 1 AS chunk_count, "
     "coalesce(sum(l.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
     "FROM (SELECT b.seq, (SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) "
     "FROM unnest(" + _TSV + ") AS u) AS len FROM bulk_chunks b) l WINDOW w AS (ORDER BY l.seq)"
 )
+_KEYWORD_BEFORE = text(_KEYWORD_BEFORE_SQL)
 _KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
 _ROW_PATH_STATS = "FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)"
 _ROW_PATH_DF = (
@@ -136,7 +140,8 @@ _BULK_KEYWORDS_SQL = (
     .replace(_ROW_PATH_DF, "FROM bulk_df s WHERE s.seq = b.seq AND s.lexeme = t.lexeme")
 )
 assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the replacements above"
-_KEYWORDS = text("UPDATE bulk_chunks b SET keywords = " + _BULK_KEYWORDS_SQL)  # noqa: S608
+_KEYWORDS_SQL = "UPDATE bulk_chunks b SET keywords = " + _BULK_KEYWORDS_SQL  # noqa: S608 (constants only)
+_KEYWORDS = text(_KEYWORDS_SQL)
 
 _IS_EMPTY = text("SELECT NOT EXISTS (SELECT 1 FROM document_chunks)")
 _LOCK = text("LOCK TABLE document_chunks, chunk_terms IN SHARE ROW EXCLUSIVE MODE")
@@ -144,7 +149,7 @@ _DISABLE_STATS = text("ALTER TABLE document_chunks DISABLE TRIGGER document_chun
 _ENABLE_STATS = text("ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_insert")
 # secondary indexes (not backing a constraint) and the postings' primary key: rebuilt after a first load
 _SECONDARY_INDEXES = text(
-    "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+    "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
     "WHERE i.indrelid IN ('document_chunks'::regclass, 'chunk_terms'::regclass) "
     "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) ORDER BY 1"
 )
@@ -303,21 +308,30 @@ class BulkLoad:
                 text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": BULK_MAINTENANCE_WORK_MEM}
             )
             for name, definition in rebuilt:
-                step(f"build index {name}", text(definition))
+                phase(f"build index {name}")
+                started = time.perf_counter()
+                self._run(definition)
+                timings[f"build index {name}"] = time.perf_counter() - started
         step("enable statistics trigger", _ENABLE_STATS)
         return timings
 
-    def _drop_indexes(self) -> list[tuple[str, str]]:
+    def _run(self, statement: Composable) -> None:
+        """A statement composed by psycopg (identifiers quoted by it), in the load's transaction."""
+        with self._raw().cursor() as cursor:
+            cursor.execute(statement)
+
+    def _drop_indexes(self) -> list[tuple[str, Composable]]:
         """Drop what the load would otherwise maintain row by row (document_chunks holds no row, so
         nobody else's data is affected); returns (name, DDL) to rebuild, the postings' key last."""
         if self.session.execute(_IS_PARTITIONED).scalar():
             return []  # partition indexes belong to the parent's: kept, built during the insert
-        rebuilt: list[tuple[str, str]] = []
+        rebuilt: list[tuple[str, Composable]] = []
         for name, definition in self.session.execute(_SECONDARY_INDEXES).all():
-            self.session.execute(text(f'DROP INDEX "{name}"'))
-            rebuilt.append((str(name), str(definition)))
+            self._run(SQL("DROP INDEX {}").format(Identifier(name)))
+            rebuilt.append((str(name), SQL(definition)))  # pg_get_indexdef: the catalog's own DDL
         key = self.session.execute(_POSTINGS_KEY).first()
         if key is not None:
-            self.session.execute(text(f'ALTER TABLE chunk_terms DROP CONSTRAINT "{key[0]}"'))
-            rebuilt.append((str(key[0]), f'ALTER TABLE chunk_terms ADD CONSTRAINT "{key[0]}" {key[1]}'))
+            self._run(SQL("ALTER TABLE chunk_terms DROP CONSTRAINT {}").format(Identifier(key[0])))
+            add = SQL("ALTER TABLE chunk_terms ADD CONSTRAINT {} ").format(Identifier(key[0])) + SQL(key[1])
+            rebuilt.append((str(key[0]), add))
         return rebuilt
