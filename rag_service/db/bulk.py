@@ -20,7 +20,8 @@ load is eligible (``eligible``): a collection without documents, not on Citus (r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg.sql import SQL, Composable, Identifier
@@ -78,18 +79,24 @@ _CREATE_STAGE = text(
     "embedding vector, search_prefix text, metadata jsonb, keywords jsonb) ON COMMIT DROP"
 )
 _COPY_STAGE = "COPY bulk_chunks (" + ", ".join(_STAGE_COLUMNS) + ") FROM STDIN WITH (FORMAT BINARY)"
+_NEXT_DOCUMENT_IDS = text("SELECT nextval(pg_get_serial_sequence('documents', 'id')) FROM generate_series(1, :n)")
+_COPY_DOCUMENTS = (
+    "COPY documents (id, collection, source, title, content, content_hash, chunker, chunk_count, metadata) FROM STDIN"
+)
 _UNSTAGE_DOCUMENT = text("DELETE FROM bulk_chunks WHERE document_id = :document_id")
 
 _TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\n' || b.content)"
 _MOVE_CHUNKS_SQL = (
-    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
+    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "  # noqa: S608
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, embedding, "
-    "content_tsv, metadata) "
+    "content_tsv, lexeme_count, metadata) "
     "SELECT b.document_id, :collection, b.chunk_index, b.chunk_type, b.content, b.parent_content, b.parent_start, "
     "b.parent_end, b.headers, b.header_path, b.start_char, b.end_char, b.token_count, b.content_hash, "
-    "b.embedding, " + _TSV + ", "
+    "b.embedding, t.tsv, "
+    # what the row trigger rag_chunk_lexeme_count() computes, inline
+    "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest(t.tsv) AS u), "
     "CASE WHEN b.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', b.keywords) END "
-    "FROM bulk_chunks b ORDER BY b.seq"
+    "FROM bulk_chunks b CROSS JOIN LATERAL (SELECT " + _TSV + " AS tsv) t ORDER BY b.seq"
 )
 _MOVE_CHUNKS = text(_MOVE_CHUNKS_SQL)
 
@@ -145,8 +152,14 @@ _KEYWORDS = text(_KEYWORDS_SQL)
 
 _IS_EMPTY = text("SELECT NOT EXISTS (SELECT 1 FROM document_chunks)")
 _LOCK = text("LOCK TABLE document_chunks, chunk_terms IN SHARE ROW EXCLUSIVE MODE")
-_DISABLE_STATS = text("ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_stats_insert")
-_ENABLE_STATS = text("ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_insert")
+_DISABLE_STATS = text(
+    "ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_stats_insert, "
+    "DISABLE TRIGGER document_chunks_lexeme_count"
+)
+_ENABLE_STATS = text(
+    "ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_insert, "
+    "ENABLE TRIGGER document_chunks_lexeme_count"
+)
 # secondary indexes (not backing a constraint) and the postings' primary key: rebuilt after a first load
 _SECONDARY_INDEXES = text(
     "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
@@ -162,6 +175,19 @@ _IS_PARTITIONED = text("SELECT relkind = 'p' FROM pg_class WHERE oid = 'document
 _HOLDS_DOCUMENTS = text("SELECT EXISTS (SELECT 1 FROM documents WHERE collection = :collection)")
 
 Phase = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class StagedDocument:
+    """One document of a bulk load, as ``documents.replace_document`` takes it."""
+
+    source: str
+    title: str
+    content: str
+    content_hash: str
+    chunker: str
+    chunks: Sequence[ChunkRow]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def eligible(session: Session, *, collection: str, keywords: ChunkKeywords) -> str | None:
@@ -191,6 +217,7 @@ class BulkLoad:
         self.chunks = 0
         self._seq = 0
         self._documents: dict[int, None] = {}  # staged document ids, in write order
+        self._sources: set[str] = set()
 
     def start(self) -> None:
         """Create the staging table; no lock is taken on the shared tables yet."""
@@ -204,63 +231,79 @@ class BulkLoad:
     def _raw(self) -> Any:
         return self.session.connection().connection.driver_connection
 
-    def add_document(
-        self,
-        *,
-        source: str,
-        title: str,
-        content: str,
-        content_hash: str,
-        chunker: str,
-        chunks: Sequence[ChunkRow],
-        metadata: dict[str, Any],
-    ) -> int:
-        """Upsert the document row (as the row path) and COPY its chunks into staging; returns its id."""
+    def add_documents(self, documents: Sequence[StagedDocument]) -> list[int]:
+        """Stage documents in write order: their rows COPYed into ``documents`` (ids drawn from its
+        sequence in order, as the row path's upserts draw them) and their chunks into staging, in a
+        few round trips; returns their ids. A source staged before is upserted instead (the later
+        version wins, as in the row path)."""
         from psycopg.types.json import Jsonb
 
+        sources = [d.source for d in documents]
+        if len(set(sources)) < len(sources) or not self._sources.isdisjoint(sources):
+            return [self._add_again(d) for d in documents]
+        ids = sorted(int(i) for i in self.session.execute(_NEXT_DOCUMENT_IDS, {"n": len(documents)}).scalars())
+        with self._raw().cursor() as cursor:
+            with cursor.copy(_COPY_DOCUMENTS) as copy:
+                for document_id, d in zip(ids, documents, strict=True):
+                    row = (document_id, self.collection, d.source, d.title, d.content, d.content_hash, d.chunker)
+                    copy.write_row((*row, len(d.chunks), Jsonb(d.metadata)))
+            self._copy_chunks(cursor, zip(ids, documents, strict=True))
+        self._sources.update(sources)
+        self._documents.update(dict.fromkeys(ids))
+        return ids
+
+    def _add_again(self, d: StagedDocument) -> int:
         document_id = upsert_document(
             self.session,
             collection=self.collection,
-            source=source,
-            title=title,
-            content=content,
-            content_hash=content_hash,
-            chunker=chunker,
-            chunk_count=len(chunks),
-            metadata=metadata,
+            source=d.source,
+            title=d.title,
+            content=d.content,
+            content_hash=d.content_hash,
+            chunker=d.chunker,
+            chunk_count=len(d.chunks),
+            metadata=d.metadata,
         )
-        if document_id in self._documents:  # the same source twice in one run: the later version wins
+        if document_id in self._documents:  # its earlier version's chunks leave the staging
             self.session.execute(_UNSTAGE_DOCUMENT, {"document_id": document_id})
             del self._documents[document_id]
             self.chunks = int(self.session.execute(text("SELECT count(*) FROM bulk_chunks")).scalar_one())
         self._documents[document_id] = None
-        with self._raw().cursor() as cursor, cursor.copy(_COPY_STAGE) as copy:
-            copy.set_types(list(_STAGE_TYPES))
-            for c in chunks:
-                self._seq += 1
-                copy.write_row(
-                    (
-                        self._seq,
-                        document_id,
-                        c.chunk_index,
-                        c.chunk_type,
-                        c.content,
-                        c.parent_content,
-                        c.parent_start,
-                        c.parent_end,
-                        Jsonb(c.headers),
-                        c.header_path,
-                        c.start_char,
-                        c.end_char,
-                        c.token_count,
-                        c.content_hash,
-                        c.embedding,
-                        search_prefix(title, c.header_path),
-                        Jsonb(c.metadata),
-                    )
-                )
-        self.chunks += len(chunks)
+        self._sources.add(d.source)
+        with self._raw().cursor() as cursor:
+            self._copy_chunks(cursor, [(document_id, d)])
         return document_id
+
+    def _copy_chunks(self, cursor: Any, documents: Iterable[tuple[int, StagedDocument]]) -> None:
+        from psycopg.types.json import Jsonb
+
+        with cursor.copy(_COPY_STAGE) as copy:
+            copy.set_types(list(_STAGE_TYPES))
+            for document_id, d in documents:
+                for c in d.chunks:
+                    self._seq += 1
+                    copy.write_row(
+                        (
+                            self._seq,
+                            document_id,
+                            c.chunk_index,
+                            c.chunk_type,
+                            c.content,
+                            c.parent_content,
+                            c.parent_start,
+                            c.parent_end,
+                            Jsonb(c.headers),
+                            c.header_path,
+                            c.start_char,
+                            c.end_char,
+                            c.token_count,
+                            c.content_hash,
+                            c.embedding,
+                            search_prefix(d.title, c.header_path),
+                            Jsonb(c.metadata),
+                        )
+                    )
+                self.chunks += len(d.chunks)
 
     @property
     def document_ids(self) -> list[int]:
@@ -299,7 +342,7 @@ class BulkLoad:
             timings["keywords"] = time.perf_counter() - started
         step("lock", _LOCK)
         rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
-        step("disable statistics trigger", _DISABLE_STATS)
+        step("disable statistics triggers", _DISABLE_STATS)
         step(f"insert {self.chunks} chunks", _MOVE_CHUNKS)
         step("postings", _POSTINGS)
         step("lexeme statistics", _LEXEME_STATS, _COLLECTION_STATS)
@@ -312,7 +355,7 @@ class BulkLoad:
                 started = time.perf_counter()
                 self._run(definition)
                 timings[f"build index {name}"] = time.perf_counter() - started
-        step("enable statistics trigger", _ENABLE_STATS)
+        step("enable statistics triggers", _ENABLE_STATS)
         return timings
 
     def _run(self, statement: Composable) -> None:

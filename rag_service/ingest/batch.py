@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
+from rag_service.db.bulk import StagedDocument
 from rag_service.db.database import Database
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
@@ -319,23 +320,20 @@ class Batch:
         self.report.add_filtered(doc.chunked.filtered)
 
     def _stage(self, bulk: BulkWriter, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
-        """Stage each document in the bulk load (counted as written only once it commits)."""
-        for doc in pending:
-            try:
-                bulk.add(
-                    source=doc.source,
-                    title=doc.title,
-                    text=doc.text,
-                    content_hash=doc.content_hash,
-                    chunker=doc.chunker,
-                    rows=self._rows(doc, vectors),
-                    metadata=doc.metadata,
-                )
-            except (DBAPIError, EmbeddingMismatchError) as exc:  # the document is left out of the load
-                reason = str(exc) if isinstance(exc, RagError) else f"could not be written ({first_line(exc)})"
+        """Stage the batch in the bulk load (counted as written only once the load commits)."""
+        staged = [
+            StagedDocument(d.source, d.title, d.text, d.content_hash, d.chunker, self._rows(d, vectors), d.metadata)
+            for d in pending
+        ]
+        try:
+            bulk.add(staged)
+        except (DBAPIError, EmbeddingMismatchError) as exc:  # these documents are left out of the load
+            reason = str(exc) if isinstance(exc, RagError) else f"could not be written ({first_line(exc)})"
+            for doc in pending:
                 self._fail(doc.source, reason)
-                continue
-            self._staged.append(doc)
+            return
+        self._staged.extend(pending)
+        for doc in pending:
             self.bar.advance(chunks=len(doc.chunked.chunks))  # rows loaded; the report counts them at the commit
 
     def _commit_bulk(self, bulk: BulkWriter) -> None:

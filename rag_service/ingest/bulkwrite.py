@@ -16,12 +16,11 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from types import TracebackType
-from typing import Any
 
 from sqlalchemy.orm import Session
 
 from rag_service.db import documents as repo
-from rag_service.db.bulk import BulkLoad
+from rag_service.db.bulk import BulkLoad, StagedDocument
 from rag_service.db.database import Database
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.ingest.graph import GraphBuilder
@@ -74,30 +73,12 @@ class BulkWriter:
             self._load.start()
         return self._load
 
-    def add(
-        self,
-        *,
-        source: str,
-        title: str,
-        text: str,
-        content_hash: str,
-        chunker: str,
-        rows: Sequence[repo.ChunkRow],
-        metadata: dict[str, Any],
-    ) -> None:
-        """Stage one document (a savepoint: a failure leaves the rest of the load as it was)."""
+    def add(self, documents: Sequence[StagedDocument]) -> None:
+        """Stage a batch's documents (a savepoint: a failure leaves the rest of the load as it was)."""
         load = self._session()
         with load.session.begin_nested():
-            document_id = load.add_document(
-                source=source,
-                title=title,
-                content=text,
-                content_hash=content_hash,
-                chunker=chunker,
-                chunks=rows,
-                metadata=metadata,
-            )
-        self._texts[document_id] = (source, text)
+            ids = load.add_documents(documents)
+        self._texts.update((i, (d.source, d.content)) for i, d in zip(ids, documents, strict=True))
 
     def commit(self, phase: Callable[[str], None]) -> tuple[int, float]:
         """Write everything staged and commit; returns (edges written, seconds of graph)."""
