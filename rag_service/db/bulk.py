@@ -6,7 +6,7 @@ moves them into ``document_chunks`` with one ``INSERT ... SELECT`` (tsvector com
 staging order), fills ``chunk_terms``, ``lexeme_stats`` and ``collection_stats`` with one statement each
 instead of the per-statement trigger, and, when ``document_chunks`` held no row at all (a first index
 on a plain table), drops the secondary indexes of ``document_chunks`` and ``chunk_terms`` first and
-builds them after the load with ``BULK_MAINTENANCE_WORK_MEM``. A failure anywhere rolls the whole
+builds them after the load with ``index_memory``. A failure anywhere rolls the whole
 load back: the collection is as it was.
 
 The end state is the row path's (``tests/integration/test_bulk_index.py`` compares every table): the
@@ -20,6 +20,7 @@ load is eligible (``eligible``): a collection without documents, not on Citus (r
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +32,20 @@ from sqlalchemy.orm import Session
 from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
 from rag_service.db.keywords import KEYWORDS_SQL
 
-#: memory for the index builds after a load (SET LOCAL): an HNSW graph of 1M 384-d vectors needs ~2 GB
-#: to be built in memory (pgvector builds on disk, far slower, when it does not fit)
-BULK_MAINTENANCE_WORK_MEM = "3GB"
+#: ``maintenance_work_mem`` per chunk for the index builds after a load: pgvector builds the HNSW graph
+#: in memory while it fits (a 384-d vector and its neighbour lists take ~2 kB) and on disk, far slower,
+#: after; the btree sorts of the postings take what is left
+INDEX_MEMORY_PER_CHUNK = 4096
+
+
+def index_memory(chunks: int) -> str:
+    """``maintenance_work_mem`` for building the indexes of ``chunks`` chunks: 4 kB a chunk, at least
+    64 MB, at most a quarter of the machine's memory (shared_buffers takes another quarter)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    wanted = max(64 << 20, chunks * INDEX_MEMORY_PER_CHUNK)
+    return f"{min(wanted, total // 4) >> 20}MB"
+
+
 _STAGE_COLUMNS = (
     "seq",
     "document_id",
@@ -86,8 +98,12 @@ _COPY_DOCUMENTS = (
 _UNSTAGE_DOCUMENT = text("DELETE FROM bulk_chunks WHERE document_id = :document_id")
 
 _TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\n' || b.content)"
+# the chunks in staging order (ids drawn in the row path's order) and, in the same statement, their
+# postings (what the trigger of migrations 0002/0005 would write), from the rows just inserted rather
+# than a second read of the table
 _MOVE_CHUNKS_SQL = (
-    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "  # noqa: S608
+    "WITH moved AS ("  # noqa: S608 (constants of this module only)
+    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, embedding, "
     "content_tsv, lexeme_count, metadata) "
     "SELECT b.document_id, :collection, b.chunk_index, b.chunk_type, b.content, b.parent_content, b.parent_start, "
@@ -96,16 +112,15 @@ _MOVE_CHUNKS_SQL = (
     # what the row trigger rag_chunk_lexeme_count() computes, inline
     "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest(t.tsv) AS u), "
     "CASE WHEN b.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', b.keywords) END "
-    "FROM bulk_chunks b CROSS JOIN LATERAL (SELECT " + _TSV + " AS tsv) t ORDER BY b.seq"
+    # OFFSET 0: the tsvector is computed once per row, not once per reference
+    "FROM bulk_chunks b CROSS JOIN LATERAL (SELECT " + _TSV + " AS tsv OFFSET 0) t ORDER BY b.seq "
+    "RETURNING id, collection, content_tsv, lexeme_count) "
+    "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
+    "SELECT m.id, m.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), m.lexeme_count "
+    "FROM moved m, unnest(m.content_tsv) AS u"
 )
 _MOVE_CHUNKS = text(_MOVE_CHUNKS_SQL)
 
-# the statistics the trigger of migration 0002/0005 would have written, counted once from the stored rows
-_POSTINGS = text(
-    "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
-    "SELECT c.id, c.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), c.lexeme_count "
-    "FROM document_chunks c, unnest(c.content_tsv) AS u WHERE c.collection = :collection"
-)
 _LEXEME_STATS = text(
     "INSERT INTO lexeme_stats AS s (collection, lexeme, doc_freq) "
     "SELECT collection, lexeme, count(*) FROM chunk_terms WHERE collection = :collection GROUP BY 1, 2 "
@@ -343,12 +358,11 @@ class BulkLoad:
         step("lock", _LOCK)
         rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
         step("disable statistics triggers", _DISABLE_STATS)
-        step(f"insert {self.chunks} chunks", _MOVE_CHUNKS)
-        step("postings", _POSTINGS)
+        step(f"insert {self.chunks} chunks and their postings", _MOVE_CHUNKS)
         step("lexeme statistics", _LEXEME_STATS, _COLLECTION_STATS)
         if rebuilt:
             self.session.execute(
-                text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": BULK_MAINTENANCE_WORK_MEM}
+                text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": index_memory(self.chunks)}
             )
             for name, definition in rebuilt:
                 phase(f"build index {name}")
