@@ -1,13 +1,16 @@
 """The bulk first index: a new collection loaded with COPY, its BM25 statistics counted once, set-based.
 
-``BulkLoad`` runs in ONE transaction, the caller's: documents are upserted as the row path does
-(``documents.replace_document``) and their chunks are COPYed into a temporary staging table; ``finish``
-moves them into ``document_chunks`` with one ``INSERT ... SELECT`` (tsvector computed in SQL, ids in
-staging order), fills ``chunk_terms``, ``lexeme_stats`` and ``collection_stats`` with one statement each
-instead of the per-statement trigger, and, when ``document_chunks`` held no row at all (a first index
-on a plain table), drops the secondary indexes of ``document_chunks`` and ``chunk_terms`` first and
-builds them after the load with ``index_memory``. A failure anywhere rolls the whole
-load back: the collection is as it was.
+``BulkLoad`` runs in ONE transaction, the caller's. ``add_documents`` COPYs a batch's documents into
+``documents`` (ids drawn from its sequence in write order, as the row path's upserts draw them) and
+their chunks into a temporary staging table. ``finish`` moves the chunks into ``document_chunks`` with
+one ``INSERT ... SELECT`` (tsvector and lexeme count computed in SQL, ids in staging order) whose
+``RETURNING`` feeds ``chunk_terms`` in the same statement, then counts ``lexeme_stats`` and
+``collection_stats`` with one statement each, with the two statistics triggers disabled meanwhile.
+When ``document_chunks`` held no row at all (a first index on a plain table), the secondary indexes
+of ``document_chunks`` and ``chunk_terms`` (and the postings' primary key) are dropped first and built
+after the load with ``index_memory``; otherwise (a new collection beside others, or a partitioned
+table) the indexes are kept and maintained during the insert. A failure anywhere rolls the whole
+load back: the database is as it was.
 
 The end state is the row path's (``tests/integration/test_bulk_index.py`` compares every table): the
 keywords of chunk k are computed against the statistics of the chunks staged before it plus itself,

@@ -19,6 +19,7 @@ from rag_service.db import migrate
 from rag_service.db.bulk import BulkLoad
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
+from rag_service.db.partitions import partition_by_collection
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.indexer import Indexer
@@ -56,9 +57,12 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return docs
 
 
-def _fresh(database_factory: Any, settings: Any) -> Engine:
+def _fresh(database_factory: Any, settings: Any, *, partitioned: bool = False) -> Engine:
     engine = make_engine(database_factory.create("rag_bulk"), settings)
     migrate.upgrade(engine)
+    if partitioned:
+        with engine.begin() as conn:
+            assert partition_by_collection(conn)
     return engine
 
 
@@ -70,9 +74,11 @@ def _indexer(engine: Engine, settings: Any, *, bulk: bool) -> Indexer:
     return indexer
 
 
+# the tables as the application sees them: a partitioned parent holds its partitions' rows
 _TABLES = text(
     "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'alembic_version' ORDER BY 1"
+    "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition "
+    "AND c.relname <> 'alembic_version' ORDER BY 1"
 )
 _STRUCTURE = (
     "SELECT indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid) FROM pg_index "
@@ -108,8 +114,10 @@ def dump(engine: Engine) -> dict[str, list[Any]]:
     return found
 
 
-def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(corpus, database_factory, settings):
-    row_engine, bulk_engine = _fresh(database_factory, settings), _fresh(database_factory, settings)
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(corpus, database_factory, settings, partitioned):
+    row_engine = _fresh(database_factory, settings, partitioned=partitioned)
+    bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
     try:
         row = _indexer(row_engine, settings, bulk=False).index_paths([corpus], collection="kb")
         bulk = _indexer(bulk_engine, settings, bulk=True).index_paths([corpus], collection="kb")
