@@ -233,8 +233,7 @@ class Batch:
         self.flush()
         self._model.shutdown(wait=True)
         if self.bulk is not None:
-            with deferred_stop():  # as a batch's commit: the report stays exact
-                self._commit_bulk(self.bulk)
+            self._commit_bulk(self.bulk)
         self.report.degraded.extend(self.summaries.degraded())
         if note := degraded_note(self.embedder):
             self.report.degraded.append(f"embed: {note}")
@@ -337,19 +336,22 @@ class Batch:
             self.bar.advance(chunks=len(doc.chunked.chunks))  # rows loaded; the report counts them at the commit
 
     def _commit_bulk(self, bulk: BulkWriter) -> None:
+        """Write what is staged (a stop signal meanwhile rolls it all back), then commit and count it (a
+        stop signal waits for that, as for a batch's commit: the report stays exact)."""
         try:
-            edges, seconds = bulk.commit(self.bar.phase)
+            edges, seconds = bulk.write(self.bar.phase)
+            with deferred_stop():
+                bulk.commit()
+                for doc in self._staged:
+                    self._count_written(doc)
+                self.report.edges_written += edges
+                self.report.graph_seconds += seconds
         except Exception as exc:  # nothing of the load was written
             reason = (
                 f"the bulk load of collection {self.collection!r} failed ({first_line(exc)}); nothing was written "
                 "and the collection is as it was: run the index again"
             )
             self.report.failed.extend(FileProblem(doc.source, reason) for doc in self._staged)
-            return
-        for doc in self._staged:
-            self._count_written(doc)
-        self.report.edges_written += edges
-        self.report.graph_seconds += seconds
 
     def _rows(self, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> list[repo.ChunkRow]:
         return [

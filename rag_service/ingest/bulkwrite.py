@@ -5,9 +5,9 @@ into a collection that holds none (``Indexer``). Everything happens in ONE trans
 their chunks are staged as their batches are embedded, and at the end the chunks are moved into place,
 their statistics counted once, the indexes built (a first index) and the graph edges written, document
 by document in write order as the row path writes them; then the transaction commits synchronously.
-A failure anywhere, a stop signal or a lost connection roll it all back: the collection is as it was
-and every document of the run is reported as failed with the reason. Readers see the collection empty
-until the commit, then whole.
+A failure anywhere or a lost connection rolls it all back and reports every document of the run as
+failed with the reason (one line); a stop signal before the commit rolls it back too (the report then
+counts none of them as written). Readers see the collection empty until the commit, then whole.
 """
 
 from __future__ import annotations
@@ -80,16 +80,18 @@ class BulkWriter:
             ids = load.add_documents(documents)
         self._texts.update((i, (d.source, d.content)) for i, d in zip(ids, documents, strict=True))
 
-    def commit(self, phase: Callable[[str], None]) -> tuple[int, float]:
-        """Write everything staged and commit; returns (edges written, seconds of graph)."""
+    def write(self, phase: Callable[[str], None]) -> tuple[int, float]:
+        """Write everything staged (``db.bulk.BulkLoad.finish``, then the graph), uncommitted; returns
+        (edges written, seconds of graph). ``phase`` hears each step."""
         if self._load is None:
             return 0, 0.0
         load = self._load
         self.timings = load.finish(phase)
-        edges, graph_seconds = self._graph(load.session, load.document_ids, phase)
-        phase("commit")
-        self._stack.close()  # commits (synchronously: ``commit_synchronously`` above)
-        return edges, graph_seconds
+        return self._graph(load.session, load.document_ids, phase)
+
+    def commit(self) -> None:
+        """Commit the load (synchronously: ``commit_synchronously`` when it began)."""
+        self._stack.close()
 
     def _graph(self, session: Session, document_ids: list[int], phase: Callable[[str], None]) -> tuple[int, float]:
         """Each document's edges in write order, similarity edges among the documents written up to it
