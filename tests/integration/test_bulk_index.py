@@ -23,6 +23,7 @@ from rag_service.db.partitions import partition_by_collection
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.indexer import Indexer
+from rag_service.ingest.progress import Progress
 
 TOPICS = [
     ("install", "Installing the service needs PostgreSQL with pgvector and a virtual environment for Python."),
@@ -115,13 +116,20 @@ def dump(engine: Engine) -> dict[str, list[Any]]:
 
 
 @pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
-def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(corpus, database_factory, settings, partitioned):
+def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
+    corpus, database_factory, settings, partitioned, monkeypatch
+):
     row_engine = _fresh(database_factory, settings, partitioned=partitioned)
     bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
     try:
         row = _indexer(row_engine, settings, bulk=False).index_paths([corpus], collection="kb")
+        phases: list[str] = []
+        monkeypatch.setattr(Progress, "phase", lambda self, name: phases.append(name))
         bulk = _indexer(bulk_engine, settings, bulk=True).index_paths([corpus], collection="kb")
         assert row.ok and bulk.ok
+        # the progress bar names each step of the load; a first index on a plain table rebuilds the indexes
+        assert any(p.startswith("insert ") for p in phases) and phases[-1] == "graph edges"
+        assert ("build index ix_document_chunks_embedding_hnsw" in phases) is not partitioned
         assert (bulk.added, bulk.chunks_written) == (row.added, row.chunks_written) == (len(TOPICS), row.chunks_written)
         row_state, bulk_state = dump(row_engine), dump(bulk_engine)
         # the corpus exercises what is compared
