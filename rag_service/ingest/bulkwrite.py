@@ -64,13 +64,14 @@ class BulkWriter:
 
     def _session(self) -> BulkLoad:
         if self._load is None:
-            session = self._stack.enter_context(self.db.transaction())
-            repo.commit_synchronously(session)
-            check_vectors_writable(session, model_id=self.model_id)
-            self._load = BulkLoad(
-                session, collection=self.collection, fts_config=self.fts_config, keywords=self.keywords
-            )
-            self._load.start()
+            with ExitStack() as setup:  # a refusal below rolls the transaction back at once
+                session = setup.enter_context(self.db.transaction())
+                repo.commit_synchronously(session)
+                check_vectors_writable(session, model_id=self.model_id)
+                load = BulkLoad(session, collection=self.collection, fts_config=self.fts_config, keywords=self.keywords)
+                load.start()
+                self._stack = setup.pop_all()
+            self._load = load
         return self._load
 
     def add(self, documents: Sequence[StagedDocument]) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_service.config import Settings
-from rag_service.db import bulk
 from rag_service.db import documents as repo
+from rag_service.db.bulk import eligible as bulk_eligible
 from rag_service.db.collections import validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
@@ -311,7 +311,7 @@ class Indexer:
         if documents is None or documents < self.bulk_min_documents:
             return nullcontext()
         with self.db.transaction() as session:
-            if bulk.eligible(session, collection=collection, keywords=self.keywords) is not None:
+            if bulk_eligible(session, collection=collection, keywords=self.keywords) is not None:
                 return nullcontext()
         return BulkWriter(
             self.db,
