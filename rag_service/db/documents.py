@@ -195,6 +195,35 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
     return found
 
 
+def upsert_document(
+    session: Session,
+    *,
+    collection: str,
+    source: str,
+    title: str,
+    content: str,
+    content_hash: str,
+    chunker: str,
+    chunk_count: int,
+    metadata: dict[str, Any] | None,
+) -> int:
+    """Insert the document row or update the one with its key (chunks untouched); returns its id."""
+    row = session.execute(
+        _UPSERT_DOCUMENT,
+        {
+            "collection": collection,
+            "source": source,
+            "title": title,
+            "content": content,
+            "content_hash": content_hash,
+            "chunker": chunker,
+            "chunk_count": chunk_count,
+            "metadata": metadata or {},
+        },
+    ).one()
+    return int(row[0])
+
+
 def replace_document(
     session: Session,
     *,
@@ -221,20 +250,18 @@ def replace_document(
     existing = session.execute(
         select(Document.id).where(Document.collection == collection, Document.source == source)
     ).scalar()
-    row = session.execute(
-        _UPSERT_DOCUMENT,
-        {
-            "collection": collection,
-            "source": source,
-            "title": title,
-            "content": content,
-            "content_hash": content_hash,
-            "chunker": chunker,
-            "chunk_count": len(chunks),
-            "metadata": metadata or {},
-        },
-    ).one()
-    document_id, created = int(row[0]), existing is None
+    document_id = upsert_document(
+        session,
+        collection=collection,
+        source=source,
+        title=title,
+        content=content,
+        content_hash=content_hash,
+        chunker=chunker,
+        chunk_count=len(chunks),
+        metadata=metadata,
+    )
+    created = existing is None
     if not created:
         old = session.scalars(
             delete(DocumentChunk)

@@ -33,6 +33,8 @@ BACKLINK = "backlink"  # the reverse of LINK
 Edge = tuple[int, int, str, float]  # (source chunk id, target chunk id, kind, weight)
 
 _IDS = ARRAY(BigInteger)
+#: the largest bigint: "every document" for the similarity scans
+MAX_ID = 2**63 - 1
 #: HNSW candidate list of the similarity-edge scans (pgvector's own default)
 EDGE_EF_SEARCH = 40
 
@@ -165,7 +167,7 @@ _SIMILAR_EDGES = text(
             SELECT pool.id, pool.distance FROM (
                 SELECT d.id, d.document_id, d.embedding <=> n.embedding AS distance
                 FROM document_chunks d
-                WHERE d.collection = :collection AND d.id <> n.id
+                WHERE d.collection = :collection AND d.id <> n.id AND d.document_id <= :up_to
                 ORDER BY d.embedding <=> n.embedding
                 LIMIT :pool
             ) pool
@@ -201,8 +203,12 @@ def write_similar_edges(
     chunk_ids: Sequence[int],
     neighbours: int,
     min_similarity: float,
+    up_to_document: int | None = None,
 ) -> int:
     """Edges both ways between each chunk of the document and its nearest chunks of other documents.
+
+    ``up_to_document``: only chunks of documents with an id up to it (pgvector's iterative scan then
+    reads on until the pool is full: a bulk load's replay, ``ingest.bulkwrite``).
 
     The neighbours come from the HNSW index (``ORDER BY embedding <=> ... LIMIT``, one index scan per
     chunk), in the caller's transaction: the ``4 * neighbours`` nearest chunks of the collection, of
@@ -214,7 +220,12 @@ def write_similar_edges(
     session.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(max(EDGE_EF_SEARCH, pool))})
     previous = session.execute(_PLANNER_SETTINGS).one()
     session.execute(_INDEX_ONLY_PLAN)
-    written = _write_similar_batches(session, collection, document_id, chunk_ids, pool, neighbours, min_similarity)
+    if up_to_document is not None:
+        session.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+    up_to = MAX_ID if up_to_document is None else up_to_document
+    written = _write_similar_batches(
+        session, collection, document_id, chunk_ids, pool, neighbours, min_similarity, up_to
+    )
     # the rest of the ingest's transaction plans as before (a failure above rolls the settings back with it)
     session.execute(_RESTORE_PLANNER, dict(zip(_FORCED_OFF, previous, strict=True)))
     return written
@@ -246,6 +257,7 @@ def _write_similar_batches(
     pool: int,
     neighbours: int,
     min_similarity: float,
+    up_to: int,
 ) -> int:
     written = 0
     for start in range(0, len(chunk_ids), SIMILAR_BATCH):
@@ -257,6 +269,7 @@ def _write_similar_batches(
             "neighbours": neighbours,
             "min_similarity": float(min_similarity),
             "kind": SIMILAR,
+            "up_to": up_to,
         }
         written += int(session.execute(_SIMILAR_EDGES, params).scalar_one())
     return written

@@ -101,12 +101,16 @@ def _vector_arm(request: SearchRequest) -> CTE:
     indexed = base.where(size > exact_below).order_by(distance).limit(limit)
     nearest = union_all(exact, indexed).subquery("nearest")
     similarity = cast(1.0 - nearest.c.distance, Double)
-    return select(
-        nearest.c.id,
-        func.row_number().over(order_by=(nearest.c.distance, nearest.c.id)).label("rank"),
-        similarity.label("score"),
-        _normalised(similarity).label("norm"),
-    ).cte("vector_arm").prefix_with("MATERIALIZED")
+    return (
+        select(
+            nearest.c.id,
+            func.row_number().over(order_by=(nearest.c.distance, nearest.c.id)).label("rank"),
+            similarity.label("score"),
+            _normalised(similarity).label("norm"),
+        )
+        .cte("vector_arm")
+        .prefix_with("MATERIALIZED")
+    )
 
 
 def tsquery_expression(request: SearchRequest) -> ColumnElement[Any]:
@@ -135,12 +139,16 @@ def _keyword_arm(request: SearchRequest) -> CTE:
         matched = bm25.bm25_matches(request).subquery("matched")
     else:
         matched = _ts_rank_matches(request).subquery("matched")
-    return select(
-        matched.c.id,
-        func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),
-        matched.c.score,
-        _normalised(matched.c.score).label("norm"),
-    ).cte("keyword_arm").prefix_with("MATERIALIZED")
+    return (
+        select(
+            matched.c.id,
+            func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),
+            matched.c.score,
+            _normalised(matched.c.score).label("norm"),
+        )
+        .cte("keyword_arm")
+        .prefix_with("MATERIALIZED")
+    )
 
 
 def build_search(request: SearchRequest) -> Select[Any]:

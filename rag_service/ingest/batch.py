@@ -4,7 +4,8 @@ The model is the bottleneck, so chunks are gathered across documents into calls 
 ``EMBED_BATCH_CHUNKS``, stored vectors are reused by the hash of the text they embed, and writing batch
 N overlaps with embedding batch N+1. A batch is one transaction with a savepoint per document: readers
 see a document's old or new version, a failing document keeps its old version and is reported, and the
-commit is synchronous, so a document the report counts as written is durable.
+commit is synchronous, so a document the report counts as written is durable. A bulk load
+(``bulkwrite``) keeps these guarantees with one transaction for the whole run: all or nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
+from rag_service.db.bulk import StagedDocument
 from rag_service.db.database import Database
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
@@ -40,6 +42,8 @@ from rag_service.shutdown import deferred_stop
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from rag_service.ingest.bulkwrite import BulkWriter
 
 #: chunks gathered across documents before one call to the embedding model
 EMBED_BATCH_CHUNKS = 1024
@@ -82,7 +86,10 @@ class Batch:
         summaries: SummaryWriter,
         reuse_vectors: bool = True,
         metadata: dict[str, Any] | None = None,
+        bulk: BulkWriter | None = None,
     ) -> None:
+        self.bulk = bulk  # a new collection's run as one bulk load (``bulkwrite``) instead of a commit per batch
+        self._staged: list[_Pending] = []
         self.metadata = dict(metadata or {})
         self.collection = collection
         self.report = report
@@ -225,6 +232,8 @@ class Batch:
         self.flush()
         self.flush()
         self._model.shutdown(wait=True)
+        if self.bulk is not None:
+            self._commit_bulk(self.bulk)
         self.report.degraded.extend(self.summaries.degraded())
         if note := degraded_note(self.embedder):
             self.report.degraded.append(f"embed: {note}")
@@ -268,6 +277,9 @@ class Batch:
             self._write_batch(pending, vectors)
 
     def _write_batch(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        if self.bulk is not None:
+            self._stage(self.bulk, pending, vectors)
+            return
         written: list[_Pending] = []
         reported: set[int] = set()
         try:
@@ -293,21 +305,62 @@ class Batch:
                     self._fail(doc.source, reason)
             return
         for doc in written:
-            if doc.existed:
-                self.report.updated += 1
-            else:
-                self.report.added += 1
-            self.report.chunks_written += len(doc.chunked.chunks)
+            self._count_written(doc)
             self.report.edges_written += doc.edges
             self.report.graph_seconds += doc.graph_seconds
-            self.report.add_filtered(doc.chunked.filtered)
             self.bar.advance(chunks=len(doc.chunked.chunks))
 
-    def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
-        rows = [
+    def _count_written(self, doc: _Pending) -> None:
+        if doc.existed:
+            self.report.updated += 1
+        else:
+            self.report.added += 1
+        self.report.chunks_written += len(doc.chunked.chunks)
+        self.report.add_filtered(doc.chunked.filtered)
+
+    def _stage(self, bulk: BulkWriter, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        """Stage the batch in the bulk load (counted as written only once the load commits)."""
+        staged = [
+            StagedDocument(d.source, d.title, d.text, d.content_hash, d.chunker, self._rows(d, vectors), d.metadata)
+            for d in pending
+        ]
+        try:
+            bulk.add(staged)
+        except (DBAPIError, EmbeddingMismatchError) as exc:  # these documents are left out of the load
+            reason = str(exc) if isinstance(exc, RagError) else f"could not be written ({first_line(exc)})"
+            for doc in pending:
+                self._fail(doc.source, reason)
+            return
+        self._staged.extend(pending)
+        for doc in pending:
+            self.bar.advance(chunks=len(doc.chunked.chunks))  # rows loaded; the report counts them at the commit
+
+    def _commit_bulk(self, bulk: BulkWriter) -> None:
+        """Write what is staged (a stop signal meanwhile rolls it all back), then commit and count it (a
+        stop signal waits for that, as for a batch's commit: the report stays exact)."""
+        try:
+            edges, seconds = bulk.write(self.bar.phase)
+            with deferred_stop():
+                bulk.commit()
+                for doc in self._staged:
+                    self._count_written(doc)
+                self.report.edges_written += edges
+                self.report.graph_seconds += seconds
+        except Exception as exc:  # nothing of the load was written
+            reason = (
+                f"the bulk load of collection {self.collection!r} failed ({first_line(exc)}); nothing was written "
+                "and the collection is as it was: run the index again"
+            )
+            self.report.failed.extend(FileProblem(doc.source, reason) for doc in self._staged)
+
+    def _rows(self, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> list[repo.ChunkRow]:
+        return [
             from_fields(repo.ChunkRow, c, content_hash=h, embedding=vectors[h])
             for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
         ]
+
+    def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+        rows = self._rows(doc, vectors)
         document_id, _ = repo.replace_document(
             session,
             collection=self.collection,

@@ -110,4 +110,3 @@ def make_chunker(
         "latex": LatexChunker,
     }
     return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
-

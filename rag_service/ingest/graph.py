@@ -48,8 +48,21 @@ class GraphBuilder:
     neighbours: int = DEFAULT_NEIGHBOURS
     min_similarity: float = DEFAULT_MIN_SIMILARITY
 
-    def build(self, session: Session, *, collection: str, document_id: int, source: str, text: str) -> int:
-        """Write every edge of a newly written document (its chunks are stored); returns how many."""
+    def build(
+        self,
+        session: Session,
+        *,
+        collection: str,
+        document_id: int,
+        source: str,
+        text: str,
+        up_to_document: int | None = None,
+    ) -> int:
+        """Write every edge of a newly written document (its chunks are stored); returns how many.
+
+        ``up_to_document``: similarity edges only to documents with an id up to it (a bulk load
+        replaying the row path, which wrote documents in id order; ``ingest.bulkwrite``).
+        """
         chunks = store.document_chunks(session, collection=collection, document_id=document_id)
         if not chunks:
             return 0
@@ -63,6 +76,7 @@ class GraphBuilder:
                 chunk_ids=[c.id for c in chunks],
                 neighbours=self.neighbours,
                 min_similarity=self.min_similarity,
+                up_to_document=up_to_document,
             )
         return written
 

@@ -3,7 +3,8 @@
 Documents are keyed by (collection, source) (``source_keys``). A document whose text and fingerprint
 (``fingerprint``) are unchanged is skipped before any embedding. Changed documents are chunked and
 gathered into batches (``batch``) that embed across documents and write each batch in one
-transaction. Every run holds its collection's reindex lock. Every document that is not durably
+transaction; a run of many documents into an empty collection is one bulk load instead
+(``bulkwrite``). Every run holds its collection's reindex lock. Every document that is not durably
 written is in the report as failed, with the reason.
 """
 
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
+from rag_service.db.bulk import eligible as bulk_eligible
 from rag_service.db.collections import validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
@@ -26,6 +28,7 @@ from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_write
 from rag_service.embed import Embedder
 from rag_service.ingest.batch import Batch
+from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.fingerprint import fingerprint_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
@@ -58,6 +61,7 @@ class Indexer:
         self.embedder = embedder
         self.settings = settings
         self.chunking = Chunking(settings, embedder)
+        self.bulk_min_documents = BULK_MIN_DOCUMENTS
         self.graph = graph if graph is not None else GraphBuilder()
         self.chat = chat if settings.llm_summaries else None
         self.keywords = repo.ChunkKeywords(
@@ -107,8 +111,11 @@ class Indexer:
         with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
             written = report.chunks_written
-            with Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar:
-                batch = self._batch(collection, report, bar, metadata=metadata)
+            with (
+                self._bulk_writer(collection, documents=len(files)) as bulk,
+                Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar,
+            ):
+                batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
                 batch.look_up(sources)
                 for path in files:
                     batch.add_file(path, sources[path], strategy=strategy, force=force)
@@ -159,8 +166,11 @@ class Indexer:
         started = time.perf_counter()
         with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
-            with Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar:
-                batch = self._batch(collection, report, bar, metadata=metadata)
+            with (
+                self._bulk_writer(collection, documents=total) as bulk,
+                Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar,
+            ):
+                batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
                 for source, title, text in items:
                     batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
@@ -276,6 +286,7 @@ class Indexer:
         *,
         reuse_vectors: bool = True,
         metadata: dict[str, Any] | None = None,
+        bulk: BulkWriter | None = None,
     ) -> Batch:
         """A batch writing into ``collection`` with this indexer's parts and a new summary writer."""
         return Batch(
@@ -291,6 +302,24 @@ class Indexer:
             summaries=self.summary_writer(),
             reuse_vectors=reuse_vectors,
             metadata=metadata,
+            bulk=bulk,
+        )
+
+    def _bulk_writer(self, collection: str, *, documents: int | None) -> AbstractContextManager[BulkWriter | None]:
+        """A bulk load (``ingest.bulkwrite``) for a run of at least ``bulk_min_documents`` documents into a
+        collection that holds none (and where ``db.bulk.eligible`` allows it); else the row path (None)."""
+        if documents is None or documents < self.bulk_min_documents:
+            return nullcontext()
+        with self.db.transaction() as session:
+            if bulk_eligible(session, collection=collection, keywords=self.keywords) is not None:
+                return nullcontext()
+        return BulkWriter(
+            self.db,
+            collection=collection,
+            fts_config=self.settings.fts_config,
+            keywords=self.keywords,
+            graph=self.graph,
+            model_id=self.embedder.model_id,
         )
 
     def _guard(self, collection: str, *, switching: bool = False) -> None:

@@ -50,6 +50,11 @@ class Progress:
             self._bar.set_postfix_str(f"{self._chunks} chunks, {rate:.1f} chunks/s", refresh=False)
             self._bar.update(1)
 
+    def phase(self, name: str) -> None:
+        """Show the step a long write is in (a bulk load's index builds) next to the count."""
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{self._chunks} chunks, {name}", refresh=True)
+
     def __enter__(self) -> Progress:
         return self
 

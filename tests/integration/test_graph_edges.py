@@ -217,6 +217,7 @@ def test_the_similarity_statement_can_walk_the_hnsw_index(indexer, corpus, conne
                 "neighbours": 3,
                 "min_similarity": 0.2,
                 "kind": "similar",
+                "up_to": store.MAX_ID,
             },
         ).scalars()
     )

@@ -1,0 +1,397 @@
+"""The bulk first index: a new collection loaded with COPY, its BM25 statistics counted once, set-based.
+
+``BulkLoad`` runs in ONE transaction, the caller's. ``add_documents`` COPYs a batch's documents into
+``documents`` (ids drawn from its sequence in write order, as the row path's upserts draw them) and
+their chunks into a temporary staging table. ``finish`` moves the chunks into ``document_chunks`` with
+one ``INSERT ... SELECT`` (tsvector and lexeme count computed in SQL, ids in staging order) whose
+``RETURNING`` feeds ``chunk_terms`` in the same statement, then counts ``lexeme_stats`` and
+``collection_stats`` with one statement each, with the two statistics triggers disabled meanwhile.
+When ``document_chunks`` held no row at all (a first index on a plain table), the secondary indexes
+of ``document_chunks`` and ``chunk_terms`` (and the postings' primary key) are dropped first and built
+after the load with ``index_memory``; otherwise (a new collection beside others, or a partitioned
+table) the indexes are kept and maintained during the insert. A failure anywhere rolls the whole
+load back: the database is as it was.
+
+The end state is the row path's (``tests/integration/test_bulk_index.py`` compares every table): the
+keywords of chunk k are computed against the statistics of the chunks staged before it plus itself,
+as the row path computes them at write time. What it costs in locks, while ``finish`` runs: the
+statistics trigger is disabled (``ALTER TABLE ... DISABLE TRIGGER``: SHARE ROW EXCLUSIVE), so writers
+of other collections wait for the commit while readers go on; a first index on an empty table also
+drops indexes (ACCESS EXCLUSIVE), so readers of the (empty) table wait too. Callers decide when a
+load is eligible (``eligible``): a collection without documents, not on Citus (row triggers there).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg.sql import SQL, Composable, Identifier
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
+from rag_service.db.keywords import KEYWORDS_SQL
+
+#: ``maintenance_work_mem`` per chunk for the index builds after a load: pgvector builds the HNSW graph
+#: in memory while it fits (a 384-d vector and its neighbour lists take ~2 kB) and on disk, far slower,
+#: after; the btree sorts of the postings take what is left
+INDEX_MEMORY_PER_CHUNK = 4096
+
+
+def index_memory(chunks: int) -> str:
+    """``maintenance_work_mem`` for building the indexes of ``chunks`` chunks: 4 kB a chunk, at least
+    64 MB, at most a quarter of the machine's memory (shared_buffers takes another quarter)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    wanted = max(64 << 20, chunks * INDEX_MEMORY_PER_CHUNK)
+    return f"{min(wanted, total // 4) >> 20}MB"
+
+
+_STAGE_COLUMNS = (
+    "seq",
+    "document_id",
+    "chunk_index",
+    "chunk_type",
+    "content",
+    "parent_content",
+    "parent_start",
+    "parent_end",
+    "headers",
+    "header_path",
+    "start_char",
+    "end_char",
+    "token_count",
+    "content_hash",
+    "embedding",
+    "search_prefix",
+    "metadata",
+)
+_STAGE_TYPES = (
+    "int8",
+    "int8",
+    "int4",
+    "text",
+    "text",
+    "text",
+    "int4",
+    "int4",
+    "jsonb",
+    "text",
+    "int4",
+    "int4",
+    "int4",
+    "text",
+    "vector",
+    "text",
+    "jsonb",
+)
+_CREATE_STAGE = text(
+    "CREATE TEMP TABLE bulk_chunks (seq bigint PRIMARY KEY, document_id bigint NOT NULL, chunk_index integer, "
+    "chunk_type text, content text, parent_content text, parent_start integer, parent_end integer, headers jsonb, "
+    "header_path text, start_char integer, end_char integer, token_count integer, content_hash text, "
+    "embedding vector, search_prefix text, metadata jsonb, keywords jsonb) ON COMMIT DROP"
+)
+_COPY_STAGE = "COPY bulk_chunks (" + ", ".join(_STAGE_COLUMNS) + ") FROM STDIN WITH (FORMAT BINARY)"
+_NEXT_DOCUMENT_IDS = text("SELECT nextval(pg_get_serial_sequence('documents', 'id')) FROM generate_series(1, :n)")
+_COPY_DOCUMENTS = (
+    "COPY documents (id, collection, source, title, content, content_hash, chunker, chunk_count, metadata) FROM STDIN"
+)
+_UNSTAGE_DOCUMENT = text("DELETE FROM bulk_chunks WHERE document_id = :document_id")
+
+_TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\n' || b.content)"
+# the chunks in staging order (ids drawn in the row path's order) and, in the same statement, their
+# postings (what the trigger of migrations 0002/0005 would write), from the rows just inserted rather
+# than a second read of the table
+_MOVE_CHUNKS_SQL = (
+    "WITH moved AS ("  # noqa: S608 (constants of this module only)
+    "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
+    "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, embedding, "
+    "content_tsv, lexeme_count, metadata) "
+    "SELECT b.document_id, :collection, b.chunk_index, b.chunk_type, b.content, b.parent_content, b.parent_start, "
+    "b.parent_end, b.headers, b.header_path, b.start_char, b.end_char, b.token_count, b.content_hash, "
+    "b.embedding, t.tsv, "
+    # what the row trigger rag_chunk_lexeme_count() computes, inline
+    "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest(t.tsv) AS u), "
+    "CASE WHEN b.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', b.keywords) END "
+    # OFFSET 0: the tsvector is computed once per row, not once per reference
+    "FROM bulk_chunks b CROSS JOIN LATERAL (SELECT " + _TSV + " AS tsv OFFSET 0) t ORDER BY b.seq "
+    "RETURNING id, collection, content_tsv, lexeme_count) "
+    "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
+    "SELECT m.id, m.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), m.lexeme_count "
+    "FROM moved m, unnest(m.content_tsv) AS u"
+)
+_MOVE_CHUNKS = text(_MOVE_CHUNKS_SQL)
+
+_LEXEME_STATS = text(
+    "INSERT INTO lexeme_stats AS s (collection, lexeme, doc_freq) "
+    "SELECT collection, lexeme, count(*) FROM chunk_terms WHERE collection = :collection GROUP BY 1, 2 "
+    "ON CONFLICT (collection, lexeme) DO UPDATE SET doc_freq = s.doc_freq + EXCLUDED.doc_freq"
+)
+_COLLECTION_STATS = text(
+    "INSERT INTO collection_stats AS s (collection, chunk_count, total_length) "
+    "SELECT collection, count(*), sum(lexeme_count) FROM document_chunks WHERE collection = :collection GROUP BY 1 "
+    "ON CONFLICT (collection) DO UPDATE SET chunk_count = s.chunk_count + EXCLUDED.chunk_count, "
+    "total_length = s.total_length + EXCLUDED.total_length"
+)
+
+# Keywords as the row path computes them at write time: chunk k against the statistics of the chunks
+# written before it (``bulk_before``: their count and length; ``bulk_df``: how many of them hold each
+# lexeme), itself counted in by ``:self_count`` = 1 as in ``db.keywords``.
+_KEYWORD_TERMS_SQL = (
+    "CREATE TEMP TABLE bulk_df ON COMMIT DROP AS "
+    "SELECT b.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY b.seq) - 1 AS doc_freq "
+    "FROM bulk_chunks b, unnest(" + _TSV + ") AS u"
+)
+_KEYWORD_TERMS = text(_KEYWORD_TERMS_SQL)
+_KEYWORD_TERMS_KEY = text("ALTER TABLE bulk_df ADD PRIMARY KEY (seq, lexeme)")
+_KEYWORD_BEFORE_SQL = (
+    "CREATE TEMP TABLE bulk_before ON COMMIT DROP AS "  # noqa: S608 (constants of this module only)
+    "SELECT l.seq, row_number() OVER w - 1 AS chunk_count, "
+    "coalesce(sum(l.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
+    "FROM (SELECT b.seq, (SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) "
+    "FROM unnest(" + _TSV + ") AS u) AS len FROM bulk_chunks b) l WINDOW w AS (ORDER BY l.seq)"
+)
+_KEYWORD_BEFORE = text(_KEYWORD_BEFORE_SQL)
+_KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
+_ROW_PATH_STATS = "FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)"
+_ROW_PATH_DF = (
+    "FROM lexeme_stats s\n" + " " * 34 + "WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme"
+)
+_BULK_KEYWORDS_SQL = (
+    KEYWORDS_SQL.replace(":content", "b.content")
+    .replace(_ROW_PATH_STATS, "FROM bulk_before s WHERE s.seq = b.seq")
+    .replace(_ROW_PATH_DF, "FROM bulk_df s WHERE s.seq = b.seq AND s.lexeme = t.lexeme")
+)
+assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the replacements above"
+_KEYWORDS_SQL = "UPDATE bulk_chunks b SET keywords = " + _BULK_KEYWORDS_SQL  # noqa: S608 (constants only)
+_KEYWORDS = text(_KEYWORDS_SQL)
+
+_IS_EMPTY = text("SELECT NOT EXISTS (SELECT 1 FROM document_chunks)")
+_LOCK = text("LOCK TABLE document_chunks, chunk_terms IN SHARE ROW EXCLUSIVE MODE")
+_DISABLE_STATS = text(
+    "ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_stats_insert, "
+    "DISABLE TRIGGER document_chunks_lexeme_count"
+)
+_ENABLE_STATS = text(
+    "ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_insert, "
+    "ENABLE TRIGGER document_chunks_lexeme_count"
+)
+# secondary indexes (not backing a constraint) and the postings' primary key: rebuilt after a first load
+_SECONDARY_INDEXES = text(
+    "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "WHERE i.indrelid IN ('document_chunks'::regclass, 'chunk_terms'::regclass) "
+    "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) ORDER BY 1"
+)
+_POSTINGS_KEY = text(
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = 'chunk_terms'::regclass AND contype = 'p'"
+)
+_HAS_CITUS = text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")
+_IS_PARTITIONED = text("SELECT relkind = 'p' FROM pg_class WHERE oid = 'document_chunks'::regclass")
+_HOLDS_DOCUMENTS = text("SELECT EXISTS (SELECT 1 FROM documents WHERE collection = :collection)")
+
+Phase = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class StagedDocument:
+    """One document of a bulk load, as ``documents.replace_document`` takes it."""
+
+    source: str
+    title: str
+    content: str
+    content_hash: str
+    chunker: str
+    chunks: Sequence[ChunkRow]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def eligible(session: Session, *, collection: str, keywords: ChunkKeywords) -> str | None:
+    """Why ``collection`` cannot be bulk-loaded (None: it can): it holds documents, keywords are indexed
+    in BM25 (each chunk's tsvector then depends on the keywords of the chunks before it), or Citus."""
+    if session.execute(_HAS_CITUS).scalar_one():
+        return "Citus keeps its statistics with row triggers"
+    if keywords.count > 0 and keywords.in_bm25:
+        return "keywords in BM25 make each chunk's tsvector depend on the chunks before it"
+    if session.execute(_HOLDS_DOCUMENTS, {"collection": collection}).scalar_one():
+        return "the collection holds documents"
+    return None
+
+
+class BulkLoad:
+    """Stages one new collection's documents in the caller's transaction; ``finish`` writes the rest.
+
+    Call ``start`` once, ``add_document`` per document (in write order), then ``finish``, all in one
+    transaction of ``session``; the caller commits it (synchronously) or rolls it back.
+    """
+
+    def __init__(self, session: Session, *, collection: str, fts_config: str, keywords: ChunkKeywords) -> None:
+        self.session = session
+        self.collection = collection
+        self.fts_config = fts_config
+        self.keywords = keywords
+        self.chunks = 0
+        self._seq = 0
+        self._documents: dict[int, None] = {}  # staged document ids, in write order
+        self._sources: set[str] = set()
+
+    def start(self) -> None:
+        """Create the staging table; no lock is taken on the shared tables yet."""
+        from pgvector.psycopg import register_vector
+
+        self.session.execute(text("SET LOCAL statement_timeout = 0"))
+        self.session.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
+        self.session.execute(_CREATE_STAGE)
+        register_vector(self._raw())
+
+    def _raw(self) -> Any:
+        return self.session.connection().connection.driver_connection
+
+    def add_documents(self, documents: Sequence[StagedDocument]) -> list[int]:
+        """Stage documents in write order: their rows COPYed into ``documents`` (ids drawn from its
+        sequence in order, as the row path's upserts draw them) and their chunks into staging, in a
+        few round trips; returns their ids. A source staged before is upserted instead (the later
+        version wins, as in the row path)."""
+        from psycopg.types.json import Jsonb
+
+        sources = [d.source for d in documents]
+        if len(set(sources)) < len(sources) or not self._sources.isdisjoint(sources):
+            return [self._add_again(d) for d in documents]
+        ids = sorted(int(i) for i in self.session.execute(_NEXT_DOCUMENT_IDS, {"n": len(documents)}).scalars())
+        with self._raw().cursor() as cursor:
+            with cursor.copy(_COPY_DOCUMENTS) as copy:
+                for document_id, d in zip(ids, documents, strict=True):
+                    row = (document_id, self.collection, d.source, d.title, d.content, d.content_hash, d.chunker)
+                    copy.write_row((*row, len(d.chunks), Jsonb(d.metadata)))
+            self._copy_chunks(cursor, zip(ids, documents, strict=True))
+        self._sources.update(sources)
+        self._documents.update(dict.fromkeys(ids))
+        return ids
+
+    def _add_again(self, d: StagedDocument) -> int:
+        document_id = upsert_document(
+            self.session,
+            collection=self.collection,
+            source=d.source,
+            title=d.title,
+            content=d.content,
+            content_hash=d.content_hash,
+            chunker=d.chunker,
+            chunk_count=len(d.chunks),
+            metadata=d.metadata,
+        )
+        if document_id in self._documents:  # its earlier version's chunks leave the staging
+            self.session.execute(_UNSTAGE_DOCUMENT, {"document_id": document_id})
+            del self._documents[document_id]
+            self.chunks = int(self.session.execute(text("SELECT count(*) FROM bulk_chunks")).scalar_one())
+        self._documents[document_id] = None
+        self._sources.add(d.source)
+        with self._raw().cursor() as cursor:
+            self._copy_chunks(cursor, [(document_id, d)])
+        return document_id
+
+    def _copy_chunks(self, cursor: Any, documents: Iterable[tuple[int, StagedDocument]]) -> None:
+        from psycopg.types.json import Jsonb
+
+        with cursor.copy(_COPY_STAGE) as copy:
+            copy.set_types(list(_STAGE_TYPES))
+            for document_id, d in documents:
+                for c in d.chunks:
+                    self._seq += 1
+                    copy.write_row(
+                        (
+                            self._seq,
+                            document_id,
+                            c.chunk_index,
+                            c.chunk_type,
+                            c.content,
+                            c.parent_content,
+                            c.parent_start,
+                            c.parent_end,
+                            Jsonb(c.headers),
+                            c.header_path,
+                            c.start_char,
+                            c.end_char,
+                            c.token_count,
+                            c.content_hash,
+                            c.embedding,
+                            search_prefix(d.title, c.header_path),
+                            Jsonb(c.metadata),
+                        )
+                    )
+                self.chunks += len(d.chunks)
+
+    @property
+    def document_ids(self) -> list[int]:
+        """The staged documents' ids in write order."""
+        return list(self._documents)
+
+    def finish(self, phase: Phase = lambda _: None) -> dict[str, float]:
+        """Keywords, rows, statistics and indexes; returns the seconds of each phase (``phase`` hears each start)."""
+        import time
+
+        timings: dict[str, float] = {}
+        params = {"collection": self.collection, "fts_config": self.fts_config}
+
+        def step(name: str, *statements: Any) -> None:
+            phase(name)
+            started = time.perf_counter()
+            for statement in statements:
+                self.session.execute(statement, params)
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
+
+        if self.keywords.count > 0 and self.chunks:
+            step("keyword statistics", _KEYWORD_TERMS, _KEYWORD_TERMS_KEY, _KEYWORD_BEFORE, _KEYWORD_BEFORE_KEY)
+            step("analyze staging", text("ANALYZE bulk_chunks, bulk_df, bulk_before"))
+            phase("keywords")
+            started = time.perf_counter()
+            self.session.execute(
+                _KEYWORDS,
+                {
+                    **params,
+                    "self_count": 1,
+                    "keyword_count": self.keywords.count,
+                    "bm25_k1": float(self.keywords.bm25_k1),
+                    "bm25_b": float(self.keywords.bm25_b),
+                },
+            )
+            timings["keywords"] = time.perf_counter() - started
+        step("lock", _LOCK)
+        rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
+        step("disable statistics triggers", _DISABLE_STATS)
+        step(f"insert {self.chunks} chunks and their postings", _MOVE_CHUNKS)
+        step("lexeme statistics", _LEXEME_STATS, _COLLECTION_STATS)
+        if rebuilt:
+            self.session.execute(
+                text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": index_memory(self.chunks)}
+            )
+            for name, definition in rebuilt:
+                phase(f"build index {name}")
+                started = time.perf_counter()
+                self._run(definition)
+                timings[f"build index {name}"] = time.perf_counter() - started
+        step("enable statistics triggers", _ENABLE_STATS)
+        return timings
+
+    def _run(self, statement: Composable) -> None:
+        """A statement composed by psycopg (identifiers quoted by it), in the load's transaction."""
+        with self._raw().cursor() as cursor:
+            cursor.execute(statement)
+
+    def _drop_indexes(self) -> list[tuple[str, Composable]]:
+        """Drop what the load would otherwise maintain row by row (document_chunks holds no row, so
+        nobody else's data is affected); returns (name, DDL) to rebuild, the postings' key last."""
+        if self.session.execute(_IS_PARTITIONED).scalar():
+            return []  # partition indexes belong to the parent's: kept, built during the insert
+        rebuilt: list[tuple[str, Composable]] = []
+        for name, definition in self.session.execute(_SECONDARY_INDEXES).all():
+            self._run(SQL("DROP INDEX {}").format(Identifier(name)))
+            rebuilt.append((str(name), SQL(definition)))  # pg_get_indexdef: the catalog's own DDL
+        key = self.session.execute(_POSTINGS_KEY).first()
+        if key is not None:
+            self._run(SQL("ALTER TABLE chunk_terms DROP CONSTRAINT {}").format(Identifier(key[0])))
+            add = SQL("ALTER TABLE chunk_terms ADD CONSTRAINT {} ").format(Identifier(key[0])) + SQL(key[1])
+            rebuilt.append((str(key[0]), add))
+        return rebuilt

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Time loading precomputed chunks (text + vector) through the product's write paths (issue 27 point 3).
+
+``--path bulk`` (default): ``rag_service.db.bulk.BulkLoad``, what ``rag index`` runs for a new collection:
+documents upserted and chunks COPYed into staging in one transaction, then one INSERT computing the
+tsvectors, postings and statistics counted set-based, and on a first index (empty table) the indexes
+built after the load. ``--populated`` first writes one small document into another collection, so the
+table is not empty and the indexes are kept (a new collection beside others). ``--path row``:
+``documents.replace_document`` per document (INSERT per chunk through the BM25 triggers, indexes
+maintained), 100 documents a transaction, as the row path writes them. Keywords (``--keywords``) are
+off by default, as in the issue-18 build this is compared with; no graph edges. The corpus is the
+synthetic one of ``scripts/bench_one_node.py`` (10 chunks a document), in a database of its own.
+
+    RAG_DATA_DIR=$PWD/bench-data .venv/bin/python scripts/bench_bulk_load.py --size 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import bench
+from bench_lib import corpus as synth
+from bench_lib import store
+from sqlalchemy import text
+from tqdm import tqdm
+
+from rag_service.config import load_settings
+from rag_service.db import documents as repo
+from rag_service.db import migrate
+from rag_service.db.admin import database_url
+from rag_service.db.bulk import BulkLoad, StagedDocument
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.ingest.fingerprint import chunker_fingerprint, content_hash
+from rag_service.tokens import get_encoding
+
+COLLECTION = "bench"
+BATCH_DOCUMENTS = 100
+
+
+def _documents(corpus: synth.Corpus):  # type: ignore[no-untyped-def]
+    """(source, title, text, chunk rows) per document of the corpus, token counts from tiktoken."""
+    encoding = get_encoding()
+    for doc_index, chunk_ids in synth.documents(corpus):
+        texts = [corpus.texts[c] for c in chunk_ids]
+        tokens = [encoding.encode_ordinary(t) for t in texts]  # the batch call starts a thread pool per call
+        rows, offset = [], 0
+        for position, (chunk, content, toks) in enumerate(zip(chunk_ids, texts, tokens, strict=True)):
+            rows.append(
+                repo.ChunkRow(
+                    chunk_index=position,
+                    chunk_type="text",
+                    content=content,
+                    start_char=offset,
+                    end_char=offset + len(content),
+                    token_count=len(toks),
+                    content_hash=content_hash(content),
+                    embedding=corpus.vectors[chunk],
+                )
+            )
+            offset += len(content) + 2
+        yield f"synthetic/{doc_index + 1:07d}.txt", f"Synthetic document {doc_index + 1}", "\n\n".join(texts), rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--path", choices=("bulk", "row"), default="bulk")
+    parser.add_argument("--populated", action="store_true", help="another collection holds a document first")
+    parser.add_argument("--keywords", type=int, default=0)
+    args = parser.parse_args()
+
+    settings = load_settings()
+    url = bench.server_url(settings)
+    vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
+    corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
+    name = f"rag_bulk_{store.size_label(args.size)}_{args.path}{'_populated' if args.populated else ''}"
+    store.recreate_database(url, name)
+    engine = make_engine(database_url(url, name), settings)
+    migrate.upgrade(engine)
+    db = Database(engine)
+    keywords = repo.ChunkKeywords(count=args.keywords)
+    chunker = chunker_fingerprint("recursive", chunk_size=500, chunk_overlap=100)
+    if args.populated:
+        one = next(iter(_documents(synth.make_corpus(vocabulary, size=10, seed=7))))
+        with db.transaction() as session:
+            repo.replace_document(
+                session, collection="other", source=one[0], title=one[1], content=one[2],
+                content_hash=content_hash(one[2]), chunker=chunker, fts_config="english", chunks=one[3],
+                keywords=keywords,
+            )  # fmt: skip
+    mark = time.perf_counter()
+    pending = list(tqdm(_documents(corpus), total=len(synth.documents(corpus)), desc="precomputing rows", unit="doc"))
+    prepared_s = time.perf_counter() - mark  # the chunker's work in the product (token counts, hashes): not timed
+    load_before = os.getloadavg()
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    if args.path == "bulk":
+        with db.transaction() as session:
+            repo.commit_synchronously(session)
+            load = BulkLoad(session, collection=COLLECTION, fts_config="english", keywords=keywords)
+            load.start()
+            bar = tqdm(total=args.size, desc="rows loaded", unit="chunk", mininterval=2)
+            for start in range(0, len(pending), BATCH_DOCUMENTS):  # an ingest batch: ~1,000 chunks
+                batch = [
+                    StagedDocument(source, title, content, content_hash(content), chunker, rows)
+                    for source, title, content, rows in pending[start : start + BATCH_DOCUMENTS]
+                ]
+                load.add_documents(batch)
+                bar.update(sum(len(d.chunks) for d in batch))
+            bar.close()
+            timings["stage (COPY documents and chunks)"] = time.perf_counter() - started
+            timings.update(
+                load.finish(lambda phase: print(f"[{time.perf_counter() - started:7.1f} s] {phase}", flush=True))
+            )
+            mark = time.perf_counter()
+        timings["commit"] = time.perf_counter() - mark
+    else:
+        for start in range(0, len(pending), 100):
+            with db.transaction() as session:
+                repo.commit_synchronously(session)
+                for source, title, content, rows in pending[start : start + 100]:
+                    repo.replace_document(
+                        session, collection=COLLECTION, source=source, title=title, content=content,
+                        content_hash=content_hash(content), chunker=chunker, fts_config="english", chunks=rows,
+                        keywords=keywords,
+                    )  # fmt: skip
+        timings["row path (INSERT per chunk, triggers, indexes maintained)"] = time.perf_counter() - started
+    mark = time.perf_counter()
+    with db.transaction() as session:
+        session.execute(text("ANALYZE documents, document_chunks, chunk_terms"))
+    timings["ANALYZE"] = time.perf_counter() - mark
+    total = time.perf_counter() - started
+    with db.transaction() as session:
+        stored = session.execute(text("SELECT chunk_count, total_length FROM collection_stats WHERE collection = :c"), {"c": COLLECTION}).one()  # fmt: skip
+    out = {
+        "chunks": args.size,
+        "path": args.path + (" (populated table)" if args.populated else ""),
+        "keywords": args.keywords,
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "seconds": {k: round(v, 1) for k, v in timings.items()},
+        "total_s": round(total, 1),
+        "rows_precomputed_untimed_s": round(prepared_s, 1),
+        "collection_stats": list(stored),
+        "relation_sizes": store.relation_sizes(database_url(url, name)),
+    }
+    print(json.dumps(out, indent=1))
+    engine.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

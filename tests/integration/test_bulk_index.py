@@ -1,0 +1,197 @@
+"""The bulk first index (``ingest.bulkwrite``, ``db.bulk``) ends in the row path's state, table by table.
+
+The same markdown corpus (headers, links both ways, keywords and graph edges on) is indexed once
+through the row path and once through the bulk path, each into a fresh database, and every table of
+the two databases is compared row for row (timestamps aside), with the index definitions,
+constraints and triggers. A failing bulk load must leave the database as it was, and a run into a
+populated collection must take the row path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+
+from rag_service.db import migrate
+from rag_service.db.bulk import BulkLoad
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.db.partitions import partition_by_collection
+from rag_service.embed import HashingEmbedder
+from rag_service.ingest.graph import GraphBuilder
+from rag_service.ingest.indexer import Indexer
+from rag_service.ingest.progress import Progress
+
+TOPICS = [
+    ("install", "Installing the service needs PostgreSQL with pgvector and a virtual environment for Python."),
+    ("backup", "A backup of the database holds vectors, postings and documents; restore brings them back."),
+    ("search", "Hybrid search fuses the vector arm and the keyword arm with reciprocal rank fusion."),
+    ("graph", "The chunk graph links sections, siblings and similar passages across documents."),
+    ("tuning", "Tuning HNSW means choosing ef_search and m; recall rises with both, latency too."),
+    ("keywords", "Keywords are the most distinctive lexemes of a chunk by BM25 against its collection."),
+]
+
+
+def _page(index: int, name: str, sentence: str) -> str:
+    """A markdown page with sections, repeated vocabulary and links to an earlier and a later page."""
+    later = TOPICS[(index + 1) % len(TOPICS)][0]
+    earlier = TOPICS[index - 1][0]
+    return (
+        f"# {name.title()}\n\n{sentence} {sentence}\n\n"
+        f"## Details of {name}\n\n{sentence} See [the {later} page]({later}.md#overview) and "
+        f"[{earlier}](./{earlier}.md). " + " ".join(t[1] for t in TOPICS[: index + 2]) + "\n\n"
+        f"### Overview\n\n{sentence.upper()} {TOPICS[(index + 3) % len(TOPICS)][1]}\n"
+    )
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for index, (name, sentence) in enumerate(TOPICS):
+        (docs / f"{name}.md").write_text(_page(index, name, sentence))
+    return docs
+
+
+def _fresh(database_factory: Any, settings: Any, *, partitioned: bool = False) -> Engine:
+    engine = make_engine(database_factory.create("rag_bulk"), settings)
+    migrate.upgrade(engine)
+    if partitioned:
+        with engine.begin() as conn:
+            assert partition_by_collection(conn)
+    return engine
+
+
+def _indexer(engine: Engine, settings: Any, *, bulk: bool) -> Indexer:
+    indexer = Indexer(
+        Database(engine), HashingEmbedder(), settings, graph=GraphBuilder(neighbours=3, min_similarity=0.1)
+    )
+    indexer.bulk_min_documents = 0 if bulk else 10**9
+    return indexer
+
+
+# the tables as the application sees them: a partitioned parent holds its partitions' rows
+_TABLES = text(
+    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition "
+    "AND c.relname <> 'alembic_version' ORDER BY 1"
+)
+_STRUCTURE = (
+    "SELECT indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid) FROM pg_index "
+    "WHERE indrelid::regclass::text IN ('documents', 'document_chunks', 'chunk_terms', 'lexeme_stats', "
+    "'collection_stats', 'chunk_edges', 'chunk_links') ORDER BY 1",
+    "SELECT conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT tgrelid::regclass::text || ' ' || tgname || ' ' || tgenabled::text FROM pg_trigger WHERE NOT tgisinternal "
+    "ORDER BY 1",
+)
+
+
+def dump(engine: Engine) -> dict[str, list[Any]]:
+    """Every table's rows (sorted, timestamps left out) and the indexes, constraints and triggers."""
+    found: dict[str, list[Any]] = {}
+    with engine.connect() as conn:
+        for (table,) in conn.execute(_TABLES).all():
+            columns = [
+                c
+                for (c,) in conn.execute(
+                    text(
+                        "SELECT column_name FROM information_schema.columns WHERE table_name = :t "
+                        "AND data_type NOT LIKE 'timestamp%' ORDER BY ordinal_position"
+                    ),
+                    {"t": table},
+                )
+            ]
+            listed = ", ".join(f'"{c}"::text' for c in columns)
+            rows = conn.execute(text(f'SELECT {listed} FROM "{table}" ORDER BY 1, 2, 3')).all()
+            found[table] = sorted(tuple(r) for r in rows)
+        for number, statement in enumerate(_STRUCTURE):
+            found[f"structure {number}"] = [r[0] for r in conn.execute(text(statement))]
+    return found
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
+    corpus, database_factory, settings, partitioned, monkeypatch
+):
+    row_engine = _fresh(database_factory, settings, partitioned=partitioned)
+    bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
+    try:
+        row = _indexer(row_engine, settings, bulk=False).index_paths([corpus], collection="kb")
+        phases: list[str] = []
+        monkeypatch.setattr(Progress, "phase", lambda self, name: phases.append(name))
+        bulk = _indexer(bulk_engine, settings, bulk=True).index_paths([corpus], collection="kb")
+        assert row.ok and bulk.ok
+        # the progress bar names each step of the load; a first index on a plain table rebuilds the indexes
+        assert any(p.startswith("insert ") for p in phases) and phases[-1] == "graph edges"
+        assert ("build index ix_document_chunks_embedding_hnsw" in phases) is not partitioned
+        assert (bulk.added, bulk.chunks_written) == (row.added, row.chunks_written) == (len(TOPICS), row.chunks_written)
+        row_state, bulk_state = dump(row_engine), dump(bulk_engine)
+        # the corpus exercises what is compared
+        assert len(row_state["chunk_terms"]) > 100 and len(row_state["lexeme_stats"]) > 50
+        kinds = {edge[3] for edge in row_state["chunk_edges"]}
+        assert {"similar", "sibling", "link", "backlink"} <= kinds
+        assert all(
+            '"keywords"' in chunk_row[-2] or '"keywords"' in chunk_row[-1] for chunk_row in row_state["document_chunks"]
+        )
+        for table in row_state:
+            assert bulk_state[table] == row_state[table], table
+    finally:
+        row_engine.dispose()
+        bulk_engine.dispose()
+
+
+def test_a_run_into_a_populated_collection_takes_the_row_path(corpus, database_factory, settings, monkeypatch):
+    engine = _fresh(database_factory, settings)
+    try:
+        indexer = _indexer(engine, settings, bulk=True)
+        assert indexer.index_paths([corpus], collection="kb").ok
+        started: list[str] = []
+        start = BulkLoad.start
+
+        def spy(self: BulkLoad) -> None:
+            started.append(self.collection)
+            start(self)
+
+        monkeypatch.setattr(BulkLoad, "start", spy)
+        (corpus / "extra.md").write_text("# Extra\n\nA page added later, written by the row path.\n")
+        (corpus / "install.md").write_text("# Install\n\nThe installer changed.\n")
+        report = indexer.index_paths([corpus], collection="kb")
+        assert report.ok and (report.added, report.updated) == (1, 1)
+        assert started == []
+        assert indexer.index_paths([corpus], collection="new").ok
+        assert started == ["new"]  # and an empty collection takes the bulk path
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("populated", [False, True], ids=["first-index", "beside-another-collection"])
+def test_a_failing_bulk_load_leaves_the_database_as_it_was(corpus, database_factory, settings, monkeypatch, populated):
+    engine = _fresh(database_factory, settings)
+    try:
+        if populated:
+            assert _indexer(engine, settings, bulk=False).index_paths([corpus], collection="other").ok
+        before = dump(engine)
+        finish = BulkLoad.finish
+
+        def finish_then_fail(self: BulkLoad, phase: Any = None) -> dict[str, float]:
+            finish(self, phase) if phase is not None else finish(self)
+            raise RuntimeError("disk full while building the index")
+
+        monkeypatch.setattr(BulkLoad, "finish", finish_then_fail)
+        report = _indexer(engine, settings, bulk=True).index_paths([corpus], collection="kb")
+        assert report.added == 0 and report.chunks_written == 0
+        assert len(report.failed) == len(TOPICS)
+        reason = report.failed[0].reason
+        assert "disk full while building the index" in reason and "the collection is as it was" in reason
+        assert "\n" not in reason
+        after = dump(engine)
+        after.pop("index_settings"), before.pop("index_settings")  # every run records the model before writing
+        assert after == before
+    finally:
+        engine.dispose()
