@@ -77,12 +77,15 @@ def load_set(name: str, root: Path, max_bytes: int) -> QuestionSet:
     return QuestionSet(name, collection_for(root), queries, qrels)
 
 
-def ask(service: UniversalRAGService, questions: dict[str, str], collection: str, context: str) -> Answers:
-    """Every question through ``retrieve()`` with no floor and no cross-encoder."""
+def ask(
+    service: UniversalRAGService, questions: dict[str, str], collection: str, context: str, *, preset_floor: bool
+) -> Answers:
+    """Every question through ``retrieve()`` with no cross-encoder and no floor (or the preset's own)."""
     answers = Answers()
+    floor = {} if preset_floor else {"min_relevance": 0.0}
     for qid, query in questions.items():
         result = service.retrieve(
-            query, context, collection=collection, rerank_enabled=False, min_relevance=0.0, max_chunks=DOC_MAX_CHUNKS
+            query, context, collection=collection, rerank_enabled=False, max_chunks=DOC_MAX_CHUNKS, **floor
         )
         ranked = sorted(result.chunks, key=lambda c: -c.relevance_score)
         answers.relevances[qid] = [c.relevance_score for c in ranked]
@@ -223,8 +226,9 @@ def main() -> int:
     parser.add_argument("--set", dest="sets", type=_named, action="append", required=True, metavar="NAME=DIR")
     parser.add_argument("--context", default="agent")
     parser.add_argument("--floors", type=float, nargs="+", default=list(DEFAULT_FLOORS))
+    parser.add_argument("--tail-share", type=float, default=TAIL_SHARE, help="the rest are kept down to this x floor")
     parser.add_argument(
-        "--tail-share", type=float, default=TAIL_SHARE, help="results after the first are kept down to this share of the floor"
+        "--preset-floor", action="store_true", help="ask with the preset's own min_relevance (use with --floors 0)"
     )
     parser.add_argument("--json", type=Path, default=None, help="write the numbers here")
     parser.add_argument("--plot", type=Path, default=None, help="write the histogram PNG here")
@@ -242,7 +246,9 @@ def main() -> int:
             for qset in sets:
                 service.require_collection(qset.collection)
             table = {
-                (home.name, q.name): ask(service, q.queries, home.collection, args.context)
+                (home.name, q.name): ask(
+                    service, q.queries, home.collection, args.context, preset_floor=args.preset_floor
+                )
                 for home in sets
                 for q in sets
             }
