@@ -127,7 +127,7 @@ PRESET_KNOBS: dict[str, Knob] = {
         Knob(
             "min_relevance",
             float,
-            "drop results whose calibrated relevance (0..1) is below this; 0 = keep all",
+            "the first result's relevance (0..1) must reach this, the others half of it; 0 = keep all",
             DEFAULT_MIN_RELEVANCE,
             0.0,
             1.0,

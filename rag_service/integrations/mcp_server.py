@@ -85,7 +85,8 @@ def build_server(
 
         context: retrieval preset (agent, chatbot, search, workflow, context_engineering);
         collection: which collection to search; max_chunks: at most this many passages;
-        min_relevance: leave out passages below this relevance (0..1; the preset's floor by default).
+        min_relevance: no passages unless the best reaches this relevance (0..1), and none below half
+        of it (the preset's floor by default).
         """
         given = {"max_chunks": max_chunks, "min_relevance": min_relevance}
         overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not None}

@@ -22,7 +22,12 @@ asked of all three collections (docs/benchmarks.md, "issue 25.3"); nothing names
 When the cross-encoder reranks, its sigmoid is the relevance, as before. The ranking itself never
 changes: ``finalize`` gives the results, in their ranked order, the running maximum of their
 calibrated values from the bottom up (a result is at least as relevant as anything ranked below it),
-so sorting by relevance keeps the order, and a floor (``min_relevance``) cuts only a tail.
+so sorting by relevance keeps the order. The floor (``min_relevance``) gates the query on its first
+result: below it, nothing is returned (the context says "no relevant passages"); at or above it, the
+results after the first are kept down to ``TAIL_SHARE`` of it, so an answerable question keeps its
+ranked list while the weak tail of every answer is still cut (docs/benchmarks.md, "Issue 25 point 3
+on int8, session 10": one floor cutting every result either cost answerable questions or let
+unanswerable ones through).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from rag_service.result import RetrievedChunk
 REFERENCE_SAMPLE = 512
 #: a collection's reference is recomputed after this many seconds (its chunks may have changed)
 REFERENCE_TTL_S = 300.0
+#: once the first result passes ``min_relevance``, the results after it are kept down to this share of it
+TAIL_SHARE = 0.5
 #: ``finalize`` keeps the ranked order strict: each result is at least this much above the next
 _STEP = 1e-6
 
@@ -187,13 +194,14 @@ def section_evidence(chunks: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
 def finalize(
     chunks: Sequence[RetrievedChunk], *, calibrate: bool, min_relevance: float
 ) -> tuple[list[RetrievedChunk], list[RetrievedChunk]]:
-    """The results in ranked order with their final relevance, those below ``min_relevance`` dropped.
+    """The results in ranked order with their final relevance, gated and cut by ``min_relevance``.
 
     The order is the pipeline's (relevance descending, then position). With ``calibrate``, each
     result's relevance becomes the largest calibrated value at or below its rank (kept strictly
     decreasing, so the order survives any later sort by relevance); without it (a reranker ran, or
-    no result has a calibrated value) the pipeline's relevance stays. Returns the kept results and
-    the dropped ones, both in ranked order.
+    no result has a calibrated value) the pipeline's relevance stays. A first result below
+    ``min_relevance`` drops every result; otherwise those below ``TAIL_SHARE * min_relevance`` are
+    dropped. Returns the kept results and the dropped ones, both in ranked order.
     """
     order = sorted(range(len(chunks)), key=lambda i: (-chunks[i].relevance_score, i))
     ranked = [chunks[i] for i in order]
@@ -203,12 +211,14 @@ def finalize(
         for i in range(len(ranked) - 1, -1, -1):
             level = min(max(values[i], level + _STEP), 1.0)
             ranked[i] = replace(ranked[i], relevance_score=level)
-    kept = [c for c in ranked if c.relevance_score >= min_relevance]
+    if not ranked or ranked[0].relevance_score < min_relevance:
+        return [], ranked
+    kept = [c for c in ranked if c.relevance_score >= TAIL_SHARE * min_relevance]
     return kept, ranked[len(kept) :]
 
 
 def no_relevant_passages(query: str, best: float, min_relevance: float) -> str:
-    """The one line a context holds when every result (the best at ``best``) was below ``min_relevance``."""
+    """The one line a context holds when the first result (at ``best``) was below ``min_relevance``."""
     shown = " ".join(query.split())
     shown = shown if len(shown) <= 200 else shown[:199] + "…"
     return (
