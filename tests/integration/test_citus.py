@@ -304,7 +304,8 @@ def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory
         # what ensure_indexed gives the service's Indexer, without similarity edges (see above)
         indexer = Indexer(Database(one_node), HashingEmbedder(), plain, graph=GraphBuilder(neighbours=0))
         items = ((doc.doc_id, doc.title, doc_text(doc)) for doc in dataset.corpus.values())
-        report = indexer.index_texts(items, collection="scifact", strategy="recursive")
+        total = len(dataset.corpus)  # given, as ensure_indexed gives it: a new collection's first index loads in bulk
+        report = indexer.index_texts(items, collection="scifact", strategy="recursive", total=total)
         assert report.failed == [] and report.added == len(dataset.corpus)
         copy_collection(one_node, citus_engine, "scifact")
         with one_node.connect() as a, citus_engine.connect() as b:
