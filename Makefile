@@ -47,9 +47,11 @@ citus: install
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc make >/dev/null)
 	bash ../shared/tools/build-citus.sh $(PG_CONFIG)
 
-# 2 workers (pytest-xdist), a test file per worker at a time (module fixtures set up once), each
-# worker on its own embedded server (tests/conftest.py); TEST_WORKERS=0 runs the suite in one process
-TEST_WORKERS ?= 2
+# 3 workers (pytest-xdist) on this 2-core machine: much of the suite waits on subprocesses, servers
+# and round trips, so a third keeps the cores busy (pytest 8:45 against 10:23 for 2, docs/benchmarks.md);
+# a test file per worker at a time (module fixtures set up once), each worker on its own embedded
+# server (tests/conftest.py); TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= 3
 PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 test: lint browser citus

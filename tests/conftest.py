@@ -2,7 +2,7 @@
 
 ``RAG_TEST_DATABASE=testcontainers`` uses the pgvector/pgvector image when a Docker engine answers;
 otherwise (the default) the embedded server under ``RAG_TEST_DATA_DIR`` (default ``.rag_test_data``).
-Under pytest-xdist (``make test`` runs 2 workers) each worker has its own data folder and server,
+Under pytest-xdist (``make test`` runs 3 workers) each worker has its own data folder and server,
 ``<RAG_TEST_DATA_DIR>/<worker>``, so a worker's tests see the server as a serial run does; the ONNX
 export is made once, under a lock, in the shared folder and linked into each worker's.
 """
