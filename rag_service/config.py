@@ -317,7 +317,9 @@ class Preset:
 #: anthropic-docs-qa, SciFact and every cross pairing re-measured it (docs/benchmarks.md, "Issue 25 point 3 on
 #: int8, session 10")
 AGENT_MIN_RELEVANCE = 0.43
-CHATBOT_MIN_RELEVANCE = 0.43
+#: the chatbot keeps 0009's 0.2 as its gate: at 0.43 the bundled model's calibration refused short keyword
+#: questions a person asks (tests/data/prd_project's "database schema": db/schema.sql first at 0.221)
+CHATBOT_MIN_RELEVANCE = 0.2
 
 #: the five presets of the design with the tuned fusion defaults: what ``rag_configurations`` holds
 #: after the migrations (0001 seeds the design's values, 0003 the tuned fusion knobs, 0009 and 0011 the floors)
