@@ -89,7 +89,19 @@ def server_url() -> str:
         if url:
             return url
     _private_dir(SHARED_TEST_DATA_DIR)
-    return start_embedded_server(TEST_DATA_DIR)
+    url = start_embedded_server(TEST_DATA_DIR)
+    _without_fsync(url)
+    return url
+
+
+def _without_fsync(url: str) -> None:
+    """The test server does not fsync (as the Citus test cluster): a run's commits, database drops and its
+    shutdown checkpoint wait on the disk otherwise (a worker's session teardown took 13-31 s). Tests that
+    kill a server start their own; a killed process loses nothing the OS holds."""
+    with psycopg.connect(**admin_params(url)) as conn:  # type: ignore[arg-type]
+        if conn.execute("SHOW fsync").fetchone() != ("off",):
+            conn.execute("ALTER SYSTEM SET fsync = off")
+            conn.execute("SELECT pg_reload_conf()")
 
 
 class DatabaseFactory:
