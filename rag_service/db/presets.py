@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from sqlalchemy import ScalarSelect, exists, false, select
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy import exists, false, select
+from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
@@ -44,14 +44,10 @@ class CallPreset(NamedTuple):
     stored_model: StoredModel | None
 
 
-def _setting(column: InstrumentedAttribute[Any]) -> ScalarSelect[Any]:
-    return select(column).where(IndexSettings.id == 1).scalar_subquery()
-
-
 def read_call_preset(session: Session, context_type: str, *, collection: str | None) -> CallPreset:
     """``load_preset``, ``collection_exists`` and ``read_stored_model`` in one statement: one round trip
-    instead of three on every query's path (3 ms of its p50 at 100k chunks, docs/benchmarks.md).
-    Without ``collection``, ``collection_exists`` is False."""
+    instead of three before every search (0.15-0.2 ms on a local socket, a network round trip each
+    elsewhere: docs/benchmarks.md, session 10). Without ``collection``, ``collection_exists`` is False."""
     table = RagConfiguration.__table__
     held = select(Document.id).where(Document.collection == collection).limit(1)
     probe = false() if collection is None else exists(held)
@@ -59,10 +55,12 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
         select(
             *table.columns,
             probe.label("call_collection_exists"),
-            _setting(IndexSettings.embedding_model).label("call_stored_model"),
-            _setting(IndexSettings.switching_to).label("call_switching_to"),
-            _setting(IndexSettings.fts_config).label("call_fts_config"),
-        ).where(table.c.context_type == context_type)
+            IndexSettings.embedding_model.label("call_stored_model"),
+            IndexSettings.switching_to.label("call_switching_to"),
+            IndexSettings.fts_config.label("call_fts_config"),
+        )
+        .select_from(table.outerjoin(IndexSettings.__table__, IndexSettings.id == 1))
+        .where(table.c.context_type == context_type)
     ).first()
     if row is None:
         load_preset(session, context_type)  # raises UnknownContextError naming the presets
