@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import Select, Table
-from sqlalchemy.sql import operators, visitors
+from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter, ColumnClause, ColumnElement
 from sqlalchemy.sql.selectable import Alias, FromClause, Join
 
@@ -65,6 +65,20 @@ SHAPES: dict[str, SearchRequest] = {
 }
 
 
+def _walk(element: Any) -> Iterator[Any]:
+    """Every node under ``element`` once (``visitors.iterate`` revisits shared subtrees: 48,803 visits
+    of 415 nodes for the BM25 statement, 3 s a shape)."""
+    seen: set[int] = set()
+    stack = [element]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(node.get_children())
+
+
 def _tables(from_: FromClause) -> Iterator[tuple[FromClause, list[ColumnElement[Any]]]]:
     """Table instances of a FROM item (joins flattened), each with the ON clauses around it."""
     if isinstance(from_, Join):
@@ -89,7 +103,7 @@ def _plain(from_: FromClause) -> FromClause:
 def _bound_collection(instance: FromClause, conditions: list[ColumnElement[Any]]) -> bool:
     """``instance.collection = :param`` (bound to the request's collection) appears in ``conditions``."""
     for condition in conditions:
-        for node in visitors.iterate(condition):
+        for node in _walk(condition):
             if not isinstance(node, BinaryExpression) or node.operator is not operators.eq:
                 continue
             for col, other in ((node.left, node.right), (node.right, node.left)):
@@ -108,7 +122,7 @@ def _bound_collection(instance: FromClause, conditions: list[ColumnElement[Any]]
 def unkeyed_reads(statement: Select[Any]) -> list[str]:
     """Every keyed-table instance of every SELECT in ``statement`` that lacks a bound collection."""
     missing = []
-    selects = [n for n in visitors.iterate(statement) if isinstance(n, Select)]
+    selects = [n for n in _walk(statement) if isinstance(n, Select)]
     assert selects
     for select in selects:
         where = [select.whereclause] if select.whereclause is not None else []
@@ -123,7 +137,7 @@ def unkeyed_reads(statement: Select[Any]) -> list[str]:
 def test_every_search_shape_binds_the_collection_on_every_table(shape):
     statement = build_search(SHAPES[shape])
     assert unkeyed_reads(statement) == []
-    tables = {t.name for n in visitors.iterate(statement) if isinstance(n, Table) for t in [n]}
+    tables = {n.name for n in _walk(statement) if isinstance(n, Table)}
     assert "document_chunks" in tables and "documents" in tables  # the check saw the final join
 
 
