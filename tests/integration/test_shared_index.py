@@ -24,6 +24,7 @@ from rag_service.db.search import SearchRequest, explain, hybrid_search
 DIM = 384
 BASE = 150  # vectors of the small collection
 COPIES = 30  # near-identical copies of each in the big collection
+HNSW = "ix_document_chunks_embedding_hnsw"
 
 
 def _insert(session, collection: str, vectors: np.ndarray) -> None:
@@ -34,16 +35,43 @@ def _insert(session, collection: str, vectors: np.ndarray) -> None:
         ),
         {"c": collection},
     ).scalar_one()
+    # one statement: the statistics triggers fire once for the set, not once a row
     session.execute(
         text(
             "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, start_char, "
-            "end_char, token_count, content_hash, embedding, content_tsv) VALUES (:d, :c, :i, 'text', :t, 0, 1, 1, "
-            ":h, CAST(:v AS vector), to_tsvector('simple', :t))"
+            "end_char, token_count, content_hash, embedding, content_tsv) "
+            "SELECT :d, :c, i - 1, 'text', 'chunk ' || (i - 1), 0, 1, 1, 'h' || (i - 1), CAST(v AS vector), "
+            "to_tsvector('simple', 'chunk ' || (i - 1)) "
+            "FROM unnest(CAST(:vs AS text[])) WITH ORDINALITY AS u(v, i)"
         ),
-        [
-            {"d": doc_id, "c": collection, "i": i, "t": f"chunk {i}", "h": f"h{i}", "v": str(v.tolist())}
-            for i, v in enumerate(vectors)
-        ],
+        {"d": doc_id, "c": collection, "vs": [str(v.tolist()) for v in vectors]},
+    )
+
+
+def _insert_noisy_copies(session, source: str, collection: str) -> None:
+    """``COPIES`` copies of each vector of ``source`` plus N(0, 0.01) noise per component, made in SQL
+    (seeded): formatting 1.7M floats as vector literals took 1.8 s of the fixture's 3."""
+    doc_id = session.execute(
+        text(
+            "INSERT INTO documents (collection, source, content, content_hash, chunker) "
+            "VALUES (:c, 'gen.txt', 'x', 'h', 'test') RETURNING id"
+        ),
+        {"c": collection},
+    ).scalar_one()
+    session.execute(text("SELECT setseed(0.23)"))
+    session.execute(
+        text(
+            "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, start_char, "
+            "end_char, token_count, content_hash, embedding, content_tsv) "
+            "SELECT :d, :c, n - 1, 'text', 'chunk ' || (n - 1), 0, 1, 1, 'h' || (n - 1), "
+            "c.embedding + CAST(noise.v AS vector), to_tsvector('simple', 'chunk ' || (n - 1)) "
+            "FROM document_chunks c CROSS JOIN generate_series(1, :copies) AS k "
+            "CROSS JOIN LATERAL (SELECT ARRAY(SELECT random_normal(0, 0.01) + 0 * k "
+            "FROM generate_series(1, :dim)) AS v) AS noise "
+            "CROSS JOIN LATERAL (SELECT c.chunk_index * :copies + k AS n) AS numbered "
+            "WHERE c.collection = :source"
+        ),
+        {"d": doc_id, "c": collection, "source": source, "copies": COPIES, "dim": DIM},
     )
 
 
@@ -56,10 +84,14 @@ def shared_vectors(database_factory, settings) -> Iterator[tuple[Engine, np.ndar
     rng = np.random.default_rng(23)
     base = rng.normal(size=(BASE, DIM)).astype(np.float32)
     base /= np.linalg.norm(base, axis=1, keepdims=True)
-    copies = np.repeat(base, COPIES, axis=0) + rng.normal(scale=0.01, size=(BASE * COPIES, DIM)).astype(np.float32)
     with Database(engine).transaction() as session:
+        # the HNSW index built once after the load, as the bulk path does (with the copies made in
+        # SQL, this fixture went from 9.4 s to 2.2 s on its own)
+        hnsw = session.execute(text("SELECT pg_get_indexdef(to_regclass(:i))"), {"i": HNSW}).scalar_one()
+        session.execute(text("DROP INDEX " + HNSW))
         _insert(session, "small", base)
-        _insert(session, "big", copies)
+        _insert_noisy_copies(session, "small", "big")
+        session.execute(text(hnsw))
     query = base[0] + rng.normal(scale=0.5 / np.sqrt(DIM), size=DIM).astype(np.float32)
     distances = 1.0 - base @ query / np.linalg.norm(query)
     yield engine, query, distances
