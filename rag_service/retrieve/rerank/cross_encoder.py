@@ -22,9 +22,8 @@ class CrossEncoderReranker:
         batch_size: int = RERANK_BATCH_SIZE,
         device: str = "cpu",
     ) -> None:
+        source = resolve_source(str(name_or_path))  # a missing path fails before torch is imported (~8 s)
         from sentence_transformers import CrossEncoder
-
-        source = resolve_source(str(name_or_path))
 
         def load(local_files_only: bool) -> Any:
             return CrossEncoder(source, device=device, max_length=max_length, local_files_only=local_files_only)
