@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
+from types import FrameType
 from typing import Any
 
 from rag_service.config import Settings
 from rag_service.errors import ConfigurationError
+from rag_service.shutdown import STOP_SIGNALS
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -45,14 +48,27 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 def _run_until_stopped(server: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> int:
     """Serve until SIGINT or SIGTERM; 0 once uvicorn has finished the requests in flight and closed the service.
 
-    uvicorn catches both signals, shuts down gracefully, then raises the signal again: as
-    ``KeyboardInterrupt`` (``rag_service.shutdown`` makes SIGTERM raise one too), which ends here.
-    A signal just before uvicorn listens for them (once the line saying where it serves is out) ends here too.
+    From before the line saying where it serves, a stop signal goes to uvicorn's own graceful stop
+    (``handle_exit``), whatever phase uvicorn is in. Left at Python's default, a SIGINT that came before
+    uvicorn listens for it went to asyncio's runner, which cancels the server's task mid-startup; the
+    cancellation was swallowed there and the server ran on (a SIGINT 3 ms after the line, on a loaded machine).
     """
+    stops: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stops.append(signum)
+        server.handle_exit(signum, frame)
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
     try:
         print(f"rag serve: http://{host}:{port}/ (search page), /openapi.json, /metrics", file=sys.stderr)
         server.run(sockets=sockets)
     except KeyboardInterrupt:
+        stops.append(signal.SIGINT)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+    if stops:
         print("rag serve: stopped", file=sys.stderr)
     return 0
 

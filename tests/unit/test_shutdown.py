@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import uvicorn
 
+from rag_service.server.command import _run_until_stopped
 from rag_service.shutdown import Interrupted, deferred_stop, exit_status, interrupted, stop_signals
 
 
@@ -46,3 +51,42 @@ def test_a_stop_inside_deferred_stop_takes_effect_when_the_block_ends() -> None:
 def test_interrupted_carries_what_was_done_and_keeps_the_signal() -> None:
     stop = interrupted(Interrupted(signal.SIGTERM), partial={"updated": 3})
     assert isinstance(stop, KeyboardInterrupt) and stop.partial == {"updated": 3} and exit_status(stop) == 143
+
+
+class _SignalledEarly(uvicorn.Server):
+    """uvicorn, sent ``stop`` inside its event loop just before it installs its own signal handlers."""
+
+    def __init__(self, stop: signal.Signals) -> None:
+        super().__init__(uvicorn.Config(_asgi_app, log_level="critical", lifespan="on"))
+        self.stop = stop
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        signal.raise_signal(self.stop)
+        await super().serve(sockets)
+
+
+async def _asgi_app(scope: dict, receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_rag_serve_stops_on_a_signal_that_comes_before_uvicorn_listens(
+    sigint_as_usual: None, stop: signal.Signals, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # asyncio's runner took such a SIGINT and cancelled uvicorn mid-startup; the server then ran on
+    server = _SignalledEarly(stop)
+    fired = threading.Event()
+    watchdog = threading.Timer(20, lambda: (fired.set(), setattr(server, "should_exit", True)))
+    watchdog.start()
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            assert _run_until_stopped(server, "127.0.0.1", listener.getsockname()[1], sockets=[listener]) == 0
+    finally:
+        watchdog.cancel()
+    assert not fired.is_set(), f"{stop.name} did not stop the server; the watchdog did after 20 s"
+    assert server._captured_signals[:1] == [stop]
+    assert "rag serve: stopped" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
