@@ -8,7 +8,7 @@ import json
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.integration.test_cli import cli_env, rag  # noqa: F401  (fixture and helper)
+from tests.integration.test_cli import cli_env, cli_environment, rag  # noqa: F401  (fixture and helpers)
 
 pytestmark = pytest.mark.multiprocess
 
@@ -77,22 +77,31 @@ def test_bad_files(cli_env, tmp_path):  # noqa: F811
     assert answer.returncode == 0 and json.loads(answer.stdout)["chunks"], answer.stderr
 
 
+@pytest.fixture(scope="module")
+def indexed_kb(database_factory, tmp_path_factory) -> tuple[dict[str, str], str]:
+    """A database migrated and indexed (one document) by ``rag`` once; the hostile queries only read it."""
+    home = tmp_path_factory.mktemp("hostile")
+    env = cli_environment(database_factory.create("rag_cli"), home / "data")
+    assert rag(env, "db", "upgrade").returncode == 0
+    (home / "kb").mkdir()
+    (home / "kb" / "backups.md").write_text(
+        "# Backups\n\nBackups run nightly at two in the morning and are kept for thirty days.\n"
+    )
+    assert rag(env, "reindex", str(home / "kb")).returncode == 0  # the default collection must exist
+    return env, str(home / "kb" / "backups.md")
+
+
 @pytest.mark.parametrize(
     "query",
     ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", "🙂 🚀 ✨", "مرحبا بالعالم", "שלום עולם", "q" * 100_000],
 )
-def test_hostile_queries_via_cli(cli_env, tmp_path, query):  # noqa: F811
-    assert rag(cli_env, "db", "upgrade").returncode == 0
-    (tmp_path / "kb").mkdir()
-    (tmp_path / "kb" / "backups.md").write_text(
-        "# Backups\n\nBackups run nightly at two in the morning and are kept for thirty days.\n"
-    )
-    assert rag(cli_env, "reindex", str(tmp_path / "kb")).returncode == 0  # the default collection must exist
-    result = rag(cli_env, "query", query, "--json")
+def test_hostile_queries_via_cli(indexed_kb, query):
+    env, source = indexed_kb
+    result = rag(env, "query", query, "--json")
     assert result.returncode == 0, result.stderr
     # an answer (the nearest vector always comes back), and the tables are as they were
-    assert {chunk["source"] for chunk in json.loads(result.stdout)["chunks"]} <= {str(tmp_path / "kb" / "backups.md")}
-    assert list(_rows(cli_env["RAG_DATABASE_URL"]).values()) == [1]
+    assert {chunk["source"] for chunk in json.loads(result.stdout)["chunks"]} <= {source}
+    assert list(_rows(env["RAG_DATABASE_URL"]).values()) == [1]
 
 
 @pytest.mark.parametrize(
@@ -103,8 +112,7 @@ def test_hostile_queries_via_cli(cli_env, tmp_path, query):  # noqa: F811
         (("--max-chunks", "100000"), "max_chunks (100000) must be between 1 and 1000"),
     ],
 )
-def test_bad_options_are_one_line(cli_env, args, message):  # noqa: F811
-    assert rag(cli_env, "db", "upgrade").returncode == 0
-    result = rag(cli_env, "query", "backups", *args)
+def test_bad_options_are_one_line(indexed_kb, args, message):
+    result = rag(indexed_kb[0], "query", "backups", *args)
     assert result.returncode == 1 and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

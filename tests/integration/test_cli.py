@@ -16,17 +16,16 @@ from tests.conftest import seed_onnx_export
 pytestmark = pytest.mark.multiprocess
 
 
+def cli_environment(url: str, data_dir: Path) -> dict[str, str]:
+    """This process's environment for ``rag`` on database ``url``: the hashing embedder, no reranker."""
+    env = dict(os.environ)
+    env.update(RAG_DATABASE_URL=url, RAG_EMBEDDING_MODEL="hashing", RAG_RERANK_MODEL="none", RAG_DATA_DIR=str(data_dir))
+    return env
+
+
 @pytest.fixture
 def cli_env(database_factory, tmp_path) -> dict[str, str]:
-    url = database_factory.create("rag_cli")
-    env = dict(os.environ)
-    env.update(
-        RAG_DATABASE_URL=url,
-        RAG_EMBEDDING_MODEL="hashing",
-        RAG_RERANK_MODEL="none",
-        RAG_DATA_DIR=str(tmp_path / "data"),
-    )
-    return env
+    return cli_environment(database_factory.create("rag_cli"), tmp_path / "data")
 
 
 def rag(
