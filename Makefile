@@ -56,7 +56,7 @@ citus: install
 # a test file per worker at a time (module fixtures set up once), each worker on its own embedded
 # server (tests/conftest.py); TEST_WORKERS=0 runs the suite in one process
 TEST_WORKERS ?= 3
-PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: lint browser citus
 	$(BIN)/pytest $(PYTEST_PARALLEL)

@@ -81,6 +81,23 @@ def _testcontainers_url() -> str | None:
     return normalise_url(container.get_connection_url())
 
 
+def _file_rank(item: pytest.Item) -> int:
+    """0 for a ``slow`` test, 1 for a ``multiprocess`` one, 2 for the rest."""
+    return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("multiprocess") else 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding long tests first, each file's tests in their order. Under ``--dist loadfile`` a worker
+    takes the next file when it is free: xdist's own order (most tests first) left the few-test, longest
+    files (the Citus comparison, the fuzz file, the crash and stop-signal runs) for last, so that one worker
+    ran on for minutes after the others had finished (the Makefile passes ``--no-loadscope-reorder``)."""
+    rank: dict[str, int] = {}
+    for item in items:
+        file = item.nodeid.split("::")[0]
+        rank[file] = min(rank.get(file, 2), _file_rank(item))
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a file's tests keep their order
+
+
 @pytest.fixture(scope="session")
 def server_url() -> str:
     """URL of a database on the test server (used to create per-run databases)."""
