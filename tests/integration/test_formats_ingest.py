@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from rag_service.embed import HashingEmbedder, SentenceTransformerEmbedder
+from rag_service.embed import BUNDLED_MINILM, Embedder, HashingEmbedder, load_embedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.documents import make_docx, make_notebook, make_pdf
@@ -165,8 +165,10 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def minilm() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
+def minilm(onnx_export: Path) -> Embedder:
+    """The bundled MiniLM as a user's service loads it by default (int8 on ONNX Runtime, no torch), from
+    the run's export."""
+    return load_embedder(BUNDLED_MINILM, cache_dir=onnx_export.parents[1])
 
 
 @pytest.mark.slow

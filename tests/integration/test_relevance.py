@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rag_service.config import AGENT_MIN_RELEVANCE
-from rag_service.embed import SentenceTransformerEmbedder
+from rag_service.embed import BUNDLED_MINILM, Embedder, load_embedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
 
@@ -31,8 +33,10 @@ UNANSWERABLE = "Which vitamins do pregnant women need more of?"
 
 
 @pytest.fixture(scope="module")
-def minilm() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
+def minilm(onnx_export: Path) -> Embedder:
+    """The bundled MiniLM as a user's service loads it by default (int8 on ONNX Runtime, no torch), from
+    the run's export."""
+    return load_embedder(BUNDLED_MINILM, cache_dir=onnx_export.parents[1])
 
 
 @pytest.fixture
