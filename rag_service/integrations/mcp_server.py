@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rag_service.config import Settings
 from rag_service.errors import ConfigurationError, RagError
+from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         server = build_server(service, allow_indexing=args.allow_indexing, log_level=cast(LogLevel, level))
         warming.join(WARM_UP_WAIT_S)
+        freeze_startup_objects()
         anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:  # SIGINT or SIGTERM (rag_service.shutdown): a client stopping its server
         print("rag mcp: stopped", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Any
 
 from rag_service.config import Settings
 from rag_service.errors import ConfigurationError
+from rag_service.heap import freeze_startup_objects
 from rag_service.shutdown import STOP_SIGNALS
 
 
@@ -28,7 +29,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     config = load_server_config()
     service = build_service(settings)
-    service.embedder()  # load the model now, not in the first request
+    service.embedder()  # load the model now (one that cannot load stops here), not in the first request
+    service.warm_up()  # and one retrieval, so that what start-up made is frozen below (the app's warm-up repeats it)
     if config.write_token is None:
         print("rag serve: RAG_API_TOKEN is not set, so this server is read-only (writes answer 403)", file=sys.stderr)
     if config.reads_token is None:
@@ -37,6 +39,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     server = uvicorn.Server(
         uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
     )
+    freeze_startup_objects()
     if args.port != 0:
         return _run_until_stopped(server, args.host, args.port)
     # port 0: bound here, so the line below names the port the system chose
