@@ -27,14 +27,19 @@ COPIES = 30  # near-identical copies of each in the big collection
 HNSW = "ix_document_chunks_embedding_hnsw"
 
 
-def _insert(session, collection: str, vectors: np.ndarray) -> None:
-    doc_id = session.execute(
+def _document(session, collection: str) -> int:
+    """A document row in ``collection`` for generated chunks; its id."""
+    return session.execute(
         text(
             "INSERT INTO documents (collection, source, content, content_hash, chunker) "
             "VALUES (:c, 'gen.txt', 'x', 'h', 'test') RETURNING id"
         ),
         {"c": collection},
     ).scalar_one()
+
+
+def _insert(session, collection: str, vectors: np.ndarray) -> None:
+    doc_id = _document(session, collection)
     # one statement: the statistics triggers fire once for the set, not once a row
     session.execute(
         text(
@@ -51,13 +56,7 @@ def _insert(session, collection: str, vectors: np.ndarray) -> None:
 def _insert_noisy_copies(session, source: str, collection: str) -> None:
     """``COPIES`` copies of each vector of ``source`` plus N(0, 0.01) noise per component, made in SQL
     (seeded): formatting 1.7M floats as vector literals took 1.8 s of the fixture's 3."""
-    doc_id = session.execute(
-        text(
-            "INSERT INTO documents (collection, source, content, content_hash, chunker) "
-            "VALUES (:c, 'gen.txt', 'x', 'h', 'test') RETURNING id"
-        ),
-        {"c": collection},
-    ).scalar_one()
+    doc_id = _document(session, collection)
     session.execute(text("SELECT setseed(0.23)"))
     session.execute(
         text(
