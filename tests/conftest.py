@@ -14,6 +14,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
@@ -28,6 +29,9 @@ from rag_service.db.admin import admin_params, database_url
 from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import make_engine, normalise_url
+
+if TYPE_CHECKING:
+    from rag_service.embed import Embedder
 
 REPO = Path(__file__).resolve().parents[1]
 #: the folder shared by every worker of a run (the ONNX export lives here)
@@ -206,6 +210,15 @@ def onnx_export() -> Path:
         return export
     finally:
         os.close(lock)
+
+
+@pytest.fixture(scope="session")
+def default_minilm(onnx_export: Path) -> Embedder:
+    """The bundled MiniLM as a user's service loads it by default (int8 on ONNX Runtime, no torch), from the
+    run's export; one per worker."""
+    from rag_service.embed import BUNDLED_MINILM, load_embedder
+
+    return load_embedder(BUNDLED_MINILM, cache_dir=onnx_export.parents[1])
 
 
 def seed_onnx_export(data_dir: Path, export: Path) -> None:

@@ -30,7 +30,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     config = load_server_config()
     service = build_service(settings)
     service.embedder()  # load the model now (one that cannot load stops here), not in the first request
-    service.warm_up()  # and one retrieval, so that what start-up made is frozen below (the app's warm-up repeats it)
     if config.write_token is None:
         print("rag serve: RAG_API_TOKEN is not set, so this server is read-only (writes answer 403)", file=sys.stderr)
     if config.reads_token is None:

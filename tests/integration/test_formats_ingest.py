@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from rag_service.embed import BUNDLED_MINILM, Embedder, HashingEmbedder, load_embedder
+from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.documents import make_docx, make_notebook, make_pdf
@@ -164,17 +164,10 @@ QUERIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def minilm(onnx_export: Path) -> Embedder:
-    """The bundled MiniLM as a user's service loads it by default (int8 on ONNX Runtime, no torch), from
-    the run's export."""
-    return load_embedder(BUNDLED_MINILM, cache_dir=onnx_export.parents[1])
-
-
 @pytest.mark.slow
-def test_prd_queries_return_the_expected_item_first(db, settings, minilm, monkeypatch):
+def test_prd_queries_return_the_expected_item_first(db, settings, default_minilm, monkeypatch):
     monkeypatch.chdir(PROJECT)
-    service = UniversalRAGService(settings, database=db, embedder=minilm, reranker=None)
+    service = UniversalRAGService(settings, database=db, embedder=default_minilm, reranker=None)
     report = service.index_paths(["docs", "src", "db"], collection="prd", root=PROJECT)
     assert report.failed == [] and report.added == 7
     firsts = {}

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rag_service.config import AGENT_MIN_RELEVANCE
-from rag_service.embed import BUNDLED_MINILM, Embedder, load_embedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
 
@@ -32,16 +29,9 @@ ANSWERABLE = "How long are nightly backups kept?"
 UNANSWERABLE = "Which vitamins do pregnant women need more of?"
 
 
-@pytest.fixture(scope="module")
-def minilm(onnx_export: Path) -> Embedder:
-    """The bundled MiniLM as a user's service loads it by default (int8 on ONNX Runtime, no torch), from
-    the run's export."""
-    return load_embedder(BUNDLED_MINILM, cache_dir=onnx_export.parents[1])
-
-
 @pytest.fixture
-def service(db, settings, minilm) -> UniversalRAGService:
-    svc = UniversalRAGService(settings, database=db, embedder=minilm, reranker=None)
+def service(db, settings, default_minilm) -> UniversalRAGService:
+    svc = UniversalRAGService(settings, database=db, embedder=default_minilm, reranker=None)
     assert svc.index_texts(DOCS, collection="kb", strategy="markdown").added == 2
     return svc
 
@@ -75,9 +65,9 @@ def test_min_relevance_is_a_per_call_override(service):
     assert strict.chunks == [] and strict.formatted_context.startswith("no relevant passages")
 
 
-def test_a_reranker_relevance_stands_and_the_floor_applies_to_it(db, settings, minilm):
+def test_a_reranker_relevance_stands_and_the_floor_applies_to_it(db, settings, default_minilm):
     reranker = FunctionReranker(lambda query, doc: 5.0 if "backup" in doc.lower() else -5.0)
-    svc = UniversalRAGService(settings, database=db, embedder=minilm, reranker=reranker)
+    svc = UniversalRAGService(settings, database=db, embedder=default_minilm, reranker=reranker)
     assert svc.index_texts(DOCS, collection="kb", strategy="markdown").added == 2
     result = svc.retrieve(UNANSWERABLE, "agent", collection="kb", return_parents=False)
     assert result.metrics.relevance == "reranker"
