@@ -16,6 +16,7 @@ from sqlalchemy import (
     Double,
     Select,
     String,
+    Text,
     bindparam,
     case,
     cast,
@@ -23,7 +24,7 @@ from sqlalchemy import (
     literal,
     select,
 )
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.orm import InstrumentedAttribute
 
 from rag_service.db.models import ChunkTerm, CollectionStats, DocumentChunk, LexemeStats
@@ -231,13 +232,18 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
         .subquery("bm25_seen")
     )
     posting = ChunkTerm.__table__.alias("posting")
+    # the truncated lexemes as one array (an InitPlan): a completion probes the primary key for just
+    # those keys instead of reading all the chunk's postings (~50) and merge-joining them (0.027 -> 0.016 ms)
+    truncated_lexemes = cast(
+        select(func.array_agg(terms.c.lexeme)).where(terms.c.truncated).scalar_subquery(), ARRAY(Text)
+    )
     truncated_score = (
         select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
-        .select_from(terms.join(posting, posting.c.lexeme == terms.c.lexeme))
+        .select_from(posting.join(terms, posting.c.lexeme == terms.c.lexeme))
         .where(
-            terms.c.truncated,
-            posting.c.collection == bindparam("collection", request.collection),  # the primary key's first column
+            posting.c.collection == bindparam("collection", request.collection),  # the primary key's columns
             posting.c.chunk_id == seen.c.id,
+            posting.c.lexeme == func.any(truncated_lexemes),
         )
         .scalar_subquery()
     )
