@@ -19,7 +19,7 @@ from rag_service.db.collections import CollectionInfo, list_collections, require
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings, check_stored_model
 from rag_service.db.presets import list_presets, read_call_preset
-from rag_service.db.replicas import ReadRoute, ReadRouter
+from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
 from rag_service.service_documents import DocumentOperations
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
     from rag_service.llm import ChatModel, OpenAICompatibleChat
     from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
     from rag_service.retrieve.rerank import Reranker, RerankerCache
-    from rag_service.retrieve.retriever import RetrievalOptions, Retriever
+    from rag_service.retrieve.retriever import PresetReader, RetrievalOptions, Retriever
 
 _NOT_GIVEN: Any = object()
 
@@ -257,9 +257,8 @@ class UniversalRAGService(DocumentOperations):
 
         validate_query(query)  # an empty query is its own error, before the collection's
         options = self._options(collection, filters)
-        route = self.reads.route()
-        preset = self._preset(context, overrides, route, collection=options.collection)
-        return self._retriever().retrieve(query, preset, options, route=route)
+        read_preset = self._preset_reader(context, overrides, collection=options.collection)
+        return self._retriever().retrieve(query, read_preset, options, route=self.reads.route())
 
     async def aretrieve(
         self,
@@ -303,24 +302,24 @@ class UniversalRAGService(DocumentOperations):
 
         validate_query(query)  # an empty query is its own error, before the collection's
         options = self._options(collection, filters)
-        route = self.reads.route()
-        preset = self._preset(context, overrides, route, collection=options.collection)
-        return self._retriever().ranked_candidates(query, preset, options, route=route)
+        read_preset = self._preset_reader(context, overrides, collection=options.collection)
+        return self._retriever().ranked_candidates(query, read_preset, options, route=self.reads.route())
 
     def preset(self, context: str, **overrides: Any) -> Preset:
         """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same).
 
         A catalog read, as ``presets()``: from the primary, so it shows an ``update_preset`` at once.
         """
-        return self._preset(context, overrides, self.db)
+        return self.db.read(self._preset_reader(context, overrides))
 
-    def _preset(
-        self, context: str, overrides: Mapping[str, Any], route: ReadRoute | Database, *, collection: str | None = None
-    ) -> Preset:
-        """The preset, read in the same transaction as the check that ``collection`` exists (when given).
+    def _preset_reader(
+        self, context: str, overrides: Mapping[str, Any], *, collection: str | None = None
+    ) -> PresetReader:
+        """Reads the preset, in the same transaction as the check that ``collection`` exists (when given).
 
-        The check is not cached: a collection created or emptied by another process is seen at once;
-        it costs one primary-key probe in a read the call makes anyway (docs/benchmarks.md, issue 23).
+        ``retrieve()`` runs it in its search transaction. The check is not cached: a collection
+        created or emptied by another process is seen at once; it costs one primary-key probe in a
+        read the call makes anyway (docs/benchmarks.md, issue 23).
         """
 
         def read(session: Session) -> Preset:
@@ -334,7 +333,7 @@ class UniversalRAGService(DocumentOperations):
                 check_stored_model(found.stored_model, model_id=model_id, fts_config=fts)
             return preset
 
-        return route.read(read)
+        return read
 
     def presets(self) -> list[Preset]:
         """Every stored preset (the rows of ``rag_configurations``), read from the primary as ``preset()`` is."""

@@ -65,7 +65,9 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
     if row is None:
         load_preset(session, context_type)  # raises UnknownContextError naming the presets
         raise AssertionError("a preset vanished between two reads of one transaction")
-    stored = None if row.call_stored_model is None else StoredModel(
-        row.call_stored_model, row.call_switching_to, row.call_fts_config
+    stored = (
+        None
+        if row.call_stored_model is None
+        else StoredModel(row.call_stored_model, row.call_switching_to, row.call_fts_config)
     )
     return CallPreset(from_fields(Preset, row), bool(row.call_collection_exists), stored)

@@ -38,6 +38,7 @@ from rag_service.retrieve.query import (
 )
 from rag_service.retrieve.relevance import (
     CALIBRATIONS,
+    Calibration,
     ReferenceCache,
     finalize,
     no_relevant_passages,
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from rag_service.llm import ChatModel
 
 RerankerSource = Callable[[], Reranker | None]
+#: reads (and validates) a call's preset in the call's search transaction
+PresetReader = Callable[[Session], Preset]
 #: the configured LLM (None: none configured); called only when the LLM rerank is switched on
 ChatSource = Callable[[], "ChatModel | None"]
 #: with ``return_parents``, each arm reads at least this many children per result asked for: children
@@ -62,6 +65,16 @@ CHILDREN_PER_SECTION = 4
 
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A query made ready for the search under one preset: its requests, its first vector, the calibration."""
+
+    preset: Preset
+    requests: list[SearchRequest]
+    vector: np.ndarray[Any, Any] | None
+    calibration: Calibration | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,16 +110,51 @@ class Retriever:
     def search_candidates(
         self,
         query: str,
-        preset: Preset,
+        read_preset: PresetReader,
         options: RetrievalOptions,
         metrics: RetrievalMetrics,
         route: ReadRoute | None = None,
-    ) -> list[RetrievedChunk]:
-        """Fused candidates of every query variant, merged and de-duplicated, best first.
+    ) -> tuple[Preset, list[RetrievedChunk]]:
+        """The call's preset and the fused candidates of every query variant, merged and de-duplicated, best first.
 
-        The search reads through ``route`` (a replica, else the primary); where it ran and every
-        fallback of the call are reported in ``metrics``.
+        One read transaction: the preset (``read_preset``), then the query embedding, then the search,
+        so a query pays one BEGIN/COMMIT. It reads through ``route`` (a replica, else the primary);
+        where it ran and every fallback of the call are reported in ``metrics``.
         """
+        prepared: list[_Prepared] = []  # a retried read reuses the first attempt's embeddings
+
+        def search(session: Session) -> tuple[Preset, list[RetrievedChunk]]:  # one snapshot throughout
+            preset = read_preset(session)
+            if not prepared or prepared[0].preset != preset:
+                prepared[:] = [self._prepare(query, preset, options, metrics)]
+            requests, vector, calibration = prepared[0].requests, prepared[0].vector, prepared[0].calibration
+            started = time.perf_counter()
+            per_variant = [hybrid_search(session, r) for r in requests]
+            chunks = _merge(per_variant, preset, options.collection)
+            metrics.total_candidates = len(chunks)
+            if preset.graph_weight > 0:
+                graph_started = time.perf_counter()
+                chunks, metrics.graph_added = graph_rerank(
+                    session, chunks, request=requests[0], weight=preset.graph_weight
+                )
+                metrics.graph_time_ms = _ms(graph_started)
+            if calibration is not None and vector is not None:  # the calibrated relevance: retrieve/relevance.py
+                metrics.relevance = "calibrated"
+                if chunks:
+                    reference = self.references.get(session, options.collection)
+                    chunks = score_candidates(chunks, vector, reference, calibration)
+            metrics.retrieval_time_ms = _ms(started) - metrics.graph_time_ms  # the SQL, as before the graph
+            return preset, chunks
+
+        route = route or self.reads.route()
+        found = route.read(search)
+        metrics.read_from = route.served_by
+        for note in route.notes:
+            metrics.degrade("read", note)
+        return found
+
+    def _prepare(self, query: str, preset: Preset, options: RetrievalOptions, metrics: RetrievalMetrics) -> _Prepared:
+        """The query's variants embedded and made into search requests."""
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
@@ -124,36 +172,10 @@ class Retriever:
             if note := degraded_note(embedder):
                 metrics.degrade("embed", note)
             calibration = CALIBRATIONS.get(embedder.model_id)
-
         requests = [
             self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
         ]
-
-        def search(session: Session) -> list[RetrievedChunk]:  # one snapshot for the search and the graph walk
-            per_variant = [hybrid_search(session, r) for r in requests]
-            chunks = _merge(per_variant, preset, options.collection)
-            metrics.total_candidates = len(chunks)
-            if preset.graph_weight > 0:
-                started = time.perf_counter()
-                chunks, metrics.graph_added = graph_rerank(
-                    session, chunks, request=requests[0], weight=preset.graph_weight
-                )
-                metrics.graph_time_ms = _ms(started)
-            if calibration is not None and vectors[0] is not None:  # the calibrated relevance: retrieve/relevance.py
-                metrics.relevance = "calibrated"
-                if chunks:
-                    reference = self.references.get(session, options.collection)
-                    chunks = score_candidates(chunks, vectors[0], reference, calibration)
-            return chunks
-
-        started = time.perf_counter()
-        route = route or self.reads.route()
-        found = route.read(search)
-        metrics.retrieval_time_ms = _ms(started) - metrics.graph_time_ms  # the transaction, as before the graph
-        metrics.read_from = route.served_by
-        for note in route.notes:
-            metrics.degrade("read", note)
-        return found
+        return _Prepared(preset, requests, vectors[0], calibration)
 
     def _request(
         self, variant: str, vector: np.ndarray[Any, Any] | None, preset: Preset, options: RetrievalOptions
@@ -188,36 +210,38 @@ class Retriever:
         )
 
     def ranked_candidates(
-        self, query: str, preset: Preset, options: RetrievalOptions, *, route: ReadRoute | None = None
+        self, query: str, read_preset: PresetReader, options: RetrievalOptions, *, route: ReadRoute | None = None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
-        return self._ranked(validate_query(query), preset, options, route)
+        _, chunks, metrics = self._ranked(validate_query(query), read_preset, options, route)
+        return chunks, metrics
 
     def _ranked(
-        self, text: str, preset: Preset, options: RetrievalOptions, route: ReadRoute | None
-    ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
+        self, text: str, read_preset: PresetReader, options: RetrievalOptions, route: ReadRoute | None
+    ) -> tuple[Preset, list[RetrievedChunk], RetrievalMetrics]:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
-        chunks = self.search_candidates(text, preset, options, metrics, route)
+        preset, chunks = self.search_candidates(text, read_preset, options, metrics, route)
         chunks = self._rerank(text, chunks, preset, metrics)
         chunks = self._llm_rerank(text, chunks, metrics)
         metrics.after_rerank = len(chunks)
         metrics.total_time_ms = _ms(total_started)
-        return chunks, metrics
+        return preset, chunks, metrics
 
     def retrieve(
         self,
         query: str,
-        preset: Preset,
+        read_preset: PresetReader,
         options: RetrievalOptions,
         *,
         encoding: str = "cl100k_base",
         route: ReadRoute | None = None,
     ) -> RAGResult:
-        """The whole pipeline for one query; ``route`` carries the call's reads (see ``db.replicas``)."""
+        """The whole pipeline for one query; ``read_preset`` reads the call's preset in its search
+        transaction, ``route`` carries the call's reads (see ``db.replicas``)."""
         total_started = time.perf_counter()
         text = validate_query(query)
-        chunks, metrics = self._ranked(text, preset, options, route)
+        preset, chunks, metrics = self._ranked(text, read_preset, options, route)
 
         started = time.perf_counter()
         if preset.return_parents:
