@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DisconnectionError, OperationalError
 
 from rag_service.config import Settings
 from rag_service.db.embedded import embedded_server_url
@@ -46,9 +48,9 @@ def make_engine(url: str, settings: Settings) -> Engine:
         url,
         pool_size=settings.pool_size,
         max_overflow=settings.pool_max_overflow,
-        pool_pre_ping=True,
         pool_timeout=30,
     )
+    _ping_when_idle(engine)
     timeout_ms = int(settings.statement_timeout_ms)
 
     @event.listens_for(engine, "connect")
@@ -65,6 +67,37 @@ def make_engine(url: str, settings: Settings) -> Engine:
         dbapi_connection.commit()
 
     return engine
+
+
+#: a pooled connection idle for longer than this is pinged before it is handed out (seconds)
+PING_AFTER_IDLE_S = 1.0
+_IDLE_SINCE = "rag_idle_since"
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection at checkout only if it sat idle for ``PING_AFTER_IDLE_S``.
+
+    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: a round trip on each transaction, two of a
+    query's nine before its transactions were merged. A connection back from a transaction within the
+    last second is taken as alive; one idle for longer (a restarted server, an idle timeout) is pinged and
+    replaced when dead. A connection that dies within that second fails its statement: reads retry
+    (``Database.read``), a write reports the connection lost.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(dbapi_connection, record):  # type: ignore[no-untyped-def]
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection, record, proxy):  # type: ignore[no-untyped-def]
+        idle_since = record.info.get(_IDLE_SINCE)
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_S:
+            return  # just connected, or in use a moment ago
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            # the pool discards this connection and checks out another (a new one if need be)
+            raise DisconnectionError(f"a pooled connection was dead: {first_line(exc)}") from exc
 
 
 def check_connection(engine: Engine) -> None:
