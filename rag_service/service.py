@@ -18,7 +18,7 @@ from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings, check_stored_model
-from rag_service.db.presets import list_presets, read_call_preset
+from rag_service.db.presets import CallSetup, list_presets, read_call_preset
 from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
     from rag_service.llm import ChatModel, OpenAICompatibleChat
     from rag_service.result import RAGResult, RetrievalMetrics, RetrievedChunk
     from rag_service.retrieve.rerank import Reranker, RerankerCache
-    from rag_service.retrieve.retriever import PresetReader, RetrievalOptions, Retriever
+    from rag_service.retrieve.retriever import RetrievalOptions, Retriever, SetupReader
 
 _NOT_GIVEN: Any = object()
 
@@ -257,8 +257,8 @@ class UniversalRAGService(DocumentOperations):
 
         validate_query(query)  # an empty query is its own error, before the collection's
         options = self._options(collection, filters)
-        read_preset = self._preset_reader(context, overrides, collection=options.collection)
-        return self._retriever().retrieve(query, read_preset, options, route=self.reads.route())
+        read_setup = self._setup_reader(context, overrides, collection=options.collection)
+        return self._retriever().retrieve(query, read_setup, options, route=self.reads.route())
 
     async def aretrieve(
         self,
@@ -302,27 +302,28 @@ class UniversalRAGService(DocumentOperations):
 
         validate_query(query)  # an empty query is its own error, before the collection's
         options = self._options(collection, filters)
-        read_preset = self._preset_reader(context, overrides, collection=options.collection)
-        return self._retriever().ranked_candidates(query, read_preset, options, route=self.reads.route())
+        read_setup = self._setup_reader(context, overrides, collection=options.collection)
+        return self._retriever().ranked_candidates(query, read_setup, options, route=self.reads.route())
 
     def preset(self, context: str, **overrides: Any) -> Preset:
         """The ``context`` preset with ``overrides`` applied, validated as ``retrieve()`` would (raises the same).
 
         A catalog read, as ``presets()``: from the primary, so it shows an ``update_preset`` at once.
         """
-        return self.db.read(self._preset_reader(context, overrides))
+        return self.db.read(self._setup_reader(context, overrides)).preset
 
-    def _preset_reader(
+    def _setup_reader(
         self, context: str, overrides: Mapping[str, Any], *, collection: str | None = None
-    ) -> PresetReader:
-        """Reads the preset, in the same transaction as the check that ``collection`` exists (when given).
+    ) -> SetupReader:
+        """Reads the preset (and the collection's size), in one statement with the check that ``collection``
+        exists (when given).
 
         ``retrieve()`` runs it in its search transaction. The check is not cached: a collection
         created or emptied by another process is seen at once; it costs one primary-key probe in a
         read the call makes anyway (docs/benchmarks.md, issue 23).
         """
 
-        def read(session: Session) -> Preset:
+        def read(session: Session) -> CallSetup:
             found = read_call_preset(session, context, collection=collection)  # one statement on every query's path
             preset = found.preset.with_overrides(dict(overrides)) if overrides else found.preset  # a bad knob first
             if collection is not None:
@@ -331,7 +332,7 @@ class UniversalRAGService(DocumentOperations):
                 # another process may have switched the stored model (or be switching it) since this one started
                 model_id, fts = self._embedder.model_id, self.settings.fts_config
                 check_stored_model(found.stored_model, model_id=model_id, fts_config=fts)
-            return preset
+            return CallSetup(preset, found.collection_chunks)
 
         return read
 

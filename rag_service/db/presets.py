@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from sqlalchemy import exists, false, select
+from sqlalchemy import exists, false, func, select
 from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
-from rag_service.db.models import Document, IndexSettings, RagConfiguration
+from rag_service.db.models import CollectionStats, Document, IndexSettings, RagConfiguration
 from rag_service.errors import UnknownContextError
 from rag_service.records import from_fields
 
@@ -36,25 +36,37 @@ def load_preset(session: Session, context_type: str) -> Preset:
 
 
 class CallPreset(NamedTuple):
-    """What a query reads before it searches: its preset, whether its collection holds a document, and
-    the stored model (None before the first write)."""
+    """What a query reads before it searches: its preset, whether its collection holds a document,
+    the stored model (None before the first write) and the collection's number of chunks."""
 
     preset: Preset
     collection_exists: bool
     stored_model: StoredModel | None
+    collection_chunks: int = 0
+
+
+class CallSetup(NamedTuple):
+    """What a query searches with, read in its search transaction: its preset (validated, with the call's
+    overrides) and its collection's number of chunks (``hnsw.ef_search`` grows with it)."""
+
+    preset: Preset
+    collection_chunks: int = 0
 
 
 def read_call_preset(session: Session, context_type: str, *, collection: str | None) -> CallPreset:
-    """``load_preset``, ``collection_exists`` and ``read_stored_model`` in one statement: one round trip
-    instead of three before every search (0.15-0.2 ms on a local socket, a network round trip each
-    elsewhere: docs/benchmarks.md, session 10). Without ``collection``, ``collection_exists`` is False."""
+    """``load_preset``, ``collection_exists``, ``read_stored_model`` and the collection's chunk count in one
+    statement: one round trip instead of three before every search (0.15-0.2 ms on a local socket, a
+    network round trip each elsewhere: docs/benchmarks.md, session 10). Without ``collection``,
+    ``collection_exists`` is False and the count 0."""
     table = RagConfiguration.__table__
     held = select(Document.id).where(Document.collection == collection).limit(1)
     probe = false() if collection is None else exists(held)
+    size = select(CollectionStats.chunk_count).where(CollectionStats.collection == collection).scalar_subquery()
     row = session.execute(
         select(
             *table.columns,
             probe.label("call_collection_exists"),
+            func.coalesce(size, 0).label("call_collection_chunks"),
             IndexSettings.embedding_model.label("call_stored_model"),
             IndexSettings.switching_to.label("call_switching_to"),
             IndexSettings.fts_config.label("call_fts_config"),
@@ -70,4 +82,6 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
         if row.call_stored_model is None
         else StoredModel(row.call_stored_model, row.call_switching_to, row.call_fts_config)
     )
-    return CallPreset(from_fields(Preset, row), bool(row.call_collection_exists), stored)
+    return CallPreset(
+        from_fields(Preset, row), bool(row.call_collection_exists), stored, int(row.call_collection_chunks)
+    )

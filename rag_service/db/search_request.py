@@ -25,6 +25,24 @@ from rag_service.config import (
 )
 from rag_service.db.models import Document, DocumentChunk
 from rag_service.errors import UnknownFilterError
+from rag_service.knobs import MAX_EF_SEARCH
+
+#: up to this many chunks in a collection, the vector arm searches with ``RAG_HNSW_EF_SEARCH`` as set
+EF_SEARCH_REFERENCE_CHUNKS = 100_000
+#: above it, ef_search grows as ``(chunks / EF_SEARCH_REFERENCE_CHUNKS) ** EF_SEARCH_GROWTH``: the
+#: candidate list a fixed recall needs grows with the graph. On realistic vectors recall@20 was 0.96 at
+#: 100k with ef 100, and 0.73 / 0.89 / 0.945 at 1M with ef 100 / 400 / 1000 (docs/benchmarks.md,
+#: "Session 12"): linear growth, so 1M reaches pgvector's limit of 1000
+EF_SEARCH_GROWTH = 1.0
+
+
+def ef_search_for(chunks: int, *, base: int, depth: int) -> int:
+    """``hnsw.ef_search`` for a collection of ``chunks`` chunks: ``base`` (``RAG_HNSW_EF_SEARCH``) up to
+    ``EF_SEARCH_REFERENCE_CHUNKS``, then grown with the size; never below ``depth`` (the arm's candidates)
+    nor above pgvector's limit."""
+    scale: float = max(1.0, chunks / EF_SEARCH_REFERENCE_CHUNKS) ** EF_SEARCH_GROWTH
+    return min(MAX_EF_SEARCH, max(depth, round(base * scale)))
+
 
 #: the filter keys ``retrieve(filters=...)`` accepts, and the value each needs
 FILTER_KEYS: Mapping[str, str] = {

@@ -17,8 +17,10 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import MAX_CANDIDATE_K, Preset, Settings, llm_rerank_weights
 from rag_service.db.database import Database
+from rag_service.db.presets import CallSetup
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
+from rag_service.db.search_request import ef_search_for
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import format_context, layout_overhead
@@ -53,8 +55,10 @@ if TYPE_CHECKING:
     from rag_service.llm import ChatModel
 
 RerankerSource = Callable[[], Reranker | None]
-#: reads (and validates) a call's preset in the call's search transaction
-PresetReader = Callable[[Session], Preset]
+
+
+#: reads a call's ``CallSetup`` in the call's search transaction
+SetupReader = Callable[[Session], CallSetup]
 #: the configured LLM (None: none configured); called only when the LLM rerank is switched on
 ChatSource = Callable[[], "ChatModel | None"]
 #: with ``return_parents``, each arm reads at least this many children per result asked for: children
@@ -71,7 +75,7 @@ def _ms(started: float) -> float:
 class _Prepared:
     """A query made ready for the search under one preset: its requests, its first vector, the calibration."""
 
-    preset: Preset
+    setup: CallSetup
     requests: list[SearchRequest]
     vector: np.ndarray[Any, Any] | None
     calibration: Calibration | None
@@ -110,23 +114,24 @@ class Retriever:
     def search_candidates(
         self,
         query: str,
-        read_preset: PresetReader,
+        read_setup: SetupReader,
         options: RetrievalOptions,
         metrics: RetrievalMetrics,
         route: ReadRoute | None = None,
     ) -> tuple[Preset, list[RetrievedChunk]]:
         """The call's preset and the fused candidates of every query variant, merged and de-duplicated, best first.
 
-        One read transaction: the preset (``read_preset``), then the query embedding, then the search,
-        so a query pays one BEGIN/COMMIT. It reads through ``route`` (a replica, else the primary);
-        where it ran and every fallback of the call are reported in ``metrics``.
+        One read transaction: the preset and the collection's size (``read_setup``), then the query
+        embedding, then the search, so a query pays one BEGIN/COMMIT. It reads through ``route`` (a
+        replica, else the primary); where it ran and every fallback of the call are reported in ``metrics``.
         """
         prepared: list[_Prepared] = []  # a retried read reuses the first attempt's embeddings
 
         def search(session: Session) -> tuple[Preset, list[RetrievedChunk]]:  # one snapshot throughout
-            preset = read_preset(session)
-            if not prepared or prepared[0].preset != preset:
-                prepared[:] = [self._prepare(query, preset, options, metrics)]
+            setup = read_setup(session)
+            preset = setup.preset
+            if not prepared or prepared[0].setup != setup:
+                prepared[:] = [self._prepare(query, setup, options, metrics)]
             requests, vector, calibration = prepared[0].requests, prepared[0].vector, prepared[0].calibration
             started = time.perf_counter()
             per_variant = [hybrid_search(session, r) for r in requests]
@@ -153,8 +158,9 @@ class Retriever:
             metrics.degrade("read", note)
         return found
 
-    def _prepare(self, query: str, preset: Preset, options: RetrievalOptions, metrics: RetrievalMetrics) -> _Prepared:
+    def _prepare(self, query: str, setup: CallSetup, options: RetrievalOptions, metrics: RetrievalMetrics) -> _Prepared:
         """The query's variants embedded and made into search requests."""
+        preset = setup.preset
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
@@ -173,13 +179,14 @@ class Retriever:
                 metrics.degrade("embed", note)
             calibration = CALIBRATIONS.get(embedder.model_id)
         requests = [
-            self._request(variant, vector, preset, options) for variant, vector in zip(variants, vectors, strict=True)
+            self._request(variant, vector, setup, options) for variant, vector in zip(variants, vectors, strict=True)
         ]
-        return _Prepared(preset, requests, vectors[0], calibration)
+        return _Prepared(setup, requests, vectors[0], calibration)
 
     def _request(
-        self, variant: str, vector: np.ndarray[Any, Any] | None, preset: Preset, options: RetrievalOptions
+        self, variant: str, vector: np.ndarray[Any, Any] | None, setup: CallSetup, options: RetrievalOptions
     ) -> SearchRequest:
+        preset = setup.preset
         parsed = parse_query(variant)
         any_terms, required = websearch_parts(parsed)
         depth = (
@@ -199,7 +206,7 @@ class Retriever:
             candidate_k=depth,
             limit=depth,
             fts_config=self.settings.fts_config,
-            ef_search=max(self.settings.hnsw_ef_search, depth),
+            ef_search=ef_search_for(setup.collection_chunks, base=self.settings.hnsw_ef_search, depth=depth),
             exact_search_below=self.settings.exact_search_below,
             filters=options.filters,
             keyword_scorer=preset.keyword_scorer,
@@ -210,18 +217,18 @@ class Retriever:
         )
 
     def ranked_candidates(
-        self, query: str, read_preset: PresetReader, options: RetrievalOptions, *, route: ReadRoute | None = None
+        self, query: str, read_setup: SetupReader, options: RetrievalOptions, *, route: ReadRoute | None = None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
-        _, chunks, metrics = self._ranked(validate_query(query), read_preset, options, route)
+        _, chunks, metrics = self._ranked(validate_query(query), read_setup, options, route)
         return chunks, metrics
 
     def _ranked(
-        self, text: str, read_preset: PresetReader, options: RetrievalOptions, route: ReadRoute | None
+        self, text: str, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
     ) -> tuple[Preset, list[RetrievedChunk], RetrievalMetrics]:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
-        preset, chunks = self.search_candidates(text, read_preset, options, metrics, route)
+        preset, chunks = self.search_candidates(text, read_setup, options, metrics, route)
         chunks = self._rerank(text, chunks, preset, metrics)
         chunks = self._llm_rerank(text, chunks, metrics)
         metrics.after_rerank = len(chunks)
@@ -231,17 +238,17 @@ class Retriever:
     def retrieve(
         self,
         query: str,
-        read_preset: PresetReader,
+        read_setup: SetupReader,
         options: RetrievalOptions,
         *,
         encoding: str = "cl100k_base",
         route: ReadRoute | None = None,
     ) -> RAGResult:
-        """The whole pipeline for one query; ``read_preset`` reads the call's preset in its search
+        """The whole pipeline for one query; ``read_setup`` reads the call's preset in its search
         transaction, ``route`` carries the call's reads (see ``db.replicas``)."""
         total_started = time.perf_counter()
         text = validate_query(query)
-        preset, chunks, metrics = self._ranked(text, read_preset, options, route)
+        preset, chunks, metrics = self._ranked(text, read_setup, options, route)
 
         started = time.perf_counter()
         if preset.return_parents:

@@ -381,3 +381,27 @@ def test_parents_are_windowed_not_dropped_within_a_tight_budget(db, settings, tm
 def test_many_sections_asked_for_keep_the_depth_within_bounds(service):
     result = service.retrieve("backups", context="workflow", max_chunks=1000, return_parents=True)
     assert result.chunks  # 4 children per section would ask HNSW for 4000 (its limit is 1000)
+
+
+def test_ef_search_grows_with_the_collection(service, connection, monkeypatch):
+    """The vector arm's candidate list comes from the collection's size, read in the preset's statement."""
+    from rag_service.db.search_request import EF_SEARCH_REFERENCE_CHUNKS, ef_search_for
+    from rag_service.retrieve import retriever
+
+    used: list[int] = []
+    real_search = retriever.hybrid_search
+
+    def recording(session, request):  # type: ignore[no-untyped-def]
+        used.append(request.ef_search)
+        return real_search(session, request)
+
+    monkeypatch.setattr(retriever, "hybrid_search", recording)
+    base = service.settings.hnsw_ef_search
+    assert service.retrieve("backups", context="search", return_parents=False).chunks
+    assert used == [ef_search_for(0, base=base, depth=service.preset("search").candidate_k)]
+    large = 10 * EF_SEARCH_REFERENCE_CHUNKS
+    connection.execute(text("UPDATE collection_stats SET chunk_count = :n WHERE collection = 'default'"), {"n": large})
+    used.clear()
+    assert service.retrieve("backups", context="search", return_parents=False).chunks
+    assert used == [ef_search_for(large, base=base, depth=service.preset("search").candidate_k)]
+    assert used[0] > base

@@ -1,0 +1,19 @@
+"""hnsw.ef_search from the collection's size."""
+
+from __future__ import annotations
+
+from rag_service.db.search_request import EF_SEARCH_REFERENCE_CHUNKS, ef_search_for
+from rag_service.knobs import MAX_EF_SEARCH
+
+
+def test_the_setting_holds_up_to_the_reference_size() -> None:
+    for chunks in (0, 1, 5_000, EF_SEARCH_REFERENCE_CHUNKS):
+        assert ef_search_for(chunks, base=100, depth=20) == 100
+
+
+def test_it_grows_with_the_size_and_stays_within_bounds() -> None:
+    sizes = [EF_SEARCH_REFERENCE_CHUNKS * k for k in (1, 2, 3, 10, 30, 100, 1000)]
+    values = [ef_search_for(n, base=100, depth=20) for n in sizes]
+    assert values == sorted(values) and values[0] < values[3]
+    assert values[-1] == MAX_EF_SEARCH
+    assert ef_search_for(0, base=10, depth=80) == 80  # never fewer candidates than the arm returns
