@@ -7,24 +7,33 @@ numpy search for the HNSW recall. The database is built (or reused, or migrated 
 ``bench_lib.store.ensure_loaded``, as in ``scripts/bench.py``.
 
     RAG_DATA_DIR=/work/bench-data .venv/bin/python scripts/bench_one_node.py --size 1000000
+
+``--database`` times a database already loaded with the same corpus (``scripts/bench_bulk_load.py`` builds
+``rag_bulk_1m_bulk`` in ~27 minutes, against ~65 for ``ensure_loaded``'s row path); ``--ef-search 100,200``
+adds the vector arm at each fixed ``hnsw.ef_search``, timed and scored against exact search like the rest.
+``retrieve()`` embeds the query with the default backend (ONNX int8), as a user's process does.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 from pathlib import Path
 
 import bench
+import psycopg
 from bench_lib import corpus as synth
 from bench_lib import measure, retrievers, store
 
-from rag_service.config import load_settings
+from rag_service.config import BUNDLED_MINILM, Preset, Settings, load_settings
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
-from rag_service.embed import SentenceTransformerEmbedder
+from rag_service.db.search import hybrid_search
+from rag_service.db.search_request import ef_search_for
+from rag_service.embed import embedder_for
 from rag_service.service import UniversalRAGService
 
 TIMED = ("ours_vector", "ours_fulltext", "ours_hybrid", "ours_hybrid_rrf", "ours_retrieve")
@@ -36,24 +45,41 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--json", type=Path, default=bench.REPO / "bench_out" / "bench-one-node.json")
+    parser.add_argument("--database", help="an existing database loaded with this corpus (default: built or reused)")
+    parser.add_argument("--ef-search", default="", help="comma-separated fixed ef_search values for the vector arm")
+    parser.add_argument("--prewarm", action="store_true", help="read what a search uses into shared_buffers first")
+    parser.add_argument("--wait-idle", type=float, default=0.0, metavar="LOAD")
     args = parser.parse_args()
 
     settings = load_settings()
     url = bench.server_url(settings)
     vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
     corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
-    name = f"rag_bench_{store.size_label(args.size)}"
-    build = store.ensure_loaded(url, name, corpus, settings, rebuild=False)
+    if args.database:
+        name, build = args.database, {"comment": store.database_comment(url, args.database)}
+    else:
+        name = f"rag_bench_{store.size_label(args.size)}"
+        build = store.ensure_loaded(url, name, corpus, settings, rebuild=False)
     engine = store.engine_for(url, name, settings)
     database = Database(engine)
     work, _ = measure.make_workload(engine, corpus, vocabulary.words, count=args.warmup + args.queries, seed=42)
-    service = UniversalRAGService(settings, database=database, embedder=SentenceTransformerEmbedder(), reranker=None)
+    embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
+    service = UniversalRAGService(settings, database=database, embedder=embedder, reranker=None)
     with database.transaction() as session:
         preset = load_preset(session, bench.PRESET)
     stages: list[dict[str, float]] = []
-    everything = retrievers.ours(database, settings, preset, work, service, stages)
+    everything = retrievers.ours(database, settings, preset, work, service, stages, collection_chunks=args.size)
     timed = {key: everything[key] for key in TIMED}
     timed["numpy_exact"] = retrievers.numpy_exact(corpus, work)
+    efs = [int(v) for v in args.ef_search.split(",") if v.strip()]
+    for ef in efs:
+        timed[f"vector_ef{ef}"] = _vector_at(database, settings, preset, work, ef)
+    prewarmed = 0
+    if args.prewarm:
+        with psycopg.connect(database_url(url, name).replace("+psycopg", ""), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            prewarmed = store.prewarm(conn)
+    bench.wait_for_quiet(args.wait_idle)
     gc.collect()
     gc.freeze()
     load_before = measure.load_average()
@@ -68,12 +94,32 @@ def main() -> int:
         "latency": measure.latency_summary(recorder),
         "retrieve_stages_ms": bench.stage_summary(stages[-args.queries :]),
         "hnsw_recall_at_20": measure.overlap_at_k(results["ours_vector"], results["numpy_exact"]),
+        "ef_search_default": ef_search_for(args.size, base=settings.hnsw_ef_search, depth=preset.candidate_k),
+        "recall_at_20_by_ef_search": {
+            ef: measure.overlap_at_k(results[f"vector_ef{ef}"], results["numpy_exact"]) for ef in efs
+        },
+        "prewarmed_blocks": prewarmed,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
     service.close()
     return 0
+
+
+def _vector_at(
+    database: Database, settings: Settings, preset: Preset, work: retrievers.Workload, ef: int
+) -> retrievers.RetrieverFn:
+    """The vector arm alone with a fixed ``hnsw.ef_search`` (one transaction per query, as ``Retriever`` runs it)."""
+
+    def search(i: int) -> list[int]:
+        request = retrievers.search_request(
+            settings, preset, work.queries.vectors[i], work.parts[i], vector_weight=1.0, keyword_weight=0.0
+        )
+        with database.transaction() as session:
+            return [hit.chunk_id for hit in hybrid_search(session, dataclasses.replace(request, ef_search=ef))]
+
+    return search
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from rag_service.config import Preset, Settings
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.search import SearchRequest, hybrid_search
+from rag_service.db.search_request import ef_search_for
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 from rag_service.service import UniversalRAGService
 
@@ -104,8 +105,10 @@ def search_request(
     keyword_weight: float | None = None,
     keyword_scorer: str | None = None,
     fusion_method: str | None = None,
+    collection_chunks: int = 0,
 ) -> SearchRequest:
-    """The request ``Retriever`` builds for one query variant under ``preset`` (weights, scorer, fusion overridable)."""
+    """The request ``Retriever`` builds for one query variant under ``preset`` (weights, scorer, fusion overridable)
+    on a collection of ``collection_chunks`` chunks (its ``hnsw.ef_search`` grows with the size)."""
     return SearchRequest(
         collection=COLLECTION,
         query_vector=vector,
@@ -118,7 +121,7 @@ def search_request(
         candidate_k=preset.candidate_k,
         limit=preset.candidate_k,
         fts_config=settings.fts_config,
-        ef_search=max(settings.hnsw_ef_search, preset.candidate_k),
+        ef_search=ef_search_for(collection_chunks, base=settings.hnsw_ef_search, depth=preset.candidate_k),
         keyword_scorer=preset.keyword_scorer if keyword_scorer is None else keyword_scorer,
         bm25_text=parts.bm25_text,
         bm25_k1=settings.bm25_k1,
@@ -134,12 +137,16 @@ def ours(
     work: Workload,
     service: UniversalRAGService,
     stages: list[dict[str, float]],
+    *,
+    collection_chunks: int = 0,
 ) -> dict[str, RetrieverFn]:
     """Our arms through ``hybrid_search`` (one transaction each, as ``Retriever`` runs them) and ``retrieve()``.
 
     ``preset`` is the stored ``workflow`` row, so the hybrid statement is exactly the one ``retrieve()``
-    sends; every ``retrieve()`` call appends its stage timings (``metrics``) to ``stages``.
+    sends (``hnsw.ef_search`` from ``collection_chunks``, as the service picks it); every ``retrieve()``
+    call appends its stage timings (``metrics``) to ``stages``.
     """
+    size = collection_chunks
 
     def run(request: SearchRequest) -> list[int]:
         with database.transaction() as session:
@@ -154,15 +161,25 @@ def ours(
 
     return {
         "ours_vector": lambda i: run(
-            search_request(settings, preset, q.vectors[i], work.parts[i], vector_weight=1.0, keyword_weight=0.0)
+            search_request(
+                settings,
+                preset,
+                q.vectors[i],
+                work.parts[i],
+                vector_weight=1.0,
+                keyword_weight=0.0,
+                collection_chunks=size,
+            )
         ),
         "ours_fulltext": lambda i: keyword(work.parts[i], "bm25"),
         "ours_fulltext_frequent": lambda i: keyword(work.frequent_parts[i], "bm25"),
         "ours_fulltext_tsrank": lambda i: keyword(work.parts[i], "ts_rank_cd"),
         "ours_fulltext_tsrank_frequent": lambda i: keyword(work.frequent_parts[i], "ts_rank_cd"),
-        "ours_hybrid": lambda i: run(search_request(settings, preset, q.vectors[i], work.parts[i])),
+        "ours_hybrid": lambda i: run(
+            search_request(settings, preset, q.vectors[i], work.parts[i], collection_chunks=size)
+        ),
         "ours_hybrid_rrf": lambda i: run(
-            search_request(settings, preset, q.vectors[i], work.parts[i], fusion_method="rrf")
+            search_request(settings, preset, q.vectors[i], work.parts[i], fusion_method="rrf", collection_chunks=size)
         ),
         "ours_retrieve": retrieve_fn(service, preset, work, stages),
     }
