@@ -58,9 +58,10 @@ def _sentence_vectors(sources: list[list[str]], cache: Path) -> np.ndarray:
     return vectors
 
 
-def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray) -> tuple[str, float]:
-    """Table ``vectors_<size>`` with its HNSW index (built unless it exists); returns its name and build seconds."""
-    name = f"vectors_{store.size_label(size)}"
+def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray, m: int, construction: int) -> tuple[str, float]:
+    """Table ``vectors_<size>`` (``_m<m>_efc<construction>`` for other build parameters than the service's) with
+    its HNSW index (built unless it exists); returns its name and build seconds."""
+    name = f"vectors_{store.size_label(size)}" + ("" if (m, construction) == (16, 64) else f"_m{m}_efc{construction}")
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
     if exists and exists[0]:
         return name, 0.0
@@ -75,8 +76,8 @@ def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray) -> tuple[st
     conn.execute("SET maintenance_work_mem = '4GB'")
     conn.execute(
         sql.SQL(
-            "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-        ).format(sql.Identifier(f"{name}_hnsw"), sql.Identifier(name))
+            "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops) WITH (m = {}, ef_construction = {})"
+        ).format(sql.Identifier(f"{name}_hnsw"), sql.Identifier(name), sql.Literal(m), sql.Literal(construction))
     )
     conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(name)))
     return name, time.perf_counter() - started
@@ -87,6 +88,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--ef-search", default="40,100,200,400,800")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--m", type=int, default=16, help="HNSW build parameter m (the service's: 16)")
+    parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction (the service's: 64)")
     parser.add_argument("--json", type=Path, default=bench.REPO / "bench_out" / "hnsw_recall.json")
     args = parser.parse_args()
 
@@ -108,7 +111,7 @@ def main() -> int:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         register_vector(conn)
         for size in sizes:
-            name, build_s = _table(conn, size, vectors)
+            name, build_s = _table(conn, size, vectors, args.m, args.ef_construction)
             similarity = queries @ vectors[:size].T
             exact = np.argsort(-similarity, axis=1)[:, :TOP_K] + 1
             # the 20th exact similarity: a returned chunk at least as similar is as good as the one it displaced
@@ -142,7 +145,13 @@ def main() -> int:
                     "p95_ms": round(float(np.percentile(times, 95)), 2),
                 }
                 print(size, ef, per_ef[ef], flush=True)
-            out["sizes"][str(size)] = {"hnsw_build_s": round(build_s, 1), "by_ef_search": per_ef}  # type: ignore[index]
+            out["sizes"][str(size)] = {  # type: ignore[index]
+                "table": name,
+                "m": args.m,
+                "ef_construction": args.ef_construction,
+                "hnsw_build_s": round(build_s, 1),
+                "by_ef_search": per_ef,
+            }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
