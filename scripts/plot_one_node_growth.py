@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Plot p50/p95 of each arm, the hybrid and ``retrieve()`` against the collection size (issue 27 point 4).
+
+Reads the JSON files ``scripts/bench_one_node.py --json`` wrote, one per size, and prints the markdown table.
+
+    .venv/bin/python scripts/plot_one_node_growth.py bench_out/one_node_{10k,100k,300k,1m}.json --out docs/one_node_growth.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+SERIES = (
+    ("ours_vector", "vector arm (HNSW)"),
+    ("ours_fulltext", "keyword arm (BM25, budget 6,000)"),
+    ("ours_hybrid", "hybrid SQL"),
+    ("ours_retrieve", "retrieve(), no rerank"),
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("docs/one_node_growth.png"))
+    args = parser.parse_args()
+    runs = sorted((json.loads(f.read_text()) for f in args.files), key=lambda r: r["chunks"])
+    sizes = [r["chunks"] for r in runs]
+    figure, axis = plt.subplots(figsize=(8, 5))
+    for key, label in SERIES:
+        line = axis.plot(sizes, [r["latency"][key]["p50"] for r in runs], marker="o", label=f"{label} p50")
+        axis.plot(sizes, [r["latency"][key]["p95"] for r in runs], marker="x", ls="--", color=line[0].get_color())
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("chunks in the collection (synthetic corpus, one node, 2 cores)")
+    axis.set_ylabel("ms (solid p50, dashed p95)")
+    axis.set_title("Latency by collection size (ef_search grows with the size)")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(args.out, dpi=110)
+    print(
+        "| chunks | ef_search | vector p50 / p95 | keyword | hybrid | retrieve() | HNSW recall@20 | table + indexes | HNSW |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        cells = [f"{r['latency'][k]['p50']:.1f} / {r['latency'][k]['p95']:.1f}" for k, _ in SERIES]
+        sizes_ = r["relation_sizes"]
+        print(
+            f"| {r['chunks']:,} | {r.get('ef_search_default', '')} | {' | '.join(cells)} | {r['hnsw_recall_at_20']:.3f} "
+            f"| {sizes_['document_chunks_total']} | {sizes_['hnsw_index']} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
