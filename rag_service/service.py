@@ -18,7 +18,7 @@ from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings, check_stored_model
-from rag_service.db.presets import CallSetup, list_presets, read_call_preset
+from rag_service.db.presets import CallPreset, list_presets, read_call_preset
 from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
@@ -323,7 +323,7 @@ class UniversalRAGService(DocumentOperations):
         read the call makes anyway (docs/benchmarks.md, issue 23).
         """
 
-        def read(session: Session) -> CallSetup:
+        def read(session: Session) -> CallPreset:
             found = read_call_preset(session, context, collection=collection)  # one statement on every query's path
             preset = found.preset.with_overrides(dict(overrides)) if overrides else found.preset  # a bad knob first
             if collection is not None:
@@ -332,7 +332,7 @@ class UniversalRAGService(DocumentOperations):
                 # another process may have switched the stored model (or be switching it) since this one started
                 model_id, fts = self._embedder.model_id, self.settings.fts_config
                 check_stored_model(found.stored_model, model_id=model_id, fts_config=fts)
-            return CallSetup(preset, found.collection_chunks)
+            return found._replace(preset=preset)
 
         return read
 

@@ -38,13 +38,12 @@ TOP_K = 20
 Postings = tuple[float, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _lists(conn, collection: str, query: str) -> tuple[list[Postings], float]:  # type: ignore[no-untyped-def]
+def _lists(conn, collection: str, query: str, k1: float, b: float) -> tuple[list[Postings], float]:  # type: ignore[no-untyped-def]
     """Per lexeme of ``query``: its weight, chunk ids, scores and ratios in impact order; and BM25's ``slope``."""
     stats = conn.execute(
         text("SELECT chunk_count, total_length FROM collection_stats WHERE collection = :c"), {"c": collection}
     ).one()
     n, avglen = float(stats[0]), float(stats[1]) / float(stats[0])
-    k1, b = 1.2, 0.75
     base, slope = k1 * (1 - b), k1 * b / avglen
     lexemes = conn.execute(
         text(
@@ -135,7 +134,7 @@ def main() -> int:
     per_query = []
     with engine.connect() as conn:
         for q in queries:
-            lists, slope = _lists(conn, store.COLLECTION, bm25_text(parse_query(q)))
+            lists, slope = _lists(conn, store.COLLECTION, bm25_text(parse_query(q)), settings.bm25_k1, settings.bm25_b)
             if lists:
                 per_query.append(_threshold(lists, slope, args.block, args.completions, not args.even))
     summary = {

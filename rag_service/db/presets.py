@@ -37,19 +37,12 @@ def load_preset(session: Session, context_type: str) -> Preset:
 
 class CallPreset(NamedTuple):
     """What a query reads before it searches: its preset, whether its collection holds a document,
-    the stored model (None before the first write) and the collection's number of chunks."""
+    the stored model (None before the first write) and the collection's number of chunks (``hnsw.ef_search``
+    grows with it)."""
 
     preset: Preset
     collection_exists: bool
     stored_model: StoredModel | None
-    collection_chunks: int = 0
-
-
-class CallSetup(NamedTuple):
-    """What a query searches with, read in its search transaction: its preset (validated, with the call's
-    overrides) and its collection's number of chunks (``hnsw.ef_search`` grows with it)."""
-
-    preset: Preset
     collection_chunks: int = 0
 
 

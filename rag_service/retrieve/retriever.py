@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import MAX_CANDIDATE_K, Preset, Settings, llm_rerank_weights
 from rag_service.db.database import Database
-from rag_service.db.presets import CallSetup
+from rag_service.db.presets import CallPreset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
 from rag_service.db.search_request import ef_search_for
@@ -55,10 +55,8 @@ if TYPE_CHECKING:
     from rag_service.llm import ChatModel
 
 RerankerSource = Callable[[], Reranker | None]
-
-
-#: reads a call's ``CallSetup`` in the call's search transaction
-SetupReader = Callable[[Session], CallSetup]
+#: reads a call's ``CallPreset`` (its preset with the call's overrides, validated) in the search transaction
+SetupReader = Callable[[Session], CallPreset]
 #: the configured LLM (None: none configured); called only when the LLM rerank is switched on
 ChatSource = Callable[[], "ChatModel | None"]
 #: with ``return_parents``, each arm reads at least this many children per result asked for: children
@@ -75,7 +73,7 @@ def _ms(started: float) -> float:
 class _Prepared:
     """A query made ready for the search under one preset: its requests, its first vector, the calibration."""
 
-    setup: CallSetup
+    setup: CallPreset
     requests: list[SearchRequest]
     vector: np.ndarray[Any, Any] | None
     calibration: Calibration | None
@@ -158,7 +156,9 @@ class Retriever:
             metrics.degrade("read", note)
         return found
 
-    def _prepare(self, query: str, setup: CallSetup, options: RetrievalOptions, metrics: RetrievalMetrics) -> _Prepared:
+    def _prepare(
+        self, query: str, setup: CallPreset, options: RetrievalOptions, metrics: RetrievalMetrics
+    ) -> _Prepared:
         """The query's variants embedded and made into search requests."""
         preset = setup.preset
         started = time.perf_counter()
@@ -184,7 +184,7 @@ class Retriever:
         return _Prepared(setup, requests, vectors[0], calibration)
 
     def _request(
-        self, variant: str, vector: np.ndarray[Any, Any] | None, setup: CallSetup, options: RetrievalOptions
+        self, variant: str, vector: np.ndarray[Any, Any] | None, setup: CallPreset, options: RetrievalOptions
     ) -> SearchRequest:
         preset = setup.preset
         parsed = parse_query(variant)
