@@ -8,7 +8,7 @@ a worst case for any graph index. Here the vectors have the geometry of real emb
 MiniLM vectors (the default int8 model; ~65k sentences embedded once and cached under the data folder,
 since embedding a million chunks would take hours here). Queries are the datasets' real questions,
 embedded the same way. Each size is a table of its own (``id, embedding``) with the service's HNSW
-index (``m`` 16, ``ef_construction`` 64, cosine) in database ``rag_hnsw_recall``, searched under the
+index (``m`` 16, ``ef_construction`` 128, cosine) in database ``rag_hnsw_recall``, searched under the
 settings ``db.search.configure_vector_scan`` sets; exact top 20 by numpy. Two scores: recall@20 (the
 exact 20's ids returned) and the share of returned chunks at least as near as the exact 20th (the
 corpus repeats sentences, so many chunks tie with the 20th and which of them is "the" 20th is arbitrary).
@@ -61,7 +61,7 @@ def _sentence_vectors(sources: list[list[str]], cache: Path) -> np.ndarray:
 def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray, m: int, construction: int) -> tuple[str, float]:
     """Table ``vectors_<size>`` (``_m<m>_efc<construction>`` for other build parameters than the service's) with
     its HNSW index (built unless it exists); returns its name and build seconds."""
-    name = f"vectors_{store.size_label(size)}" + ("" if (m, construction) == (16, 64) else f"_m{m}_efc{construction}")
+    name = f"vectors_{store.size_label(size)}" + ("" if (m, construction) == (16, 128) else f"_m{m}_efc{construction}")
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
     if exists and exists[0]:
         return name, 0.0
@@ -89,7 +89,7 @@ def main() -> int:
     parser.add_argument("--ef-search", default="40,100,200,400,800")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--m", type=int, default=16, help="HNSW build parameter m (the service's: 16)")
-    parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction (the service's: 64)")
+    parser.add_argument("--ef-construction", type=int, default=128, help="HNSW ef_construction (the service's: 128)")
     parser.add_argument("--json", type=Path, default=bench.REPO / "bench_out" / "hnsw_recall.json")
     args = parser.parse_args()
 

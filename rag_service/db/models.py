@@ -77,7 +77,7 @@ class DocumentChunk(Base):
             "ix_document_chunks_embedding_hnsw",
             "embedding",
             postgresql_using="hnsw",
-            postgresql_with={"m": 16, "ef_construction": 64},
+            postgresql_with={"m": 16, "ef_construction": 128},  # migration 0012
             postgresql_ops={"embedding": "vector_cosine_ops"},
         ),
         Index("ix_document_chunks_content_tsv", "content_tsv", postgresql_using="gin"),

@@ -30,10 +30,11 @@ from rag_service.knobs import MAX_EF_SEARCH
 #: up to this many chunks in a collection, the vector arm searches with ``RAG_HNSW_EF_SEARCH`` as set
 EF_SEARCH_REFERENCE_CHUNKS = 100_000
 #: above it, ef_search grows as ``(chunks / EF_SEARCH_REFERENCE_CHUNKS) ** EF_SEARCH_GROWTH``: the
-#: candidate list a fixed recall needs grows with the graph. On realistic vectors recall@20 was 0.96 at
-#: 100k with ef 100, and 0.73 / 0.89 / 0.945 at 1M with ef 100 / 400 / 1000 (docs/benchmarks.md,
-#: "Session 12"): linear growth, so 1M reaches pgvector's limit of 1000
-EF_SEARCH_GROWTH = 1.0
+#: candidate list a fixed recall needs grows with the graph. On realistic vectors, with the graph built
+#: with ef_construction 128 (migration 0012), recall@20 was 0.966 at 100k with ef 100, and 0.870 / 0.966 /
+#: 0.986 at 1M with ef 100 / 400 / 800 (docs/benchmarks.md, "Session 12"): 1M gets 10 ** 0.6 * 100 = 398.
+#: (The graph of ef_construction 64 needed 1000 at 1M for 0.945.)
+EF_SEARCH_GROWTH = 0.6
 
 
 def ef_search_for(chunks: int, *, base: int, depth: int) -> int:

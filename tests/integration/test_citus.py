@@ -215,6 +215,33 @@ def test_a_model_switch_on_citus(citus_engine):
         assert back.ok  # the module's other tests index with the hashing model
 
 
+def test_the_hnsw_rebuild_migration_runs_on_citus(cluster, citus_engine):
+    """Migration 0012 drops and recreates a distributed index: every shard gets the new graph."""
+    settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)
+    db = Database(citus_engine)
+    try:
+        texts = [(name, name, body) for name, body in TEXTS.items()]
+        assert Indexer(db, HashingEmbedder(), settings).index_texts(texts, collection="graph").added == 4
+        migrate.downgrade(citus_engine, "0011")
+        migrate.upgrade(citus_engine)
+        options = set()
+        for node in cluster.nodes[1:]:
+            with node.connect() as conn:
+                rows = conn.execute(
+                    "SELECT array_to_string(c.reloptions, ',') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
+                ).fetchall()
+                assert rows, "every worker holds shards of the graph"
+                options |= {row[0] for row in rows}
+        assert options == {"m=16,ef_construction=128"}
+        service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+        result = service.retrieve("which column shards tables?", context="search", collection="graph")
+        assert result.chunks and result.chunks[0].source == "ops/citus.md"
+    finally:
+        with citus_engine.begin() as conn:
+            conn.execute(text("DELETE FROM documents WHERE collection = 'graph'"))
+
+
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_every_search_shape_is_one_single_shard_router_task(citus_engine, shape):
     request = SHAPES[shape]

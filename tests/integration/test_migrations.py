@@ -114,3 +114,37 @@ def test_migrations_are_not_cut_by_the_statement_timeout(database_factory, setti
             unbounded.dispose()
     finally:
         engine.dispose()
+
+
+def _hnsw_options(conn) -> list[str]:  # type: ignore[no-untyped-def]
+    options = conn.execute(
+        text("SELECT reloptions FROM pg_class WHERE oid = to_regclass('ix_document_chunks_embedding_hnsw')")
+    ).scalar()
+    return sorted(options)
+
+
+def test_the_hnsw_graph_is_rebuilt_with_ef_construction_128(database_factory, settings):
+    engine = make_engine(database_factory.create("rag_mig_hnsw"), settings)
+    try:
+        migrate.upgrade(engine, "0011")
+        with engine.connect() as conn:
+            assert _hnsw_options(conn) == ["ef_construction=64", "m=16"]
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert _hnsw_options(conn) == ["ef_construction=128", "m=16"]
+        migrate.downgrade(engine, "0011")
+        with engine.begin() as conn:
+            assert _hnsw_options(conn) == ["ef_construction=64", "m=16"]
+            # a graph the user built with parameters of their own is not touched
+            conn.execute(text("DROP INDEX ix_document_chunks_embedding_hnsw"))
+            conn.execute(
+                text(
+                    "CREATE INDEX ix_document_chunks_embedding_hnsw ON document_chunks "
+                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 24, ef_construction = 100)"
+                )
+            )
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert _hnsw_options(conn) == ["ef_construction=100", "m=24"]
+    finally:
+        engine.dispose()

@@ -155,3 +155,31 @@ def test_the_cli_option_partitions_a_new_database(database_factory, settings, tm
             assert is_partitioned(conn)
     finally:
         engine.dispose()
+
+
+def _graph_options(conn) -> set[str]:  # type: ignore[no-untyped-def]
+    """The build parameters of every HNSW index on the chunk tables (the parent's and each partition's)."""
+    rows = conn.execute(
+        text(
+            "SELECT array_to_string(c.reloptions, ',') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
+        )
+    ).scalars()
+    return set(rows)
+
+
+def test_the_hnsw_rebuild_reaches_every_partition(partitioned, settings, tmp_path):
+    for name, body in TEXTS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body)
+    Indexer(Database(partitioned), HashingEmbedder(), settings).index_paths([tmp_path / "ops"], collection="alpha")
+    migrate.downgrade(partitioned, "0011")
+    with partitioned.connect() as conn:
+        assert _graph_options(conn) == {"m=16,ef_construction=64"}
+    migrate.upgrade(partitioned)
+    with partitioned.connect() as conn:
+        assert _graph_options(conn) == {"m=16,ef_construction=128"}
+        assert conn.execute(text("SELECT count(*) FROM pg_indexes WHERE indexdef LIKE '%hnsw%'")).scalar() == 2
+    service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
+    result = service.retrieve("how do replicas replay the write-ahead log?", context="search", collection="alpha")
+    assert result.chunks and result.chunks[0].source.endswith("ops/wal.md")

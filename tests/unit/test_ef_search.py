@@ -17,3 +17,8 @@ def test_it_grows_with_the_size_and_stays_within_bounds() -> None:
     assert values == sorted(values) and values[0] < values[3]
     assert values[-1] == MAX_EF_SEARCH
     assert ef_search_for(0, base=10, depth=80) == 80  # never fewer candidates than the arm returns
+
+
+def test_a_million_chunks_search_with_the_ef_measured_for_them() -> None:
+    # recall@20 0.966 at 1M with ef 400 on the ef_construction-128 graph (docs/benchmarks.md)
+    assert 380 <= ef_search_for(10 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) <= 420
