@@ -37,7 +37,7 @@ The corpora are synthetic and need no model: chunks of 80-100 words drawn from S
 with its word frequencies (Zipfian), and 384-d unit vectors around 200 centroids. A query is a few
 words of one chunk and a vector near that chunk's. Everything is loaded with `COPY` into databases of
 their own (`rag_bench_<size>`) on the embedded server, indexed as the migration does (HNSW m=16,
-ef_construction=64; GIN on the tsvector; the BM25 postings filled by the migration's triggers) and
+ef_construction=128 since migration 0012; GIN on the tsvector; the BM25 postings filled by the migration's triggers) and
 analysed. Our retrievers run through the package's own
 code (`hybrid_search`, `UniversalRAGService.retrieve`); the baselines get the same data, the same
 queries and the same precomputed vectors. All retrievers are interleaved step by step after a

@@ -333,7 +333,7 @@ def langchain_side(
             conn.execute(
                 text(
                     "CREATE INDEX langchain_pg_embedding_hnsw ON langchain_pg_embedding "
-                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128)"
                 )
             )
         build["hnsw_build_s"] = time.perf_counter() - started
