@@ -9,7 +9,10 @@ table is not empty and the indexes are kept (a new collection beside others). ``
 ``documents.replace_document`` per document (INSERT per chunk through the BM25 triggers, indexes
 maintained), 100 documents a transaction, as the row path writes them. Keywords (``--keywords``) are
 off by default, as in the issue-18 build this is compared with; no graph edges. The corpus is the
-synthetic one of ``scripts/bench_one_node.py`` (10 chunks a document), in a database of its own.
+synthetic one of ``scripts/bench_one_node.py`` (10 chunks a document), in a database of its own, or with
+``--corpus real`` the real-text chunks of ``bench_lib.real_text`` with realistic vectors (the mean of their
+sentences' vectors; database ``rag_bulk_<size>_bulk_real``): real term statistics (60M postings at 1M) and
+an HNSW graph built on vectors with the geometry of real embeddings.
 
     RAG_DATA_DIR=$PWD/bench-data .venv/bin/python scripts/bench_bulk_load.py --size 100000
 """
@@ -23,7 +26,7 @@ import time
 
 import bench
 from bench_lib import corpus as synth
-from bench_lib import store
+from bench_lib import real_text, store
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -38,6 +41,7 @@ from rag_service.ingest.fingerprint import chunker_fingerprint, content_hash
 from rag_service.tokens import get_encoding
 
 COLLECTION = "bench"
+DATASETS = bench.REPO.parent / "shared" / "datasets"
 BATCH_DOCUMENTS = 100
 
 
@@ -71,13 +75,20 @@ def main() -> int:
     parser.add_argument("--path", choices=("bulk", "row"), default="bulk")
     parser.add_argument("--populated", action="store_true", help="another collection holds a document first")
     parser.add_argument("--keywords", type=int, default=0)
+    parser.add_argument("--corpus", choices=("synthetic", "real"), default="synthetic")
     args = parser.parse_args()
 
     settings = load_settings()
     url = bench.server_url(settings)
     vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
-    corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
+    if args.corpus == "real":
+        corpus = real_text.realistic_corpus(
+            DATASETS, size=args.size, seed=42, cache=settings.data_dir / "sentences.npy"
+        )
+    else:
+        corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
     name = f"rag_bulk_{store.size_label(args.size)}_{args.path}{'_populated' if args.populated else ''}"
+    name += "_real" if args.corpus == "real" else ""
     store.recreate_database(url, name)
     engine = make_engine(database_url(url, name), settings)
     migrate.upgrade(engine)

@@ -42,22 +42,6 @@ TOP_K = 20
 TIE = 1e-5
 
 
-def _sentence_vectors(sources: list[list[str]], cache: Path) -> np.ndarray:
-    """Every sentence's vector (the default model), cached in ``cache``."""
-    flat = [s for source in sources for s in source]
-    if cache.is_file():
-        vectors: np.ndarray = np.load(cache)
-        if vectors.shape[0] == len(flat):
-            return vectors
-    settings = load_settings()
-    embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
-    vectors = np.empty((len(flat), 384), dtype=np.float32)
-    for start in tqdm(range(0, len(flat), 2048), desc="embedding sentences", unit="batch"):
-        vectors[start : start + 2048] = embedder.embed_documents(flat[start : start + 2048])
-    np.save(cache, vectors)
-    return vectors
-
-
 def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray, m: int, construction: int) -> tuple[str, float]:
     """Table ``vectors_<size>`` (``_m<m>_efc<construction>`` for other build parameters than the service's) with
     its HNSW index (built unless it exists); returns its name and build seconds."""
@@ -99,7 +83,7 @@ def main() -> int:
     efs = [int(e) for e in args.ef_search.split(",")]
     sources = real_text.source_sentences(DATASETS)
     picked = real_text.chunk_sentences(sources, size=max(sizes), seed=42)  # the chunks of bench_bm25_real.py
-    vectors = real_text.chunk_vectors(sources, picked, _sentence_vectors(sources, settings.data_dir / "sentences.npy"))
+    vectors = real_text.chunk_vectors(sources, picked, real_text.sentence_vectors(sources, settings.data_dir / "sentences.npy"))
     questions = real_text.real_queries(DATASETS, per_set=args.queries, seed=11)[: args.queries]
     embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
     queries = embedder.embed_documents(questions)

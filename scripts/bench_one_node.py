@@ -25,7 +25,7 @@ from pathlib import Path
 import bench
 import psycopg
 from bench_lib import corpus as synth
-from bench_lib import measure, retrievers, store
+from bench_lib import measure, real_text, retrievers, store
 
 from rag_service.config import BUNDLED_MINILM, Preset, Settings, load_settings
 from rag_service.db.admin import database_url
@@ -33,9 +33,10 @@ from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
 from rag_service.db.search import hybrid_search
 from rag_service.db.search_request import ef_search_for
-from rag_service.embed import embedder_for
+from rag_service.embed import Embedder, embedder_for
 from rag_service.service import UniversalRAGService
 
+DATASETS = bench.REPO.parent / "shared" / "datasets"
 TIMED = ("ours_vector", "ours_fulltext", "ours_hybrid", "ours_hybrid_rrf", "ours_retrieve")
 
 
@@ -48,13 +49,28 @@ def main() -> int:
     parser.add_argument("--database", help="an existing database loaded with this corpus (default: built or reused)")
     parser.add_argument("--ef-search", default="", help="comma-separated fixed ef_search values for the vector arm")
     parser.add_argument("--prewarm", action="store_true", help="read what a search uses into shared_buffers first")
+    parser.add_argument(
+        "--corpus",
+        choices=("synthetic", "real"),
+        default="synthetic",
+        help=(
+            "real: the real-text chunks with realistic vectors of scripts/bench_bulk_load.py --corpus real (pass its "
+            "--database), asked the datasets' real questions"
+        ),
+    )
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="LOAD")
     args = parser.parse_args()
 
     settings = load_settings()
     url = bench.server_url(settings)
     vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
-    corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
+    real = args.corpus == "real"
+    if real:
+        corpus = real_text.realistic_corpus(
+            DATASETS, size=args.size, seed=42, cache=settings.data_dir / "sentences.npy"
+        )
+    else:
+        corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
     if args.database:
         name, build = args.database, {"comment": store.database_comment(url, args.database)}
     else:
@@ -62,8 +78,11 @@ def main() -> int:
         build = store.ensure_loaded(url, name, corpus, settings, rebuild=False)
     engine = store.engine_for(url, name, settings)
     database = Database(engine)
-    work, _ = measure.make_workload(engine, corpus, vocabulary.words, count=args.warmup + args.queries, seed=42)
     embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
+    if real:
+        work = _real_workload(embedder, args.warmup + args.queries)
+    else:
+        work, _ = measure.make_workload(engine, corpus, vocabulary.words, count=args.warmup + args.queries, seed=42)
     service = UniversalRAGService(settings, database=database, embedder=embedder, reranker=None)
     with database.transaction() as session:
         preset = load_preset(session, bench.PRESET)
@@ -87,6 +106,7 @@ def main() -> int:
     out = {
         "measured_at": bench._now(),
         "chunks": args.size,
+        "corpus": args.corpus,
         "loadavg_before": load_before,
         "loadavg_after": measure.load_average(),
         "build": build,
@@ -105,6 +125,13 @@ def main() -> int:
     print(json.dumps(out, indent=1))
     service.close()
     return 0
+
+
+def _real_workload(embedder: Embedder, count: int) -> retrievers.Workload:
+    """``count`` real questions of the visible datasets, embedded by the default model (as ``retrieve`` does)."""
+    texts = real_text.real_queries(DATASETS, per_set=count, seed=11)[:count]
+    queries = synth.QuerySet(texts=texts, vectors=embedder.embed_documents(texts), source_chunks=[-1] * len(texts))
+    return retrievers.Workload(queries=queries, frequent=queries)
 
 
 def _vector_at(

@@ -12,12 +12,15 @@ Queries are the real questions of the three datasets.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+
+from bench_lib.corpus import Corpus
 
 #: sentence ends: ., ! or ? followed by white space and an upper-case letter or a digit
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
@@ -109,3 +112,35 @@ def real_queries(datasets: Path, *, per_set: int, seed: int) -> list[str]:
             texts = [json.loads(line)["text"] for line in lines]
         queries.extend(texts[i] for i in rng.permutation(len(texts))[:per_set].tolist())
     return [queries[i] for i in rng.permutation(len(queries)).tolist()]
+
+
+def sentence_vectors(sources: list[list[str]], cache: Path) -> np.ndarray:
+    """Every sentence's vector by the default model (~10 min here for the ~65k sentences), cached in ``cache``."""
+    from tqdm import tqdm
+
+    from rag_service.config import BUNDLED_MINILM, load_settings
+    from rag_service.embed import embedder_for
+
+    flat = [s for source in sources for s in source]
+    if cache.is_file():
+        vectors: np.ndarray = np.load(cache)
+        if vectors.shape[0] == len(flat):
+            return vectors
+    settings = load_settings()
+    embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
+    vectors = np.empty((len(flat), 384), dtype=np.float32)
+    for start in tqdm(range(0, len(flat), 2048), desc="embedding sentences", unit="batch"):
+        vectors[start : start + 2048] = embedder.embed_documents(flat[start : start + 2048])
+    np.save(cache, vectors)
+    return vectors
+
+
+def realistic_corpus(datasets: Path, *, size: int, seed: int, cache: Path) -> Corpus:
+    """``size`` real-text chunks (``make_chunks``) with realistic vectors (``chunk_vectors``), as a ``Corpus``
+    the synthetic benchmarks' loaders and timers take."""
+    sources = source_sentences(datasets)
+    picked = chunk_sentences(sources, size=size, seed=seed)
+    texts = [" ".join(sources[s][i] for i in chosen) for s, chosen in picked]
+    vectors = chunk_vectors(sources, picked, sentence_vectors(sources, cache))
+    fingerprint = hashlib.sha256(f"real:{size}:{seed}:{texts[0]}:{texts[-1]}".encode()).hexdigest()[:16]
+    return Corpus(texts=texts, vectors=vectors, fingerprint=fingerprint)
