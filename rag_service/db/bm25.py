@@ -142,27 +142,81 @@ def _posting_score(terms: CTE, tf: _IntColumn, doc_len: _IntColumn) -> ColumnEle
 def bm25_matches(request: SearchRequest) -> Select[Any]:
     """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
 
-    With ``bm25_max_postings`` 0, or with filters beyond the collection, every posting is read and
-    summed per chunk (exact); otherwise ``_bm25_bounded_matches``.
+    With filters beyond the collection (or required terms) every passing chunk is scored exactly
+    (``_bm25_filtered_matches``); with ``bm25_max_postings`` 0 every posting is read and summed per chunk
+    (exact); otherwise ``_bm25_bounded_matches``.
     """
     extra = _extra_conditions(request)
-    if request.bm25_max_postings > 0 and not extra:
+    if extra:
+        return _bm25_filtered_matches(request, extra)
+    if request.bm25_max_postings > 0:
         return _bm25_bounded_matches(request)
     terms = _bm25_stats(request)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
-    query: Select[Any] = (
-        select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment,unused-ignore]
+    return (
+        select(ChunkTerm.chunk_id.label("id"), score.label("score"))
         .select_from(ChunkTerm)
         .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
         .where(ChunkTerm.collection == bindparam("collection", request.collection))
-    )
-    if extra:  # only then is the chunk row needed
-        query = query.join(
-            DocumentChunk, (DocumentChunk.collection == ChunkTerm.collection) & (DocumentChunk.id == ChunkTerm.chunk_id)
-        ).where(DocumentChunk.collection == bindparam("collection", request.collection), *extra)
-    return (
-        query.group_by(ChunkTerm.chunk_id)
+        .group_by(ChunkTerm.chunk_id)
         .order_by(score.desc(), ChunkTerm.chunk_id)
+        .limit(bindparam("candidate_k_kw", request.candidate_k))
+    )
+
+
+#: a chunk scored through the postings' primary key (a probe, ~16 µs) costs about as much as this many
+#: postings read in order; below it, filtered chunks are scored one by one instead of reading every
+#: posting of the query's lexemes (a quoted term at 1M chunks: 2,404 chunks against 290k postings,
+#: 151 -> 40 ms; docs/benchmarks.md, "Session 13")
+PROBE_COST_IN_POSTINGS = 20
+
+
+def _bm25_filtered_matches(request: SearchRequest, extra: list[ColumnElement[bool]]) -> Select[Any]:
+    """Exact BM25 over the chunks that pass the filters (and required terms), from whichever side is
+    smaller: the passing chunks (each scored by a primary-key probe for the query's lexemes) when they
+    are fewer than the query's postings / ``PROBE_COST_IN_POSTINGS``, else every posting of the query's
+    lexemes joined to them. The passing chunks are found once (their own indexes: GIN for required
+    terms, B-tree for a source) and the choice is made at run time between two gated branches."""
+    terms = _bm25_stats(request)
+    collection: ColumnElement[str] = bindparam("collection", request.collection, type_=String)
+    passing = (
+        select(DocumentChunk.id)
+        .where(DocumentChunk.collection == collection, *extra)
+        .cte("bm25_passing")
+        .prefix_with("MATERIALIZED")
+    )
+    postings = select(func.coalesce(func.sum(terms.c.df), 0.0)).scalar_subquery()
+    passing_count = select(func.count()).select_from(passing).scalar_subquery()
+    few = cast(passing_count, Double) * PROBE_COST_IN_POSTINGS < postings
+    lexemes = cast(select(func.array_agg(terms.c.lexeme)).scalar_subquery(), ARRAY(Text))
+    score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
+    # correlated: a probe of the primary key per passing chunk (a join lets the planner read whole lists)
+    probed = (
+        select(score)
+        .select_from(ChunkTerm)
+        .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
+        .where(
+            ChunkTerm.collection == collection,
+            ChunkTerm.chunk_id == passing.c.id,
+            ChunkTerm.lexeme == func.any(lexemes),
+        )
+        .scalar_subquery()
+    )
+    # materialized: the planner would otherwise run the probe twice, in the filter and in the sort
+    scored = select(passing.c.id, probed.label("score")).where(few).cte("bm25_probed").prefix_with("MATERIALIZED")
+    by_chunk = select(scored.c.id, scored.c.score).where(scored.c.score.is_not(None))
+    by_posting = (
+        select(ChunkTerm.chunk_id.label("id"), score.label("score"))
+        .select_from(ChunkTerm)
+        .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
+        .join(passing, passing.c.id == ChunkTerm.chunk_id)
+        .where(ChunkTerm.collection == collection, ~few)
+        .group_by(ChunkTerm.chunk_id)
+    )
+    both = by_chunk.union_all(by_posting).subquery("bm25_filtered")
+    return (
+        select(both.c.id, both.c.score)
+        .order_by(both.c.score.desc(), both.c.id)
         .limit(bindparam("candidate_k_kw", request.candidate_k))
     )
 

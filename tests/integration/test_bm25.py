@@ -8,7 +8,9 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
+from rag_service.db import bm25, search
 from rag_service.db.search import SearchRequest, hybrid_search
+from rag_service.db.search_request import ChunkFilters
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
@@ -158,3 +160,59 @@ def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1
     for chunk_id, score in expected.items():
         assert got[chunk_id] == pytest.approx(score, abs=1e-6)
     assert [h.chunk_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
+
+
+@pytest.mark.parametrize("probe_cost", [0, 10**9])  # every passing chunk probed / every posting read
+@pytest.mark.parametrize(
+    ("query", "filters"),
+    [
+        ("replica log replay", {"source_prefix": "kb/"}),  # every chunk passes
+        ("replica log replay", {"source": "kb/e.txt"}),
+        ('"replica" log', None),  # a required term: only chunks holding it
+        ('"backups" restored', {"source_prefix": "kb/b"}),
+    ],
+)
+def test_filtered_scores_equal_reference_bm25_from_either_side(
+    db, settings, folder, connection, monkeypatch, query, filters, probe_cost
+):
+    """The filtered arm scores the passing chunks exactly whether it probes them or reads the postings."""
+    monkeypatch.setattr(bm25, "PROBE_COST_IN_POSTINGS", probe_cost)
+    monkeypatch.setattr(search, "_STATEMENTS", search.StatementCache())  # built with this cost
+    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+    parsed = parse_query(query)
+    any_terms, required = websearch_parts(parsed)
+    request = SearchRequest(
+        collection="one",
+        query_vector=None,
+        any_terms=any_terms,
+        required_terms=required,
+        vector_weight=0.0,
+        keyword_weight=1.0,
+        candidate_k=100,
+        limit=100,
+        bm25_text=bm25_text(parsed),
+        bm25_k1=1.2,
+        bm25_b=0.75,
+        filters=ChunkFilters.parse(filters),
+    )
+    holds = "AND c.content_tsv @@ websearch_to_tsquery('english', :required)" if required else ""
+    passing = set(
+        connection.execute(
+            text(
+                "SELECT c.id FROM document_chunks c JOIN documents d ON d.collection = c.collection "
+                f"AND d.id = c.document_id WHERE c.collection = 'one' AND d.source LIKE :prefix {holds}"
+            ),
+            {"prefix": next(iter((filters or {"source_prefix": ""}).values())) + "%", "required": required},
+        ).scalars()
+    )
+    expected = {
+        chunk: score
+        for chunk, score in stored_reference_bm25(connection, "one", bm25_text(parsed), k1=1.2, b=0.75).items()
+        if chunk in passing
+    }
+    assert expected, "the case keeps some chunks"
+    with db.transaction() as session:
+        hits = hybrid_search(session, request)
+    assert [h.chunk_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
+    for hit in hits:
+        assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], abs=1e-6)
