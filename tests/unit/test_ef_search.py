@@ -20,5 +20,5 @@ def test_it_grows_with_the_size_and_stays_within_bounds() -> None:
 
 
 def test_a_million_chunks_search_with_the_ef_measured_for_them() -> None:
-    # recall@20 0.966 at 1M with ef 400 on the ef_construction-128 graph (docs/benchmarks.md)
-    assert 380 <= ef_search_for(10 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) <= 420
+    # recall@20 >= 0.95 at 1M with ef 800 on every ef_construction-128 graph measured (docs/benchmarks.md)
+    assert 750 <= ef_search_for(10 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) <= 850
