@@ -33,7 +33,7 @@ from rag_service.db.search_request import ChunkFilters
 
 DATASETS = bench.REPO.parent / "shared" / "datasets"
 #: source prefixes and the share of a 1M-chunk corpus of 100k documents each keeps
-PREFIXES = {"synthetic/0000": "0.1%", "synthetic/000": "1%", "synthetic/00": "10%"}
+PREFIXES = {"synthetic/00000": "0.1%", "synthetic/0000": "1%", "synthetic/000": "10%"}
 
 
 def _timed(db: Database, request: SearchRequest, probe_cost: int) -> tuple[float, list[int]]:

@@ -164,11 +164,12 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
     )
 
 
-#: a chunk scored through the postings' primary key (a probe, ~16 µs) costs about as much as this many
-#: postings read in order; below it, filtered chunks are scored one by one instead of reading every
-#: posting of the query's lexemes (a quoted term at 1M chunks: 2,404 chunks against 290k postings,
-#: 151 -> 40 ms; docs/benchmarks.md, "Session 13")
-PROBE_COST_IN_POSTINGS = 20
+#: a chunk scored through the postings' primary key (a probe: ~12 µs at 1M chunks, cache misses in a 3 GB
+#: key) costs about as much as this many postings read in order (~0.3 µs each); below it, the passing
+#: chunks are probed instead of reading every posting of the query's lexemes (docs/benchmarks.md,
+#: "Session 13": 9,990 passing chunks took 124 ms probed against 84 ms read; a quoted term's 2,404 against
+#: 290k postings, the other way)
+PROBE_COST_IN_POSTINGS = 50
 
 
 def _bm25_filtered_matches(request: SearchRequest, extra: list[ColumnElement[bool]]) -> Select[Any]:
