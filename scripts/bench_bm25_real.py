@@ -29,8 +29,8 @@ from sqlalchemy import text
 from tqdm import tqdm
 
 from rag_service.config import load_settings
+from rag_service.db import bm25, migrate
 from rag_service.db import documents as repo
-from rag_service.db import migrate
 from rag_service.db.bulk import BulkLoad, StagedDocument
 from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
@@ -109,6 +109,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--budgets", default="6000,12000,24000")
+    parser.add_argument(
+        "--completions",
+        default="",
+        help="comma-separated chunks completed per candidate to try with the first budget (shipped: "
+        f"{bm25.BOUNDED_COMPLETIONS_PER_CANDIDATE})",
+    )
     parser.add_argument("--per-set", type=int, default=100, help="questions drawn from each dataset")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
@@ -143,10 +149,15 @@ def main() -> int:
         for i, q in enumerate(queries)
     }
     variants = {"exact": 0, **{f"budget_{b}": b for b in budgets}}
+    per_candidate = {key: bm25.BOUNDED_COMPLETIONS_PER_CANDIDATE for key in variants}
+    for c in (int(c) for c in args.completions.split(",") if c.strip()):
+        variants[f"budget_{budgets[0]}_completions_{c}"] = budgets[0]
+        per_candidate[f"budget_{budgets[0]}_completions_{c}"] = c
     sums: dict[str, dict[int, float]] = {key: {} for key in variants}  # each query's top-20 BM25 score sum
 
     def arm(key: str, budget: int):  # type: ignore[no-untyped-def]
         def run(i: int) -> list[int]:
+            bm25.BOUNDED_COMPLETIONS_PER_CANDIDATE = per_candidate[key]  # read per call (a bound parameter)
             ids, scores = _scores(db, dataclasses.replace(base[i], bm25_max_postings=budget))
             sums[key][i] = sum(scores)
             return ids
