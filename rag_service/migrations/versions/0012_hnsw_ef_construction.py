@@ -14,11 +14,12 @@ Create Date: 2026-12-02
 """
 
 import logging
-import os
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
+from rag_service.db.bulk import index_memory
 
 revision: str = "0012"
 down_revision: str | None = "0011"
@@ -29,8 +30,6 @@ INDEX = "ix_document_chunks_embedding_hnsw"
 #: (before, after) as values: a migration must not change when the code's defaults do
 BEFORE = ["m=16", "ef_construction=64"]
 AFTER = ["m=16", "ef_construction=128"]
-#: maintenance_work_mem for the build: pgvector builds the graph in memory while it fits (~2 kB a chunk)
-MEMORY_PER_CHUNK = 4096
 
 _log = logging.getLogger("alembic.runtime.migration")
 
@@ -43,10 +42,8 @@ def _rebuild(expected: list[str], wanted: list[str]) -> None:
     if options is None or sorted(options) != sorted(expected):
         return  # no such index, or built with parameters of the user's own
     chunks = bind.execute(sa.text("SELECT count(*) FROM document_chunks")).scalar_one()
-    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    memory = min(max(64 << 20, chunks * MEMORY_PER_CHUNK), machine // 4) >> 20
     _log.info("rebuilding %s over %d chunks with %s (readers wait for it)", INDEX, chunks, ", ".join(wanted))
-    bind.execute(sa.text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": f"{memory}MB"})
+    bind.execute(sa.text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": index_memory(chunks)})
     op.drop_index(INDEX, table_name="document_chunks")
     op.create_index(
         INDEX,
