@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -131,15 +132,12 @@ def stored_reference_bm25(connection, collection: str, query: str, *, k1: float,
     return reference_bm25(docs, lexemes, k1=k1, b=b)
 
 
-@pytest.mark.parametrize("max_postings", [0, 12000])  # exact path; bounded path with every list within budget
-@pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0)])
-@pytest.mark.parametrize("query", ["replica log replay", "backups restored nightly", "how does failover work?"])
-def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1, b, max_postings):
-    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+def keyword_request(query: str, **fields: Any) -> SearchRequest:
+    """A keyword-only request of collection ``one`` for ``query`` (parsed as ``retrieve`` parses it), its 100
+    best chunks; ``fields`` set the rest."""
     parsed = parse_query(query)
-    expected = stored_reference_bm25(connection, "one", bm25_text(parsed), k1=k1, b=b)
     any_terms, required = websearch_parts(parsed)
-    request = SearchRequest(
+    return SearchRequest(
         collection="one",
         query_vector=None,
         any_terms=any_terms,
@@ -149,10 +147,17 @@ def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1
         candidate_k=100,
         limit=100,
         bm25_text=bm25_text(parsed),
-        bm25_k1=k1,
-        bm25_b=b,
-        bm25_max_postings=max_postings,
+        **fields,
     )
+
+
+@pytest.mark.parametrize("max_postings", [0, 12000])  # exact path; bounded path with every list within budget
+@pytest.mark.parametrize(("k1", "b"), [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0)])
+@pytest.mark.parametrize("query", ["replica log replay", "backups restored nightly", "how does failover work?"])
+def test_scores_equal_reference_bm25(db, settings, folder, connection, query, k1, b, max_postings):
+    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+    request = keyword_request(query, bm25_k1=k1, bm25_b=b, bm25_max_postings=max_postings)
+    expected = stored_reference_bm25(connection, "one", request.bm25_text, k1=k1, b=b)
     with db.transaction() as session:
         hits = hybrid_search(session, request)
     got = {h.chunk_id: h.keyword_score for h in hits}
@@ -179,22 +184,8 @@ def test_filtered_scores_equal_reference_bm25_from_either_side(
     monkeypatch.setattr(bm25, "PROBE_COST_IN_POSTINGS", probe_cost)
     monkeypatch.setattr(search, "_STATEMENTS", search.StatementCache())  # built with this cost
     Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
-    parsed = parse_query(query)
-    any_terms, required = websearch_parts(parsed)
-    request = SearchRequest(
-        collection="one",
-        query_vector=None,
-        any_terms=any_terms,
-        required_terms=required,
-        vector_weight=0.0,
-        keyword_weight=1.0,
-        candidate_k=100,
-        limit=100,
-        bm25_text=bm25_text(parsed),
-        bm25_k1=1.2,
-        bm25_b=0.75,
-        filters=ChunkFilters.parse(filters),
-    )
+    request = keyword_request(query, bm25_k1=1.2, bm25_b=0.75, filters=ChunkFilters.parse(filters))
+    required = request.required_terms
     holds = "AND c.content_tsv @@ websearch_to_tsquery('english', :required)" if required else ""
     passing = set(
         connection.execute(
@@ -207,7 +198,7 @@ def test_filtered_scores_equal_reference_bm25_from_either_side(
     )
     expected = {
         chunk: score
-        for chunk, score in stored_reference_bm25(connection, "one", bm25_text(parsed), k1=1.2, b=0.75).items()
+        for chunk, score in stored_reference_bm25(connection, "one", request.bm25_text, k1=1.2, b=0.75).items()
         if chunk in passing
     }
     assert expected, "the case keeps some chunks"
