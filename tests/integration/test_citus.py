@@ -215,6 +215,13 @@ def test_a_model_switch_on_citus(citus_engine):
         assert back.ok  # the module's other tests index with the hashing model
 
 
+#: the build parameters of every HNSW index of a node (the parent's, each partition's or shard's)
+HNSW_BUILD_OPTIONS = (
+    "SELECT array_to_string(c.reloptions, ',') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
+)
+
+
 def test_the_hnsw_rebuild_migration_runs_on_citus(cluster, citus_engine):
     """Migration 0012 drops and recreates a distributed index: every shard gets the new graph."""
     settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)
@@ -227,10 +234,7 @@ def test_the_hnsw_rebuild_migration_runs_on_citus(cluster, citus_engine):
         options = set()
         for node in cluster.nodes[1:]:
             with node.connect() as conn:
-                rows = conn.execute(
-                    "SELECT array_to_string(c.reloptions, ',') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                    "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
-                ).fetchall()
+                rows = conn.execute(HNSW_BUILD_OPTIONS).fetchall()
                 assert rows, "every worker holds shards of the graph"
                 options |= {row[0] for row in rows}
         assert options == {"m=16,ef_construction=128"}

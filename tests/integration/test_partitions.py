@@ -20,7 +20,7 @@ from rag_service.errors import SchemaError
 from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.integration.test_bm25 import assert_stats_consistent
-from tests.integration.test_citus import TEXTS, _stats, _write_everything
+from tests.integration.test_citus import HNSW_BUILD_OPTIONS, TEXTS, _stats, _write_everything
 from tests.integration.test_cli import rag
 from tests.integration.test_vector_storage import LONG_SECTION, vector_layout
 
@@ -159,13 +159,7 @@ def test_the_cli_option_partitions_a_new_database(database_factory, settings, tm
 
 def _graph_options(conn) -> set[str]:  # type: ignore[no-untyped-def]
     """The build parameters of every HNSW index on the chunk tables (the parent's and each partition's)."""
-    rows = conn.execute(
-        text(
-            "SELECT array_to_string(c.reloptions, ',') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
-        )
-    ).scalars()
-    return set(rows)
+    return set(conn.execute(text(HNSW_BUILD_OPTIONS)).scalars())
 
 
 def test_the_hnsw_rebuild_reaches_every_partition(partitioned, settings, tmp_path):
