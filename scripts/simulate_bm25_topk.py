@@ -70,14 +70,24 @@ def _lists(conn, collection: str, query: str, k1: float, b: float) -> tuple[list
     return out, slope
 
 
-def _threshold(lists: list[Postings], slope: float, block: int, completions: int, by_bound: bool) -> dict[str, int]:
-    """Read blocks of every list (``by_bound``: ``block`` postings a round shared in proportion to the lists'
-    current bounds, so the high-idf lists go first); stop when no unseen chunk can reach the 20th best lower bound and at most
-    ``completions`` seen chunks still can (their upper bound reaches it); complete those exactly."""
+def _exact(lists: list[Postings]) -> tuple[dict[int, float], dict[int, int]]:
+    """Each chunk's exact score, and which lexemes it holds (bit j: list j)."""
     full: dict[int, float] = {}
-    for _, ids, scores, _ in lists:
+    held: dict[int, int] = {}
+    for j, (_, ids, scores, _) in enumerate(lists):
         for chunk, score in zip(ids.tolist(), scores.tolist(), strict=True):
             full[chunk] = full.get(chunk, 0.0) + score
+            held[chunk] = held.get(chunk, 0) | (1 << j)
+    return full, held
+
+
+def _threshold(
+    lists: list[Postings], full: dict[int, float], slope: float, block: int, completions: int, by_bound: bool
+) -> dict[str, int]:
+    """Read blocks of every list (``by_bound``: ``block`` postings a round shared in proportion to the lists'
+    current bounds, so the high-idf lists go first); stop when no unseen chunk can reach the 20th best lower bound and at most
+    ``completions`` seen chunks still can (their upper bound reaches it); complete those exactly (``full``:
+    the exact scores, to check the result)."""
     exact = sorted(full.values(), reverse=True)[:TOP_K]
     positions = [0] * len(lists)
     lower: dict[int, float] = {}  # the score read so far of each chunk seen
@@ -120,7 +130,7 @@ def _threshold(lists: list[Postings], slope: float, block: int, completions: int
     }
 
 
-def _pruned_by_theta(lists: list[Postings]) -> dict[str, int]:
+def _pruned_by_theta(lists: list[Postings], full: dict[int, float], held: dict[int, int]) -> dict[str, int]:
     """Two other safe prunings, given the exact 20th score ``theta`` (their best case: a real run only has a
     lower bound of it), with each lexeme's bound ``U`` (its best posting's score):
 
@@ -131,12 +141,6 @@ def _pruned_by_theta(lists: list[Postings]) -> dict[str, int]:
       holds every lexeme of some "sufficient" subset: a GIN query of ANDs joined by OR
       (``conjunctive_candidates``), each candidate then scored by a probe.
     """
-    full: dict[int, float] = {}
-    held: dict[int, int] = {}
-    for j, (_, ids, scores, _) in enumerate(lists):
-        for chunk, score in zip(ids.tolist(), scores.tolist(), strict=True):
-            full[chunk] = full.get(chunk, 0.0) + score
-            held[chunk] = held.get(chunk, 0) | (1 << j)
     ranked = sorted(full.values(), reverse=True)
     theta = ranked[TOP_K - 1] if len(ranked) >= TOP_K else 0.0
     bound = [float(scores.max()) for _, _, scores, _ in lists]
@@ -180,8 +184,9 @@ def main() -> int:
         for q in queries:
             lists, slope = _lists(conn, store.COLLECTION, bm25_text(parse_query(q)), settings.bm25_k1, settings.bm25_b)
             if lists:
-                threshold = _threshold(lists, slope, args.block, args.completions, not args.even)
-                per_query.append({**threshold, **_pruned_by_theta(lists)})
+                full, held = _exact(lists)
+                threshold = _threshold(lists, full, slope, args.block, args.completions, not args.even)
+                per_query.append({**threshold, **_pruned_by_theta(lists, full, held)})
     summary = {
         key: {p: float(np.percentile([r[key] for r in per_query], p)) for p in (50, 90, 95, 100)}
         for key in per_query[0]
