@@ -81,12 +81,9 @@ def main() -> int:
     settings = load_settings()
     url = bench.server_url(settings)
     vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
-    if args.corpus == "real":
-        corpus = real_text.realistic_corpus(
-            DATASETS, size=args.size, seed=42, cache=settings.data_dir / "sentences.npy"
-        )
-    else:
-        corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
+    corpus = real_text.benchmark_corpus(
+        args.corpus, size=args.size, datasets=DATASETS, data_dir=settings.data_dir, vocabulary=vocabulary
+    )
     name = f"rag_bulk_{store.size_label(args.size)}_{args.path}{'_populated' if args.populated else ''}"
     name += "_real" if args.corpus == "real" else ""
     store.recreate_database(url, name)

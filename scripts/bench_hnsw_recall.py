@@ -81,9 +81,9 @@ def main() -> int:
     url = bench.server_url(settings)
     sizes = [int(s) for s in args.sizes.split(",")]
     efs = [int(e) for e in args.ef_search.split(",")]
-    sources = real_text.source_sentences(DATASETS)
-    picked = real_text.chunk_sentences(sources, size=max(sizes), seed=42)  # the chunks of bench_bm25_real.py
-    vectors = real_text.chunk_vectors(sources, picked, real_text.sentence_vectors(sources, settings.data_dir / "sentences.npy"))
+    # the chunks of bench_bm25_real.py and bench_bulk_load.py --corpus real
+    cache = settings.data_dir / "sentences.npy"
+    vectors = real_text.realistic_corpus(DATASETS, size=max(sizes), seed=42, cache=cache).vectors
     questions = real_text.real_queries(DATASETS, per_set=args.queries, seed=11)[: args.queries]
     embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
     queries = embedder.embed_documents(questions)

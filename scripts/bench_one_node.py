@@ -65,12 +65,9 @@ def main() -> int:
     url = bench.server_url(settings)
     vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
     real = args.corpus == "real"
-    if real:
-        corpus = real_text.realistic_corpus(
-            DATASETS, size=args.size, seed=42, cache=settings.data_dir / "sentences.npy"
-        )
-    else:
-        corpus = synth.make_corpus(vocabulary, size=args.size, seed=42)
+    corpus = real_text.benchmark_corpus(
+        args.corpus, size=args.size, datasets=DATASETS, data_dir=settings.data_dir, vocabulary=vocabulary
+    )
     if args.database:
         name, build = args.database, {"comment": store.database_comment(url, args.database)}
     else:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_lib.corpus import Corpus
+from bench_lib.corpus import Corpus, Vocabulary, make_corpus
 
 #: sentence ends: ., ! or ? followed by white space and an upper-case letter or a digit
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
@@ -86,7 +86,11 @@ def chunk_sentences(sources: list[list[str]], *, size: int, seed: int) -> list[t
 
 def make_chunks(sources: list[list[str]], *, size: int, seed: int) -> list[str]:
     """The text of each of ``chunk_sentences``' chunks: its sentences joined by spaces."""
-    return [" ".join(sources[s][i] for i in picked) for s, picked in chunk_sentences(sources, size=size, seed=seed)]
+    return _texts(sources, chunk_sentences(sources, size=size, seed=seed))
+
+
+def _texts(sources: list[list[str]], chunks: list[tuple[int, list[int]]]) -> list[str]:
+    return [" ".join(sources[s][i] for i in picked) for s, picked in chunks]
 
 
 def chunk_vectors(
@@ -140,7 +144,15 @@ def realistic_corpus(datasets: Path, *, size: int, seed: int, cache: Path) -> Co
     the synthetic benchmarks' loaders and timers take."""
     sources = source_sentences(datasets)
     picked = chunk_sentences(sources, size=size, seed=seed)
-    texts = [" ".join(sources[s][i] for i in chosen) for s, chosen in picked]
+    texts = _texts(sources, picked)
     vectors = chunk_vectors(sources, picked, sentence_vectors(sources, cache))
     fingerprint = hashlib.sha256(f"real:{size}:{seed}:{texts[0]}:{texts[-1]}".encode()).hexdigest()[:16]
     return Corpus(texts=texts, vectors=vectors, fingerprint=fingerprint)
+
+
+def benchmark_corpus(kind: str, *, size: int, datasets: Path, data_dir: Path, vocabulary: Vocabulary) -> Corpus:
+    """The benchmarks' corpus of ``size`` chunks: ``synthetic`` (``bench_lib.corpus``, from ``vocabulary``) or
+    ``real`` (``realistic_corpus`` of ``datasets``, sentence vectors cached in ``data_dir``)."""
+    if kind == "real":
+        return realistic_corpus(datasets, size=size, seed=42, cache=data_dir / "sentences.npy")
+    return make_corpus(vocabulary, size=size, seed=42)
