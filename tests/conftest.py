@@ -90,13 +90,20 @@ def _file_rank(item: pytest.Item) -> int:
     return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("multiprocess") else 2
 
 
+#: why a ``timing`` test is skipped under pytest-xdist: its wall times would include the other workers' load
+_TIMING_ALONE = "a timing test runs alone, not beside xdist workers: make test runs it after them (pytest -m timing)"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding long tests first, each file's tests in their order. Under ``--dist loadfile`` a worker
-    takes the next file when it is free: xdist's own order (most tests first) left the few-test, longest
-    files (the Citus comparison, the fuzz file, the crash and stop-signal runs) for last, so that one worker
-    ran on for minutes after the others had finished (the Makefile passes ``--no-loadscope-reorder``)."""
+    """``timing`` tests are skipped under xdist (they run alone afterwards). Files holding long tests first,
+    each file's tests in their order. Under ``--dist loadfile`` a worker takes the next file when it is free:
+    xdist's own order (most tests first) left the few-test, longest files (the Citus comparison, the fuzz
+    file, the crash and stop-signal runs) for last, so that one worker ran on for minutes after the others
+    had finished (the Makefile passes ``--no-loadscope-reorder``)."""
     rank: dict[str, int] = {}
     for item in items:
+        if _WORKER is not None and item.get_closest_marker("timing"):
+            item.add_marker(pytest.mark.skip(reason=_TIMING_ALONE))
         file = item.nodeid.split("::")[0]
         rank[file] = min(rank.get(file, 2), _file_rank(item))
     items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a file's tests keep their order

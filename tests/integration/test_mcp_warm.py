@@ -19,7 +19,7 @@ from rag_service.embed import HashingEmbedder, bundled_model_id
 from rag_service.ingest.indexer import Indexer
 from tests.conftest import seed_onnx_export
 
-pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
+pytestmark = [pytest.mark.multiprocess, pytest.mark.slow, pytest.mark.timing]
 
 QUERIES = [
     "How do replication slots retain WAL?",

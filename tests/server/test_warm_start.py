@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import DatabaseFactory, seed_onnx_export
 
-pytestmark = [pytest.mark.slow, pytest.mark.multiprocess]
+pytestmark = [pytest.mark.slow, pytest.mark.multiprocess, pytest.mark.timing]
 
 SERVING_ON = re.compile(r"rag serve: http://127\.0\.0\.1:(\d+)/ ")
 
