@@ -1,0 +1,240 @@
+"""Try ranking ideas on every visible set in seconds: an offline replica of the ranking of `retrieve()`.
+
+`dump` reads each eval collection of a data folder (chunks, vectors, postings, statistics) and each
+question's vector and lexemes into `OUT/<set>.pkl`; `run` ranks every question under named variants and
+prints nDCG@10 per set. The replica: exact vector arm (the sets are small), exact BM25 (k1 1.2, b 0.75),
+linear fusion of min-max normalised arms over `candidate_k` each (40 with parents, 300 for SciFact as
+`rag eval` asks), identical texts once, sections by noisy-OR of their children (docs sets; SciFact ranks
+documents by their best chunk). It reproduces `rag eval`: SciFact 0.7255 (equal), ray-docs-qa 0.3981
+(0.3987), anthropic-docs-qa 0.7715 (0.7693): the rest is the posting budget and HNSW.
+
+Why not the service itself: a variant here is a few lines and the whole grid runs in ~10 s; what wins
+still has to be built and measured with `scripts/eval_sets.sh`.
+
+    RAG_DATA_DIR=/work/evaldata .venv/bin/python scripts/simulate_ranking.py dump bench_out/sim
+    .venv/bin/python scripts/simulate_ranking.py run bench_out/sim
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pickle
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_service.evaluation.beir import read_judged_queries
+from rag_service.evaluation.docset import SectionIndex, load_docset
+from rag_service.evaluation.metrics import evaluate_run
+from rag_service.ingest.loaders import load_document
+
+SETS = {"scifact": "beir-scifact", "ray-docs-qa": "docs-ray-docs-qa", "anthropic-docs-qa": "docs-anthropic-docs-qa"}
+DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+K1, B = 1.2, 0.75
+_CHUNKS = (
+    "SELECT c.id, c.document_id, d.source, c.start_char, coalesce(c.parent_start, -1), c.lexeme_count, "
+    "vector_send(c.embedding), md5(c.content), md5(coalesce(c.parent_content, c.content)) FROM document_chunks c "
+    "JOIN documents d ON d.collection = c.collection AND d.id = c.document_id WHERE c.collection = :c ORDER BY c.id"
+)
+
+
+def dump(out: Path) -> None:
+    """Write `<set>.pkl` for every visible set indexed in `RAG_DATA_DIR` (as `scripts/eval_sets.sh` leaves it)."""
+    from sqlalchemy import text
+
+    from rag_service.db.search import vector_from_send
+    from rag_service.retrieve.query import bm25_text, parse_query
+    from rag_service.service import get_universal_rag
+
+    service = get_universal_rag()
+    embedder = service.embedder()
+    out.mkdir(parents=True, exist_ok=True)
+    for name, collection in SETS.items():
+        queries, qrels = read_judged_queries(DATASETS / name, "test")
+        with service.db.transaction() as session:
+            rows = session.execute(text(_CHUNKS), {"c": collection}).all()
+            postings = session.execute(
+                text("SELECT chunk_id, lexeme, tf FROM chunk_terms WHERE collection = :c"), {"c": collection}
+            ).all()
+            lexemes = {
+                qid: session.execute(
+                    text("SELECT tsvector_to_array(to_tsvector('english', :t))"), {"t": bm25_text(parse_query(q))}
+                ).scalar()
+                or []
+                for qid, q in queries.items()
+            }
+        data = {
+            "rows": [(r[0], r[1], r[2], r[3], r[4], r[5], r[7], r[8]) for r in rows],
+            "vectors": np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32),
+            "postings": postings,
+            "qrels": qrels,
+            "lexemes": lexemes,
+            "query_vectors": {qid: embedder.embed_query(q) for qid, q in queries.items()},
+        }
+        (out / f"{name}.pkl").write_bytes(pickle.dumps(data))
+        print(f"{name}: {len(rows)} chunks, {len(postings)} postings, {len(queries)} questions")
+
+
+class Replica:
+    """One set's chunks, postings and questions, with the pipeline's arms computed exactly."""
+
+    def __init__(self, name: str, data: dict[str, Any]) -> None:
+        self.name, self.docs = name, name != "scifact"
+        rows = data["rows"]
+        self.n = len(rows)
+        self.ids = np.array([r[0] for r in rows])
+        self.source = [r[2] for r in rows]
+        self.start = [r[3] for r in rows]
+        self.length = np.array([r[5] for r in rows], dtype=float)
+        self.text_hash, self.parent_hash = [r[6] for r in rows], [r[7] for r in rows]
+        vectors = data["vectors"]
+        self.unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        self.qrels, self.lexemes, self.query_vectors = data["qrels"], data["lexemes"], data["query_vectors"]
+        # a chunk's context: its section (parent), or its whole document when it has none
+        contexts: dict[tuple[int, int], int] = {}
+        self.context = np.array([contexts.setdefault((r[1], r[4]), len(contexts)) for r in rows])
+        self.contexts = len(contexts)
+        self.context_length = np.bincount(self.context, weights=self.length, minlength=self.contexts)
+        position = {int(i): k for k, i in enumerate(self.ids)}
+        lists: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+        for chunk_id, lexeme, tf in data["postings"]:
+            lists[lexeme][0].append(position[chunk_id])
+            lists[lexeme][1].append(tf)
+        self.lists = {k: (np.array(a), np.array(b, dtype=float)) for k, (a, b) in lists.items()}
+        self.section = self._sections() if self.docs else self.source
+
+    def _sections(self) -> list[str]:
+        docset = load_docset(DATASETS / self.name)
+        index = {n: SectionIndex(load_document(p, max_bytes=10**9).text) for n, p in docset.files.items()}
+        names = sorted(index, key=len, reverse=True)
+        out = []
+        for source, start in zip(self.source, self.start, strict=True):
+            name = next(n for n in names if source == n or source.endswith("/" + n))
+            out.append(f"{name}#{index[name].section_at(start)}")
+        return out
+
+    def bm25(self, qid: str, by_context: bool = False) -> np.ndarray[Any, Any]:
+        """Every chunk's (or context's) BM25; a context's tf and length sum its chunks', idf is the chunks'."""
+        size = self.contexts if by_context else self.n
+        lengths = self.context_length if by_context else self.length
+        average = float(lengths.mean())
+        scores = np.zeros(size)
+        for lexeme in self.lexemes[qid]:
+            if lexeme not in self.lists:
+                continue
+            where, tf = self.lists[lexeme]
+            weight = math.log(1 + (self.n - len(where) + 0.5) / (len(where) + 0.5)) * (K1 + 1)
+            if by_context:
+                where, inverse = np.unique(self.context[where], return_inverse=True)
+                tf = np.bincount(inverse, weights=tf)
+            scores[where] += weight * tf / (tf + K1 * (1 - B) + K1 * B * lengths[where] / average)
+        return scores
+
+    def cosine(self, qid: str) -> np.ndarray[Any, Any]:
+        query = self.query_vectors[qid]
+        return np.asarray(self.unit @ (query / np.linalg.norm(query)))
+
+
+def _minmax(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    lo, hi = x.min(), x.max()
+    return np.ones_like(x) if hi == lo else (x - lo) / (hi - lo)
+
+
+def fused(s: Replica, qid: str, *, vector_weight: float) -> list[tuple[int, float]]:
+    """The hybrid statement's rows: linear fusion of the arms' min-max scores, identical texts once."""
+    depth = 40 if s.docs else 300
+    cosine, bm25 = s.cosine(qid), s.bm25(qid)
+    arms = [(np.argsort(-cosine, kind="stable")[:depth], cosine, vector_weight)]
+    top = np.argsort(-bm25, kind="stable")[:depth]
+    arms.append((top[bm25[top] > 0], bm25, 1 - vector_weight))
+    score: dict[int, float] = defaultdict(float)
+    best: dict[int, int] = {}
+    for ids, values, weight in arms:
+        for rank, (i, norm) in enumerate(
+            zip(ids.tolist(), _minmax(values[ids]).tolist() if len(ids) else [], strict=True)
+        ):
+            score[i] += weight * norm
+            best[i] = min(best.get(i, rank + 1), rank + 1)
+    order = sorted(score, key=lambda i: (-score[i], best[i], s.ids[i]))[:depth]
+    return [(i, score[i]) for i in _first_of_each(order, s.text_hash)]
+
+
+def _first_of_each(order: list[int], key: list[str]) -> list[int]:
+    """`order` without the entries whose key an earlier entry had (the pipeline's de-duplication)."""
+    seen: set[str] = set()
+    kept = []
+    for i in order:
+        if key[i] not in seen:
+            seen.add(key[i])
+            kept.append(i)
+    return kept
+
+
+Variant = Callable[[Replica, str], list[int]]
+
+
+def variant(*, vector_weight: float = 0.6, context_weight: float = 0.0) -> Variant:
+    """Sections (docs) or documents (SciFact) in rank order; `context_weight` adds the min-max BM25 of each
+    one's context (its section, or its document) over the candidates, after the noisy-OR."""
+
+    def rank(s: Replica, qid: str) -> list[int]:
+        rows = fused(s, qid, vector_weight=vector_weight)
+        miss: dict[int, float] = {}
+        first: dict[int, int] = {}
+        for i, score in rows:
+            unit = int(s.context[i]) if s.docs else i  # SciFact: documents by their best chunk, no noisy-OR
+            first.setdefault(unit, i)
+            miss[unit] = miss.get(unit, 1.0) * (1 - score) if s.docs else 1 - score
+        units = list(first)
+        total = np.array([1 - miss[u] for u in units])
+        if context_weight:
+            total = total + context_weight * _minmax(s.bm25(qid, by_context=True)[s.context[[first[u] for u in units]]])
+        return _first_of_each([first[units[j]] for j in np.argsort(-total, kind="stable")], s.parent_hash)
+
+    return rank
+
+
+def ndcg(s: Replica, rank: Variant) -> float:
+    run: dict[str, dict[str, float]] = {}
+    for qid in s.qrels:
+        units: dict[str, float] = {}
+        for i in rank(s, qid):
+            units.setdefault(s.section[i], 1.0 / (len(units) + 1))
+            if len(units) == 100:
+                break
+        run[qid] = units
+    return evaluate_run(run, s.qrels, measures=("ndcg@10",))["ndcg@10"]
+
+
+VARIANTS: dict[str, Variant] = {
+    "today (linear 0.6/0.4, noisy-OR sections)": variant(),
+    "linear 0.5/0.5": variant(vector_weight=0.5),
+    "context BM25 0.4": variant(context_weight=0.4),
+    "context BM25 0.6": variant(context_weight=0.6),
+    "context BM25 0.8": variant(context_weight=0.8),
+    "linear 0.5/0.5 + context BM25 0.6": variant(vector_weight=0.5, context_weight=0.6),
+}
+
+
+def run(folder: Path) -> None:
+    replicas = [Replica(n, pickle.loads((folder / f"{n}.pkl").read_bytes())) for n in SETS]
+    print("| variant | " + " | ".join(r.name for r in replicas) + " | mean |\n|---|" + "---:|" * (len(replicas) + 1))
+    for label, rank in VARIANTS.items():
+        values = [ndcg(r, rank) for r in replicas]
+        print(f"| {label} | " + " | ".join(f"{v:.4f}" for v in values) + f" | {sum(values) / len(values):.4f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("dump", "run"))
+    parser.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    dump(args.folder) if args.command == "dump" else run(args.folder)
+
+
+if __name__ == "__main__":
+    main()
