@@ -54,6 +54,9 @@ DEFAULT_BM25_B = 0.75
 # 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
 # the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
 DEFAULT_BM25_MAX_POSTINGS = 6000
+#: the context BM25's weight: 0.4 / 0.6 / 0.8 raised all three visible sets alike in the replica
+#: (scripts/simulate_ranking.py), 0.6 the most on average; measured through retrieve() in docs/benchmarks.md
+DEFAULT_CONTEXT_WEIGHT = 0.6
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
@@ -159,6 +162,13 @@ class Settings:
         "BM25 postings read per query, shared by its lexemes (rare ones whole, each lexeme's best first); "
         "0 reads all (exact ranking)",
         ge=0,
+    )
+    context_weight: float = _setting(
+        DEFAULT_CONTEXT_WEIGHT,
+        "weight of each result's context BM25 (its section, or its document) added to its fused relevance; "
+        "0 turns the context arm off",
+        ge=0.0,
+        le=10.0,
     )
     pool_size: int = _setting(5, ge=1, le=100)
     pool_max_overflow: int = _setting(5, ge=0, le=100)

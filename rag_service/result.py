@@ -34,13 +34,16 @@ class ChunkScores:
     graph: float | None = None
     #: the chunk's own calibrated relevance from its similarity to the query (``retrieve/relevance.py``)
     calibrated: float | None = None
+    #: the BM25 of the chunk's context, its section or document (``retrieve/context.py``)
+    context: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, graph, rerank, llm, calibrated."""
+        """The scores that are set, in the order vector, keyword, fused, context, graph, rerank, llm, calibrated."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
+            ("context", self.context),
             ("graph", self.graph),
             ("rerank", self.rerank),
             ("llm", self.llm),

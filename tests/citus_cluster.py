@@ -236,6 +236,8 @@ _COLUMNS = {
     "document_chunks": "id, document_id, collection, chunk_index, chunk_type, content, parent_content, "
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
     "embedding, content_tsv, metadata",
+    "document_contexts": "collection, document_id, context_start, length",
+    "context_terms": "collection, document_id, context_start, lexeme, tf",
 }
 
 # the statistics of one collection computed from its chunks, set-based (as migration 0002's backfill)
@@ -247,12 +249,14 @@ _RECOUNT = (
     "SELECT collection, lexeme, count(*) FROM chunk_terms WHERE collection = :c GROUP BY 1, 2",
     "INSERT INTO collection_stats (collection, chunk_count, total_length) "
     "SELECT collection, count(*), sum(lexeme_count) FROM document_chunks WHERE collection = :c GROUP BY 1",
+    "INSERT INTO context_stats (collection, context_count, context_length) "
+    "SELECT collection, count(*), sum(length) FROM document_contexts WHERE collection = :c GROUP BY 1",
 )
 
 
 def copy_collection(source: Engine, target: Engine, collection: str) -> None:
-    """Copy a collection's documents and chunks (binary COPY, the same ids) with the row-level stats
-    trigger off, then compute its statistics set-based: ~21k rows one by one through the trigger on
+    """Copy a collection's documents, chunks and contexts (binary COPY, the same ids) with the row-level
+    stats triggers off, then compute its statistics set-based: ~21k rows one by one through the trigger on
     one shard took minutes on this machine (the trigger's statements are planned by Citus per row).
     Indexes on ``target`` are maintained row by row: drop the HNSW index first for a large copy."""
     with source.connect() as src, target.begin() as dst:
@@ -268,15 +272,17 @@ def copy_collection(source: Engine, target: Engine, collection: str) -> None:
         dst.execute(text("SET LOCAL statement_timeout = 0"))
         dst.execute(text("SET LOCAL citus.enable_unsafe_triggers = on"))
         dst.execute(text("ALTER TABLE document_chunks DISABLE TRIGGER document_chunks_stats_row"))
+        dst.execute(text("ALTER TABLE document_contexts DISABLE TRIGGER document_contexts_stats"))
         read = src.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         write = dst.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         for table, names in _COLUMNS.items():
             with (
-                read.copy(f"COPY (SELECT {names} FROM {table} ORDER BY id) TO STDOUT (FORMAT BINARY)") as out,
+                read.copy(f"COPY (SELECT {names} FROM {table} ORDER BY 1, 2, 3) TO STDOUT (FORMAT BINARY)") as out,
                 write.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as into,
             ):
                 for block in out:
                     into.write(block)
         dst.execute(text("ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_row"))
+        dst.execute(text("ALTER TABLE document_contexts ENABLE TRIGGER document_contexts_stats"))
         for statement in _RECOUNT:
             dst.execute(text(statement), {"c": collection})

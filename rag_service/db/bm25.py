@@ -26,8 +26,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.elements import BindParameter
 
-from rag_service.db.models import ChunkTerm, CollectionStats, DocumentChunk, LexemeStats
+from rag_service.db.models import (
+    ChunkTerm,
+    CollectionStats,
+    ContextStats,
+    ContextTerm,
+    DocumentChunk,
+    DocumentContext,
+    LexemeStats,
+)
 from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_config_expression
 
 #: an integer column of ``chunk_terms`` or of an alias of it
@@ -42,8 +51,7 @@ def _bm25_stats(request: SearchRequest) -> CTE:
     ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N``, ``df`` and
     ``avglen`` are the trigger-maintained statistics of the collection.
     """
-    cfg = fts_config_expression(request)
-    lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
+    lexemes = _query_lexemes(request)
     k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
     b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
     n = cast(CollectionStats.chunk_count, Double)
@@ -67,6 +75,70 @@ def _bm25_stats(request: SearchRequest) -> CTE:
         )
         .cte("bm25_stats")
         .prefix_with("MATERIALIZED")
+    )
+
+
+def _query_lexemes(request: SearchRequest) -> ColumnElement[Any]:
+    """The query's distinct lexemes, as an array (``bm25_text`` through the collection's text-search config)."""
+    cfg = fts_config_expression(request)
+    return func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
+
+
+def context_stats(request: SearchRequest) -> CTE:
+    """The query's lexemes with their constants for the context BM25 (``db.contexts``): the chunks' idf
+    (``weight``, as ``_bm25_stats``), ``base`` and ``slope`` over the contexts' average length; a
+    context's score is ``sum(weight * tf / (tf + base + slope * length))`` over its postings."""
+    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
+    b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
+    n = cast(CollectionStats.chunk_count, Double)
+    df = cast(LexemeStats.doc_freq, Double)
+    average = cast(ContextStats.context_length, Double) / func.nullif(cast(ContextStats.context_count, Double), 0)
+    collection: BindParameter[str] = bindparam("bm25_collection", request.collection)
+    return (
+        select(
+            LexemeStats.lexeme.label("lexeme"),
+            (func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)).label("weight"),
+            (k1 * (1.0 - b)).label("base"),
+            (k1 * b / average).label("slope"),
+        )
+        .select_from(LexemeStats)
+        .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
+        .join(ContextStats, ContextStats.collection == LexemeStats.collection)
+        .where(
+            CollectionStats.collection == collection,
+            ContextStats.collection == collection,
+            LexemeStats.collection == collection,
+            LexemeStats.lexeme == func.any(_query_lexemes(request)),
+        )
+        .cte("context_stats")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def context_score(
+    stats: CTE, request: SearchRequest, *, document_id: ColumnElement[Any], parent_start: ColumnElement[Any]
+) -> Any:
+    """The BM25 of the context of a chunk (``document_id``, ``parent_start``): its section, or its document
+    when ``parent_start`` is NULL; 0 for a context without the query's lexemes, NULL for a chunk without a
+    stored context (``db.contexts``)."""
+    t, c = ContextTerm, DocumentContext
+    collection: BindParameter[str] = bindparam("collection", request.collection)
+    start = func.coalesce(parent_start, -1)
+    lexemes = cast(select(func.array_agg(stats.c.lexeme)).scalar_subquery(), ARRAY(Text))
+    return (
+        select(func.coalesce(func.sum(stats.c.weight * t.tf / (t.tf + stats.c.base + stats.c.slope * c.length)), 0.0))
+        .select_from(c)
+        .outerjoin(
+            t,
+            (t.collection == c.collection)
+            & (t.document_id == c.document_id)
+            & (t.context_start == c.context_start)
+            & (t.lexeme == func.any(lexemes)),  # one index scan per context with the lexemes as array keys
+        )
+        .outerjoin(stats, stats.c.lexeme == t.lexeme)
+        .where(c.collection == collection, c.document_id == document_id, c.context_start == start)
+        .group_by(c.document_id)
+        .scalar_subquery()
     )
 
 

@@ -32,6 +32,7 @@ from psycopg.sql import SQL, Composable, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from rag_service.db.contexts import write_contexts
 from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
 from rag_service.db.keywords import KEYWORDS_SQL
 
@@ -177,6 +178,15 @@ _DISABLE_STATS = text(
 _ENABLE_STATS = text(
     "ALTER TABLE document_chunks ENABLE TRIGGER document_chunks_stats_insert, "
     "ENABLE TRIGGER document_chunks_lexeme_count"
+)
+# the contexts' row trigger (migration 0013) counted once, set-based, as the chunks' statistics are
+_DISABLE_CONTEXT_STATS = text("ALTER TABLE document_contexts DISABLE TRIGGER document_contexts_stats")
+_ENABLE_CONTEXT_STATS = text("ALTER TABLE document_contexts ENABLE TRIGGER document_contexts_stats")
+_CONTEXT_STATS = text(
+    "INSERT INTO context_stats AS s (collection, context_count, context_length) "
+    "SELECT collection, count(*), sum(length) FROM document_contexts WHERE collection = :collection GROUP BY 1 "
+    "ON CONFLICT (collection) DO UPDATE SET context_count = s.context_count + EXCLUDED.context_count, "
+    "context_length = s.context_length + EXCLUDED.context_length"
 )
 # secondary indexes (not backing a constraint) and the postings' primary key: rebuilt after a first load
 _SECONDARY_INDEXES = text(
@@ -363,6 +373,14 @@ class BulkLoad:
         step("disable statistics triggers", _DISABLE_STATS)
         step(f"insert {self.chunks} chunks and their postings", _MOVE_CHUNKS)
         step("lexeme statistics", _LEXEME_STATS, _COLLECTION_STATS)
+        step("disable context trigger", _DISABLE_CONTEXT_STATS)
+        phase("contexts")
+        started = time.perf_counter()
+        write_contexts(
+            self.session, collection=self.collection, document_ids=list(self._documents), fts_config=self.fts_config
+        )
+        timings["contexts"] = time.perf_counter() - started
+        step("context statistics", _CONTEXT_STATS, _ENABLE_CONTEXT_STATS)
         if rebuilt:
             self.session.execute(
                 text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": index_memory(self.chunks)}

@@ -29,6 +29,9 @@ DISTRIBUTED_TABLES = (
     "collection_stats",
     "chunk_edges",  # the chunk graph (migration 0006), read with the chunks
     "chunk_links",
+    "document_contexts",  # the context BM25 (migration 0013)
+    "context_terms",
+    "context_stats",
 )
 
 _DROP_TRIGGERS = (

@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
-from rag_service.db import graph
+from rag_service.db import contexts, graph
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import Document, DocumentChunk
 
@@ -263,6 +263,8 @@ def replace_document(
     )
     created = existing is None
     if not created:
+        # the old contexts go (their postings cascade, the trigger uncounts them); written anew below
+        contexts.delete_contexts(session, collection=collection, document_ids=[document_id])
         old = session.scalars(
             delete(DocumentChunk)
             .where(DocumentChunk.collection == collection, DocumentChunk.document_id == document_id)
@@ -308,6 +310,7 @@ def replace_document(
                 for c in chunks
             ],
         )
+        contexts.write_contexts(session, collection=collection, document_ids=[document_id], fts_config=fts_config)
     return document_id, created
 
 

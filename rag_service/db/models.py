@@ -154,6 +154,64 @@ class CollectionStats(Base):
     total_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
 
 
+class ContextStats(Base):
+    """Context count and total length (in lexemes) of a collection; kept by a row trigger on
+    ``document_contexts`` (migration 0013), apart from ``collection_stats``, whose triggers re-create
+    its row when a statement takes a collection's chunk count through zero."""
+
+    __tablename__ = "context_stats"
+
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
+    context_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    context_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class DocumentContext(Base):
+    """A chunk's context: its section (``context_start`` = the section's ``parent_start``) or, for a chunk
+    without one, its whole document (``context_start`` -1); ``length`` in lexemes, as a chunk's
+    ``lexeme_count``. Written with the chunks (``db.contexts``); counted into ``context_stats`` by a
+    row trigger (migration 0013)."""
+
+    __tablename__ = "document_contexts"
+    __table_args__ = (
+        PrimaryKeyConstraint("collection", "document_id", "context_start", name="pk_document_contexts"),
+        ForeignKeyConstraint(
+            ["collection", "document_id"],
+            ["documents.collection", "documents.id"],
+            ondelete="CASCADE",
+            name="fk_document_contexts_document",
+        ),
+    )
+
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS))
+    document_id: Mapped[int] = mapped_column(BigInteger)
+    context_start: Mapped[int] = mapped_column(Integer)
+    length: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class ContextTerm(Base):
+    """A context's posting: one lexeme of one context with its term frequency (the context BM25)."""
+
+    __tablename__ = "context_terms"
+    __table_args__ = (
+        PrimaryKeyConstraint(
+            "collection", "document_id", "context_start", "lexeme", name="pk_context_terms", postgresql_include=["tf"]
+        ),
+        ForeignKeyConstraint(
+            ["collection", "document_id", "context_start"],
+            ["document_contexts.collection", "document_contexts.document_id", "document_contexts.context_start"],
+            ondelete="CASCADE",
+            name="fk_context_terms_context",
+        ),
+    )
+
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS))
+    document_id: Mapped[int] = mapped_column(BigInteger)
+    context_start: Mapped[int] = mapped_column(Integer)
+    lexeme: Mapped[str] = mapped_column(Text)
+    tf: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
 def _preset_default(name: str) -> str:
     """The column default of a preset knob, as SQL text: its one definition (``knobs.PRESET_KNOBS``)."""
     value = PRESET_KNOBS[name].default

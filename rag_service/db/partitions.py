@@ -3,8 +3,10 @@
 ``documents``, ``document_chunks`` and ``chunk_terms`` become tables partitioned by ``collection``
 (possible since migration 0005 put ``collection`` first in every key), each collection its own
 partition with its own HNSW, GIN and postings indexes (pgvector's "Multitenancy": no recall lost to
-other tenants' vectors, and dropping a tenant is dropping its partitions). ``lexeme_stats`` and
-``collection_stats`` stay plain tables: they are small and keyed by collection already.
+other tenants' vectors, and dropping a tenant is dropping its partitions). ``lexeme_stats``,
+``collection_stats`` and the contexts (``document_contexts``, ``context_terms``, ``context_stats``) stay plain
+tables keyed by
+collection: the statistics are small, and a collection's contexts hold fewer rows than its chunks' postings.
 
 A collection's partitions are created when it first gets data (``prepare_collection``, called by
 ingestion before it writes; creating a partition briefly locks the parent tables, once per
@@ -19,7 +21,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, MetaData, Table, text
 from sqlalchemy.orm import Session
 
-from rag_service.db.models import ChunkTerm, Document, DocumentChunk
+from rag_service.db.models import ChunkTerm, ContextTerm, Document, DocumentChunk, DocumentContext
 from rag_service.errors import SchemaError
 
 #: partitions are named <table>_<md5 of the collection>: any collection name gives a valid identifier
@@ -53,7 +55,15 @@ _TRIGGERS = (
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
 )
 
+# migration 0013's row trigger counting the contexts (its function is kept from the migration)
+_CONTEXT_TRIGGER = (
+    "CREATE TRIGGER document_contexts_stats AFTER INSERT OR DELETE ON document_contexts "
+    "FOR EACH ROW EXECUTE FUNCTION rag_context_stats_row()"
+)
+
 _DROP_TABLES = (
+    "DROP TABLE context_terms",
+    "DROP TABLE document_contexts",
     "DROP TABLE chunk_terms",
     "DROP TABLE document_chunks",
     "DROP TABLE documents",
@@ -88,6 +98,11 @@ def partition_by_collection(connection: Connection) -> bool:
         copy = table.to_metadata(partitioned)
         copy.dialect_options["postgresql"]["partition_by"] = "LIST (collection)"
     partitioned.create_all(connection)
+    for plain in (DocumentContext, ContextTerm):  # one row per section: plain tables, referring to the partitioned
+        table = plain.__table__
+        assert isinstance(table, Table)
+        table.create(connection)
+    connection.execute(text(_CONTEXT_TRIGGER))
     connection.execute(text(_INLINE_VECTORS))
     for statement in _TRIGGERS:
         connection.execute(text(statement))

@@ -15,7 +15,9 @@ Built with SQLAlchemy Core: every value is a bound parameter, identifiers come f
   ``rag_service.retrieve.query``), so a question is an OR of its words while quoted phrases and
   ``-term`` keep their websearch meaning, and no user string can cause a tsquery syntax error;
 * fusion: weighted RRF ``vw/(rrf_k + rank_v) + kw/(rrf_k + rank_k)`` or linear fusion of min-max
-  normalised arm scores — the same arithmetic as ``rag_service.retrieve.fusion``, same order.
+  normalised arm scores — the same arithmetic as ``rag_service.retrieve.fusion``, same order;
+* with ``context_bm25``, each fused row also gets the BM25 of its context (its section, or its document:
+  ``rag_service.db.contexts``), which the retriever adds after fusion.
 
 An arm whose weight is 0 is not run at all. Statements without filters are built once per shape
 and re-bound (``StatementCache``).
@@ -179,6 +181,13 @@ def build_search(request: SearchRequest) -> Select[Any]:
         .cte("fused")
     )
     hit = _hit_of(fused, request)
+    context = (
+        bm25.context_score(
+            bm25.context_stats(request), request, document_id=hit.c.document_id, parent_start=hit.c.parent_start
+        )
+        if request.runs_context
+        else cast(null(), Double)
+    )
     return (
         select(
             fused.c.id,
@@ -188,6 +197,7 @@ def build_search(request: SearchRequest) -> Select[Any]:
             fused.c.vector_score,
             fused.c.keyword_score,
             fused.c.fused_score,
+            context.label("context_score"),
         )
         .select_from(fused.join(hit, literal(True)))
         .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
@@ -360,6 +370,7 @@ class StatementCache:
             request.fusion_method,
             request.bm25_max_postings > 0,
             bool(request.required_terms.strip()),
+            request.runs_context,
         )
 
     def statement(self, request: SearchRequest) -> tuple[Select[Any], dict[str, Any] | None]:
@@ -408,4 +419,11 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
         configure_vector_scan(session, ef_search=request.ef_search)
     statement, parameters = _STATEMENTS.statement(request)
     rows = session.execute(statement, parameters).all()
-    return [hit_from_row(row, fused_score=float(row.fused_score)) for row in rows]
+    return [
+        hit_from_row(
+            row,
+            fused_score=float(row.fused_score),
+            context_score=None if row.context_score is None else float(row.context_score),
+        )
+        for row in rows
+    ]

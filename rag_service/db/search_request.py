@@ -141,6 +141,13 @@ class SearchRequest:
     bm25_b: float = DEFAULT_BM25_B
     #: 0: every posting of the query's lexemes is scored (exact); N: at most N per query, highest impact first
     bm25_max_postings: int = DEFAULT_BM25_MAX_POSTINGS
+    #: each fused candidate also gets its context's BM25 (``SearchHit.context_score``; ``db.contexts``)
+    context_bm25: bool = False
+
+    @property
+    def runs_context(self) -> bool:
+        """The context BM25 is computed when asked for and the BM25 keyword arm runs (it shares its lexemes)."""
+        return self.context_bm25 and self.runs_keyword and self.keyword_scorer == "bm25"
 
     @property
     def runs_vector(self) -> bool:
@@ -184,6 +191,8 @@ class SearchHit:
     vector_score: float | None
     keyword_score: float | None
     fused_score: float
+    #: the BM25 of the chunk's context, its section or document (None: not asked for, or no query word in it)
+    context_score: float | None = None
 
 
 def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list[ColumnElement[bool]]:

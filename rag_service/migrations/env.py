@@ -6,7 +6,7 @@ import re
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import Connection, pool
+from sqlalchemy import Connection, pool, text
 
 from rag_service.db.models import Base
 from rag_service.db.partitions import PARTITION_NAME_PATTERN
@@ -28,6 +28,9 @@ def _run(connection: Connection) -> None:
         connection=connection, target_metadata=target_metadata, compare_type=True, include_name=_include_name
     )
     with context.begin_transaction():
+        # Citus: one connection per worker for the whole upgrade, so that a migration may create a function
+        # (0013) after another ran a multi-shard command (0012's index rebuild); a placeholder setting without it
+        connection.execute(text("SET LOCAL citus.multi_shard_modify_mode = 'sequential'"))
         context.run_migrations()
 
 

@@ -26,6 +26,7 @@ from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import format_context, layout_overhead
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
+from rag_service.retrieve.context import add_context
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import mmr_select
@@ -134,6 +135,8 @@ class Retriever:
             started = time.perf_counter()
             per_variant = [hybrid_search(session, r) for r in requests]
             chunks = _merge(per_variant, preset, options.collection)
+            if not preset.return_parents:  # results are chunks: each one's context joins its fused relevance
+                chunks = add_context(chunks, self.settings.context_weight)
             metrics.total_candidates = len(chunks)
             if preset.graph_weight > 0:
                 graph_started = time.perf_counter()
@@ -214,6 +217,7 @@ class Retriever:
             bm25_k1=self.settings.bm25_k1,
             bm25_b=self.settings.bm25_b,
             bm25_max_postings=self.settings.bm25_max_postings,
+            context_bm25=self.settings.context_weight > 0,
         )
 
     def ranked_candidates(
@@ -253,6 +257,8 @@ class Retriever:
         started = time.perf_counter()
         if preset.return_parents:
             chunks = expand_to_parents(section_evidence(chunks), _parent_map(chunks))
+            if metrics.reranker == NO_RERANKER:  # a reranker's order stands
+                chunks = add_context(chunks, self.settings.context_weight)
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
@@ -363,6 +369,9 @@ def _merge(per_variant: Sequence[Sequence[SearchHit]], preset: Preset, collectio
     else:
         merged = rrf_merge_lists([[h.chunk_id for h in hs] for hs in per_variant], rrf_k=preset.rrf_k)
         order = [chunk_id for chunk_id, _ in merged]
+        # context scores of one query, the user's, so they compare (a chunk it did not find has none)
+        asked = {h.chunk_id: h.context_score for h in per_variant[0]}
+        hits = {i: replace(hit, context_score=asked.get(i)) for i, hit in hits.items()}
     return dedupe([_to_chunk(hits[i], best_score, collection) for i in order])
 
 
@@ -376,7 +385,9 @@ def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedCh
         RetrievedChunk,
         hit,
         relevance_score=min(max(hit.fused_score / best_score, 0.0), 1.0) if best_score > 0 else 0.0,
-        scores=ChunkScores(vector=hit.vector_score, keyword=hit.keyword_score, fused=hit.fused_score),
+        scores=ChunkScores(
+            vector=hit.vector_score, keyword=hit.keyword_score, fused=hit.fused_score, context=hit.context_score
+        ),
         collection=collection,
         parent=parent,
     )

@@ -51,6 +51,31 @@ def assert_stats_consistent(connection) -> None:  # type: ignore[no-untyped-def]
         connection.execute(text("SELECT collection, chunk_count, total_length FROM collection_stats ORDER BY 1")).all()
         == sizes
     )
+    assert_contexts_consistent(connection)
+
+
+def assert_contexts_consistent(connection, *, every_chunk: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """Every context is stored (``every_chunk``: none is over ``MAX_CONTEXT_CHARS``), its length is its
+    postings' total, and the trigger-kept context statistics equal a recount (from migration 0013 on)."""
+    if connection.execute(text("SELECT to_regclass('document_contexts')")).scalar() is None:
+        return  # a revision before 0013
+    if every_chunk:
+        keys = (  # sections, and whole documents where no chunk has a section
+            "SELECT DISTINCT collection, document_id, coalesce(parent_start, -1) FROM document_chunks c "
+            "WHERE parent_start IS NOT NULL OR NOT EXISTS (SELECT 1 FROM document_chunks s WHERE "
+            "s.collection = c.collection AND s.document_id = c.document_id AND s.parent_start IS NOT NULL) "
+            "ORDER BY 1, 2, 3"
+        )
+        stored = "SELECT collection, document_id, context_start FROM document_contexts ORDER BY 1, 2, 3"
+        assert connection.execute(text(stored)).all() == connection.execute(text(keys)).all()
+    lengths = "SELECT collection, document_id, context_start, length FROM document_contexts ORDER BY 1, 2, 3"
+    totals = (
+        "SELECT collection, document_id, context_start, sum(tf) FROM context_terms GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    )
+    assert connection.execute(text(lengths)).all() == connection.execute(text(totals)).all()
+    recount = "SELECT collection, count(*), sum(length) FROM document_contexts GROUP BY 1 ORDER BY 1"
+    kept = "SELECT collection, context_count, context_length FROM context_stats ORDER BY 1"
+    assert connection.execute(text(kept)).all() == connection.execute(text(recount)).all()
 
 
 @pytest.fixture

@@ -84,7 +84,8 @@ _TABLES = text(
 _STRUCTURE = (
     "SELECT indexrelid::regclass::text || ' ' || pg_get_indexdef(indexrelid) FROM pg_index "
     "WHERE indrelid::regclass::text IN ('documents', 'document_chunks', 'chunk_terms', 'lexeme_stats', "
-    "'collection_stats', 'chunk_edges', 'chunk_links') ORDER BY 1",
+    "'collection_stats', 'chunk_edges', 'chunk_links', 'document_contexts', 'context_terms', 'context_stats') "
+    "ORDER BY 1",
     "SELECT conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint "
     "WHERE connamespace = 'public'::regnamespace ORDER BY 1",
     "SELECT tgrelid::regclass::text || ' ' || tgname || ' ' || tgenabled::text FROM pg_trigger WHERE NOT tgisinternal "
@@ -134,6 +135,7 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         row_state, bulk_state = dump(row_engine), dump(bulk_engine)
         # the corpus exercises what is compared
         assert len(row_state["chunk_terms"]) > 100 and len(row_state["lexeme_stats"]) > 50
+        assert len(row_state["context_terms"]) > 50 and len(row_state["context_stats"]) == 1
         kinds = {edge[3] for edge in row_state["chunk_edges"]}
         assert {"similar", "sibling", "link", "backlink"} <= kinds
         assert all(

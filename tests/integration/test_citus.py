@@ -79,6 +79,12 @@ def _stats(conn: Connection) -> dict[str, list[Any]]:
         "sizes": conn.execute(
             text("SELECT collection, chunk_count, total_length FROM collection_stats ORDER BY 1")
         ).all(),
+        "context sizes": conn.execute(
+            text("SELECT collection, context_count, context_length FROM context_stats ORDER BY 1")
+        ).all(),
+        "contexts": conn.execute(
+            text("SELECT collection, context_start, lexeme, tf FROM context_terms ORDER BY 1, 2, 3, 4")
+        ).all(),
     }
 
 

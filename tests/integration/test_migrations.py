@@ -148,3 +148,32 @@ def test_the_hnsw_graph_is_rebuilt_with_ef_construction_128(database_factory, se
             assert _hnsw_options(conn) == ["ef_construction=100", "m=24"]
     finally:
         engine.dispose()
+
+
+def test_the_contexts_of_stored_documents_are_written_by_the_upgrade(database_factory, settings, tmp_path):
+    """Migration 0013 gives documents indexed before it the contexts the row path writes, and their statistics."""
+    from rag_service.db.database import Database
+    from rag_service.embed import HashingEmbedder
+    from rag_service.ingest.indexer import Indexer
+    from tests.integration.test_bm25 import assert_stats_consistent
+
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Replicas\n\nStandbys replay the log.\n\n## Backups\n\nNightly.\n")
+    (tmp_path / "notes.txt").write_text("Checkpoints flush dirty pages to disk. " * 30)
+    engine = make_engine(database_factory.create("rag_mig_contexts"), settings)
+    contexts = "SELECT collection, document_id, context_start, lexeme, tf FROM context_terms ORDER BY 1, 2, 3, 4"
+    try:
+        migrate.upgrade(engine)
+        Indexer(Database(engine), HashingEmbedder(), settings).index_paths([tmp_path], collection="kb")
+        with engine.connect() as conn:
+            written = conn.execute(text(contexts)).all()
+        starts = {row[2] for row in written}
+        assert -1 in starts and len(starts) >= 2  # a section and a document without any
+        migrate.downgrade(engine, "0012")
+        with engine.connect() as conn:
+            assert not {"document_contexts", "context_terms", "context_stats"} & set(inspect(conn).get_table_names())
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(text(contexts)).all() == written
+            assert_stats_consistent(conn)
+    finally:
+        engine.dispose()
