@@ -59,6 +59,11 @@ def main() -> int:
         ),
     )
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="LOAD")
+    parser.add_argument(
+        "--context-ab",
+        action="store_true",
+        help="also time the hybrid statement and retrieve() without the context BM25",
+    )
     args = parser.parse_args()
 
     settings = load_settings()
@@ -86,6 +91,12 @@ def main() -> int:
     stages: list[dict[str, float]] = []
     everything = retrievers.ours(database, settings, preset, work, service, stages, collection_chunks=args.size)
     timed = {key: everything[key] for key in TIMED}
+    if args.context_ab:  # interleaved with the rest: the context BM25's cost as a ratio in one run
+        plain = dataclasses.replace(settings, context_weight=0.0)
+        without = UniversalRAGService(plain, database=database, embedder=embedder, reranker=None)
+        others = retrievers.ours(database, plain, preset, work, without, [], collection_chunks=args.size)
+        timed["ours_hybrid_no_context"] = others["ours_hybrid"]
+        timed["ours_retrieve_no_context"] = others["ours_retrieve"]
     timed["numpy_exact"] = retrievers.numpy_exact(corpus, work)
     efs = [int(v) for v in args.ef_search.split(",") if v.strip()]
     for ef in efs:

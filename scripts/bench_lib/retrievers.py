@@ -127,6 +127,8 @@ def search_request(
         bm25_k1=settings.bm25_k1,
         bm25_b=settings.bm25_b,
         bm25_max_postings=settings.bm25_max_postings,
+        context_bm25=settings.context_weight > 0
+        and (preset.vector_weight if vector_weight is None else vector_weight) > 0,
     )
 
 
