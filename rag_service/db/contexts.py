@@ -3,10 +3,10 @@
 A chunk's context is its section (the parent it is expanded to, keyed by ``parent_start``) or, in a
 document without sections, the whole document (``context_start`` -1). A chunk outside the sections of a
 document that has some (a module's top level beside its classes) has none: the whole document would be
-a larger context than its neighbours' sections, not a comparable one. A context's text is what its chunks are
-matched with: the document title and the section's header path (``documents.search_prefix``), then the
-section (or document) text, tokenized once by PostgreSQL into ``context_terms`` (lexeme, tf) and its
-length into ``document_contexts``; a row trigger (migration 0013) counts each collection's contexts and
+a larger context than its neighbours' sections, not a comparable one. A context's text is what its
+chunks are matched with: the document title and the section's header path (``search_prefix``), then
+the section (or document) text, tokenized once by PostgreSQL into ``context_terms`` (lexeme, tf) and
+its length into ``document_contexts``; a row trigger (migration 0013) counts each collection's contexts and
 their total length into ``context_stats``, which the search reads as the contexts' average length.
 
 Why: a section holding every word of a question across several chunks is a better answer than one

@@ -167,8 +167,8 @@ class ContextStats(Base):
 
 
 class DocumentContext(Base):
-    """A chunk's context: its section (``context_start`` = the section's ``parent_start``) or, for a chunk
-    without one, its whole document (``context_start`` -1); ``length`` in lexemes, as a chunk's
+    """A chunk's context: its section (``context_start`` = the section's ``parent_start``) or, in a document
+    without sections, the whole document (``context_start`` -1); ``length`` in lexemes, as a chunk's
     ``lexeme_count``. Written with the chunks (``db.contexts``); counted into ``context_stats`` by a
     row trigger (migration 0013)."""
 

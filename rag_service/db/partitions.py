@@ -4,9 +4,9 @@
 (possible since migration 0005 put ``collection`` first in every key), each collection its own
 partition with its own HNSW, GIN and postings indexes (pgvector's "Multitenancy": no recall lost to
 other tenants' vectors, and dropping a tenant is dropping its partitions). ``lexeme_stats``,
-``collection_stats`` and the contexts (``document_contexts``, ``context_terms``, ``context_stats``) stay plain
-tables keyed by
-collection: the statistics are small, and a collection's contexts hold fewer rows than its chunks' postings.
+``collection_stats`` and the contexts (``document_contexts``, ``context_terms``, ``context_stats``) stay
+plain tables keyed by collection: the statistics are small, and a collection's contexts hold fewer rows
+than its chunks' postings.
 
 A collection's partitions are created when it first gets data (``prepare_collection``, called by
 ingestion before it writes; creating a partition briefly locks the parent tables, once per

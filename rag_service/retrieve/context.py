@@ -5,8 +5,8 @@ chunks ranks no higher for it. Each candidate carries its context's BM25 (``Sear
 ``rag_service.db.contexts``); here it is min-max normalised over the candidates and added with
 ``weight`` to the relevance: to each chunk's fused relevance when results are chunks, to each section's
 (after the noisy-OR of its children) when they are sections. Relevance stays in 0..1 (divided by
-``1 + weight``). On the visible sets this raised SciFact, ray-docs-qa and anthropic-docs-qa alike
-(docs/benchmarks.md, "Session 14").
+``1 + weight``). With both arms only (alone, the BM25 arm lost on anthropic-docs-qa). On the visible
+sets: SciFact +0.015, anthropic-docs-qa +0.030, ray-docs-qa +0.001 nDCG@10 (docs/benchmarks.md, "Session 14").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The retrieval pipeline: expand -> embed -> hybrid SQL -> merge -> rerank -> parents -> MMR -> format.
+"""The retrieval pipeline: expand -> embed -> hybrid SQL -> merge -> rerank -> parents -> context -> MMR -> format.
 
 Each stage is timed into ``RetrievalMetrics``; a stage that cannot run as configured (the reranker
 model cannot be loaded) is skipped and reported in ``metrics.degraded``, never faked.
