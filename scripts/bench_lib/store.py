@@ -253,6 +253,10 @@ _HOT = (
     "lexeme_stats",
     "ix_document_chunks_embedding_hnsw",
     "ix_chunk_terms_impact",
+    "pk_context_terms",  # the context BM25 (migration 0013): index-only scans
+    "pk_document_contexts",
+    "document_contexts",
+    "context_stats",
 )
 
 
