@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -14,6 +15,8 @@ from rag_service.db.documents import ChunkRow, replace_document, search_prefix
 from rag_service.db.search import hybrid_search
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
+from rag_service.result import RetrievedChunk
+from rag_service.service import UniversalRAGService
 from tests.integration.test_bm25 import assert_contexts_consistent, assert_stats_consistent, keyword_request
 
 # sections whose words are spread over several chunks (500 characters each), and a file without headers
@@ -189,3 +192,22 @@ def test_a_chunk_outside_the_sections_of_a_sectioned_document_has_no_context(db,
     scores = {h.parent_start: h.context_score for h in hits}
     assert scores[None] is None and scores[40] is not None and scores[40] > 0
     assert_contexts_consistent(connection)
+
+
+@pytest.mark.parametrize("context", ["workflow", "search", "chatbot"])  # sections; chunks; expanded queries
+def test_retrieve_adds_each_results_context_in_hybrid_searches_only(db, settings, folder, context):
+    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+    query = "how does a standby replay the write-ahead log?"
+
+    def results(weight: float, **overrides: object) -> list[RetrievedChunk]:
+        service = UniversalRAGService(
+            dataclasses.replace(settings, context_weight=weight), database=db, embedder=HashingEmbedder(), reranker=None
+        )
+        return service.retrieve(query, context, collection="one", max_chunks=10, **overrides).chunks
+
+    on, off = results(0.6), results(0.0)
+    assert on and all(c.scores.context is not None for c in on)  # every context stored here holds a query word
+    assert all(c.scores.context is None for c in off)
+    assert {c.source for c in on} == {c.source for c in off}  # the same candidates, re-ranked
+    keyword_only = results(0.6, vector_weight=0.0, keyword_weight=1.0)
+    assert keyword_only and all(c.scores.context is None for c in keyword_only)  # one arm: not applied
