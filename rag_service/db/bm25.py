@@ -43,76 +43,73 @@ from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_c
 _IntColumn = ColumnElement[Any] | InstrumentedAttribute[int]
 
 
-def _bm25_stats(request: SearchRequest) -> CTE:
-    """The query's lexemes with their per-term constants, computed once (MATERIALIZED keeps ln() and the
-    divisions out of the per-posting work): ``weight = idf * (k1 + 1)``, and a posting's score is
-    ``weight * tf / (tf + base + slope * len)``; ``df``, the lexeme's number of postings.
+def _term_constants(request: SearchRequest, average_length: ColumnElement[Any], *columns: Any) -> Select[Any]:
+    """The query's lexemes (those the collection holds) with BM25's per-term constants: ``weight = idf *
+    (k1 + 1)``, ``base`` and ``slope`` (over ``average_length``), so that a posting scores
+    ``weight * tf / (tf + base + slope * len)``; ``columns`` are added to the row.
 
-    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N``, ``df`` and
-    ``avglen`` are the trigger-maintained statistics of the collection.
+    ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's, never negative); ``N`` and ``df`` are the
+    trigger-maintained statistics of the collection's chunks.
     """
-    lexemes = _query_lexemes(request)
     k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
     b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
-    n = cast(CollectionStats.chunk_count, Double)
-    df = cast(LexemeStats.doc_freq, Double)
-    weight = func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)
-    return (
-        select(
-            LexemeStats.lexeme.label("lexeme"),
-            weight.label("weight"),
-            (k1 * (1.0 - b)).label("base"),
-            (k1 * b / (cast(CollectionStats.total_length, Double) / n)).label("slope"),
-            df.label("df"),
-            n.label("n"),
-        )
-        .select_from(LexemeStats)
-        .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
-        .where(
-            CollectionStats.collection == bindparam("bm25_collection", request.collection),
-            LexemeStats.collection == bindparam("bm25_collection", request.collection),
-            LexemeStats.lexeme == func.any(lexemes),
-        )
-        .cte("bm25_stats")
-        .prefix_with("MATERIALIZED")
-    )
-
-
-def _query_lexemes(request: SearchRequest) -> ColumnElement[Any]:
-    """The query's distinct lexemes, as an array (``bm25_text`` through the collection's text-search config)."""
-    cfg = fts_config_expression(request)
-    return func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
-
-
-def context_stats(request: SearchRequest) -> CTE:
-    """The query's lexemes with their constants for the context BM25 (``db.contexts``): the chunks' idf
-    (``weight``, as ``_bm25_stats``), ``base`` and ``slope`` over the contexts' average length; a
-    context's score is ``sum(weight * tf / (tf + base + slope * length))`` over its postings."""
-    k1 = bindparam("bm25_k1", float(request.bm25_k1), type_=Double)
-    b = bindparam("bm25_b", float(request.bm25_b), type_=Double)
-    n = cast(CollectionStats.chunk_count, Double)
-    df = cast(LexemeStats.doc_freq, Double)
-    average = cast(ContextStats.context_length, Double) / func.nullif(cast(ContextStats.context_count, Double), 0)
+    n, df = _chunk_count(), _doc_freq()
     collection: BindParameter[str] = bindparam("bm25_collection", request.collection)
+    cfg = fts_config_expression(request)
+    lexemes = func.tsvector_to_array(func.to_tsvector(cfg, bindparam("bm25_text", request.bm25_text, type_=String)))
     return (
         select(
             LexemeStats.lexeme.label("lexeme"),
             (func.ln(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)).label("weight"),
             (k1 * (1.0 - b)).label("base"),
-            (k1 * b / average).label("slope"),
+            (k1 * b / average_length).label("slope"),
+            *columns,
         )
         .select_from(LexemeStats)
         .join(CollectionStats, CollectionStats.collection == LexemeStats.collection)
-        .join(ContextStats, ContextStats.collection == LexemeStats.collection)
         .where(
             CollectionStats.collection == collection,
-            ContextStats.collection == collection,
             LexemeStats.collection == collection,
-            LexemeStats.lexeme == func.any(_query_lexemes(request)),
+            LexemeStats.lexeme == func.any(lexemes),
         )
+    )
+
+
+def _chunk_count() -> ColumnElement[float]:
+    return cast(CollectionStats.chunk_count, Double)
+
+
+def _doc_freq() -> ColumnElement[float]:
+    return cast(LexemeStats.doc_freq, Double)
+
+
+def _bm25_stats(request: SearchRequest) -> CTE:
+    """The chunks' per-term constants (``_term_constants``) over the chunks' average length, with ``df``
+    (the lexeme's number of postings) and ``n``; computed once (MATERIALIZED keeps ln() and the divisions
+    out of the per-posting work)."""
+    average = cast(CollectionStats.total_length, Double) / _chunk_count()
+    constants = _term_constants(request, average, _doc_freq().label("df"), _chunk_count().label("n"))
+    return constants.cte("bm25_stats").prefix_with("MATERIALIZED")
+
+
+def context_stats(request: SearchRequest) -> CTE:
+    """The per-term constants of the context BM25 (``db.contexts``): the chunks' idf, ``slope`` over the
+    contexts' average length; a context's score is ``sum(weight * tf / (tf + base + slope * length))`` over
+    its postings."""
+    average = cast(ContextStats.context_length, Double) / func.nullif(cast(ContextStats.context_count, Double), 0)
+    return (
+        _term_constants(request, average)
+        .join(ContextStats, ContextStats.collection == LexemeStats.collection)
+        .where(ContextStats.collection == bindparam("bm25_collection", request.collection))
         .cte("context_stats")
         .prefix_with("MATERIALIZED")
     )
+
+
+def _lexeme_array(terms: CTE, *where: ColumnElement[bool]) -> ColumnElement[Any]:
+    """The lexemes of ``terms`` (where ``where`` holds) as one array, computed once (an InitPlan): an index
+    condition ``lexeme = ANY(...)`` then scans a key's entries with the lexemes as array keys."""
+    return cast(select(func.array_agg(terms.c.lexeme)).where(*where).scalar_subquery(), ARRAY(Text))
 
 
 def context_score(
@@ -124,7 +121,7 @@ def context_score(
     t, c = ContextTerm, DocumentContext
     collection: BindParameter[str] = bindparam("collection", request.collection)
     start = func.coalesce(parent_start, -1)
-    lexemes = cast(select(func.array_agg(stats.c.lexeme)).scalar_subquery(), ARRAY(Text))
+    lexemes = _lexeme_array(stats)
     return (
         select(func.coalesce(func.sum(stats.c.weight * t.tf / (t.tf + stats.c.base + stats.c.slope * c.length)), 0.0))
         .select_from(c)
@@ -262,7 +259,7 @@ def _bm25_filtered_matches(request: SearchRequest, extra: list[ColumnElement[boo
     postings = select(func.coalesce(func.sum(terms.c.df), 0.0)).scalar_subquery()
     passing_count = select(func.count()).select_from(passing).scalar_subquery()
     few = cast(passing_count, Double) * PROBE_COST_IN_POSTINGS < postings
-    lexemes = cast(select(func.array_agg(terms.c.lexeme)).scalar_subquery(), ARRAY(Text))
+    lexemes = _lexeme_array(terms)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
     # correlated: a probe of the primary key per passing chunk (a join lets the planner read whole lists)
     probed = (
@@ -362,9 +359,7 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
     posting = ChunkTerm.__table__.alias("posting")
     # the truncated lexemes as one array (an InitPlan): a completion probes the primary key for just
     # those keys instead of reading all the chunk's postings (~50) and merge-joining them (0.027 -> 0.016 ms)
-    truncated_lexemes = cast(
-        select(func.array_agg(terms.c.lexeme)).where(terms.c.truncated).scalar_subquery(), ARRAY(Text)
-    )
+    truncated_lexemes = _lexeme_array(terms, terms.c.truncated)
     truncated_score = (
         select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
         .select_from(posting.join(terms, posting.c.lexeme == terms.c.lexeme))
