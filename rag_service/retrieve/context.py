@@ -17,6 +17,12 @@ from dataclasses import replace
 from rag_service.result import RetrievedChunk
 
 
+def context_applies(weight: float, vector_weight: float) -> bool:
+    """Whether a search computes the context BM25: with a weight, and with both arms (added to the BM25 arm
+    alone it gained on SciFact and lost 0.015 nDCG@10 on anthropic-docs-qa: docs/benchmarks.md)."""
+    return weight > 0 and vector_weight > 0
+
+
 def add_context(chunks: Sequence[RetrievedChunk], weight: float) -> list[RetrievedChunk]:
     """``chunks`` re-ranked by ``(relevance + weight * context) / (1 + weight)``, ties in their order.
 

@@ -26,7 +26,7 @@ from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import format_context, layout_overhead
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
-from rag_service.retrieve.context import add_context
+from rag_service.retrieve.context import add_context, context_applies
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import mmr_select
@@ -217,8 +217,7 @@ class Retriever:
             bm25_k1=self.settings.bm25_k1,
             bm25_b=self.settings.bm25_b,
             bm25_max_postings=self.settings.bm25_max_postings,
-            # with both arms only: alone, the BM25 arm gained on SciFact and lost on anthropic-docs-qa (benchmarks)
-            context_bm25=self.settings.context_weight > 0 and preset.vector_weight > 0,
+            context_bm25=context_applies(self.settings.context_weight, preset.vector_weight),
         )
 
     def ranked_candidates(

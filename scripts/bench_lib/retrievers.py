@@ -31,6 +31,7 @@ from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.search import SearchRequest, hybrid_search
 from rag_service.db.search_request import ef_search_for
+from rag_service.retrieve.context import context_applies
 from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 from rag_service.service import UniversalRAGService
 
@@ -127,8 +128,9 @@ def search_request(
         bm25_k1=settings.bm25_k1,
         bm25_b=settings.bm25_b,
         bm25_max_postings=settings.bm25_max_postings,
-        context_bm25=settings.context_weight > 0
-        and (preset.vector_weight if vector_weight is None else vector_weight) > 0,
+        context_bm25=context_applies(
+            settings.context_weight, preset.vector_weight if vector_weight is None else vector_weight
+        ),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_service.result import ChunkScores, RetrievedChunk
-from rag_service.retrieve.context import add_context
+from rag_service.retrieve.context import add_context, context_applies
 
 
 def _result(chunk_id: int, relevance: float, context: float | None) -> RetrievedChunk:
@@ -56,3 +56,7 @@ def test_nothing_changes_without_a_weight_or_any_context_score() -> None:
 def test_equal_context_scores_keep_the_order() -> None:
     ranked = [_result(1, 0.5, 2.0), _result(2, 0.5, 2.0), _result(3, 0.4, 2.0)]
     assert [c.chunk_id for c in add_context(ranked, 0.6)] == [1, 2, 3]
+
+
+def test_it_applies_with_a_weight_and_both_arms_only() -> None:
+    assert context_applies(0.6, 0.6) and not context_applies(0.0, 0.6) and not context_applies(0.6, 0.0)
