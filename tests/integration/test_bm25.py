@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,15 +79,21 @@ def assert_contexts_consistent(connection, *, every_chunk: bool = True) -> None:
     assert connection.execute(text(kept)).all() == connection.execute(text(recount)).all()
 
 
-@pytest.fixture
-def folder(tmp_path, monkeypatch):
+def checkout_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, texts: dict[str, str]) -> Path:
+    """``kb/`` holding ``texts`` (name -> body) in a checkout at ``tmp_path``, the working directory, so that
+    sources are stored relative to its root."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
+    (tmp_path / ".git").mkdir()
     root = tmp_path / "kb"
     root.mkdir()
-    for name, body in TEXTS.items():
+    for name, body in texts.items():
         (root / name).write_text(body)
     return root
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    return checkout_folder(tmp_path, monkeypatch, TEXTS)
 
 
 def test_statistics_follow_every_write_path(db, settings, folder, connection):

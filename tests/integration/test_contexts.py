@@ -17,7 +17,12 @@ from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.result import RetrievedChunk
 from rag_service.service import UniversalRAGService
-from tests.integration.test_bm25 import assert_contexts_consistent, assert_stats_consistent, keyword_request
+from tests.integration.test_bm25 import (
+    assert_contexts_consistent,
+    assert_stats_consistent,
+    checkout_folder,
+    keyword_request,
+)
 
 # sections whose words are spread over several chunks (500 characters each), and a file without headers
 GUIDE = (
@@ -35,13 +40,7 @@ NOTES = "Checkpoints flush dirty pages; the standby keeps replaying the log it r
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()  # a checkout: sources are relative to its root
-    root = tmp_path / "kb"
-    root.mkdir()
-    (root / "guide.md").write_text(GUIDE)
-    (root / "notes.txt").write_text(NOTES)
-    return root
+    return checkout_folder(tmp_path, monkeypatch, {"guide.md": GUIDE, "notes.txt": NOTES})
 
 
 def _tokens(connection, body: str) -> Counter[str]:  # type: ignore[no-untyped-def]
