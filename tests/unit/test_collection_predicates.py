@@ -60,6 +60,7 @@ SHAPES: dict[str, SearchRequest] = {
     "hybrid rrf": _base(fusion_method="rrf"),
     "hybrid ts_rank_cd rrf": _base(keyword_scorer="ts_rank_cd", fusion_method="rrf"),
     "hybrid exact": _base(bm25_max_postings=0),
+    "hybrid with the context BM25": _base(fusion_method="linear", context_bm25=True),
     **{f"hybrid filtered by {k}": _base(filters=f) for k, f in FILTERS.items()},
     **{f"ts_rank_cd filtered by {k}": _base(filters=f, keyword_scorer="ts_rank_cd") for k, f in FILTERS.items()},
 }
