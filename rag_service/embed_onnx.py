@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 
 Precision = Literal["fp32", "int8"]
 
+#: a query of at most this many tokens runs on one thread: after the idle gap a query follows (its SQL), the
+#: operators' threads wake slowly, so short ones took longer on two (int8, 16 tokens p50 2.9 ms on one against
+#: 3.9 on two, p95 3.5 against 7.7; docs/benchmarks.md, session 15); longer ones gain from the threads
+QUERY_ONE_THREAD_TOKENS = 64
+
 #: bump when the exported graph changes, so older exports are not reused
 EXPORT_VERSION = 2
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -243,8 +248,9 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of each batch
         self._file = file
-        self._session = cpu_session(file)
-        self._feeds = [i.name for i in self._session.get_inputs()]
+        self._query_session = cpu_session(file, threads=1)  # short queries (QUERY_ONE_THREAD_TOKENS)
+        self._feeds = [i.name for i in self._query_session.get_inputs()]
+        self._threaded: Any = None  # the session on intra_op_threads(), made on first use
         self._lock = threading.Lock()
         self._workers: queue.SimpleQueue[Any] | None = None  # one-thread sessions for batches, made on first use
         self._workers_lock = threading.Lock()
@@ -253,7 +259,8 @@ class OnnxEmbedder:
         self.batch_size = batch_size
         self.precision = precision
 
-    def _run(self, texts: Sequence[str], session: Any = None) -> Vectors:
+    def _feed(self, texts: Sequence[str]) -> dict[str, Any]:
+        """The model's inputs for ``texts``, padded to the longest."""
         import numpy as np
 
         with self._lock:  # a tokenizer's padding state is shared: one batch at a time
@@ -263,8 +270,19 @@ class OnnxEmbedder:
             "attention_mask": [e.attention_mask for e in encodings],
             "token_type_ids": [e.type_ids for e in encodings],
         }
-        feed = {name: np.asarray(columns[name], dtype=np.int64) for name in self._feeds}
-        vectors: Vectors = np.asarray((session or self._session).run(None, feed)[0], dtype=np.float32)
+        return {name: np.asarray(columns[name], dtype=np.int64) for name in self._feeds}
+
+    def _threaded_session(self) -> Any:
+        with self._workers_lock:
+            if self._threaded is None:
+                self._threaded = cpu_session(self._file)
+            return self._threaded
+
+    def _run(self, texts: Sequence[str], session: Any = None) -> Vectors:
+        import numpy as np
+
+        feed = self._feed(texts)
+        vectors: Vectors = np.asarray((session or self._threaded_session()).run(None, feed)[0], dtype=np.float32)
         return vectors
 
     def _batch_sessions(self) -> queue.SimpleQueue[Any]:
@@ -312,6 +330,11 @@ class OnnxEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        """Encode one query."""
-        vector: Vectors = self._run([text])[0]
+        """Encode one query: on one thread when it is short (``QUERY_ONE_THREAD_TOKENS``), else on all."""
+        import numpy as np
+
+        feed = self._feed([text])
+        short = feed["input_ids"].shape[1] <= QUERY_ONE_THREAD_TOKENS
+        session = self._query_session if short else self._threaded_session()
+        vector: Vectors = np.asarray(session.run(None, feed)[0], dtype=np.float32)[0]
         return vector

@@ -40,8 +40,10 @@ def test_onnx_vectors_are_torchs(onnx_export: Path) -> None:
     onnx = OnnxEmbedder(onnx_export, model_id=BUNDLED_MINILM_ID, batch_size=16)
     cosines = np.sum(torch_vectors * onnx.embed_documents(texts), axis=1)
     assert cosines.min() >= 0.999, cosines
-    query = onnx.embed_query(TEXTS[0])
+    query = onnx.embed_query(TEXTS[0])  # short: the one-thread session
     assert query.shape == (384,) and float(query @ torch_vectors[0]) >= 0.999
+    long_query = onnx.embed_query(abstracts[0])  # over QUERY_ONE_THREAD_TOKENS: the threaded session
+    assert float(long_query @ torch_vectors[len(TEXTS)]) >= 0.999
 
 
 _RETRIEVE = """
