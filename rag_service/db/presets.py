@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import exists, false, func, select
+from sqlalchemy import Select, String, bindparam, exists, false, func, select
 from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
@@ -46,16 +46,14 @@ class CallPreset(NamedTuple):
     collection_chunks: int = 0
 
 
-def read_call_preset(session: Session, context_type: str, *, collection: str | None) -> CallPreset:
-    """``load_preset``, ``collection_exists``, ``read_stored_model`` and the collection's chunk count in one
-    statement: one round trip instead of three before every search (0.15-0.2 ms on a local socket, a
-    network round trip each elsewhere: docs/benchmarks.md, session 10). Without ``collection``,
-    ``collection_exists`` is False and the count 0."""
+def _call_preset_statement(with_collection: bool) -> Select[Any]:
+    """The statement of ``read_call_preset``, its values bound at execution (``context_type``, ``collection``)."""
     table = RagConfiguration.__table__
+    collection = bindparam("collection", type_=String)
     held = select(Document.id).where(Document.collection == collection).limit(1)
-    probe = false() if collection is None else exists(held)
+    probe = exists(held) if with_collection else false()
     size = select(CollectionStats.chunk_count).where(CollectionStats.collection == collection).scalar_subquery()
-    row = session.execute(
+    return (
         select(
             *table.columns,
             probe.label("call_collection_exists"),
@@ -65,8 +63,21 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
             IndexSettings.fts_config.label("call_fts_config"),
         )
         .select_from(table.outerjoin(IndexSettings.__table__, IndexSettings.id == 1))
-        .where(table.c.context_type == context_type)
-    ).first()
+        .where(table.c.context_type == bindparam("context_type", type_=String))
+    )
+
+
+#: built once: building it and its cache key cost ~0.9 ms of Python a query (docs/benchmarks.md, session 15)
+_CALL_PRESET = {True: _call_preset_statement(True), False: _call_preset_statement(False)}
+
+
+def read_call_preset(session: Session, context_type: str, *, collection: str | None) -> CallPreset:
+    """``load_preset``, ``collection_exists``, ``read_stored_model`` and the collection's chunk count in one
+    statement: one round trip instead of three before every search (0.15-0.2 ms on a local socket, a
+    network round trip each elsewhere: docs/benchmarks.md, session 10). Without ``collection``,
+    ``collection_exists`` is False and the count 0."""
+    statement = _CALL_PRESET[collection is not None]
+    row = session.execute(statement, {"context_type": context_type, "collection": collection}).first()
     if row is None:
         load_preset(session, context_type)  # raises UnknownContextError naming the presets
         raise AssertionError("a preset vanished between two reads of one transaction")
