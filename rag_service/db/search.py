@@ -418,7 +418,7 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
     if request.runs_vector:
         configure_vector_scan(session, ef_search=request.ef_search)
     statement, parameters = _STATEMENTS.statement(request)
-    rows = session.execute(statement, parameters).all()
+    rows = session.connection().execute(statement, parameters).all()  # Core: no ORM layer on the hot path
     return [
         hit_from_row(
             row,
