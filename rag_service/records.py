@@ -7,6 +7,7 @@ sides travels without a copier to update; only what differs is passed by hand.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,11 +26,17 @@ def from_fields(cls: type[RecordT], source: object, /, **given: Any) -> RecordT:
     a ``TypeError`` naming it.
     """
     values = dict(given)
-    for f in fields(cls):
-        if not f.init or f.name in values:
+    for name, required in _init_fields(cls):
+        if name in values:
             continue
-        if hasattr(source, f.name):
-            values[f.name] = getattr(source, f.name)
-        elif f.default is MISSING and f.default_factory is MISSING:
-            raise TypeError(f"{cls.__name__}.{f.name} is required and {type(source).__name__} has no such field")
+        if hasattr(source, name):
+            values[name] = getattr(source, name)
+        elif required:
+            raise TypeError(f"{cls.__name__}.{name} is required and {type(source).__name__} has no such field")
     return cls(**values)
+
+
+@functools.cache
+def _init_fields(cls: type[Any]) -> tuple[tuple[str, bool], ...]:
+    """``cls``'s init fields and whether each is required: read once per class (a query copies ~40 records)."""
+    return tuple((f.name, f.default is MISSING and f.default_factory is MISSING) for f in fields(cls) if f.init)
