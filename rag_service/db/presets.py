@@ -67,7 +67,7 @@ def _call_preset_statement(with_collection: bool) -> Select[Any]:
     )
 
 
-#: built once: building it and its cache key cost ~0.9 ms of Python a query (docs/benchmarks.md, session 15)
+#: built once: building it and its cache key cost ~0.7 ms of every query (docs/benchmarks.md, session 15)
 _CALL_PRESET = {True: _call_preset_statement(True), False: _call_preset_statement(False)}
 
 
