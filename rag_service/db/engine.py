@@ -58,10 +58,13 @@ def make_engine(url: str, settings: Settings) -> Engine:
         # Custom plans always: psycopg prepares a statement run five times, and Postgres' generic plan
         # for the search (blind to the query's lexemes and their posting counts) took 68 ms instead
         # of 10 on SciFact. The HNSW settings are per transaction (``db.search.configure_vector_scan``).
+        # No JIT: the search's estimated cost counts branches that never run (the exact scan of a large
+        # collection), so a server built with LLVM compiled every search past ~300k chunks: a plan of that
+        # shape took 10-16 ms with JIT against 1.3 without (docs/benchmarks.md, session 15).
         with dbapi_connection.cursor() as cursor:
             cursor.execute(
                 "SELECT set_config('statement_timeout', %s, false), "
-                "set_config('plan_cache_mode', 'force_custom_plan', false)",
+                "set_config('plan_cache_mode', 'force_custom_plan', false), set_config('jit', 'off', false)",
                 (str(timeout_ms),),
             )
         dbapi_connection.commit()

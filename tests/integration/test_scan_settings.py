@@ -79,3 +79,11 @@ def test_settings_do_not_leak_from_a_write_transaction(one_connection):
         assert str(session.execute(_SHOW).one()[0]) == "77"
     with db.transaction() as session:
         assert str(session.execute(_SHOW).one()[0]) == "40"
+
+
+def test_every_connection_plans_without_jit_and_with_custom_plans(one_connection: Engine) -> None:
+    # a server built with LLVM would JIT-compile every search past ~300k chunks (its estimated cost counts the
+    # exact-scan branch that never runs): 10-16 ms a query for nothing (docs/benchmarks.md, session 15)
+    with one_connection.connect() as conn:
+        jit, plans = conn.execute(text("SELECT current_setting('jit'), current_setting('plan_cache_mode')")).one()
+    assert (jit, plans) == ("off", "force_custom_plan")
