@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
     from rag_service.retrieve.retriever import RetrievalOptions, Retriever, SetupReader
 
 _NOT_GIVEN: Any = object()
+logger = logging.getLogger(__name__)
 
 
 class UniversalRAGService(DocumentOperations):
@@ -82,12 +84,17 @@ class UniversalRAGService(DocumentOperations):
         return self._embedder
 
     def warm_up(self, context: str = "workflow") -> str | None:
-        """Load the embedding model and run one retrieval with ``context`` (``rag serve`` before ready,
-        ``rag mcp`` at start), here and on ``aretrieve``'s pool, so the first query pays neither the
-        model, the reranker, the first connections nor a pool thread's first use. Returns why it failed,
+        """Load the embedding model, read the HNSW graphs into shared_buffers (``db/prewarm.py``) and run one
+        retrieval with ``context`` (``rag serve`` before ready, ``rag mcp`` at start), here and on
+        ``aretrieve``'s pool, so the first query pays neither the model, the reranker, the first
+        connections, a cold graph nor a pool thread's first use. Returns why it failed,
         or None; not raised: the calls that follow report their own problems."""
+        from rag_service.db.prewarm import prewarm_search_servers
+
         try:
             self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
+            for line in prewarm_search_servers(self.reads):  # the HNSW graphs, so the first searches read no disk
+                logger.info(line)
             # a stored collection: searching an unknown one stops before the retrieval stack has loaded
             collection = next((info.name for info in self.collections()), "default")
             self.retrieve("warm up", context, collection=collection)
