@@ -86,7 +86,8 @@ def _as_server_user() -> dict[str, Any]:
         pwd.getpwnam(SERVER_USER)
     except KeyError:
         subprocess.run(["useradd", "-s", "/bin/bash", SERVER_USER], check=True, capture_output=True)
-    return {"user": SERVER_USER}
+    # its own group alone: with root's groups kept, a 0700 parent's group bits (none) would apply, not the o+x
+    return {"user": SERVER_USER, "group": pwd.getpwnam(SERVER_USER).pw_gid, "extra_groups": []}
 
 
 #: the pid of the process that started a cluster, in the cluster's directory
