@@ -21,6 +21,7 @@ from rag_service.db.prewarm import ensure_prewarm_extension, prewarm_graphs, pre
 from rag_service.db.replicas import ReadRouter
 from rag_service.embed import HashingEmbedder
 from rag_service.service import UniversalRAGService
+from tests.vector_rows import insert_vectors
 
 _CACHED = text(
     "SELECT count(*) FROM pg_buffercache WHERE relfilenode = pg_relation_filenode(CAST(:name AS regclass)) "
@@ -39,22 +40,7 @@ def _fill(database: Database, collection: str, chunks: int) -> None:
     vectors = rng.normal(size=(chunks, SCHEMA_EMBEDDING_DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     with database.transaction() as session:
-        document = session.execute(
-            text(
-                "INSERT INTO documents (collection, source, content, content_hash, chunker) "
-                "VALUES (:c, 'v.txt', 'x', 'h', 'test') RETURNING id"
-            ),
-            {"c": collection},
-        ).scalar_one()
-        session.execute(  # one statement: the statistics triggers fire once for the set
-            text(
-                "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, start_char, "
-                "end_char, token_count, content_hash, embedding, content_tsv) "
-                "SELECT :d, :c, i - 1, 'text', 'chunk ' || (i - 1), 0, 1, 1, 'h' || (i - 1), CAST(v AS vector), "
-                "to_tsvector('simple', 'chunk ' || (i - 1)) FROM unnest(CAST(:vs AS text[])) WITH ORDINALITY AS u(v, i)"
-            ),
-            {"d": document, "c": collection, "vs": [str(v.tolist()) for v in vectors]},
-        )
+        insert_vectors(session, collection, vectors)
 
 
 def _graph(database: Database) -> str:

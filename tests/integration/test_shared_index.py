@@ -20,6 +20,7 @@ from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.search import SearchRequest, explain, hybrid_search
+from tests.vector_rows import insert_document, insert_vectors
 
 DIM = 384
 BASE = 150  # vectors of the small collection
@@ -27,36 +28,10 @@ COPIES = 30  # near-identical copies of each in the big collection
 HNSW = "ix_document_chunks_embedding_hnsw"
 
 
-def _document(session, collection: str) -> int:
-    """A document row in ``collection`` for generated chunks; its id."""
-    return session.execute(
-        text(
-            "INSERT INTO documents (collection, source, content, content_hash, chunker) "
-            "VALUES (:c, 'gen.txt', 'x', 'h', 'test') RETURNING id"
-        ),
-        {"c": collection},
-    ).scalar_one()
-
-
-def _insert(session, collection: str, vectors: np.ndarray) -> None:
-    doc_id = _document(session, collection)
-    # one statement: the statistics triggers fire once for the set, not once a row
-    session.execute(
-        text(
-            "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, start_char, "
-            "end_char, token_count, content_hash, embedding, content_tsv) "
-            "SELECT :d, :c, i - 1, 'text', 'chunk ' || (i - 1), 0, 1, 1, 'h' || (i - 1), CAST(v AS vector), "
-            "to_tsvector('simple', 'chunk ' || (i - 1)) "
-            "FROM unnest(CAST(:vs AS text[])) WITH ORDINALITY AS u(v, i)"
-        ),
-        {"d": doc_id, "c": collection, "vs": [str(v.tolist()) for v in vectors]},
-    )
-
-
 def _insert_noisy_copies(session, source: str, collection: str) -> None:
     """``COPIES`` copies of each vector of ``source`` plus N(0, 0.01) noise per component, made in SQL
     (seeded): formatting 1.7M floats as vector literals took 1.8 s of the fixture's 3."""
-    doc_id = _document(session, collection)
+    doc_id = insert_document(session, collection)
     session.execute(text("SELECT setseed(0.23)"))
     session.execute(
         text(
@@ -88,7 +63,7 @@ def shared_vectors(database_factory, settings) -> Iterator[tuple[Engine, np.ndar
         # SQL, this fixture went from 9.4 s to 2.2 s on its own)
         hnsw = session.execute(text("SELECT pg_get_indexdef(to_regclass(:i))"), {"i": HNSW}).scalar_one()
         session.execute(text("DROP INDEX " + HNSW))
-        _insert(session, "small", base)
+        insert_vectors(session, "small", base)
         _insert_noisy_copies(session, "small", "big")
         session.execute(text(hnsw))
     query = base[0] + rng.normal(scale=0.5 / np.sqrt(DIM), size=DIM).astype(np.float32)
