@@ -11,6 +11,9 @@ the keyword arm exactly (``bm25_max_postings`` 0) and under each budget, interle
 sum of its 20 over the exact 20's.
 
     RAG_DATA_DIR=/work/bench1m .venv/bin/python scripts/bench_bm25_real.py --size 1000000 --budgets 6000,12000
+
+``--database`` measures a database ``scripts/bench_bulk_load.py --corpus real`` loaded instead (the same
+chunks with realistic vectors and the HNSW index: the databases of the cost-by-size table).
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from pathlib import Path
 import bench
 import numpy as np
 from bench_lib import measure, real_text, retrievers, store
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from tqdm import tqdm
 
-from rag_service.config import load_settings
+from rag_service.config import Settings, load_settings
 from rag_service.db import bm25, migrate
 from rag_service.db import documents as repo
 from rag_service.db.bulk import BulkLoad, StagedDocument
@@ -105,6 +108,24 @@ def _scores(db: Database, request: SearchRequest) -> tuple[list[int], list[float
     return [h.chunk_id for h in hits], [h.keyword_score or 0.0 for h in hits]
 
 
+def _ensure_loaded(url: str, settings: Settings, size: int, rebuild: bool) -> tuple[Engine, dict[str, float]]:
+    """Database ``rag_real_<size>`` with the corpus of ``size`` chunks, built unless its comment says so."""
+    sources = real_text.source_sentences(DATASETS)
+    chunks = real_text.make_chunks(sources, size=size, seed=42)
+    fingerprint = hashlib.sha256("\x00".join(chunks[:1000]).encode()).hexdigest()[:12]
+    marker = f"rag_service real-text corpus {size} {fingerprint}"
+    name = f"rag_real_{store.size_label(size)}"
+    comment = store.database_comment(url, name) or ""
+    if not rebuild and comment.startswith(marker):
+        return store.engine_for(url, name, settings), json.loads(comment[len(marker) :] or "{}")
+    store.recreate_database(url, name)
+    engine = store.engine_for(url, name, settings)
+    migrate.upgrade(engine)
+    build = _load(Database(engine), chunks)
+    store.set_database_comment(url, name, f"{marker} {json.dumps(build)}")
+    return engine, build
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1_000_000)
@@ -117,26 +138,19 @@ def main() -> int:
     )
     parser.add_argument("--per-set", type=int, default=100, help="questions drawn from each dataset")
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument(
+        "--database", default="", help="an existing real-text database (bench_bulk_load.py --corpus real)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
     settings = load_settings()
     url = bench.server_url(settings)
-    sources = real_text.source_sentences(DATASETS)
-    chunks = real_text.make_chunks(sources, size=args.size, seed=42)
-    fingerprint = hashlib.sha256("\x00".join(chunks[:1000]).encode()).hexdigest()[:12]
-    marker = f"rag_service real-text corpus {args.size} {fingerprint}"
-    name = f"rag_real_{store.size_label(args.size)}"
-    comment = store.database_comment(url, name) or ""
-    if args.rebuild or not comment.startswith(marker):
-        store.recreate_database(url, name)
-        engine = store.engine_for(url, name, settings)
-        migrate.upgrade(engine)
-        build = _load(Database(engine), chunks)
-        store.set_database_comment(url, name, f"{marker} {json.dumps(build)}")
+    if args.database:
+        engine = store.engine_for(url, args.database, settings)
+        build: dict[str, float] = {}
     else:
-        build = json.loads(comment[len(marker) :] or "{}")
-        engine = store.engine_for(url, name, settings)
+        engine, build = _ensure_loaded(url, settings, args.size, args.rebuild)
     db = Database(engine)
     with db.transaction() as session:
         preset = load_preset(session, bench.PRESET)
@@ -167,7 +181,11 @@ def main() -> int:
     fns = {key: arm(key, budget) for key, budget in variants.items()}
     warmup = min(20, len(queries) // 5)
     recorder, results, _ = measure.time_retrievers(
-        fns, warmup=warmup, queries=len(queries) - warmup, desc=name, seed=42
+        fns,
+        warmup=warmup,
+        queries=len(queries) - warmup,
+        desc=args.database or f"rag_real_{store.size_label(args.size)}",
+        seed=42,
     )
     timed = range(warmup, len(queries))
     with db.transaction() as session:

@@ -225,15 +225,19 @@ def server_info(url: str) -> dict[str, Any]:
 
 
 def relation_sizes(url: str) -> dict[str, str]:
-    """Pretty sizes of the chunk table and its two search indexes."""
+    """Pretty sizes of the chunk table and its two search indexes, the BM25 postings (``chunk_terms`` and
+    ``context_terms`` with their indexes) and the whole database."""
     with psycopg.connect(**admin_params(url)) as conn:
         row = conn.execute(
             "SELECT pg_size_pretty(pg_total_relation_size('document_chunks')), "
-            "pg_size_pretty(pg_relation_size(%s::regclass)), pg_size_pretty(pg_relation_size(%s::regclass))",
+            "pg_size_pretty(pg_relation_size(%s::regclass)), pg_size_pretty(pg_relation_size(%s::regclass)), "
+            "pg_size_pretty(pg_total_relation_size('chunk_terms') + pg_total_relation_size('context_terms')), "
+            "pg_size_pretty(pg_database_size(current_database()))",
             (HNSW_INDEX, GIN_INDEX),
         ).fetchone()
     assert row is not None
-    return {"document_chunks_total": row[0], "hnsw_index": row[1], "gin_index": row[2]}
+    keys = ("document_chunks_total", "hnsw_index", "gin_index", "postings_total", "database_total")
+    return dict(zip(keys, row, strict=True))
 
 
 def engine_for(server_url: str, name: str, settings: Settings) -> Engine:
