@@ -4,6 +4,8 @@
 Reads the JSON files ``scripts/bench_one_node.py --json`` wrote, one per size, and prints the markdown table.
 
     .venv/bin/python scripts/plot_one_node_growth.py bench_out/one_node_{10k,100k,300k,1m}.json --out docs/one_node_growth.png
+
+``--corpus real`` labels runs of ``bench_one_node.py --corpus real`` (real text, realistic vectors).
 """
 
 from __future__ import annotations
@@ -25,10 +27,17 @@ SERIES = (
 )
 
 
+def _build_time(run: dict) -> str:
+    """The bulk load's duration when the run records it (``build.bulk_load_s``), else blank."""
+    seconds = run.get("build", {}).get("bulk_load_s")
+    return "" if seconds is None else f"{seconds / 60:.1f} min" if seconds >= 600 else f"{seconds:.0f} s"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=Path("docs/one_node_growth.png"))
+    parser.add_argument("--corpus", choices=("synthetic", "real"), default="synthetic")
     args = parser.parse_args()
     runs = sorted((json.loads(f.read_text()) for f in args.files), key=lambda r: r["chunks"])
     sizes = [r["chunks"] for r in runs]
@@ -38,7 +47,8 @@ def main() -> int:
         axis.plot(sizes, [r["latency"][key]["p95"] for r in runs], marker="x", ls="--", color=line[0].get_color())
     axis.set_xscale("log")
     axis.set_yscale("log")
-    axis.set_xlabel("chunks in the collection (synthetic corpus, one node, 2 cores)")
+    corpus = "synthetic corpus" if args.corpus == "synthetic" else "real text, realistic vectors"
+    axis.set_xlabel(f"chunks in the collection ({corpus}, one node, 2 cores)")
     axis.set_ylabel("ms (solid p50, dashed p95)")
     axis.set_title("Latency by collection size (ef_search grows with the size)")
     axis.grid(True, which="both", alpha=0.3)
@@ -46,15 +56,17 @@ def main() -> int:
     figure.tight_layout()
     figure.savefig(args.out, dpi=110)
     print(
-        "| chunks | ef_search | vector p50 / p95 | keyword | hybrid | retrieve() | HNSW recall@20 | table + indexes | HNSW |"
+        "| chunks | ef_search | vector p50 / p95 | keyword | hybrid | retrieve() | HNSW recall@20 | table + indexes "
+        "| HNSW | postings | database | bulk load |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         cells = [f"{r['latency'][k]['p50']:.1f} / {r['latency'][k]['p95']:.1f}" for k, _ in SERIES]
         sizes_ = r["relation_sizes"]
         print(
             f"| {r['chunks']:,} | {r.get('ef_search_default', '')} | {' | '.join(cells)} | {r['hnsw_recall_at_20']:.3f} "
-            f"| {sizes_['document_chunks_total']} | {sizes_['hnsw_index']} |"
+            f"| {sizes_['document_chunks_total']} | {sizes_['hnsw_index']} | {sizes_.get('postings_total', '')} "
+            f"| {sizes_.get('database_total', '')} | {_build_time(r)} |"
         )
     return 0
 
