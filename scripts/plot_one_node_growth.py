@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,7 +28,7 @@ SERIES = (
 )
 
 
-def _build_time(run: dict) -> str:
+def _build_time(run: dict[str, Any]) -> str:
     """The bulk load's duration when the run records it (``build.bulk_load_s``), else blank."""
     seconds = run.get("build", {}).get("bulk_load_s")
     return "" if seconds is None else f"{seconds / 60:.1f} min" if seconds >= 600 else f"{seconds:.0f} s"
