@@ -1,6 +1,6 @@
 """Read the HNSW graphs into shared_buffers before the first search (``warm_up``: ``rag serve``, ``rag mcp``).
 
-A vector search walks pages of the graph at random: ~3,500 of them at 1M chunks (ef_search 794). After a
+A vector search walks pages of the graph at random: ~3,500 of them at 1M chunks (ef_search 800). After a
 server start they come from the OS cache (~19 us a page) or the disk, so at 1M the first few hundred
 searches took 50 ms where a warm one takes 13 (docs/benchmarks.md, "Session 16"). ``pg_prewarm`` reads a
 graph in one sequential pass instead (1.7 GB in ~1 s from the OS cache). It is PostgreSQL's contrib

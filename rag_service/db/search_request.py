@@ -3,6 +3,7 @@ and the SQL conditions the filters become (every value a bound parameter)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,22 +30,22 @@ from rag_service.knobs import MAX_EF_SEARCH
 
 #: up to this many chunks in a collection, the vector arm searches with ``RAG_HNSW_EF_SEARCH`` as set
 EF_SEARCH_REFERENCE_CHUNKS = 100_000
-#: above it, ef_search grows as ``(chunks / EF_SEARCH_REFERENCE_CHUNKS) ** EF_SEARCH_GROWTH``: the
+#: above it, ef_search grows by ``EF_SEARCH_PER_DECADE`` times the setting per tenfold of chunks: the
 #: candidate list a fixed recall needs grows with the graph. On realistic vectors, with the graph built
-#: with ef_construction 128 (migration 0012), recall@20 was 0.97 at 100k with ef 100; at 1M three builds
-#: of the same vectors gave 0.93 / 0.94 / 0.97 with ef 400 and 0.96 / 0.97 / 0.99 with ef 800 (the product's
-#: bulk-built table, then two vectors-only tables; docs/benchmarks.md, "Session 13"): HNSW builds vary, so
-#: 1M gets 10 ** 0.9 * 100 = 794, where every build measured holds 0.95. (The graph of ef_construction 64
-#: needed pgvector's limit of 1000 at 1M for 0.945.)
-EF_SEARCH_GROWTH = 0.9
+#: with ef_construction 128 (migration 0012), recall@20 was 0.95-0.97 at 100k with ef 100; at 300k 0.946 with
+#: ef 269, 0.951 with 320 and 0.963 with 400; at 1M three builds gave 0.93 / 0.94 / 0.97 with ef 400 and
+#: 0.96 / 0.97 / 0.99 with ef 800 (docs/benchmarks.md, "Session 13" and "Session 18"). Linear in the log of
+#: the size (concave, as the measurements are): 300k gets 434, 1M 800, where every build measured holds 0.95.
+#: (A power law through the same 1M point, ``(chunks / 100k) ** 0.9``, gave 300k only 269.)
+EF_SEARCH_PER_DECADE = 7.0
 
 
 def ef_search_for(chunks: int, *, base: int, depth: int) -> int:
     """``hnsw.ef_search`` for a collection of ``chunks`` chunks: ``base`` (``RAG_HNSW_EF_SEARCH``) up to
     ``EF_SEARCH_REFERENCE_CHUNKS``, then grown with the size; never below ``depth`` (the arm's candidates)
     nor above pgvector's limit."""
-    scale: float = max(1.0, chunks / EF_SEARCH_REFERENCE_CHUNKS) ** EF_SEARCH_GROWTH
-    return min(MAX_EF_SEARCH, max(depth, round(base * scale)))
+    decades = math.log10(max(1.0, chunks / EF_SEARCH_REFERENCE_CHUNKS))
+    return min(MAX_EF_SEARCH, max(depth, round(base * (1.0 + EF_SEARCH_PER_DECADE * decades))))
 
 
 #: the filter keys ``retrieve(filters=...)`` accepts, and the value each needs
