@@ -211,27 +211,58 @@ def _posting_score(terms: CTE, tf: _IntColumn, doc_len: _IntColumn) -> ColumnEle
 def bm25_matches(request: SearchRequest) -> Select[Any]:
     """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
 
-    With filters beyond the collection (or required terms) every passing chunk is scored exactly
-    (``_bm25_filtered_matches``); with ``bm25_max_postings`` 0 every posting is read and summed per chunk
-    (exact); otherwise ``_bm25_bounded_matches``.
+    With filters beyond the collection (or required phrases) every passing chunk is scored exactly
+    (``_bm25_filtered_matches``). Otherwise, with ``bm25_max_postings`` 0 every posting is read and summed per
+    chunk (exact), else ``_bm25_bounded_matches``; exclusions alone (``excluded_terms``) drop the chunks that
+    hold them from either (``_excluded_chunks``) instead of making every other chunk of the collection pass.
     """
-    extra = _extra_conditions(request)
-    if extra:
-        return _bm25_filtered_matches(request, extra)
+    excluded = None
+    if request.excluded_terms.strip() and not chunk_conditions(request, collection=False):
+        excluded = _excluded_chunks(request)
+    else:
+        extra = _extra_conditions(request)
+        if extra:
+            return _bm25_filtered_matches(request, extra)
     if request.bm25_max_postings > 0:
-        return _bm25_bounded_matches(request)
+        return _bm25_bounded_matches(request, excluded)
     terms = _bm25_stats(request)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
     exact: Select[Any] = (
         select(ChunkTerm.chunk_id.label("id"), score.label("score"))  # type: ignore[assignment,unused-ignore]
         .select_from(ChunkTerm)
         .join(terms, ChunkTerm.lexeme == terms.c.lexeme)
-        .where(ChunkTerm.collection == bindparam("collection", request.collection))
+        .where(
+            ChunkTerm.collection == bindparam("collection", request.collection), *_kept(ChunkTerm.chunk_id, excluded)
+        )
         .group_by(ChunkTerm.chunk_id)
         .order_by(score.desc(), ChunkTerm.chunk_id)
         .limit(bindparam("candidate_k_kw", request.candidate_k))
     )
     return exact
+
+
+def _excluded_chunks(request: SearchRequest) -> CTE:
+    """The collection's chunks holding any excluded term, found through the GIN index (a positive match: a
+    negated one is a scan of every chunk, 12 s at 1M chunks; docs/benchmarks.md "Session 18")."""
+    excluded = select(
+        func.websearch_to_tsquery(
+            fts_config_expression(request), bindparam("excluded_terms", request.excluded_terms, type_=String)
+        )
+    ).scalar_subquery()
+    return (
+        select(DocumentChunk.id)
+        .where(
+            DocumentChunk.collection == bindparam("collection", request.collection),
+            DocumentChunk.content_tsv.op("@@")(excluded),
+        )
+        .cte("bm25_excluded")
+        .prefix_with("MATERIALIZED")
+    )
+
+
+def _kept(chunk_id: Any, excluded: CTE | None) -> list[ColumnElement[bool]]:
+    """``chunk_id NOT IN excluded`` (a hashed subplan), or nothing."""
+    return [] if excluded is None else [chunk_id.not_in(select(excluded.c.id))]
 
 
 #: a chunk scored through the postings' primary key (a probe: ~12 µs at 1M chunks, cache misses in a 3 GB
@@ -316,7 +347,7 @@ def completions(request: SearchRequest) -> int:
     return request.candidate_k * BOUNDED_COMPLETIONS_PER_CANDIDATE
 
 
-def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
+def _bm25_bounded_matches(request: SearchRequest, excluded: CTE | None = None) -> Select[Any]:
     """BM25 that reads at most ``bm25_max_postings`` postings per query: bounded work on any corpus.
 
     The budget is shared out by ``_posting_level``: rare lexemes are read whole, frequent ones read
@@ -351,6 +382,7 @@ def _bm25_bounded_matches(request: SearchRequest) -> Select[Any]:
     seen = (
         select(top.c.chunk_id.label("id"), settled.label("settled"))
         .select_from(terms.join(top, literal(True)))
+        .where(*_kept(top.c.chunk_id, excluded))
         .group_by(top.c.chunk_id)
         .order_by(estimate.desc(), top.c.chunk_id)
         .limit(bindparam("bm25_completions", completions(request), type_=BigInteger))

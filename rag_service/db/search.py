@@ -333,6 +333,7 @@ def search_parameters(request: SearchRequest) -> dict[str, Any]:
         "candidate_k_kw": request.candidate_k,
         "any_terms": request.any_terms,
         "required_terms": request.required_terms,
+        "excluded_terms": request.excluded_terms,
         "fts_config": request.fts_config,
         "bm25_text": request.bm25_text,
         "bm25_k1": float(request.bm25_k1),
@@ -370,6 +371,7 @@ class StatementCache:
             request.fusion_method,
             request.bm25_max_postings > 0,
             bool(request.required_terms.strip()),
+            bool(request.excluded_terms.strip()),
             request.runs_context,
         )
 

@@ -144,6 +144,9 @@ class SearchRequest:
     bm25_max_postings: int = DEFAULT_BM25_MAX_POSTINGS
     #: each fused candidate also gets its context's BM25 (``SearchHit.context_score``; ``db.contexts``)
     context_bm25: bool = False
+    #: the exclusions of ``required_terms`` as one OR query (``a or "b c"``), set when they are all of it: the
+    #: BM25 arm then drops the chunks matching it rather than scoring every other chunk as passing a filter
+    excluded_terms: str = ""
 
     @property
     def runs_context(self) -> bool:

@@ -1,8 +1,10 @@
 """The user's query: validation, parsing for PostgreSQL full-text search, and cheap expansion.
 
-``parse_query`` reads websearch syntax: ``"quoted phrases"``, ``-term`` / ``-"phrase"`` (a ``-`` at
-the start of a token) to exclude, everything else a word. An unbalanced quote makes the rest of the
-text one phrase, as ``websearch_to_tsquery`` does. Nothing here ever raises on odd input.
+``parse_query`` reads websearch syntax: ``"quoted phrases"``, ``-term`` / ``-"phrase"`` (one ``-`` at
+the start of a token, before a letter or a quote) to exclude, everything else a word: ``--address`` (a
+command-line flag) and ``-2`` (a number, a list such as ``E2f-1, -2, -3``) are words, not exclusions.
+An unbalanced quote makes the rest of the text one phrase, as ``websearch_to_tsquery`` does. Nothing here
+ever raises on odd input.
 
 ``websearch_parts`` turns that into two strings for ``websearch_to_tsquery``, combined in SQL as
 ``websearch_to_tsquery(cfg, any_terms) && websearch_to_tsquery(cfg, required_terms)``:
@@ -293,12 +295,17 @@ def parse_query(text: str) -> ParsedQuery:
         if bare is None:
             phrase = _phrase(quoted)
             _add(parsed.excluded if negated else parsed.phrases, seen_excluded if negated else seen_phrases, phrase)
-        elif bare.startswith("-"):
+        elif _is_exclusion(bare):
             _add(parsed.excluded, seen_excluded, " ".join(_inert_words(bare.lstrip("-"))))
         else:
             for word in _inert_words(bare):
                 _add(parsed.words, seen_words, word)
     return _bounded(parsed)
+
+
+def _is_exclusion(token: str) -> bool:
+    """``-word``: one dash right before a letter (``--flag`` and ``-2`` are words in a question)."""
+    return len(token) > 1 and token[0] == "-" and token[1].isalpha()
 
 
 def _quoted(term: str) -> str:
@@ -317,6 +324,14 @@ def websearch_parts(parsed: ParsedQuery) -> tuple[str, str]:
         if inert:
             required.append(f"-{_quoted(inert)}")
     return any_terms, " ".join(required)
+
+
+def excluded_terms(parsed: ParsedQuery) -> str:
+    """The exclusions as one OR query for ``websearch_to_tsquery`` (``a or "b c"``) when the query has no
+    phrase, else ``""``: the keyword arm then drops the chunks matching it (``SearchRequest.excluded_terms``)."""
+    if parsed.phrases:
+        return ""
+    return " or ".join(_quoted(inert) for inert in (" ".join(_inert_words(t)) for t in parsed.excluded) if inert)
 
 
 def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:

@@ -34,6 +34,7 @@ from rag_service.retrieve.parents import dedupe, expand_to_parents
 from rag_service.retrieve.query import (
     bm25_text,
     bounds_note,
+    excluded_terms,
     expand_query,
     parse_query,
     validate_query,
@@ -202,6 +203,7 @@ class Retriever:
             query_vector=vector,
             any_terms=any_terms,
             required_terms=required,
+            excluded_terms=excluded_terms(parsed),
             vector_weight=preset.vector_weight,
             keyword_weight=preset.keyword_weight,
             rrf_k=preset.rrf_k,

@@ -32,7 +32,7 @@ from rag_service.db.database import Database
 from rag_service.db.search import SearchRequest, hybrid_search
 from rag_service.db.search_request import ef_search_for
 from rag_service.retrieve.context import context_applies
-from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+from rag_service.retrieve.query import bm25_text, excluded_terms, parse_query, websearch_parts
 from rag_service.service import UniversalRAGService
 
 TOP_K = 20
@@ -73,13 +73,14 @@ class QueryParts:
     any_terms: str
     required_terms: str
     bm25_text: str
+    excluded_terms: str = ""
 
     @classmethod
     def of(cls, text: str) -> QueryParts:
         """Parsed the way ``Retriever.search_candidates`` parses a query variant."""
         parsed = parse_query(text)
         any_terms, required = websearch_parts(parsed)
-        return cls(any_terms, required, bm25_text(parsed))
+        return cls(any_terms, required, bm25_text(parsed), excluded_terms(parsed))
 
 
 @dataclass(slots=True)
@@ -115,6 +116,7 @@ def search_request(
         query_vector=vector,
         any_terms=parts.any_terms,
         required_terms=parts.required_terms,
+        excluded_terms=parts.excluded_terms,
         vector_weight=preset.vector_weight if vector_weight is None else vector_weight,
         keyword_weight=preset.keyword_weight if keyword_weight is None else keyword_weight,
         rrf_k=preset.rrf_k,

@@ -15,7 +15,7 @@ from rag_service.db.search import SearchRequest, hybrid_search
 from rag_service.db.search_request import ChunkFilters
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
-from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+from rag_service.retrieve.query import bm25_text, excluded_terms, parse_query, websearch_parts
 
 TEXTS = {
     "a.txt": "Replication streams the write-ahead log to a replica. The replica replays the log continuously.",
@@ -179,7 +179,7 @@ def keyword_request(query: str, **fields: Any) -> SearchRequest:
         candidate_k=100,
         limit=100,
         bm25_text=bm25_text(parsed),
-        **fields,
+        **{"excluded_terms": excluded_terms(parsed), **fields},
     )
 
 
@@ -239,3 +239,54 @@ def test_filtered_scores_equal_reference_bm25_from_either_side(
     assert [h.chunk_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
     for hit in hits:
         assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], abs=1e-6)
+
+
+@pytest.mark.parametrize("max_postings", [0, 12000])  # exact path; bounded path with every list within budget
+@pytest.mark.parametrize(
+    ("query", "filters"),
+    [
+        ("replica log replay -backups", None),  # exclusions alone: dropped through the GIN index
+        ('replica log -"write ahead" -failover', None),
+        ("replica log replay -backups", {"source_prefix": "kb/"}),  # with a filter: every passing chunk scored
+        ('replica "log" -backups', None),  # with a phrase: the same
+    ],
+)
+def test_excluded_terms_drop_their_chunks_and_keep_exact_scores(
+    db, settings, folder, connection, query, filters, max_postings
+):
+    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+    request = keyword_request(
+        query, bm25_k1=1.2, bm25_b=0.75, bm25_max_postings=max_postings, filters=ChunkFilters.parse(filters)
+    )
+    sql = str(bm25.bm25_matches(request).compile())
+    assert ("bm25_excluded" in sql) == (filters is None and '"log"' not in query)  # else the filtered path
+    holding = set(
+        connection.execute(
+            text(
+                "SELECT id FROM document_chunks WHERE collection = 'one' "
+                "AND NOT content_tsv @@ websearch_to_tsquery('english', :required)"
+            ),
+            {"required": request.required_terms},
+        ).scalars()
+    )
+    expected = {
+        chunk: score
+        for chunk, score in stored_reference_bm25(connection, "one", request.bm25_text, k1=1.2, b=0.75).items()
+        if chunk not in holding
+    }
+    dropped = stored_reference_bm25(connection, "one", request.bm25_text, k1=1.2, b=0.75).keys() - expected.keys()
+    assert expected and dropped, "the case keeps some chunks and drops some"
+    with db.transaction() as session:
+        hits = hybrid_search(session, request)
+    assert [h.chunk_id for h in hits] == sorted(expected, key=lambda i: (-expected[i], i))
+    for hit in hits:
+        assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], abs=1e-6)
+
+
+def test_exclusions_alone_are_found_by_a_positive_match(db, settings, folder, connection):
+    """The excluded chunks come from the GIN index, not from testing every chunk of the collection."""
+    Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
+    request = keyword_request("replica log replay -backups", bm25_max_postings=12000)
+    assert request.excluded_terms == "backups"
+    sql = str(bm25.bm25_matches(request).compile())
+    assert "bm25_excluded" in sql and "bm25_passing" not in sql

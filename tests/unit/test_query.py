@@ -12,6 +12,7 @@ from rag_service.errors import QueryError
 from rag_service.retrieve.query import (
     MAX_QUERY_CHARS,
     ParsedQuery,
+    excluded_terms,
     expand_query,
     parse_query,
     split_identifier,
@@ -77,6 +78,14 @@ def test_dash_inside_a_word_is_not_an_exclusion() -> None:
     parsed = parse_query("state-of-the-art x-ray -legacy")
     assert parsed.words == ["state-of-the-art", "x-ray"]
     assert parsed.excluded == ["legacy"]
+
+
+def test_flags_and_numbers_after_a_dash_are_words() -> None:
+    # a question quoting a command line, or listing numbers, excludes nothing (ray-docs-qa and SciFact have both)
+    parsed = parse_query("call `serve deploy config.yaml --address <remote address>` with E2f-1, -2, -3 cells -v")
+    assert parsed.excluded == ["v"]
+    assert "address" in parsed.words and "2" in parsed.words and "3" in parsed.words
+    assert websearch_parts(parse_query("--address")) == ("address", "")
 
 
 def test_excluded_token_with_special_characters_becomes_a_phrase() -> None:
@@ -255,3 +264,10 @@ def test_the_longest_words_are_kept_in_order_and_the_cut_is_reported():
     assert min(map(len, parsed.words)) >= max(len(w) for w in words if w not in set(parsed.words))
     assert "kept the 32 longest of 42 distinct words" in (bounds_note(parsed) or "")
     assert bounds_note(parse_query("how do backups work")) is None
+
+
+def test_exclusions_alone_become_one_positive_or_query() -> None:
+    assert excluded_terms(parse_query('replica -backups -"write ahead" log')) == 'backups or "write ahead"'
+    assert excluded_terms(parse_query('replica "log" -backups')) == ""  # a phrase: the filtered path decides
+    assert excluded_terms(parse_query("replica --address -2")) == ""
+    assert excluded_terms(parse_query("a -don't")) == '"don t"'
