@@ -1,8 +1,8 @@
 """The user's query: validation, parsing for PostgreSQL full-text search, and cheap expansion.
 
 ``parse_query`` reads websearch syntax: ``"quoted phrases"``, ``-term`` / ``-"phrase"`` (one ``-`` at
-the start of a token, before a letter or a quote) to exclude, everything else a word: ``--address`` (a
-command-line flag) and ``-2`` (a number, a list such as ``E2f-1, -2, -3``) are words, not exclusions.
+the start of a token, before a word of two letters or more, or a quote) to exclude, everything else a word:
+``--address``, ``-n`` (command-line flags) and ``-2`` (a number, a list such as ``E2f-1, -2, -3``) are words.
 An unbalanced quote makes the rest of the text one phrase, as ``websearch_to_tsquery`` does. Nothing here
 ever raises on odd input.
 
@@ -304,8 +304,8 @@ def parse_query(text: str) -> ParsedQuery:
 
 
 def _is_exclusion(token: str) -> bool:
-    """``-word``: one dash right before a letter (``--flag`` and ``-2`` are words in a question)."""
-    return len(token) > 1 and token[0] == "-" and token[1].isalpha()
+    """``-word``: one dash right before two letters (``--flag``, ``-n`` and ``-2`` are words in a question)."""
+    return len(token) > 2 and token[0] == "-" and token[1].isalpha() and token[2].isalpha()
 
 
 def _quoted(term: str) -> str:
