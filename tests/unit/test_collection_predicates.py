@@ -55,6 +55,11 @@ SHAPES: dict[str, SearchRequest] = {
     "bm25 bounded": _base(vector_weight=0.0),
     "bm25 exact": _base(vector_weight=0.0, bm25_max_postings=0),
     "bm25 phrase": _base(vector_weight=0.0, required_terms='"write ahead"'),
+    "bm25 exclusion": _base(vector_weight=0.0, required_terms="-failover", excluded_terms="failover"),
+    "bm25 exact exclusion": _base(
+        vector_weight=0.0, required_terms="-failover", excluded_terms="failover", bm25_max_postings=0
+    ),
+    "hybrid exclusion": _base(required_terms="-failover", excluded_terms="failover"),
     "ts_rank_cd": _base(vector_weight=0.0, keyword_scorer="ts_rank_cd"),
     "hybrid linear": _base(fusion_method="linear"),
     "hybrid rrf": _base(fusion_method="rrf"),
