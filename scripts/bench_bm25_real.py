@@ -13,7 +13,9 @@ sum of its 20 over the exact 20's.
     RAG_DATA_DIR=/work/bench1m .venv/bin/python scripts/bench_bm25_real.py --size 1000000 --budgets 6000,12000
 
 ``--database`` measures a database ``scripts/bench_bulk_load.py --corpus real`` loaded instead (the same
-chunks with realistic vectors and the HNSW index: the databases of the cost-by-size table).
+chunks with realistic vectors and the HNSW index: the databases of the cost-by-size table); with it, ``--fused``
+also compares the hybrid's fused top 10 and 20 (the questions embedded by the default model, ``ef_search`` from
+``--size``) under the first budget and with the exact arm: what the budget changes in what ``retrieve()`` ranks.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from bench_lib import measure, real_text, retrievers, store
 from sqlalchemy import Engine, text
 from tqdm import tqdm
 
-from rag_service.config import Settings, load_settings
+from rag_service.config import BUNDLED_MINILM, Preset, Settings, load_settings
 from rag_service.db import bm25, migrate
 from rag_service.db import documents as repo
 from rag_service.db.bulk import BulkLoad, StagedDocument
 from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
 from rag_service.db.search import SearchRequest, hybrid_search
+from rag_service.embed import embedder_for
 from rag_service.ingest.fingerprint import chunker_fingerprint, content_hash
 
 DATASETS = bench.REPO.parent / "shared" / "datasets"
@@ -132,6 +135,32 @@ def _slowest(samples: list[float], order: list[int], queries: list[str], count: 
     return [{"ms": round(ms, 1), "question": queries[i]} for ms, i in ranked]
 
 
+def _fused_overlap(
+    db: Database, settings: Settings, preset: Preset, queries: list[str], budget: int, size: int
+) -> dict[str, float]:
+    """The hybrid's fused top 10 and 20 with the BM25 arm under ``budget`` against with the exact arm."""
+    embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
+    vectors = embedder.embed_documents(queries)
+    at10, at20 = [], []
+    for question, vector in tqdm(zip(queries, vectors, strict=True), total=len(queries), desc="fused", unit="query"):
+        request = retrievers.search_request(
+            settings, preset, vector, retrievers.QueryParts.of(question), collection_chunks=size
+        )
+        with db.transaction() as session:
+            budgeted = [
+                h.chunk_id for h in hybrid_search(session, dataclasses.replace(request, bm25_max_postings=budget))
+            ]
+        with db.transaction() as session:
+            exact = [h.chunk_id for h in hybrid_search(session, dataclasses.replace(request, bm25_max_postings=0))]
+        at10.append(len(set(budgeted[:10]) & set(exact[:10])) / 10)
+        at20.append(len(set(budgeted[:TOP_K]) & set(exact[:TOP_K])) / TOP_K)
+    return {
+        "overlap_at_10": round(float(np.mean(at10)), 4),
+        "overlap_at_20": round(float(np.mean(at20)), 4),
+        "top10_identical_share": round(float(np.mean([a == 1.0 for a in at10])), 4),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1_000_000)
@@ -147,8 +176,11 @@ def main() -> int:
     parser.add_argument(
         "--database", default="", help="an existing real-text database (bench_bulk_load.py --corpus real)"
     )
+    parser.add_argument("--fused", action="store_true", help="with --database: the hybrid's top 10 / 20 too")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    if args.fused and not args.database:
+        parser.error("--fused needs --database (a database with realistic vectors)")
 
     settings = load_settings()
     url = bench.server_url(settings)
@@ -231,6 +263,8 @@ def main() -> int:
         "top20_exact_score_kept": kept,
         "slowest": {key: _slowest(recorder.samples(key), order[key], queries) for key in variants},
     }
+    if args.fused:
+        out["fused"] = _fused_overlap(db, settings, preset, queries, budgets[0], args.size)
     text_out = json.dumps(out, indent=1)
     print(text_out)
     if args.json:
