@@ -71,38 +71,32 @@ def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray, m: int, con
     return name, time.perf_counter() - started
 
 
-def _halfvec_index(conn: psycopg.Connection, name: str, m: int, construction: int) -> float:
-    """An HNSW index of ``name``'s vectors cast to ``halfvec`` (half the index's size; the table keeps the full
-    vectors), built unless it exists; returns its build seconds."""
-    index = f"{name}_hnsw_half"
+#: the extra indexes ``--halfvec`` and ``--binary`` search: name suffix, indexed expression and operator class.
+#: ``halfvec`` halves the index (the table keeps the full vectors); ``bit`` is the binary quantization (Hamming).
+EXTRA_INDEXES = {
+    "halfvec": ("_hnsw_half", "embedding::halfvec(384)", "halfvec_cosine_ops"),
+    "binary": ("_hnsw_bit", "binary_quantize(embedding)::bit(384)", "bit_hamming_ops"),
+}
+
+
+def _extra_index(conn: psycopg.Connection, name: str, kind: str, m: int, construction: int) -> float:
+    """The ``EXTRA_INDEXES[kind]`` HNSW index of ``name``, built unless it exists; returns its build seconds."""
+    suffix, expression, opclass = EXTRA_INDEXES[kind]
+    index = f"{name}{suffix}"
     exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (index,)).fetchone()
     if exists and exists[0]:
         return 0.0
     started = time.perf_counter()
     conn.execute("SET maintenance_work_mem = '4GB'")
     conn.execute(
-        sql.SQL(
-            "CREATE INDEX {} ON {} USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops) "
-            "WITH (m = {}, ef_construction = {})"
-        ).format(sql.Identifier(index), sql.Identifier(name), sql.Literal(m), sql.Literal(construction))
-    )
-    return time.perf_counter() - started
-
-
-def _binary_index(conn: psycopg.Connection, name: str, m: int, construction: int) -> float:
-    """An HNSW index of ``name``'s vectors' binary quantization (Hamming distance), built unless it exists;
-    returns its build seconds."""
-    index = f"{name}_hnsw_bit"
-    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (index,)).fetchone()
-    if exists and exists[0]:
-        return 0.0
-    started = time.perf_counter()
-    conn.execute("SET maintenance_work_mem = '4GB'")
-    conn.execute(
-        sql.SQL(
-            "CREATE INDEX {} ON {} USING hnsw ((binary_quantize(embedding)::bit(384)) bit_hamming_ops) "
-            "WITH (m = {}, ef_construction = {})"
-        ).format(sql.Identifier(index), sql.Identifier(name), sql.Literal(m), sql.Literal(construction))
+        sql.SQL("CREATE INDEX {} ON {} USING hnsw (({}) {}) WITH (m = {}, ef_construction = {})").format(
+            sql.Identifier(index),
+            sql.Identifier(name),
+            sql.SQL(expression),
+            sql.SQL(opclass),
+            sql.Literal(m),
+            sql.Literal(construction),
+        )
     )
     return time.perf_counter() - started
 
@@ -149,10 +143,9 @@ def main() -> int:
         register_vector(conn)
         for size in sizes:
             name, build_s = _table(conn, size, vectors, args.m, args.ef_construction)
-            if args.halfvec:
-                build_s = _halfvec_index(conn, name, args.m, args.ef_construction)
-            if args.binary:
-                build_s = _binary_index(conn, name, args.m, args.ef_construction)
+            for kind in ("halfvec", "binary"):
+                if getattr(args, kind):
+                    build_s = _extra_index(conn, name, kind, args.m, args.ef_construction)
             select = sql.SQL(
                 _BINARY_SELECT
                 if args.binary
