@@ -141,23 +141,22 @@ def _fused_overlap(
     """The hybrid's fused top 10 and 20 with the BM25 arm under ``budget`` against with the exact arm."""
     embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
     vectors = embedder.embed_documents(queries)
-    at10, at20 = [], []
+    budgeted: list[list[int]] = []
+    exact: list[list[int]] = []
     for question, vector in tqdm(zip(queries, vectors, strict=True), total=len(queries), desc="fused", unit="query"):
         request = retrievers.search_request(
             settings, preset, vector, retrievers.QueryParts.of(question), collection_chunks=size
         )
-        with db.transaction() as session:
-            budgeted = [
-                h.chunk_id for h in hybrid_search(session, dataclasses.replace(request, bm25_max_postings=budget))
-            ]
-        with db.transaction() as session:
-            exact = [h.chunk_id for h in hybrid_search(session, dataclasses.replace(request, bm25_max_postings=0))]
-        at10.append(len(set(budgeted[:10]) & set(exact[:10])) / 10)
-        at20.append(len(set(budgeted[:TOP_K]) & set(exact[:TOP_K])) / TOP_K)
+        for found, postings in ((budgeted, budget), (exact, 0)):
+            with db.transaction() as session:
+                hits = hybrid_search(session, dataclasses.replace(request, bm25_max_postings=postings))
+            found.append([h.chunk_id for h in hits])
+    budgeted10, exact10 = [b[:10] for b in budgeted], [e[:10] for e in exact]
+    identical = [set(b) == set(e) for b, e in zip(budgeted10, exact10, strict=True)]
     return {
-        "overlap_at_10": round(float(np.mean(at10)), 4),
-        "overlap_at_20": round(float(np.mean(at20)), 4),
-        "top10_identical_share": round(float(np.mean([a == 1.0 for a in at10])), 4),
+        "overlap_at_10": measure.overlap_at_k(budgeted10, exact10),
+        "overlap_at_20": measure.overlap_at_k([b[:TOP_K] for b in budgeted], [e[:TOP_K] for e in exact]),
+        "top10_identical_share": round(float(np.mean(identical)), 4),
     }
 
 
