@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, aggregate_order_by
 from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.selectable import ScalarSelect
 
 from rag_service.db.models import (
     ChunkTerm,
@@ -216,13 +217,12 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
     chunk (exact), else ``_bm25_bounded_matches``; exclusions alone (``excluded_terms``) drop the chunks that
     hold them from either (``_excluded_chunks``) instead of making every other chunk of the collection pass.
     """
+    filters = chunk_conditions(request, collection=False)
     excluded = None
-    if request.excluded_terms.strip() and not chunk_conditions(request, collection=False):
+    if request.excluded_terms.strip() and not filters:
         excluded = _excluded_chunks(request)
-    else:
-        extra = _extra_conditions(request)
-        if extra:
-            return _bm25_filtered_matches(request, extra)
+    elif filters or request.required_terms.strip():
+        return _bm25_filtered_matches(request, [*filters, *_holding_required_terms(request)])
     if request.bm25_max_postings > 0:
         return _bm25_bounded_matches(request, excluded)
     terms = _bm25_stats(request)
@@ -244,11 +244,7 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
 def _excluded_chunks(request: SearchRequest) -> CTE:
     """The collection's chunks holding any excluded term, found through the GIN index (a positive match: a
     negated one is a scan of every chunk, 12 s at 1M chunks; docs/benchmarks.md "Session 18")."""
-    excluded = select(
-        func.websearch_to_tsquery(
-            fts_config_expression(request), bindparam("excluded_terms", request.excluded_terms, type_=String)
-        )
-    ).scalar_subquery()
+    excluded = _tsquery_once(request, "excluded_terms", request.excluded_terms)
     return (
         select(DocumentChunk.id)
         .where(
@@ -323,19 +319,21 @@ def _bm25_filtered_matches(request: SearchRequest, extra: list[ColumnElement[boo
     )
 
 
-def _extra_conditions(request: SearchRequest) -> list[ColumnElement[bool]]:
-    extra = chunk_conditions(request, collection=False)
-    if request.required_terms.strip():
-        # a scalar subquery (an InitPlan): parsed once per statement, not once per posting row (the
-        # regconfig cast is only stable, so an inline call is re-run on every row: 0.1 ms each for
-        # a hostile query's 8 long phrases, 150 ms on 1,600 postings)
-        required = select(
-            func.websearch_to_tsquery(
-                fts_config_expression(request), bindparam("required_terms", request.required_terms, type_=String)
-            )
-        ).scalar_subquery()
-        extra.append(DocumentChunk.content_tsv.op("@@")(required))
-    return extra
+def _holding_required_terms(request: SearchRequest) -> list[ColumnElement[bool]]:
+    """``content_tsv @@ required_terms`` (phrases and exclusions), or nothing."""
+    if not request.required_terms.strip():
+        return []
+    required = _tsquery_once(request, "required_terms", request.required_terms)
+    return [DocumentChunk.content_tsv.op("@@")(required)]
+
+
+def _tsquery_once(request: SearchRequest, name: str, value: str) -> ScalarSelect[Any]:
+    """``websearch_to_tsquery(value)`` as a scalar subquery (an InitPlan): parsed once per statement, not once
+    per posting row (the regconfig cast is only stable, so an inline call is re-run on every row: 0.1 ms each
+    for a hostile query's 8 long phrases, 150 ms on 1,600 postings)."""
+    return select(
+        func.websearch_to_tsquery(fts_config_expression(request), bindparam(name, value, type_=String))
+    ).scalar_subquery()
 
 
 #: chunks whose score is completed per returned candidate in the bounded BM25 arm
