@@ -319,19 +319,20 @@ def websearch_parts(parsed: ParsedQuery) -> tuple[str, str]:
     """
     any_terms = " or ".join(word for words in parsed.words for word in _inert_words(words))
     required = [f'"{phrase}"' for phrase in map(_phrase, parsed.phrases) if phrase]
-    for term in parsed.excluded:
-        inert = " ".join(_inert_words(term))
-        if inert:
-            required.append(f"-{_quoted(inert)}")
+    required += [f"-{term}" for term in _excluded_inert(parsed)]
     return any_terms, " ".join(required)
 
 
 def excluded_terms(parsed: ParsedQuery) -> str:
     """The exclusions as one OR query for ``websearch_to_tsquery`` (``a or "b c"``) when the query has no
     phrase, else ``""``: the keyword arm then drops the chunks matching it (``SearchRequest.excluded_terms``)."""
-    if parsed.phrases:
-        return ""
-    return " or ".join(_quoted(inert) for inert in (" ".join(_inert_words(t)) for t in parsed.excluded) if inert)
+    return "" if parsed.phrases else " or ".join(_excluded_inert(parsed))
+
+
+def _excluded_inert(parsed: ParsedQuery) -> list[str]:
+    """Each exclusion made inert, a phrase quoted (``x``, ``"y z"``); empty ones dropped."""
+    inert = (" ".join(_inert_words(term)) for term in parsed.excluded)
+    return [_quoted(term) for term in inert if term]
 
 
 def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
