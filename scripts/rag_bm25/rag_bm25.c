@@ -148,7 +148,7 @@ rag_bm25_topk(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errmsg("rag_bm25_topk: %d posting lists but %d idf values", n, n_idf)));
 	if (k <= 0 || n == 0 || max_id < 0)
 		return (Datum) 0;
-	total = palloc0(sizeof(float) * ((Size) max_id + 1));
+	total = palloc_extended(sizeof(float) * ((Size) max_id + 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);	/* > 1 GB past 2^28 ids */
 	for (int t = 0; t < n; t++)
 	{
 		bytea	   *list = DatumGetByteaPP(lists[t]);
