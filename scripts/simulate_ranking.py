@@ -1,7 +1,7 @@
 """Try ranking ideas on every visible set in seconds: an offline replica of the ranking of `retrieve()`.
 
-`dump` reads each eval collection of a data folder (chunks, vectors, postings, statistics) and each
-question's vector and lexemes into `OUT/<set>.pkl`; `run` ranks every question under named variants and
+`dump` reads each eval collection of a data folder (chunks, vectors, postings, the positions of the questions'
+lexemes in each chunk, statistics) and each question's vector and lexemes into `OUT/<set>.pkl`; `run` ranks every question under named variants and
 prints nDCG@10 per set. The replica: exact vector arm (the sets are small), exact BM25 (k1 1.2, b 0.75),
 linear fusion of min-max normalised arms over `candidate_k` each (40 with parents, 300 for SciFact as
 `rag eval` asks), identical texts once, sections by noisy-OR of their children (docs sets; SciFact ranks
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import pickle
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +68,10 @@ def dump(out: Path) -> None:
                 or []
                 for qid, q in queries.items()
             }
+            vectors = session.execute(
+                text("SELECT id, content_tsv::text FROM document_chunks WHERE collection = :c"), {"c": collection}
+            ).all()
+        wanted = {lexeme for found in lexemes.values() for lexeme in found}
         data = {
             "rows": [(r[0], r[1], r[2], r[3], r[4], r[5], r[7], r[8]) for r in rows],
             "vectors": np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32),
@@ -74,9 +79,20 @@ def dump(out: Path) -> None:
             "qrels": qrels,
             "lexemes": lexemes,
             "query_vectors": {qid: embedder.embed_query(q) for qid, q in queries.items()},
+            "positions": {int(i): _positions(tsv or "", wanted) for i, tsv in vectors},
         }
         (out / f"{name}.pkl").write_bytes(pickle.dumps(data))
         print(f"{name}: {len(rows)} chunks, {len(postings)} postings, {len(queries)} questions")
+
+
+def _positions(tsvector: str, wanted: set[str]) -> dict[str, list[int]]:
+    """The positions of each ``wanted`` lexeme in a tsvector's text form (``'word':3,7B``)."""
+    out = {}
+    for match in re.finditer(r"'((?:[^']|'')*)':([0-9A-D,]+)", tsvector):
+        lexeme = match.group(1).replace("''", "'")
+        if lexeme in wanted:
+            out[lexeme] = [int(p.rstrip("ABCD")) for p in match.group(2).split(",")]
+    return out
 
 
 class Replica:
@@ -94,6 +110,7 @@ class Replica:
         vectors = data["vectors"]
         self.unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         self.qrels, self.lexemes, self.query_vectors = data["qrels"], data["lexemes"], data["query_vectors"]
+        self.positions: dict[int, dict[str, list[int]]] = data.get("positions", {})
         # a chunk's context: its section (parent), or its whole document when it has none
         contexts: dict[tuple[int, int], int] = {}
         self.context = np.array([contexts.setdefault((r[1], r[4]), len(contexts)) for r in rows])
@@ -133,6 +150,20 @@ class Replica:
                 tf = np.bincount(inverse, weights=tf)
             scores[where] += weight * tf / (tf + K1 * (1 - B) + K1 * B * lengths[where] / average)
         return scores
+
+    def proximity(self, qid: str, i: int, power: float) -> float:
+        """Term proximity of chunk ``i`` (BM25TP-like): over each pair of the question's lexemes it holds,
+        ``idf_a * idf_b / distance ** power`` with the pair's nearest occurrences ``distance`` words apart."""
+        held = self.positions.get(int(self.ids[i]), {})
+        found = [lexeme for lexeme in dict.fromkeys(self.lexemes[qid]) if lexeme in held]
+        idf = {x: math.log(1 + (self.n - len(self.lists[x][0]) + 0.5) / (len(self.lists[x][0]) + 0.5)) for x in found}
+        total = 0.0
+        for a, first in enumerate(found):
+            at = np.array(held[first])
+            for second in found[a + 1 :]:
+                distance = int(np.abs(at[:, None] - np.array(held[second])[None, :]).min())
+                total += idf[first] * idf[second] / max(distance, 1) ** power
+        return total
 
     def cosine(self, qid: str) -> np.ndarray[Any, Any]:
         query = self.query_vectors[qid]
@@ -177,22 +208,30 @@ def _first_of_each(order: list[int], key: list[str]) -> list[int]:
 Variant = Callable[[Replica, str], list[int]]
 
 
-def variant(*, vector_weight: float = 0.6, context_weight: float = 0.0) -> Variant:
+def variant(
+    *, vector_weight: float = 0.6, context_weight: float = 0.0, proximity_weight: float = 0.0, power: float = 1.0
+) -> Variant:
     """Sections (docs) or documents (SciFact) in rank order; `context_weight` adds the min-max BM25 of each
-    one's context (its section, or its document) over the candidates, after the noisy-OR."""
+    one's context (its section, or its document) over the candidates, after the noisy-OR; `proximity_weight`
+    the min-max of each one's best candidate chunk's term proximity (`Replica.proximity`)."""
 
     def rank(s: Replica, qid: str) -> list[int]:
         rows = fused(s, qid, vector_weight=vector_weight)
         miss: dict[int, float] = {}
         first: dict[int, int] = {}
+        near: dict[int, float] = defaultdict(float)
         for i, score in rows:
             unit = int(s.context[i]) if s.docs else i  # SciFact: documents by their best chunk, no noisy-OR
             first.setdefault(unit, i)
             miss[unit] = miss.get(unit, 1.0) * (1 - score) if s.docs else 1 - score
+            if proximity_weight:
+                near[unit] = max(near[unit], s.proximity(qid, i, power))
         units = list(first)
         total = np.array([1 - miss[u] for u in units])
         if context_weight:
             total = total + context_weight * _minmax(s.bm25(qid, by_context=True)[s.context[[first[u] for u in units]]])
+        if proximity_weight:
+            total = total + proximity_weight * _minmax(np.array([near[u] for u in units]))
         return _first_of_each([first[units[j]] for j in np.argsort(-total, kind="stable")], s.parent_hash)
 
     return rank
@@ -217,6 +256,10 @@ VARIANTS: dict[str, Variant] = {
     "context BM25 0.6": variant(context_weight=0.6),
     "context BM25 0.8": variant(context_weight=0.8),
     "linear 0.5/0.5 + context BM25 0.6": variant(vector_weight=0.5, context_weight=0.6),
+    "context BM25 0.6 + proximity 0.05": variant(context_weight=0.6, proximity_weight=0.05),
+    "context BM25 0.6 + proximity 0.1": variant(context_weight=0.6, proximity_weight=0.1),
+    "context BM25 0.6 + proximity 0.15": variant(context_weight=0.6, proximity_weight=0.15),
+    "context BM25 0.6 + proximity 0.1, 1/distance^2": variant(context_weight=0.6, proximity_weight=0.1, power=2),
 }
 
 
