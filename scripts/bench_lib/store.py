@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -267,11 +268,12 @@ _HOT = (
 )
 
 
-def prewarm(conn: psycopg.Connection[Any]) -> int:
-    """Read the relations a search uses (on a worker: their shards) into shared_buffers; returns blocks read."""
+def prewarm(conn: psycopg.Connection[Any], relations: Sequence[str] = _HOT) -> int:
+    """Read ``relations`` (by default what a search uses; on a worker: their shards), each with its TOAST table,
+    into shared_buffers in that order; returns blocks read."""
     blocks = 0
     conn.execute("SET citus.override_table_visibility = off")  # on a worker, shards are hidden from pg_class
-    for base in _HOT:
+    for base in relations:
         rows = conn.execute(
             "SELECT c.oid::regclass::text, c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = 'public' AND c.relname ~ %s AND pg_relation_size(c.oid) > 0",
