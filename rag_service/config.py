@@ -54,6 +54,9 @@ DEFAULT_BM25_B = 0.75
 # 6000 per query keeps the hybrid statement under 20 ms p95 at 100k synthetic chunks with 85% of
 # the exact top 20 (scripts/tune_bm25_budget.py; docs/benchmarks.md); SciFact's rankings are unchanged
 DEFAULT_BM25_MAX_POSTINGS = 6000
+#: the bounded arm keeps 0.99 of the exact top 20 at 20k chunks on real text, 0.82 at 100k, 0.41 at 1M
+#: (docs/benchmarks.md, "the budget's overlap by size"): from here on the exact packed arm answers
+DEFAULT_BM25_PACKED_MIN_CHUNKS = 20_000
 #: the context BM25's weight, chosen on all three visible sets (scripts/simulate_ranking.py): with 0.6 rag eval
 #: gave SciFact +0.015, ray-docs-qa +0.001, anthropic-docs-qa +0.030 (0.3 and 1.0: the same mean; benchmarks.md)
 DEFAULT_CONTEXT_WEIGHT = 0.6
@@ -161,6 +164,12 @@ class Settings:
         DEFAULT_BM25_MAX_POSTINGS,
         "BM25 postings read per query, shared by its lexemes (rare ones whole, each lexeme's best first); "
         "0 reads all (exact ranking)",
+        ge=0,
+    )
+    bm25_packed_min_chunks: int = _setting(
+        DEFAULT_BM25_PACKED_MIN_CHUNKS,
+        "collections of at least this many chunks get packed postings, scored exactly by the rag_bm25 extension "
+        "when the server has it (db.packed_postings); 0 never packs",
         ge=0,
     )
     context_weight: float = _setting(

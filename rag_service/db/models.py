@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     PrimaryKeyConstraint,
     SmallInteger,
     String,
@@ -164,6 +165,42 @@ class ContextStats(Base):
     collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
     context_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
     context_length: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class PackedSnapshot(Base):
+    """A collection's packed postings (``db.packed_postings``): chunks ``base_id``..``max_id`` as of the build;
+    ``ready`` once ``bm25_packed_lists`` holds them (a row not ready makes deletes record tombstones meanwhile)."""
+
+    __tablename__ = "bm25_packed_snapshots"
+
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS), primary_key=True)
+    base_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    max_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    chunk_count: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    ready: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    built_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+class PackedList(Base):
+    """One lexeme's postings in a collection's snapshot, as ``rag_bm25_pack`` writes them (``ext/rag_bm25``)."""
+
+    __tablename__ = "bm25_packed_lists"
+    __table_args__ = (PrimaryKeyConstraint("collection", "lexeme", name="pk_bm25_packed_lists"),)
+
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS))
+    lexeme: Mapped[str] = mapped_column(Text)
+    data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+
+
+class PackedTombstone(Base):
+    """A chunk deleted or rewritten since its collection's snapshot: its packed postings are stale (trigger,
+    migration 0014)."""
+
+    __tablename__ = "bm25_packed_tombstones"
+    __table_args__ = (PrimaryKeyConstraint("collection", "chunk_id", name="pk_bm25_packed_tombstones"),)
+
+    collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS))
+    chunk_id: Mapped[int] = mapped_column(BigInteger)
 
 
 class DocumentContext(Base):

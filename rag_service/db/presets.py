@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
-from rag_service.db.models import CollectionStats, Document, IndexSettings, RagConfiguration
+from rag_service.db.models import CollectionStats, Document, IndexSettings, PackedSnapshot, RagConfiguration
 from rag_service.errors import UnknownContextError
 from rag_service.records import from_fields
 
@@ -44,6 +44,8 @@ class CallPreset(NamedTuple):
     collection_exists: bool
     stored_model: StoredModel | None
     collection_chunks: int = 0
+    #: the collection's postings are packed (``db.packed_postings``): its BM25 arm runs in the extension
+    packed_postings: bool = False
 
 
 def _call_preset_statement(with_collection: bool) -> Select[Any]:
@@ -53,11 +55,15 @@ def _call_preset_statement(with_collection: bool) -> Select[Any]:
     held = select(Document.id).where(Document.collection == collection).limit(1)
     probe = exists(held) if with_collection else false()
     size = select(CollectionStats.chunk_count).where(CollectionStats.collection == collection).scalar_subquery()
+    packed = exists(
+        select(PackedSnapshot.collection).where(PackedSnapshot.collection == collection, PackedSnapshot.ready)
+    )
     return (
         select(
             *table.columns,
             probe.label("call_collection_exists"),
             func.coalesce(size, 0).label("call_collection_chunks"),
+            packed.label("call_packed_postings"),
             IndexSettings.embedding_model.label("call_stored_model"),
             IndexSettings.switching_to.label("call_switching_to"),
             IndexSettings.fts_config.label("call_fts_config"),
@@ -87,5 +93,9 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
         else StoredModel(row.call_stored_model, row.call_switching_to, row.call_fts_config)
     )
     return CallPreset(
-        from_fields(Preset, row), bool(row.call_collection_exists), stored, int(row.call_collection_chunks)
+        from_fields(Preset, row),
+        bool(row.call_collection_exists),
+        stored,
+        int(row.call_collection_chunks),
+        bool(row.call_packed_postings),
     )

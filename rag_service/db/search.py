@@ -373,6 +373,7 @@ class StatementCache:
             bool(request.required_terms.strip()),
             bool(request.excluded_terms.strip()),
             request.runs_context,
+            request.packed_postings,
         )
 
     def statement(self, request: SearchRequest) -> tuple[Select[Any], dict[str, Any] | None]:

@@ -147,6 +147,9 @@ class SearchRequest:
     #: the exclusions of ``required_terms`` as one OR query (``a or "b c"``), set when they are all of it: the
     #: BM25 arm then drops the chunks matching it rather than scoring every other chunk as passing a filter
     excluded_terms: str = ""
+    #: the collection has ready packed postings (``db.packed_postings``): an unfiltered BM25 arm is scored exactly
+    #: by the ``rag_bm25`` extension
+    packed_postings: bool = False
 
     @property
     def runs_context(self) -> bool:

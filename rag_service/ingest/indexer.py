@@ -10,6 +10,7 @@ written is in the report as failed, with the reason.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -18,6 +19,7 @@ from typing import Any
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
+from rag_service.db import packed_postings
 from rag_service.db.bulk import eligible as bulk_eligible
 from rag_service.db.collections import validate_collection
 from rag_service.db.database import Database
@@ -40,6 +42,10 @@ from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned, source_for
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
 from rag_service.shutdown import interrupted
+
+_log = logging.getLogger(__name__)
+#: why packing was unavailable, each said once a process
+_PACKING_REPORTED: set[str] = set()
 
 #: stored documents ``reindex_all`` holds in memory at a time
 REINDEX_PAGE_DOCUMENTS = 500
@@ -337,9 +343,14 @@ class Indexer:
             prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
 
     def _refresh_statistics(self, collection: str, chunks_written: int) -> None:
-        """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23)."""
+        """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23); then its
+        packed postings (``db.packed_postings``), packed again once enough changed."""
         with self.db.transaction() as session:
             refresh_after_write(session, collection=collection, chunks_written=chunks_written)
+        done = packed_postings.refresh(self.db, collection, min_chunks=self.settings.bm25_packed_min_chunks)
+        if done.action == "unavailable" and done.reason not in _PACKING_REPORTED:
+            _PACKING_REPORTED.add(done.reason)
+            _log.warning("collection %r keeps the bounded BM25 arm: %s", collection, done.reason)
 
 
 @contextmanager

@@ -219,6 +219,7 @@ class Retriever:
             bm25_k1=self.settings.bm25_k1,
             bm25_b=self.settings.bm25_b,
             bm25_max_postings=self.settings.bm25_max_postings,
+            packed_postings=setup.packed_postings,
             context_bm25=context_applies(self.settings.context_weight, preset.vector_weight),
         )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from bench_lib.store import set_database_comment as mark_database
 from rag_service.config import Preset, Settings
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
+from rag_service.db.packed_postings import is_packed
 from rag_service.db.search import SearchRequest, hybrid_search
 from rag_service.db.search_request import ef_search_for
 from rag_service.retrieve.context import context_applies
@@ -108,9 +110,11 @@ def search_request(
     keyword_scorer: str | None = None,
     fusion_method: str | None = None,
     collection_chunks: int = 0,
+    packed_postings: bool = False,
 ) -> SearchRequest:
     """The request ``Retriever`` builds for one query variant under ``preset`` (weights, scorer, fusion overridable)
-    on a collection of ``collection_chunks`` chunks (its ``hnsw.ef_search`` grows with the size)."""
+    on a collection of ``collection_chunks`` chunks (its ``hnsw.ef_search`` grows with the size), with
+    ``packed_postings`` when the collection has them (``db.packed_postings``)."""
     return SearchRequest(
         collection=COLLECTION,
         query_vector=vector,
@@ -130,6 +134,7 @@ def search_request(
         bm25_k1=settings.bm25_k1,
         bm25_b=settings.bm25_b,
         bm25_max_postings=settings.bm25_max_postings,
+        packed_postings=packed_postings,
         context_bm25=context_applies(
             settings.context_weight, preset.vector_weight if vector_weight is None else vector_weight
         ),
@@ -153,6 +158,8 @@ def ours(
     call appends its stage timings (``metrics``) to ``stages``.
     """
     size = collection_chunks
+    # the collection's packed postings, as read_call_preset tells the service's Retriever
+    request = partial(search_request, packed_postings=database.read(lambda s: is_packed(s, COLLECTION)))
 
     def run(request: SearchRequest) -> list[int]:
         with database.transaction() as session:
@@ -162,7 +169,7 @@ def ours(
 
     def keyword(parts: QueryParts, scorer: str) -> list[int]:
         return run(
-            search_request(settings, preset, None, parts, vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer)
+            request(settings, preset, None, parts, vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer)
         )
 
     return {
@@ -182,10 +189,10 @@ def ours(
         "ours_fulltext_tsrank": lambda i: keyword(work.parts[i], "ts_rank_cd"),
         "ours_fulltext_tsrank_frequent": lambda i: keyword(work.frequent_parts[i], "ts_rank_cd"),
         "ours_hybrid": lambda i: run(
-            search_request(settings, preset, q.vectors[i], work.parts[i], collection_chunks=size)
+            request(settings, preset, q.vectors[i], work.parts[i], collection_chunks=size)
         ),
         "ours_hybrid_rrf": lambda i: run(
-            search_request(settings, preset, q.vectors[i], work.parts[i], fusion_method="rrf", collection_chunks=size)
+            request(settings, preset, q.vectors[i], work.parts[i], fusion_method="rrf", collection_chunks=size)
         ),
         "ours_retrieve": retrieve_fn(service, preset, work, stages),
     }

@@ -109,7 +109,8 @@ def dump(engine: Engine) -> dict[str, list[Any]]:
                 )
             ]
             listed = ", ".join(f'"{c}"::text' for c in columns)
-            rows = conn.execute(text(f'SELECT {listed} FROM "{table}" ORDER BY 1, 2, 3')).all()
+            order = ", ".join(str(n) for n in range(1, min(3, len(columns)) + 1))
+            rows = conn.execute(text(f'SELECT {listed} FROM "{table}" ORDER BY {order}')).all()
             found[table] = sorted(tuple(r) for r in rows)
         for number, statement in enumerate(_STRUCTURE):
             found[f"structure {number}"] = [r[0] for r in conn.execute(text(statement))]

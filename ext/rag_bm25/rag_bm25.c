@@ -1,6 +1,6 @@
 /*
- * rag_bm25: an exact BM25 top k over packed postings, scored inside the server (a design record for
- * issue 27 point 2, built and timed by scripts/bench_bm25_c.py; not part of the product).
+ * rag_bm25: an exact BM25 top k over packed postings, scored inside the server: the keyword arm of large
+ * collections (rag_service.db.packed_postings keeps the lists; scripts/bench_bm25_c.py times it).
  *
  * Each lexeme's postings are one bytea: per posting three LEB128 varints, the gap to the previous chunk
  * id (ids are uint32 offsets, ascending), the term frequency and the chunk's length in lexemes. Every
