@@ -241,25 +241,31 @@ def packed_matches(request: SearchRequest, terms: CTE) -> Select[Any]:
 
 def _since_snapshot(request: SearchRequest, terms: CTE, snapshot: CTE, tombstones: CTE) -> Select[Any]:
     """BM25 in SQL of the chunks the snapshot does not hold as they are: added since (ids above ``max_id``;
-    all of them without a ready snapshot) and rewritten since (tombstones that still exist)."""
+    all of them without a ready snapshot) and rewritten since (tombstones that still exist).
+
+    Their ids are gathered first (the chunks' primary key, then the tombstones), and each is scored by a probe of
+    ``pk_chunk_terms`` for the query's lexemes (correlated, as ``db.bm25`` scores filtered chunks): a condition
+    ``chunk_id > max_id`` on the postings let the planner read every posting of the query's lexemes instead (21 ms
+    at 1M, for none found).
+    """
     collection = bindparam("collection", request.collection, type_=String)
     max_id = func.coalesce(select(snapshot.c.max_id).scalar_subquery(), literal(-1, BigInteger))
+    added = select(DocumentChunk.id).where(DocumentChunk.collection == collection, DocumentChunk.id > max_id)
+    rewritten = select(tombstones.c.chunk_id.label("id")).where(tombstones.c.chunk_id <= max_id)
+    changed = added.union_all(rewritten).cte("bm25_changed").prefix_with("MATERIALIZED")
     lexemes = cast(select(func.array_agg(terms.c.lexeme)).scalar_subquery(), ARRAY(Text))
-    rewritten = cast(select(func.array_agg(tombstones.c.chunk_id)).scalar_subquery(), ARRAY(BigInteger))
-    postings = [
-        select(ChunkTerm.chunk_id, ChunkTerm.lexeme, ChunkTerm.tf, ChunkTerm.doc_len).where(
-            ChunkTerm.collection == collection, ChunkTerm.lexeme == func.any(lexemes), *where
+    tf = cast(ChunkTerm.tf, Double)
+    probe = (
+        select(func.sum(terms.c.weight * tf / (tf + terms.c.base + terms.c.slope * ChunkTerm.doc_len)))
+        .select_from(ChunkTerm)
+        .join(terms, terms.c.lexeme == ChunkTerm.lexeme)
+        .where(
+            ChunkTerm.collection == collection,
+            ChunkTerm.chunk_id == changed.c.id,
+            ChunkTerm.lexeme == func.any(lexemes),
         )
-        for where in (
-            (ChunkTerm.chunk_id > max_id,),
-            (ChunkTerm.chunk_id == func.any(rewritten), ChunkTerm.chunk_id <= max_id),
-        )
-    ]
-    read = postings[0].union_all(postings[1]).subquery("bm25_since")
-    tf = cast(read.c.tf, Double)
-    score = func.sum(terms.c.weight * tf / (tf + terms.c.base + terms.c.slope * read.c.doc_len))
-    return (
-        select(read.c.chunk_id.label("id"), score.label("score"))
-        .select_from(read.join(terms, terms.c.lexeme == read.c.lexeme))
-        .group_by(read.c.chunk_id)
+        .scalar_subquery()
     )
+    # materialized: the planner would otherwise run the probe twice, in the filter and in the select list
+    scored = select(changed.c.id, probe.label("score")).cte("bm25_changed_scores").prefix_with("MATERIALIZED")
+    return select(scored.c.id, scored.c.score).where(scored.c.score.is_not(None))

@@ -28,6 +28,11 @@ class DatabaseStatus:
     sizes: tuple[tuple[str, str, int], ...] = ()
     #: the model an unfinished ``rag reindex --all`` is switching the vectors to (migration 0008), else None
     switching_to: str | None = None
+    #: the rag_bm25 extension (``ext/rag_bm25``): its version in this database, "available" (in the server, not
+    #: created yet: the first large collection creates it) or None (not in the server)
+    rag_bm25: str | None = None
+    #: the collections whose postings are packed (``db.packed_postings``): their BM25 arm is the extension's
+    packed: frozenset[str] = frozenset()
 
     @property
     def up_to_date(self) -> bool:
@@ -54,8 +59,13 @@ class DatabaseStatus:
             out.append("embeddings: none stored yet")
         if not self.collections:
             out.append("documents:  none")
+        if self.rag_bm25 is None:
+            out.append("rag_bm25:   not in this server: large collections use the bounded BM25 arm (`make install`)")
+        else:
+            out.append(f"rag_bm25:   {self.rag_bm25} (exact BM25 for large collections)")
         for name, (docs, chunks) in sorted(self.collections.items()):
-            out.append(f"collection: {name}: {docs} documents, {chunks} chunks")
+            packed = ", postings packed (exact BM25)" if name in self.packed else ""
+            out.append(f"collection: {name}: {docs} documents, {chunks} chunks{packed}")
         for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")
             out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
@@ -72,7 +82,15 @@ def _pretty(size: int) -> str:
 
 
 #: the tables of the service whose sizes ``rag db status`` shows, with their indexes
-_SIZED_TABLES = ("documents", "document_chunks", "chunk_terms", "lexeme_stats", "chunk_edges", "chunk_links")
+_SIZED_TABLES = (
+    "documents",
+    "document_chunks",
+    "chunk_terms",
+    "lexeme_stats",
+    "chunk_edges",
+    "chunk_links",
+    "bm25_packed_lists",
+)
 
 # each table without its indexes, then each index; a partitioned one summed over its partitions
 _SIZES_SQL = text(
@@ -101,6 +119,13 @@ def read_status(engine: Engine) -> DatabaseStatus:
         model = dim = cfg = switching_to = None
         collections: dict[str, tuple[int, int]] = {}
         sizes: tuple[tuple[str, str, int], ...] = ()
+        packed: frozenset[str] = frozenset()
+        rag_bm25 = conn.execute(
+            text(
+                "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'rag_bm25'), "
+                "(SELECT 'available' FROM pg_available_extensions WHERE name = 'rag_bm25'))"
+            )
+        ).scalar()
         if revision is not None:
             settings_row = conn.execute(  # switching_to read through jsonb: absent below migration 0008
                 text(
@@ -117,6 +142,9 @@ def read_status(engine: Engine) -> DatabaseStatus:
                 )
             ):
                 collections[name] = (int(docs), int(chunks))
+            if conn.execute(text("SELECT to_regclass('bm25_packed_snapshots')")).scalar() is not None:
+                ready = conn.execute(text("SELECT collection FROM bm25_packed_snapshots WHERE ready"))
+                packed = frozenset(str(name) for (name,) in ready)
             sizes = tuple(
                 (str(kind), str(name), int(size))
                 for kind, name, size in conn.execute(_SIZES_SQL, {"tables": list(_SIZED_TABLES)})
@@ -133,6 +161,8 @@ def read_status(engine: Engine) -> DatabaseStatus:
         collections=collections,
         sizes=sizes,
         switching_to=switching_to,
+        rag_bm25=rag_bm25,
+        packed=packed,
     )
 
 

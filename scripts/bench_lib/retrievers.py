@@ -150,16 +150,20 @@ def ours(
     stages: list[dict[str, float]],
     *,
     collection_chunks: int = 0,
+    packed: bool | None = None,
 ) -> dict[str, RetrieverFn]:
     """Our arms through ``hybrid_search`` (one transaction each, as ``Retriever`` runs them) and ``retrieve()``.
 
     ``preset`` is the stored ``workflow`` row, so the hybrid statement is exactly the one ``retrieve()``
     sends (``hnsw.ef_search`` from ``collection_chunks``, as the service picks it); every ``retrieve()``
-    call appends its stage timings (``metrics``) to ``stages``.
+    call appends its stage timings (``metrics``) to ``stages``. ``packed``: whether the keyword arm uses the
+    collection's packed postings (default: when it has them, as the service decides).
     """
     size = collection_chunks
     # the collection's packed postings, as read_call_preset tells the service's Retriever
-    request = partial(search_request, packed_postings=database.read(lambda s: is_packed(s, COLLECTION)))
+    if packed is None:
+        packed = database.read(lambda s: is_packed(s, COLLECTION))
+    request = partial(search_request, packed_postings=packed)
 
     def run(request: SearchRequest) -> list[int]:
         with database.transaction() as session:
@@ -168,9 +172,7 @@ def ours(
     q = work.queries
 
     def keyword(parts: QueryParts, scorer: str) -> list[int]:
-        return run(
-            request(settings, preset, None, parts, vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer)
-        )
+        return run(request(settings, preset, None, parts, vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer))
 
     return {
         "ours_vector": lambda i: run(
@@ -188,9 +190,7 @@ def ours(
         "ours_fulltext_frequent": lambda i: keyword(work.frequent_parts[i], "bm25"),
         "ours_fulltext_tsrank": lambda i: keyword(work.parts[i], "ts_rank_cd"),
         "ours_fulltext_tsrank_frequent": lambda i: keyword(work.frequent_parts[i], "ts_rank_cd"),
-        "ours_hybrid": lambda i: run(
-            request(settings, preset, q.vectors[i], work.parts[i], collection_chunks=size)
-        ),
+        "ours_hybrid": lambda i: run(request(settings, preset, q.vectors[i], work.parts[i], collection_chunks=size)),
         "ours_hybrid_rrf": lambda i: run(
             request(settings, preset, q.vectors[i], work.parts[i], fusion_method="rrf", collection_chunks=size)
         ),

@@ -264,6 +264,8 @@ _HOT = (
     "lexeme_stats",
     "pk_lexeme_stats",
     "context_stats",
+    "bm25_packed_lists",  # the exact keyword arm's lists (migration 0014), read whole through their TOAST table
+    "pk_bm25_packed_lists",
     "ix_document_chunks_embedding_hnsw",
 )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from sqlalchemy import text
 from rag_service.db import packed_postings
 from rag_service.db.presets import read_call_preset
 from rag_service.db.search import hybrid_search
+from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from tests.integration.test_bm25 import keyword_request, stored_reference_bm25
@@ -162,3 +164,15 @@ def test_a_corrupt_list_is_named(db, packing_settings, connection):
     corrupt = pytest.raises(Exception, match="rag_bm25_topk: a posting list is truncated or corrupt")
     with corrupt, db.transaction() as session:
         hybrid_search(session, keyword_request("replica", packed_postings=True))
+
+
+def test_status_names_the_packed_collections_of_a_committed_build(fresh_database, packing_settings):
+    """Outside a test's transaction: the build's own REPEATABLE READ transaction, and ``rag db status``."""
+    index(fresh_database, packing_settings, corpus(9, 30))
+    status = read_status(fresh_database.engine)
+    assert status.packed == frozenset({"one"})
+    assert re.match(r"^\d+\.\d+$", status.rag_bm25 or ""), status.rag_bm25
+    assert "collection: one: 30 documents, 30 chunks, postings packed (exact BM25)" in status.lines()
+    with fresh_database.transaction() as session:
+        hits = hybrid_search(session, keyword_request("replica log replay", packed_postings=True))
+    assert hits and all(h.keyword_score > 0 for h in hits)
