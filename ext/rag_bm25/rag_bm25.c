@@ -118,7 +118,10 @@ read_varint(const uint8 **p, const uint8 *end)
 
 PG_FUNCTION_INFO_V1(rag_bm25_topk);
 
-/* rag_bm25_topk(postings bytea[], idf float8[], k1, b, avgdl, k, max_id) -> (chunk_id, score) */
+/*
+ * rag_bm25_topk(postings bytea[], idf float8[], k1, b, avgdl, k, max_id [, skip int4[]]) -> (chunk_id, score);
+ * the ids in skip (chunks deleted or rewritten since the lists were packed) are left out (0.2)
+ */
 Datum
 rag_bm25_topk(PG_FUNCTION_ARGS)
 {
@@ -177,6 +180,21 @@ rag_bm25_topk(PG_FUNCTION_ARGS)
 			if (id > (uint32) max_id)
 				ereport(ERROR, (errmsg("rag_bm25_topk: chunk %u above max_id %d", id, max_id)));
 			total[id] += weight * tf / (tf + base + slope * len);
+		}
+	}
+	if (PG_NARGS() > 7)
+	{
+		Datum	   *skip;
+		bool	   *skip_nulls;
+		int			n_skip;
+
+		deconstruct_array_builtin(PG_GETARG_ARRAYTYPE_P(7), INT4OID, &skip, &skip_nulls, &n_skip);
+		for (int i = 0; i < n_skip; i++)
+		{
+			int32		id = DatumGetInt32(skip[i]);
+
+			if (!skip_nulls[i] && id >= 0 && id <= max_id)
+				total[id] = 0;	/* scores are positive: a zero is never a hit */
 		}
 	}
 	heap = palloc(sizeof(Hit) * k);

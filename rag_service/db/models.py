@@ -201,6 +201,8 @@ class PackedTombstone(Base):
 
     collection: Mapped[str] = mapped_column(String(MAX_COLLECTION_CHARS))
     chunk_id: Mapped[int] = mapped_column(BigInteger)
+    #: updated in place (it still exists, with other postings: scored in SQL), not deleted
+    rewritten: Mapped[bool] = mapped_column(Boolean, nullable=False)
 
 
 class DocumentContext(Base):

@@ -52,6 +52,8 @@ from rag_service.errors import first_line
 _log = logging.getLogger(__name__)
 
 EXTENSION = "rag_bm25"
+#: the extension's version this code calls (0.2: ``rag_bm25_topk`` takes the ids to leave out)
+EXTENSION_VERSION = "0.2"
 #: a snapshot is packed again once the chunks added, deleted or rewritten since pass this share of it: the SQL
 #: part of the arm (chunks added since) stays small, and a rebuild costs ~32 s a million chunks
 REBUILD_SHARE = 0.05
@@ -78,23 +80,30 @@ class PackedRefresh:
 def unavailable_reason(session: Session) -> str | None:
     """Why this database cannot pack postings, or None when it can (creating the extension if the server has
     it: ``make install`` builds it into the embedded server; another server needs ``ext/rag_bm25/build.sh``)."""
-    installed = set(
-        session.scalars(text("SELECT extname FROM pg_extension WHERE extname IN ('citus', :e)"), {"e": EXTENSION})
+    rows = session.execute(
+        text("SELECT extname, extversion FROM pg_extension WHERE extname IN ('citus', :e)"), {"e": EXTENSION}
     )
+    installed = {str(name): str(version) for name, version in rows}
     if "citus" in installed:
         return "Citus: packed postings are not distributed; the bounded BM25 arm stays"
-    if EXTENSION in installed:
+    if installed.get(EXTENSION) == EXTENSION_VERSION:
         return None
-    if not session.scalar(text("SELECT count(*) FROM pg_available_extensions WHERE name = :e"), {"e": EXTENSION}):
-        return (
-            f"the PostgreSQL server has no {EXTENSION} extension; build it with `make install` (the embedded server) "
-            f"or `bash ext/rag_bm25/build.sh $(which pg_config)` on your server"
-        )
+    build = "`make install` (the embedded server) or `bash ext/rag_bm25/build.sh $(which pg_config)` on your server"
+    versions = session.scalars(
+        text("SELECT version FROM pg_available_extension_versions WHERE name = :e"), {"e": EXTENSION}
+    ).all()
+    if EXTENSION_VERSION not in versions:
+        have = f"has {EXTENSION} {', '.join(sorted(versions))}" if versions else f"has no {EXTENSION} extension"
+        return f"the PostgreSQL server {have}, this code needs {EXTENSION_VERSION}; build it with {build}"
+    if EXTENSION in installed:
+        statement = f"ALTER EXTENSION {EXTENSION} UPDATE TO '{EXTENSION_VERSION}'"
+    else:
+        statement = f"CREATE EXTENSION {EXTENSION} VERSION '{EXTENSION_VERSION}'"
     try:
         with session.begin_nested():
-            session.execute(text(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}"))
+            session.execute(text(statement))
     except Exception as exc:
-        return f"CREATE EXTENSION {EXTENSION} failed ({first_line(exc)}); a superuser can run it once in this database"
+        return f"{statement} failed ({first_line(exc)}); a superuser can run it once in this database"
     return None
 
 
@@ -204,7 +213,7 @@ def packed_matches(request: SearchRequest, terms: CTE) -> Select[Any]:
         .cte("bm25_snapshot")
     )
     tombstones = (
-        select(PackedTombstone.chunk_id)
+        select(PackedTombstone.chunk_id, PackedTombstone.rewritten)
         .where(PackedTombstone.collection == collection)
         .cte("bm25_tombstones")
         .prefix_with("MATERIALIZED")
@@ -219,10 +228,15 @@ def packed_matches(request: SearchRequest, terms: CTE) -> Select[Any]:
         .cte("bm25_lists")
     )
     average = cast(CollectionStats.total_length, Double) / cast(CollectionStats.chunk_count, Double)
-    wanted = cast(k + select(func.count()).select_from(tombstones).scalar_subquery(), Integer)
     span = cast(snapshot.c.max_id - snapshot.c.base_id, Integer)
+    # the tombstones the snapshot holds, as the extension's offsets: left out of its top k
+    held = tombstones.c.chunk_id.between(snapshot.c.base_id, snapshot.c.max_id)
+    offsets = func.array_agg(cast(tombstones.c.chunk_id - snapshot.c.base_id, Integer)).filter(held)
+    skip = select(func.coalesce(offsets, cast(literal("{}"), ARRAY(Integer)))).select_from(
+        snapshot.join(tombstones, true())
+    )
     top = (
-        func.rag_bm25_topk(lists.c.data, lists.c.idf, k1, b, average, wanted, span)
+        func.rag_bm25_topk(lists.c.data, lists.c.idf, k1, b, average, cast(k, Integer), span, skip.scalar_subquery())
         .table_valued("chunk_id", "score")
         .lateral("bm25_top")
     )
@@ -232,9 +246,7 @@ def packed_matches(request: SearchRequest, terms: CTE) -> Select[Any]:
         .join(top, true())
         .subquery("bm25_from_snapshot")
     )
-    packed = select(from_snapshot.c.id, from_snapshot.c.score).where(
-        from_snapshot.c.id.not_in(select(tombstones.c.chunk_id))
-    )
+    packed = select(from_snapshot.c.id, from_snapshot.c.score)
     both = packed.union_all(_since_snapshot(request, terms, snapshot, tombstones)).subquery("bm25_exact")
     return select(both.c.id, both.c.score).order_by(both.c.score.desc(), both.c.id).limit(k)
 
@@ -251,7 +263,7 @@ def _since_snapshot(request: SearchRequest, terms: CTE, snapshot: CTE, tombstone
     collection = bindparam("collection", request.collection, type_=String)
     max_id = func.coalesce(select(snapshot.c.max_id).scalar_subquery(), literal(-1, BigInteger))
     added = select(DocumentChunk.id).where(DocumentChunk.collection == collection, DocumentChunk.id > max_id)
-    rewritten = select(tombstones.c.chunk_id.label("id")).where(tombstones.c.chunk_id <= max_id)
+    rewritten = select(tombstones.c.chunk_id.label("id")).where(tombstones.c.rewritten, tombstones.c.chunk_id <= max_id)
     changed = added.union_all(rewritten).cte("bm25_changed").prefix_with("MATERIALIZED")
     lexemes = cast(select(func.array_agg(terms.c.lexeme)).scalar_subquery(), ARRAY(Text))
     tf = cast(ChunkTerm.tf, Double)

@@ -2,7 +2,8 @@
 
 ``bm25_packed_snapshots`` says which chunks a collection's ``bm25_packed_lists`` hold (one bytea of postings a
 lexeme, written by the extension's aggregate); ``bm25_packed_tombstones`` records the chunks deleted or rewritten
-since, by a row trigger on ``document_chunks`` that writes only for a collection with a snapshot. The tables fill
+since (``rewritten``: still there, with other postings), by a row trigger on ``document_chunks`` that writes only for
+a collection with a snapshot. The tables fill
 when an ingest finds a collection large enough and the extension installed; until then nothing changes. On
 Citus the trigger is not created (``citus.use_row_level_stats`` drops it) and no snapshot is built.
 
@@ -26,8 +27,8 @@ depends_on: str | Sequence[str] | None = None
 _TOMBSTONE_FUNCTION = """
 CREATE OR REPLACE FUNCTION rag_packed_tombstone_row() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO bm25_packed_tombstones (collection, chunk_id)
-    SELECT OLD.collection, OLD.id
+    INSERT INTO bm25_packed_tombstones (collection, chunk_id, rewritten)
+    SELECT OLD.collection, OLD.id, TG_OP = 'UPDATE'
     WHERE EXISTS (SELECT 1 FROM bm25_packed_snapshots WHERE collection = OLD.collection)
     ON CONFLICT DO NOTHING;
     RETURN NULL;
@@ -65,6 +66,7 @@ def upgrade() -> None:
         "bm25_packed_tombstones",
         sa.Column("collection", sa.String(200), nullable=False),
         sa.Column("chunk_id", sa.BigInteger(), nullable=False),
+        sa.Column("rewritten", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("collection", "chunk_id", name="pk_bm25_packed_tombstones"),
     )
     bind = op.get_bind()
