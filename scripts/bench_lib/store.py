@@ -227,17 +227,18 @@ def server_info(url: str) -> dict[str, Any]:
 
 def relation_sizes(url: str) -> dict[str, str]:
     """Pretty sizes of the chunk table and its two search indexes, the BM25 postings (``chunk_terms`` and
-    ``context_terms`` with their indexes) and the whole database."""
+    ``context_terms`` with their indexes), the whole database and the packed postings (migration 0014)."""
     with psycopg.connect(**admin_params(url)) as conn:
         row = conn.execute(
             "SELECT pg_size_pretty(pg_total_relation_size('document_chunks')), "
             "pg_size_pretty(pg_relation_size(%s::regclass)), pg_size_pretty(pg_relation_size(%s::regclass)), "
             "pg_size_pretty(pg_total_relation_size('chunk_terms') + pg_total_relation_size('context_terms')), "
-            "pg_size_pretty(pg_database_size(current_database()))",
+            "pg_size_pretty(pg_database_size(current_database())), "
+            "pg_size_pretty(coalesce(pg_total_relation_size(to_regclass('bm25_packed_lists')), 0))",
             (HNSW_INDEX, GIN_INDEX),
         ).fetchone()
     assert row is not None
-    keys = ("document_chunks_total", "hnsw_index", "gin_index", "postings_total", "database_total")
+    keys = ("document_chunks_total", "hnsw_index", "gin_index", "postings_total", "database_total", "packed_lists")
     return dict(zip(keys, row, strict=True))
 
 

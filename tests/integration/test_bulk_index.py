@@ -9,6 +9,7 @@ populated collection must take the row path.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,7 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
 ):
     row_engine = _fresh(database_factory, settings, partitioned=partitioned)
     bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
+    settings = dataclasses.replace(settings, bm25_packed_min_chunks=1)  # packed postings compared too
     try:
         row = _indexer(row_engine, settings, bulk=False).index_paths([corpus], collection="kb")
         phases: list[str] = []
@@ -137,6 +139,9 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         # the corpus exercises what is compared
         assert len(row_state["chunk_terms"]) > 100 and len(row_state["lexeme_stats"]) > 50
         assert len(row_state["context_terms"]) > 50 and len(row_state["context_stats"]) == 1
+        packed = row_state["bm25_packed_snapshots"]
+        assert packed and packed[0][4] == "true", "no packed postings: is rag_bm25 built (make install)?"
+        assert len(row_state["bm25_packed_lists"]) > 50
         kinds = {edge[3] for edge in row_state["chunk_edges"]}
         assert {"similar", "sibling", "link", "backlink"} <= kinds
         assert all(
