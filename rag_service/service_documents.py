@@ -108,7 +108,9 @@ def _shifted(listen: ProgressListener, before: int, total: int, done: int, _part
     listen(before + done, total)
 
 
-def delete_document(database: Database, *, collection: str, source: str, uploads_root: Path) -> int:
+def delete_document(
+    database: Database, *, collection: str, source: str, uploads_root: Path, packed_min_chunks: int = 0
+) -> int:
     """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
     from rag_service.db.catalog import delete_by_source
     from rag_service.db.locks import lock_for_edit
@@ -119,7 +121,22 @@ def delete_document(database: Database, *, collection: str, source: str, uploads
         deleted = delete_by_source(session, collection=collection, source=source)
     if deleted:
         forget_upload(uploads_root, collection, source)
+        _repack_after_deletes(database, collection, min_chunks=packed_min_chunks)
     return deleted
+
+
+def _repack_after_deletes(database: Database, collection: str, *, min_chunks: int) -> None:
+    """Pack the collection's postings again once deletes alone passed ``REBUILD_SHARE`` of its snapshot (each one
+    is a tombstone every query skips), under the reindex lock; skipped when another run holds it (it refreshes)."""
+    from rag_service.db import packed_postings
+    from rag_service.db.locks import reindex_lock
+    from rag_service.errors import ReindexInProgressError
+
+    try:
+        with reindex_lock(database.engine, collection):
+            packed_postings.refresh(database, collection, min_chunks=min_chunks)
+    except ReindexInProgressError:
+        pass
 
 
 class DocumentOperations:
@@ -170,7 +187,13 @@ class DocumentOperations:
         ReindexInProgressError while an ingest or reindex runs on the collection (it would write it back).
         A file an older ``rag serve`` kept for the document (``uploads/<collection>/``) goes with it.
         """
-        return delete_document(self.db, collection=collection, source=source, uploads_root=self._uploads_root())
+        return delete_document(
+            self.db,
+            collection=collection,
+            source=source,
+            uploads_root=self._uploads_root(),
+            packed_min_chunks=self.settings.bm25_packed_min_chunks,
+        )
 
     def _uploads_root(self) -> Path:
         return self.settings.data_dir / "uploads"

@@ -4,6 +4,7 @@ BM25 right after a build, and stays equal through deletes, rewrites and addition
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import random
 import re
@@ -18,6 +19,7 @@ from rag_service.db.search import hybrid_search
 from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
+from rag_service.service_documents import delete_document
 from tests.integration.test_bm25 import keyword_request, stored_reference_bm25
 
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
@@ -176,3 +178,23 @@ def test_status_names_the_packed_collections_of_a_committed_build(fresh_database
     with fresh_database.transaction() as session:
         hits = hybrid_search(session, keyword_request("replica log replay", packed_postings=True))
     assert hits and all(h.keyword_score > 0 for h in hits)
+
+
+def test_deletes_alone_pack_again_past_the_share(fresh_database, packing_settings, tmp_path):
+    """Committed (an edit's shared lock ends with its transaction, then the repack takes the reindex lock)."""
+    db = fresh_database
+    index(db, packing_settings, corpus(10, 20))
+    remove = functools.partial(delete_document, db, collection="one", uploads_root=tmp_path, packed_min_chunks=1)
+
+    def count(sql: str) -> int:
+        with db.engine.connect() as conn:
+            return int(conn.execute(text(sql)).scalar_one())
+
+    assert remove(source="doc-10-0") == 1  # 1 of 20: within 5%, a tombstone
+    assert count("SELECT chunk_count FROM bm25_packed_snapshots") == 20
+    assert count("SELECT count(*) FROM bm25_packed_tombstones") == 1
+    assert remove(source="doc-10-1") == 1  # 2 of 20: past 5%, packed again
+    assert count("SELECT chunk_count FROM bm25_packed_snapshots") == 18
+    assert count("SELECT count(*) FROM bm25_packed_tombstones") == 0
+    with db.engine.connect() as conn:
+        assert_exact(db, conn)
