@@ -60,6 +60,8 @@ DEFAULT_BM25_PACKED_MIN_CHUNKS = 20_000
 #: the context BM25's weight, chosen on all three visible sets (scripts/simulate_ranking.py): with 0.6 rag eval
 #: gave SciFact +0.015, ray-docs-qa +0.001, anthropic-docs-qa +0.030 (0.3 and 1.0: the same mean; benchmarks.md)
 DEFAULT_CONTEXT_WEIGHT = 0.6
+#: term proximity's weight (``db.proximity``)
+DEFAULT_PROXIMITY_WEIGHT = 0.0
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
@@ -176,6 +178,13 @@ class Settings:
         DEFAULT_CONTEXT_WEIGHT,
         "weight of each result's context BM25 (its section, or its document) added to its fused relevance; "
         "0 turns the context arm off",
+        ge=0.0,
+        le=10.0,
+    )
+    proximity_weight: float = _setting(
+        DEFAULT_PROXIMITY_WEIGHT,
+        "weight of each result's term proximity (how close together the query's words stand in it) added to its "
+        "fused relevance beside the context BM25; 0 turns it off",
         ge=0.0,
         le=10.0,
     )

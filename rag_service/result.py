@@ -36,14 +36,18 @@ class ChunkScores:
     calibrated: float | None = None
     #: the BM25 of the chunk's context, its section or document (``retrieve/context.py``)
     context: float | None = None
+    #: how close together the query's words stand in the chunk (a section: its best child's; ``db.proximity``)
+    proximity: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, context, graph, rerank, llm, calibrated."""
+        """The scores that are set, in the order vector, keyword, fused, context, proximity, graph, rerank, llm,
+        calibrated."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
             ("context", self.context),
+            ("proximity", self.proximity),
             ("graph", self.graph),
             ("rerank", self.rerank),
             ("llm", self.llm),

@@ -53,6 +53,7 @@ from sqlalchemy.sql.elements import BindParameter
 from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db import bm25
 from rag_service.db.models import CollectionStats, Document, DocumentChunk
+from rag_service.db.proximity import proximity_score
 from rag_service.db.search_request import (
     FILTER_KEYS,
     ChunkFilters,
@@ -181,11 +182,15 @@ def build_search(request: SearchRequest) -> Select[Any]:
         .cte("fused")
     )
     hit = _hit_of(fused, request)
+    stats = bm25.context_stats(request) if request.runs_context or request.runs_proximity else None
     context = (
-        bm25.context_score(
-            bm25.context_stats(request), request, document_id=hit.c.document_id, parent_start=hit.c.parent_start
-        )
-        if request.runs_context
+        bm25.context_score(stats, request, document_id=hit.c.document_id, parent_start=hit.c.parent_start)
+        if stats is not None and request.runs_context
+        else cast(null(), Double)
+    )
+    proximity = (
+        proximity_score(stats, request, chunk_id=fused.c.id)
+        if stats is not None and request.runs_proximity
         else cast(null(), Double)
     )
     return (
@@ -198,6 +203,7 @@ def build_search(request: SearchRequest) -> Select[Any]:
             fused.c.keyword_score,
             fused.c.fused_score,
             context.label("context_score"),
+            proximity.label("proximity_score"),
         )
         .select_from(fused.join(hit, literal(True)))
         .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
@@ -373,6 +379,7 @@ class StatementCache:
             bool(request.required_terms.strip()),
             bool(request.excluded_terms.strip()),
             request.runs_context,
+            request.runs_proximity,
             request.packed_postings,
         )
 
@@ -427,6 +434,7 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
             row,
             fused_score=float(row.fused_score),
             context_score=None if row.context_score is None else float(row.context_score),
+            proximity_score=None if row.proximity_score is None else float(row.proximity_score),
         )
         for row in rows
     ]

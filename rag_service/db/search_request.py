@@ -144,6 +144,8 @@ class SearchRequest:
     bm25_max_postings: int = DEFAULT_BM25_MAX_POSTINGS
     #: each fused candidate also gets its context's BM25 (``SearchHit.context_score``; ``db.contexts``)
     context_bm25: bool = False
+    #: each fused candidate also gets its term proximity (``SearchHit.proximity_score``; ``db.proximity``)
+    proximity: bool = False
     #: the exclusions of ``required_terms`` as one OR query (``a or "b c"``), set when they are all of it: the
     #: BM25 arm then drops the chunks matching it rather than scoring every other chunk as passing a filter
     excluded_terms: str = ""
@@ -155,6 +157,11 @@ class SearchRequest:
     def runs_context(self) -> bool:
         """The context BM25 is computed when asked for and the BM25 keyword arm runs (it shares its lexemes)."""
         return self.context_bm25 and self.runs_keyword and self.keyword_scorer == "bm25"
+
+    @property
+    def runs_proximity(self) -> bool:
+        """Term proximity is computed when asked for and the BM25 keyword arm runs (it shares its lexemes)."""
+        return self.proximity and self.runs_keyword and self.keyword_scorer == "bm25"
 
     @property
     def runs_vector(self) -> bool:
@@ -200,6 +207,8 @@ class SearchHit:
     fused_score: float
     #: the BM25 of the chunk's context, its section or document (None: not asked for, or no query word in it)
     context_score: float | None = None
+    #: how close together the query's words stand in the chunk (None: not asked for; ``db.proximity``)
+    proximity_score: float | None = None
 
 
 def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list[ColumnElement[bool]]:

@@ -23,23 +23,36 @@ def context_applies(weight: float, vector_weight: float) -> bool:
     return weight > 0 and vector_weight > 0
 
 
-def add_context(chunks: Sequence[RetrievedChunk], weight: float) -> list[RetrievedChunk]:
-    """``chunks`` re-ranked by ``(relevance + weight * context) / (1 + weight)``, ties in their order.
+def add_context(chunks: Sequence[RetrievedChunk], weight: float, proximity: float = 0.0) -> list[RetrievedChunk]:
+    """``chunks`` re-ranked by ``(relevance + weight * context + proximity * near) / (1 + weight + proximity)``,
+    ties in their order.
 
-    ``context`` is each one's ``scores.context`` min-max normalised over ``chunks``; one without a stored
-    context (``scores.context`` None) counts its own relevance there, so it keeps its relevance. Unchanged
-    when ``weight`` is 0 or no chunk has a context score.
+    ``context`` is each one's ``scores.context`` and ``near`` its ``scores.proximity``, each min-max normalised
+    over ``chunks``; one without a value counts its own relevance there, so it keeps its relevance. A signal with
+    weight 0, or that no chunk has, is left out; with neither, the chunks are returned unchanged.
     """
-    known = [c.scores.context for c in chunks if c.scores.context is not None]
-    if weight <= 0 or not known:
+    signals = [
+        (w, _normalised([getattr(c.scores, name) for c in chunks]))
+        for name, w in (("context", weight), ("proximity", proximity))
+        if w > 0 and any(getattr(c.scores, name) is not None for c in chunks)
+    ]
+    if not signals:
         return list(chunks)
-    lo, span = min(known), max(known) - min(known)
+    total = 1 + sum(w for w, _ in signals)
 
-    def context(chunk: RetrievedChunk) -> float:
-        value = chunk.scores.context
-        if value is None:
-            return chunk.relevance_score
-        return (value - lo) / span if span > 0 else 1.0
+    def relevance(i: int, chunk: RetrievedChunk) -> float:
+        value = chunk.relevance_score
+        for w, normalised in signals:
+            own = normalised[i]
+            value += w * (chunk.relevance_score if own is None else own)
+        return value / total
 
-    rescored = [replace(c, relevance_score=(c.relevance_score + weight * context(c)) / (1 + weight)) for c in chunks]
+    rescored = [replace(c, relevance_score=relevance(i, c)) for i, c in enumerate(chunks)]
     return [rescored[i] for i in sorted(range(len(rescored)), key=lambda i: (-rescored[i].relevance_score, i))]
+
+
+def _normalised(values: list[float | None]) -> list[float | None]:
+    """``values`` min-max normalised over those set (all 1.0 when they are equal); None stays None."""
+    known = [v for v in values if v is not None]
+    lo, span = min(known), max(known) - min(known)
+    return [None if v is None else (v - lo) / span if span > 0 else 1.0 for v in values]

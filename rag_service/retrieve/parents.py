@@ -36,8 +36,8 @@ def expand_to_parents(
     """Replace children by their sections, each section once, ranked by the score of all its children.
 
     ``parents`` maps a chunk id to ``(parent_content, parent_start, parent_end)``; chunks without a
-    parent stay as they are. A section keeps its best child's scores, span of the match
-    (``match_start``/``match_end``) and takes the section's offsets; its relevance is
+    parent stay as they are. A section keeps its best child's scores (but its children's best proximity), span
+    of the match (``match_start``/``match_end``) and takes the section's offsets; its relevance is
     ``1 - (1 - r1) * prod(1 - w * ri)`` over its children's relevances (best ``r1`` first, ``w`` the
     sibling weight), so a section where several children matched ranks above one where one did.
     """
@@ -55,6 +55,7 @@ def expand_to_parents(
         key = (chunk.document_id, start, end)
         if key in index:
             miss[index[key]] *= 1.0 - weight * chunk.relevance_score
+            out[index[key]] = _nearest(out[index[key]], chunk)
             continue
         index[key] = len(out)
         miss.append(1.0 - chunk.relevance_score)
@@ -73,3 +74,11 @@ def expand_to_parents(
         out = [replace(c, relevance_score=min(max(1.0 - m, 0.0), 1.0)) for c, m in zip(out, miss, strict=True)]
         out = [out[i] for i in sorted(range(len(out)), key=lambda i: (-out[i].relevance_score, i))]
     return dedupe(out)
+
+
+def _nearest(section: RetrievedChunk, child: RetrievedChunk) -> RetrievedChunk:
+    """``section`` with ``child``'s term proximity when it is higher (a section's is its best child's)."""
+    own, other = section.scores.proximity, child.scores.proximity
+    if other is None or (own is not None and own >= other):
+        return section
+    return replace(section, scores=replace(section.scores, proximity=other))

@@ -137,7 +137,7 @@ class Retriever:
             per_variant = [hybrid_search(session, r) for r in requests]
             chunks = _merge(per_variant, preset, options.collection)
             if not preset.return_parents:  # results are chunks: each one's context joins its fused relevance
-                chunks = add_context(chunks, self.settings.context_weight)
+                chunks = add_context(chunks, self.settings.context_weight, self.settings.proximity_weight)
             metrics.total_candidates = len(chunks)
             if preset.graph_weight > 0:
                 graph_started = time.perf_counter()
@@ -221,6 +221,7 @@ class Retriever:
             bm25_max_postings=self.settings.bm25_max_postings,
             packed_postings=setup.packed_postings,
             context_bm25=context_applies(self.settings.context_weight, preset.vector_weight),
+            proximity=context_applies(self.settings.proximity_weight, preset.vector_weight),
         )
 
     def ranked_candidates(
@@ -261,7 +262,7 @@ class Retriever:
         if preset.return_parents:
             chunks = expand_to_parents(section_evidence(chunks), _parent_map(chunks))
             if metrics.reranker == NO_RERANKER:  # a reranker's order stands
-                chunks = add_context(chunks, self.settings.context_weight)
+                chunks = add_context(chunks, self.settings.context_weight, self.settings.proximity_weight)
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
@@ -372,9 +373,16 @@ def _merge(per_variant: Sequence[Sequence[SearchHit]], preset: Preset, collectio
     else:
         merged = rrf_merge_lists([[h.chunk_id for h in hs] for hs in per_variant], rrf_k=preset.rrf_k)
         order = [chunk_id for chunk_id, _ in merged]
-        # context scores of one query, the user's, so they compare (a chunk it did not find has none)
-        asked = {h.chunk_id: h.context_score for h in per_variant[0]}
-        hits = {i: replace(hit, context_score=asked.get(i)) for i, hit in hits.items()}
+        # context and proximity scores of one query, the user's, so they compare (a chunk it did not find has none)
+        asked = {h.chunk_id: h for h in per_variant[0]}
+        hits = {
+            i: replace(
+                hit,
+                context_score=asked[i].context_score if i in asked else None,
+                proximity_score=asked[i].proximity_score if i in asked else None,
+            )
+            for i, hit in hits.items()
+        }
     return dedupe([_to_chunk(hits[i], best_score, collection) for i in order])
 
 
@@ -389,7 +397,11 @@ def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedCh
         hit,
         relevance_score=min(max(hit.fused_score / best_score, 0.0), 1.0) if best_score > 0 else 0.0,
         scores=ChunkScores(
-            vector=hit.vector_score, keyword=hit.keyword_score, fused=hit.fused_score, context=hit.context_score
+            vector=hit.vector_score,
+            keyword=hit.keyword_score,
+            fused=hit.fused_score,
+            context=hit.context_score,
+            proximity=hit.proximity_score,
         ),
         collection=collection,
         parent=parent,

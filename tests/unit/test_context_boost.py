@@ -8,7 +8,7 @@ from rag_service.result import ChunkScores, RetrievedChunk
 from rag_service.retrieve.context import add_context, context_applies
 
 
-def _result(chunk_id: int, relevance: float, context: float | None) -> RetrievedChunk:
+def _result(chunk_id: int, relevance: float, context: float | None, proximity: float | None = None) -> RetrievedChunk:
     return RetrievedChunk(
         chunk_id=chunk_id,
         document_id=chunk_id,
@@ -19,7 +19,7 @@ def _result(chunk_id: int, relevance: float, context: float | None) -> Retrieved
         start_char=0,
         end_char=6,
         relevance_score=relevance,
-        scores=ChunkScores(fused=relevance, context=context),
+        scores=ChunkScores(fused=relevance, context=context, proximity=proximity),
         collection="c",
         chunk_type="child",
     )
@@ -60,3 +60,14 @@ def test_equal_context_scores_keep_the_order() -> None:
 
 def test_it_applies_with_a_weight_and_both_arms_only() -> None:
     assert context_applies(0.6, 0.6) and not context_applies(0.0, 0.6) and not context_applies(0.6, 0.0)
+
+
+def test_proximity_joins_the_context_with_its_own_weight() -> None:
+    ranked = [_result(1, 0.9, 1.0, 0.0), _result(2, 0.8, 1.0, 4.0), _result(3, 0.2, 1.0, 2.0)]
+    out = add_context(ranked, 0.6, 0.5)
+    # contexts all equal: 1.0 each; proximity min-max 0, 1, 0.5: (r + 0.6 + 0.5 * near) / 2.1
+    assert [c.chunk_id for c in out] == [2, 1, 3]
+    assert [c.relevance_score for c in out] == pytest.approx([1.9 / 2.1, 1.5 / 2.1, 1.05 / 2.1])
+    alone = add_context(ranked, 0.0, 0.5)  # without the context: (r + 0.5 * near) / 1.5
+    assert [c.relevance_score for c in alone] == pytest.approx([1.3 / 1.5, 0.9 / 1.5, 0.45 / 1.5])
+    assert add_context(ranked, 0.6, 0.0) == add_context(ranked, 0.6)  # a zero weight leaves it out

@@ -8,7 +8,7 @@ from rag_service.retrieve.parents import expand_to_parents
 DOC = "# A\none two three\n# B\nfour five six\n"
 
 
-def _child(chunk_id: int, start: int, end: int, relevance: float) -> RetrievedChunk:
+def _child(chunk_id: int, start: int, end: int, relevance: float, proximity: float | None = None) -> RetrievedChunk:
     return RetrievedChunk(
         chunk_id=chunk_id,
         document_id=1,
@@ -19,7 +19,7 @@ def _child(chunk_id: int, start: int, end: int, relevance: float) -> RetrievedCh
         start_char=start,
         end_char=end,
         relevance_score=relevance,
-        scores=ChunkScores(fused=relevance),
+        scores=ChunkScores(fused=relevance, proximity=proximity),
         collection="c",
         chunk_type="child",
     )
@@ -51,3 +51,15 @@ def test_a_section_where_several_children_matched_can_overtake_one_with_a_single
 def test_children_without_a_parent_pass_through() -> None:
     child = _child(9, 4, 8, 0.4)
     assert expand_to_parents([child], {}, sibling_weight=1.0) == [child]
+
+
+def test_a_section_takes_its_childrens_best_proximity() -> None:
+    children = [
+        _child(1, 4, 8, 0.9, 1.0),
+        _child(2, 8, 17, 0.5, 3.0),
+        _child(3, 22, 26, 0.7, None),
+        _child(4, 26, 30, 0.6, 2.0),
+    ]
+    parents = {1: SECTION_A, 2: SECTION_A, 3: SECTION_B, 4: SECTION_B}
+    out = expand_to_parents(children, parents, sibling_weight=1.0)
+    assert [(c.start_char, c.scores.proximity, c.scores.fused) for c in out] == [(0, 3.0, 0.9), (18, 2.0, 0.7)]
