@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     CTE,
@@ -46,8 +46,10 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.database import Database
 from rag_service.db.models import ChunkTerm, CollectionStats, DocumentChunk, PackedList, PackedSnapshot, PackedTombstone
-from rag_service.db.search_request import SearchRequest
 from rag_service.errors import first_line
+
+if TYPE_CHECKING:  # search_request imports numpy, which an ingest run without changes never needs
+    from rag_service.db.search_request import SearchRequest
 
 _log = logging.getLogger(__name__)
 
