@@ -308,15 +308,26 @@ class OnnxEmbedder:
         finally:
             workers.put(session)
 
+    @property
+    def rows_per_call(self) -> int:
+        """Texts per model call: ``batch_size``, but one for int8, whose vectors would depend on their batch.
+
+        Dynamic quantization scales each activation tensor by its own range, the whole batch's (padding included):
+        a chunk embedded beside others came out at a cosine of ~0.994 to itself embedded alone, as a query is.
+        One text a call costs int8 nothing here (29-33 chunks/s either way, docs/benchmarks.md, session 21).
+        """
+        return 1 if self.precision == "int8" else self.batch_size
+
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        """Encode texts in batches of ``batch_size``, similar lengths together (less padding), in input order."""
+        """Encode texts in calls of ``rows_per_call``, similar lengths together (less padding), in input order."""
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        size = self.rows_per_call
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
         cores = intra_op_threads()
         if len(batches) == 1 or cores == 1:  # nothing to run side by side: the operators' threads share the batch
             for rows in batches:

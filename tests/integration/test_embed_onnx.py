@@ -46,6 +46,21 @@ def test_onnx_vectors_are_torchs(onnx_export: Path) -> None:
     assert float(long_query @ torch_vectors[len(TEXTS)]) >= 0.999
 
 
+@pytest.mark.slow
+def test_an_int8_vector_does_not_depend_on_its_batch(onnx_export: Path) -> None:
+    """int8 scales each activation tensor by the whole batch's range: a text beside others (and the padding to the
+    longest) came out at a cosine of ~0.994 to itself alone, and a query is always embedded alone."""
+    with (scifact_dir() / "corpus.jsonl").open() as corpus:
+        abstracts = [json.loads(line)["text"] for line, _ in zip(corpus, range(12), strict=False)]
+    texts = [*TEXTS, *abstracts]
+    int8 = OnnxEmbedder(onnx_export, model_id=bundled_model_id("onnx-int8"), precision="int8", batch_size=16)
+    together = int8.embed_documents(texts)
+    alone = np.stack([int8.embed_documents([t])[0] for t in texts])
+    reversed_batch = int8.embed_documents(texts[::-1])[::-1]
+    assert np.array_equal(together, alone) and np.array_equal(together, reversed_batch)
+    assert np.array_equal(together[0], int8.embed_query(TEXTS[0]))
+
+
 _RETRIEVE = """
 import json, sys
 from rag_service.service import build_service
