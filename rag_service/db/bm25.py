@@ -108,7 +108,7 @@ def context_stats(request: SearchRequest) -> CTE:
     )
 
 
-def _lexeme_array(terms: CTE, *where: ColumnElement[bool]) -> ColumnElement[Any]:
+def lexeme_array(terms: CTE, *where: ColumnElement[bool]) -> ColumnElement[Any]:
     """The lexemes of ``terms`` (where ``where`` holds) as one array, computed once (an InitPlan): an index
     condition ``lexeme = ANY(...)`` then scans a key's entries with the lexemes as array keys."""
     return cast(select(func.array_agg(terms.c.lexeme)).where(*where).scalar_subquery(), ARRAY(Text))
@@ -123,7 +123,7 @@ def context_score(
     t, c = ContextTerm, DocumentContext
     collection: BindParameter[str] = bindparam("collection", request.collection)
     start = func.coalesce(parent_start, -1)
-    lexemes = _lexeme_array(stats)
+    lexemes = lexeme_array(stats)
     return (
         select(func.coalesce(func.sum(stats.c.weight * t.tf / (t.tf + stats.c.base + stats.c.slope * c.length)), 0.0))
         .select_from(c)
@@ -290,7 +290,7 @@ def _bm25_filtered_matches(request: SearchRequest, extra: list[ColumnElement[boo
     postings = select(func.coalesce(func.sum(terms.c.df), 0.0)).scalar_subquery()
     passing_count = select(func.count()).select_from(passing).scalar_subquery()
     few = cast(passing_count, Double) * PROBE_COST_IN_POSTINGS < postings
-    lexemes = _lexeme_array(terms)
+    lexemes = lexeme_array(terms)
     score = func.sum(_posting_score(terms, ChunkTerm.tf, ChunkTerm.doc_len))
     # correlated: a probe of the primary key per passing chunk (a join lets the planner read whole lists)
     probed = (
@@ -393,7 +393,7 @@ def _bm25_bounded_matches(request: SearchRequest, excluded: CTE | None = None) -
     posting = ChunkTerm.__table__.alias("posting")
     # the truncated lexemes as one array (an InitPlan): a completion probes the primary key for just
     # those keys instead of reading all the chunk's postings (~50) and merge-joining them (0.027 -> 0.016 ms)
-    truncated_lexemes = _lexeme_array(terms, terms.c.truncated)
+    truncated_lexemes = lexeme_array(terms, terms.c.truncated)
     truncated_score = (
         select(func.sum(_posting_score(terms, posting.c.tf, posting.c.doc_len)))
         .select_from(posting.join(terms, posting.c.lexeme == terms.c.lexeme))

@@ -138,6 +138,9 @@ def search_request(
         context_bm25=context_applies(
             settings.context_weight, preset.vector_weight if vector_weight is None else vector_weight
         ),
+        proximity=context_applies(
+            settings.proximity_weight, preset.vector_weight if vector_weight is None else vector_weight
+        ),
     )
 
 
