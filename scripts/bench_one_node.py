@@ -66,6 +66,11 @@ def main() -> int:
         help="also time the hybrid statement and retrieve() without the context BM25",
     )
     parser.add_argument(
+        "--proximity-ab",
+        action="store_true",
+        help="also time the hybrid statement and retrieve() without term proximity (set RAG_PROXIMITY_WEIGHT)",
+    )
+    parser.add_argument(
         "--packed-ab",
         action="store_true",
         help="also time the keyword arm and the hybrid statement with the bounded arm instead of packed postings",
@@ -103,6 +108,12 @@ def main() -> int:
         others = retrievers.ours(database, plain, preset, work, without, [], collection_chunks=args.size)
         timed["ours_hybrid_no_context"] = others["ours_hybrid"]
         timed["ours_retrieve_no_context"] = others["ours_retrieve"]
+    if args.proximity_ab:  # term proximity's cost as a ratio in one run
+        near = dataclasses.replace(settings, proximity_weight=0.0)
+        without = UniversalRAGService(near, database=database, embedder=embedder, reranker=None)
+        others = retrievers.ours(database, near, preset, work, without, [], collection_chunks=args.size)
+        timed["ours_hybrid_no_proximity"] = others["ours_hybrid"]
+        timed["ours_retrieve_no_proximity"] = others["ours_retrieve"]
     if args.packed_ab:  # the bounded SQL arm against the packed lists' exact one, interleaved
         bounded = retrievers.ours(
             database, settings, preset, work, service, [], collection_chunks=args.size, packed=False
@@ -139,6 +150,8 @@ def main() -> int:
             ef: measure.overlap_at_k(results[f"vector_ef{ef}"], results["numpy_exact"]) for ef in efs
         },
         "prewarmed_blocks": prewarmed,
+        "context_weight": settings.context_weight,
+        "proximity_weight": settings.proximity_weight,
     }
     if args.packed_ab:
         out["bounded_overlap_at_20_with_packed"] = {
