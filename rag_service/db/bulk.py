@@ -7,8 +7,9 @@ one ``INSERT ... SELECT`` (tsvector and lexeme count computed in SQL, ids in sta
 ``RETURNING`` feeds ``chunk_terms`` in the same statement, then counts ``lexeme_stats`` and
 ``collection_stats`` with one statement each, with the two statistics triggers disabled meanwhile.
 When ``document_chunks`` held no row at all (a first index on a plain table), the secondary indexes
-of ``document_chunks`` and ``chunk_terms`` (and the postings' primary key) are dropped first and built
-after the load with ``index_memory``; otherwise (a new collection beside others, or a partitioned
+of ``document_chunks``, ``chunk_terms`` and ``context_terms``, both postings tables' primary keys and the
+context postings' reference to their contexts are dropped first and built (or checked once) after the
+load with ``index_memory``; otherwise (a new collection beside others, or a partitioned
 table) the indexes are kept and maintained during the insert. A failure anywhere rolls the whole
 load back: the database is as it was.
 
@@ -188,15 +189,21 @@ _CONTEXT_STATS = text(
     "ON CONFLICT (collection) DO UPDATE SET context_count = s.context_count + EXCLUDED.context_count, "
     "context_length = s.context_length + EXCLUDED.context_length"
 )
-# secondary indexes (not backing a constraint) and the postings' primary key: rebuilt after a first load
+# secondary indexes (not backing a constraint) and the postings' primary keys: rebuilt after a first load
 _SECONDARY_INDEXES = text(
     "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-    "WHERE i.indrelid IN ('document_chunks'::regclass, 'chunk_terms'::regclass) "
+    "WHERE i.indrelid IN ('document_chunks'::regclass, 'chunk_terms'::regclass, 'context_terms'::regclass) "
     "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid) ORDER BY 1"
 )
 _POSTINGS_KEY = text(
     "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
     "WHERE conrelid = 'chunk_terms'::regclass AND contype = 'p'"
+)
+# the context postings' key and their reference to their context (checked by a trigger per row: 8 us
+# each, 47M rows at 1M chunks), dropped and re-added as the chunk postings' key: key first, then reference
+_CONTEXT_POSTINGS_CONSTRAINTS = text(
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE conrelid = 'context_terms'::regclass AND contype IN ('p', 'f') ORDER BY contype DESC, conname"
 )
 _HAS_CITUS = text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")
 _IS_PARTITIONED = text("SELECT relkind = 'p' FROM pg_class WHERE oid = 'document_chunks'::regclass")
@@ -385,11 +392,11 @@ class BulkLoad:
             self.session.execute(
                 text("SELECT set_config('maintenance_work_mem', :memory, true)"), {"memory": index_memory(self.chunks)}
             )
-            for name, definition in rebuilt:
-                phase(f"build index {name}")
+            for label, definition in rebuilt:
+                phase(label)
                 started = time.perf_counter()
                 self._run(definition)
-                timings[f"build index {name}"] = time.perf_counter() - started
+                timings[label] = time.perf_counter() - started
         step("enable statistics triggers", _ENABLE_STATS)
         return timings
 
@@ -400,16 +407,20 @@ class BulkLoad:
 
     def _drop_indexes(self) -> list[tuple[str, Composable]]:
         """Drop what the load would otherwise maintain row by row (document_chunks holds no row, so
-        nobody else's data is affected); returns (name, DDL) to rebuild, the postings' key last."""
+        nobody else's data is affected); returns (phase label, DDL) to restore them, the postings' keys
+        and the context postings' reference (checked by one query) last."""
         if self.session.execute(_IS_PARTITIONED).scalar():
             return []  # partition indexes belong to the parent's: kept, built during the insert
         rebuilt: list[tuple[str, Composable]] = []
         for name, definition in self.session.execute(_SECONDARY_INDEXES).all():
             self._run(SQL("DROP INDEX {}").format(Identifier(name)))
-            rebuilt.append((str(name), SQL(definition)))  # pg_get_indexdef: the catalog's own DDL
-        key = self.session.execute(_POSTINGS_KEY).first()
-        if key is not None:
-            self._run(SQL("ALTER TABLE chunk_terms DROP CONSTRAINT {}").format(Identifier(key[0])))
-            add = SQL("ALTER TABLE chunk_terms ADD CONSTRAINT {} ").format(Identifier(key[0])) + SQL(key[1])
-            rebuilt.append((str(key[0]), add))
+            rebuilt.append((f"build index {name}", SQL(definition)))  # pg_get_indexdef: the catalog's own DDL
+        keys = [("chunk_terms", *key) for key in self.session.execute(_POSTINGS_KEY).all()]  # (table, name, DDL)
+        keys += [("context_terms", *key) for key in self.session.execute(_CONTEXT_POSTINGS_CONSTRAINTS).all()]
+        for table, name, _ in reversed(keys):  # a reference before the key it might use
+            self._run(SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(Identifier(table), Identifier(name)))
+        for table, name, definition in keys:
+            add = SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(Identifier(table), Identifier(name))
+            label = f"check {name}" if definition.startswith("FOREIGN KEY") else f"build index {name}"
+            rebuilt.append((label, add + SQL(definition)))
         return rebuilt
