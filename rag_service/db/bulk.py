@@ -33,7 +33,7 @@ from psycopg.sql import SQL, Composable, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from rag_service.db.contexts import write_contexts
+from rag_service.db.contexts import write_collection_contexts
 from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
 from rag_service.db.keywords import KEYWORDS_SQL
 
@@ -383,9 +383,7 @@ class BulkLoad:
         step("disable context trigger", _DISABLE_CONTEXT_STATS)
         phase("contexts")
         started = time.perf_counter()
-        write_contexts(
-            self.session, collection=self.collection, document_ids=list(self._documents), fts_config=self.fts_config
-        )
+        write_collection_contexts(self.session, collection=self.collection, fts_config=self.fts_config)
         timings["contexts"] = time.perf_counter() - started
         step("context statistics", _CONTEXT_STATS, _ENABLE_CONTEXT_STATS)
         if rebuilt:

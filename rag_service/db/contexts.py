@@ -28,38 +28,76 @@ from sqlalchemy.types import BigInteger
 #: tsvector holds at most 1 MB, and a document this long without sections says little as one unit
 MAX_CONTEXT_CHARS = 200_000
 
-# the first chunk of each context (its header path and parent text are the context's), then its tsvector
-# computed once (MATERIALIZED) for both the context row and its postings
-_WRITE_SQL = """
-WITH heads AS (
-    SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1))
-        c.document_id, coalesce(c.parent_start, -1) AS context_start,
-        concat_ws(E'\\n',
+# the text a context is matched with (c: its first chunk, d: its document)
+_BODY = """concat_ws(E'\\n',
             CASE WHEN d.title <> '' AND NOT starts_with(c.header_path, d.title) THEN d.title END,
             nullif(c.header_path, ''),
-            CASE WHEN c.parent_start IS NULL THEN d.content ELSE c.parent_content END) AS body
+            CASE WHEN c.parent_start IS NULL THEN d.content ELSE c.parent_content END)"""
+# a chunk that has a context: in a section, or in a document without sections
+_HAS_CONTEXT = """(c.parent_start IS NOT NULL OR NOT EXISTS (
+            SELECT 1 FROM document_chunks s WHERE s.collection = :collection AND s.document_id = c.document_id
+            AND s.parent_start IS NOT NULL))"""
+# the length BM25 normalises by: lexeme occurrences, a lexeme without positions counted once
+_LENGTH = "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest({tsv}) AS u)"
+
+# the first chunk of each context (its header path and parent text are the context's), then its tsvector
+# computed once (MATERIALIZED) for both the context row and its postings
+_WRITE_SQL = f"""
+WITH heads AS (
+    SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1))
+        c.document_id, coalesce(c.parent_start, -1) AS context_start, {_BODY} AS body
     FROM document_chunks c
     JOIN documents d ON d.collection = c.collection AND d.id = c.document_id
     WHERE c.collection = :collection AND d.collection = :collection AND c.document_id = ANY(:document_ids)
-        AND (c.parent_start IS NOT NULL OR NOT EXISTS (
-            SELECT 1 FROM document_chunks s WHERE s.collection = :collection AND s.document_id = c.document_id
-            AND s.parent_start IS NOT NULL))
+        AND {_HAS_CONTEXT}
     ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
 ), vectors AS MATERIALIZED (
     SELECT document_id, context_start, to_tsvector(CAST(:fts_config AS regconfig), body) AS tsv
     FROM heads WHERE length(body) <= :max_chars
 ), contexts AS (
     INSERT INTO document_contexts (collection, document_id, context_start, length)
-    SELECT :collection, v.document_id, v.context_start,
-        (SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest(v.tsv) AS u)
+    SELECT :collection, v.document_id, v.context_start, {_LENGTH.format(tsv="v.tsv")}
     FROM vectors v
     RETURNING document_id
 )
 INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf)
 SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)
 FROM vectors v, unnest(v.tsv) AS u
-"""
+"""  # noqa: S608 (constants of this module only)
 _WRITE = text(_WRITE_SQL).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
+
+# The bulk load's three steps: the same rows, the tokenizing (most of the time) in a query PostgreSQL
+# can run in parallel (a data-modifying statement never is): each context's first chunk, then the
+# contexts' tsvectors and lengths into a temporary table, then the two inserts from it.
+_FIRST_CHUNKS = text(f"""
+SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1)) c.id
+FROM document_chunks c
+WHERE c.collection = :collection AND {_HAS_CONTEXT}
+ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
+""")  # noqa: S608 (constants of this module only)
+_BULK_VECTORS = text(f"""
+CREATE TEMP TABLE bulk_contexts ON COMMIT DROP AS
+SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start,
+    to_tsvector(CAST(:fts_config AS regconfig), {_BODY}) AS tsv
+FROM document_chunks c
+JOIN documents d ON d.collection = c.collection AND d.id = c.document_id
+WHERE c.collection = :collection AND d.collection = :collection AND c.id = ANY(:first_chunks)
+    AND length({_BODY}) <= :max_chars
+""").bindparams(bindparam("first_chunks", type_=ARRAY(BigInteger)))  # noqa: S608 (constants of this module only)
+# the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
+# serially; told that parallel work is free it runs it on the workers (set for that statement only)
+_PARALLEL_SETTINGS = ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
+_SHOW = text("SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS))
+_SET = text("SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS))
+_BULK_CONTEXTS = text(  # its length computed here: in the statement above it would tokenize twice
+    "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
+    "SELECT :collection, v.document_id, v.context_start, " + _LENGTH.format(tsv="v.tsv") + " FROM bulk_contexts v"
+)
+_BULK_TERMS = text(
+    "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
+    "SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1) "
+    "FROM bulk_contexts v, unnest(v.tsv) AS u"
+)
 _DELETE = text(
     "DELETE FROM document_contexts WHERE collection = :collection AND document_id = ANY(:document_ids)"
 ).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
@@ -79,6 +117,20 @@ def write_contexts(
                 "max_chars": MAX_CONTEXT_CHARS,
             },
         )
+
+
+def write_collection_contexts(session: Session | Connection, *, collection: str, fts_config: str) -> None:
+    """Write the contexts and postings of every document of ``collection`` (none stored yet), as
+    ``write_contexts`` would, for a bulk load: the tokenizing may run on parallel workers."""
+    first_chunks = list(session.execute(_FIRST_CHUNKS, {"collection": collection}).scalars())
+    params = {"collection": collection, "fts_config": fts_config, "max_chars": MAX_CONTEXT_CHARS}
+    before = dict(zip(_PARALLEL_SETTINGS, session.execute(_SHOW).one(), strict=True))
+    session.execute(_SET, dict.fromkeys(_PARALLEL_SETTINGS, "0"))
+    session.execute(_BULK_VECTORS, {**params, "first_chunks": first_chunks})
+    session.execute(_SET, before)
+    session.execute(_BULK_CONTEXTS, params)
+    session.execute(_BULK_TERMS, params)
+    session.execute(text("DROP TABLE bulk_contexts"))
 
 
 def delete_contexts(session: Session | Connection, *, collection: str, document_ids: Sequence[int]) -> None:
