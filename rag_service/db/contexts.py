@@ -12,7 +12,8 @@ their total length into ``context_stats``, which the search reads as the context
 Why: a section holding every word of a question across several chunks is a better answer than one
 chunk holding some of them; the chunks' own BM25 cannot see that (docs/benchmarks.md, "Session 14").
 Written after a document's chunks, in the same transaction (the row path per document, the bulk path
-once per load), from the stored chunks, so every path gets the same rows.
+once per load with its tokenizing on PostgreSQL's parallel workers), from the stored chunks, so every
+path gets the same rows.
 """
 
 from __future__ import annotations
