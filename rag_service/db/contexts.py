@@ -69,7 +69,7 @@ _WRITE = text(_WRITE_SQL).bindparams(bindparam("document_ids", type_=ARRAY(BigIn
 
 # The bulk load's three steps: the same rows, the tokenizing (most of the time) in a query PostgreSQL
 # can run in parallel (a data-modifying statement never is): each context's first chunk, then the
-# contexts' tsvectors and lengths into a temporary table, then the two inserts from it.
+# contexts' tsvectors into a temporary table, then the two inserts from it.
 _FIRST_CHUNKS = text(f"""
 SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1)) c.id
 FROM document_chunks c

@@ -56,6 +56,8 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     docs.mkdir()
     for index, (name, sentence) in enumerate(TOPICS):
         (docs / f"{name}.md").write_text(_page(index, name, sentence))
+    # a page without sections: its context is the whole document
+    (docs / "faq.txt").write_text("\n\n".join(sentence for _, sentence in TOPICS))
     return docs
 
 
@@ -137,11 +139,13 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         # the context postings' key and reference too: checked row by row they were ~80% of a 100k load
         context_keys = {"build index pk_context_terms", "check fk_context_terms_context"}
         assert (context_keys <= set(phases)) is not partitioned
-        assert (bulk.added, bulk.chunks_written) == (row.added, row.chunks_written) == (len(TOPICS), row.chunks_written)
+        pages = len(TOPICS) + 1
+        assert (bulk.added, bulk.chunks_written) == (row.added, row.chunks_written) == (pages, row.chunks_written)
         row_state, bulk_state = dump(row_engine), dump(bulk_engine)
         # the corpus exercises what is compared
         assert len(row_state["chunk_terms"]) > 100 and len(row_state["lexeme_stats"]) > 50
         assert len(row_state["context_terms"]) > 50 and len(row_state["context_stats"]) == 1
+        assert any(context[2] == "-1" for context in row_state["document_contexts"]), "no whole-document context"
         packed = row_state["bm25_packed_snapshots"]
         assert packed and packed[0][4] == "true", "no packed postings: is rag_bm25 built (make install)?"
         assert len(row_state["bm25_packed_lists"]) > 50
@@ -197,7 +201,7 @@ def test_a_failing_bulk_load_leaves_the_database_as_it_was(corpus, database_fact
         monkeypatch.setattr(BulkLoad, "finish", finish_then_fail)
         report = _indexer(engine, settings, bulk=True).index_paths([corpus], collection="kb")
         assert report.added == 0 and report.chunks_written == 0
-        assert len(report.failed) == len(TOPICS)
+        assert len(report.failed) == len(TOPICS) + 1  # every page of the corpus
         reason = report.failed[0].reason
         assert "disk full while building the index" in reason and "the collection is as it was" in reason
         assert "\n" not in reason
