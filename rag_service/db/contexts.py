@@ -70,13 +70,14 @@ _WRITE = text(_WRITE_SQL).bindparams(bindparam("document_ids", type_=ARRAY(BigIn
 # The bulk load's three steps: the same rows, the tokenizing (most of the time) in a query PostgreSQL
 # can run in parallel (a data-modifying statement never is): each context's first chunk, then the
 # contexts' tsvectors into a temporary table, then the two inserts from it.
-_FIRST_CHUNKS = text(f"""
+_FIRST_CHUNKS_SQL = f"""
 SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1)) c.id
 FROM document_chunks c
 WHERE c.collection = :collection AND {_HAS_CONTEXT}
 ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
-""")  # noqa: S608 (constants of this module only)
-_BULK_VECTORS = text(f"""
+"""  # noqa: S608 (constants of this module only)
+_FIRST_CHUNKS = text(_FIRST_CHUNKS_SQL)
+_BULK_VECTORS_SQL = f"""
 CREATE TEMP TABLE bulk_contexts ON COMMIT DROP AS
 SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start,
     to_tsvector(CAST(:fts_config AS regconfig), {_BODY}) AS tsv
@@ -84,16 +85,26 @@ FROM document_chunks c
 JOIN documents d ON d.collection = c.collection AND d.id = c.document_id
 WHERE c.collection = :collection AND d.collection = :collection AND c.id = ANY(:first_chunks)
     AND length({_BODY}) <= :max_chars
-""").bindparams(bindparam("first_chunks", type_=ARRAY(BigInteger)))  # noqa: S608 (constants of this module only)
+"""  # noqa: S608 (constants of this module only)
+_BULK_VECTORS = text(_BULK_VECTORS_SQL).bindparams(bindparam("first_chunks", type_=ARRAY(BigInteger)))
 # the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
 # serially; told that parallel work is free it runs it on the workers (set for that statement only)
 _PARALLEL_SETTINGS = ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
-_SHOW = text("SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS))
-_SET = text("SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS))
-_BULK_CONTEXTS = text(  # its length computed here: in the statement above it would tokenize twice
+_SHOW = text(
+    "SELECT current_setting('parallel_setup_cost'), current_setting('parallel_tuple_cost'), "
+    "current_setting('min_parallel_table_scan_size')"
+)
+_SET = text(
+    "SELECT set_config('parallel_setup_cost', :parallel_setup_cost, true), "
+    "set_config('parallel_tuple_cost', :parallel_tuple_cost, true), "
+    "set_config('min_parallel_table_scan_size', :min_parallel_table_scan_size, true)"
+)
+# its length computed here: in the statement above it would tokenize twice
+_BULK_CONTEXTS_SQL = (
     "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
     "SELECT :collection, v.document_id, v.context_start, " + _LENGTH.format(tsv="v.tsv") + " FROM bulk_contexts v"
 )
+_BULK_CONTEXTS = text(_BULK_CONTEXTS_SQL)
 _BULK_TERMS = text(
     "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
     "SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1) "
