@@ -40,17 +40,30 @@ _HAS_CONTEXT = """(c.parent_start IS NOT NULL OR NOT EXISTS (
             AND s.parent_start IS NOT NULL))"""
 # the length BM25 normalises by: lexeme occurrences, a lexeme without positions counted once
 _LENGTH = "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest({tsv}) AS u)"
+# the first chunk of each context of the documents ``{scope}`` selects (its header path and parent text
+# are the context's)
+_FIRST_CHUNKS_SQL = f"""
+SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1)) c.id
+FROM document_chunks c
+WHERE c.collection = :collection AND {{scope}} AND {_HAS_CONTEXT}
+ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
+"""  # noqa: S608 (constants of this module only)
+# the contexts and their postings, from ``{vectors}`` (document_id, context_start, tsv)
+_INSERT_CONTEXTS = (
+    "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
+    "SELECT :collection, v.document_id, v.context_start, " + _LENGTH.format(tsv="v.tsv") + " FROM {vectors} v"
+)
+_INSERT_TERMS = (
+    "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
+    "SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1) "
+    "FROM {vectors} v, unnest(v.tsv) AS u"
+)
 
-# the first chunk of each context (its header path and parent text are the context's), its text built for
-# that chunk only (MATERIALIZED: else the length filter is planned below the join with the first chunks, and
-# a 1 MB document of 2,500 chunks took 14 s building its text per chunk), then its tsvector computed once
-# (MATERIALIZED) for both the context row and its postings
+# the first chunks, each context's text built for them only (MATERIALIZED: else the length filter is planned
+# below the first-chunk DISTINCT, and a 1 MB document of 2,500 chunks took 14 s building its text per chunk),
+# then its tsvector computed once (MATERIALIZED) for both the context row and its postings
 _WRITE_SQL = f"""
-WITH firsts AS (
-    SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1)) c.id
-    FROM document_chunks c
-    WHERE c.collection = :collection AND c.document_id = ANY(:document_ids) AND {_HAS_CONTEXT}
-    ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
+WITH firsts AS ({_FIRST_CHUNKS_SQL.format(scope="c.document_id = ANY(:document_ids)")}
 ), heads AS MATERIALIZED (
     SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start, {_BODY} AS body
     FROM firsts f
@@ -59,28 +72,18 @@ WITH firsts AS (
 ), vectors AS MATERIALIZED (
     SELECT document_id, context_start, to_tsvector(CAST(:fts_config AS regconfig), body) AS tsv
     FROM heads WHERE length(body) <= :max_chars
-), contexts AS (
-    INSERT INTO document_contexts (collection, document_id, context_start, length)
-    SELECT :collection, v.document_id, v.context_start, {_LENGTH.format(tsv="v.tsv")}
-    FROM vectors v
+), contexts AS ({_INSERT_CONTEXTS.format(vectors="vectors")}
     RETURNING document_id
 )
-INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf)
-SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)
-FROM vectors v, unnest(v.tsv) AS u
+{_INSERT_TERMS.format(vectors="vectors")}
 """  # noqa: S608 (constants of this module only)
 _WRITE = text(_WRITE_SQL).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
 
 # The bulk load's three steps: the same rows, the tokenizing (most of the time) in a query PostgreSQL
 # can run in parallel (a data-modifying statement never is): each context's first chunk, then the
-# contexts' tsvectors into a temporary table, then the two inserts from it.
-_FIRST_CHUNKS_SQL = f"""
-SELECT DISTINCT ON (c.document_id, coalesce(c.parent_start, -1)) c.id
-FROM document_chunks c
-WHERE c.collection = :collection AND {_HAS_CONTEXT}
-ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
-"""  # noqa: S608 (constants of this module only)
-_FIRST_CHUNKS = text(_FIRST_CHUNKS_SQL)
+# contexts' tsvectors into a temporary table, then the two inserts from it (the length there: in the
+# parallel statement it would tokenize twice).
+_FIRST_CHUNKS = text(_FIRST_CHUNKS_SQL.format(scope="TRUE"))
 _BULK_VECTORS_SQL = f"""
 CREATE TEMP TABLE bulk_contexts ON COMMIT DROP AS
 SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start,
@@ -91,29 +94,14 @@ WHERE c.collection = :collection AND d.collection = :collection AND c.id = ANY(:
     AND length({_BODY}) <= :max_chars
 """  # noqa: S608 (constants of this module only)
 _BULK_VECTORS = text(_BULK_VECTORS_SQL).bindparams(bindparam("first_chunks", type_=ARRAY(BigInteger)))
+_BULK_CONTEXTS = text(_INSERT_CONTEXTS.format(vectors="bulk_contexts"))
+_BULK_TERMS = text(_INSERT_TERMS.format(vectors="bulk_contexts"))
 # the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
 # serially; told that parallel work is free it runs it on the workers (set for that statement only)
 _PARALLEL_SETTINGS = ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
-_SHOW = text(
-    "SELECT current_setting('parallel_setup_cost'), current_setting('parallel_tuple_cost'), "
-    "current_setting('min_parallel_table_scan_size')"
-)
-_SET = text(
-    "SELECT set_config('parallel_setup_cost', :parallel_setup_cost, true), "
-    "set_config('parallel_tuple_cost', :parallel_tuple_cost, true), "
-    "set_config('min_parallel_table_scan_size', :min_parallel_table_scan_size, true)"
-)
-# its length computed here: in the statement above it would tokenize twice
-_BULK_CONTEXTS_SQL = (
-    "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
-    "SELECT :collection, v.document_id, v.context_start, " + _LENGTH.format(tsv="v.tsv") + " FROM bulk_contexts v"
-)
-_BULK_CONTEXTS = text(_BULK_CONTEXTS_SQL)
-_BULK_TERMS = text(
-    "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
-    "SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1) "
-    "FROM bulk_contexts v, unnest(v.tsv) AS u"
-)
+_SHOW_SQL = "SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS)
+_SET_SQL = "SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS)
+_SHOW, _SET = text(_SHOW_SQL), text(_SET_SQL)
 _DELETE = text(
     "DELETE FROM document_contexts WHERE collection = :collection AND document_id = ANY(:document_ids)"
 ).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
