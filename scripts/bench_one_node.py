@@ -20,12 +20,13 @@ import argparse
 import dataclasses
 import gc
 import json
+import time
 from pathlib import Path
 
 import bench
 import psycopg
 from bench_lib import corpus as synth
-from bench_lib import measure, real_text, retrievers, store
+from bench_lib import measure, reads, real_text, retrievers, store
 from tqdm import tqdm
 
 from rag_service.config import BUNDLED_MINILM, Preset, Settings, load_settings
@@ -125,15 +126,21 @@ def main() -> int:
     for ef in efs:
         timed[f"vector_ef{ef}"] = _vector_at(database, settings, preset, work, ef)
     prewarmed = 0
+    monitor = psycopg.connect(database_url(url, name).replace("+psycopg", ""), autocommit=True)
     if args.prewarm:
-        with psycopg.connect(database_url(url, name).replace("+psycopg", ""), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
-            prewarmed = store.prewarm(conn)
+        monitor.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        prewarmed = store.prewarm(monitor, store.hot_relations(monitor))
+    cached_after_prewarm = reads.buffercache(monitor)
     bench.wait_for_quiet(args.wait_idle)
     gc.collect()
     gc.freeze()
     load_before = measure.load_average()
+    before = reads.snapshot(monitor)
     recorder, results, _ = measure.time_retrievers(timed, warmup=args.warmup, queries=args.queries, desc=name, seed=42)
+    time.sleep(2.0)  # the backends' I/O counters reach the statistics when they idle, at most once a second
+    during = reads.difference(before, reads.snapshot(monitor))
+    cached_after_timing = reads.buffercache(monitor)
+    monitor.close()
     out = {
         "measured_at": bench._now(),
         "chunks": args.size,
@@ -150,6 +157,9 @@ def main() -> int:
             ef: measure.overlap_at_k(results[f"vector_ef{ef}"], results["numpy_exact"]) for ef in efs
         },
         "prewarmed_blocks": prewarmed,
+        "reads_during_timing": during,
+        "shared_buffers_mb_after_prewarm": cached_after_prewarm,
+        "shared_buffers_mb_after_timing": cached_after_timing,
         "context_weight": settings.context_weight,
         "proximity_weight": settings.proximity_weight,
     }

@@ -247,16 +247,17 @@ def engine_for(server_url: str, name: str, settings: Settings) -> Engine:
     return make_engine(database_url(server_url, name), settings)
 
 
-# In this order: at 1M the list is ~14 GB against 6 GB of shared_buffers, so what comes last stays. First what a
-# query reads in order or little of, then what it probes at random, and the HNSW graph last (every vector search
-# walks ~3,500 of its pages at 1M; evicted by the relations read after it, it made the vector arm 2x slower).
+# In this order: at 1M the list is ~17 GB against 6 GB of shared_buffers, so what comes last stays in them and
+# what comes first may leave the OS cache too (~12 GB beside the server and this process). First what a query
+# reads in order or little of, then what it probes at random, then the chunk rows every arm's hits are read from
+# (heap and TOAST: 3.5 GB at 1M; read before the postings' keys, their pages came from disk during the timing,
+# ~30 blocks a query), and the HNSW graph last (every vector search walks ~3,500 of its pages at 1M; evicted by
+# the relations read after it, it made the vector arm 2x slower). The impact index serves the bounded keyword
+# arm only: a collection with packed postings (``db.packed_postings``) reads it for filtered searches alone.
 _HOT = (
     "ix_chunk_terms_impact",
-    "document_chunks",
     "document_contexts",
     "ix_document_chunks_content_tsv",
-    "pk_chunk_terms",
-    "pk_context_terms",  # the context BM25 (migration 0013): index-only scans
     "pk_document_contexts",
     "documents",
     "documents_pkey",
@@ -265,10 +266,28 @@ _HOT = (
     "lexeme_stats",
     "pk_lexeme_stats",
     "context_stats",
+    "pk_chunk_terms",
+    "pk_context_terms",  # the context BM25 (migration 0013): index-only scans
     "bm25_packed_lists",  # the exact keyword arm's lists (migration 0014), read whole through their TOAST table
     "pk_bm25_packed_lists",
+    "document_chunks",
     "ix_document_chunks_embedding_hnsw",
 )
+PACKED_IDLE = frozenset({"ix_chunk_terms_impact"})
+
+
+def hot_relations(conn: psycopg.Connection[Any]) -> tuple[str, ...]:
+    """``_HOT``, less what a database whose collections all have packed postings does not read per query."""
+    row = conn.execute("SELECT to_regclass('bm25_packed_snapshots') IS NOT NULL").fetchone()
+    packed = (
+        row is not None
+        and row[0]
+        and conn.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM collection_stats s WHERE NOT EXISTS "
+            "(SELECT 1 FROM bm25_packed_snapshots p WHERE p.collection = s.collection AND p.ready))"
+        ).fetchone()
+    )
+    return tuple(r for r in _HOT if not (packed and packed[0] and r in PACKED_IDLE))
 
 
 def prewarm(conn: psycopg.Connection[Any], relations: Sequence[str] = _HOT) -> int:
