@@ -33,11 +33,11 @@ EF_SEARCH_REFERENCE_CHUNKS = 100_000
 #: above it, ef_search grows by ``EF_SEARCH_PER_DECADE`` times the setting per tenfold of chunks: the
 #: candidate list a fixed recall needs grows with the graph. On realistic vectors, with the graph built
 #: with ef_construction 128 (migration 0012), recall@20 was 0.95-0.97 at 100k with ef 100; at 300k 0.946 with
-#: ef 269, 0.951 with 320 and 0.963 with 400; at 1M three builds gave 0.93 / 0.94 / 0.97 with ef 400 and
-#: 0.96 / 0.97 / 0.99 with ef 800 (docs/benchmarks.md, "Session 13" and "Session 18"). Linear in the log of
-#: the size (concave, as the measurements are): 300k gets 434, 1M 800, where every build measured holds 0.95.
-#: (A power law through the same 1M point, ``(chunks / 100k) ** 0.9``, gave 300k only 269.)
-EF_SEARCH_PER_DECADE = 7.0
+#: ef 269, 0.951 with 320 and 0.963 with 400; at 1M five builds gave 0.93 / 0.94 / 0.97 with ef 400,
+#: 0.96 / 0.97 / 0.99 / 0.957 / 0.946 with ef 800 and 0.965 with ef 1000 on the build of 0.946 (docs/benchmarks.md,
+#: "Session 13", "Session 18", "Session 23"). Linear in the log of the size (concave, as the measurements are):
+#: 300k gets 529, 1M pgvector's largest, 1000 (7 per decade, 1M at 800, left one build of five under 0.95).
+EF_SEARCH_PER_DECADE = 9.0
 
 
 def ef_search_for(chunks: int, *, base: int, depth: int) -> int:
