@@ -139,14 +139,34 @@ def refresh(db: Database, collection: str, *, min_chunks: int) -> PackedRefresh:
             and _changes(session, snapshot) <= REBUILD_SHARE * snapshot.chunk_count
         ):
             return PackedRefresh("kept", chunks)
-        if snapshot is None:
+        first = snapshot is None
+        if first:
             # committed first: from here on, deletes record tombstones, so none made during the build is missed
             session.add(PackedSnapshot(collection=collection, base_id=0, max_id=-1, chunk_count=0, ready=False))
     started = time.perf_counter()
+    if first:
+        _settle_postings(db)
     packed = _build(db, collection)
     seconds = time.perf_counter() - started
     _log.info("packed the postings of %d chunks of collection %r in %.1f s", packed, collection, seconds)
     return PackedRefresh("built", packed, seconds)
+
+
+def _settle_postings(db: Database) -> None:
+    """``VACUUM (ANALYZE)`` the postings before a collection's first pack. A first pack usually follows a bulk
+    load whose postings were never read: the pack's scan then set every page's hint bits and found no visibility
+    map (at 100k chunks: pack 15.3 s right after the load's commit, 26.4 s inside its transaction; vacuum 2.1 s,
+    then pack 5.6 s). VACUUM skips the pages already all-visible, so on a settled table it costs little."""
+    if db.is_bound:  # a test's connection: VACUUM cannot run in its transaction
+        return
+    started = time.perf_counter()
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("SET statement_timeout = 0"))  # VACUUM cannot run in a transaction: no SET LOCAL
+        try:
+            conn.execute(text("VACUUM (ANALYZE) chunk_terms"))
+        finally:
+            conn.execute(text("RESET statement_timeout"))  # back to the pool with the engine's own
+    _log.info("vacuumed the postings before a first pack in %.1f s", time.perf_counter() - started)
 
 
 def _changes(session: Session, snapshot: PackedSnapshot) -> int:
