@@ -2,10 +2,10 @@
 
 ``BulkLoad`` runs in ONE transaction, the caller's. ``add_documents`` COPYs a batch's documents into
 ``documents`` (ids drawn from its sequence in write order, as the row path's upserts draw them) and
-their chunks into a temporary staging table. ``finish`` moves the chunks into ``document_chunks`` with
-one ``INSERT ... SELECT`` (tsvector and lexeme count computed in SQL, ids in staging order) whose
-``RETURNING`` feeds ``chunk_terms`` in the same statement, then counts ``lexeme_stats`` and
-``collection_stats`` with one statement each, with the two statistics triggers disabled meanwhile.
+their chunks into a staging table (``db.bulk_staging``). ``finish`` tokenizes the staged chunks once
+(on parallel workers where it can) and moves them into ``document_chunks`` with one ``INSERT ... SELECT``
+(ids in staging order) whose ``RETURNING`` feeds ``chunk_terms`` in the same statement, then counts
+``lexeme_stats`` and ``collection_stats`` with one statement each, with the two statistics triggers disabled meanwhile.
 When ``document_chunks`` held no row at all (a first index on a plain table), the secondary indexes
 of ``document_chunks``, ``chunk_terms`` and ``context_terms``, both postings tables' primary keys and the
 context postings' reference to their contexts are dropped first and built (or checked once) after the
@@ -33,7 +33,8 @@ from psycopg.sql import SQL, Composable, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from rag_service.db.contexts import write_collection_contexts
+from rag_service.db.bulk_staging import Staging
+from rag_service.db.contexts import TSV_LENGTH, write_collection_contexts
 from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
 from rag_service.db.keywords import KEYWORDS_SQL
 
@@ -89,12 +90,6 @@ _STAGE_TYPES = (
     "text",
     "jsonb",
 )
-_CREATE_STAGE = text(
-    "CREATE TEMP TABLE bulk_chunks (seq bigint PRIMARY KEY, document_id bigint NOT NULL, chunk_index integer, "
-    "chunk_type text, content text, parent_content text, parent_start integer, parent_end integer, headers jsonb, "
-    "header_path text, start_char integer, end_char integer, token_count integer, content_hash text, "
-    "embedding vector, search_prefix text, metadata jsonb, keywords jsonb) ON COMMIT DROP"
-)
 _COPY_STAGE = "COPY bulk_chunks (" + ", ".join(_STAGE_COLUMNS) + ") FROM STDIN WITH (FORMAT BINARY)"
 _NEXT_DOCUMENT_IDS = text("SELECT nextval(pg_get_serial_sequence('documents', 'id')) FROM generate_series(1, :n)")
 _COPY_DOCUMENTS = (
@@ -102,23 +97,19 @@ _COPY_DOCUMENTS = (
 )
 _UNSTAGE_DOCUMENT = text("DELETE FROM bulk_chunks WHERE document_id = :document_id")
 
-_TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\n' || b.content)"
-# the chunks in staging order (ids drawn in the row path's order) and, in the same statement, their
-# postings (what the trigger of migrations 0002/0005 would write), from the rows just inserted rather
-# than a second read of the table
+# the chunks in staging order (ids drawn in the row path's order) with their tsvectors (``bulk_vectors``)
+# and, in the same statement, their postings (what the trigger of migrations 0002/0005 would write), from
+# the rows just inserted rather than a second read of the table
 _MOVE_CHUNKS_SQL = (
-    "WITH moved AS ("  # noqa: S608 (constants of this module only)
+    "WITH moved AS ("
     "INSERT INTO document_chunks (document_id, collection, chunk_index, chunk_type, content, parent_content, "
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, embedding, "
     "content_tsv, lexeme_count, metadata) "
     "SELECT b.document_id, :collection, b.chunk_index, b.chunk_type, b.content, b.parent_content, b.parent_start, "
     "b.parent_end, b.headers, b.header_path, b.start_char, b.end_char, b.token_count, b.content_hash, "
-    "b.embedding, t.tsv, "
-    # what the row trigger rag_chunk_lexeme_count() computes, inline
-    "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest(t.tsv) AS u), "
+    "b.embedding, t.tsv, " + TSV_LENGTH.format(tsv="t.tsv") + ", "
     "CASE WHEN b.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', b.keywords) END "
-    # OFFSET 0: the tsvector is computed once per row, not once per reference
-    "FROM bulk_chunks b CROSS JOIN LATERAL (SELECT " + _TSV + " AS tsv OFFSET 0) t ORDER BY b.seq "
+    "FROM bulk_chunks b JOIN bulk_vectors t ON t.seq = b.seq ORDER BY b.seq "
     "RETURNING id, collection, content_tsv, lexeme_count) "
     "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
     "SELECT m.id, m.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), m.lexeme_count "
@@ -143,17 +134,17 @@ _COLLECTION_STATS = text(
 # lexeme), itself counted in by ``:self_count`` = 1 as in ``db.keywords``.
 _KEYWORD_TERMS_SQL = (
     "CREATE TEMP TABLE bulk_df ON COMMIT DROP AS "
-    "SELECT b.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY b.seq) - 1 AS doc_freq "
-    "FROM bulk_chunks b, unnest(" + _TSV + ") AS u"
+    "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
+    "FROM bulk_vectors v, unnest(v.tsv) AS u"
 )
 _KEYWORD_TERMS = text(_KEYWORD_TERMS_SQL)
 _KEYWORD_TERMS_KEY = text("ALTER TABLE bulk_df ADD PRIMARY KEY (seq, lexeme)")
 _KEYWORD_BEFORE_SQL = (
     "CREATE TEMP TABLE bulk_before ON COMMIT DROP AS "  # noqa: S608 (constants of this module only)
-    "SELECT l.seq, row_number() OVER w - 1 AS chunk_count, "
-    "coalesce(sum(l.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
-    "FROM (SELECT b.seq, (SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) "
-    "FROM unnest(" + _TSV + ") AS u) AS len FROM bulk_chunks b) l WINDOW w AS (ORDER BY l.seq)"
+    "SELECT v.seq, row_number() OVER w - 1 AS chunk_count, "
+    "coalesce(sum(v.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
+    "FROM (SELECT v.seq, " + TSV_LENGTH.format(tsv="v.tsv") + " AS len FROM bulk_vectors v) v "
+    "WINDOW w AS (ORDER BY v.seq)"
 )
 _KEYWORD_BEFORE = text(_KEYWORD_BEFORE_SQL)
 _KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
@@ -253,6 +244,7 @@ class BulkLoad:
         self._seq = 0
         self._documents: dict[int, None] = {}  # staged document ids, in write order
         self._sources: set[str] = set()
+        self.staging = Staging(session)
 
     def start(self) -> None:
         """Create the staging table; no lock is taken on the shared tables yet."""
@@ -260,7 +252,7 @@ class BulkLoad:
 
         self.session.execute(text("SET LOCAL statement_timeout = 0"))
         self.session.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
-        self.session.execute(_CREATE_STAGE)
+        self.staging.create()
         register_vector(self._raw())
 
     def _raw(self) -> Any:
@@ -359,9 +351,13 @@ class BulkLoad:
                 self.session.execute(statement, params)
             timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
 
+        phase(f"tokenize {self.chunks} chunks")
+        started = time.perf_counter()
+        self.staging.tokenize(self.fts_config)
+        timings["tokenize"] = time.perf_counter() - started
         if self.keywords.count > 0 and self.chunks:
             step("keyword statistics", _KEYWORD_TERMS, _KEYWORD_TERMS_KEY, _KEYWORD_BEFORE, _KEYWORD_BEFORE_KEY)
-            step("analyze staging", text("ANALYZE bulk_chunks, bulk_df, bulk_before"))
+            step("analyze staging", text("ANALYZE bulk_df, bulk_before"))
             phase("keywords")
             started = time.perf_counter()
             self.session.execute(
@@ -379,6 +375,7 @@ class BulkLoad:
         rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
         step("disable statistics triggers", _DISABLE_STATS)
         step(f"insert {self.chunks} chunks and their postings", _MOVE_CHUNKS)
+        self.staging.drop()
         step("lexeme statistics", _LEXEME_STATS, _COLLECTION_STATS)
         step("disable context trigger", _DISABLE_CONTEXT_STATS)
         phase("contexts")

@@ -25,6 +25,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger
 
+from rag_service.db.bulk_staging import run_in_parallel
+
 #: a context longer than this (characters) is not stored, so its chunks have no context score: PostgreSQL's
 #: tsvector holds at most 1 MB, and a document this long without sections says little as one unit
 MAX_CONTEXT_CHARS = 200_000
@@ -38,8 +40,9 @@ _BODY = """concat_ws(E'\\n',
 _HAS_CONTEXT = """(c.parent_start IS NOT NULL OR NOT EXISTS (
             SELECT 1 FROM document_chunks s WHERE s.collection = :collection AND s.document_id = c.document_id
             AND s.parent_start IS NOT NULL))"""
-# the length BM25 normalises by: lexeme occurrences, a lexeme without positions counted once
-_LENGTH = "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest({tsv}) AS u)"
+#: the length BM25 normalises by, of a tsvector ``{tsv}``: lexeme occurrences, one without positions counted
+#: once (what the row trigger rag_chunk_lexeme_count() computes for a chunk)
+TSV_LENGTH = "(SELECT coalesce(sum(greatest(coalesce(cardinality(u.positions), 0), 1)), 0) FROM unnest({tsv}) AS u)"
 # the first chunk of each context of the documents ``{scope}`` selects (its header path and parent text
 # are the context's)
 _FIRST_CHUNKS_SQL = f"""
@@ -51,7 +54,7 @@ ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
 # the contexts and their postings, from ``{vectors}`` (document_id, context_start, tsv)
 _INSERT_CONTEXTS = (
     "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
-    "SELECT :collection, v.document_id, v.context_start, " + _LENGTH.format(tsv="v.tsv") + " FROM {vectors} v"
+    "SELECT :collection, v.document_id, v.context_start, " + TSV_LENGTH.format(tsv="v.tsv") + " FROM {vectors} v"
 )
 _INSERT_TERMS = (
     "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
@@ -96,12 +99,6 @@ WHERE c.collection = :collection AND d.collection = :collection AND c.id = ANY(:
 _BULK_VECTORS = text(_BULK_VECTORS_SQL).bindparams(bindparam("first_chunks", type_=ARRAY(BigInteger)))
 _BULK_CONTEXTS = text(_INSERT_CONTEXTS.format(vectors="bulk_contexts"))
 _BULK_TERMS = text(_INSERT_TERMS.format(vectors="bulk_contexts"))
-# the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
-# serially; told that parallel work is free it runs it on the workers (set for that statement only)
-_PARALLEL_SETTINGS = ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
-_SHOW_SQL = "SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS)
-_SET_SQL = "SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS)
-_SHOW, _SET = text(_SHOW_SQL), text(_SET_SQL)
 _DELETE = text(
     "DELETE FROM document_contexts WHERE collection = :collection AND document_id = ANY(:document_ids)"
 ).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
@@ -128,10 +125,7 @@ def write_collection_contexts(session: Session | Connection, *, collection: str,
     ``write_contexts`` would, for a bulk load: the tokenizing may run on parallel workers."""
     first_chunks = list(session.execute(_FIRST_CHUNKS, {"collection": collection}).scalars())
     params = {"collection": collection, "fts_config": fts_config, "max_chars": MAX_CONTEXT_CHARS}
-    before = dict(zip(_PARALLEL_SETTINGS, session.execute(_SHOW).one(), strict=True))
-    session.execute(_SET, dict.fromkeys(_PARALLEL_SETTINGS, "0"))
-    session.execute(_BULK_VECTORS, {**params, "first_chunks": first_chunks})
-    session.execute(_SET, before)
+    run_in_parallel(session, _BULK_VECTORS, {**params, "first_chunks": first_chunks})
     session.execute(_BULK_CONTEXTS, params)
     session.execute(_BULK_TERMS, params)
     session.execute(text("DROP TABLE bulk_contexts"))

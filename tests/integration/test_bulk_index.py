@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from rag_service.db import migrate
+from rag_service.db import bulk_staging, migrate
 from rag_service.db.bulk import BulkLoad
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
@@ -120,10 +120,19 @@ def dump(engine: Engine) -> dict[str, list[Any]]:
     return found
 
 
-@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+_LOAD_SCHEMAS = text("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'rag_bulk%'")
+
+
+@pytest.mark.parametrize(
+    ("partitioned", "schema_allowed"),
+    [(False, True), (True, True), (False, False)],
+    ids=["plain", "partitioned", "temporary-staging"],
+)
 def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
-    corpus, database_factory, settings, partitioned, monkeypatch
+    corpus, database_factory, settings, partitioned, schema_allowed, monkeypatch
 ):
+    if not schema_allowed:  # a role that may not create a schema stages in temporary tables
+        monkeypatch.setattr(bulk_staging, "_CAN_CREATE_SCHEMA", text("SELECT false"))
     row_engine = _fresh(database_factory, settings, partitioned=partitioned)
     bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
     settings = dataclasses.replace(settings, bm25_packed_min_chunks=1)  # packed postings compared too
@@ -156,6 +165,8 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         )
         for table in row_state:
             assert bulk_state[table] == row_state[table], table
+        with bulk_engine.connect() as conn:  # the load's staging schema went with it
+            assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
     finally:
         row_engine.dispose()
         bulk_engine.dispose()
@@ -208,5 +219,7 @@ def test_a_failing_bulk_load_leaves_the_database_as_it_was(corpus, database_fact
         after = dump(engine)
         after.pop("index_settings"), before.pop("index_settings")  # every run records the model before writing
         assert after == before
+        with engine.connect() as conn:
+            assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
     finally:
         engine.dispose()
