@@ -26,8 +26,9 @@ import os
 import time
 
 import bench
+import psycopg
 from bench_lib import corpus as synth
-from bench_lib import real_text, store
+from bench_lib import reads, real_text, store
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -105,6 +106,8 @@ def main() -> int:
     pending = list(tqdm(_documents(corpus), total=len(synth.documents(corpus)), desc="precomputing rows", unit="doc"))
     prepared_s = time.perf_counter() - mark  # the chunker's work in the product (token counts, hashes): not timed
     load_before = os.getloadavg()
+    monitor = psycopg.connect(database_url(url, name).replace("+psycopg", ""), autocommit=True)
+    written_before, cpu_before = reads.write_counters(monitor), reads.snapshot(monitor)
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if args.path == "bulk":
@@ -146,6 +149,10 @@ def main() -> int:
     packed = packed_postings.refresh(db, COLLECTION, min_chunks=settings.bm25_packed_min_chunks)
     timings[f"packed postings ({packed.action})"] = time.perf_counter() - mark
     total = time.perf_counter() - started
+    time.sleep(2)  # backends report their I/O when idle
+    written = reads.write_difference(written_before, reads.write_counters(monitor))
+    steal = reads.difference(cpu_before, reads.snapshot(monitor))["cpu_steal_share"]
+    monitor.close()
     with db.transaction() as session:
         stored = session.execute(text("SELECT chunk_count, total_length FROM collection_stats WHERE collection = :c"), {"c": COLLECTION}).one()  # fmt: skip
     out = {
@@ -159,6 +166,8 @@ def main() -> int:
         "rows_precomputed_untimed_s": round(prepared_s, 1),
         "collection_stats": list(stored),
         "relation_sizes": store.relation_sizes(database_url(url, name)),
+        "cpu_steal_share": steal,
+        "written_blocks_evicted_fsynced_extended": written,
     }
     print(json.dumps(out, indent=1))
     engine.dispose()

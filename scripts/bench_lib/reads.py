@@ -84,3 +84,29 @@ def _disk_sectors_read() -> int:
     disks = {p.name for p in Path("/sys/block").iterdir() if not p.name.startswith(("loop", "ram", "zram"))}
     lines = (line.split() for line in Path("/proc/diskstats").read_text().splitlines())
     return sum(int(fields[5]) for fields in lines if fields[2] in disks)
+
+
+_WRITE_COUNTERS = """
+SELECT backend_type || ' / ' || context, sum(coalesce(writes, 0)), sum(coalesce(evictions, 0)),
+       sum(coalesce(fsyncs, 0)), sum(coalesce(extends, 0))
+FROM pg_stat_io WHERE object = 'relation' GROUP BY 1
+UNION ALL SELECT 'wal (bytes, full-page images)', wal_bytes, wal_fpi, 0, 0 FROM pg_stat_wal
+UNION ALL SELECT 'checkpoints (timed, requested, buffers written)', num_timed, num_requested, buffers_written, 0
+FROM pg_stat_checkpointer
+"""
+
+
+def write_counters(conn: psycopg.Connection[Any]) -> dict[str, tuple[int, ...]]:
+    """The server's write counters now (cluster-wide): blocks written / evicted / fsynced / extended per backend
+    type and I/O context, WAL bytes and full-page images, checkpoints; wait ~2 s after the work, as for reads."""
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    return {str(row[0]): tuple(int(v) for v in row[1:]) for row in conn.execute(_WRITE_COUNTERS).fetchall()}
+
+
+def write_difference(before: dict[str, tuple[int, ...]], after: dict[str, tuple[int, ...]]) -> dict[str, list[int]]:
+    """What was written between two ``write_counters``, rows that changed only."""
+    changes = {
+        name: [value - base for value, base in zip(counts, before.get(name, (0,) * len(counts)), strict=True)]
+        for name, counts in after.items()
+    }
+    return {name: counts for name, counts in sorted(changes.items()) if any(counts)}
