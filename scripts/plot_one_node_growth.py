@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Plot p50/p95 of each arm, the hybrid and ``retrieve()`` against the collection size (issue 27 point 4).
 
-Reads the JSON files ``scripts/bench_one_node.py --json`` wrote, one per size, and prints the markdown table.
+Reads the JSON files ``scripts/bench_one_node.py --json`` wrote, one per size, and prints the markdown table;
+``--builds`` adds each size's bulk load time from ``scripts/bench_bulk_load.py``'s output.
 
     .venv/bin/python scripts/plot_one_node_growth.py bench_out/one_node_{10k,100k,300k,1m}.json --out docs/one_node_growth.png
 
@@ -30,10 +31,30 @@ SERIES = (
 BOUNDED = (("ours_fulltext_bounded", "keyword arm, budget 6,000 (not exact)"),)
 
 
-def _build_time(run: dict[str, Any]) -> str:
-    """The bulk load's duration when the run records it (``build.bulk_load_s``), else blank."""
-    seconds = run.get("build", {}).get("bulk_load_s")
+def _build_time(run: dict[str, Any], builds: dict[int, float]) -> str:
+    """The bulk load's duration of a collection of this size (``--builds``), else blank."""
+    seconds = builds.get(run["chunks"])
     return "" if seconds is None else f"{seconds / 60:.1f} min" if seconds >= 600 else f"{seconds:.0f} s"
+
+
+def _bulk_load(path: Path) -> dict[str, Any]:
+    """The JSON ``scripts/bench_bulk_load.py`` printed last (its output or a log of it, progress bars first)."""
+    text = path.read_text()
+    loaded: dict[str, Any] = json.loads(text[text.rindex("\n{\n") + 1 : text.rindex("}") + 1])
+    return loaded
+
+
+def _plot_builds(axis: Any, builds: dict[int, float]) -> None:
+    """The bulk first index's minutes by size, against issue 27's 25 minutes at 1M."""
+    sizes = sorted(builds)
+    axis.plot(sizes, [builds[n] / 60 for n in sizes], marker="o", color="tab:purple", label="bulk first index")
+    axis.axhline(25, color="tab:red", ls=":", label="25 min (issue 27, 1M)")
+    axis.set_xscale("log")
+    axis.set_xlabel("chunks loaded (precomputed vectors, keywords off)")
+    axis.set_ylabel("minutes, end to end (indexes, contexts, packing)")
+    axis.set_title("Bulk first index by size")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=8)
 
 
 def main() -> int:
@@ -41,9 +62,12 @@ def main() -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=Path("docs/one_node_growth.png"))
     parser.add_argument("--corpus", choices=("synthetic", "real"), default="synthetic")
+    parser.add_argument("--builds", nargs="*", type=Path, default=[], help="bench_bulk_load.py outputs (or logs)")
     args = parser.parse_args()
+    builds = {load["chunks"]: load["total_s"] for load in map(_bulk_load, args.builds)}
     runs = sorted((json.loads(f.read_text()) for f in args.files), key=lambda r: r["chunks"])
-    figure, axis = plt.subplots(figsize=(8, 5))
+    figure, axes = plt.subplots(1, 2 if builds else 1, figsize=(13 if builds else 8, 5), squeeze=False)
+    axis = axes[0][0]
     for key, label in SERIES + BOUNDED:
         timed = [r for r in runs if key in r["latency"]]
         if not timed:
@@ -59,6 +83,8 @@ def main() -> int:
     axis.set_title("Latency by collection size (ef_search grows with the size)")
     axis.grid(True, which="both", alpha=0.3)
     axis.legend(fontsize=8)
+    if builds:
+        _plot_builds(axes[0][1], builds)
     figure.tight_layout()
     figure.savefig(args.out, dpi=110)
     print(
@@ -75,7 +101,7 @@ def main() -> int:
             f"| {r['chunks']:,} | {r.get('ef_search_default', '')} | {' | '.join(cells)} | {r['hnsw_recall_at_20']:.3f} "
             f"| {overlap} | {sizes_['document_chunks_total']} | {sizes_['hnsw_index']} "
             f"| {sizes_.get('postings_total', '')} | {sizes_.get('packed_lists', '')} "
-            f"| {sizes_.get('database_total', '')} | {_build_time(r)} |"
+            f"| {sizes_.get('database_total', '')} | {_build_time(r, builds)} |"
         )
     return 0
 
