@@ -108,8 +108,9 @@ _MOVE_CHUNKS_SQL = (
     "SELECT b.document_id, :collection, b.chunk_index, b.chunk_type, b.content, b.parent_content, b.parent_start, "
     "b.parent_end, b.headers, b.header_path, b.start_char, b.end_char, b.token_count, b.content_hash, "
     "b.embedding, t.tsv, " + TSV_LENGTH.format(tsv="t.tsv") + ", "
-    "CASE WHEN b.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', b.keywords) END "
-    "FROM bulk_chunks b JOIN bulk_vectors t ON t.seq = b.seq ORDER BY b.seq "
+    "CASE WHEN k.keywords IS NULL THEN b.metadata ELSE b.metadata || jsonb_build_object('keywords', k.keywords) END "
+    "FROM bulk_chunks b JOIN bulk_vectors t ON t.seq = b.seq LEFT JOIN bulk_keywords k ON k.seq = b.seq "
+    "ORDER BY b.seq "
     "RETURNING id, collection, content_tsv, lexeme_count) "
     "INSERT INTO chunk_terms (chunk_id, collection, lexeme, tf, doc_len) "
     "SELECT m.id, m.collection, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1), m.lexeme_count "
@@ -132,21 +133,17 @@ _COLLECTION_STATS = text(
 # Keywords as the row path computes them at write time: chunk k against the statistics of the chunks
 # written before it (``bulk_before``: their count and length; ``bulk_df``: how many of them hold each
 # lexeme), itself counted in by ``:self_count`` = 1 as in ``db.keywords``.
-_KEYWORD_TERMS_SQL = (
-    "CREATE TEMP TABLE bulk_df ON COMMIT DROP AS "
+_KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
     "FROM bulk_vectors v, unnest(v.tsv) AS u"
 )
-_KEYWORD_TERMS = text(_KEYWORD_TERMS_SQL)
 _KEYWORD_TERMS_KEY = text("ALTER TABLE bulk_df ADD PRIMARY KEY (seq, lexeme)")
-_KEYWORD_BEFORE_SQL = (
-    "CREATE TEMP TABLE bulk_before ON COMMIT DROP AS "  # noqa: S608 (constants of this module only)
-    "SELECT v.seq, row_number() OVER w - 1 AS chunk_count, "
+_KEYWORD_BEFORE_SELECT = (
+    "SELECT v.seq, row_number() OVER w - 1 AS chunk_count, "  # noqa: S608 (constants of this module only)
     "coalesce(sum(v.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
     "FROM (SELECT v.seq, " + TSV_LENGTH.format(tsv="v.tsv") + " AS len FROM bulk_vectors v) v "
     "WINDOW w AS (ORDER BY v.seq)"
 )
-_KEYWORD_BEFORE = text(_KEYWORD_BEFORE_SQL)
 _KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
 _ROW_PATH_STATS = "FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)"
 _ROW_PATH_DF = (
@@ -158,8 +155,12 @@ _BULK_KEYWORDS_SQL = (
     .replace(_ROW_PATH_DF, "FROM bulk_df s WHERE s.seq = b.seq AND s.lexeme = t.lexeme")
 )
 assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the replacements above"
-_KEYWORDS_SQL = "UPDATE bulk_chunks b SET keywords = " + _BULK_KEYWORDS_SQL  # noqa: S608 (constants only)
-_KEYWORDS = text(_KEYWORDS_SQL)
+# each chunk's keywords (``bulk_keywords``, joined by the INSERT: no UPDATE of the staged rows); none when
+# keywords are off. Serial: db.keywords' statement holds CTEs, which keep its subplan in the leader (EXPLAIN);
+# a function marked PARALLEL SAFE around it would let the workers share it
+_KEYWORDS_SELECT = "SELECT b.seq, " + _BULK_KEYWORDS_SQL + " AS keywords FROM bulk_chunks b"  # noqa: S608
+_NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
+_KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
 
 _IS_EMPTY = text("SELECT NOT EXISTS (SELECT 1 FROM document_chunks)")
 _LOCK = text("LOCK TABLE document_chunks, chunk_terms IN SHARE ROW EXCLUSIVE MODE")
@@ -356,21 +357,22 @@ class BulkLoad:
         self.staging.tokenize(self.fts_config)
         timings["tokenize"] = time.perf_counter() - started
         if self.keywords.count > 0 and self.chunks:
-            step("keyword statistics", _KEYWORD_TERMS, _KEYWORD_TERMS_KEY, _KEYWORD_BEFORE, _KEYWORD_BEFORE_KEY)
-            step("analyze staging", text("ANALYZE bulk_df, bulk_before"))
+            phase("keyword statistics")
+            started = time.perf_counter()
+            self.staging.create_as("bulk_df", _KEYWORD_TERMS_SELECT, params)
+            self.session.execute(_KEYWORD_TERMS_KEY)
+            self.staging.create_as("bulk_before", _KEYWORD_BEFORE_SELECT, params)
+            self.session.execute(_KEYWORD_BEFORE_KEY)
+            self.session.execute(text("ANALYZE bulk_df, bulk_before"))
+            timings["keyword statistics"] = time.perf_counter() - started
             phase("keywords")
             started = time.perf_counter()
-            self.session.execute(
-                _KEYWORDS,
-                {
-                    **params,
-                    "self_count": 1,
-                    "keyword_count": self.keywords.count,
-                    "bm25_k1": float(self.keywords.bm25_k1),
-                    "bm25_b": float(self.keywords.bm25_b),
-                },
-            )
+            keyword_params = {**params, **self._keyword_params()}
+            self.staging.create_as("bulk_keywords", _KEYWORDS_SELECT, keyword_params)
             timings["keywords"] = time.perf_counter() - started
+        else:
+            self.staging.create_as("bulk_keywords", _NO_KEYWORDS_SELECT, params)
+        self.session.execute(_KEYWORDS_KEY)
         step("lock", _LOCK)
         rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
         step("disable statistics triggers", _DISABLE_STATS)
@@ -394,6 +396,14 @@ class BulkLoad:
                 timings[label] = time.perf_counter() - started
         step("enable statistics triggers", _ENABLE_STATS)
         return timings
+
+    def _keyword_params(self) -> dict[str, Any]:
+        return {
+            "self_count": 1,
+            "keyword_count": self.keywords.count,
+            "bm25_k1": float(self.keywords.bm25_k1),
+            "bm25_b": float(self.keywords.bm25_b),
+        }
 
     def _run(self, statement: Composable) -> None:
         """A statement composed by psycopg (identifiers quoted by it), in the load's transaction."""

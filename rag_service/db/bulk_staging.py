@@ -21,7 +21,7 @@ _STAGE_DEFINITION = (
     "bulk_chunks (seq bigint PRIMARY KEY, document_id bigint NOT NULL, chunk_index integer, chunk_type text, "
     "content text, parent_content text, parent_start integer, parent_end integer, headers jsonb, header_path text, "
     "start_char integer, end_char integer, token_count integer, content_hash text, embedding vector, "
-    "search_prefix text, metadata jsonb, keywords jsonb)"
+    "search_prefix text, metadata jsonb)"
 )
 _CAN_CREATE_SCHEMA = text("SELECT has_database_privilege(current_database(), 'CREATE')")
 _SEARCH_PATH = text("SELECT current_setting('search_path')")
@@ -69,13 +69,19 @@ class Staging:
         else:
             self.session.execute(text("CREATE TEMP TABLE " + _STAGE_DEFINITION + " ON COMMIT DROP"))
 
+    def create_as(self, name: str, select: str, params: dict[str, Any], *, parallel: bool = False) -> None:
+        """Stage ``select``'s rows as table ``name`` (a constant of the caller), beside ``bulk_chunks``;
+        ``parallel``: a query worth running on parallel workers (where the staging allows them)."""
+        if self.schema is None:
+            self.session.execute(text(f"CREATE TEMP TABLE {name} ON COMMIT DROP AS {select}"), params)
+        elif parallel:
+            run_in_parallel(self.session, text(f"CREATE UNLOGGED TABLE {name} AS {select}"), params)
+        else:
+            self.session.execute(text(f"CREATE UNLOGGED TABLE {name} AS {select}"), params)
+
     def tokenize(self, fts_config: str) -> None:
         """``bulk_vectors``: every staged chunk's tsvector, keyed by ``seq``."""
-        params = {"fts_config": fts_config}
-        if self.schema is None:
-            self.session.execute(text("CREATE TEMP TABLE bulk_vectors ON COMMIT DROP AS " + _VECTORS_SELECT), params)
-        else:
-            run_in_parallel(self.session, text("CREATE UNLOGGED TABLE bulk_vectors AS " + _VECTORS_SELECT), params)
+        self.create_as("bulk_vectors", _VECTORS_SELECT, {"fts_config": fts_config}, parallel=True)
         self.session.execute(_VECTORS_KEY)
         self.session.execute(text("ANALYZE bulk_chunks, bulk_vectors"))
 
