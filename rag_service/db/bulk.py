@@ -33,10 +33,10 @@ from psycopg.sql import SQL, Composable, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from rag_service.db.bulk_keywords import stage_keywords
 from rag_service.db.bulk_staging import Staging
 from rag_service.db.contexts import TSV_LENGTH, write_collection_contexts
 from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
-from rag_service.db.keywords import KEYWORDS_SQL
 
 #: ``maintenance_work_mem`` per chunk for the index builds after a load: pgvector builds the HNSW graph
 #: in memory while it fits (a 384-d vector and its neighbour lists take ~2 kB) and on disk, far slower,
@@ -129,38 +129,6 @@ _COLLECTION_STATS = text(
     "ON CONFLICT (collection) DO UPDATE SET chunk_count = s.chunk_count + EXCLUDED.chunk_count, "
     "total_length = s.total_length + EXCLUDED.total_length"
 )
-
-# Keywords as the row path computes them at write time: chunk k against the statistics of the chunks
-# written before it (``bulk_before``: their count and length; ``bulk_df``: how many of them hold each
-# lexeme), itself counted in by ``:self_count`` = 1 as in ``db.keywords``.
-_KEYWORD_TERMS_SELECT = (
-    "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
-    "FROM bulk_vectors v, unnest(v.tsv) AS u"
-)
-_KEYWORD_TERMS_KEY = text("ALTER TABLE bulk_df ADD PRIMARY KEY (seq, lexeme)")
-_KEYWORD_BEFORE_SELECT = (
-    "SELECT v.seq, row_number() OVER w - 1 AS chunk_count, "  # noqa: S608 (constants of this module only)
-    "coalesce(sum(v.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
-    "FROM (SELECT v.seq, " + TSV_LENGTH.format(tsv="v.tsv") + " AS len FROM bulk_vectors v) v "
-    "WINDOW w AS (ORDER BY v.seq)"
-)
-_KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
-_ROW_PATH_STATS = "FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)"
-_ROW_PATH_DF = (
-    "FROM lexeme_stats s\n" + " " * 34 + "WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme"
-)
-_BULK_KEYWORDS_SQL = (
-    KEYWORDS_SQL.replace(":content", "b.content")
-    .replace(_ROW_PATH_STATS, "FROM bulk_before s WHERE s.seq = b.seq")
-    .replace(_ROW_PATH_DF, "FROM bulk_df s WHERE s.seq = b.seq AND s.lexeme = t.lexeme")
-)
-assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the replacements above"
-# each chunk's keywords (``bulk_keywords``, joined by the INSERT: no UPDATE of the staged rows); none when
-# keywords are off. Serial: db.keywords' statement holds CTEs, which keep its subplan in the leader (EXPLAIN);
-# a function marked PARALLEL SAFE around it would let the workers share it
-_KEYWORDS_SELECT = "SELECT b.seq, " + _BULK_KEYWORDS_SQL + " AS keywords FROM bulk_chunks b"  # noqa: S608
-_NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
-_KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
 
 _IS_EMPTY = text("SELECT NOT EXISTS (SELECT 1 FROM document_chunks)")
 _LOCK = text("LOCK TABLE document_chunks, chunk_terms IN SHARE ROW EXCLUSIVE MODE")
@@ -356,23 +324,7 @@ class BulkLoad:
         started = time.perf_counter()
         self.staging.tokenize(self.fts_config)
         timings["tokenize"] = time.perf_counter() - started
-        if self.keywords.count > 0 and self.chunks:
-            phase("keyword statistics")
-            started = time.perf_counter()
-            self.staging.create_as("bulk_df", _KEYWORD_TERMS_SELECT, params)
-            self.session.execute(_KEYWORD_TERMS_KEY)
-            self.staging.create_as("bulk_before", _KEYWORD_BEFORE_SELECT, params)
-            self.session.execute(_KEYWORD_BEFORE_KEY)
-            self.session.execute(text("ANALYZE bulk_df, bulk_before"))
-            timings["keyword statistics"] = time.perf_counter() - started
-            phase("keywords")
-            started = time.perf_counter()
-            keyword_params = {**params, **self._keyword_params()}
-            self.staging.create_as("bulk_keywords", _KEYWORDS_SELECT, keyword_params)
-            timings["keywords"] = time.perf_counter() - started
-        else:
-            self.staging.create_as("bulk_keywords", _NO_KEYWORDS_SELECT, params)
-        self.session.execute(_KEYWORDS_KEY)
+        timings.update(stage_keywords(self.staging, params, self.keywords, phase, chunks=self.chunks))
         step("lock", _LOCK)
         rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
         step("disable statistics triggers", _DISABLE_STATS)
@@ -396,14 +348,6 @@ class BulkLoad:
                 timings[label] = time.perf_counter() - started
         step("enable statistics triggers", _ENABLE_STATS)
         return timings
-
-    def _keyword_params(self) -> dict[str, Any]:
-        return {
-            "self_count": 1,
-            "keyword_count": self.keywords.count,
-            "bm25_k1": float(self.keywords.bm25_k1),
-            "bm25_b": float(self.keywords.bm25_b),
-        }
 
     def _run(self, statement: Composable) -> None:
         """A statement composed by psycopg (identifiers quoted by it), in the load's transaction."""
