@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from rag_service.db.bulk_staging import Staging
+from rag_service.db.bulk_staging import Staging, staged_table
 from rag_service.db.contexts import TSV_LENGTH
 from rag_service.db.documents import ChunkKeywords
 from rag_service.db.keywords import KEYWORDS_SQL
@@ -47,6 +47,9 @@ assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the
 # chunk, its statistics lookups)
 _KEYWORDS_SELECT = "SELECT b.seq, " + _BULK_KEYWORDS_SQL + " AS keywords FROM bulk_chunks b"  # noqa: S608
 _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
+_DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)
+_KEYWORDS = staged_table("bulk_keywords", _KEYWORDS_SELECT)
+_NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
 _KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
 
 
@@ -57,14 +60,14 @@ def stage_keywords(
     session = staging.session
     timings: dict[str, float] = {}
     if keywords.count <= 0 or not chunks:
-        staging.create_as("bulk_keywords", _NO_KEYWORDS_SELECT, params)
+        staging.create_as(_NO_KEYWORDS, params)
         session.execute(_KEYWORDS_KEY)
         return timings
     phase("keyword statistics")
     started = time.perf_counter()
-    staging.create_as("bulk_df", _KEYWORD_TERMS_SELECT, params)
+    staging.create_as(_DF, params)
     session.execute(_KEYWORD_TERMS_KEY)
-    staging.create_as("bulk_before", _KEYWORD_BEFORE_SELECT, params)
+    staging.create_as(_BEFORE, params)
     session.execute(_KEYWORD_BEFORE_KEY)
     session.execute(text("ANALYZE bulk_df, bulk_before"))
     timings["keyword statistics"] = time.perf_counter() - started
@@ -72,7 +75,7 @@ def stage_keywords(
     started = time.perf_counter()
     weights = {"self_count": 1, "keyword_count": keywords.count}
     keyword_params = {**params, **weights, "bm25_k1": float(keywords.bm25_k1), "bm25_b": float(keywords.bm25_b)}
-    staging.create_as("bulk_keywords", _KEYWORDS_SELECT, keyword_params)
+    staging.create_as(_KEYWORDS, keyword_params)
     session.execute(_KEYWORDS_KEY)
     timings["keywords"] = time.perf_counter() - started
     return timings

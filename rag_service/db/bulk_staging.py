@@ -11,10 +11,11 @@ tables vanish with the load: dropped at its end, or rolled back with its transac
 from __future__ import annotations
 
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg.sql import SQL, Identifier
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 from sqlalchemy.orm import Session
 
 _STAGE_DEFINITION = (
@@ -32,13 +33,35 @@ CHUNK_TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\
 # each staged chunk's tsvector: a plain projection, which the workers compute (a lateral subquery, or the
 # length beside it, would run in the leader only: 9.0 s at 100k against 3.7 here)
 _VECTORS_SELECT = "SELECT b.seq, " + CHUNK_TSV + " AS tsv FROM bulk_chunks b"  # noqa: S608 (constants only)
+_CREATE_STAGE_UNLOGGED_SQL = "CREATE UNLOGGED TABLE " + _STAGE_DEFINITION
+_CREATE_STAGE_TEMP_SQL = "CREATE TEMP TABLE " + _STAGE_DEFINITION + " ON COMMIT DROP"
+_CREATE_STAGE_UNLOGGED, _CREATE_STAGE_TEMP = text(_CREATE_STAGE_UNLOGGED_SQL), text(_CREATE_STAGE_TEMP_SQL)
+
+
+@dataclass(frozen=True, slots=True)
+class StagedTable:
+    """A staging table made by a query: its two statements (unlogged in the load's schema, or temporary)."""
+
+    unlogged: TextClause
+    temporary: TextClause
+
+
+def staged_table(name: str, select: str) -> StagedTable:
+    """``CREATE ... name AS select`` both ways; for module constants only (built once, at import)."""
+    unlogged = f"CREATE UNLOGGED TABLE {name} AS {select}"
+    temporary = f"CREATE TEMP TABLE {name} ON COMMIT DROP AS {select}"
+    return StagedTable(text(unlogged), text(temporary))
+
+
+_VECTORS = staged_table("bulk_vectors", _VECTORS_SELECT)
 _VECTORS_KEY = text("ALTER TABLE bulk_vectors ADD PRIMARY KEY (seq)")
 
 # the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
 # serially; told that parallel work is free it runs it on the workers (set for that statement only)
 _PARALLEL_SETTINGS = ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
-_SHOW_PARALLEL = text("SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS))
-_SET_PARALLEL = text("SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS))
+_SHOW_PARALLEL_SQL = "SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS)
+_SET_PARALLEL_SQL = "SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS)
+_SHOW_PARALLEL, _SET_PARALLEL = text(_SHOW_PARALLEL_SQL), text(_SET_PARALLEL_SQL)
 
 
 def run_in_parallel(session: Session | Connection, statement: Any, params: dict[str, Any]) -> None:
@@ -65,23 +88,23 @@ class Staging:
             self._run(SQL("CREATE SCHEMA {}").format(Identifier(self.schema)))
             path = SQL("{}, ").format(Identifier(self.schema)).as_string(self._raw()) + self._search_path
             self.session.execute(_SET_SEARCH_PATH, {"path": path})
-            self.session.execute(text("CREATE UNLOGGED TABLE " + _STAGE_DEFINITION))
+            self.session.execute(_CREATE_STAGE_UNLOGGED)
         else:
-            self.session.execute(text("CREATE TEMP TABLE " + _STAGE_DEFINITION + " ON COMMIT DROP"))
+            self.session.execute(_CREATE_STAGE_TEMP)
 
-    def create_as(self, name: str, select: str, params: dict[str, Any], *, parallel: bool = False) -> None:
-        """Stage ``select``'s rows as table ``name`` (a constant of the caller), beside ``bulk_chunks``;
-        ``parallel``: a query worth running on parallel workers (where the staging allows them)."""
+    def create_as(self, table: StagedTable, params: dict[str, Any], *, parallel: bool = False) -> None:
+        """Stage ``table`` beside ``bulk_chunks``; ``parallel``: its query is worth running on parallel
+        workers (where the staging allows them)."""
         if self.schema is None:
-            self.session.execute(text(f"CREATE TEMP TABLE {name} ON COMMIT DROP AS {select}"), params)
+            self.session.execute(table.temporary, params)
         elif parallel:
-            run_in_parallel(self.session, text(f"CREATE UNLOGGED TABLE {name} AS {select}"), params)
+            run_in_parallel(self.session, table.unlogged, params)
         else:
-            self.session.execute(text(f"CREATE UNLOGGED TABLE {name} AS {select}"), params)
+            self.session.execute(table.unlogged, params)
 
     def tokenize(self, fts_config: str) -> None:
         """``bulk_vectors``: every staged chunk's tsvector, keyed by ``seq``."""
-        self.create_as("bulk_vectors", _VECTORS_SELECT, {"fts_config": fts_config}, parallel=True)
+        self.create_as(_VECTORS, {"fts_config": fts_config}, parallel=True)
         self.session.execute(_VECTORS_KEY)
         self.session.execute(text("ANALYZE bulk_chunks, bulk_vectors"))
 
