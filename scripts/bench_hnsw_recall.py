@@ -31,6 +31,7 @@ import bench
 import numpy as np
 import psycopg
 from bench_lib import real_text, store
+from bench_lib.measure import TIE
 from pgvector.psycopg import register_vector
 from psycopg import sql
 from tqdm import tqdm
@@ -42,8 +43,6 @@ from rag_service.embed import embedder_for
 DATASETS = bench.REPO.parent / "shared" / "datasets"
 DATABASE = "rag_hnsw_recall"
 TOP_K = 20
-#: similarity tolerance for "as near as the exact 20th" (float32 rounding of pgvector against numpy)
-TIE = 1e-5
 
 
 def _table(conn: psycopg.Connection, size: int, vectors: np.ndarray, m: int, construction: int) -> tuple[str, float]:

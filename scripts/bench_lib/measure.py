@@ -143,6 +143,37 @@ def overlap_at_k(found: list[list[int]], truth: list[list[int]]) -> float:
     return round(sum(shares) / len(shares), 4) if shares else 0.0
 
 
+#: similarity tolerance for "as near as the exact k-th" (float32 rounding of pgvector against numpy)
+TIE = 1e-5
+
+
+def recall_with_ties(found: list[list[int]], truth: list[list[int]], vectors: np.ndarray, queries: np.ndarray) -> float:
+    """Recall at k counting a returned chunk as right when it is at least as similar as the exact k-th (within
+    ``TIE``): ann-benchmarks' rule. With exact duplicates in a corpus (identical chunks, identical vectors), which of
+    a tied group makes the top k is arbitrary, and ``overlap_at_k`` counts a perfect search's tie-break as a miss.
+    ``queries[i]`` is the vector of ``found[i]`` and ``truth[i]``'s question; ids are 1-based rows of ``vectors``."""
+    shares = []
+    for f, t, q in zip(found, truth, queries, strict=True):
+        if not t:
+            continue
+        kth = min(float(vectors[j - 1] @ q) for j in t)
+        shares.append(sum(float(vectors[j - 1] @ q) >= kth - TIE for j in f[: len(t)]) / len(t))
+    return round(sum(shares) / len(shares), 4) if shares else 0.0
+
+
+def exact_top_k_other_tie_break(vectors: np.ndarray, queries: np.ndarray, k: int) -> list[list[int]]:
+    """Exact top ``k`` (1-based ids) with ties broken the other way (the higher id first): its ``overlap_at_k`` with
+    ``retrievers.numpy_exact`` is the strict recall a second exact search gets, the ceiling of that measure."""
+    found = []
+    for q in queries:
+        scores = vectors @ q
+        room = min(len(scores), k * 4)  # room for a tied group across the k-th place
+        top = np.argpartition(-scores, room - 1)[:room]
+        order = np.lexsort((-top, -scores[top]))[:k]
+        found.append([int(j) + 1 for j in top[order]])
+    return found
+
+
 def hit_rate(found: list[list[int]], targets: list[int]) -> float:
     """Share of queries whose source chunk is among the returned ids."""
     hits = [t in f for f, t in zip(found, targets, strict=True)]
