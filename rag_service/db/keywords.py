@@ -34,8 +34,10 @@ WITH kw_top AS (
         SELECT u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf,
                sum(greatest(coalesce(cardinality(u.positions), 0), 1)) OVER ()::float8 AS len
         FROM unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST(:content AS text))) AS u
-        WHERE u.lexeme ~ '[[:alpha:]]' AND length(u.lexeme) BETWEEN 2 AND 40
-          AND 2 * length(regexp_replace(u.lexeme, '[^0-9]', '', 'g')) <= length(u.lexeme)
+        -- digits counted with translate(): a regexp_replace here was a third of the statement's time
+        WHERE length(u.lexeme) BETWEEN 2 AND 40
+          AND 2 * (length(u.lexeme) - length(translate(u.lexeme, '0123456789', ''))) <= length(u.lexeme)
+          AND u.lexeme ~ '[[:alpha:]]'
     ) t
     CROSS JOIN (
         SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,

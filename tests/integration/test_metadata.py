@@ -105,6 +105,22 @@ def test_keywords_follow_the_collection_statistics(service, db):
     assert words[0] == "quokka" and words[-1] == "node"
 
 
+def test_ids_numbers_and_single_letters_are_no_keywords(db):
+    """A lexeme needs a letter, 2-40 characters and no more digits than other characters (a hash or an id is
+    no keyword); exactly half digits passes."""
+    with db.transaction() as session:
+        words = keywords_of(
+            session,
+            "x 2024 1234abc5678 a1b2c3 deadbeef12 a1b2c3d4e5f6g7h88 quokka " + "y" * 41,
+            collection="default",
+            fts_config="english",
+            keyword_count=10,
+            bm25_k1=1.2,
+            bm25_b=0.75,
+        )
+    assert sorted(words) == ["a1b2c3", "deadbeef12", "quokka"]
+
+
 def test_documents_get_an_extractive_summary_and_a_title(service, connection):
     rows = dict(
         connection.execute(text("SELECT source, metadata->>'summary' FROM documents WHERE collection='default'")).all()
