@@ -4,9 +4,9 @@ A chunk's terms are the lexemes of its text (``to_tsvector``, as its stored tsve
 weighted as BM25 weighs a one-word query on it: ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len /
 avglen))``, with the collection's document frequencies (``lexeme_stats``) and size (``collection_stats``)
 kept by the triggers of migration 0002. The best ``keyword_count`` become ``metadata.keywords``, each
-shown as the first word of the chunk that stems to it (the lexeme itself when none does, e.g.
-``ray.init``). Lexemes without a letter, with more digits than other characters (hashes, ids), of one
-letter or over 40 characters are left out.
+shown as the first word of the chunk that stems to it, else the first hyphenated or dotted compound
+(``per-tenant`` for the parser's ``per-ten``), else the lexeme itself. Lexemes without a letter, with
+more digits than other characters (hashes, ids), of one letter or over 40 characters are left out.
 
 Keywords are computed when a chunk is written, against the statistics at that moment (the chunk itself
 counted in), so the first documents of a new collection see few others; ``rag metadata build``
@@ -57,16 +57,26 @@ WITH kw_top AS (
     ORDER BY score DESC, t.lexeme
     LIMIT :keyword_count
 ), kw_words AS (
+    -- plain words first; a compound (``per-tenant``, ``ray.init``) only for a lexeme no plain word gives
     SELECT DISTINCT ON (lex) lex, w.word
     FROM (
-        SELECT word, min(pos) AS pos
+        SELECT word, 0 AS compound, min(pos) AS pos
         FROM regexp_split_to_table(lower(CAST(:content AS text)), '[^[:alnum:]_]+') WITH ORDINALITY AS x(word, pos)
         WHERE word <> ''
+        GROUP BY word
+        UNION ALL
+        SELECT word, 1, min(pos)
+        FROM (
+            SELECT regexp_replace(x.token, '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g') AS word, x.pos
+            FROM regexp_split_to_table(lower(CAST(:content AS text)), '[[:space:]]+') WITH ORDINALITY AS x(token, pos)
+            WHERE x.token ~ '[[:alnum:]_][.-]+[[:alnum:]_]'
+        ) c
+        WHERE EXISTS (SELECT 1 FROM kw_top WHERE kw_top.lexeme ~ '[.-]')  -- else no compound is needed
         GROUP BY word
     ) w
     CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(:fts_config AS regconfig), w.word))) AS lex
     WHERE lex IN (SELECT lexeme FROM kw_top)
-    ORDER BY lex, w.pos
+    ORDER BY lex, w.compound, w.pos
 )
 SELECT coalesce(jsonb_agg(coalesce(kw_words.word, kw_top.lexeme) ORDER BY kw_top.score DESC, kw_top.lexeme),
                 '[]'::jsonb)

@@ -121,6 +121,23 @@ def test_ids_numbers_and_single_letters_are_no_keywords(db):
     assert sorted(words) == ["a1b2c3", "deadbeef12", "quokka"]
 
 
+def test_a_compound_keyword_is_shown_as_written(db):
+    """The parser's lexeme of a hyphenated or dotted compound (``per-ten``, ``ray.init``) is shown as the text
+    wrote it; its parts keep their plain words."""
+    with db.transaction() as session:
+        words = keywords_of(
+            session,
+            "Quotas are per-tenant. Call ray.init() first; tenant quotas apply.",
+            collection="default",
+            fts_config="english",
+            keyword_count=10,
+            bm25_k1=1.2,
+            bm25_b=0.75,
+        )
+    assert "per-tenant" in words and "ray.init" in words and "tenant" in words and "quotas" in words
+    assert not {"per-ten", "quota"} & set(words)
+
+
 def test_documents_get_an_extractive_summary_and_a_title(service, connection):
     rows = dict(
         connection.execute(text("SELECT source, metadata->>'summary' FROM documents WHERE collection='default'")).all()
