@@ -65,14 +65,11 @@ WITH kw_top AS (
         WHERE word <> ''
         GROUP BY word
         UNION ALL
-        SELECT word, 1, min(pos)
-        FROM (
-            SELECT regexp_replace(x.token, '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g') AS word, x.pos
-            FROM regexp_split_to_table(lower(CAST(:content AS text)), '[[:space:]]+') WITH ORDINALITY AS x(token, pos)
-            WHERE x.token ~ '[[:alnum:]_][.-]+[[:alnum:]_]'
-        ) c
+        SELECT x.match[1], 1, min(x.pos)
+        FROM regexp_matches(lower(CAST(:content AS text)), '([[:alnum:]_]+(?:[.-]+[[:alnum:]_]+)+)', 'g')
+             WITH ORDINALITY AS x(match, pos)
         WHERE EXISTS (SELECT 1 FROM kw_top WHERE kw_top.lexeme ~ '[.-]')  -- else no compound is needed
-        GROUP BY word
+        GROUP BY x.match[1]
     ) w
     CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(:fts_config AS regconfig), w.word))) AS lex
     WHERE lex IN (SELECT lexeme FROM kw_top)
