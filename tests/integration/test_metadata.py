@@ -90,50 +90,31 @@ def test_every_chunk_gets_its_distinctive_words_as_keywords(service, connection)
     assert all(w == w.lower() for w in autoscaling)
 
 
+def _keywords(db, content: str, *, count: int) -> list[str]:
+    """The keywords ``content`` would get as a new chunk of the default collection (BM25 1.2 / 0.75)."""
+    with db.transaction() as session:
+        return keywords_of(
+            session, content, collection="default", fts_config="english", keyword_count=count, bm25_k1=1.2, bm25_b=0.75
+        )
+
+
 def test_keywords_follow_the_collection_statistics(service, db):
     """A word in every document ranks below one only this text has (idf), at equal term frequency."""
-    with db.transaction() as session:
-        words = keywords_of(
-            session,
-            "node dashboard quokka",
-            collection="default",
-            fts_config="english",
-            keyword_count=3,
-            bm25_k1=1.2,
-            bm25_b=0.75,
-        )
+    words = _keywords(db, "node dashboard quokka", count=3)
     assert words[0] == "quokka" and words[-1] == "node"
 
 
 def test_ids_numbers_and_single_letters_are_no_keywords(db):
     """A lexeme needs a letter, 2-40 characters and no more digits than other characters (a hash or an id is
     no keyword); exactly half digits passes."""
-    with db.transaction() as session:
-        words = keywords_of(
-            session,
-            "x 2024 1234abc5678 a1b2c3 deadbeef12 a1b2c3d4e5f6g7h88 quokka " + "y" * 41,
-            collection="default",
-            fts_config="english",
-            keyword_count=10,
-            bm25_k1=1.2,
-            bm25_b=0.75,
-        )
+    words = _keywords(db, "x 2024 1234abc5678 a1b2c3 deadbeef12 a1b2c3d4e5f6g7h88 quokka " + "y" * 41, count=10)
     assert sorted(words) == ["a1b2c3", "deadbeef12", "quokka"]
 
 
 def test_a_compound_keyword_is_shown_as_written(db):
     """The parser's lexeme of a hyphenated or dotted compound (``per-ten``, ``ray.init``) is shown as the text
     wrote it; its parts keep their plain words."""
-    with db.transaction() as session:
-        words = keywords_of(
-            session,
-            "Quotas are per-tenant. Call ray.init() first; tenant quotas apply.",
-            collection="default",
-            fts_config="english",
-            keyword_count=10,
-            bm25_k1=1.2,
-            bm25_b=0.75,
-        )
+    words = _keywords(db, "Quotas are per-tenant. Call ray.init() first; tenant quotas apply.", count=10)
     assert "per-tenant" in words and "ray.init" in words and "tenant" in words and "quotas" in words
     assert not {"per-ten", "quota"} & set(words)
 
