@@ -20,8 +20,9 @@ def test_it_grows_with_the_size_and_stays_within_bounds() -> None:
 
 
 def test_a_million_chunks_search_with_the_ef_measured_for_them() -> None:
-    # ef 800 left one ef_construction-128 graph of five at recall@20 0.946; ef 1000 gave it 0.965 (docs/benchmarks.md)
-    assert ef_search_for(10 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) == MAX_EF_SEARCH == 1000
+    # ef 800: recall@20 with ties 0.958-0.969 on every 1M build measured, vector arm p95 under 15 ms (docs/benchmarks.md)
+    assert ef_search_for(10 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) == 800
+    assert ef_search_for(100 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) == MAX_EF_SEARCH == 1000
 
 
 def test_three_hundred_thousand_chunks_get_the_ef_that_held_their_recall() -> None:
