@@ -341,7 +341,7 @@ class Preset:
 
 
 #: the relevance floors of the stock ``agent`` and ``chatbot`` presets (migration 0011; 0009 had 0.3 and 0.2 as
-#: floors on every result): the first result must reach it, the rest half of it (``relevance.TAIL_SHARE``). On
+#: floors on every result): the first result must reach it, the rest ``relevance.TAIL_SHARE`` of it. On
 #: int8 vectors, on a 0.01 grid, the floors meeting issue 25.3 on ray-docs-qa (the set that binds: <= 0.01
 #: nDCG@10 lost, out-of-domain chunks <= 20% of in-domain) were 0.42-0.44 (agent) and 0.41-0.43 (chatbot);
 #: anthropic-docs-qa, SciFact and every cross pairing re-measured it (docs/benchmarks.md, "Issue 25 point 3 on

@@ -99,8 +99,8 @@ def test_the_floor_cuts_a_tail_and_reports_it() -> None:
 
 def test_the_floor_gates_on_the_first_result_and_cuts_the_rest_at_a_share_of_it() -> None:
     # an answerable question: its first result passes 0.4, so the rest stay down to TAIL_SHARE * 0.4
-    assert TAIL_SHARE == 0.5
-    chunks = [_chunk(1, 0.9, 0.8), _chunk(2, 0.8, 0.3), _chunk(3, 0.7, 0.21), _chunk(4, 0.6, 0.19)]
+    assert TAIL_SHARE == 0.4
+    chunks = [_chunk(1, 0.9, 0.8), _chunk(2, 0.8, 0.3), _chunk(3, 0.7, 0.17), _chunk(4, 0.6, 0.15)]
     kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.4)
     assert [c.chunk_id for c in kept] == [1, 2, 3] and [c.chunk_id for c in dropped] == [4]
     # an unanswerable one: its first result is below the floor, so nothing passes, not even above the share
@@ -111,7 +111,7 @@ def test_the_floor_gates_on_the_first_result_and_cuts_the_rest_at_a_share_of_it(
 
 def test_without_calibration_the_pipelines_relevance_stays() -> None:
     chunks = [_chunk(1, 0.3, 0.9), _chunk(2, 0.8, 0.1)]
-    kept, dropped = finalize(chunks, calibrate=False, min_relevance=0.7)
+    kept, dropped = finalize(chunks, calibrate=False, min_relevance=0.8)
     assert [(c.chunk_id, c.relevance_score) for c in kept] == [(2, 0.8)] and [c.chunk_id for c in dropped] == [1]
 
 
