@@ -50,7 +50,7 @@ def _plot_builds(axis: Any, builds: dict[int, float]) -> None:
     axis.plot(sizes, [builds[n] / 60 for n in sizes], marker="o", color="tab:purple", label="bulk first index")
     axis.axhline(25, color="tab:red", ls=":", label="25 min (issue 27, 1M)")
     axis.set_xscale("log")
-    axis.set_xlabel("chunks loaded (precomputed vectors, keywords off)")
+    axis.set_xlabel("chunks loaded (precomputed vectors)")
     axis.set_ylabel("minutes, end to end (indexes, contexts, packing)")
     axis.set_title("Bulk first index by size")
     axis.grid(True, which="both", alpha=0.3)
