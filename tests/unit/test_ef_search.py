@@ -20,7 +20,7 @@ def test_it_grows_with_the_size_and_stays_within_bounds() -> None:
 
 
 def test_a_million_chunks_search_with_the_ef_measured_for_them() -> None:
-    # ef 800: recall@20 with ties 0.958-0.969 on every 1M build measured, vector arm p95 under 15 ms (docs/benchmarks.md)
+    # ef 800: recall@20 with ties 0.958-0.969 on every 1M build measured, vector p95 under 15 ms (docs/benchmarks.md)
     assert ef_search_for(10 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) == 800
     assert ef_search_for(100 * EF_SEARCH_REFERENCE_CHUNKS, base=100, depth=20) == MAX_EF_SEARCH == 1000
 
