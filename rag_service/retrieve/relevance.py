@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,9 +44,12 @@ import numpy.typing as npt
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from rag_service.db.coverage import best_held_share
+from rag_service.db.replicas import ReadRoute
 from rag_service.db.search import vector_from_send
 from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
 from rag_service.result import RetrievedChunk
+from rag_service.retrieve.query import bm25_text, parse_query
 
 #: chunks of a collection sampled for its reference (spread evenly over its ids)
 REFERENCE_SAMPLE = 512
@@ -55,6 +58,15 @@ REFERENCE_TTL_S = 300.0
 #: once the first result passes ``min_relevance``, the results after it are kept down to this share of it
 #: (0.5 until session 27: 0.4 kept answerable lists' relevant tails on two machines' vectors, all three sets)
 TAIL_SHARE = 0.4
+#: a first result below ``min_relevance`` but at or above this share of it still passes when one of the first
+#: ``HELD_RESULTS`` results holds ``HELD_SHARE`` of the question's words, weighed by idf (``db.coverage``): short
+#: questions the model scores low but whose rare words a passage holds (docs/benchmarks.md, "Session 27"). Only
+#: for floors up to ``LEXICAL_MAX_FLOOR`` (the stock ones): it was measured on first results of 0.3-0.43, and a
+#: caller asking for more than an even chance wants the model's own score to reach it
+LEXICAL_FLOOR_SHARE = 0.7
+LEXICAL_MAX_FLOOR = 0.5
+HELD_SHARE = 0.5
+HELD_RESULTS = 3
 #: ``finalize`` keeps the ranked order strict: each result is at least this much above the next
 _STEP = 1e-6
 
@@ -193,7 +205,11 @@ def section_evidence(chunks: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
 
 
 def finalize(
-    chunks: Sequence[RetrievedChunk], *, calibrate: bool, min_relevance: float
+    chunks: Sequence[RetrievedChunk],
+    *,
+    calibrate: bool,
+    min_relevance: float,
+    held_share: Callable[[Sequence[RetrievedChunk]], float] | None = None,
 ) -> tuple[list[RetrievedChunk], list[RetrievedChunk]]:
     """The results in ranked order with their final relevance, gated and cut by ``min_relevance``.
 
@@ -201,8 +217,11 @@ def finalize(
     result's relevance becomes the largest calibrated value at or below its rank (kept strictly
     decreasing, so the order survives any later sort by relevance); without it (a reranker ran, or
     no result has a calibrated value) the pipeline's relevance stays. A first result below
-    ``min_relevance`` drops every result; otherwise those below ``TAIL_SHARE * min_relevance`` are
-    dropped. Returns the kept results and the dropped ones, both in ranked order.
+    ``min_relevance`` drops every result, unless the floor is at most ``LEXICAL_MAX_FLOOR``, the first result at
+    least ``LEXICAL_FLOOR_SHARE`` of it and
+    ``held_share`` (asked only then) says one of the first ``HELD_RESULTS`` holds ``HELD_SHARE`` of the question;
+    otherwise those below ``TAIL_SHARE * min_relevance`` are dropped. Returns the kept results and the dropped
+    ones, both in ranked order.
     """
     order = sorted(range(len(chunks)), key=lambda i: (-chunks[i].relevance_score, i))
     ranked = [chunks[i] for i in order]
@@ -212,10 +231,43 @@ def finalize(
         for i in range(len(ranked) - 1, -1, -1):
             level = min(max(values[i], level + _STEP), 1.0)
             ranked[i] = replace(ranked[i], relevance_score=level)
-    if not ranked or ranked[0].relevance_score < min_relevance:
+    if not ranked or (
+        ranked[0].relevance_score < min_relevance
+        and not _held(ranked, min_relevance=min_relevance, held_share=held_share)
+    ):
         return [], ranked
     kept = [c for c in ranked if c.relevance_score >= TAIL_SHARE * min_relevance]
     return kept, ranked[len(kept) :]
+
+
+def _held(
+    ranked: Sequence[RetrievedChunk],
+    *,
+    min_relevance: float,
+    held_share: Callable[[Sequence[RetrievedChunk]], float] | None,
+) -> bool:
+    """Whether a first result under the floor passes on the question's words its first results hold."""
+    if held_share is None or min_relevance > LEXICAL_MAX_FLOOR:
+        return False
+    if ranked[0].relevance_score < LEXICAL_FLOOR_SHARE * min_relevance:
+        return False
+    return held_share(ranked[:HELD_RESULTS]) >= HELD_SHARE
+
+
+def held_share_reader(
+    route: ReadRoute, collection: str, fts_config: str, query: str
+) -> Callable[[Sequence[RetrievedChunk]], float]:
+    """``finalize``'s ``held_share`` for the user's own words of ``query`` (those BM25 scores, not its expansions):
+    one short read through the call's ``route``, made only when ``finalize`` asks."""
+    words = bm25_text(parse_query(query))
+
+    def share(chunks: Sequence[RetrievedChunk]) -> float:
+        ids = [c.chunk_id for c in chunks]
+        return route.read(
+            lambda s: best_held_share(s, collection=collection, fts_config=fts_config, words=words, chunk_ids=ids)
+        )
+
+    return share
 
 
 def no_relevant_passages(query: str, best: float, min_relevance: float) -> str:

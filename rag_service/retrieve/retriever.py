@@ -45,6 +45,7 @@ from rag_service.retrieve.relevance import (
     Calibration,
     ReferenceCache,
     finalize,
+    held_share_reader,
     no_relevant_passages,
     score_candidates,
     section_evidence,
@@ -272,7 +273,10 @@ class Retriever:
         if metrics.reranker != NO_RERANKER:
             metrics.relevance = "reranker"
         floor = preset.min_relevance if metrics.relevance != "uncalibrated" else 0.0
-        chunks, dropped = finalize(chunks, calibrate=metrics.relevance == "calibrated", min_relevance=floor)
+        held = held_share_reader(route or self.reads.route(), options.collection, self.settings.fts_config, text)
+        chunks, dropped = finalize(
+            chunks, calibrate=metrics.relevance == "calibrated", min_relevance=floor, held_share=held
+        )
         metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()

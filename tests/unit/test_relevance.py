@@ -9,6 +9,10 @@ from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
 from rag_service.result import ChunkScores, RetrievedChunk
 from rag_service.retrieve.relevance import (
     CALIBRATIONS,
+    HELD_RESULTS,
+    HELD_SHARE,
+    LEXICAL_FLOOR_SHARE,
+    LEXICAL_MAX_FLOOR,
     TAIL_SHARE,
     Calibration,
     CollectionReference,
@@ -107,6 +111,32 @@ def test_the_floor_gates_on_the_first_result_and_cuts_the_rest_at_a_share_of_it(
     chunks = [_chunk(1, 0.9, 0.39), _chunk(2, 0.8, 0.3)]
     kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.4)
     assert kept == [] and [c.chunk_id for c in dropped] == [1, 2]
+
+
+def test_a_first_result_under_the_floor_passes_when_its_results_hold_the_question() -> None:
+    asked: list[list[int]] = []
+
+    def held(share: float):  # type: ignore[no-untyped-def]
+        def read(chunks):  # type: ignore[no-untyped-def]
+            asked.append([c.chunk_id for c in chunks])
+            return share
+
+        return read
+
+    chunks = [_chunk(i, 1.0 - i / 10, v) for i, v in enumerate((0.35, 0.3, 0.2, 0.19, 0.1), start=1)]
+    # 0.35 is under 0.43 but above LEXICAL_FLOOR_SHARE of it: the first HELD_RESULTS results are weighed
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_share=held(HELD_SHARE))
+    assert asked == [[1, 2, 3][:HELD_RESULTS]]
+    assert [c.chunk_id for c in kept] == [1, 2, 3, 4] and [c.chunk_id for c in dropped] == [5]  # tail: 0.4 x 0.43
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_share=held(HELD_SHARE - 0.01))
+    assert kept == [] and len(dropped) == 5
+    asked.clear()
+    low = [_chunk(1, 0.9, LEXICAL_FLOOR_SHARE * 0.43 - 0.01), _chunk(2, 0.8, 0.1)]
+    kept, dropped = finalize(low, calibrate=True, min_relevance=0.43, held_share=held(1.0))
+    assert kept == [] and asked == []  # too far under the floor: not asked, refused
+    assert 0.43 <= LEXICAL_MAX_FLOOR < 0.9
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.9, held_share=held(1.0))
+    assert kept == [] and asked == []  # a floor over LEXICAL_MAX_FLOOR: the model's score alone decides
 
 
 def test_without_calibration_the_pipelines_relevance_stays() -> None:
