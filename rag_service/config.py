@@ -60,10 +60,11 @@ DEFAULT_BM25_PACKED_MIN_CHUNKS = 20_000
 #: the context BM25's weight, chosen on all three visible sets (scripts/simulate_ranking.py): with 0.6 rag eval
 #: gave SciFact +0.015, ray-docs-qa +0.001, anthropic-docs-qa +0.030 (0.3 and 1.0: the same mean; benchmarks.md)
 DEFAULT_CONTEXT_WEIGHT = 0.6
-#: term proximity's weight (``db.proximity``): off by default. 0.15 passes the default rule on all three visible sets
-#: on three indexes (mean +0.003 / +0.004 / +0.005 nDCG@10, no set below -0.0013) for +2 ms hybrid p95 at 1M, but
-#: with it the ``agent`` floor costs ray-docs-qa 0.0119 nDCG@10, over issue 25.3's 0.01 (benchmarks.md "Session 27")
-DEFAULT_PROXIMITY_WEIGHT = 0.0
+#: term proximity's weight (``db.proximity``), chosen on all three visible sets together: 0.15 passes the default
+#: rule on three indexes on two machines (mean +0.003 / +0.004 / +0.005 nDCG@10, no set below -0.0013) for +2 ms
+#: hybrid p95 at 1M chunks; with the floor's lexical evidence the ``agent`` floor costs ray-docs-qa 0.0032 with it
+#: (0.0119 without that evidence: benchmarks.md "Session 27")
+DEFAULT_PROXIMITY_WEIGHT = 0.15
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500

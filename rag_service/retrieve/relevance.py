@@ -27,7 +27,9 @@ result: below it, nothing is returned (the context says "no relevant passages");
 results after the first are kept down to ``TAIL_SHARE`` of it, so an answerable question keeps its
 ranked list while the weak tail of every answer is still cut (docs/benchmarks.md, "Issue 25 point 3
 on int8, session 10": one floor cutting every result either cost answerable questions or let
-unanswerable ones through).
+unanswerable ones through). A first result a little under a floor of at most 0.5 still passes when one of the
+first results holds half of the question's words weighed by idf (``db.coverage``): the model scores some short,
+answerable questions low, and their rare words are the evidence it misses (docs/benchmarks.md, "Session 27").
 """
 
 from __future__ import annotations
