@@ -13,6 +13,9 @@ out-of-domain. Reported per collection:
   a first result below the floor drops the list, else results below ``--tail-share`` of the floor are
   cut; each floor is that cut of the one run at 0). ``--dump`` keeps the ranked lists, and
   ``--from-dump`` scores them again with other floors or another ``--tail-share`` without retrieving.
+  These cuts leave out the floor's lexical evidence (a first result just under the floor that passes on the
+  question's words its results hold: ``retrieve/relevance.py``); ``--preset-floor --floors 0`` measures the
+  product's whole rule.
 
     RAG_DATA_DIR=/tmp/relevance-data scripts/eval_relevance.py \\
         --set ray-docs-qa=/work/shared/datasets/ray-docs-qa \\
