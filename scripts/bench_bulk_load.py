@@ -15,6 +15,11 @@ synthetic one of ``scripts/bench_one_node.py`` (10 chunks a document), in a data
 sentences' vectors; database ``rag_bulk_<size>_bulk_real``): real term statistics (60M postings at 1M) and
 an HNSW graph built on vectors with the geometry of real embeddings.
 
+``--reindex`` then writes the same documents again as ``rag reindex --all`` writes them into a collection
+it rewrites whole (``BulkLoad(replace=True)``, ``db.bulk_replace``: ids kept, the chunk tables truncated,
+the indexes rebuilt) and times that load on its own (database ``..._reindex``); the re-embedding a real
+reindex does first is not included (~45 chunks/s with the bundled model here).
+
     RAG_DATA_DIR=$PWD/bench-data .venv/bin/python scripts/bench_bulk_load.py --size 100000
 """
 
@@ -71,6 +76,32 @@ def _documents(corpus: synth.Corpus):  # type: ignore[no-untyped-def]
         yield f"synthetic/{doc_index + 1:07d}.txt", f"Synthetic document {doc_index + 1}", "\n\n".join(texts), rows
 
 
+def _bulk_load(db, pending, keywords, chunker, *, size: int, replace: bool) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """One bulk load of the precomputed documents (``replace``: rewriting them, as ``rag reindex --all``)."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    with db.transaction() as session:
+        repo.commit_synchronously(session)
+        load = BulkLoad(session, collection=COLLECTION, fts_config="english", keywords=keywords, replace=replace)
+        load.start()
+        bar = tqdm(total=size, desc="rows reloaded" if replace else "rows loaded", unit="chunk", mininterval=2)
+        for start in range(0, len(pending), BATCH_DOCUMENTS):  # an ingest batch: ~1,000 chunks
+            batch = [
+                StagedDocument(source, title, content, content_hash(content), chunker, rows)
+                for source, title, content, rows in pending[start : start + BATCH_DOCUMENTS]
+            ]
+            load.add_documents(batch)
+            bar.update(sum(len(d.chunks) for d in batch))
+        bar.close()
+        timings["stage (COPY documents and chunks)"] = time.perf_counter() - started
+        timings.update(
+            load.finish(lambda phase: print(f"[{time.perf_counter() - started:7.1f} s] {phase}", flush=True))
+        )
+        mark = time.perf_counter()
+    timings["commit"] = time.perf_counter() - mark
+    return timings
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=100_000)
@@ -78,7 +109,10 @@ def main() -> int:
     parser.add_argument("--populated", action="store_true", help="another collection holds a document first")
     parser.add_argument("--keywords", type=int, default=0)
     parser.add_argument("--corpus", choices=("synthetic", "real"), default="synthetic")
+    parser.add_argument("--reindex", action="store_true", help="then load the same documents again, replacing them")
     args = parser.parse_args()
+    if args.reindex and args.path != "bulk":
+        parser.error("--reindex times the bulk path's reindex: use it with --path bulk")
 
     settings = load_settings()
     url = bench.server_url(settings)
@@ -88,6 +122,7 @@ def main() -> int:
     )
     name = f"rag_bulk_{store.size_label(args.size)}_{args.path}{'_populated' if args.populated else ''}"
     name += "_real" if args.corpus == "real" else ""
+    name += "_reindex" if args.reindex else ""
     store.recreate_database(url, name)
     engine = make_engine(database_url(url, name), settings)
     migrate.upgrade(engine)
@@ -111,25 +146,7 @@ def main() -> int:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     if args.path == "bulk":
-        with db.transaction() as session:
-            repo.commit_synchronously(session)
-            load = BulkLoad(session, collection=COLLECTION, fts_config="english", keywords=keywords)
-            load.start()
-            bar = tqdm(total=args.size, desc="rows loaded", unit="chunk", mininterval=2)
-            for start in range(0, len(pending), BATCH_DOCUMENTS):  # an ingest batch: ~1,000 chunks
-                batch = [
-                    StagedDocument(source, title, content, content_hash(content), chunker, rows)
-                    for source, title, content, rows in pending[start : start + BATCH_DOCUMENTS]
-                ]
-                load.add_documents(batch)
-                bar.update(sum(len(d.chunks) for d in batch))
-            bar.close()
-            timings["stage (COPY documents and chunks)"] = time.perf_counter() - started
-            timings.update(
-                load.finish(lambda phase: print(f"[{time.perf_counter() - started:7.1f} s] {phase}", flush=True))
-            )
-            mark = time.perf_counter()
-        timings["commit"] = time.perf_counter() - mark
+        timings.update(_bulk_load(db, pending, keywords, chunker, size=args.size, replace=False))
     else:
         for start in range(0, len(pending), 100):
             with db.transaction() as session:
@@ -149,6 +166,18 @@ def main() -> int:
     packed = packed_postings.refresh(db, COLLECTION, min_chunks=settings.bm25_packed_min_chunks)
     timings[f"packed postings ({packed.action})"] = time.perf_counter() - mark
     total = time.perf_counter() - started
+    reindex: dict[str, float] = {}
+    if args.reindex:
+        mark = time.perf_counter()
+        reindex.update(_bulk_load(db, pending, keywords, chunker, size=args.size, replace=True))
+        analyze = time.perf_counter()
+        with db.transaction() as session:
+            session.execute(text("ANALYZE documents, document_chunks, chunk_terms"))
+        reindex["ANALYZE"] = time.perf_counter() - analyze
+        analyze = time.perf_counter()
+        packed = packed_postings.refresh(db, COLLECTION, min_chunks=settings.bm25_packed_min_chunks)
+        reindex[f"packed postings ({packed.action})"] = time.perf_counter() - analyze
+        reindex["total"] = time.perf_counter() - mark
     time.sleep(2)  # backends report their I/O when idle
     written = reads.write_difference(written_before, reads.write_counters(monitor))
     steal = reads.difference(cpu_before, reads.snapshot(monitor))["cpu_steal_share"]
@@ -163,6 +192,7 @@ def main() -> int:
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "seconds": {k: round(v, 1) for k, v in timings.items()},
         "total_s": round(total, 1),
+        "reindex_seconds": {k: round(v, 1) for k, v in reindex.items()},
         "rows_precomputed_untimed_s": round(prepared_s, 1),
         "collection_stats": list(stored),
         "relation_sizes": store.relation_sizes(database_url(url, name)),

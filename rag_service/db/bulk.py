@@ -34,6 +34,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from rag_service.db.bulk_keywords import stage_keywords
+from rag_service.db.bulk_replace import clear_replaced
 from rag_service.db.bulk_staging import Staging
 from rag_service.db.contexts import TSV_LENGTH, write_collection_contexts
 from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
@@ -96,6 +97,14 @@ _COPY_DOCUMENTS = (
     "COPY documents (id, collection, source, title, content, content_hash, chunker, chunk_count, metadata) FROM STDIN"
 )
 _UNSTAGE_DOCUMENT = text("DELETE FROM bulk_chunks WHERE document_id = :document_id")
+_STORED_IDS = text(
+    "SELECT source, id FROM documents WHERE collection = :collection AND source = ANY(CAST(:sources AS text[]))"
+)
+# a replaced document's row, updated in place as the row path's upsert updates it (``documents.upsert_document``)
+_UPDATE_DOCUMENT = (
+    "UPDATE documents SET title = %s, content = %s, content_hash = %s, chunker = %s, chunk_count = %s, "
+    "metadata = %s, updated_at = now() WHERE collection = %s AND id = %s"
+)
 
 # the chunks in staging order (ids drawn in the row path's order) with their tsvectors (``bulk_vectors``)
 # and, in the same statement, their postings (what the trigger of migrations 0002/0005 would write), from
@@ -185,14 +194,15 @@ class StagedDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def eligible(session: Session, *, collection: str, keywords: ChunkKeywords) -> str | None:
-    """Why ``collection`` cannot be bulk-loaded (None: it can): it holds documents, keywords are indexed
-    in BM25 (each chunk's tsvector then depends on the keywords of the chunks before it), or Citus."""
+def eligible(session: Session, *, collection: str, keywords: ChunkKeywords, replace: bool = False) -> str | None:
+    """Why ``collection`` cannot be bulk-loaded (None: it can): it holds documents (unless the load
+    ``replace``s them), keywords are indexed in BM25 (each chunk's tsvector then depends on the keywords
+    of the chunks before it), or Citus."""
     if session.execute(_HAS_CITUS).scalar_one():
         return "Citus keeps its statistics with row triggers"
     if keywords.count > 0 and keywords.in_bm25:
         return "keywords in BM25 make each chunk's tsvector depend on the chunks before it"
-    if session.execute(_HOLDS_DOCUMENTS, {"collection": collection}).scalar_one():
+    if not replace and session.execute(_HOLDS_DOCUMENTS, {"collection": collection}).scalar_one():
         return "the collection holds documents"
     return None
 
@@ -204,9 +214,12 @@ class BulkLoad:
     transaction of ``session``; the caller commits it (synchronously) or rolls it back.
     """
 
-    def __init__(self, session: Session, *, collection: str, fts_config: str, keywords: ChunkKeywords) -> None:
+    def __init__(
+        self, session: Session, *, collection: str, fts_config: str, keywords: ChunkKeywords, replace: bool = False
+    ) -> None:
         self.session = session
         self.collection = collection
+        self.replace = replace  # stored documents are replaced, keeping their ids (``db.bulk_replace``)
         self.fts_config = fts_config
         self.keywords = keywords
         self.chunks = 0
@@ -237,16 +250,34 @@ class BulkLoad:
         sources = [d.source for d in documents]
         if len(set(sources)) < len(sources) or not self._sources.isdisjoint(sources):
             return [self._add_again(d) for d in documents]
-        ids = sorted(int(i) for i in self.session.execute(_NEXT_DOCUMENT_IDS, {"n": len(documents)}).scalars())
+        stored: dict[str, int] = {}
+        if self.replace:
+            params = {"collection": self.collection, "sources": sources}
+            stored = {source: int(i) for source, i in self.session.execute(_STORED_IDS, params).all()}
+        new = [d for d in documents if d.source not in stored]
+        drawn = iter(sorted(int(i) for i in self.session.execute(_NEXT_DOCUMENT_IDS, {"n": len(new)}).scalars()))
+        ids = [stored[d.source] if d.source in stored else next(drawn) for d in documents]
         with self._raw().cursor() as cursor:
-            with cursor.copy(_COPY_DOCUMENTS) as copy:
-                for document_id, d in zip(ids, documents, strict=True):
-                    row = (document_id, self.collection, d.source, d.title, d.content, d.content_hash, d.chunker)
-                    copy.write_row((*row, len(d.chunks), Jsonb(d.metadata)))
+            if new:
+                with cursor.copy(_COPY_DOCUMENTS) as copy:
+                    for document_id, d in zip(ids, documents, strict=True):
+                        if d.source not in stored:
+                            row = (document_id, self.collection, d.source, d.title, d.content, d.content_hash)
+                            copy.write_row((*row, d.chunker, len(d.chunks), Jsonb(d.metadata)))
+            if stored:
+                updates = [self._update_row(i, d) for i, d in zip(ids, documents, strict=True) if d.source in stored]
+                cursor.executemany(_UPDATE_DOCUMENT, updates)
             self._copy_chunks(cursor, zip(ids, documents, strict=True))
         self._sources.update(sources)
         self._documents.update(dict.fromkeys(ids))
         return ids
+
+    def _update_row(self, document_id: int, d: StagedDocument) -> tuple[Any, ...]:
+        """``_UPDATE_DOCUMENT``'s parameters for a replaced document."""
+        from psycopg.types.json import Jsonb
+
+        metadata = Jsonb(d.metadata)
+        return (d.title, d.content, d.content_hash, d.chunker, len(d.chunks), metadata, self.collection, document_id)
 
     def _add_again(self, d: StagedDocument) -> int:
         document_id = upsert_document(
@@ -326,6 +357,11 @@ class BulkLoad:
         timings["tokenize"] = time.perf_counter() - started
         timings.update(stage_keywords(self.staging, params, self.keywords, phase, chunks=self.chunks))
         step("lock", _LOCK)
+        if self.replace:
+            phase(f"clear the old rows of {len(self._documents)} documents")
+            started = time.perf_counter()
+            clear_replaced(self.session, collection=self.collection, document_ids=self.document_ids)
+            timings["clear"] = time.perf_counter() - started
         rebuilt = self._drop_indexes() if self.session.execute(_IS_EMPTY).scalar_one() else []
         step("disable statistics triggers", _DISABLE_STATS)
         step(f"insert {self.chunks} chunks and their postings", _MOVE_CHUNKS)
@@ -334,7 +370,9 @@ class BulkLoad:
         step("disable context trigger", _DISABLE_CONTEXT_STATS)
         phase("contexts")
         started = time.perf_counter()
-        write_collection_contexts(self.session, collection=self.collection, fts_config=self.fts_config)
+        write_collection_contexts(
+            self.session, collection=self.collection, fts_config=self.fts_config, replaced=self.replace
+        )
         timings["contexts"] = time.perf_counter() - started
         step("context statistics", _CONTEXT_STATS, _ENABLE_CONTEXT_STATS)
         if rebuilt:

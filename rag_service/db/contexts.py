@@ -25,6 +25,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger
 
+from rag_service.db.bulk_replace import REPLACED_SCOPE
 from rag_service.db.bulk_staging import run_in_parallel
 
 #: a context longer than this (characters) is not stored, so its chunks have no context score: PostgreSQL's
@@ -87,6 +88,7 @@ _WRITE = text(_WRITE_SQL).bindparams(bindparam("document_ids", type_=ARRAY(BigIn
 # contexts' tsvectors into a temporary table, then the two inserts from it (the length there: in the
 # parallel statement it would tokenize twice).
 _FIRST_CHUNKS = text(_FIRST_CHUNKS_SQL.format(scope="TRUE"))
+_FIRST_REPLACED_CHUNKS = text(_FIRST_CHUNKS_SQL.format(scope=REPLACED_SCOPE))
 _BULK_VECTORS_SQL = f"""
 CREATE TEMP TABLE bulk_contexts ON COMMIT DROP AS
 SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start,
@@ -120,10 +122,14 @@ def write_contexts(
         )
 
 
-def write_collection_contexts(session: Session | Connection, *, collection: str, fts_config: str) -> None:
+def write_collection_contexts(
+    session: Session | Connection, *, collection: str, fts_config: str, replaced: bool = False
+) -> None:
     """Write the contexts and postings of every document of ``collection`` (none stored yet), as
-    ``write_contexts`` would, for a bulk load: the tokenizing may run on parallel workers."""
-    first_chunks = list(session.execute(_FIRST_CHUNKS, {"collection": collection}).scalars())
+    ``write_contexts`` would, for a bulk load: the tokenizing may run on parallel workers. ``replaced``:
+    only of the documents a replacing load cleared (``db.bulk_replace``); the others keep theirs."""
+    first = _FIRST_REPLACED_CHUNKS if replaced else _FIRST_CHUNKS
+    first_chunks = list(session.execute(first, {"collection": collection}).scalars())
     params = {"collection": collection, "fts_config": fts_config, "max_chars": MAX_CONTEXT_CHARS}
     run_in_parallel(session, _BULK_VECTORS, {**params, "first_chunks": first_chunks})
     session.execute(_BULK_CONTEXTS, params)

@@ -376,9 +376,16 @@ def count_documents(session: Session, *, collections: Sequence[str]) -> int:
 
 
 def iter_stored_texts(
-    session: Session, *, collection: str, after: str | None = None, limit: int | None = None
+    session: Session,
+    *,
+    collection: str,
+    after: str | None = None,
+    limit: int | None = None,
+    by_id: bool = False,
+    after_id: int | None = None,
 ) -> Iterator[StoredText]:
-    """The stored documents of ``collection``, ordered by source: all, or ``limit`` after source ``after``."""
+    """The stored documents of ``collection``, ordered by source: all, or ``limit`` after source ``after``;
+    ``by_id``: ordered by id (the order they were first written), after id ``after_id``."""
     query = (
         select(
             Document.id,
@@ -390,10 +397,12 @@ def iter_stored_texts(
             Document.meta,
         )
         .where(Document.collection == collection)
-        .order_by(Document.source)
+        .order_by(Document.id if by_id else Document.source)
         .limit(limit)
     )
     if after is not None:
         query = query.where(Document.source > after)
+    if after_id is not None:
+        query = query.where(Document.id > after_id)
     for row in session.execute(query):
         yield StoredText(*row)

@@ -349,7 +349,7 @@ class Batch:
         except Exception as exc:  # nothing of the load was written
             reason = (
                 f"the bulk load of collection {self.collection!r} failed ({first_line(exc)}); nothing was written "
-                "and the collection is as it was: run the index again"
+                "and the collection is as it was: run it again"
             )
             self.report.failed.extend(FileProblem(doc.source, reason) for doc in self._staged)
 

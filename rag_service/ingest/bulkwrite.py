@@ -1,7 +1,8 @@
 """A new collection's run written as one bulk load (``db.bulk``): COPY, set-based statistics, indexes after.
 
 Used instead of a transaction per batch when the run indexes at least ``BULK_MIN_DOCUMENTS`` documents
-into a collection that holds none (``Indexer``). Everything happens in ONE transaction: documents and
+into a collection that holds none, or rewrites that many stored documents (``rag reindex --all``:
+``replace``, ``db.bulk_replace``) (``Indexer``). Everything happens in ONE transaction: documents and
 their chunks are staged as their batches are embedded, and at the end the chunks are moved into place,
 their statistics counted once, the indexes built (a first index) and the graph edges written, document
 by document in write order as the row path writes them; then the transaction commits synchronously.
@@ -42,8 +43,10 @@ class BulkWriter:
         keywords: repo.ChunkKeywords,
         graph: GraphBuilder,
         model_id: str,
+        replace: bool = False,
     ) -> None:
         self.db = db
+        self.replace = replace  # the run rewrites stored documents (``rag reindex --all``): ``db.bulk_replace``
         self.collection = collection
         self.fts_config = fts_config
         self.keywords = keywords
@@ -68,7 +71,13 @@ class BulkWriter:
                 session = setup.enter_context(self.db.transaction())
                 repo.commit_synchronously(session)
                 check_vectors_writable(session, model_id=self.model_id)
-                load = BulkLoad(session, collection=self.collection, fts_config=self.fts_config, keywords=self.keywords)
+                load = BulkLoad(
+                    session,
+                    collection=self.collection,
+                    fts_config=self.fts_config,
+                    keywords=self.keywords,
+                    replace=self.replace,
+                )
                 load.start()
                 self._stack = setup.pop_all()
             self._load = load

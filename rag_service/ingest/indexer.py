@@ -228,17 +228,19 @@ class Indexer:
                 with reindex_lock(self.db.engine, name):
                     self._guard(name, switching=switch is not None)
                     written = report.chunks_written
-                    batch = self._batch(name, report, bar, reuse_vectors=False)
-                    for doc in self._stored_texts(name):
-                        batch.add_text(
-                            doc.source,
-                            doc.title,
-                            doc.content,
-                            strategy=fingerprint_strategy(doc.chunker),
-                            force=True,
-                            metadata=user_metadata(doc.metadata),
-                        )
-                    batch.finish()
+                    with self._bulk_writer(name, documents=self._count(name), replace=True) as bulk:
+                        batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk)
+                        # a bulk load replays the documents in the order they were first written
+                        for doc in self._stored_texts(name, by_id=bulk is not None):
+                            batch.add_text(
+                                doc.source,
+                                doc.title,
+                                doc.content,
+                                strategy=fingerprint_strategy(doc.chunker),
+                                force=True,
+                                metadata=user_metadata(doc.metadata),
+                            )
+                        batch.finish()
                     self._refresh_statistics(name, report.chunks_written - written)
             if switch is not None and report.ok:
                 self._end_switch(switch, report)
@@ -250,18 +252,30 @@ class Indexer:
             if end_model_switch(session, switch):
                 report.model_switch = switch.finished()
 
-    def _stored_texts(self, collection: str) -> Iterator[repo.StoredText]:
-        """The collection's stored texts by source, a page per short transaction (call under its lock)."""
-        after: str | None = None
+    def _count(self, collection: str) -> int:
+        with self.db.transaction() as session:
+            return repo.count_documents(session, collections=[collection])
+
+    def _stored_texts(self, collection: str, *, by_id: bool = False) -> Iterator[repo.StoredText]:
+        """The collection's stored texts by source (``by_id``: by id), a page per short transaction (call
+        under its lock)."""
+        last: repo.StoredText | None = None
         while True:
             with self.db.transaction() as session:
                 page = list(
-                    repo.iter_stored_texts(session, collection=collection, after=after, limit=REINDEX_PAGE_DOCUMENTS)
+                    repo.iter_stored_texts(
+                        session,
+                        collection=collection,
+                        after=last.source if last is not None and not by_id else None,
+                        after_id=last.id if last is not None and by_id else None,
+                        by_id=by_id,
+                        limit=REINDEX_PAGE_DOCUMENTS,
+                    )
                 )
             yield from page
             if len(page) < REINDEX_PAGE_DOCUMENTS:
                 return
-            after = page[-1].source
+            last = page[-1]
 
     def build_graph(self, *, collection: str | None = None) -> GraphReport:
         """Rebuild the chunk graph of one collection (or of all) from what is stored; embeds nothing.
@@ -311,13 +325,16 @@ class Indexer:
             bulk=bulk,
         )
 
-    def _bulk_writer(self, collection: str, *, documents: int | None) -> AbstractContextManager[BulkWriter | None]:
+    def _bulk_writer(
+        self, collection: str, *, documents: int | None, replace: bool = False
+    ) -> AbstractContextManager[BulkWriter | None]:
         """A bulk load (``ingest.bulkwrite``) for a run of at least ``bulk_min_documents`` documents into a
-        collection that holds none (and where ``db.bulk.eligible`` allows it); else the row path (None)."""
+        collection that holds none, or (``replace``) rewriting that many of its stored documents, where
+        ``db.bulk.eligible`` allows it; else the row path (None)."""
         if documents is None or documents < self.bulk_min_documents:
             return nullcontext()
         with self.db.transaction() as session:
-            if bulk_eligible(session, collection=collection, keywords=self.keywords) is not None:
+            if bulk_eligible(session, collection=collection, keywords=self.keywords, replace=replace) is not None:
                 return nullcontext()
         return BulkWriter(
             self.db,
@@ -326,6 +343,7 @@ class Indexer:
             keywords=self.keywords,
             graph=self.graph,
             model_id=self.embedder.model_id,
+            replace=replace,
         )
 
     def _guard(self, collection: str, *, switching: bool = False) -> None:

@@ -50,6 +50,11 @@ def _page(index: int, name: str, sentence: str) -> str:
 
 @pytest.fixture
 def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return write_corpus(tmp_path, monkeypatch)
+
+
+def write_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The markdown pages of ``TOPICS`` and a page without sections in a checkout's ``docs`` folder (cwd)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".git").mkdir()
     docs = tmp_path / "docs"

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from sqlalchemy import inspect, text
 
+from rag_service.db import bulk as bulk_module
 from rag_service.db import migrate
 from rag_service.db.engine import make_engine
 from rag_service.db.index_settings import read_index_settings
@@ -28,6 +29,7 @@ from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder, bundled_model_id
 from rag_service.errors import EmbeddingMismatchError
 from rag_service.ingest import batch
+from rag_service.ingest import indexer as indexer_module
 from rag_service.ingest.indexer import Indexer
 from rag_service.ingest.report import IngestReport
 from rag_service.server import ServerConfig
@@ -117,9 +119,16 @@ def _service(db, settings, embedder, **kwargs: Any) -> UniversalRAGService:
     return UniversalRAGService(settings, database=db, embedder=embedder, reranker=None, **kwargs)
 
 
-def test_reindex_all_switches_every_collection_to_a_model_of_the_same_dimension(indexed) -> None:
+@pytest.mark.parametrize("bulk", [False, True], ids=["row-path", "bulk"])
+def test_reindex_all_switches_every_collection_to_a_model_of_the_same_dimension(indexed, bulk, monkeypatch) -> None:
     db, settings = indexed
+    cleared: list[str] = []
+    if bulk:  # each collection rewritten as one bulk load (``db.bulk_replace``), beside the other one
+        clear = bulk_module.clear_replaced
+        monkeypatch.setattr(indexer_module, "BULK_MIN_DOCUMENTS", 0)
+        monkeypatch.setattr(bulk_module, "clear_replaced", lambda *a, **k: cleared.append(clear(*a, **k)) or "")
     report = _service(db, settings, model_b(), check_model=False).reindex_all(switch_model=True)
+    assert cleared == (["deleted", "deleted"] if bulk else [])
     assert report.ok and report.updated == 5 and report.chunks_embedded == 5
     assert report.model_switch == f"embedding model: switched from {A!r} to {B!r}; every collection re-embedded"
     assert report.model_switch in report.lines()

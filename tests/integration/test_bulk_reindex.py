@@ -1,0 +1,183 @@
+"""``rag reindex --all`` as one bulk load (``db.bulk_replace``) ends as a first index of the same texts.
+
+A collection indexed row by row is reindexed in bulk with other chunking settings; the reference is
+a fresh database where the same corpus is indexed row by row with those settings, its chunk ids
+started where the reindexed database's were. Every table of the two is compared row for row (as
+``test_bulk_index`` compares a bulk first index), alone (the chunk tables truncated and the indexes
+rebuilt), partitioned and beside another collection (the old rows deleted, the indexes kept). A
+document the reindex cannot rewrite keeps its previous version with the statistics still exact, and
+a failing reindex leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, text
+
+from rag_service.db import bulk as bulk_module
+from rag_service.db.bulk import BulkLoad
+from rag_service.errors import DocumentReadError
+from rag_service.ingest.batch import Batch
+from rag_service.ingest.progress import Progress
+from tests.integration.test_bulk_index import _LOAD_SCHEMAS, TOPICS, _fresh, _indexer, dump, write_corpus
+
+_CHUNK_SEQUENCE = "pg_get_serial_sequence('document_chunks', 'id')"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return write_corpus(tmp_path, monkeypatch)
+
+
+def _rechunked(settings: Any) -> Any:
+    """Settings whose chunks differ from the defaults' (smaller, no overlap), packed postings on."""
+    return dataclasses.replace(settings, chunk_size=300, chunk_overlap=0, bm25_packed_min_chunks=1)
+
+
+def _chunk_position(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(text(f"SELECT pg_sequence_last_value({_CHUNK_SEQUENCE}::regclass)")).scalar_one())
+
+
+def _kb_chunk_ids(state: dict[str, list[Any]]) -> list[str]:
+    """The ids of collection kb's chunks in a ``dump`` (a chunk row: id, document id, collection, ...)."""
+    return [row[0] for row in state["document_chunks"] if "kb" in row[1:4]]
+
+
+# the statistics as the row triggers keep them, recounted from what they count
+_STATISTICS_HOLD = (
+    "SELECT (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM (SELECT collection || lexeme || doc_freq AS x "
+    "FROM lexeme_stats) s) = (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM (SELECT collection || lexeme "
+    "|| count(*) AS x FROM chunk_terms GROUP BY collection, lexeme) t)",
+    "SELECT (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM (SELECT collection || chunk_count || '/' || "
+    "total_length AS x FROM collection_stats) s) = (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM (SELECT "
+    "collection || count(*) || '/' || sum(lexeme_count) AS x FROM document_chunks GROUP BY collection) t)",
+    "SELECT (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM (SELECT collection || context_count || '/' || "
+    "context_length AS x FROM context_stats) s) = (SELECT coalesce(array_agg(x ORDER BY x), '{}') FROM (SELECT "
+    "collection || count(*) || '/' || sum(length) AS x FROM document_contexts GROUP BY collection) t)",
+    "SELECT count(*) = (SELECT count(*) FROM document_chunks c, unnest(c.content_tsv)) FROM chunk_terms",
+    "SELECT NOT EXISTS (SELECT 1 FROM chunk_edges e WHERE NOT EXISTS (SELECT 1 FROM document_chunks c "
+    "WHERE c.id = e.source_chunk_id) OR NOT EXISTS (SELECT 1 FROM document_chunks c WHERE c.id = e.target_chunk_id))",
+    "SELECT NOT EXISTS (SELECT 1 FROM documents d WHERE d.chunk_count <> "
+    "(SELECT count(*) FROM document_chunks c WHERE c.document_id = d.id))",
+)
+
+
+def _statistics_hold(engine: Engine) -> list[bool]:
+    with engine.connect() as conn:
+        return [bool(conn.execute(text(statement)).scalar_one()) for statement in _STATISTICS_HOLD]
+
+
+@pytest.mark.parametrize(
+    ("partitioned", "beside"),
+    [(False, False), (True, False), (False, True)],
+    ids=["alone", "partitioned", "beside-another-collection"],
+)
+def test_a_bulk_reindex_ends_as_a_first_index_table_by_table(
+    corpus, database_factory, settings, partitioned, beside, monkeypatch
+):
+    reindexed = _fresh(database_factory, settings, partitioned=partitioned)
+    reference = _fresh(database_factory, settings, partitioned=partitioned)
+    rechunked = _rechunked(settings)
+    try:
+        for engine in (reindexed, reference) if beside else ():
+            assert _indexer(engine, settings, bulk=False).index_paths([corpus / "faq.txt"], collection="other").ok
+        first = _indexer(reindexed, settings, bulk=False).index_paths([corpus], collection="kb")
+        assert first.ok
+        before = dump(reindexed)
+        position = _chunk_position(reindexed)
+        phases: list[str] = []
+        cleared: list[str] = []
+        clear = bulk_module.clear_replaced
+
+        def spy(*args: Any, **kwargs: Any) -> str:
+            cleared.append(clear(*args, **kwargs))
+            return cleared[-1]
+
+        monkeypatch.setattr(bulk_module, "clear_replaced", spy)
+        monkeypatch.setattr(Progress, "phase", lambda self, name: phases.append(name))
+        report = _indexer(reindexed, rechunked, bulk=True).reindex_all(collection="kb")
+        monkeypatch.undo()
+        pages = len(TOPICS) + 1
+        assert report.ok and (report.added, report.updated) == (0, pages)
+        assert cleared == ["deleted" if beside else "truncated"]
+        # alone on a plain table the indexes are rebuilt after the load; beside others they are kept
+        assert ("build index ix_document_chunks_embedding_hnsw" in phases) is not (partitioned or beside)
+
+        with reference.connect() as conn, conn.begin():
+            conn.execute(text(f"SELECT setval({_CHUNK_SEQUENCE}, :position)"), {"position": position})
+        assert _indexer(reference, rechunked, bulk=False).index_paths([corpus], collection="kb").ok
+
+        reindexed_state, reference_state = dump(reindexed), dump(reference)
+        # the reindex changed what it covers: other chunks, other ids, all old rows gone
+        assert len(reindexed_state["document_chunks"]) > len(before["document_chunks"])
+        kb_chunks = [set(_kb_chunk_ids(state)) for state in (before, reindexed_state)]
+        assert kb_chunks[0] and kb_chunks[1] and kb_chunks[0].isdisjoint(kb_chunks[1])
+        assert reindexed_state["bm25_packed_lists"], "no packed postings after the reindex"
+        differing = [table for table in reference_state if reindexed_state[table] != reference_state[table]]
+        for table in differing:
+            assert reindexed_state[table] == reference_state[table], f"{table} (of {differing})"
+        with reindexed.connect() as conn:
+            assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
+    finally:
+        reindexed.dispose()
+        reference.dispose()
+
+
+def test_a_document_the_bulk_reindex_cannot_rewrite_keeps_its_previous_version(
+    corpus, database_factory, settings, monkeypatch
+):
+    engine = _fresh(database_factory, settings)
+    try:
+        assert _indexer(engine, settings, bulk=False).index_paths([corpus], collection="kb").ok
+        before = dump(engine)
+        prepare = Batch._prepare
+
+        def refuse_one(self: Batch, source: str, *args: Any, **kwargs: Any) -> None:
+            if source.endswith("search.md"):
+                raise DocumentReadError(f"{source}: could not be chunked")
+            prepare(self, source, *args, **kwargs)
+
+        monkeypatch.setattr(Batch, "_prepare", refuse_one)
+        report = _indexer(engine, _rechunked(settings), bulk=True).reindex_all(collection="kb")
+        assert [p.source for p in report.failed] == ["docs/search.md"]
+        assert report.updated == len(TOPICS)
+        after = dump(engine)
+        with engine.connect() as conn:
+            kept = conn.execute(text("SELECT id FROM documents WHERE source = 'docs/search.md'")).scalar_one()
+        for table, document_column in (("document_chunks", 1), ("document_contexts", 1), ("documents", 0)):
+            keep = [r for r in before[table] if r[document_column] == str(kept)]
+            assert keep and keep == [r for r in after[table] if r[document_column] == str(kept)], table
+        assert len(after["document_chunks"]) > len(before["document_chunks"])  # the others were rewritten
+        assert _statistics_hold(engine) == [True] * len(_STATISTICS_HOLD)
+    finally:
+        engine.dispose()
+
+
+def test_a_failing_bulk_reindex_leaves_the_database_as_it_was(corpus, database_factory, settings, monkeypatch):
+    engine = _fresh(database_factory, settings)
+    try:
+        packed = dataclasses.replace(settings, bm25_packed_min_chunks=1)  # its packed postings survive too
+        assert _indexer(engine, packed, bulk=False).index_paths([corpus], collection="kb").ok
+        assert _statistics_hold(engine) == [True] * len(_STATISTICS_HOLD)
+        before = dump(engine)
+        finish = BulkLoad.finish
+
+        def finish_then_fail(self: BulkLoad, phase: Any = None) -> dict[str, float]:
+            finish(self, phase) if phase is not None else finish(self)
+            raise RuntimeError("disk full while building the index")
+
+        monkeypatch.setattr(BulkLoad, "finish", finish_then_fail)
+        report = _indexer(engine, _rechunked(settings), bulk=True).reindex_all(collection="kb")
+        assert report.updated == 0 and report.chunks_written == 0
+        assert len(report.failed) == len(TOPICS) + 1
+        assert "the collection is as it was" in report.failed[0].reason
+        after = dump(engine)
+        after.pop("index_settings"), before.pop("index_settings")
+        assert after == before
+    finally:
+        engine.dispose()
