@@ -50,34 +50,36 @@ _ENABLE_DELETE_TRIGGERS = (
     ),
     text("ALTER TABLE document_contexts ENABLE TRIGGER document_contexts_stats"),
 )
-# a table's rows of the replaced documents' old chunks (t: the table, its chunk in ``{column}``)
-_OF_OLD_CHUNKS = (
-    " t USING document_chunks c, bulk_replaced r WHERE t.collection = :collection AND c.collection = :collection "
-    "AND c.id = t.{column} AND r.document_id = c.document_id"
-)
-_OF_REPLACED = " t USING bulk_replaced r WHERE t.collection = :collection AND t.document_id = r.document_id"
 # postings and edges before their chunks, context postings before their contexts: no cascade left to run
 _DELETE_OLD_ROWS = tuple(
-    text("DELETE FROM " + table + scope)  # noqa: S608 (names of this module only)
-    for table, scope in (
-        ("chunk_edges", _OF_OLD_CHUNKS.format(column="source_chunk_id")),
-        ("chunk_edges", _OF_OLD_CHUNKS.format(column="target_chunk_id")),
-        ("chunk_links", _OF_OLD_CHUNKS.format(column="source_chunk_id")),
-        ("chunk_terms", _OF_OLD_CHUNKS.format(column="chunk_id")),
-        ("context_terms", _OF_REPLACED),
-        ("document_contexts", _OF_REPLACED),
-        ("document_chunks", _OF_REPLACED),
+    text(statement)
+    for statement in (
+        "DELETE FROM chunk_edges t USING document_chunks c, bulk_replaced r WHERE t.collection = :collection "
+        "AND c.collection = :collection AND c.id = t.source_chunk_id AND r.document_id = c.document_id",
+        "DELETE FROM chunk_edges t USING document_chunks c, bulk_replaced r WHERE t.collection = :collection "
+        "AND c.collection = :collection AND c.id = t.target_chunk_id AND r.document_id = c.document_id",
+        "DELETE FROM chunk_links t USING document_chunks c, bulk_replaced r WHERE t.collection = :collection "
+        "AND c.collection = :collection AND c.id = t.source_chunk_id AND r.document_id = c.document_id",
+        "DELETE FROM chunk_terms t USING document_chunks c, bulk_replaced r WHERE t.collection = :collection "
+        "AND c.collection = :collection AND c.id = t.chunk_id AND r.document_id = c.document_id",
+        "DELETE FROM context_terms t USING bulk_replaced r "
+        "WHERE t.collection = :collection AND t.document_id = r.document_id",
+        "DELETE FROM document_contexts t USING bulk_replaced r "
+        "WHERE t.collection = :collection AND t.document_id = r.document_id",
+        "DELETE FROM document_chunks t USING bulk_replaced r "
+        "WHERE t.collection = :collection AND t.document_id = r.document_id",
     )
 )
+# the collection's statistics (counted again by the load) and packed postings (packed anew after it)
 _FORGET_COLLECTION_ROWS = tuple(
-    text(f"DELETE FROM {table} WHERE collection = :collection")  # noqa: S608 (names of this module only)
-    for table in (
-        "lexeme_stats",
-        "collection_stats",
-        "context_stats",
-        "bm25_packed_lists",
-        "bm25_packed_tombstones",
-        "bm25_packed_snapshots",
+    text(statement)
+    for statement in (
+        "DELETE FROM lexeme_stats WHERE collection = :collection",
+        "DELETE FROM collection_stats WHERE collection = :collection",
+        "DELETE FROM context_stats WHERE collection = :collection",
+        "DELETE FROM bm25_packed_lists WHERE collection = :collection",
+        "DELETE FROM bm25_packed_tombstones WHERE collection = :collection",
+        "DELETE FROM bm25_packed_snapshots WHERE collection = :collection",
     )
 )
 

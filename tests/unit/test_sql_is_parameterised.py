@@ -25,6 +25,8 @@ def _is_formatted(node: ast.AST) -> bool:
 
 
 def _has_string(node: ast.AST) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # "a" + x + y nests: (("a" + x) + y)
+        return _has_string(node.left) or _has_string(node.right)
     return (isinstance(node, ast.Constant) and isinstance(node.value, str)) or isinstance(node, ast.JoinedStr)
 
 
@@ -72,5 +74,7 @@ def test_the_check_catches_formatting(tmp_path: Path):
         "    cur.execute('SELECT ' + name)\n"
         "    cur.execute('SELECT {}'.format(name))\n"
         "    cur.execute('SELECT 1 WHERE x = %s', (name,))\n"
+        "    cur.execute('DELETE FROM ' + name + ' WHERE true')\n"
     )
-    assert sorted(hit.rsplit(":", 1)[1] for hit in formatted_sql(bad, root=tmp_path)) == ["2", "3", "4", "5"]
+    found = sorted(hit.rsplit(":", 1)[1] for hit in formatted_sql(bad, root=tmp_path))
+    assert found == ["2", "3", "4", "5", "7"]
