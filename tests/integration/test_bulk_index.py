@@ -201,6 +201,31 @@ def test_a_run_into_a_populated_collection_takes_the_row_path(corpus, database_f
         engine.dispose()
 
 
+def fail_after_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every bulk load fail once ``finish`` has written everything (before the commit)."""
+    finish = BulkLoad.finish
+
+    def finish_then_fail(self: BulkLoad, phase: Any = None) -> dict[str, float]:
+        finish(self, phase) if phase is not None else finish(self)
+        raise RuntimeError("disk full while building the index")
+
+    monkeypatch.setattr(BulkLoad, "finish", finish_then_fail)
+
+
+def assert_as_it_was(engine: Engine, before: dict[str, list[Any]], report: Any) -> None:
+    """Every page of the corpus reported failed in one line naming the cause; the database as ``before``."""
+    assert report.chunks_written == 0
+    assert len(report.failed) == len(TOPICS) + 1  # every page of the corpus
+    reason = report.failed[0].reason
+    assert "disk full while building the index" in reason and "the collection is as it was" in reason
+    assert "\n" not in reason
+    after = dump(engine)
+    after.pop("index_settings"), before.pop("index_settings")  # every run records the model before writing
+    assert after == before
+    with engine.connect() as conn:
+        assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
+
+
 @pytest.mark.parametrize("populated", [False, True], ids=["first-index", "beside-another-collection"])
 def test_a_failing_bulk_load_leaves_the_database_as_it_was(corpus, database_factory, settings, monkeypatch, populated):
     engine = _fresh(database_factory, settings)
@@ -208,23 +233,9 @@ def test_a_failing_bulk_load_leaves_the_database_as_it_was(corpus, database_fact
         if populated:
             assert _indexer(engine, settings, bulk=False).index_paths([corpus], collection="other").ok
         before = dump(engine)
-        finish = BulkLoad.finish
-
-        def finish_then_fail(self: BulkLoad, phase: Any = None) -> dict[str, float]:
-            finish(self, phase) if phase is not None else finish(self)
-            raise RuntimeError("disk full while building the index")
-
-        monkeypatch.setattr(BulkLoad, "finish", finish_then_fail)
+        fail_after_finish(monkeypatch)
         report = _indexer(engine, settings, bulk=True).index_paths([corpus], collection="kb")
-        assert report.added == 0 and report.chunks_written == 0
-        assert len(report.failed) == len(TOPICS) + 1  # every page of the corpus
-        reason = report.failed[0].reason
-        assert "disk full while building the index" in reason and "the collection is as it was" in reason
-        assert "\n" not in reason
-        after = dump(engine)
-        after.pop("index_settings"), before.pop("index_settings")  # every run records the model before writing
-        assert after == before
-        with engine.connect() as conn:
-            assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
+        assert report.added == 0
+        assert_as_it_was(engine, before, report)
     finally:
         engine.dispose()

@@ -19,11 +19,19 @@ import pytest
 from sqlalchemy import Engine, text
 
 from rag_service.db import bulk as bulk_module
-from rag_service.db.bulk import BulkLoad
 from rag_service.errors import DocumentReadError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.progress import Progress
-from tests.integration.test_bulk_index import _LOAD_SCHEMAS, TOPICS, _fresh, _indexer, dump, write_corpus
+from tests.integration.test_bulk_index import (
+    _LOAD_SCHEMAS,
+    TOPICS,
+    _fresh,
+    _indexer,
+    assert_as_it_was,
+    dump,
+    fail_after_finish,
+    write_corpus,
+)
 
 _CHUNK_SEQUENCE = "pg_get_serial_sequence('document_chunks', 'id')"
 
@@ -165,19 +173,9 @@ def test_a_failing_bulk_reindex_leaves_the_database_as_it_was(corpus, database_f
         assert _indexer(engine, packed, bulk=False).index_paths([corpus], collection="kb").ok
         assert _statistics_hold(engine) == [True] * len(_STATISTICS_HOLD)
         before = dump(engine)
-        finish = BulkLoad.finish
-
-        def finish_then_fail(self: BulkLoad, phase: Any = None) -> dict[str, float]:
-            finish(self, phase) if phase is not None else finish(self)
-            raise RuntimeError("disk full while building the index")
-
-        monkeypatch.setattr(BulkLoad, "finish", finish_then_fail)
+        fail_after_finish(monkeypatch)
         report = _indexer(engine, _rechunked(settings), bulk=True).reindex_all(collection="kb")
-        assert report.updated == 0 and report.chunks_written == 0
-        assert len(report.failed) == len(TOPICS) + 1
-        assert "the collection is as it was" in report.failed[0].reason
-        after = dump(engine)
-        after.pop("index_settings"), before.pop("index_settings")
-        assert after == before
+        assert report.updated == 0
+        assert_as_it_was(engine, before, report)
     finally:
         engine.dispose()
