@@ -39,7 +39,7 @@ EF_SEARCH_REFERENCE_CHUNKS = 100_000
 #: 300k gets 434, 1M 800. Counted strictly (ids), ef 800 left one 1M build of five under 0.95; with ties among
 #: the corpus's identical chunks counted (ann-benchmarks' rule), every 1M build measured at 800 held 0.958-0.969
 #: (three in "Session 25", one in "Session 27"), where ef 1000 (9 per decade, until session 27) cost the vector
-#: arm ~2-3 ms at p95 and missed its 15 ms in every run; 800 met it in 4 of 8 runs on this machine (14-20 ms).
+#: arm ~2-3 ms at p95 and missed its 15 ms in every run; 800 met it in 4 of 9 runs on this machine (14-21 ms).
 EF_SEARCH_PER_DECADE = 7.0
 
 
