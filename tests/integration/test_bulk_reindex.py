@@ -6,7 +6,8 @@ started where the reindexed database's were. Every table of the two is compared 
 ``test_bulk_index`` compares a bulk first index), alone (the chunk tables truncated and the indexes
 rebuilt), partitioned and beside another collection (the old rows deleted, the indexes kept). A
 document the reindex cannot rewrite keeps its previous version with the statistics still exact, and
-a failing reindex leaves the database as it was.
+a failing reindex leaves the database as it was. Until the commit, readers see the old collection whole
+(beside another collection) or wait for it (alone: the tables are truncated), never a mix.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 
 from rag_service.db import bulk as bulk_module
 from rag_service.errors import DocumentReadError
 from rag_service.ingest.batch import Batch
+from rag_service.ingest.bulkwrite import BulkWriter
 from rag_service.ingest.progress import Progress
 from tests.integration.test_bulk_index import (
     _LOAD_SCHEMAS,
@@ -179,3 +182,44 @@ def test_a_failing_bulk_reindex_leaves_the_database_as_it_was(corpus, database_f
         assert_as_it_was(engine, before, report)
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("beside", [True, False], ids=["beside-another-collection", "alone"])
+def test_readers_see_the_old_collection_until_the_bulk_reindex_commits(
+    corpus, database_factory, settings, monkeypatch, beside
+):
+    engine = _fresh(database_factory, settings)
+    try:
+        if beside:
+            assert _indexer(engine, settings, bulk=False).index_paths([corpus / "faq.txt"], collection="other").ok
+        assert _indexer(engine, settings, bulk=False).index_paths([corpus], collection="kb").ok
+        old = _chunk_ids(engine)
+        seen: list[Any] = []
+        commit = BulkWriter.commit
+
+        def read_then_commit(self: BulkWriter) -> None:  # everything is written, nothing committed yet
+            with engine.connect() as reader:
+                reader.execute(text("SET lock_timeout = '1s'"))
+                try:
+                    seen.append(set(reader.execute(_KB_CHUNKS).scalars()))
+                except OperationalError as exc:  # the truncated tables are locked until the commit
+                    seen.append(type(exc.orig).__name__)
+            commit(self)
+
+        monkeypatch.setattr(BulkWriter, "commit", read_then_commit)
+        assert _indexer(engine, _rechunked(settings), bulk=True).reindex_all(collection="kb").ok
+        new = _chunk_ids(engine)
+        # beside another collection the old rows are deleted in the load's transaction: readers see them whole;
+        # alone they are truncated: readers wait for the commit (here: refused by their lock timeout), never torn
+        assert seen == ([old] if beside else ["LockNotAvailable"])
+        assert new and new.isdisjoint(old)
+    finally:
+        engine.dispose()
+
+
+_KB_CHUNKS = text("SELECT id FROM document_chunks WHERE collection = 'kb'")
+
+
+def _chunk_ids(engine: Engine) -> set[int]:
+    with engine.connect() as conn:
+        return set(conn.execute(_KB_CHUNKS).scalars())
