@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-#: called after each item with (items done, total or None)
+#: called after each item with (items done, total or None); a listener that also has a ``phase(name)`` method
+#: hears each step of a long write too (a bulk load's, after every document is staged: the HTTP API's jobs)
 ProgressListener = Callable[[int, int | None], None]
 
 
@@ -51,7 +52,10 @@ class Progress:
             self._bar.update(1)
 
     def phase(self, name: str) -> None:
-        """Show the step a long write is in (a bulk load's index builds) next to the count."""
+        """Show the step a long write is in (a bulk load's index builds) next to the count; tell the listener."""
+        heard = getattr(self._listener, "phase", None)
+        if callable(heard):
+            heard(name)
         if self._bar is not None:
             self._bar.set_postfix_str(f"{self._chunks} chunks, {name}", refresh=True)
 

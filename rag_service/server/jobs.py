@@ -47,6 +47,7 @@ class Job:
     finished_at: float | None = None
     done: int = 0
     total: int | None = None
+    phase: str | None = None  # the step of a bulk load's write, once every document is staged
     report: dict[str, Any] | None = None
     error: str | None = None
 
@@ -73,11 +74,25 @@ class Job:
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
-            "progress": {"done": self.done, "total": self.total, "fraction": round(fraction, 4)},
+            "progress": {"done": self.done, "total": self.total, "fraction": round(fraction, 4), "phase": self.phase},
             "counts": counts,
             "failures": None if self.report is None else self.report["failed"],
             "error": self.error,
         }
+
+
+class _JobListener:
+    """A job's progress listener: documents done, and the step a bulk load's write is in (``Progress.phase``)."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    def __call__(self, done: int, total: int | None) -> None:
+        self.job.done, self.job.total = done, total
+
+    def phase(self, name: str) -> None:
+        """The step the write is in (None again once the job ends)."""
+        self.job.phase = name
 
 
 def _overlaps(a: str | None, b: str | None) -> bool:
@@ -121,12 +136,9 @@ class JobRegistry:
             del self._jobs[job_id]
 
     def _run(self, job: Job, work: JobWork) -> None:
-        def listen(done: int, total: int | None) -> None:
-            job.done, job.total = done, total
-
         job.state, job.started_at = "running", time.time()
         try:
-            report = work(listen)
+            report = work(_JobListener(job))
         except RagError as exc:
             job.error = mask_url(str(exc))
             job.state = "failed"
@@ -140,7 +152,7 @@ class JobRegistry:
             job.state = "succeeded" if report.ok else "failed"
             if not report.ok:
                 job.error = f"{len(report.failed)} document(s) failed; see failures"
-        job.finished_at = time.time()
+        job.finished_at, job.phase = time.time(), None
         if self._on_finish is not None:
             self._on_finish(job)
 

@@ -1,0 +1,46 @@
+"""A job's progress names the step a bulk load's write is in once every document is staged (``Progress.phase``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rag_service.ingest.progress import Progress
+from rag_service.ingest.report import IngestReport
+from rag_service.server.jobs import JobRegistry, ProgressListener
+
+
+def test_a_running_job_shows_the_write_phase_and_clears_it_when_done() -> None:
+    in_phase, release = threading.Event(), threading.Event()
+
+    def work(listen: ProgressListener) -> IngestReport:
+        with Progress(total=2, enabled=False, label="reindexing", listener=listen) as bar:
+            bar.advance(chunks=3)
+            bar.advance(chunks=4)
+            bar.phase("build index ix_hnsw")
+            in_phase.set()
+            release.wait(10)
+        return IngestReport(collection="kb")
+
+    registry = JobRegistry(workers=1)
+    try:
+        job = registry.start("reindex-all", "kb", work)
+        assert in_phase.wait(10)
+        during = job.to_dict()["progress"]
+        assert during == {"done": 2, "total": 2, "fraction": 1.0, "phase": "build index ix_hnsw"}
+        release.set()
+        deadline = time.monotonic() + 10
+        while job.active and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert job.state == "succeeded" and job.to_dict()["progress"]["phase"] is None
+    finally:
+        release.set()
+        registry.shutdown(wait=True)
+
+
+def test_a_plain_listener_still_hears_the_counts() -> None:
+    heard: list[tuple[int, int | None]] = []
+    with Progress(total=1, enabled=False, label="x", listener=lambda done, total: heard.append((done, total))) as bar:
+        bar.phase("contexts")  # a listener without ``phase`` is not told, and nothing fails
+        bar.advance(chunks=1)
+    assert heard == [(0, 1), (1, 1)]
