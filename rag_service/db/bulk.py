@@ -20,6 +20,8 @@ statistics trigger is disabled (``ALTER TABLE ... DISABLE TRIGGER``: SHARE ROW E
 of other collections wait for the commit while readers go on; a first index on an empty table also
 drops indexes (ACCESS EXCLUSIVE), so readers of the (empty) table wait too. Callers decide when a
 load is eligible (``eligible``): a collection without documents, not on Citus (row triggers there).
+``replace=True`` (``rag reindex --all``) rewrites stored documents instead, keeping their ids: their old rows
+are cleared in ``finish`` once the lock is held (``db.bulk_replace``).
 """
 
 from __future__ import annotations
