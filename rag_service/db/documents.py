@@ -379,13 +379,12 @@ def iter_stored_texts(
     session: Session,
     *,
     collection: str,
-    after: str | None = None,
-    limit: int | None = None,
     by_id: bool = False,
     after_id: int | None = None,
+    limit: int | None = None,
 ) -> Iterator[StoredText]:
-    """The stored documents of ``collection``, ordered by source: all, or ``limit`` after source ``after``;
-    ``by_id``: ordered by id (the order they were first written), after id ``after_id``."""
+    """The stored documents of ``collection``, ordered by source, or (``by_id``) by id, the order they were first
+    written: all, or ``limit`` of them after id ``after_id``."""
     query = (
         select(
             Document.id,
@@ -400,8 +399,6 @@ def iter_stored_texts(
         .order_by(Document.id if by_id else Document.source)
         .limit(limit)
     )
-    if after is not None:
-        query = query.where(Document.source > after)
     if after_id is not None:
         query = query.where(Document.id > after_id)
     for row in session.execute(query):

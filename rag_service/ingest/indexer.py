@@ -230,8 +230,7 @@ class Indexer:
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True) as bulk:
                         batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk)
-                        # a bulk load replays the documents in the order they were first written
-                        for doc in self._stored_texts(name, by_id=bulk is not None):
+                        for doc in self._stored_texts(name):
                             batch.add_text(
                                 doc.source,
                                 doc.title,
@@ -256,26 +255,21 @@ class Indexer:
         with self.db.transaction() as session:
             return repo.count_documents(session, collections=[collection])
 
-    def _stored_texts(self, collection: str, *, by_id: bool = False) -> Iterator[repo.StoredText]:
-        """The collection's stored texts by source (``by_id``: by id), a page per short transaction (call
-        under its lock)."""
-        last: repo.StoredText | None = None
+    def _stored_texts(self, collection: str) -> Iterator[repo.StoredText]:
+        """The collection's stored texts in the order they were first written (id: a bulk load replays that
+        order, ``db.bulk_replace``), a page per short transaction (call under its lock)."""
+        after: int | None = None
         while True:
             with self.db.transaction() as session:
                 page = list(
                     repo.iter_stored_texts(
-                        session,
-                        collection=collection,
-                        after=last.source if last is not None and not by_id else None,
-                        after_id=last.id if last is not None and by_id else None,
-                        by_id=by_id,
-                        limit=REINDEX_PAGE_DOCUMENTS,
+                        session, collection=collection, by_id=True, after_id=after, limit=REINDEX_PAGE_DOCUMENTS
                     )
                 )
             yield from page
             if len(page) < REINDEX_PAGE_DOCUMENTS:
                 return
-            last = page[-1]
+            after = page[-1].id
 
     def build_graph(self, *, collection: str | None = None) -> GraphReport:
         """Rebuild the chunk graph of one collection (or of all) from what is stored; embeds nothing.
