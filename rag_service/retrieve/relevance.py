@@ -260,10 +260,10 @@ def held_share_reader(
     route: ReadRoute, collection: str, fts_config: str, query: str
 ) -> Callable[[Sequence[RetrievedChunk]], float]:
     """``finalize``'s ``held_share`` for the user's own words of ``query`` (those BM25 scores, not its expansions):
-    one short read through the call's ``route``, made only when ``finalize`` asks."""
-    words = bm25_text(parse_query(query))
+    one short read through the call's ``route``, the query parsed and read only when ``finalize`` asks."""
 
     def share(chunks: Sequence[RetrievedChunk]) -> float:
+        words = bm25_text(parse_query(query))
         ids = [c.chunk_id for c in chunks]
         return route.read(
             lambda s: best_held_share(s, collection=collection, fts_config=fts_config, words=words, chunk_ids=ids)

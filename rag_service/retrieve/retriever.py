@@ -257,6 +257,7 @@ class Retriever:
         transaction, ``route`` carries the call's reads (see ``db.replicas``)."""
         total_started = time.perf_counter()
         text = validate_query(query)
+        route = route or self.reads.route()  # the search and the relevance floor's read on the same server
         preset, chunks, metrics = self._ranked(text, read_setup, options, route)
 
         started = time.perf_counter()
@@ -273,10 +274,9 @@ class Retriever:
         if metrics.reranker != NO_RERANKER:
             metrics.relevance = "reranker"
         floor = preset.min_relevance if metrics.relevance != "uncalibrated" else 0.0
-        held = held_share_reader(route or self.reads.route(), options.collection, self.settings.fts_config, text)
-        chunks, dropped = finalize(
-            chunks, calibrate=metrics.relevance == "calibrated", min_relevance=floor, held_share=held
-        )
+        held = held_share_reader(route, options.collection, self.settings.fts_config, text)
+        calibrated = metrics.relevance == "calibrated"
+        chunks, dropped = finalize(chunks, calibrate=calibrated, min_relevance=floor, held_share=held)
         metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()
