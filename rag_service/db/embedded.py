@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 
 from rag_service.config import DEFAULT_SHARED_BUFFERS
+from rag_service.db.server_user import adopt_orphaned_files, ensure_server_user
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.shutdown import deferred_stop
 
@@ -122,7 +123,10 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
     module = _server_module()
     server_cls = module.postgres_server.PostgresServer
     try:
+        user = ensure_server_user()  # before the library's own unlocked useradd
         with server_cls._lock:
+            if user is not None:
+                adopt_orphaned_files(pgdata, user)
             if pgdata.exists():
                 clean_stale_pids(pgdata)
         server = module.get_server(pgdata, cleanup_mode="stop")

@@ -181,3 +181,23 @@ def test_a_user_killed_with_9_does_not_keep_the_server_after_the_last_live_one_l
     _stop(live)  # no new user starts: the leaving one must prune the dead pid itself
     assert _server_pid(data_dir) is None, "a dead user's pid kept the server running after the last live one left"
     assert _handles(data_dir) == []
+
+
+def test_a_data_dir_left_to_a_vanished_uid_still_starts(data_dir):
+    # What concurrent first starts on a fresh machine left behind: a cluster initialised by a uid that then
+    # lost the race for the server user's name (the library gives pgdata itself, not its files, to the user).
+    if os.geteuid() != 0:
+        pytest.skip("only root runs the server as another user")
+    import pwd
+
+    first, _ = _start_holder(data_dir)
+    _stop(first)
+    _wait_stopped(data_dir)
+    vanished = max(entry.pw_uid for entry in pwd.getpwall() if entry.pw_uid < 60000) + 1
+    subprocess.run(["chown", "-R", f"{vanished}:{vanished}", str(data_dir / "pg")], check=True)
+    holder, url = _start_holder(data_dir)
+    try:
+        assert _query(url) == 1
+    finally:
+        _stop(holder)
+    _wait_stopped(data_dir)
