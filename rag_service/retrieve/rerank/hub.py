@@ -87,6 +87,7 @@ def local_snapshot(source: str) -> Path | None:
 
 def load_local_or_hub(name: str, source: str, load: Callable[[bool], _T]) -> _T:
     """Load from disk or the local cache; download only when online and the hub answers a probe."""
+    _no_agent_lookup()
     if Path(source).is_dir():
         return load(True)
     try:
@@ -95,6 +96,19 @@ def load_local_or_hub(name: str, source: str, load: Callable[[bool], _T]) -> _T:
         pass  # not cached: download below if we may
     require_hub(name, source)
     return load(False)
+
+
+def _no_agent_lookup() -> None:
+    """Keep huggingface_hub (>= 2.4) from asking the hub for its agent registry, unless the user chose.
+
+    The first time a process builds request headers, even to read the local cache, it fetches that registry
+    with a 3 s timeout: a model cached here took 3 s more to load when the hub was unreachable, before our
+    probe could say so. Its telemetry switch (``HF_HUB_DISABLE_TELEMETRY``) turns the lookup off.
+    """
+    if "HF_HUB_DISABLE_TELEMETRY" not in os.environ:
+        from huggingface_hub import constants
+
+        constants.HF_HUB_DISABLE_TELEMETRY = True
 
 
 def require_hub(name: str, source: str) -> None:
