@@ -65,6 +65,9 @@ DEFAULT_CONTEXT_WEIGHT = 0.6
 #: hybrid p95 at 1M chunks; with the floor's lexical evidence the ``agent`` floor costs ray-docs-qa 0.0032 with it
 #: (0.0119 without that evidence: benchmarks.md "Session 27")
 DEFAULT_PROXIMITY_WEIGHT = 0.15
+#: the weight of each result's context similarity (the query's cosine with the mean vector of its section or
+#: document), screened on all three visible sets in session 29 (scripts/simulate_ranking.py; benchmarks.md)
+DEFAULT_CONTEXT_VECTOR_WEIGHT = 0.1
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
@@ -191,6 +194,13 @@ class Settings:
         ge=0.0,
         le=10.0,
     )
+    context_vector_weight: float = _setting(
+        DEFAULT_CONTEXT_VECTOR_WEIGHT,
+        "weight of each result's context similarity (the query's cosine with the mean vector of its section, or its "
+        "document) added to its fused relevance beside the context BM25; 0 turns it off",
+        ge=0.0,
+        le=10.0,
+    )
     pool_size: int = _setting(5, ge=1, le=100)
     pool_max_overflow: int = _setting(5, ge=0, le=100)
     statement_timeout_ms: int = _setting(30_000, ge=0)
@@ -221,6 +231,11 @@ class Settings:
             raise ConfigurationError(f"RAG_LLM_RERANK_WEIGHTS: {exc}") from None
         if self.llm_base_url and not self.llm_model:
             raise ConfigurationError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
+
+    @property
+    def context_weights(self) -> tuple[float, float, float]:
+        """The weights ``retrieve.context.add_context`` takes: context BM25, proximity, context similarity."""
+        return self.context_weight, self.proximity_weight, self.context_vector_weight
 
     @property
     def llm_configured(self) -> bool:

@@ -38,16 +38,19 @@ class ChunkScores:
     context: float | None = None
     #: how close together the query's words stand in the chunk (a section: its best child's; ``db.proximity``)
     proximity: float | None = None
+    #: the query's cosine with the mean vector of the chunk's context, its section or document (``db.search``)
+    context_similarity: float | None = None
 
     def as_dict(self) -> dict[str, float]:
-        """The scores that are set, in the order vector, keyword, fused, context, proximity, graph, rerank, llm,
-        calibrated."""
+        """The scores that are set, in the order vector, keyword, fused, context, proximity, context_similarity,
+        graph, rerank, llm, calibrated."""
         pairs = (
             ("vector", self.vector),
             ("keyword", self.keyword),
             ("fused", self.fused),
             ("context", self.context),
             ("proximity", self.proximity),
+            ("context_similarity", self.context_similarity),
             ("graph", self.graph),
             ("rerank", self.rerank),
             ("llm", self.llm),

@@ -52,6 +52,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db import bm25
+from rag_service.db.context_vector import context_similarity
 from rag_service.db.models import CollectionStats, Document, DocumentChunk
 from rag_service.db.proximity import proximity_score
 from rag_service.db.search_request import (
@@ -193,6 +194,7 @@ def build_search(request: SearchRequest) -> Select[Any]:
         if stats is not None and request.runs_proximity
         else cast(null(), Double)
     )
+    similarity = context_similarity(request, hit) if request.runs_context_vector else cast(null(), Double)
     return (
         select(
             fused.c.id,
@@ -204,6 +206,7 @@ def build_search(request: SearchRequest) -> Select[Any]:
             fused.c.fused_score,
             context.label("context_score"),
             proximity.label("proximity_score"),
+            similarity.label("context_similarity"),
         )
         .select_from(fused.join(hit, literal(True)))
         .order_by(fused.c.fused_score.desc(), fused.c.best_rank, fused.c.id)
@@ -380,6 +383,7 @@ class StatementCache:
             bool(request.excluded_terms.strip()),
             request.runs_context,
             request.runs_proximity,
+            request.runs_context_vector,
             request.packed_postings,
         )
 
@@ -435,6 +439,7 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
             fused_score=float(row.fused_score),
             context_score=None if row.context_score is None else float(row.context_score),
             proximity_score=None if row.proximity_score is None else float(row.proximity_score),
+            context_similarity=None if row.context_similarity is None else float(row.context_similarity),
         )
         for row in rows
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -149,6 +149,8 @@ class SearchRequest:
     context_bm25: bool = False
     #: each fused candidate also gets its term proximity (``SearchHit.proximity_score``; ``db.proximity``)
     proximity: bool = False
+    #: each fused candidate also gets its context's similarity (``SearchHit.context_similarity``; ``db.search``)
+    context_vector: bool = False
     #: the exclusions of ``required_terms`` as one OR query (``a or "b c"``), set when they are all of it: the
     #: BM25 arm then drops the chunks matching it rather than scoring every other chunk as passing a filter
     excluded_terms: str = ""
@@ -165,6 +167,11 @@ class SearchRequest:
     def runs_proximity(self) -> bool:
         """Term proximity is computed when asked for and the BM25 keyword arm runs (it shares its lexemes)."""
         return self.proximity and self.runs_keyword and self.keyword_scorer == "bm25"
+
+    @property
+    def runs_context_vector(self) -> bool:
+        """The context similarity is computed when asked for and the vector arm runs (it shares its vector)."""
+        return self.context_vector and self.runs_vector
 
     @property
     def runs_vector(self) -> bool:
@@ -212,6 +219,19 @@ class SearchHit:
     context_score: float | None = None
     #: how close together the query's words stand in the chunk (None: not asked for; ``db.proximity``)
     proximity_score: float | None = None
+    #: the query's cosine with the mean vector of the chunk's context (None: not asked for)
+    context_similarity: float | None = None
+
+
+def with_query_scores(hit: SearchHit, asked: SearchHit | None) -> SearchHit:
+    """``hit`` with the context scores ``asked`` (the same chunk found by the user's own query, not a variant
+    of it) has, so they compare across the merged variants; a chunk that query did not find has none."""
+    return replace(
+        hit,
+        context_score=None if asked is None else asked.context_score,
+        proximity_score=None if asked is None else asked.proximity_score,
+        context_similarity=None if asked is None else asked.context_similarity,
+    )
 
 
 def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list[ColumnElement[bool]]:

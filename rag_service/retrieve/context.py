@@ -16,6 +16,9 @@ from dataclasses import replace
 
 from rag_service.result import RetrievedChunk
 
+#: the scores ``add_context`` adds, in the order of its weights
+SIGNALS = ("context", "proximity", "context_similarity")
+
 
 def context_applies(weight: float, vector_weight: float) -> bool:
     """Whether a search computes the context BM25: with a weight, and with both arms (added to the BM25 arm
@@ -23,17 +26,18 @@ def context_applies(weight: float, vector_weight: float) -> bool:
     return weight > 0 and vector_weight > 0
 
 
-def add_context(chunks: Sequence[RetrievedChunk], weight: float, proximity: float = 0.0) -> list[RetrievedChunk]:
-    """``chunks`` re-ranked by ``(relevance + weight * context + proximity * near) / (1 + weight + proximity)``,
-    ties in their order.
+def add_context(chunks: Sequence[RetrievedChunk], weights: tuple[float, ...]) -> list[RetrievedChunk]:
+    """``chunks`` re-ranked by ``(relevance + sum of w * signal) / (1 + sum of w)``, ties in their order.
 
-    ``context`` is each one's ``scores.context`` and ``near`` its ``scores.proximity``, each min-max normalised
-    over ``chunks``; one without a value counts its own relevance there, so it keeps its relevance. A signal with
-    weight 0, or that no chunk has, is left out; with neither, the chunks are returned unchanged.
+    ``weights`` are those of each one's context BM25 (``scores.context``), term proximity (``scores.proximity``)
+    and context similarity (``scores.context_similarity``), in that order (``Settings.context_weights``); each
+    signal is min-max normalised over ``chunks``, and one without a value counts its own relevance there, so it
+    keeps its relevance. A signal with weight 0, or that no chunk has, is left out; with none, the chunks are
+    returned unchanged.
     """
     signals = [
         (w, _normalised([getattr(c.scores, name) for c in chunks]))
-        for name, w in (("context", weight), ("proximity", proximity))
+        for name, w in zip(SIGNALS, weights, strict=False)
         if w > 0 and any(getattr(c.scores, name) is not None for c in chunks)
     ]
     if not signals:

@@ -20,7 +20,7 @@ from rag_service.db.database import Database
 from rag_service.db.presets import CallPreset
 from rag_service.db.replicas import ReadRoute, ReadRouter
 from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
-from rag_service.db.search_request import ef_search_for
+from rag_service.db.search_request import ef_search_for, with_query_scores
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import format_context, layout_overhead
@@ -138,7 +138,7 @@ class Retriever:
             per_variant = [hybrid_search(session, r) for r in requests]
             chunks = _merge(per_variant, preset, options.collection)
             if not preset.return_parents:  # results are chunks: each one's context joins its fused relevance
-                chunks = add_context(chunks, self.settings.context_weight, self.settings.proximity_weight)
+                chunks = add_context(chunks, self.settings.context_weights)
             metrics.total_candidates = len(chunks)
             if preset.graph_weight > 0:
                 graph_started = time.perf_counter()
@@ -223,6 +223,7 @@ class Retriever:
             packed_postings=setup.packed_postings,
             context_bm25=context_applies(self.settings.context_weight, preset.vector_weight),
             proximity=context_applies(self.settings.proximity_weight, preset.vector_weight),
+            context_vector=context_applies(self.settings.context_vector_weight, preset.vector_weight),
         )
 
     def ranked_candidates(
@@ -264,7 +265,7 @@ class Retriever:
         if preset.return_parents:
             chunks = expand_to_parents(section_evidence(chunks), _parent_map(chunks))
             if metrics.reranker == NO_RERANKER:  # a reranker's order stands
-                chunks = add_context(chunks, self.settings.context_weight, self.settings.proximity_weight)
+                chunks = add_context(chunks, self.settings.context_weights)
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
@@ -377,16 +378,8 @@ def _merge(per_variant: Sequence[Sequence[SearchHit]], preset: Preset, collectio
     else:
         merged = rrf_merge_lists([[h.chunk_id for h in hs] for hs in per_variant], rrf_k=preset.rrf_k)
         order = [chunk_id for chunk_id, _ in merged]
-        # context and proximity scores of one query, the user's, so they compare (a chunk it did not find has none)
-        asked = {h.chunk_id: h for h in per_variant[0]}
-        hits = {
-            i: replace(
-                hit,
-                context_score=asked[i].context_score if i in asked else None,
-                proximity_score=asked[i].proximity_score if i in asked else None,
-            )
-            for i, hit in hits.items()
-        }
+        asked = {h.chunk_id: h for h in per_variant[0]}  # the user's query: its context scores compare
+        hits = {i: with_query_scores(hit, asked.get(i)) for i, hit in hits.items()}
     return dedupe([_to_chunk(hits[i], best_score, collection) for i in order])
 
 
@@ -406,6 +399,7 @@ def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedCh
             fused=hit.fused_score,
             context=hit.context_score,
             proximity=hit.proximity_score,
+            context_similarity=hit.context_similarity,
         ),
         collection=collection,
         parent=parent,
