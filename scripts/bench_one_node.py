@@ -72,6 +72,11 @@ def main() -> int:
         help="also time the hybrid statement and retrieve() without term proximity (set RAG_PROXIMITY_WEIGHT)",
     )
     parser.add_argument(
+        "--context-vector-ab",
+        action="store_true",
+        help="also time the hybrid statement and retrieve() without the context similarity",
+    )
+    parser.add_argument(
         "--packed-ab",
         action="store_true",
         help="also time the keyword arm and the hybrid statement with the bounded arm instead of packed postings",
@@ -115,6 +120,12 @@ def main() -> int:
         others = retrievers.ours(database, near, preset, work, without, [], collection_chunks=args.size)
         timed["ours_hybrid_no_proximity"] = others["ours_hybrid"]
         timed["ours_retrieve_no_proximity"] = others["ours_retrieve"]
+    if args.context_vector_ab:  # the context similarity's cost as a ratio in one run
+        flat = dataclasses.replace(settings, context_vector_weight=0.0)
+        without = UniversalRAGService(flat, database=database, embedder=embedder, reranker=None)
+        others = retrievers.ours(database, flat, preset, work, without, [], collection_chunks=args.size)
+        timed["ours_hybrid_no_context_vector"] = others["ours_hybrid"]
+        timed["ours_retrieve_no_context_vector"] = others["ours_retrieve"]
     if args.packed_ab:  # the bounded SQL arm against the packed lists' exact one, interleaved
         bounded = retrievers.ours(
             database, settings, preset, work, service, [], collection_chunks=args.size, packed=False
@@ -173,6 +184,7 @@ def main() -> int:
         "shared_buffers_mb_after_timing": cached_after_timing,
         "context_weight": settings.context_weight,
         "proximity_weight": settings.proximity_weight,
+        "context_vector_weight": settings.context_vector_weight,
     }
     if args.packed_ab:
         out["bounded_overlap_at_20_with_packed"] = {

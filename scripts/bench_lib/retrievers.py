@@ -141,6 +141,9 @@ def search_request(
         proximity=context_applies(
             settings.proximity_weight, preset.vector_weight if vector_weight is None else vector_weight
         ),
+        context_vector=context_applies(
+            settings.context_vector_weight, preset.vector_weight if vector_weight is None else vector_weight
+        ),
     )
 
 
