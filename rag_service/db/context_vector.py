@@ -20,10 +20,16 @@ from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db.models import DocumentChunk
 from rag_service.db.search_request import SearchRequest
 
+#: how far (in chunks) from a hit its context is read: a context of up to 257 chunks is read whole wherever the hit
+#: lies in it (every context of the visible sets: anthropic-docs-qa's longest has 254), a longer one (a large
+#: document without sections) around the hit, so a hit costs at most 513 vectors however long its document is
+CONTEXT_REACH = 256
+
 
 def context_similarity(request: SearchRequest, hit: Any) -> ColumnElement[float]:
     """The query's cosine with the mean vector of the hit's context: the chunks of its section (same
-    ``parent_start``), or of its document when it has none, read through the (collection, document) key."""
+    ``parent_start``), or of its document when it has none, within ``CONTEXT_REACH`` chunks of the hit, read
+    through the (collection, document, chunk index) key."""
     s = aliased(DocumentChunk, name="context_chunk")
     qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
     mean = (
@@ -31,6 +37,7 @@ def context_similarity(request: SearchRequest, hit: Any) -> ColumnElement[float]
         .where(
             s.collection == bindparam("collection", request.collection),
             s.document_id == hit.c.document_id,
+            s.chunk_index.between(hit.c.chunk_index - CONTEXT_REACH, hit.c.chunk_index + CONTEXT_REACH),
             func.coalesce(s.parent_start, -1) == func.coalesce(hit.c.parent_start, -1),
         )
         .scalar_subquery()
