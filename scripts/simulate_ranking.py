@@ -123,6 +123,9 @@ class Replica:
             lists[lexeme][1].append(tf)
         self.lists = {k: (np.array(a), np.array(b, dtype=float)) for k, (a, b) in lists.items()}
         self.section = self._sections() if self.docs else self.source
+        sums = np.zeros((self.contexts, self.unit.shape[1]))
+        np.add.at(sums, self.context, self.unit)
+        self.context_unit = sums / np.linalg.norm(sums, axis=1, keepdims=True)  # each context's mean direction
 
     def _sections(self) -> list[str]:
         docset = load_docset(DATASETS / self.name)
@@ -209,11 +212,17 @@ Variant = Callable[[Replica, str], list[int]]
 
 
 def variant(
-    *, vector_weight: float = 0.6, context_weight: float = 0.0, proximity_weight: float = 0.0, power: float = 1.0
+    *,
+    vector_weight: float = 0.6,
+    context_weight: float = 0.0,
+    proximity_weight: float = 0.0,
+    power: float = 1.0,
+    similarity_weight: float = 0.0,
 ) -> Variant:
     """Sections (docs) or documents (SciFact) in rank order; `context_weight` adds the min-max BM25 of each
     one's context (its section, or its document) over the candidates, after the noisy-OR; `proximity_weight`
-    the min-max of each one's best candidate chunk's term proximity (`Replica.proximity`)."""
+    the min-max of each one's best candidate chunk's term proximity (`Replica.proximity`); `similarity_weight`
+    the min-max of the question's cosine with each one's context's mean vector (`db.context_vector`)."""
 
     def rank(s: Replica, qid: str) -> list[int]:
         rows = fused(s, qid, vector_weight=vector_weight)
@@ -232,6 +241,10 @@ def variant(
             total = total + context_weight * _minmax(s.bm25(qid, by_context=True)[s.context[[first[u] for u in units]]])
         if proximity_weight:
             total = total + proximity_weight * _minmax(np.array([near[u] for u in units]))
+        if similarity_weight:
+            query = s.query_vectors[qid] / np.linalg.norm(s.query_vectors[qid])
+            similarity = s.context_unit[s.context[[first[u] for u in units]]] @ query
+            total = total + similarity_weight * _minmax(similarity)
         return _first_of_each([first[units[j]] for j in np.argsort(-total, kind="stable")], s.parent_hash)
 
     return rank
@@ -260,6 +273,9 @@ VARIANTS: dict[str, Variant] = {
     "context BM25 0.6 + proximity 0.1": variant(context_weight=0.6, proximity_weight=0.1),
     "context BM25 0.6 + proximity 0.15": variant(context_weight=0.6, proximity_weight=0.15),
     "context BM25 0.6 + proximity 0.1, 1/distance^2": variant(context_weight=0.6, proximity_weight=0.1, power=2),
+    "context BM25 0.6 + proximity 0.15 + context similarity 0.1": variant(
+        context_weight=0.6, proximity_weight=0.15, similarity_weight=0.1
+    ),
 }
 
 
