@@ -53,7 +53,22 @@ WHERE c.collection = :collection AND {{scope}} AND {_HAS_CONTEXT}
 ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
 """  # noqa: S608 (constants of this module only)
 # the contexts and their postings, from ``{vectors}`` (document_id, context_start, tsv)
+#: the mean of the stored vectors of context ``v``'s chunks (read through the (collection, document, chunk index) key)
+CONTEXT_MEAN_VECTOR = (
+    "(SELECT avg(s.embedding) FROM document_chunks s WHERE s.collection = v.collection "
+    "AND s.document_id = v.document_id AND coalesce(s.parent_start, -1) = v.context_start)"
+)
+# the collection cast once: bare, its first use (the select list) would type it text and the second varchar
 _INSERT_CONTEXTS = (
+    "INSERT INTO document_contexts (collection, document_id, context_start, length, embedding) "  # noqa: S608
+    "SELECT CAST(:collection AS varchar), v.document_id, v.context_start, "
+    + TSV_LENGTH.format(tsv="v.tsv")
+    + ", "
+    + CONTEXT_MEAN_VECTOR.replace("v.collection", "CAST(:collection AS varchar)")
+    + " FROM {vectors} v"
+)
+# as the schema stood at migration 0013, which writes the contexts of stored documents (0015 adds the vectors)
+_INSERT_CONTEXTS_0013 = (
     "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
     "SELECT :collection, v.document_id, v.context_start, " + TSV_LENGTH.format(tsv="v.tsv") + " FROM {vectors} v"
 )
@@ -76,12 +91,17 @@ WITH firsts AS ({_FIRST_CHUNKS_SQL.format(scope="c.document_id = ANY(:document_i
 ), vectors AS MATERIALIZED (
     SELECT document_id, context_start, to_tsvector(CAST(:fts_config AS regconfig), body) AS tsv
     FROM heads WHERE length(body) <= :max_chars
-), contexts AS ({_INSERT_CONTEXTS.format(vectors="vectors")}
+), contexts AS ({{insert}}
     RETURNING document_id
 )
 {_INSERT_TERMS.format(vectors="vectors")}
 """  # noqa: S608 (constants of this module only)
-_WRITE = text(_WRITE_SQL).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
+_WRITE, _WRITE_0013 = (
+    text(_WRITE_SQL.format(insert=insert.format(vectors="vectors"))).bindparams(
+        bindparam("document_ids", type_=ARRAY(BigInteger))
+    )
+    for insert in (_INSERT_CONTEXTS, _INSERT_CONTEXTS_0013)
+)
 
 # The bulk load's three steps: the same rows, the tokenizing (most of the time) in a query PostgreSQL
 # can run in parallel (a data-modifying statement never is): each context's first chunk, then the
@@ -107,12 +127,18 @@ _DELETE = text(
 
 
 def write_contexts(
-    session: Session | Connection, *, collection: str, document_ids: Sequence[int], fts_config: str
+    session: Session | Connection,
+    *,
+    collection: str,
+    document_ids: Sequence[int],
+    fts_config: str,
+    schema_0013: bool = False,
 ) -> None:
-    """Write the contexts and postings of ``document_ids`` from their stored chunks (none stored yet)."""
+    """Write the contexts and postings of ``document_ids`` from their stored chunks (none stored yet);
+    ``schema_0013``: without the mean vectors, whose column migration 0015 adds (for migration 0013's backfill)."""
     if document_ids:
         session.execute(
-            _WRITE,
+            _WRITE_0013 if schema_0013 else _WRITE,
             {
                 "collection": collection,
                 "document_ids": list(document_ids),

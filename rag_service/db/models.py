@@ -226,6 +226,8 @@ class DocumentContext(Base):
     document_id: Mapped[int] = mapped_column(BigInteger)
     context_start: Mapped[int] = mapped_column(Integer)
     length: Mapped[int] = mapped_column(Integer, nullable=False)
+    #: the mean of its chunks' vectors (the context similarity, ``db.context_vector``; migration 0015)
+    embedding: Mapped[Any] = mapped_column(Vector(SCHEMA_EMBEDDING_DIM), nullable=True)
 
 
 class ContextTerm(Base):

@@ -289,12 +289,10 @@ def configure_vector_scan(session: Session, *, ef_search: int) -> None:
 
 
 def hit_columns() -> tuple[Any, ...]:
-    """The chunk and document columns every ``SearchHit`` carries (``hit_from_row`` reads them back; the
-    chunk's index bounds its context similarity's read)."""
+    """The chunk and document columns every ``SearchHit`` carries (``hit_from_row`` reads them back)."""
     c, d = DocumentChunk, Document
     return (
         c.document_id,
-        c.chunk_index,
         d.source,
         d.title,
         c.content,

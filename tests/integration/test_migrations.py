@@ -177,3 +177,27 @@ def test_the_contexts_of_stored_documents_are_written_by_the_upgrade(database_fa
             assert_stats_consistent(conn)
     finally:
         engine.dispose()
+
+
+def test_the_mean_vectors_of_stored_contexts_are_written_by_the_upgrade(database_factory, settings, tmp_path):
+    """Migration 0015 gives contexts written before it the mean vector the write paths store with them."""
+    from rag_service.db.database import Database
+    from rag_service.embed import HashingEmbedder
+    from rag_service.ingest.indexer import Indexer
+
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Replicas\n\nStandbys replay the log.\n\n## Backups\n\nNightly.\n")
+    (tmp_path / "notes.txt").write_text("Checkpoints flush dirty pages to disk. " * 30)
+    engine = make_engine(database_factory.create("rag_mig_context_vectors"), settings)
+    vectors = "SELECT collection, document_id, context_start, embedding::text FROM document_contexts ORDER BY 1, 2, 3"
+    try:
+        migrate.upgrade(engine)
+        Indexer(Database(engine), HashingEmbedder(), settings).index_paths([tmp_path], collection="kb")
+        with engine.connect() as conn:
+            written = conn.execute(text(vectors)).all()
+        assert len(written) >= 2 and all(row[3] is not None for row in written)
+        migrate.downgrade(engine, "0014")
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(text(vectors)).all() == written
+    finally:
+        engine.dispose()

@@ -105,7 +105,7 @@ def upgrade() -> None:
         ).scalars()
         document_ids = list(ids)
         _log.info("contexts of %d documents of collection %r", len(document_ids), collection)
-        write_contexts(bind, collection=collection, document_ids=document_ids, fts_config=fts_config)
+        write_contexts(bind, collection=collection, document_ids=document_ids, fts_config=fts_config, schema_0013=True)
     bind.execute(sa.text(_COUNT))
     bind.execute(sa.text(_STATS_FUNCTION))
     bind.execute(sa.text("SET LOCAL citus.enable_unsafe_triggers = on"))  # a placeholder setting without Citus
