@@ -236,7 +236,7 @@ _COLUMNS = {
     "document_chunks": "id, document_id, collection, chunk_index, chunk_type, content, parent_content, "
     "parent_start, parent_end, headers, header_path, start_char, end_char, token_count, content_hash, "
     "embedding, content_tsv, metadata",
-    "document_contexts": "collection, document_id, context_start, length",
+    "document_contexts": "collection, document_id, context_start, length, embedding",
     "context_terms": "collection, document_id, context_start, lexeme, tf",
 }
 
