@@ -26,24 +26,20 @@ PLAIN = " ".join(f"Plain sentence {j} about the log and its replay." for j in ra
 LONG = " ".join(f"Long sentence {j} about the replay of a log." for j in range(80))
 
 
+# the hit's context's chunks, when the context is stored (a chunk without one has none)
+_CONTEXT_CHUNKS = """
+SELECT vector_send(c.embedding) FROM document_chunks c
+JOIN document_contexts x ON x.collection = c.collection AND x.document_id = c.document_id
+    AND x.context_start = coalesce(c.parent_start, -1)
+WHERE c.collection = 'one' AND c.document_id = :d AND coalesce(c.parent_start, -1) = coalesce(CAST(:p AS integer), -1)
+"""
+
+
 def reference(connection, hit, query_vector: np.ndarray) -> float | None:  # type: ignore[no-untyped-def]
     """The cosine with the mean of the stored vectors of the hit's context's chunks; None without a context."""
-    stored = connection.execute(
-        text(
-            "SELECT count(*) FROM document_contexts WHERE collection = 'one' AND document_id = :d "
-            "AND context_start = coalesce(CAST(:p AS integer), -1)"
-        ),
-        {"d": hit.document_id, "p": hit.parent_start},
-    ).scalar()
-    if not stored:
+    rows = connection.execute(text(_CONTEXT_CHUNKS), {"d": hit.document_id, "p": hit.parent_start}).scalars().all()
+    if not rows:
         return None
-    rows = connection.execute(
-        text(
-            "SELECT vector_send(embedding) FROM document_chunks WHERE collection = 'one' AND document_id = :d "
-            "AND coalesce(parent_start, -1) = coalesce(CAST(:p AS integer), -1)"
-        ),
-        {"d": hit.document_id, "p": hit.parent_start},
-    ).scalars()
     mean = np.mean([vector_from_send(r).astype(np.float64) for r in rows], axis=0)
     query = query_vector.astype(np.float64)
     return float(mean @ query / (np.linalg.norm(mean) * np.linalg.norm(query)))

@@ -151,7 +151,8 @@ def test_the_hnsw_graph_is_rebuilt_with_ef_construction_128(database_factory, se
 
 
 def test_the_contexts_of_stored_documents_are_written_by_the_upgrade(database_factory, settings, tmp_path):
-    """Migration 0013 gives documents indexed before it the contexts the row path writes, and their statistics."""
+    """Migration 0013 gives documents indexed before it the contexts the row path writes, and their statistics;
+    0015 their mean vectors."""
     from rag_service.db.database import Database
     from rag_service.embed import HashingEmbedder
     from rag_service.ingest.indexer import Indexer
@@ -161,43 +162,23 @@ def test_the_contexts_of_stored_documents_are_written_by_the_upgrade(database_fa
     (tmp_path / "notes.txt").write_text("Checkpoints flush dirty pages to disk. " * 30)
     engine = make_engine(database_factory.create("rag_mig_contexts"), settings)
     contexts = "SELECT collection, document_id, context_start, lexeme, tf FROM context_terms ORDER BY 1, 2, 3, 4"
+    vectors = "SELECT collection, document_id, context_start, embedding::text FROM document_contexts ORDER BY 1, 2, 3"
     try:
         migrate.upgrade(engine)
         Indexer(Database(engine), HashingEmbedder(), settings).index_paths([tmp_path], collection="kb")
         with engine.connect() as conn:
             written = conn.execute(text(contexts)).all()
+            means = conn.execute(text(vectors)).all()
         starts = {row[2] for row in written}
         assert -1 in starts and len(starts) >= 2  # a section and a document without any
+        assert all(row[3] is not None for row in means)
         migrate.downgrade(engine, "0012")
         with engine.connect() as conn:
             assert not {"document_contexts", "context_terms", "context_stats"} & set(inspect(conn).get_table_names())
         migrate.upgrade(engine)
         with engine.connect() as conn:
             assert conn.execute(text(contexts)).all() == written
+            assert conn.execute(text(vectors)).all() == means
             assert_stats_consistent(conn)
-    finally:
-        engine.dispose()
-
-
-def test_the_mean_vectors_of_stored_contexts_are_written_by_the_upgrade(database_factory, settings, tmp_path):
-    """Migration 0015 gives contexts written before it the mean vector the write paths store with them."""
-    from rag_service.db.database import Database
-    from rag_service.embed import HashingEmbedder
-    from rag_service.ingest.indexer import Indexer
-
-    (tmp_path / "guide.md").write_text("# Guide\n\n## Replicas\n\nStandbys replay the log.\n\n## Backups\n\nNightly.\n")
-    (tmp_path / "notes.txt").write_text("Checkpoints flush dirty pages to disk. " * 30)
-    engine = make_engine(database_factory.create("rag_mig_context_vectors"), settings)
-    vectors = "SELECT collection, document_id, context_start, embedding::text FROM document_contexts ORDER BY 1, 2, 3"
-    try:
-        migrate.upgrade(engine)
-        Indexer(Database(engine), HashingEmbedder(), settings).index_paths([tmp_path], collection="kb")
-        with engine.connect() as conn:
-            written = conn.execute(text(vectors)).all()
-        assert len(written) >= 2 and all(row[3] is not None for row in written)
-        migrate.downgrade(engine, "0014")
-        migrate.upgrade(engine)
-        with engine.connect() as conn:
-            assert conn.execute(text(vectors)).all() == written
     finally:
         engine.dispose()
