@@ -52,13 +52,13 @@ FROM document_chunks c
 WHERE c.collection = :collection AND {{scope}} AND {_HAS_CONTEXT}
 ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
 """  # noqa: S608 (constants of this module only)
-# the contexts and their postings, from ``{vectors}`` (document_id, context_start, tsv)
 #: the mean of the stored vectors of context ``v``'s chunks (read through the (collection, document, chunk index) key)
 CONTEXT_MEAN_VECTOR = (
     "(SELECT avg(s.embedding) FROM document_chunks s WHERE s.collection = v.collection "
     "AND s.document_id = v.document_id AND coalesce(s.parent_start, -1) = v.context_start)"
 )
-# the collection cast once: bare, its first use (the select list) would type it text and the second varchar
+# the contexts and their postings, from ``{vectors}`` (document_id, context_start, tsv); the collection cast:
+# bare, its first use (the select list) would type it text and the second varchar
 _INSERT_CONTEXTS = (
     "INSERT INTO document_contexts (collection, document_id, context_start, length, embedding) "  # noqa: S608
     "SELECT CAST(:collection AS varchar), v.document_id, v.context_start, "
