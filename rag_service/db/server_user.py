@@ -27,14 +27,18 @@ def ensure_server_user(name: str = SERVER_USER) -> pwd.struct_passwd | None:
     """Return the server user's entry, creating the user under an inter-process lock; None unless root."""
     if os.geteuid() != 0:
         return None
-    with _LOCK_FILE.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    # root opening a fixed name in /tmp: never through a symlink someone else left there
+    lock = os.open(_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the descriptor closes
         try:
             return pwd.getpwnam(name)
         except KeyError:
             subprocess.run(["useradd", "-s", "/bin/bash", name], check=True, capture_output=True, text=True)
             logger.info("created the OS user %s to run the embedded PostgreSQL server", name)
             return pwd.getpwnam(name)
+    finally:
+        os.close(lock)
 
 
 def adopt_orphaned_files(path: Path, user: pwd.struct_passwd) -> bool:
