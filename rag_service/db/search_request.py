@@ -170,8 +170,9 @@ class SearchRequest:
 
     @property
     def runs_context_vector(self) -> bool:
-        """The context similarity is computed when asked for and the vector arm runs (it shares its vector)."""
-        return self.context_vector and self.runs_vector
+        """The context similarity is computed when asked for and both arms run, as the context BM25 and proximity
+        (with the vector arm alone it lowered anthropic-docs-qa by 0.004: docs/benchmarks.md "Session 29")."""
+        return self.context_vector and self.runs_vector and self.runs_keyword
 
     @property
     def runs_vector(self) -> bool:

@@ -63,6 +63,7 @@ def test_context_similarity_equals_the_reference(db, connection, monkeypatch):
         with db.transaction() as session:
             hits = hybrid_search(session, replace(request, context_vector=True))
             plain = hybrid_search(session, request)
+            alone = hybrid_search(session, replace(request, context_vector=True, keyword_weight=0.0))
         for hit in hits:
             expected = reference(connection, hit, vector)
             if expected is None:
@@ -71,6 +72,7 @@ def test_context_similarity_equals_the_reference(db, connection, monkeypatch):
                 assert hit.context_similarity == pytest.approx(expected, abs=1e-6)
             seen.add((hit.source, hit.parent_start is None, expected is None))
         assert all(h.context_similarity is None for h in plain)
+        assert alone and all(h.context_similarity is None for h in alone), "the vector arm alone: not computed"
     assert {("s.md", False, False), ("p.txt", True, False), ("long.txt", True, True)} <= seen, (
         "hits in sections, in a document without sections, in one too long for a stored context"
     )
