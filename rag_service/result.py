@@ -38,7 +38,7 @@ class ChunkScores:
     context: float | None = None
     #: how close together the query's words stand in the chunk (a section: its best child's; ``db.proximity``)
     proximity: float | None = None
-    #: the query's cosine with the mean vector of the chunk's context, its section or document (``db.search``)
+    #: the query's cosine with the mean vector of the chunk's context, its section or document (``db.context_vector``)
     context_similarity: float | None = None
 
     def as_dict(self) -> dict[str, float]:

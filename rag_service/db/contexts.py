@@ -52,26 +52,27 @@ FROM document_chunks c
 WHERE c.collection = :collection AND {{scope}} AND {_HAS_CONTEXT}
 ORDER BY c.document_id, coalesce(c.parent_start, -1), c.chunk_index
 """  # noqa: S608 (constants of this module only)
-#: the mean of the stored vectors of context ``v``'s chunks (read through the (collection, document, chunk index) key)
+#: the mean of the stored vectors of context ``v``'s chunks in collection ``{collection}`` (an SQL expression; read
+#: through the (collection, document, chunk index) key)
 CONTEXT_MEAN_VECTOR = (
-    "(SELECT avg(s.embedding) FROM document_chunks s WHERE s.collection = v.collection "
+    "(SELECT avg(s.embedding) FROM document_chunks s WHERE s.collection = {collection} "
     "AND s.document_id = v.document_id AND coalesce(s.parent_start, -1) = v.context_start)"
 )
-# the contexts and their postings, from ``{vectors}`` (document_id, context_start, tsv); the collection cast:
-# bare, its first use (the select list) would type it text and the second varchar
-_INSERT_CONTEXTS = (
-    "INSERT INTO document_contexts (collection, document_id, context_start, length, embedding) "  # noqa: S608
-    "SELECT CAST(:collection AS varchar), v.document_id, v.context_start, "
-    + TSV_LENGTH.format(tsv="v.tsv")
-    + ", "
-    + CONTEXT_MEAN_VECTOR.replace("v.collection", "CAST(:collection AS varchar)")
-    + " FROM {vectors} v"
-)
-# as the schema stood at migration 0013, which writes the contexts of stored documents (0015 adds the vectors)
-_INSERT_CONTEXTS_0013 = (
-    "INSERT INTO document_contexts (collection, document_id, context_start, length) "  # noqa: S608 (constants only)
-    "SELECT :collection, v.document_id, v.context_start, " + TSV_LENGTH.format(tsv="v.tsv") + " FROM {vectors} v"
-)
+
+
+def _insert_contexts(vectors: str, *, mean_vector: bool = True) -> str:
+    """The insert of the contexts in ``vectors`` (document_id, context_start, tsv); without ``mean_vector`` as the
+    schema stood at migration 0013, which writes stored documents' contexts (0015 adds the column). The collection
+    is cast: bare, its first use (the select list) would type it text and the second varchar."""
+    collection = "CAST(:collection AS varchar)"
+    columns = "collection, document_id, context_start, length"
+    values = f"{collection}, v.document_id, v.context_start, " + TSV_LENGTH.format(tsv="v.tsv")
+    if mean_vector:
+        columns += ", embedding"
+        values += ", " + CONTEXT_MEAN_VECTOR.format(collection=collection)
+    return f"INSERT INTO document_contexts ({columns}) SELECT {values} FROM {vectors} v"  # noqa: S608 (constants)
+
+
 _INSERT_TERMS = (
     "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
     "SELECT :collection, v.document_id, v.context_start, u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1) "
@@ -97,10 +98,10 @@ WITH firsts AS ({_FIRST_CHUNKS_SQL.format(scope="c.document_id = ANY(:document_i
 {_INSERT_TERMS.format(vectors="vectors")}
 """  # noqa: S608 (constants of this module only)
 _WRITE, _WRITE_0013 = (
-    text(_WRITE_SQL.format(insert=insert.format(vectors="vectors"))).bindparams(
+    text(_WRITE_SQL.format(insert=_insert_contexts("vectors", mean_vector=mean))).bindparams(
         bindparam("document_ids", type_=ARRAY(BigInteger))
     )
-    for insert in (_INSERT_CONTEXTS, _INSERT_CONTEXTS_0013)
+    for mean in (True, False)
 )
 
 # The bulk load's three steps: the same rows, the tokenizing (most of the time) in a query PostgreSQL
@@ -119,7 +120,7 @@ WHERE c.collection = :collection AND d.collection = :collection AND c.id = ANY(:
     AND length({_BODY}) <= :max_chars
 """  # noqa: S608 (constants of this module only)
 _BULK_VECTORS = text(_BULK_VECTORS_SQL).bindparams(bindparam("first_chunks", type_=ARRAY(BigInteger)))
-_BULK_CONTEXTS = text(_INSERT_CONTEXTS.format(vectors="bulk_contexts"))
+_BULK_CONTEXTS = text(_insert_contexts("bulk_contexts"))
 _BULK_TERMS = text(_INSERT_TERMS.format(vectors="bulk_contexts"))
 _DELETE = text(
     "DELETE FROM document_contexts WHERE collection = :collection AND document_id = ANY(:document_ids)"

@@ -149,7 +149,7 @@ class SearchRequest:
     context_bm25: bool = False
     #: each fused candidate also gets its term proximity (``SearchHit.proximity_score``; ``db.proximity``)
     proximity: bool = False
-    #: each fused candidate also gets its context's similarity (``SearchHit.context_similarity``; ``db.search``)
+    #: each fused candidate also gets its context's similarity (``SearchHit.context_similarity``; ``db.context_vector``)
     context_vector: bool = False
     #: the exclusions of ``required_terms`` as one OR query (``a or "b c"``), set when they are all of it: the
     #: BM25 arm then drops the chunks matching it rather than scoring every other chunk as passing a filter
@@ -220,7 +220,7 @@ class SearchHit:
     context_score: float | None = None
     #: how close together the query's words stand in the chunk (None: not asked for; ``db.proximity``)
     proximity_score: float | None = None
-    #: the query's cosine with the mean vector of the chunk's context (None: not asked for)
+    #: the query's cosine with the mean vector of the chunk's context (None: not asked for, or no stored context)
     context_similarity: float | None = None
 
 

@@ -26,8 +26,11 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _log = logging.getLogger("alembic.runtime.migration")
-# constants only; the collection is a bound parameter
-_BACKFILL = "UPDATE document_contexts v SET embedding = " + CONTEXT_MEAN_VECTOR + " WHERE v.collection = :collection"  # noqa: S608
+_BACKFILL = (  # constants only; the collection is a bound parameter
+    "UPDATE document_contexts v SET embedding = "  # noqa: S608
+    + CONTEXT_MEAN_VECTOR.format(collection="v.collection")
+    + " WHERE v.collection = :collection"
+)
 
 
 def upgrade() -> None:
