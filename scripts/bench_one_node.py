@@ -108,24 +108,20 @@ def main() -> int:
     stages: list[dict[str, float]] = []
     everything = retrievers.ours(database, settings, preset, work, service, stages, collection_chunks=args.size)
     timed = {key: everything[key] for key in TIMED}
-    if args.context_ab:  # interleaved with the rest: the context BM25's cost as a ratio in one run
-        plain = dataclasses.replace(settings, context_weight=0.0)
-        without = UniversalRAGService(plain, database=database, embedder=embedder, reranker=None)
-        others = retrievers.ours(database, plain, preset, work, without, [], collection_chunks=args.size)
-        timed["ours_hybrid_no_context"] = others["ours_hybrid"]
-        timed["ours_retrieve_no_context"] = others["ours_retrieve"]
-    if args.proximity_ab:  # term proximity's cost as a ratio in one run
-        near = dataclasses.replace(settings, proximity_weight=0.0)
-        without = UniversalRAGService(near, database=database, embedder=embedder, reranker=None)
-        others = retrievers.ours(database, near, preset, work, without, [], collection_chunks=args.size)
-        timed["ours_hybrid_no_proximity"] = others["ours_hybrid"]
-        timed["ours_retrieve_no_proximity"] = others["ours_retrieve"]
-    if args.context_vector_ab:  # the context similarity's cost as a ratio in one run
-        flat = dataclasses.replace(settings, context_vector_weight=0.0)
-        without = UniversalRAGService(flat, database=database, embedder=embedder, reranker=None)
-        others = retrievers.ours(database, flat, preset, work, without, [], collection_chunks=args.size)
-        timed["ours_hybrid_no_context_vector"] = others["ours_hybrid"]
-        timed["ours_retrieve_no_context_vector"] = others["ours_retrieve"]
+    # each signal's cost as a ratio in one run: the hybrid statement and retrieve() again with its weight 0
+    for asked, weight, label in (
+        (args.context_ab, "context_weight", "context"),
+        (args.proximity_ab, "proximity_weight", "proximity"),
+        (args.context_vector_ab, "context_vector_weight", "context_vector"),
+    ):
+        if asked:
+            without_it = dataclasses.replace(settings, **{weight: 0.0})
+            service_without = UniversalRAGService(without_it, database=database, embedder=embedder, reranker=None)
+            others = retrievers.ours(
+                database, without_it, preset, work, service_without, [], collection_chunks=args.size
+            )
+            timed[f"ours_hybrid_no_{label}"] = others["ours_hybrid"]
+            timed[f"ours_retrieve_no_{label}"] = others["ours_retrieve"]
     if args.packed_ab:  # the bounded SQL arm against the packed lists' exact one, interleaved
         bounded = retrievers.ours(
             database, settings, preset, work, service, [], collection_chunks=args.size, packed=False

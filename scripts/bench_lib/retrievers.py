@@ -115,13 +115,14 @@ def search_request(
     """The request ``Retriever`` builds for one query variant under ``preset`` (weights, scorer, fusion overridable)
     on a collection of ``collection_chunks`` chunks (its ``hnsw.ef_search`` grows with the size), with
     ``packed_postings`` when the collection has them (``db.packed_postings``)."""
+    vector_weight = preset.vector_weight if vector_weight is None else vector_weight
     return SearchRequest(
         collection=COLLECTION,
         query_vector=vector,
         any_terms=parts.any_terms,
         required_terms=parts.required_terms,
         excluded_terms=parts.excluded_terms,
-        vector_weight=preset.vector_weight if vector_weight is None else vector_weight,
+        vector_weight=vector_weight,
         keyword_weight=preset.keyword_weight if keyword_weight is None else keyword_weight,
         rrf_k=preset.rrf_k,
         fusion_method=preset.fusion_method if fusion_method is None else fusion_method,
@@ -135,15 +136,9 @@ def search_request(
         bm25_b=settings.bm25_b,
         bm25_max_postings=settings.bm25_max_postings,
         packed_postings=packed_postings,
-        context_bm25=context_applies(
-            settings.context_weight, preset.vector_weight if vector_weight is None else vector_weight
-        ),
-        proximity=context_applies(
-            settings.proximity_weight, preset.vector_weight if vector_weight is None else vector_weight
-        ),
-        context_vector=context_applies(
-            settings.context_vector_weight, preset.vector_weight if vector_weight is None else vector_weight
-        ),
+        context_bm25=context_applies(settings.context_weight, vector_weight),
+        proximity=context_applies(settings.proximity_weight, vector_weight),
+        context_vector=context_applies(settings.context_vector_weight, vector_weight),
     )
 
 
