@@ -25,139 +25,60 @@ and re-bound (``StatementCache``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import psycopg
 import psycopg.sql
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     CTE,
     BigInteger,
     ColumnElement,
     Double,
     Select,
-    String,
     bindparam,
-    case,
     cast,
     func,
     literal,
     null,
     select,
-    union_all,
 )
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter
 
-from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db import bm25
 from rag_service.db.context_vector import context_similarity
-from rag_service.db.models import CollectionStats, Document, DocumentChunk
+from rag_service.db.models import Document, DocumentChunk
 from rag_service.db.proximity import proximity_score
+from rag_service.db.search_arms import (
+    arm_rows_statement,
+    given_arm,
+    given_arm_values,
+    keyword_arm,
+    vector_arm,
+)
 from rag_service.db.search_request import (
     FILTER_KEYS,
     ChunkFilters,
     SearchHit,
     SearchRequest,
-    chunk_conditions,
-    fts_config_expression,
 )
 from rag_service.records import from_fields
 
 __all__ = ["FILTER_KEYS", "ChunkFilters", "SearchHit", "SearchRequest", "build_search", "explain", "hybrid_search"]
 
 
-def _empty_arm(name: str) -> CTE:
-    return (
-        select(
-            cast(null(), BigInteger).label("id"),
-            cast(null(), BigInteger).label("rank"),
-            cast(null(), Double).label("score"),
-            cast(null(), Double).label("norm"),
-        )
-        .where(literal(False))
-        .cte(name)
-    )
+def build_search(request: SearchRequest, *, arms_given: bool = False) -> Select[Any]:
+    """The single hybrid statement (exposed for EXPLAIN in tests and benchmarks).
 
-
-def _normalised(score: ColumnElement[float]) -> ColumnElement[float]:
-    lo, hi = func.min(score).over(), func.max(score).over()
-    return case((hi == lo, literal(1.0, Double)), else_=(score - lo) / (hi - lo))
-
-
-def _vector_arm(request: SearchRequest) -> CTE:
-    if not request.runs_vector:
-        return _empty_arm("vector_arm")
-    qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
-    distance = DocumentChunk.embedding.cosine_distance(qvec)
-    size = func.coalesce(
-        select(CollectionStats.chunk_count)
-        .where(CollectionStats.collection == bindparam("collection", request.collection))
-        .scalar_subquery(),
-        0,
-    )
-    exact_below = bindparam("exact_search_below", request.exact_search_below, type_=BigInteger)
-    limit: BindParameter[int] = bindparam("candidate_k", request.candidate_k)
-    base = select(DocumentChunk.id.label("id"), distance.label("distance")).where(*chunk_conditions(request))
-    # one branch runs, the other is cut by its one-time filter: ``+ 0`` keeps the exact one off the index
-    exact = base.where(size <= exact_below).order_by(distance + literal(0.0, Double)).limit(limit)
-    indexed = base.where(size > exact_below).order_by(distance).limit(limit)
-    nearest = union_all(exact, indexed).subquery("nearest")
-    similarity = cast(1.0 - nearest.c.distance, Double)
-    return (
-        select(
-            nearest.c.id,
-            func.row_number().over(order_by=(nearest.c.distance, nearest.c.id)).label("rank"),
-            similarity.label("score"),
-            _normalised(similarity).label("norm"),
-        )
-        .cte("vector_arm")
-        .prefix_with("MATERIALIZED")
-    )
-
-
-def tsquery_expression(request: SearchRequest) -> ColumnElement[Any]:
-    """``websearch(any) && websearch(required)``; Postgres' ``&&`` returns the other side when one is empty."""
-    cfg = fts_config_expression(request)
-    any_q = func.websearch_to_tsquery(cfg, bindparam("any_terms", request.any_terms, type_=String))
-    req_q = func.websearch_to_tsquery(cfg, bindparam("required_terms", request.required_terms, type_=String))
-    return any_q.op("&&")(req_q)
-
-
-def _ts_rank_matches(request: SearchRequest) -> Select[Any]:
-    tsq = tsquery_expression(request)  # inline: the planner sees it as a stable expression for the GIN index
-    rank = cast(func.ts_rank_cd(DocumentChunk.content_tsv, tsq), Double)
-    return (
-        select(DocumentChunk.id.label("id"), rank.label("score"))
-        .where(DocumentChunk.content_tsv.op("@@")(tsq), *chunk_conditions(request))
-        .order_by(rank.desc(), DocumentChunk.id)
-        .limit(bindparam("candidate_k_kw", request.candidate_k))
-    )
-
-
-def _keyword_arm(request: SearchRequest) -> CTE:
-    if not request.runs_keyword:
-        return _empty_arm("keyword_arm")
-    if request.keyword_scorer == "bm25":
-        matched = bm25.bm25_matches(request).subquery("matched")
+    ``arms_given``: the arms' rows are parameters (``search_arms.given_arm``), already run apart
+    (``db.parallel_search``); the fusion and everything after it are the same statement.
+    """
+    if arms_given:
+        v, k = given_arm("vector_arm"), given_arm("keyword_arm")
     else:
-        matched = _ts_rank_matches(request).subquery("matched")
-    return (
-        select(
-            matched.c.id,
-            func.row_number().over(order_by=(matched.c.score.desc(), matched.c.id)).label("rank"),
-            matched.c.score,
-            _normalised(matched.c.score).label("norm"),
-        )
-        .cte("keyword_arm")
-        .prefix_with("MATERIALIZED")
-    )
-
-
-def build_search(request: SearchRequest) -> Select[Any]:
-    """The single hybrid statement (exposed for EXPLAIN in tests and benchmarks)."""
-    v, k = _vector_arm(request), _keyword_arm(request)
+        v, k = vector_arm(request), keyword_arm(request)
     vw = bindparam("vector_weight", float(request.vector_weight), type_=Double)
     kw = bindparam("keyword_weight", float(request.keyword_weight), type_=Double)
     if request.fusion_method == "linear":
@@ -387,19 +308,34 @@ class StatementCache:
             request.packed_postings,
         )
 
-    def statement(self, request: SearchRequest) -> tuple[Select[Any], dict[str, Any] | None]:
-        """The statement for ``request`` and the parameters to execute it with (None: as built)."""
+    def statement(
+        self, request: SearchRequest, *, arms_given: bool = False
+    ) -> tuple[Select[Any], dict[str, Any] | None]:
+        """The statement for ``request`` (``arms_given``: the arms' rows as parameters) and the parameters to
+        execute it with (None: as built; with ``arms_given`` the caller adds the arms' rows)."""
+        kind = "given" if arms_given else "one"
+        return self._built(request, kind, lambda: build_search(request, arms_given=arms_given))
+
+    def arm(self, request: SearchRequest, arm: str) -> tuple[Select[Any], dict[str, Any] | None]:
+        """The rows of one arm (``vector_arm`` or ``keyword_arm``) of ``request`` alone, as ``statement``."""
+        build = vector_arm if arm == "vector_arm" else keyword_arm
+        return self._built(request, arm, lambda: arm_rows_statement(build(request)))
+
+    def _built(
+        self, request: SearchRequest, kind: str, build: Callable[[], Select[Any]]
+    ) -> tuple[Select[Any], dict[str, Any] | None]:
         key = self.shape(request)
         if key is None:
-            return build_search(request), None
-        cached = self._statements.get(key)
+            return build(), None
+        cached = self._statements.get((kind, *key))
         if cached is None:
-            cached = build_search(request)
+            cached = build()
             named = _named_parameters(cached)
-            missing = named - set(search_parameters(request))
+            given = set(given_arm_values("vector_arm", [])) | set(given_arm_values("keyword_arm", []))
+            missing = named - set(search_parameters(request)) - (given if kind == "given" else set())
             if missing:
                 raise RuntimeError(f"hybrid statement parameters without a value source: {sorted(missing)}")
-            self._statements[key] = cached
+            self._statements[(kind, *key)] = cached
         return cached, search_parameters(request)
 
 
@@ -422,7 +358,8 @@ def _named_parameters(statement: Select[Any]) -> set[str]:
     return names
 
 
-_STATEMENTS = StatementCache()
+#: the statements of this process, by shape
+STATEMENTS = StatementCache()
 
 
 def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
@@ -431,8 +368,13 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
         return []
     if request.runs_vector:
         configure_vector_scan(session, ef_search=request.ef_search)
-    statement, parameters = _STATEMENTS.statement(request)
+    statement, parameters = STATEMENTS.statement(request)
     rows = session.connection().execute(statement, parameters).all()  # Core: no ORM layer on the hot path
+    return hits_from_rows(rows)
+
+
+def hits_from_rows(rows: Sequence[Any]) -> list[SearchHit]:
+    """The hits of the hybrid statement's rows, best first."""
     return [
         hit_from_row(
             row,

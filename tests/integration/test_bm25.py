@@ -214,7 +214,7 @@ def test_filtered_scores_equal_reference_bm25_from_either_side(
 ):
     """The filtered arm scores the passing chunks exactly whether it probes them or reads the postings."""
     monkeypatch.setattr(bm25, "PROBE_COST_IN_POSTINGS", probe_cost)
-    monkeypatch.setattr(search, "_STATEMENTS", search.StatementCache())  # built with this cost
+    monkeypatch.setattr(search, "STATEMENTS", search.StatementCache())  # built with this cost
     Indexer(db, HashingEmbedder(), settings).index_paths([folder], collection="one")
     request = keyword_request(query, bm25_k1=1.2, bm25_b=0.75, filters=ChunkFilters.parse(filters))
     required = request.required_terms
