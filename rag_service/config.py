@@ -68,6 +68,8 @@ DEFAULT_PROXIMITY_WEIGHT = 0.15
 #: the weight of each result's context similarity (the query's cosine with the mean vector of its section or
 #: document), screened on all three visible sets in session 29 (scripts/simulate_ranking.py; benchmarks.md)
 DEFAULT_CONTEXT_VECTOR_WEIGHT = 0.1
+#: from this many chunks a hybrid search runs its arms at once (``db.parallel_search``; docs/benchmarks.md "Session 30")
+DEFAULT_PARALLEL_ARMS_FROM = 200_000
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
@@ -200,6 +202,12 @@ class Settings:
         "document) added to its fused relevance beside the context BM25; 0 turns it off",
         ge=0.0,
         le=10.0,
+    )
+    parallel_arms_from: int = _setting(
+        DEFAULT_PARALLEL_ARMS_FROM,
+        "collections of at least this many chunks run a hybrid search's two arms at once, the keyword arm on a "
+        "second connection in the same snapshot (when it is free); 0 never",
+        ge=0,
     )
     pool_size: int = _setting(5, ge=1, le=100)
     pool_max_overflow: int = _setting(5, ge=0, le=100)

@@ -77,6 +77,11 @@ def main() -> int:
         help="also time the hybrid statement and retrieve() without the context similarity",
     )
     parser.add_argument(
+        "--parallel-ab",
+        action="store_true",
+        help="also time the hybrid statement and retrieve() with the arms one after the other (RAG_PARALLEL_ARMS_FROM 0)",
+    )
+    parser.add_argument(
         "--packed-ab",
         action="store_true",
         help="also time the keyword arm and the hybrid statement with the bounded arm instead of packed postings",
@@ -113,6 +118,7 @@ def main() -> int:
         (args.context_ab, "context_weight", "context"),
         (args.proximity_ab, "proximity_weight", "proximity"),
         (args.context_vector_ab, "context_vector_weight", "context_vector"),
+        (args.parallel_ab, "parallel_arms_from", "parallel"),
     ):
         if asked:
             without_it = dataclasses.replace(settings, **{weight: 0.0})
@@ -181,6 +187,7 @@ def main() -> int:
         "context_weight": settings.context_weight,
         "proximity_weight": settings.proximity_weight,
         "context_vector_weight": settings.context_vector_weight,
+        "parallel_arms_from": settings.parallel_arms_from,
     }
     if args.packed_ab:
         out["bounded_overlap_at_20_with_packed"] = {

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from rag_service.db.arm_connections import close_arm_connection
 from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.messages import url_for_display
 from rag_service.errors import DatabaseError, DatabaseUnavailableError, StatementTimeoutError, first_line
@@ -101,6 +102,7 @@ class Database:
     def dispose(self) -> None:
         """Close pooled connections (not the bound test connection)."""
         if not self._bound:
+            close_arm_connection(self.engine)
             self.engine.dispose()
 
 

@@ -157,6 +157,8 @@ class SearchRequest:
     #: the collection has ready packed postings (``db.packed_postings``): an unfiltered BM25 arm is scored exactly
     #: by the ``rag_bm25`` extension
     packed_postings: bool = False
+    #: run the two arms at once on two connections where they can (``db.parallel_search``): large collections
+    parallel_arms: bool = False
 
     @property
     def runs_context(self) -> bool:

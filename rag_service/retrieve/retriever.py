@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import MAX_CANDIDATE_K, Preset, Settings, llm_rerank_weights
 from rag_service.db.database import Database
+from rag_service.db.parallel_search import fused_search
 from rag_service.db.presets import CallPreset
 from rag_service.db.replicas import ReadRoute, ReadRouter
-from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest, hybrid_search
+from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest
 from rag_service.db.search_request import ef_search_for, with_query_scores
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
@@ -135,7 +136,7 @@ class Retriever:
                 prepared[:] = [self._prepare(query, setup, options, metrics)]
             requests, vector, calibration = prepared[0].requests, prepared[0].vector, prepared[0].calibration
             started = time.perf_counter()
-            per_variant = [hybrid_search(session, r) for r in requests]
+            per_variant = [fused_search(session, r) for r in requests]
             chunks = _merge(per_variant, preset, options.collection)
             if not preset.return_parents:  # results are chunks: each one's context joins its fused relevance
                 chunks = add_context(chunks, self.settings.context_weights)
@@ -221,6 +222,7 @@ class Retriever:
             bm25_b=self.settings.bm25_b,
             bm25_max_postings=self.settings.bm25_max_postings,
             packed_postings=setup.packed_postings,
+            parallel_arms=0 < self.settings.parallel_arms_from <= setup.collection_chunks,
             context_bm25=context_applies(self.settings.context_weight, preset.vector_weight),
             proximity=context_applies(self.settings.proximity_weight, preset.vector_weight),
             context_vector=context_applies(self.settings.context_vector_weight, preset.vector_weight),

@@ -31,7 +31,8 @@ from rag_service.config import Preset, Settings
 from rag_service.db.admin import database_url
 from rag_service.db.database import Database
 from rag_service.db.packed_postings import is_packed
-from rag_service.db.search import SearchRequest, hybrid_search
+from rag_service.db.parallel_search import fused_search
+from rag_service.db.search import SearchRequest
 from rag_service.db.search_request import ef_search_for
 from rag_service.retrieve.context import context_applies
 from rag_service.retrieve.query import bm25_text, excluded_terms, parse_query, websearch_parts
@@ -113,8 +114,9 @@ def search_request(
     packed_postings: bool = False,
 ) -> SearchRequest:
     """The request ``Retriever`` builds for one query variant under ``preset`` (weights, scorer, fusion overridable)
-    on a collection of ``collection_chunks`` chunks (its ``hnsw.ef_search`` grows with the size), with
-    ``packed_postings`` when the collection has them (``db.packed_postings``)."""
+    on a collection of ``collection_chunks`` chunks (its ``hnsw.ef_search`` grows with the size, and from
+    ``settings.parallel_arms_from`` its arms run at once), with ``packed_postings`` when the collection has them
+    (``db.packed_postings``)."""
     vector_weight = preset.vector_weight if vector_weight is None else vector_weight
     return SearchRequest(
         collection=COLLECTION,
@@ -136,6 +138,7 @@ def search_request(
         bm25_b=settings.bm25_b,
         bm25_max_postings=settings.bm25_max_postings,
         packed_postings=packed_postings,
+        parallel_arms=0 < settings.parallel_arms_from <= collection_chunks,
         context_bm25=context_applies(settings.context_weight, vector_weight),
         proximity=context_applies(settings.proximity_weight, vector_weight),
         context_vector=context_applies(settings.context_vector_weight, vector_weight),
@@ -166,9 +169,9 @@ def ours(
         packed = database.read(lambda s: is_packed(s, COLLECTION))
     request = partial(search_request, packed_postings=packed)
 
-    def run(request: SearchRequest) -> list[int]:
+    def run(request: SearchRequest) -> list[int]:  # as the Retriever runs it: the arms at once where it may
         with database.transaction() as session:
-            return [hit.chunk_id for hit in hybrid_search(session, request)]
+            return [hit.chunk_id for hit in fused_search(session, request)]
 
     q = work.queries
 

@@ -389,13 +389,13 @@ def test_ef_search_grows_with_the_collection(service, connection, monkeypatch):
     from rag_service.retrieve import retriever
 
     used: list[int] = []
-    real_search = retriever.hybrid_search
+    real_search = retriever.fused_search
 
     def recording(session, request):  # type: ignore[no-untyped-def]
         used.append(request.ef_search)
         return real_search(session, request)
 
-    monkeypatch.setattr(retriever, "hybrid_search", recording)
+    monkeypatch.setattr(retriever, "fused_search", recording)
     base = service.settings.hnsw_ef_search
     assert service.retrieve("backups", context="search", return_parents=False).chunks
     assert used == [ef_search_for(0, base=base, depth=service.preset("search").candidate_k)]
