@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
@@ -69,12 +69,17 @@ class Report:
     seconds: float = 0.0
 
 
-def run(threads: int, calls: int, documents: int, model: str) -> tuple[Report, Settings]:
+def run(
+    threads: int, calls: int, documents: int, model: str, *, parallel_arms_from: int | None = None
+) -> tuple[Report, Settings]:
+    """``parallel_arms_from``: the service's ``RAG_PARALLEL_ARMS_FROM`` (default: its own; 1: every search)."""
     workdir = Path(tempfile.mkdtemp(prefix="rag_load_", dir="/tmp"))
     corpus = workdir / "kb"
     corpus.mkdir()
     url = start_embedded_server(workdir / "data")
     settings = Settings(database_url=url, data_dir=workdir / "data", pool_size=8, pool_max_overflow=4)
+    if parallel_arms_from is not None:
+        settings = replace(settings, parallel_arms_from=parallel_arms_from)
     engine = make_engine(url, settings)
     migrate.upgrade(engine)
     embedder = SentenceTransformerEmbedder() if model == "real" else HashingEmbedder()

@@ -14,14 +14,17 @@ pytestmark = [pytest.mark.multiprocess, pytest.mark.slow]
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
-def test_readers_during_reindex():
+@pytest.mark.parametrize("parallel_arms_from", [None, 1])  # 1: every search runs its arms at once
+def test_readers_during_reindex(parallel_arms_from):
     sys.path.insert(0, str(SCRIPTS))
     spec = importlib.util.spec_from_file_location("load_test", SCRIPTS / "load_test.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["load_test"] = module
     spec.loader.exec_module(module)
-    report, settings = module.run(threads=4, calls=40, documents=20, model="hashing")
+    report, settings = module.run(
+        threads=4, calls=40, documents=20, model="hashing", parallel_arms_from=parallel_arms_from
+    )
     details = f"errors={dict(report.errors)} calls={report.calls} torn={report.torn} runs={report.reindex_runs}"
     assert report.errors == {}, details
     assert report.calls == 160, details
