@@ -69,7 +69,7 @@ DEFAULT_PROXIMITY_WEIGHT = 0.15
 #: document), screened on all three visible sets in session 29 (scripts/simulate_ranking.py; benchmarks.md)
 DEFAULT_CONTEXT_VECTOR_WEIGHT = 0.1
 #: from this many chunks a hybrid search runs its arms at once (``db.parallel_search``; docs/benchmarks.md "Session 30")
-DEFAULT_PARALLEL_ARMS_FROM = 200_000
+DEFAULT_PARALLEL_ARMS_FROM = 500_000
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
 #: characters per child chunk and overlap (markdown, recursive, sentence strategies)
 DEFAULT_CHUNK_SIZE = 500
