@@ -20,7 +20,9 @@ Built with SQLAlchemy Core: every value is a bound parameter, identifiers come f
   ``rag_service.db.contexts``), which the retriever adds after fusion.
 
 An arm whose weight is 0 is not run at all. Statements without filters are built once per shape
-and re-bound (``StatementCache``).
+and re-bound (``StatementCache``). On a large collection ``rag_service.db.parallel_search`` runs the two
+arms (``db.search_arms``) on two connections at once and fuses them with this same statement, its arms'
+rows given (``build_search(..., arms_given=True)``).
 """
 
 from __future__ import annotations
