@@ -19,33 +19,26 @@ from rag_service.db.presets import read_call_preset
 from rag_service.db.search import SearchHit, SearchRequest, hybrid_search
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
-from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
 from rag_service.service import UniversalRAGService
 from tests.integration.test_packed_postings import QUERIES, corpus
+from tests.integration.test_search import _request as search_request
 
 EMBEDDER = HashingEmbedder()
 
 
 def request_for(query: str, **fields) -> SearchRequest:  # type: ignore[no-untyped-def]
-    parsed = parse_query(query)
-    any_terms, required = websearch_parts(parsed)
-    return SearchRequest(
+    """A hybrid request of collection ``one`` with every signal, its arms at once (through the HNSW index)."""
+    signals = {"context_bm25": True, "proximity": True, "context_vector": True, "parallel_arms": True}
+    return search_request(
+        EMBEDDER,
+        query,
         collection="one",
-        query_vector=EMBEDDER.embed_query(query),
-        any_terms=any_terms,
-        required_terms=required,
         vector_weight=0.6,
         keyword_weight=0.4,
         fusion_method="linear",
         candidate_k=15,
         limit=15,
-        bm25_text=bm25_text(parsed),
-        context_bm25=True,
-        proximity=True,
-        context_vector=True,
-        parallel_arms=True,
-        exact_search_below=0,  # through the HNSW index, as a large collection is searched
-        **fields,
+        **{**signals, **fields},
     )
 
 
