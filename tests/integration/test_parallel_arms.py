@@ -191,3 +191,22 @@ def test_a_failing_vector_arm_leaves_the_second_connection_ready(fresh_database,
     monkeypatch.setattr(parallel_search, "configure_vector_scan", configure)
     assert fields_of(fresh_database.read(lambda s: fused_search(s, request))) == expected
     assert len(finished) == 2
+
+
+def test_a_dead_second_connection_is_replaced(fresh_database, settings, keyword_arms):
+    """Its server process gone (a restart, an idle timeout): that search runs the one statement, the next opens
+    a new second connection."""
+    index(fresh_database, settings, corpus(8, 30))
+    request = request_for("snapshot vacuum analyze")
+    expected = fields_of(fresh_database.read(lambda s: hybrid_search(s, request)))
+    assert fields_of(fresh_database.read(lambda s: fused_search(s, request))) == expected
+    holder = arm_connection_of(fresh_database.engine)
+    assert holder.connection is not None
+    dead = holder.connection
+    with fresh_database.engine.connect() as other:
+        other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": dead.info.backend_pid})
+    assert fields_of(fresh_database.read(lambda s: fused_search(s, request))) == expected
+    assert holder.connection is None and dead.closed
+    assert fields_of(fresh_database.read(lambda s: fused_search(s, request))) == expected
+    assert holder.connection is not None and holder.connection is not dead
+    assert len(keyword_arms) == 3
