@@ -9,12 +9,14 @@ arms read the same rows.
 
 Each engine has one such connection, used by one search at a time and never waited for: a search that
 finds it busy runs the one statement, as does one whose session cannot share its snapshot (writes of its
-own, a standby, Citus) or whose request has filters. So concurrent searches never hold more than one
-extra connection, and a busy machine, which has no idle core to give, loses nothing.
+own, a standby, Citus) or whose request has filters, and one whose database shares this host while no core
+is idle (there the arms at once cost ~2 ms more: ``has_idle_core``). So concurrent
+searches never hold more than one extra connection.
 """
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -44,6 +46,7 @@ _EXPORT = text(
 )
 # the keyword arm's statements compiled for a psycopg connection, by shape (the statement kept: its id stays its)
 _COMPILED: dict[tuple[int, str], tuple[Select[Any], Compiled]] = {}
+_LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1"})
 _KEYWORD_ARM_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-keyword-arm")
 
 
@@ -57,6 +60,8 @@ def fused_search(session: Session, request: SearchRequest) -> list[SearchHit]:
     engine = session.get_bind()
     if not isinstance(engine, Engine):  # a test's connection: its own transaction
         return hybrid_search(session, request)
+    if not has_idle_core(engine):
+        return hybrid_search(session, request)
     arm_connection = arm_connection_of(engine)
     if not arm_connection.lock.acquire(blocking=False):
         return hybrid_search(session, request)
@@ -65,6 +70,35 @@ def fused_search(session: Session, request: SearchRequest) -> list[SearchHit]:
     finally:
         arm_connection.lock.release()
     return hybrid_search(session, request) if rows is None else hits_from_rows(rows)
+
+
+def has_idle_core(engine: Engine, *, running: int | None = None, cores: int | None = None) -> bool:
+    """Whether the database likely has a core to spare for the second arm: a server on another host is assumed
+    to; one on this host (a Unix socket or a loopback address) when fewer tasks are running right now than this
+    process may use cores (the search's own thread included). On a busy machine the arms at once cost ~2 ms
+    more than one statement (docs/benchmarks.md, "Session 30": 1M chunks beside a CPU hog); the 1-minute
+    load average lags by a minute both ways, so the running count of this instant decides."""
+    url = engine.url
+    host = url.host or str(url.query.get("host", "") or "")
+    if host not in _LOCAL_HOSTS and not host.startswith("/"):
+        return True
+    running = _running_tasks() if running is None else running
+    cores = _usable_cores() if cores is None else cores
+    return running < cores
+
+
+def _running_tasks() -> int:
+    """Tasks running or runnable on this host now (``/proc/loadavg``; elsewhere the load average, rounded, + 1)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as stats:
+            return int(stats.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return round(os.getloadavg()[0]) + 1
+
+
+def _usable_cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _rows_with_parallel_arms(

@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 
 from rag_service.db import parallel_search
 from rag_service.db.arm_connections import arm_connection_of
-from rag_service.db.parallel_search import fused_search
+from rag_service.db.parallel_search import fused_search, has_idle_core
 from rag_service.db.presets import read_call_preset
 from rag_service.db.search import SearchHit, SearchRequest, hybrid_search
 from rag_service.embed import HashingEmbedder
@@ -49,6 +49,13 @@ def fields_of(hits: list[SearchHit]) -> list[tuple]:  # type: ignore[type-arg]
         )
         for h in hits
     ]
+
+
+@pytest.fixture(autouse=True)
+def idle_core(monkeypatch) -> None:
+    """The test server shares this host, whose load the suite's own workers raise: taken as having a core idle
+    (``has_idle_core`` is tested on its own below)."""
+    monkeypatch.setattr(parallel_search, "has_idle_core", lambda engine: True)
 
 
 @pytest.fixture
@@ -210,3 +217,31 @@ def test_a_dead_second_connection_is_replaced(fresh_database, settings, keyword_
     assert fields_of(fresh_database.read(lambda s: fused_search(s, request))) == expected
     assert holder.connection is not None and holder.connection is not dead
     assert len(keyword_arms) == 3
+
+
+def test_a_busy_host_runs_the_one_statement(fresh_database, settings, keyword_arms, monkeypatch):
+    index(fresh_database, settings, corpus(9, 30))
+    request = request_for("replica log replay")
+    expected = fields_of(fresh_database.read(lambda s: hybrid_search(s, request)))
+    monkeypatch.setattr(parallel_search, "has_idle_core", lambda engine: False)
+    assert fields_of(fresh_database.read(lambda s: fused_search(s, request))) == expected
+    assert keyword_arms == []
+
+
+@pytest.mark.parametrize(
+    ("url", "running", "idle"),
+    [
+        ("postgresql+psycopg://u@/rag?host=/tmp/socket&port=5433", 1, True),  # the embedded server: a socket
+        ("postgresql+psycopg://u@/rag?host=/tmp/socket&port=5433", 2, False),  # the search and one other task
+        ("postgresql+psycopg://u@localhost:5432/rag", 1, True),
+        ("postgresql+psycopg://u@127.0.0.1:5432/rag", 3, False),
+        ("postgresql+psycopg://u@db.internal:5432/rag", 9, True),  # another host: its load is not ours to see
+    ],
+)
+def test_an_idle_core_is_judged_on_this_host_only(url, running, idle):
+    engine = create_engine(url)
+    assert has_idle_core(engine, running=running, cores=2) is idle  # the real one: imported before the fixture
+
+
+def test_the_running_tasks_of_this_host_count_this_one():
+    assert parallel_search._running_tasks() >= 1 and parallel_search._usable_cores() >= 1
