@@ -22,8 +22,7 @@ from typing import Any
 
 import psycopg
 from psycopg.sql import SQL, Literal
-from sqlalchemy import Engine, Row, Select, text
-from sqlalchemy.engine.interfaces import Compiled
+from sqlalchemy import Engine, Row, text
 from sqlalchemy.orm import Session
 
 from rag_service.db.arm_connections import ArmConnection, arm_connection_of
@@ -44,8 +43,6 @@ _EXPORT = text(
     "SELECT CASE WHEN txid_current_if_assigned() IS NULL AND NOT pg_is_in_recovery() "
     "AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN pg_export_snapshot() END"
 )
-# the keyword arm's statements compiled for a psycopg connection, by shape (the statement kept: its id stays its)
-_COMPILED: dict[tuple[int, str], tuple[Select[Any], Compiled]] = {}
 _LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1"})
 _KEYWORD_ARM_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-keyword-arm")
 
@@ -112,8 +109,11 @@ def _rows_with_parallel_arms(
     if snapshot is None:
         return None
     parameters = search_parameters(request)
-    keyword_sql, keyword_parameters = _compiled_keyword_arm(engine, request, parameters)
-    keyword_rows = _KEYWORD_ARM_THREADS.submit(_run_keyword_arm, connection, snapshot, keyword_sql, keyword_parameters)
+    keyword_sql = STATEMENTS.compiled_arm(request, "keyword_arm", engine.dialect)
+    keyword_parameters = dict(keyword_sql.construct_params(parameters) or {})  # every bound value, as psycopg takes
+    keyword_rows = _KEYWORD_ARM_THREADS.submit(
+        _run_keyword_arm, connection, snapshot, str(keyword_sql), keyword_parameters
+    )
     try:
         configure_vector_scan(session, ef_search=request.ef_search)
         vector_statement, _ = STATEMENTS.arm(request, "vector_arm")
@@ -133,18 +133,6 @@ def _rows_with_parallel_arms(
         **given_arm_values("keyword_arm", keyword),
     }
     return list(session.connection().execute(statement, given).all())
-
-
-def _compiled_keyword_arm(
-    engine: Engine, request: SearchRequest, parameters: dict[str, Any]
-) -> tuple[str, dict[str, Any]]:
-    """The keyword arm's SQL for a psycopg connection, and its parameters (every bound value of the statement)."""
-    statement, _ = STATEMENTS.arm(request, "keyword_arm")  # cached by shape: one object per shape
-    key = (id(statement), engine.dialect.name)
-    compiled = _COMPILED.get(key)
-    if compiled is None:  # ~5 ms: once per shape
-        compiled = _COMPILED[key] = (statement, statement.compile(dialect=engine.dialect))
-    return str(compiled[1]), dict(compiled[1].construct_params(parameters) or {})
 
 
 def _run_keyword_arm(

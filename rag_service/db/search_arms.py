@@ -37,9 +37,11 @@ from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_c
 #: an arm's row: chunk id, rank in the arm (1 = best), score, score min-max normalised over the arm
 ArmRow = tuple[int, int, float, float]
 ARM_COLUMNS = ("id", "rank", "score", "norm")
+#: the parameters of the two given arms (``given_arm``): ``<arm>_<column>``
+GIVEN_ARM_PARAMETERS = frozenset(f"{arm}_{column}" for arm in ("vector_arm", "keyword_arm") for column in ARM_COLUMNS)
 
 
-def empty_arm(name: str) -> CTE:
+def _empty_arm(name: str) -> CTE:
     """An arm that does not run: no rows, the arm's columns."""
     return (
         select(
@@ -61,7 +63,7 @@ def _normalised(score: ColumnElement[float]) -> ColumnElement[float]:
 def vector_arm(request: SearchRequest) -> CTE:
     """The vector arm's candidates (id, rank, score, norm): see ``rag_service.db.search``."""
     if not request.runs_vector:
-        return empty_arm("vector_arm")
+        return _empty_arm("vector_arm")
     qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
     distance = DocumentChunk.embedding.cosine_distance(qvec)
     size = func.coalesce(
@@ -112,7 +114,7 @@ def _ts_rank_matches(request: SearchRequest) -> Select[Any]:
 def keyword_arm(request: SearchRequest) -> CTE:
     """The keyword arm's candidates (id, rank, score, norm): BM25 or ``ts_rank_cd``."""
     if not request.runs_keyword:
-        return empty_arm("keyword_arm")
+        return _empty_arm("keyword_arm")
     if request.keyword_scorer == "bm25":
         matched = bm25.bm25_matches(request).subquery("matched")
     else:
