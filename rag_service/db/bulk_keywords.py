@@ -4,14 +4,22 @@ Chunk k is weighed against the statistics of the chunks staged before it (``bulk
 length; ``bulk_df``: how many of them hold each lexeme), itself counted in by ``:self_count`` = 1 as in
 ``db.keywords``, whose statement this is. The keywords go to ``bulk_keywords`` (seq, keywords), which the
 load's INSERT joins; with keywords off it is empty.
+
+Where the staging is unlogged (``Staging.schema``), the statement is a SQL function of the load's schema, marked
+``PARALLEL SAFE``, called once per chunk by a query the parallel workers share: inline, its CTEs are
+parallel-restricted and kept it in the leader alone. The same keywords, on 2 cores: 30k chunks 23.6 -> 17.0-19.2 s,
+1M chunks 646 -> 563 s (the statistics lookups of 72 lexemes a chunk in a 60M-row ``bulk_df`` bound it there;
+docs/benchmarks.md, "Session 31"). Temporary staging tables are invisible to workers: there it runs inline.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
+from psycopg.sql import SQL, Identifier
 from sqlalchemy import text
 
 from rag_service.db.bulk_staging import Staging, staged_table
@@ -42,13 +50,35 @@ _BULK_KEYWORDS_SQL = (
 )
 assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the replacements above"
 # each chunk's keywords (``bulk_keywords``, joined by the INSERT: no UPDATE of the staged rows); none when
-# keywords are off. Serial: run on parallel workers (wrapped in a function marked PARALLEL SAFE: its CTEs keep
-# it in the leader otherwise) it was no faster on 2 cores (30k chunks: 13.8 s against 13.9; ~560 buffer hits a
-# chunk, its statistics lookups)
+# keywords are off. Inline (temporary staging: serial) or through the function below (unlogged: parallel).
 _KEYWORDS_SELECT = "SELECT b.seq, " + _BULK_KEYWORDS_SQL + " AS keywords FROM bulk_chunks b"  # noqa: S608
+# the same statement as a function of (content, seq, fts_config, self_count, keyword_count, bm25_k1, bm25_b)
+_FUNCTION_ARGUMENTS = {
+    "b.content": "$1",
+    "b.seq": "$2",
+    ":fts_config": "$3",
+    ":self_count": "$4",
+    ":keyword_count": "$5",
+    ":bm25_k1": "$6",
+    ":bm25_b": "$7",
+}
+_FUNCTION_BODY = _BULK_KEYWORDS_SQL
+for _name, _position in _FUNCTION_ARGUMENTS.items():
+    _FUNCTION_BODY = _FUNCTION_BODY.replace(_name, _position)
+assert not re.search(r"(?<![\w:\[]):[a-z_0-9]+", _FUNCTION_BODY), "db.keywords has a parameter the function lacks"
+_CREATE_FUNCTION = (
+    "CREATE FUNCTION {}.bulk_chunk_keywords(text, bigint, text, integer, integer, double precision, double precision) "
+    "RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $rag_keywords$ SELECT " + _FUNCTION_BODY + " $rag_keywords$"
+)
+_KEYWORDS_BY_FUNCTION_SELECT = (
+    "SELECT b.seq, bulk_chunk_keywords(b.content, b.seq, CAST(:fts_config AS text), CAST(:self_count AS integer), "
+    "CAST(:keyword_count AS integer), CAST(:bm25_k1 AS double precision), CAST(:bm25_b AS double precision)) "
+    "AS keywords FROM bulk_chunks b"
+)
 _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
 _DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)
 _KEYWORDS = staged_table("bulk_keywords", _KEYWORDS_SELECT)
+_KEYWORDS_BY_FUNCTION = staged_table("bulk_keywords", _KEYWORDS_BY_FUNCTION_SELECT)
 _NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
 _KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
 
@@ -75,7 +105,11 @@ def stage_keywords(
     started = time.perf_counter()
     weights = {"self_count": 1, "keyword_count": keywords.count}
     keyword_params = {**params, **weights, "bm25_k1": float(keywords.bm25_k1), "bm25_b": float(keywords.bm25_b)}
-    staging.create_as(_KEYWORDS, keyword_params)
+    if staging.schema is None:
+        staging.create_as(_KEYWORDS, keyword_params)
+    else:
+        staging.run(SQL(_CREATE_FUNCTION).format(Identifier(staging.schema)))
+        staging.create_as(_KEYWORDS_BY_FUNCTION, keyword_params, parallel=True)
     session.execute(_KEYWORDS_KEY)
     timings["keywords"] = time.perf_counter() - started
     return timings

@@ -64,12 +64,13 @@ _SET_PARALLEL_SQL = "SELECT " + ", ".join(f"set_config('{name}', :{name}, true)"
 _SHOW_PARALLEL, _SET_PARALLEL = text(_SHOW_PARALLEL_SQL), text(_SET_PARALLEL_SQL)
 
 
-def run_in_parallel(session: Session | Connection, statement: Any, params: dict[str, Any]) -> None:
-    """Run ``statement`` (a query PostgreSQL may parallelise) with parallel work priced as free."""
+def run_in_parallel(session: Session | Connection, statement: Any, params: dict[str, Any]) -> Any:
+    """Run ``statement`` (a query PostgreSQL may parallelise) with parallel work priced as free; its result."""
     before = dict(zip(_PARALLEL_SETTINGS, session.execute(_SHOW_PARALLEL).one(), strict=True))
     session.execute(_SET_PARALLEL, dict.fromkeys(_PARALLEL_SETTINGS, "0"))
-    session.execute(statement, params)
+    result = session.execute(statement, params)
     session.execute(_SET_PARALLEL, before)
+    return result
 
 
 class Staging:
@@ -85,7 +86,7 @@ class Staging:
         if self.session.execute(_CAN_CREATE_SCHEMA).scalar_one():
             self.schema = f"rag_bulk_{secrets.token_hex(6)}"
             self._search_path = str(self.session.execute(_SEARCH_PATH).scalar_one())
-            self._run(SQL("CREATE SCHEMA {}").format(Identifier(self.schema)))
+            self.run(SQL("CREATE SCHEMA {}").format(Identifier(self.schema)))
             path = SQL("{}, ").format(Identifier(self.schema)).as_string(self._raw()) + self._search_path
             self.session.execute(_SET_SEARCH_PATH, {"path": path})
             self.session.execute(_CREATE_STAGE_UNLOGGED)
@@ -112,12 +113,13 @@ class Staging:
         """Drop the load's schema and restore the ``search_path`` (temporary tables go at commit)."""
         if self.schema is not None:
             self.session.execute(_SET_SEARCH_PATH, {"path": self._search_path})
-            self._run(SQL("DROP SCHEMA {} CASCADE").format(Identifier(self.schema)))
+            self.run(SQL("DROP SCHEMA {} CASCADE").format(Identifier(self.schema)))
             self.schema = None
 
     def _raw(self) -> Any:
         return self.session.connection().connection.driver_connection
 
-    def _run(self, statement: Any) -> None:
+    def run(self, statement: Any) -> None:
+        """Run a composed psycopg statement (DDL naming the load's schema) in the load's transaction."""
         with self._raw().cursor() as cursor:
             cursor.execute(statement)

@@ -125,6 +125,20 @@ def dump(engine: Engine) -> dict[str, list[Any]]:
     return found
 
 
+def _record_parallel_plans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(staged table, plan) of each statement the load runs on parallel workers, EXPLAINed as it is run."""
+    plans: list[tuple[str, str]] = []
+    run = bulk_staging.run_in_parallel
+
+    def explained(session: Any, statement: Any, params: dict[str, Any]) -> Any:
+        plan = run(session, text("EXPLAIN " + statement.text), params).scalars().all()
+        plans.append((statement.text.split(" AS ", 1)[0].split()[-1], "\n".join(plan)))
+        return run(session, statement, params)
+
+    monkeypatch.setattr(bulk_staging, "run_in_parallel", explained)
+    return plans
+
+
 _LOAD_SCHEMAS = text("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'rag_bulk%'")
 
 
@@ -143,6 +157,7 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
     settings = dataclasses.replace(settings, bm25_packed_min_chunks=1)  # packed postings compared too
     try:
         row = _indexer(row_engine, settings, bulk=False).index_paths([corpus], collection="kb")
+        parallel_plans = _record_parallel_plans(monkeypatch)
         phases: list[str] = []
         monkeypatch.setattr(Progress, "phase", lambda self, name: phases.append(name))
         bulk = _indexer(bulk_engine, settings, bulk=True).index_paths([corpus], collection="kb")
@@ -170,6 +185,9 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         )
         for table in row_state:
             assert bulk_state[table] == row_state[table], table
+        # unlogged staging: the tokenizing and the keywords (the costliest step) are planned on parallel workers
+        planned = {table for table, plan in parallel_plans if "Gather" in plan and "Workers Planned" in plan}
+        assert planned == ({"bulk_vectors", "bulk_keywords"} if schema_allowed else set()), parallel_plans
         with bulk_engine.connect() as conn:  # the load's staging schema went with it
             assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
     finally:
