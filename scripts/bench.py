@@ -330,6 +330,13 @@ def run_rerank(args: argparse.Namespace) -> dict[str, Any]:
         return loaded
 
 
+def write_report(path: Path, out: dict[str, Any]) -> None:
+    """Write a benchmark's results to ``path`` (its folder made if need be) as JSON, and print them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1))
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
 import statistics
 import sys
 import time
@@ -270,9 +269,7 @@ def main() -> int:
         for engine in engines.values():
             engine.dispose()
         cluster.stop()
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(out, indent=1))
-    print(json.dumps(out, indent=1))
+    bench.write_report(args.json, out)
     return 0
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
 import time
 from pathlib import Path
 
@@ -195,9 +194,7 @@ def main() -> int:
             for arm in ("fulltext", "hybrid")
         }
         out["keyword_overlap_at_20_with_exact_sql"] = _exact_sql_overlap(service, preset, work, results, args)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(out, indent=1))
-    print(json.dumps(out, indent=1))
+    bench.write_report(args.json, out)
     service.close()
     return 0
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 from pathlib import Path
 
 import bench
@@ -35,6 +34,7 @@ from rag_service.db.models import Document, DocumentChunk
 from rag_service.db.parallel_search import fused_search
 from rag_service.db.presets import load_preset
 from rag_service.db.search import build_search, hit_columns, search_parameters
+from rag_service.db.search_request import SearchRequest
 from rag_service.embed import embedder_for
 
 DATASETS = bench.REPO.parent / "shared" / "datasets"
@@ -65,16 +65,8 @@ def main() -> int:
     with database.transaction() as session:
         preset = load_preset(session, bench.PRESET)
 
-    def request(i: int):  # type: ignore[no-untyped-def]
-        return retrievers.search_request(
-            settings,
-            preset,
-            queries.vectors[i],
-            work.parts[i],
-            vector_weight=1.0,
-            keyword_weight=0.0,
-            collection_chunks=args.size,
-        )
+    def request(i: int) -> SearchRequest:
+        return retrievers.vector_request(settings, preset, work, i, collection_chunks=args.size)
 
     ef = request(0).ef_search
     k = request(0).limit
@@ -131,9 +123,7 @@ def main() -> int:
             key: sum(r == w for r, w in zip(results[key], results["walk"], strict=True)) / args.queries for key in timed
         },
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(out, indent=1))
-    print(json.dumps(out, indent=1))
+    bench.write_report(args.json, out)
     return 0
 
 

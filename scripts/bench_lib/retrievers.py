@@ -145,6 +145,21 @@ def search_request(
     )
 
 
+def vector_request(
+    settings: Settings, preset: Preset, work: Workload, i: int, *, collection_chunks: int
+) -> SearchRequest:
+    """The request of query ``i`` of ``work`` to the vector arm alone (keyword weight 0), as ``search_request``."""
+    return search_request(
+        settings,
+        preset,
+        work.queries.vectors[i],
+        work.parts[i],
+        vector_weight=1.0,
+        keyword_weight=0.0,
+        collection_chunks=collection_chunks,
+    )
+
+
 def ours(
     database: Database,
     settings: Settings,
@@ -179,17 +194,7 @@ def ours(
         return run(request(settings, preset, None, parts, vector_weight=0.0, keyword_weight=1.0, keyword_scorer=scorer))
 
     return {
-        "ours_vector": lambda i: run(
-            search_request(
-                settings,
-                preset,
-                q.vectors[i],
-                work.parts[i],
-                vector_weight=1.0,
-                keyword_weight=0.0,
-                collection_chunks=size,
-            )
-        ),
+        "ours_vector": lambda i: run(vector_request(settings, preset, work, i, collection_chunks=size)),
         "ours_fulltext": lambda i: keyword(work.parts[i], "bm25"),
         "ours_fulltext_frequent": lambda i: keyword(work.frequent_parts[i], "bm25"),
         "ours_fulltext_tsrank": lambda i: keyword(work.parts[i], "ts_rank_cd"),
