@@ -4,8 +4,8 @@
 Interleaved per question (``bench_lib.measure.time_retrievers``), the same real questions and database as
 ``scripts/bench_one_node.py --corpus real`` (pass its ``--database``), prewarmed, ms p50 / p95:
 
-* ``walk``: ``SELECT id ... ORDER BY embedding <=> q LIMIT k`` alone (raw psycopg, binary vector, ``SET LOCAL``
-  ef_search and iterative scan as the product sets them, one transaction);
+* ``walk``: ``SELECT id ... ORDER BY embedding <=> q LIMIT k`` alone (raw psycopg, binary vector, the product's
+  ``SET LOCAL`` settings: ``db.search.vector_scan_settings``, one transaction);
 * ``walk_rows``: the same with each row's chunk and document columns the product returns (``hit_columns``);
 * ``statement``: the product's hybrid statement with the keyword weight 0, compiled once, on the raw connection;
 * ``product``: the vector arm as ``Retriever`` runs it (``Database.transaction`` + ``fused_search``, ``SearchHit``s).
@@ -33,15 +33,11 @@ from rag_service.db.database import Database
 from rag_service.db.models import Document, DocumentChunk
 from rag_service.db.parallel_search import fused_search
 from rag_service.db.presets import load_preset
-from rag_service.db.search import build_search, hit_columns, search_parameters
+from rag_service.db.search import build_search, hit_columns, search_parameters, vector_scan_settings
 from rag_service.db.search_request import SearchRequest
 from rag_service.embed import embedder_for
 
 DATASETS = bench.REPO.parent / "shared" / "datasets"
-SCAN = (
-    "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL hnsw.ef_search = {ef}; "
-    "SET LOCAL hnsw.iterative_scan = relaxed_order"
-)
 
 
 def main() -> int:
@@ -86,7 +82,7 @@ def main() -> int:
 
     def in_transaction(sql: str, params: dict) -> list[int]:  # type: ignore[type-arg]
         with raw.transaction():
-            raw.execute(SCAN.format(ef=ef))
+            raw.execute(vector_scan_settings(ef))
             return [row[0] for row in raw.execute(sql, params, prepare=True).fetchall()]
 
     def walk(i: int) -> list[int]:

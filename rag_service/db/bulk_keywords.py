@@ -14,6 +14,7 @@ docs/benchmarks.md, "Session 31"). Temporary staging tables are invisible to wor
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -62,9 +63,9 @@ _FUNCTION_ARGUMENTS = {
     ":bm25_k1": "$6",
     ":bm25_b": "$7",
 }
-_FUNCTION_BODY = _BULK_KEYWORDS_SQL
-for _name, _position in _FUNCTION_ARGUMENTS.items():
-    _FUNCTION_BODY = _FUNCTION_BODY.replace(_name, _position)
+_FUNCTION_BODY = functools.reduce(
+    lambda sql, name: sql.replace(name, _FUNCTION_ARGUMENTS[name]), _FUNCTION_ARGUMENTS, _BULK_KEYWORDS_SQL
+)
 assert not re.search(r"(?<![\w:\[]):[a-z_0-9]+", _FUNCTION_BODY), "db.keywords has a parameter the function lacks"
 _CREATE_FUNCTION = (
     "CREATE FUNCTION {}.bulk_chunk_keywords(text, bigint, text, integer, integer, double precision, double precision) "

@@ -208,8 +208,13 @@ def configure_vector_scan(session: Session, *, ef_search: int) -> None:
     if done is not None and done[0] is transaction and done[1] == ef_search:
         return
     raw = cast_connection(session.connection().connection.dbapi_connection)
-    raw.execute(_SCAN_SETTINGS.format(psycopg.sql.Literal(int(ef_search))))
+    raw.execute(vector_scan_settings(ef_search))
     session.info[_SCAN_KEY] = (transaction, ef_search)
+
+
+def vector_scan_settings(ef_search: int) -> psycopg.sql.Composed:
+    """The ``SET LOCAL`` statements of ``configure_vector_scan`` (for a driver connection's own transaction)."""
+    return _SCAN_SETTINGS.format(psycopg.sql.Literal(int(ef_search)))
 
 
 def hit_columns() -> tuple[Any, ...]:
