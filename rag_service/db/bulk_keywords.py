@@ -2,14 +2,16 @@
 
 Chunk k is weighed against the statistics of the chunks staged before it (``bulk_before``: their count and
 length; ``bulk_df``: how many of them hold each lexeme), itself counted in by ``:self_count`` = 1 as in
-``db.keywords``, whose statement this is. The keywords go to ``bulk_keywords`` (seq, keywords), which the
-load's INSERT joins; with keywords off it is empty.
+``db.keywords``, whose expressions these statements use. Two steps: the best lexemes of every chunk in one
+set-based statement (``bulk_best_lexemes``: seq, lexemes in order), then the words shown for them, chunk by
+chunk (``bulk_keywords``: seq, keywords), which the load's INSERT joins; with keywords off it is empty.
 
-Where the staging is unlogged (``Staging.schema``), the statement is a SQL function of the load's schema, marked
-``PARALLEL SAFE``, called once per chunk by a query the parallel workers share: inline, its CTEs are
-parallel-restricted and kept it in the leader alone. The same keywords, on 2 cores: 30k chunks 23.6 -> 17.0-19.2 s,
-1M chunks 646 -> 563 s (the statistics lookups of 72 lexemes a chunk in a 60M-row ``bulk_df`` bound it there;
-docs/benchmarks.md, "Session 31"). Temporary staging tables are invisible to workers: there it runs inline.
+Set-based, the statistics are joined once (a hash join) instead of probed 72 times a chunk: the keywords of
+1M chunks took 104 s of statistics + 563 s chunk by chunk, now 60 + 267 + 122 s (docs/benchmarks.md,
+"Session 32"). Where the staging is unlogged (``Staging.schema``), both run on PostgreSQL's parallel workers:
+the words shown through a SQL function of the load's schema marked ``PARALLEL SAFE`` (inline, its CTEs are
+parallel-restricted and kept it in the leader alone). Temporary staging tables are invisible to workers:
+there both run in one process.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ from sqlalchemy import text
 from rag_service.db.bulk_staging import Staging, staged_table
 from rag_service.db.contexts import TSV_LENGTH
 from rag_service.db.documents import ChunkKeywords
-from rag_service.db.keywords import KEYWORDS_SQL
+from rag_service.db.keywords import KEYWORD_SCORE_SQL, KEYWORD_TERMS_SQL, KEYWORDS_SHOWN_SQL
 
 _KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
     "FROM bulk_vectors v, unnest(v.tsv) AS u"
 )
-_KEYWORD_TERMS_KEY = text("ALTER TABLE bulk_df ADD PRIMARY KEY (seq, lexeme)")
 _KEYWORD_BEFORE_SELECT = (
     "SELECT v.seq, row_number() OVER w - 1 AS chunk_count, "  # noqa: S608 (constants of this module only)
     "coalesce(sum(v.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
@@ -40,48 +41,56 @@ _KEYWORD_BEFORE_SELECT = (
     "WINDOW w AS (ORDER BY v.seq)"
 )
 _KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
-_ROW_PATH_STATS = "FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)"
-_ROW_PATH_DF = (
-    "FROM lexeme_stats s\n" + " " * 34 + "WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme"
+# every chunk's best lexemes, ranked as the row path's kw_top ranks them (its statistics c and d per chunk)
+_BEST_LEXEMES_SELECT = (
+    "SELECT seq, array_agg(lexeme ORDER BY rank) AS lexemes FROM ("  # noqa: S608 (constants only)
+    "SELECT t.seq, t.lexeme, row_number() OVER (PARTITION BY t.seq ORDER BY "
+    + KEYWORD_SCORE_SQL
+    + " DESC, t.lexeme) AS rank FROM ("
+    + KEYWORD_TERMS_SQL.format(key="b.seq, ", window="PARTITION BY b.seq", source="bulk_chunks b, ", text="b.content")
+    + ") t JOIN bulk_before s ON s.seq = t.seq "
+    "CROSS JOIN LATERAL (SELECT s.chunk_count + :self_count AS n, s.total_length::float8 AS total) c0 "
+    "CROSS JOIN LATERAL (SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen) c "
+    "LEFT JOIN bulk_df f ON f.seq = t.seq AND f.lexeme = t.lexeme "
+    "CROSS JOIN LATERAL (SELECT greatest(coalesce(f.doc_freq, 0) + :self_count, 1)::float8 AS df) d"
+    ") ranked WHERE rank <= :keyword_count GROUP BY seq"
 )
-_BULK_KEYWORDS_SQL = (
-    KEYWORDS_SQL.replace(":content", "b.content")
-    .replace(_ROW_PATH_STATS, "FROM bulk_before s WHERE s.seq = b.seq")
-    .replace(_ROW_PATH_DF, "FROM bulk_df s WHERE s.seq = b.seq AND s.lexeme = t.lexeme")
+_BEST_LEXEMES_KEY = text("ALTER TABLE bulk_best_lexemes ADD PRIMARY KEY (seq)")
+# the row path's words shown, its kw_top given: ``:lexemes`` in order (scored by their rank)
+_SHOWN_SQL = (
+    "(WITH kw_top AS (SELECT k.lexeme, -k.rank AS score "
+    "FROM unnest(CAST(:lexemes AS text[])) WITH ORDINALITY AS k(lexeme, rank)), " + KEYWORDS_SHOWN_SQL + ")"
 )
-assert ":collection" not in _BULK_KEYWORDS_SQL, "db.keywords changed: update the replacements above"
-# each chunk's keywords (``bulk_keywords``, joined by the INSERT: no UPDATE of the staged rows); none when
-# keywords are off. Inline (temporary staging: serial) or through the function below (unlogged: parallel).
-_KEYWORDS_SELECT = "SELECT b.seq, " + _BULK_KEYWORDS_SQL + " AS keywords FROM bulk_chunks b"  # noqa: S608
-# the same statement as a function of (content, seq, fts_config, self_count, keyword_count, bm25_k1, bm25_b)
-_FUNCTION_ARGUMENTS = {
-    "b.content": "$1",
-    "b.seq": "$2",
-    ":fts_config": "$3",
-    ":self_count": "$4",
-    ":keyword_count": "$5",
-    ":bm25_k1": "$6",
-    ":bm25_b": "$7",
-}
+_BEST_JOINED = "FROM bulk_chunks b LEFT JOIN bulk_best_lexemes t ON t.seq = b.seq"
+# each chunk's keywords, inline (temporary staging: serial) or through the function below (unlogged: parallel)
+_KEYWORDS_SELECT = (
+    "SELECT b.seq, "
+    + _SHOWN_SQL.replace(":content", "b.content").replace(":lexemes", "t.lexemes")
+    + " AS keywords "
+    + _BEST_JOINED
+)
+# the same statement as a function of (content, lexemes, fts_config)
+_FUNCTION_ARGUMENTS = {":content": "$1", ":lexemes": "$2", ":fts_config": "$3"}
 _FUNCTION_BODY = functools.reduce(
-    lambda sql, name: sql.replace(name, _FUNCTION_ARGUMENTS[name]), _FUNCTION_ARGUMENTS, _BULK_KEYWORDS_SQL
+    lambda sql, name: sql.replace(name, _FUNCTION_ARGUMENTS[name]), _FUNCTION_ARGUMENTS, _SHOWN_SQL
 )
 assert not re.search(r"(?<![\w:\[]):[a-z_0-9]+", _FUNCTION_BODY), "db.keywords has a parameter the function lacks"
 _CREATE_FUNCTION = (
-    "CREATE FUNCTION {}.bulk_chunk_keywords(text, bigint, text, integer, integer, double precision, double precision) "
+    "CREATE FUNCTION {}.bulk_chunk_keywords(text, text[], text) "
     "RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $rag_keywords$ SELECT " + _FUNCTION_BODY + " $rag_keywords$"
 )
 _KEYWORDS_BY_FUNCTION_SELECT = (
-    "SELECT b.seq, bulk_chunk_keywords(b.content, b.seq, CAST(:fts_config AS text), CAST(:self_count AS integer), "
-    "CAST(:keyword_count AS integer), CAST(:bm25_k1 AS double precision), CAST(:bm25_b AS double precision)) "
-    "AS keywords FROM bulk_chunks b"
+    "SELECT b.seq, bulk_chunk_keywords(b.content, t.lexemes, CAST(:fts_config AS text)) AS keywords " + _BEST_JOINED
 )
 _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
 _DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)
+_BEST_LEXEMES = staged_table("bulk_best_lexemes", _BEST_LEXEMES_SELECT)
 _KEYWORDS = staged_table("bulk_keywords", _KEYWORDS_SELECT)
 _KEYWORDS_BY_FUNCTION = staged_table("bulk_keywords", _KEYWORDS_BY_FUNCTION_SELECT)
 _NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
 _KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
+#: memory for the set-based statement's hash join and sorts (tens of millions of terms at 1M chunks)
+BEST_LEXEMES_WORK_MEM = "256MB"
 
 
 def stage_keywords(
@@ -97,20 +106,25 @@ def stage_keywords(
     phase("keyword statistics")
     started = time.perf_counter()
     staging.create_as(_DF, params)
-    session.execute(_KEYWORD_TERMS_KEY)
     staging.create_as(_BEFORE, params)
     session.execute(_KEYWORD_BEFORE_KEY)
     session.execute(text("ANALYZE bulk_df, bulk_before"))
     timings["keyword statistics"] = time.perf_counter() - started
-    phase("keywords")
-    started = time.perf_counter()
     weights = {"self_count": 1, "keyword_count": keywords.count}
     keyword_params = {**params, **weights, "bm25_k1": float(keywords.bm25_k1), "bm25_b": float(keywords.bm25_b)}
+    phase("best lexemes")
+    started = time.perf_counter()
+    staging.create_as(_BEST_LEXEMES, keyword_params, parallel=True, work_mem=BEST_LEXEMES_WORK_MEM)
+    session.execute(_BEST_LEXEMES_KEY)
+    session.execute(text("ANALYZE bulk_best_lexemes"))
+    timings["best lexemes"] = time.perf_counter() - started
+    phase("keywords")
+    started = time.perf_counter()
     if staging.schema is None:
-        staging.create_as(_KEYWORDS, keyword_params)
+        staging.create_as(_KEYWORDS, params)
     else:
         staging.run(SQL(_CREATE_FUNCTION).format(Identifier(staging.schema)))
-        staging.create_as(_KEYWORDS_BY_FUNCTION, keyword_params, parallel=True)
+        staging.create_as(_KEYWORDS_BY_FUNCTION, params, parallel=True)
     session.execute(_KEYWORDS_KEY)
     timings["keywords"] = time.perf_counter() - started
     return timings

@@ -58,19 +58,34 @@ _VECTORS_KEY = text("ALTER TABLE bulk_vectors ADD PRIMARY KEY (seq)")
 
 # the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
 # serially; told that parallel work is free it runs it on the workers (set for that statement only)
-_PARALLEL_SETTINGS = ("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size")
-_SHOW_PARALLEL_SQL = "SELECT " + ", ".join(f"current_setting('{name}')" for name in _PARALLEL_SETTINGS)
-_SET_PARALLEL_SQL = "SELECT " + ", ".join(f"set_config('{name}', :{name}, true)" for name in _PARALLEL_SETTINGS)
-_SHOW_PARALLEL, _SET_PARALLEL = text(_SHOW_PARALLEL_SQL), text(_SET_PARALLEL_SQL)
+_PARALLEL_FREE = dict.fromkeys(("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size"), "0")
+_SHOW_SETTINGS = text(
+    "SELECT current_setting(s.name) FROM unnest(CAST(:names AS text[])) WITH ORDINALITY AS s(name, n) ORDER BY s.n"
+)
+_SET_SETTINGS = text(
+    "SELECT set_config(s.name, s.value, true) "
+    "FROM unnest(CAST(:names AS text[]), CAST(:values AS text[])) AS s(name, value)"
+)
 
 
-def run_in_parallel(session: Session | Connection, statement: Any, params: dict[str, Any]) -> Any:
-    """Run ``statement`` (a query PostgreSQL may parallelise) with parallel work priced as free; its result."""
-    before = dict(zip(_PARALLEL_SETTINGS, session.execute(_SHOW_PARALLEL).one(), strict=True))
-    session.execute(_SET_PARALLEL, dict.fromkeys(_PARALLEL_SETTINGS, "0"))
+def run_with_settings(
+    session: Session | Connection, statement: Any, params: dict[str, Any], settings: dict[str, str]
+) -> Any:
+    """Run ``statement`` with these settings (name: value) for it alone, restored after it; its result."""
+    if not settings:
+        return session.execute(statement, params)
+    names = list(settings)
+    before = list(session.execute(_SHOW_SETTINGS, {"names": names}).scalars())
+    session.execute(_SET_SETTINGS, {"names": names, "values": [settings[name] for name in names]})
     result = session.execute(statement, params)
-    session.execute(_SET_PARALLEL, before)
+    session.execute(_SET_SETTINGS, {"names": names, "values": before})
     return result
+
+
+def run_in_parallel(session: Session | Connection, statement: Any, params: dict[str, Any], **settings: str) -> Any:
+    """Run ``statement`` (a query PostgreSQL may parallelise) with parallel work priced as free (and
+    ``settings``, e.g. ``work_mem``, for it alone); its result."""
+    return run_with_settings(session, statement, params, {**_PARALLEL_FREE, **settings})
 
 
 class Staging:
@@ -93,15 +108,18 @@ class Staging:
         else:
             self.session.execute(_CREATE_STAGE_TEMP)
 
-    def create_as(self, table: StagedTable, params: dict[str, Any], *, parallel: bool = False) -> None:
+    def create_as(
+        self, table: StagedTable, params: dict[str, Any], *, parallel: bool = False, work_mem: str | None = None
+    ) -> None:
         """Stage ``table`` beside ``bulk_chunks``; ``parallel``: its query is worth running on parallel
-        workers (where the staging allows them)."""
+        workers (where the staging allows them); ``work_mem``: its sorts and hashes get that much."""
+        settings = {"work_mem": work_mem} if work_mem else {}
         if self.schema is None:
-            self.session.execute(table.temporary, params)
+            run_with_settings(self.session, table.temporary, params, settings)
         elif parallel:
-            run_in_parallel(self.session, table.unlogged, params)
+            run_in_parallel(self.session, table.unlogged, params, **settings)
         else:
-            self.session.execute(table.unlogged, params)
+            run_with_settings(self.session, table.unlogged, params, settings)
 
     def tokenize(self, fts_config: str) -> None:
         """``bulk_vectors``: every staged chunk's tsvector, keyed by ``seq``."""

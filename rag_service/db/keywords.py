@@ -23,40 +23,21 @@ from rag_service.knobs import CHUNK_KEYWORDS
 #: keywords per chunk unless ``RAG_CHUNK_KEYWORDS`` says otherwise (``knobs.CHUNK_KEYWORDS``)
 DEFAULT_KEYWORD_COUNT: int = CHUNK_KEYWORDS.default
 
-# A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
-# statistics (it is being inserted) and 0 when it is (a backfill).
-KEYWORDS_SQL = """(
-WITH kw_top AS (
-    SELECT t.lexeme,
-           ln(1.0 + (c.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (:bm25_k1 + 1.0)
-               / (t.tf + :bm25_k1 * (1.0 - :bm25_b + :bm25_b * t.len / c.avglen)) AS score
-    FROM (
-        SELECT u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf,
-               sum(greatest(coalesce(cardinality(u.positions), 0), 1)) OVER ()::float8 AS len
-        FROM unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST(:content AS text))) AS u
+#: the terms of a text worth a keyword, ``t`` (lexeme, tf, len: the text's length in such terms), for
+#: ``str.format``: ``key`` columns kept beside them, ``source`` what ``text`` comes from, ``window`` one text
+KEYWORD_TERMS_SQL = """SELECT {key}u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf,
+               sum(greatest(coalesce(cardinality(u.positions), 0), 1)) OVER ({window})::float8 AS len
+        FROM {source}unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST({text} AS text))) AS u
         -- digits counted with translate(): a regexp_replace here was a third of the statement's time
         WHERE length(u.lexeme) BETWEEN 2 AND 40
           AND 2 * (length(u.lexeme) - length(translate(u.lexeme, '0123456789', ''))) <= length(u.lexeme)
-          AND u.lexeme ~ '[[:alpha:]]'
-    ) t
-    CROSS JOIN (
-        SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,
-               coalesce(max(s.total_length), 0)::float8 AS total
-        FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
-    ) c0
-    CROSS JOIN LATERAL (
-        SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
-    ) c
-    -- a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats
-    -- (it did in a fresh database: 170 ms per chunk); the subquery always probes the primary key
-    CROSS JOIN LATERAL (
-        SELECT greatest(coalesce((SELECT s.doc_freq FROM lexeme_stats s
-                                  WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme), 0)
-                        + :self_count, 1)::float8 AS df
-    ) d
-    ORDER BY score DESC, t.lexeme
-    LIMIT :keyword_count
-), kw_words AS (
+          AND u.lexeme ~ '[[:alpha:]]'"""
+#: a term's weight: BM25 of a one-word query on it, ``t`` the term, ``c`` (n, avglen) and ``d`` (df) its statistics
+KEYWORD_SCORE_SQL = """ln(1.0 + (c.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (:bm25_k1 + 1.0)
+               / (t.tf + :bm25_k1 * (1.0 - :bm25_b + :bm25_b * t.len / c.avglen))"""
+#: the keywords shown for the best lexemes ``kw_top`` (lexeme, score) of ``:content``: the CTEs after ``kw_top``
+#: and the final SELECT, a jsonb array
+KEYWORDS_SHOWN_SQL = """kw_words AS (
     -- plain words first; a compound (``per-tenant``, ``ray.init``) only for a lexeme no plain word gives
     SELECT DISTINCT ON (lex) lex, w.word
     FROM (
@@ -77,8 +58,43 @@ WITH kw_top AS (
 )
 SELECT coalesce(jsonb_agg(coalesce(kw_words.word, kw_top.lexeme) ORDER BY kw_top.score DESC, kw_top.lexeme),
                 '[]'::jsonb)
-FROM kw_top LEFT JOIN kw_words ON kw_words.lex = kw_top.lexeme
-)"""
+FROM kw_top LEFT JOIN kw_words ON kw_words.lex = kw_top.lexeme"""
+
+# A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
+# statistics (it is being inserted) and 0 when it is (a backfill).
+KEYWORDS_SQL = (
+    """(
+WITH kw_top AS (
+    SELECT t.lexeme,
+           """  # noqa: S608 (constants of this module only)
+    + KEYWORD_SCORE_SQL
+    + """ AS score
+    FROM (
+        """
+    + KEYWORD_TERMS_SQL.format(key="", window="", source="", text=":content")
+    + """
+    ) t
+    CROSS JOIN (
+        SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,
+               coalesce(max(s.total_length), 0)::float8 AS total
+        FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
+    ) c0
+    CROSS JOIN LATERAL (
+        SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
+    ) c
+    -- a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats
+    -- (it did in a fresh database: 170 ms per chunk); the subquery always probes the primary key
+    CROSS JOIN LATERAL (
+        SELECT greatest(coalesce((SELECT s.doc_freq FROM lexeme_stats s
+                                  WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme), 0)
+                        + :self_count, 1)::float8 AS df
+    ) d
+    ORDER BY score DESC, t.lexeme
+    LIMIT :keyword_count
+), """
+    + KEYWORDS_SHOWN_SQL
+    + "\n)"
+)
 
 # statements composed of the constant above only; every value is a bound parameter
 _BACKFILL_SQL = (

@@ -130,10 +130,10 @@ def _record_parallel_plans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, s
     plans: list[tuple[str, str]] = []
     run = bulk_staging.run_in_parallel
 
-    def explained(session: Any, statement: Any, params: dict[str, Any]) -> Any:
-        plan = run(session, text("EXPLAIN " + statement.text), params).scalars().all()
+    def explained(session: Any, statement: Any, params: dict[str, Any], **settings: str) -> Any:
+        plan = run(session, text("EXPLAIN " + statement.text), params, **settings).scalars().all()
         plans.append((statement.text.split(" AS ", 1)[0].split()[-1], "\n".join(plan)))
-        return run(session, statement, params)
+        return run(session, statement, params, **settings)
 
     monkeypatch.setattr(bulk_staging, "run_in_parallel", explained)
     return plans
@@ -185,9 +185,10 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         )
         for table in row_state:
             assert bulk_state[table] == row_state[table], table
-        # unlogged staging: the tokenizing and the keywords (the costliest step) are planned on parallel workers
+        # unlogged staging: the tokenizing and the keywords (the costliest steps) are planned on parallel workers
         planned = {table for table, plan in parallel_plans if "Gather" in plan and "Workers Planned" in plan}
-        assert planned == ({"bulk_vectors", "bulk_keywords"} if schema_allowed else set()), parallel_plans
+        expected = {"bulk_vectors", "bulk_best_lexemes", "bulk_keywords"} if schema_allowed else set()
+        assert planned == expected, parallel_plans
         with bulk_engine.connect() as conn:  # the load's staging schema went with it
             assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
     finally:
