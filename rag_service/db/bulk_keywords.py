@@ -91,6 +91,9 @@ _NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
 _KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
 #: memory for the set-based statement's hash join and sorts (tens of millions of terms at 1M chunks)
 BEST_LEXEMES_WORK_MEM = "256MB"
+# inside a load's transaction the function's queries were planned again at every call (custom plans: 400
+# against 240 us a chunk on one process, docs/benchmarks.md "Session 32"); its one generic plan serves every chunk
+_FUNCTION_PLAN = {"plan_cache_mode": "force_generic_plan"}
 
 
 def stage_keywords(
@@ -114,7 +117,7 @@ def stage_keywords(
     keyword_params = {**params, **weights, "bm25_k1": float(keywords.bm25_k1), "bm25_b": float(keywords.bm25_b)}
     phase("best lexemes")
     started = time.perf_counter()
-    staging.create_as(_BEST_LEXEMES, keyword_params, parallel=True, work_mem=BEST_LEXEMES_WORK_MEM)
+    staging.create_as(_BEST_LEXEMES, keyword_params, parallel=True, settings={"work_mem": BEST_LEXEMES_WORK_MEM})
     session.execute(_BEST_LEXEMES_KEY)
     session.execute(text("ANALYZE bulk_best_lexemes"))
     timings["best lexemes"] = time.perf_counter() - started
@@ -124,7 +127,7 @@ def stage_keywords(
         staging.create_as(_KEYWORDS, params)
     else:
         staging.run(SQL(_CREATE_FUNCTION).format(Identifier(staging.schema)))
-        staging.create_as(_KEYWORDS_BY_FUNCTION, params, parallel=True)
+        staging.create_as(_KEYWORDS_BY_FUNCTION, params, parallel=True, settings=_FUNCTION_PLAN)
     session.execute(_KEYWORDS_KEY)
     timings["keywords"] = time.perf_counter() - started
     return timings

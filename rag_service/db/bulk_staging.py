@@ -109,11 +109,16 @@ class Staging:
             self.session.execute(_CREATE_STAGE_TEMP)
 
     def create_as(
-        self, table: StagedTable, params: dict[str, Any], *, parallel: bool = False, work_mem: str | None = None
+        self,
+        table: StagedTable,
+        params: dict[str, Any],
+        *,
+        parallel: bool = False,
+        settings: dict[str, str] | None = None,
     ) -> None:
         """Stage ``table`` beside ``bulk_chunks``; ``parallel``: its query is worth running on parallel
-        workers (where the staging allows them); ``work_mem``: its sorts and hashes get that much."""
-        settings = {"work_mem": work_mem} if work_mem else {}
+        workers (where the staging allows them); ``settings`` (name: value) hold for that query alone."""
+        settings = settings or {}
         if self.schema is None:
             run_with_settings(self.session, table.temporary, params, settings)
         elif parallel:
