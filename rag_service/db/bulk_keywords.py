@@ -41,19 +41,39 @@ _KEYWORD_BEFORE_SELECT = (
     "WINDOW w AS (ORDER BY v.seq)"
 )
 _KEYWORD_BEFORE_KEY = text("ALTER TABLE bulk_before ADD PRIMARY KEY (seq)")
-# every chunk's best lexemes, ranked as the row path's kw_top ranks them (its statistics c and d per chunk)
-_BEST_LEXEMES_SELECT = (
+# every chunk's best lexemes, ranked as the row path's kw_top ranks them (its statistics c and d per chunk), from
+# ``terms``: (seq, lexeme, tf, len) of every staged chunk
+_BEST_LEXEMES_SQL = (
     "SELECT seq, array_agg(lexeme ORDER BY rank) AS lexemes FROM ("  # noqa: S608 (constants only)
     "SELECT t.seq, t.lexeme, row_number() OVER (PARTITION BY t.seq ORDER BY "
     + KEYWORD_SCORE_SQL
-    + " DESC, t.lexeme) AS rank FROM ("
-    + KEYWORD_TERMS_SQL.format(key="b.seq, ", window="PARTITION BY b.seq", source="bulk_chunks b, ", text="b.content")
-    + ") t JOIN bulk_before s ON s.seq = t.seq "
+    + " DESC, t.lexeme) AS rank FROM ({terms}) t JOIN bulk_before s ON s.seq = t.seq "
     "CROSS JOIN LATERAL (SELECT s.chunk_count + :self_count AS n, s.total_length::float8 AS total) c0 "
     "CROSS JOIN LATERAL (SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen) c "
     "LEFT JOIN bulk_df f ON f.seq = t.seq AND f.lexeme = t.lexeme "
     "CROSS JOIN LATERAL (SELECT greatest(coalesce(f.doc_freq, 0) + :self_count, 1)::float8 AS df) d"
     ") ranked WHERE rank <= :keyword_count GROUP BY seq"
+)
+# the terms inline: a window gives each chunk its length, so the join and ranking run in one process
+_BEST_LEXEMES_SELECT = _BEST_LEXEMES_SQL.replace(
+    "{terms}",
+    KEYWORD_TERMS_SQL.format(key="b.seq, ", window="PARTITION BY b.seq", source="bulk_chunks b, ", text="b.content"),
+)
+# the terms of one text by a function of the load's schema: no window before the join, so the whole statement
+# runs on the workers (a window never does) but the ranking; 169.7 against 294.6 s at 1M (benchmarks "Session 32")
+_CREATE_TERMS_FUNCTION = (
+    "CREATE FUNCTION {}.bulk_keyword_terms(content text, config regconfig) "
+    "RETURNS TABLE(lexeme text, tf double precision, len double precision) "
+    "LANGUAGE plpgsql STABLE PARALLEL SAFE ROWS 60 AS $rag_terms$ BEGIN RETURN QUERY "
+    + KEYWORD_TERMS_SQL.format(key="", window="", source="", text="content").replace(
+        "CAST(:fts_config AS regconfig)", "config"
+    )
+    + "; END $rag_terms$"
+)
+_BEST_LEXEMES_BY_FUNCTION_SELECT = _BEST_LEXEMES_SQL.replace(
+    "{terms}",
+    "SELECT b.seq, k.lexeme, k.tf, k.len FROM bulk_chunks b "
+    "CROSS JOIN LATERAL bulk_keyword_terms(b.content, CAST(:fts_config AS regconfig)) AS k",
 )
 _BEST_LEXEMES_KEY = text("ALTER TABLE bulk_best_lexemes ADD PRIMARY KEY (seq)")
 # the row path's words shown, its kw_top given: ``:lexemes`` in order (scored by their rank)
@@ -85,14 +105,15 @@ _KEYWORDS_BY_FUNCTION_SELECT = (
 _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
 _DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)
 _BEST_LEXEMES = staged_table("bulk_best_lexemes", _BEST_LEXEMES_SELECT)
+_BEST_LEXEMES_BY_FUNCTION = staged_table("bulk_best_lexemes", _BEST_LEXEMES_BY_FUNCTION_SELECT)
 _KEYWORDS = staged_table("bulk_keywords", _KEYWORDS_SELECT)
 _KEYWORDS_BY_FUNCTION = staged_table("bulk_keywords", _KEYWORDS_BY_FUNCTION_SELECT)
 _NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
 _KEYWORDS_KEY = text("ALTER TABLE bulk_keywords ADD PRIMARY KEY (seq)")
 #: memory for the set-based statement's hash join and sorts (tens of millions of terms at 1M chunks)
 BEST_LEXEMES_WORK_MEM = "256MB"
-# inside a load's transaction the function's queries were planned again at every call (custom plans: 400
-# against 240 us a chunk on one process, docs/benchmarks.md "Session 32"); its one generic plan serves every chunk
+# inside a load's transaction the functions' queries were planned again at every call (custom plans: 400
+# against 240 us a chunk on one process, docs/benchmarks.md "Session 32"); one generic plan serves every chunk
 _FUNCTION_PLAN = {"plan_cache_mode": "force_generic_plan"}
 
 
@@ -117,7 +138,12 @@ def stage_keywords(
     keyword_params = {**params, **weights, "bm25_k1": float(keywords.bm25_k1), "bm25_b": float(keywords.bm25_b)}
     phase("best lexemes")
     started = time.perf_counter()
-    staging.create_as(_BEST_LEXEMES, keyword_params, parallel=True, settings={"work_mem": BEST_LEXEMES_WORK_MEM})
+    if staging.schema is None:
+        staging.create_as(_BEST_LEXEMES, keyword_params, settings={"work_mem": BEST_LEXEMES_WORK_MEM})
+    else:
+        staging.run(SQL(_CREATE_TERMS_FUNCTION).format(Identifier(staging.schema)))
+        settings = {"work_mem": BEST_LEXEMES_WORK_MEM, **_FUNCTION_PLAN}
+        staging.create_as(_BEST_LEXEMES_BY_FUNCTION, keyword_params, parallel=True, settings=settings)
     session.execute(_BEST_LEXEMES_KEY)
     session.execute(text("ANALYZE bulk_best_lexemes"))
     timings["best lexemes"] = time.perf_counter() - started
