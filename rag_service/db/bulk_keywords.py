@@ -7,7 +7,7 @@ set-based statement (``bulk_best_lexemes``: seq, lexemes in order), then the wor
 chunk (``bulk_keywords``: seq, keywords), which the load's INSERT joins; with keywords off it is empty.
 
 Set-based, the statistics are joined once (a hash join) instead of probed 72 times a chunk: the keywords of
-1M chunks took 104 s of statistics + 563 s chunk by chunk, then 77 + 254 + 121 s (docs/benchmarks.md,
+1M chunks took 104 s of statistics + 563 s chunk by chunk, now 74 + 156 + 120 s (docs/benchmarks.md,
 "Session 32"). Where the staging is unlogged (``Staging.schema``), both run on PostgreSQL's parallel workers
 through functions of the load's schema marked ``PARALLEL SAFE``: the chunks' terms (inline, a window gives each
 its length, and windows keep a statement in the leader) and the words shown (inline, its CTEs are
