@@ -28,7 +28,12 @@ from sqlalchemy import text
 from rag_service.db.bulk_staging import Staging, staged_table
 from rag_service.db.contexts import TSV_LENGTH
 from rag_service.db.documents import ChunkKeywords
-from rag_service.db.keywords import KEYWORD_SCORE_SQL, KEYWORD_TERMS_SQL, KEYWORDS_SHOWN_SQL
+from rag_service.db.keywords import (
+    KEYWORD_SCORE_SQL,
+    KEYWORD_STATISTICS_SQL,
+    KEYWORD_TERMS_SQL,
+    KEYWORDS_SHOWN_SQL,
+)
 
 _KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
@@ -48,11 +53,9 @@ _BEST_LEXEMES_SQL = (
     "SELECT t.seq, t.lexeme, row_number() OVER (PARTITION BY t.seq ORDER BY "
     + KEYWORD_SCORE_SQL
     + " DESC, t.lexeme) AS rank FROM ({terms}) t JOIN bulk_before s ON s.seq = t.seq "
-    "CROSS JOIN LATERAL (SELECT s.chunk_count + :self_count AS n, s.total_length::float8 AS total) c0 "
-    "CROSS JOIN LATERAL (SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen) c "
     "LEFT JOIN bulk_df f ON f.seq = t.seq AND f.lexeme = t.lexeme "
-    "CROSS JOIN LATERAL (SELECT greatest(coalesce(f.doc_freq, 0) + :self_count, 1)::float8 AS df) d"
-    ") ranked WHERE rank <= :keyword_count GROUP BY seq"
+    + KEYWORD_STATISTICS_SQL.format(count="s.chunk_count", total="s.total_length", df="f.doc_freq")
+    + ") ranked WHERE rank <= :keyword_count GROUP BY seq"
 )
 # the terms inline: a window gives each chunk its length, so the join and ranking run in one process
 _BEST_LEXEMES_SELECT = _BEST_LEXEMES_SQL.replace(

@@ -35,6 +35,14 @@ KEYWORD_TERMS_SQL = """SELECT {key}u.lexeme, greatest(coalesce(cardinality(u.pos
 #: a term's weight: BM25 of a one-word query on it, ``t`` the term, ``c`` (n, avglen) and ``d`` (df) its statistics
 KEYWORD_SCORE_SQL = """ln(1.0 + (c.n - d.df + 0.5) / (d.df + 0.5)) * t.tf * (:bm25_k1 + 1.0)
                / (t.tf + :bm25_k1 * (1.0 - :bm25_b + :bm25_b * t.len / c.avglen))"""
+#: the statistics ``c`` and ``d`` a term ``t`` is scored with, for ``str.format``: ``count`` and ``total`` the
+#: chunks and their summed length before this one, ``df`` how many of them hold the lexeme (NULL: none);
+#: ``:self_count`` 1 counts the chunk itself in (it is being written), 0 when it already is (a backfill)
+KEYWORD_STATISTICS_SQL = """CROSS JOIN LATERAL (SELECT {count} + :self_count AS n, ({total})::float8 AS total) c0
+    CROSS JOIN LATERAL (
+        SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
+    ) c
+    CROSS JOIN LATERAL (SELECT greatest(coalesce({df}, 0) + :self_count, 1)::float8 AS df) d"""
 #: the keywords shown for the best lexemes ``kw_top`` (lexeme, score) of ``:content``: the CTEs after ``kw_top``
 #: and the final SELECT, a jsonb array
 KEYWORDS_SHOWN_SQL = """kw_words AS (
@@ -75,20 +83,19 @@ WITH kw_top AS (
     + """
     ) t
     CROSS JOIN (
-        SELECT coalesce(max(s.chunk_count), 0) + :self_count AS n,
-               coalesce(max(s.total_length), 0)::float8 AS total
+        SELECT coalesce(max(s.chunk_count), 0) AS chunk_count, coalesce(max(s.total_length), 0) AS total_length
         FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
-    ) c0
-    CROSS JOIN LATERAL (
-        SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
-    ) c
-    -- a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats
+    ) s
+    -- df by a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats
     -- (it did in a fresh database: 170 ms per chunk); the subquery always probes the primary key
-    CROSS JOIN LATERAL (
-        SELECT greatest(coalesce((SELECT s.doc_freq FROM lexeme_stats s
-                                  WHERE s.collection = CAST(:collection AS varchar) AND s.lexeme = t.lexeme), 0)
-                        + :self_count, 1)::float8 AS df
-    ) d
+    """
+    + KEYWORD_STATISTICS_SQL.format(
+        count="s.chunk_count",
+        total="s.total_length",
+        df="(SELECT f.doc_freq FROM lexeme_stats f"
+        " WHERE f.collection = CAST(:collection AS varchar) AND f.lexeme = t.lexeme)",
+    )
+    + """
     ORDER BY score DESC, t.lexeme
     LIMIT :keyword_count
 ), """

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +250,47 @@ def test_metadata_build_cli(database_factory, docs_dir, tmp_path):
     assert "autoscaler" in answer["chunks"][0]["metadata"]["keywords"]
     bad = rag("metadata", "build", "--collection", "")
     assert bad.returncode == 1 and bad.stderr.startswith("error: collection name")
+
+
+_WORDS = ["actor", "autoscaler", "cluster", "dashboard", "deployment", "memory", "proxy", "quokka", "replica"]
+_WORDS += ["scheduler", "tenant", "worker"]
+
+
+def _reference_keywords(connection, content: str, *, count: int, k1: float = 1.2, b: float = 0.75) -> list[str]:
+    """The best lexemes of ``content`` as a new chunk of ``default``, by db.keywords' formula written in Python."""
+    n0, total0 = connection.execute(
+        text("SELECT chunk_count, total_length FROM collection_stats WHERE collection = 'default'")
+    ).one()
+    df0 = dict(connection.execute(text("SELECT lexeme, doc_freq FROM lexeme_stats WHERE collection = 'default'")).all())
+    terms = connection.execute(
+        text("SELECT lexeme, cardinality(positions) FROM unnest(to_tsvector('english', :t))"), {"t": content}
+    ).all()
+    length = sum(tf for _, tf in terms)
+    n, avglen = n0 + 1, max(total0 + length, 1.0) / (n0 + 1)
+
+    def score(lexeme: str, tf: int) -> float:
+        df = df0.get(lexeme, 0) + 1
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avglen))
+
+    ranked = sorted(terms, key=lambda term: (-score(*term), term[0]))
+    return [lexeme for lexeme, _ in ranked[:count]]
+
+
+def test_keywords_are_the_bm25_best_terms_against_the_collection(db, settings, tmp_path, connection):
+    """The keyword ranking equals the formula in db.keywords' docstring computed here, on texts whose terms differ in
+    frequency, collection frequency and length (the bulk load is checked against the row path, which this checks)."""
+    rng = random.Random(7)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(12):
+        body = " ".join(rng.choices(_WORDS[: 4 + number % 8], k=rng.randint(5, 40)))
+        (folder / f"doc{number}.txt").write_text(body + ".")
+    assert _service(db, settings, chunk_size=4000).index_paths([folder]).failed == []
+    for _ in range(25):
+        content = " ".join(rng.choices(_WORDS, k=rng.randint(3, 60)))
+        shown = [_lexeme(connection, word) for word in _keywords(db, content, count=4)]
+        assert shown == _reference_keywords(connection, content, count=4), content
+
+
+def _lexeme(connection, word: str) -> str:
+    return connection.execute(text("SELECT tsvector_to_array(to_tsvector('english', :w))"), {"w": word}).scalar_one()[0]
