@@ -13,12 +13,16 @@ StatementTimeoutError              503     statement_timeout      (with Retry-Af
 ModelLoadError                     503     model_unavailable      (with Retry-After)
 request validation (pydantic)      422     invalid_input
 a body that cannot be parsed       400     bad_request
+an unknown path / a wrong method   404/405 not_found / method_not_allowed (the nearest endpoint, Allow)
 anything else                      500     internal_error (one log line: UnexpectedErrors, middleware.py)
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
+import re
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -120,6 +124,30 @@ def _unreadable_body(exc: StarletteHTTPException) -> str:
     return f"body could not be read as JSON ({reason}); {_SEND_JSON}"
 
 
+def _no_route(request: Request, exc: StarletteHTTPException) -> tuple[str, dict[str, str]] | None:
+    """The router's own 404 or 405 as a line naming the request and where to go (and a 405's whole ``Allow``
+    header: the router's names the first route of the path only); None for any other error."""
+    if exc.status_code not in (404, 405) or exc.detail != HTTPStatus(exc.status_code).phrase:
+        return None
+    path = request.url.path[:200]
+    asked = f"{request.method} {path}"
+    # the OpenAPI document, not app.routes: it is built once, and included routers stay whole in app.routes
+    endpoints = {route: sorted(m.upper() for m in ops) for route, ops in request.app.openapi()["paths"].items()}
+    if exc.status_code == 405:
+        allowed = ", ".join(sorted({m for r, ms in endpoints.items() if _route_pattern(r).fullmatch(path) for m in ms}))
+        headers = {**(exc.headers or {}), **({"Allow": allowed} if allowed else {})}
+        return f"{asked} is not allowed; {path} takes {allowed or 'other methods'}", headers
+    near = difflib.get_close_matches(path, list(endpoints), n=1, cutoff=0.75)
+    hint = f"did you mean {'|'.join(endpoints[near[0]])} {near[0]}? " if near else ""
+    message = f"{asked}: no such endpoint; {hint}search is POST /api/rag/retrieve, every endpoint is in /openapi.json"
+    return message, dict(exc.headers or {})
+
+
+def _route_pattern(route: str) -> re.Pattern[str]:
+    """An OpenAPI path (``/api/presets/{context}``) as a pattern of the paths it serves."""
+    return re.compile(re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(route)))
+
+
 def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
     """Register the handlers that turn every exception into the JSON error shape."""
 
@@ -138,8 +166,10 @@ def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        detail = _unreadable_body(exc) if exc.status_code == 400 and exc.__cause__ is not None else str(exc.detail)
-        return error_response(exc.status_code, code, detail, dict(exc.headers or {}))
+        if exc.status_code == 400 and exc.__cause__ is not None:
+            return error_response(400, code, _unreadable_body(exc), dict(exc.headers or {}))
+        detail, headers = _no_route(request, exc) or (str(exc.detail), dict(exc.headers or {}))
+        return error_response(exc.status_code, code, detail, headers)
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(RagError, on_rag_error)

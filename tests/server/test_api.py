@@ -105,7 +105,15 @@ def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
             assert "\n" not in error["error"]["message"] and "Traceback" not in response.text, name
         assert client.post("/api/rag/retrieve", content=b"{not json", headers={"content-type": "application/json"}
                            ).status_code == 422
-        assert client.get("/api/nowhere").json()["error"]["code"] == "not_found"
+        nowhere = client.get("/api/nowhere").json()["error"]
+        assert nowhere["code"] == "not_found"
+        assert nowhere["message"].startswith("GET /api/nowhere: no such endpoint; search is POST /api/rag/retrieve")
+        assert "did you mean GET /healthz?" in client.get("/health").json()["error"]["message"]
+        assert "did you mean GET /api/presets?" in client.get("/api/preset").json()["error"]["message"]
+        wrong = client.get("/api/documents")
+        assert wrong.status_code == 405 and wrong.headers["allow"] == "DELETE, POST"
+        message = wrong.json()["error"]["message"]
+        assert message == "GET /api/documents is not allowed; /api/documents takes DELETE, POST"
 
 
 def test_documents_json_then_delete(live: LiveServer) -> None:
