@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import difflib
 import os
 import sys
 import threading
@@ -40,6 +41,9 @@ LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITIC
 #: at most this long ``rag mcp`` waits for the warm-up before it serves (a first start's one-time ONNX
 #: export takes longer; the first call then waits for the model instead of the client's initialize)
 WARM_UP_WAIT_S = 10.0
+
+#: the tools ``--allow-indexing`` adds
+INDEXING_TOOLS = ("index_paths", "index_text")
 
 #: the preset ``search_knowledge`` uses when the client names none
 DEFAULT_CONTEXT = "agent"
@@ -71,8 +75,17 @@ def build_server(
     """
     require_extra("mcp.server.mcpserver", extra="mcp", feature="rag mcp")
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
-    server: MCPServer = MCPServer("rag_service", instructions=INSTRUCTIONS, log_level=log_level)
+    class Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """The SDK's call, but an unknown tool's error names the tools there are."""
+            names = sorted(tool.name for tool in await self.list_tools())
+            if name not in names:
+                raise ToolError(unknown_tool_message(name, names))
+            return await super().call_tool(name, arguments, context)
+
+    server: MCPServer = Server("rag_service", instructions=INSTRUCTIONS, log_level=log_level)
 
     @server.tool()
     async def search_knowledge(
@@ -123,6 +136,15 @@ def build_server(
             return "\n".join(report.lines())
 
     return server
+
+
+def unknown_tool_message(name: str, tools: list[str]) -> str:
+    """One line for a call of a tool this server does not have: the nearest name, every name, and the flag
+    an indexing tool needs."""
+    near = difflib.get_close_matches(name, tools, n=1, cutoff=0.5)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    flag = " (index_paths and index_text need rag mcp --allow-indexing)" if name in INDEXING_TOOLS else ""
+    return f"unknown tool {name[:80]!r}; {hint}the tools are {', '.join(tools)}{flag}"
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:

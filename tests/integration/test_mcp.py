@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from rag_service.db.admin import admin_params
+from rag_service.integrations.mcp_server import unknown_tool_message
 from tests.integration.knowledge import write_docs
 
 pytestmark = pytest.mark.multiprocess
@@ -97,9 +98,22 @@ def test_without_the_flag_an_agent_cannot_index(mcp_env, tmp_path):
         )
     )
     assert sorted(tools) == ["list_collections", "search_knowledge"]
-    assert refused.is_error and "index_paths" in text_of(refused)
+    assert refused.is_error and text_of(refused) == (
+        "unknown tool 'index_paths'; the tools are list_collections, search_knowledge "
+        "(index_paths and index_text need rag mcp --allow-indexing)"
+    )
     assert empty.is_error and text_of(empty).endswith(  # issue 23: an unknown collection is an error, not silence
         ": collection 'default' does not exist: the database holds no documents yet; index documents into it first"
+    )
+
+
+def test_an_unknown_tool_names_the_nearest_and_every_tool():
+    tools = ["list_collections", "search_knowledge"]
+    assert unknown_tool_message("search", tools) == (
+        "unknown tool 'search'; did you mean 'search_knowledge'? the tools are list_collections, search_knowledge"
+    )
+    assert unknown_tool_message("summarize", tools) == (
+        "unknown tool 'summarize'; the tools are list_collections, search_knowledge"
     )
 
 
