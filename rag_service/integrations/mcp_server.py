@@ -7,7 +7,8 @@ that did not run as configured; ``list_collections()`` returns ``{"collections":
 With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
 
-Library errors reach the client as tool errors (``is_error``) carrying the one-line message. Nothing
+Library errors reach the client as tool errors (``is_error``) carrying the one-line message; so does a call of
+a tool the server lacks, naming the nearest tool and every tool (``unknown_tool_message``). Nothing
 but the protocol is written to stdout; logs go to stderr, warnings only unless ``--log-level`` (or
 ``RAG_LOG_LEVEL``) asks for more.
 """
