@@ -242,8 +242,10 @@ def _bundled_onnx(backend: str, *, batch_size: int, cache_dir: Path | None) -> E
 
 def stop_model_exports() -> None:
     """End a first ONNX export still running in its child process (``embed_onnx.stop_exports``)."""
-    if "rag_service.embed_onnx" in sys.modules:  # none was started in a process that never loaded it
-        sys.modules["rag_service.embed_onnx"].stop_exports()
+    # none was started in a process that has not loaded the module, nor while another thread still imports it
+    stop = getattr(sys.modules.get("rag_service.embed_onnx"), "stop_exports", None)
+    if stop is not None:
+        stop()
 
 
 def degraded_note(embedder: Embedder) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import socket
 import sys
@@ -28,8 +29,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from rag_service.service import build_service
 
     config = load_server_config()
-    service = build_service(settings)
-    service.embedder()  # load the model now (one that cannot load stops here), not in the first request
+    listener = _listen(args.host, args.port)  # first: a port in use fails in one line, before the model loads
+    try:
+        service = build_service(settings)
+        service.embedder()  # load the model now (one that cannot load stops here), not in the first request
+    except BaseException:
+        listener.close()
+        raise
     if config.write_token is None:
         print("rag serve: RAG_API_TOKEN is not set, so this server is read-only (writes answer 403)", file=sys.stderr)
     if config.reads_token is None:
@@ -39,12 +45,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
     )
     freeze_startup_objects()
-    if args.port != 0:
-        return _run_until_stopped(server, args.host, args.port)
-    # port 0: bound here, so the line below names the port the system chose
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    listener = socket.create_server((args.host, 0), family=family)
+    # bound here, so the line below names the port (the one the system chose for port 0)
     return _run_until_stopped(server, args.host, listener.getsockname()[1], sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, listening; a host or port it cannot have is a ConfigurationError naming both."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise ConfigurationError(
+            f"rag serve cannot listen on {host}:{port} ({reason.lower()}); stop what uses it or pick another "
+            "--port (0: any free port) or --host"
+        ) from None
+
+
+def _port(value: str) -> int:
+    """``--port``: 0..65535."""
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is no port: use 1-65535, or 0 for any free port")
+    return port
 
 
 def _run_until_stopped(server: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> int:
@@ -79,7 +105,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     """Add ``rag serve`` to the ``rag`` parser."""
     serve = commands.add_parser("serve", help="run the HTTP API and the search page (extra 'server')")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0: any free port)")
     serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)

@@ -110,3 +110,26 @@ def test_rag_serve_without_a_database_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr, done.stderr
+
+
+def test_rag_serve_on_a_port_in_use_or_no_port_is_one_line(tmp_path: Path) -> None:
+    """A port another process listens on: one line naming it and the fix, before any model or database work (no
+    database is configured here); a number that is no port: the usage error. Neither hangs nor prints a trace."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env["RAG_DATABASE_URL"] = "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2"
+    rag = Path(sys.executable).parent / "rag"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = int(taken.getsockname()[1])
+        done = subprocess.run(
+            [rag, "serve", "--port", str(port)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 1 and done.stderr == (
+        f"error: rag serve cannot listen on 127.0.0.1:{port} (address already in use); stop what uses it or pick "
+        "another --port (0: any free port) or --host\n"
+    )
+    for wrong in ("99999", "-1", "http"):
+        done = subprocess.run(
+            [rag, "serve", "--port", wrong], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, (wrong, done.stderr)
+        assert done.stderr.endswith(f"argument --port: {wrong!r} is no port: use 1-65535, or 0 for any free port\n")
