@@ -20,6 +20,7 @@ from rag_service.embed import (
     HashingEmbedder,
     SentenceTransformerEmbedder,
     bundled_model_id,
+    stop_model_exports,
 )
 from rag_service.embed_onnx import OnnxEmbedder
 from rag_service.errors import EmbeddingMismatchError
@@ -152,3 +153,12 @@ def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(tmp_pa
     assert children[0].returncode not in (None, 0)
     assert failure and "exporting" in str(failure[0]), failure
     assert list(cache.iterdir()) == [], "the stopped export left files behind"
+
+
+def test_a_stop_while_another_thread_imports_the_onnx_module_is_quiet(monkeypatch):
+    """``rag serve`` stopping at once (its port taken) while the warm-up thread still imports ``embed_onnx``: the
+    module in ``sys.modules`` has no ``stop_exports`` yet, and no export can have started."""
+    import types
+
+    monkeypatch.setitem(sys.modules, "rag_service.embed_onnx", types.ModuleType("rag_service.embed_onnx"))
+    stop_model_exports()
