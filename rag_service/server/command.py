@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import socket
 import sys
@@ -55,7 +54,7 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         return socket.create_server((host, port), family=family)
     except OSError as exc:
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        reason = (exc.strerror or str(exc)).split(" (while attempting")[0]  # create_server's suffix repeats us
         raise ConfigurationError(
             f"rag serve cannot listen on {host}:{port} ({reason.lower()}); stop what uses it or pick another "
             "--port (0: any free port) or --host"
