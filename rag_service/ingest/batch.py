@@ -218,8 +218,9 @@ class Batch:
             if self.reuse_vectors:
                 with self.db.transaction() as session:
                     found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
-            self.report.embeddings_reused += sum(1 for p in pending for h in p.chunk_hashes if h in found)
+            # every chunk not embedded itself: a stored vector, or a copy of a text the batch embeds once
             missing = [h for h in texts if h not in found]
+            self.report.embeddings_reused += sum(len(p.chunk_hashes) for p in pending) - len(missing)
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
             inflight, self._inflight = self._inflight, (pending, found, missing, future)
         else:

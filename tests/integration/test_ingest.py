@@ -111,6 +111,17 @@ def test_unchanged_run_embeds_nothing_and_changed_document_reuses_vectors(indexe
     assert 0 < changed.chunks_embedded < changed.chunks_written
 
 
+def test_identical_chunks_are_embedded_once_and_the_report_adds_up(indexer, tmp_path, embedder):
+    """A text whose chunks repeat (a generated file, a pasted log): one vector for all copies of a chunk, counted
+    as reused, so written chunks are the embedded ones plus the reused ones (it once said 758 written, 2 embedded,
+    0 reused)."""
+    (tmp_path / "log.txt").write_text("retry the upload after the timeout. " * 400)
+    report = indexer.index_paths([tmp_path / "log.txt"], collection="t")
+    assert report.failed == [] and report.chunks_written > 2 * report.chunks_embedded > 0
+    assert report.chunks_embedded == embedder.embedded
+    assert report.chunks_written == report.chunks_embedded + report.embeddings_reused
+
+
 def test_force_rechunks_unchanged_documents(indexer, corpus):
     indexer.index_paths([corpus], collection="t")
     forced = indexer.index_paths([corpus], collection="t", force=True)
