@@ -65,7 +65,8 @@ class DatabaseStatus:
             out.append(f"rag_bm25:   {self.rag_bm25} (exact BM25 for large collections)")
         for name, (docs, chunks) in sorted(self.collections.items()):
             packed = ", postings packed (exact BM25)" if name in self.packed else ""
-            out.append(f"collection: {name}: {docs} documents, {chunks} chunks{packed}")
+            counts = f"{docs} document{'' if docs == 1 else 's'}, {chunks} chunk{'' if chunks == 1 else 's'}"
+            out.append(f"collection: {name}: {counts}{packed}")
         for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")
             out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
