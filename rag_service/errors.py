@@ -27,6 +27,9 @@ any other exception shows inside such a message.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class RagError(Exception):
     """Base class: a failure the user can act on; the message says how."""
@@ -117,6 +120,16 @@ class LLMError(RagError):
 
 class MissingExtraError(RagError, ImportError):
     """An optional integration needs a package that is not installed; the message names the extra."""
+
+
+def closest_name(name: str, names: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The one of ``names`` a mistyped ``name`` most likely meant (for "did you mean"): the same name but for
+    case, else difflib's closest above ``cutoff``, compared case-blind; None when none is close."""
+    folded = {known.casefold(): known for known in names}
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=cutoff)
+    return folded[close[0]] if close else None
 
 
 def first_line(exc: object, *, limit: int = 300, typed: bool = False) -> str:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.documents import collection_names
 from rag_service.db.models import Document
-from rag_service.errors import ConfigurationError, UnknownCollectionError
+from rag_service.errors import ConfigurationError, UnknownCollectionError, closest_name
 from rag_service.knobs import MAX_COLLECTION_CHARS
 
 
@@ -69,9 +69,11 @@ def unknown_collection_message(name: str, existing: list[str]) -> str:
     """One line: the unknown name, the closest existing ones (at most ``NAMED_COLLECTIONS``) and the fix."""
     if not existing:
         return f"collection {name!r} does not exist: the database holds no documents yet; index documents into it first"
-    close = difflib.get_close_matches(name, existing, n=3, cutoff=0.6)
+    near = closest_name(name, existing)
+    close = [c for c in [near, *difflib.get_close_matches(name, existing, n=3, cutoff=0.6)] if c is not None]
+    close = list(dict.fromkeys(close))[:3]
     shown = close + [c for c in existing if c not in close][: max(NAMED_COLLECTIONS - len(close), 0)]
     more = f" and {len(existing) - len(shown)} more" if len(existing) > len(shown) else ""
-    hint = f"did you mean {close[0]!r}? " if close else ""
+    hint = f"did you mean {near!r}? " if near else ""
     listed = ", ".join(repr(c) for c in shown)
     return f"collection {name!r} does not exist; {hint}the collections are {listed}{more}"

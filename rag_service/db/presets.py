@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
 from rag_service.db.models import CollectionStats, Document, IndexSettings, PackedSnapshot, RagConfiguration
-from rag_service.errors import UnknownContextError
+from rag_service.errors import UnknownContextError, closest_name
 from rag_service.records import from_fields
 
 
@@ -30,8 +30,10 @@ def load_preset(session: Session, context_type: str) -> Preset:
         select(RagConfiguration).where(RagConfiguration.context_type == context_type)
     ).scalar_one_or_none()
     if row is None:
-        names = session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars()
-        raise UnknownContextError(f"unknown context {context_type!r}; valid contexts: {', '.join(names)}")
+        names = list(session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars())
+        near = closest_name(context_type, names)
+        hint = f"did you mean {near!r}? " if near else ""
+        raise UnknownContextError(f"unknown context {context_type!r}; {hint}valid contexts: {', '.join(names)}")
     return _to_preset(row)
 
 

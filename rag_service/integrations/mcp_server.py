@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import difflib
 import os
 import sys
 import threading
@@ -27,7 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rag_service.config import Settings
-from rag_service.errors import ConfigurationError, RagError
+from rag_service.errors import ConfigurationError, RagError, closest_name
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 
@@ -142,8 +141,8 @@ def build_server(
 def unknown_tool_message(name: str, tools: list[str]) -> str:
     """One line for a call of a tool this server does not have: the nearest name, every name, and the flag
     an indexing tool needs."""
-    near = difflib.get_close_matches(name, tools, n=1, cutoff=0.5)
-    hint = f"did you mean {near[0]!r}? " if near else ""
+    near = closest_name(name, tools, cutoff=0.5)
+    hint = f"did you mean {near!r}? " if near else ""
     flag = " (index_paths and index_text need rag mcp --allow-indexing)" if name in INDEXING_TOOLS else ""
     return f"unknown tool {name[:80]!r}; {hint}the tools are {', '.join(tools)}{flag}"
 

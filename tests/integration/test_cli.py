@@ -80,6 +80,7 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
     [
         (("query", ""), "error: query is empty"),
         (("query", "x", "--context", "nope"), "error: unknown context 'nope'; valid contexts: chatbot"),
+        (("query", "x", "--context", "Agent"), "error: unknown context 'Agent'; did you mean 'agent'? valid contexts"),
         (("query", "x", "--max-chunks", "-3"), "error: max_chunks (-3) must be between 1 and 1000"),
     ],
 )
