@@ -125,6 +125,8 @@ class MissingExtraError(RagError, ImportError):
 def closest_name(name: str, names: Iterable[str], *, cutoff: float = 0.6) -> str | None:
     """The one of ``names`` a mistyped ``name`` most likely meant (for "did you mean"): the same name but for
     case, else difflib's closest above ``cutoff``, compared case-blind; None when none is close."""
+    if len(name) > 200:  # no typo of a name; and difflib's cost grows with the length
+        return None
     folded = {known.casefold(): known for known in names}
     if name.casefold() in folded:
         return folded[name.casefold()]

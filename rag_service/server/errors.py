@@ -19,7 +19,6 @@ anything else                      500     internal_error (one log line: Unexpec
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from http import HTTPStatus
@@ -39,6 +38,7 @@ from rag_service.errors import (
     StatementTimeoutError,
     UnknownCollectionError,
     UnknownContextError,
+    closest_name,
     first_line,
 )
 from rag_service.log import mask_url
@@ -111,8 +111,23 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
             return f"Content-Type is {shown}, so the body was not read as JSON; {_SEND_JSON}"
         return f"body must be a JSON object, not {type(first.get('input')).__name__}; {_SEND_JSON}"
     where = ".".join(str(part) for part in loc if part != "body")
+    if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
+        near = closest_name(str(loc[1]), fields)
+        hint = f"did you mean {near}? " if near else ""
+        return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
+
+
+def _body_fields(request: Request) -> list[str]:
+    """The top-level fields of the route's JSON body, from the OpenAPI document (empty when it has none)."""
+    route = request.scope.get("route")
+    document = request.app.openapi()
+    operation = document["paths"].get(getattr(route, "path", None), {}).get(request.method.lower(), {})
+    schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    if "$ref" in schema:
+        schema = document.get("components", {}).get("schemas", {}).get(schema["$ref"].rsplit("/", 1)[-1], {})
+    return list(schema.get("properties", {}))
 
 
 def _unreadable_body(exc: StarletteHTTPException) -> str:
@@ -137,8 +152,8 @@ def _no_route(request: Request, exc: StarletteHTTPException) -> tuple[str, dict[
         allowed = ", ".join(sorted({m for r, ms in endpoints.items() if _route_pattern(r).fullmatch(path) for m in ms}))
         headers = {**(exc.headers or {}), **({"Allow": allowed} if allowed else {})}
         return f"{asked} is not allowed; {path} takes {allowed or 'other methods'}", headers
-    near = difflib.get_close_matches(path, list(endpoints), n=1, cutoff=0.75)
-    hint = f"did you mean {'|'.join(endpoints[near[0]])} {near[0]}? " if near else ""
+    near = closest_name(path, endpoints, cutoff=0.75)
+    hint = f"did you mean {'|'.join(endpoints[near])} {near}? " if near else ""
     message = f"{asked}: no such endpoint; {hint}search is POST /api/rag/retrieve, every endpoint is in /openapi.json"
     return message, dict(exc.headers or {})
 

@@ -13,7 +13,7 @@ from tests.integration.test_eval_docs import make_docset
 pytestmark = pytest.mark.multiprocess
 
 BAD_OPTIONS = {
-    "unknown --set key": (("--set", "max_chunk=5"), "unknown override(s) max_chunk; valid ones:"),
+    "unknown --set key": (("--set", "max_chunk=5"), "unknown override(s) max_chunk; did you mean max_chunks? valid"),
     "unknown --context": (("--context", "nope"), "unknown context 'nope'; valid contexts: chatbot"),
     "--depth too deep": (("--depth", "5000"), "--depth (5000) must be between 1 and 1000"),
     "--depth zero": (("--depth", "0"), "--depth (0) must be between 1 and 1000"),

@@ -218,6 +218,8 @@ def test_filtered_query_still_returns_k_rows_through_iterative_scan(db, indexed,
 def test_filters_are_validated():
     with pytest.raises(UnknownFilterError, match=r"unknown filter key.*'colour'.*valid keys: source"):
         ChunkFilters.parse({"colour": "red"})
+    with pytest.raises(UnknownFilterError, match=r"key\(s\) 'sources'; did you mean 'source'\? valid keys"):
+        ChunkFilters.parse({"sources": "a.md"})
     with pytest.raises(UnknownFilterError, match="'headers' must be"):
         ChunkFilters.parse({"headers": "h1"})
     assert ChunkFilters.parse({"headers": {"h1": "Guide"}}).headers == {"h1": "Guide"}

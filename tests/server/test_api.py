@@ -105,6 +105,9 @@ def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
             assert "\n" not in error["error"]["message"] and "Traceback" not in response.text, name
         assert client.post("/api/rag/retrieve", content=b"{not json", headers={"content-type": "application/json"}
                            ).status_code == 422
+        extra = client.post("/api/rag/retrieve", json={"query": "x", "max_chunk": 3}).json()["error"]["message"]
+        assert extra.startswith("max_chunk: unknown field; did you mean max_chunks? the fields are ")
+        assert "query" in extra
         nowhere = client.get("/api/nowhere").json()["error"]
         assert nowhere["code"] == "not_found"
         assert nowhere["message"].startswith("GET /api/nowhere: no such endpoint; search is POST /api/rag/retrieve")

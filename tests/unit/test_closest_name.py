@@ -21,3 +21,7 @@ def test_a_typo_finds_the_closest_and_nonsense_finds_none():
     assert closest_name("Context-Engineering", CONTEXTS) == "context_engineering"
     assert closest_name("nope", CONTEXTS) is None
     assert closest_name("search", ["list_collections", "search_knowledge"], cutoff=0.5) == "search_knowledge"
+
+
+def test_a_long_name_is_no_typo():
+    assert closest_name("agent" * 100, CONTEXTS) is None
