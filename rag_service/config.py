@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rag_service.errors import ConfigurationError, closest_name
+from rag_service.errors import ConfigurationError, did_you_mean
 from rag_service.knobs import (
     CHUNK_KEYWORDS,
     EMBEDDING_BATCH_SIZE,
@@ -350,8 +350,7 @@ class Preset:
         known = {f.name for f in fields(self)} - {"context_type"}
         unknown = sorted(set(overrides) - known)
         if unknown:
-            near = closest_name(unknown[0], known) if len(unknown) == 1 else None
-            hint = f"did you mean {near}? " if near else ""
+            hint = did_you_mean(unknown[0], known, quoted=False) if len(unknown) == 1 else ""
             raise ConfigurationError(
                 f"unknown override(s) {', '.join(unknown)}; {hint}valid ones: {', '.join(sorted(known))}"
             )

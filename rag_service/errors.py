@@ -134,6 +134,12 @@ def closest_name(name: str, names: Iterable[str], *, cutoff: float = 0.6) -> str
     return folded[close[0]] if close else None
 
 
+def did_you_mean(name: str, names: Iterable[str], *, cutoff: float = 0.6, quoted: bool = True) -> str:
+    """``"did you mean 'x'? "`` for the ``closest_name`` of ``name``, else ``""``: the hint of an unknown-name error."""
+    near = closest_name(name, names, cutoff=cutoff)
+    return "" if near is None else f"did you mean {near!r}? " if quoted else f"did you mean {near}? "
+
+
 def first_line(exc: object, *, limit: int = 300, typed: bool = False) -> str:
     """How another library's exception shows inside one of our one-line messages.
 

@@ -69,9 +69,8 @@ def unknown_collection_message(name: str, existing: list[str]) -> str:
     """One line: the unknown name, the closest existing ones (at most ``NAMED_COLLECTIONS``) and the fix."""
     if not existing:
         return f"collection {name!r} does not exist: the database holds no documents yet; index documents into it first"
-    near = closest_name(name, existing)
-    close = [c for c in [near, *difflib.get_close_matches(name, existing, n=3, cutoff=0.6)] if c is not None]
-    close = list(dict.fromkeys(close))[:3]
+    near = closest_name(name, existing)  # first among the names shown, then difflib's others
+    close = list(dict.fromkeys(c for c in (near, *difflib.get_close_matches(name, existing, n=3)) if c))[:3]
     shown = close + [c for c in existing if c not in close][: max(NAMED_COLLECTIONS - len(close), 0)]
     more = f" and {len(existing) - len(shown)} more" if len(existing) > len(shown) else ""
     hint = f"did you mean {near!r}? " if near else ""

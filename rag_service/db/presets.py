@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
 from rag_service.db.models import CollectionStats, Document, IndexSettings, PackedSnapshot, RagConfiguration
-from rag_service.errors import UnknownContextError, closest_name
+from rag_service.errors import UnknownContextError, did_you_mean
 from rag_service.records import from_fields
 
 
@@ -31,8 +31,7 @@ def load_preset(session: Session, context_type: str) -> Preset:
     ).scalar_one_or_none()
     if row is None:
         names = list(session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars())
-        near = closest_name(context_type, names)
-        hint = f"did you mean {near!r}? " if near else ""
+        hint = did_you_mean(context_type, names)
         raise UnknownContextError(f"unknown context {context_type!r}; {hint}valid contexts: {', '.join(names)}")
     return _to_preset(row)
 

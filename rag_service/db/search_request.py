@@ -25,7 +25,7 @@ from rag_service.config import (
     DEFAULT_RRF_K,
 )
 from rag_service.db.models import Document, DocumentChunk
-from rag_service.errors import UnknownFilterError, closest_name
+from rag_service.errors import UnknownFilterError, did_you_mean
 from rag_service.knobs import MAX_EF_SEARCH
 
 #: up to this many chunks in a collection, the vector arm searches with ``RAG_HNSW_EF_SEARCH`` as set
@@ -86,8 +86,7 @@ class ChunkFilters:
             return cls()
         unknown = sorted(set(filters) - set(FILTER_KEYS))
         if unknown:
-            near = closest_name(str(unknown[0]), FILTER_KEYS) if len(unknown) == 1 else None
-            hint = f"did you mean {near!r}? " if near else ""
+            hint = did_you_mean(str(unknown[0]), FILTER_KEYS) if len(unknown) == 1 else ""
             raise UnknownFilterError(
                 f"unknown filter key(s) {', '.join(map(repr, unknown))}; {hint}valid keys: {', '.join(FILTER_KEYS)}"
             )

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rag_service.config import Settings
-from rag_service.errors import ConfigurationError, RagError, closest_name
+from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 
@@ -141,8 +141,7 @@ def build_server(
 def unknown_tool_message(name: str, tools: list[str]) -> str:
     """One line for a call of a tool this server does not have: the nearest name, every name, and the flag
     an indexing tool needs."""
-    near = closest_name(name, tools, cutoff=0.5)
-    hint = f"did you mean {near!r}? " if near else ""
+    hint = did_you_mean(name, tools, cutoff=0.5)
     flag = " (index_paths and index_text need rag mcp --allow-indexing)" if name in INDEXING_TOOLS else ""
     return f"unknown tool {name[:80]!r}; {hint}the tools are {', '.join(tools)}{flag}"
 

@@ -72,7 +72,7 @@ def _port(value: str) -> int:
     return port
 
 
-def _run_until_stopped(server: Any, host: str, port: int, sockets: list[socket.socket] | None = None) -> int:
+def _run_until_stopped(server: Any, host: str, port: int, sockets: list[socket.socket]) -> int:
     """Serve until SIGINT or SIGTERM; 0 once uvicorn has finished the requests in flight and closed the service.
 
     From before the line saying where it serves, a stop signal goes to uvicorn's own graceful stop

@@ -39,6 +39,7 @@ from rag_service.errors import (
     UnknownCollectionError,
     UnknownContextError,
     closest_name,
+    did_you_mean,
     first_line,
 )
 from rag_service.log import mask_url
@@ -112,8 +113,7 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
         return f"body must be a JSON object, not {type(first.get('input')).__name__}; {_SEND_JSON}"
     where = ".".join(str(part) for part in loc if part != "body")
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
-        near = closest_name(str(loc[1]), fields)
-        hint = f"did you mean {near}? " if near else ""
+        hint = did_you_mean(str(loc[1]), fields, quoted=False)
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_service.db.collections import unknown_collection_message
-from rag_service.errors import closest_name
+from rag_service.errors import closest_name, did_you_mean
 
 CONTEXTS = ["chatbot", "agent", "search", "workflow", "context_engineering"]
 
@@ -25,3 +25,9 @@ def test_a_typo_finds_the_closest_and_nonsense_finds_none():
 
 def test_a_long_name_is_no_typo():
     assert closest_name("agent" * 100, CONTEXTS) is None
+
+
+def test_the_hint_is_empty_or_one_question():
+    assert did_you_mean("Agent", CONTEXTS) == "did you mean 'agent'? "
+    assert did_you_mean("max_chunk", ["max_chunks"], quoted=False) == "did you mean max_chunks? "
+    assert did_you_mean("nope", CONTEXTS) == ""
