@@ -5,9 +5,10 @@ Two partial HNSW indexes (``WHERE id % 2 = 0`` and ``= 1``, the product's ``m`` 
 the product's one; each question walks both halves at once on two connections (the second core) and merges the
 two top-k by distance, against the one graph at the product's ``ef_search``. Also: the halves one after the
 other on one connection (is the gain the smaller graphs or the second core?), and ``--hog`` (a busy process on
-the other core). Recall@k, strict and with ties (a returned chunk as near as the k-th exact one counts), against
-numpy's exact search over every vector of the collection. Interleaved (``bench_lib.measure.time_retrievers``),
-the same real questions as ``bench_vector_arm.py``; docs/benchmarks.md "Session 33".
+the other core). Recall@20 against numpy's exact search over the benchmark corpus's vectors, strict
+(``measure.overlap_at_k``) and with ties (``measure.recall_with_ties``), as ``bench_one_node.py`` measures it.
+Interleaved (``bench_lib.measure.time_retrievers``), the same real questions as ``bench_vector_arm.py``;
+docs/benchmarks.md "Session 33".
 
     RAG_DATA_DIR=/work/bench1m .venv/bin/python scripts/bench_split_graph.py --database rag_bulk_1m_bulk_real \
         --build --drop
@@ -28,7 +29,8 @@ from typing import Any
 import bench
 import numpy as np
 import psycopg
-from bench_lib import measure, real_text, store
+from bench_lib import corpus as synth
+from bench_lib import measure, real_text, retrievers, store
 from pgvector.psycopg import register_vector
 
 from rag_service.config import BUNDLED_MINILM, load_settings
@@ -37,7 +39,7 @@ from rag_service.db.search import vector_scan_settings
 from rag_service.embed import embedder_for
 
 DATASETS = bench.REPO.parent / "shared" / "datasets"
-Row = tuple[int, float]
+Row = tuple[int, float]  # a chunk's id and its distance
 _WALK = "SELECT id, embedding <=> %(q)s FROM document_chunks WHERE collection = 'bench' {half}"
 _ORDER = "ORDER BY embedding <=> %(q)s LIMIT %(k)s"
 
@@ -60,33 +62,10 @@ def build_halves(url: str) -> None:
             print(f"half {h} built in {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def exact_top(url: str, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each question's exact top ``k`` ids and cosine distances over every vector of the collection."""
-    ids, vectors = [], []
-    with psycopg.connect(url) as reader:
-        register_vector(reader)
-        with reader.cursor(name="every_vector") as cursor:
-            cursor.itersize = 50_000
-            cursor.execute("SELECT id, embedding FROM document_chunks WHERE collection = 'bench'")
-            for chunk_id, vector in cursor:
-                ids.append(chunk_id)
-                vectors.append(vector.to_numpy())
-    matrix = np.stack(vectors).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    id_array = np.asarray(ids)
-    top_ids, top_dist = np.zeros((len(queries), k), dtype=np.int64), np.zeros((len(queries), k))
-    for i, question in enumerate(unit):
-        distance = 1.0 - matrix @ question
-        top = np.argpartition(distance, k)[:k]
-        top = top[np.argsort(distance[top])]
-        top_ids[i], top_dist[i] = id_array[top], distance[top]
-    return top_ids, top_dist
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--database", required=True)
+    parser.add_argument("--size", type=int, default=1_000_000, help="its chunks (the corpus's vectors are rebuilt)")
     parser.add_argument("--build", action="store_true", help="build the two partial graphs first")
     parser.add_argument("--drop", action="store_true", help="drop them at the end")
     parser.add_argument("--ef", default="300,400", help="ef_search values of the split walk")
@@ -102,10 +81,17 @@ def main() -> int:
     if args.build:
         build_halves(url)
     embedder = embedder_for(BUNDLED_MINILM, backend=settings.embedding_backend, cache_dir=settings.data_dir / "models")
-    count, k = args.warmup + args.queries, 20
+    count, k = args.warmup + args.queries, retrievers.TOP_K
     texts = real_text.real_queries(DATASETS, per_set=count, seed=11)[:count]  # as bench_vector_arm's
     vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
-    truth_ids, truth_dist = exact_top(url, vectors, k)
+    vocabulary = synth.load_vocabulary(bench.DEFAULT_SCIFACT / "corpus.jsonl")
+    corpus = real_text.benchmark_corpus(
+        "real", size=args.size, datasets=DATASETS, data_dir=settings.data_dir, vocabulary=vocabulary
+    )
+    queries = synth.QuerySet(texts=texts, vectors=vectors, source_chunks=[-1] * count)
+    exact = retrievers.numpy_exact(corpus, retrievers.Workload(queries=queries, frequent=queries))
+    timed_range = range(args.warmup, count)
+    truth = [exact(i) for i in timed_range]
 
     connections = [psycopg.connect(url) for _ in range(3)]
     for connection in connections:
@@ -149,14 +135,13 @@ def main() -> int:
         if hog is not None:
             hog.kill()
     recall: dict[str, dict[str, float]] = {}
+    timed_vectors = vectors[args.warmup :]
     for key, found in results.items():
-        strict, ties = [], []
-        for j, rows in enumerate(found):
-            i = args.warmup + j
-            exact = set(truth_ids[i].tolist())
-            strict.append(sum(row[0] in exact for row in rows) / k)
-            ties.append(sum(row[0] in exact or row[1] <= truth_dist[i][-1] + 1e-6 for row in rows) / k)
-        recall[key] = {"strict": round(float(np.mean(strict)), 4), "ties": round(float(np.mean(ties)), 4)}
+        ids = [[row[0] for row in rows] for rows in found]
+        recall[key] = {
+            "strict": measure.overlap_at_k(ids, truth),
+            "ties": measure.recall_with_ties(ids, truth, corpus.vectors, timed_vectors),
+        }
     out = {
         "measured_at": bench._now(),
         "database": args.database,
