@@ -34,6 +34,7 @@ from rag_service.ingest.filetypes import (
 from rag_service.ingest.links import is_relative_link
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
+from rag_service.ingest.report import SUPPORTED_TAIL
 from rag_service.markdown_lines import atx_headers, find_front_matter
 
 __all__ = [
@@ -310,7 +311,7 @@ def discover(paths: Sequence[Path]) -> Discovery:
             found.files.append(path)
         else:
             kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix"
-            found.skipped.append((path, f"{kind}; supported: {_supported_list()}"))
+            found.skipped.append((path, f"{kind}{SUPPORTED_TAIL}{_supported_list()}"))
 
     for path in paths:
         try:

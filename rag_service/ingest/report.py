@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: skipped files named per reason in the summary; the rest are counted (a folder of 300 images is one line)
+SKIPPED_NAMED = 3
+#: how a skipped file's reason ends when it lists the supported file types: the summary writes the list once
+SUPPORTED_TAIL = "; supported: "
+
 
 @dataclass(frozen=True, slots=True)
 class FileProblem:
@@ -95,7 +100,7 @@ class IngestReport:
         if self.rekeyed:
             out.append(f"re-keyed: {self.rekeyed} documents from working-directory-relative sources (issue 13)")
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
-        out += [f"skipped: {p.source}: {p.reason}" for p in self.skipped]
+        out += skipped_lines(self.skipped)
         out += [f"degraded: {line}" for line in self.degraded]
         out += [self.model_switch] if self.model_switch else []
         return out
@@ -105,3 +110,29 @@ class IngestReport:
         data = asdict(self)
         data["filtered_total"] = self.filtered_total
         return data
+
+
+def skipped_lines(skipped: list[FileProblem]) -> list[str]:
+    """One line per reason, naming up to ``SKIPPED_NAMED`` of its files and counting the rest; the supported
+    file types once, on the last line of an unsupported type (a repository's images, lock files and licences
+    would otherwise repeat the list on every line)."""
+    groups: dict[str, list[str]] = {}
+    listed: dict[str, str] = {}  # reason -> the supported types its files' reasons listed
+    for problem in skipped:
+        reason, tail, supported = problem.reason.partition(SUPPORTED_TAIL)
+        if tail:
+            listed[reason] = supported
+        groups.setdefault(reason, []).append(problem.source)
+    lines: list[str] = []
+    last_listed, supported = -1, ""
+    for reason, sources in groups.items():
+        if len(sources) <= SKIPPED_NAMED:
+            lines += [f"skipped: {source}: {reason}" for source in sources]
+        else:
+            named = ", ".join(sources[:SKIPPED_NAMED])
+            lines.append(f"skipped: {len(sources)} files, {named} and {len(sources) - SKIPPED_NAMED} more: {reason}")
+        if reason in listed:
+            last_listed, supported = len(lines) - 1, listed[reason]
+    if last_listed >= 0:
+        lines[last_listed] += SUPPORTED_TAIL + supported
+    return lines
