@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 #: chunks gathered across documents before one call to the embedding model
 EMBED_BATCH_CHUNKS = 1024
+#: chunks per call within a batch, so the progress bar moves while the batch is embedded
+EMBED_PROGRESS_CHUNKS = 256
 
 
 @dataclass(slots=True)
@@ -240,9 +242,14 @@ class Batch:
             self.report.degraded.append(f"embed: {note}")
 
     def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
+        import numpy as np  # loaded by the model already; not at import (a cold ``rag query`` needs none)
+
         started = time.perf_counter()
-        vectors = self.embedder.embed_documents(texts)
-        return vectors, time.perf_counter() - started
+        parts = []
+        for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
+            parts.append(self.embedder.embed_documents(texts[start : start + EMBED_PROGRESS_CHUNKS]))
+            self.bar.embedded(len(parts[-1]))
+        return np.concatenate(parts), time.perf_counter() - started
 
     def _complete(
         self,

@@ -1,4 +1,4 @@
-"""A progress bar for long runs: items done, chunks written, rate and ETA (tqdm, on stderr)."""
+"""A progress bar for long runs: items done, chunks written and embedded, rate and ETA (tqdm, on stderr)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ class Progress:
 
             self._bar = tqdm(total=total, desc=label, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
         self._chunks = 0
+        self._embedded = 0
         self._done = 0
         self._total = total
         self._listener = listener
@@ -47,9 +48,21 @@ class Progress:
         if self._listener is not None:
             self._listener(self._done, self._total)
         if self._bar is not None:
-            rate = self._chunks / max(time.perf_counter() - self._started, 1e-9)
-            self._bar.set_postfix_str(f"{self._chunks} chunks, {rate:.1f} chunks/s", refresh=False)
+            self._bar.set_postfix_str(self._counts(), refresh=False)
             self._bar.update(1)
+
+    def embedded(self, chunks: int) -> None:
+        """``chunks`` more chunks embedded (the model's thread): the bar moves while a batch of documents is
+        still being embedded, before any of them is written (the first 1,024 chunks take ~20 s here)."""
+        self._embedded += chunks
+        if self._bar is not None:
+            self._bar.set_postfix_str(self._counts(), refresh=True)
+
+    def _counts(self) -> str:
+        """Chunks written and embedded, and the rate of the slower of the two (the model's, unless reused)."""
+        seconds = max(time.perf_counter() - self._started, 1e-9)
+        embedded = f", {self._embedded} embedded" if self._embedded else ""
+        return f"{self._chunks} chunks{embedded}, {max(self._chunks, self._embedded) / seconds:.1f} chunks/s"
 
     def phase(self, name: str) -> None:
         """Show the step a long write is in (a bulk load's index builds) next to the count; tell the listener."""

@@ -14,6 +14,7 @@ from rag_service.embed import HashingEmbedder
 from rag_service.errors import ReindexInProgressError
 from rag_service.ingest import batch, chunking
 from rag_service.ingest.indexer import Indexer
+from rag_service.ingest.progress import Progress
 
 GUIDE = """# Guide
 
@@ -120,6 +121,24 @@ def test_identical_chunks_are_embedded_once_and_the_report_adds_up(indexer, tmp_
     assert report.failed == [] and report.chunks_written > 2 * report.chunks_embedded > 0
     assert report.chunks_embedded == embedder.embedded
     assert report.chunks_written == report.chunks_embedded + report.embeddings_reused
+
+
+def test_the_bar_counts_chunks_as_they_are_embedded_before_any_document_is_written(indexer, tmp_path, monkeypatch):
+    """A first batch of 1,024 chunks takes ~20 s to embed here: the bar moves during it, not only when the batch's
+    documents are written (a repository's first run once sat at 0 documents for 93 s, then showed a 10-hour ETA)."""
+    events: list[tuple[str, int]] = []
+    monkeypatch.setattr(batch, "EMBED_PROGRESS_CHUNKS", 3)
+    monkeypatch.setattr(Progress, "embedded", lambda self, chunks: events.append(("embedded", chunks)))
+    monkeypatch.setattr(Progress, "advance", lambda self, *, chunks: events.append(("written", chunks)))
+    for name in ("a", "b"):
+        sections = (f"# {name} part {i}\n\n" + f"{name} says {i}. " * 9 for i in range(4))
+        (tmp_path / f"{name}.md").write_text("\n\n".join(sections))
+    report = indexer.index_paths([tmp_path], collection="t")
+    embedded = [n for kind, n in events if kind == "embedded"]
+    assert report.chunks_embedded > 3 and sum(embedded) == report.chunks_embedded
+    assert max(embedded) == 3, "the batch is embedded in calls of EMBED_PROGRESS_CHUNKS"
+    first_written = next(i for i, (kind, _) in enumerate(events) if kind == "written")
+    assert [kind for kind, _ in events[:first_written]] == ["embedded"] * len(embedded)
 
 
 def test_force_rechunks_unchanged_documents(indexer, corpus):
