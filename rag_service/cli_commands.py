@@ -137,7 +137,9 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     embedder, starting = _start_query_parts(settings)
     try:
         service = _service(settings, embedder)
-        overrides = {"max_chunks": args.max_chunks} if args.max_chunks is not None else {}
+        overrides = _parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
+        if args.max_chunks is not None:
+            overrides["max_chunks"] = args.max_chunks
         if args.graph_weight is not None:
             overrides["graph_weight"] = args.graph_weight
         try:
@@ -150,8 +152,11 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return 0
-    print(result.formatted_context or "(no matching chunks)")
     m = result.metrics
+    print(
+        result.formatted_context
+        or ("(no result fits: see the degraded line)" if m.total_candidates else "(no matching chunks)")
+    )
     print(
         f"\n-- {len(result.chunks)} chunks, {result.total_tokens} tokens, {m.total_time_ms:.1f} ms "
         f"(embed {m.embedding_time_ms:.1f}, sql {m.retrieval_time_ms:.1f}, rerank {m.rerank_time_ms:.1f}); "
@@ -386,6 +391,14 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     query.add_argument("--collection", default="default")
     query.add_argument("--max-chunks", type=int, default=None)
     query.add_argument("--graph-weight", type=float, default=None, help="graph walk's share, 0..1 (0 = off)")
+    query.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a per-call override of retrieve(), e.g. max_tokens=500, min_relevance=0, "
+        'filters=\'{"source_prefix": "docs/"}\'',
+    )
     query.add_argument("--json", action="store_true", help="the whole result as JSON")
     query.set_defaults(handler=_query)
 

@@ -314,3 +314,40 @@ def layout_overhead(
     if not groups:
         return 0
     return len(get_encoding(encoding).encode(_render(list(groups.values())), disallowed_special=())) + 2 * len(chunks)
+
+
+def smallest_budget(
+    chunk: RetrievedChunk,
+    *,
+    encoding: str = DEFAULT_ENCODING,
+    min_cut_tokens: int = MIN_CUT_TOKENS,
+    show_metadata: bool = False,
+) -> int:
+    """The fewest ``max_tokens`` that show ``chunk`` (whole, or cut to ``min_cut_tokens`` of its text): what a
+    budget that held no result has to grow to. Found by bisection over ``format_context`` itself."""
+    whole = layout_overhead([chunk], encoding=encoding, show_metadata=show_metadata)
+    high = whole + len(get_encoding(encoding).encode(_clean(chunk.content), disallowed_special=())) + 8
+    low = 1  # invariant: ``high`` shows the chunk, ``low - 1`` does not
+    while low < high:
+        mid = (low + high) // 2
+        shown = format_context(
+            [chunk], max_tokens=mid, encoding=encoding, min_cut_tokens=min_cut_tokens, show_metadata=show_metadata
+        )
+        if shown.included:
+            high = mid
+        else:
+            low = mid + 1
+    return high
+
+
+def fit_line(line: str, *, max_tokens: int, encoding: str = DEFAULT_ENCODING) -> tuple[str, int]:
+    """``line`` and its token count, cut at a character boundary to the longest prefix within ``max_tokens``
+    (the budget holds for a message too, e.g. "no relevant passages ..." under a budget of 10)."""
+    enc = get_encoding(encoding)
+    tokens = enc.encode(line, disallowed_special=())
+    while len(tokens) > max_tokens:
+        data = b"".join(enc.decode_tokens_bytes(tokens[:max_tokens]))
+        line = data.decode("utf-8", errors="ignore").rstrip()
+        tokens = enc.encode(line, disallowed_special=())
+        max_tokens -= 1 if len(tokens) > max_tokens else 0
+    return line, len(tokens)

@@ -60,6 +60,12 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
 
     text_answer = rag(cli_env, "query", "backups", "--collection", "kb", "--context", "agent")
     assert text_answer.returncode == 0 and "[1] docs/a.md" in text_answer.stdout
+    overrides = ("--set", "max_tokens=40", "--set", 'filters={"source_prefix": "docs/"}')
+    budgeted = json.loads(rag(cli_env, "query", "backups", "--collection", "kb", *overrides, "--json").stdout)
+    assert budgeted["chunks"][0]["source"] == "docs/a.md" and 0 < budgeted["total_tokens"] <= 40
+    starved = rag(cli_env, "query", "backups", "--collection", "kb", "--set", "max_tokens=5")
+    assert starved.stdout.strip() == "(no result fits: see the degraded line)"
+    assert "-- degraded: format: max_tokens 5 holds none of the 1 results" in starved.stderr
 
     again = rag(cli_env, "reindex", "docs/a.md", "--collection", "kb", "--json", "--quiet", cwd=tmp_path)
     assert json.loads(again.stdout)["unchanged"] == 1
@@ -82,6 +88,8 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
         (("query", "x", "--context", "nope"), "error: unknown context 'nope'; valid contexts: chatbot"),
         (("query", "x", "--context", "Agent"), "error: unknown context 'Agent'; did you mean 'agent'? valid contexts"),
         (("query", "x", "--max-chunks", "-3"), "error: max_chunks (-3) must be between 1 and 1000"),
+        (("query", "x", "--set", "max_token=5"), "error: unknown override(s) max_token; did you mean max_tokens?"),
+        (("query", "x", "--set", "max_tokens"), "error: --set 'max_tokens' must look like key=value"),
     ],
 )
 def test_user_errors_are_one_line_exit_1(cli_env, args, message):

@@ -7,6 +7,7 @@ import pytest
 from rag_service.config import AGENT_MIN_RELEVANCE
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
+from rag_service.tokens import count_tokens
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +57,23 @@ def test_the_agent_preset_says_no_relevant_passages_instead_of_padding(service):
     assert "Nightly backups" in answered.chunks[0].content
     assert "search.md" not in {c.source for c in answered.chunks}  # the unrelated section is dropped, not padded
     assert answered.metrics.filtered_below_relevance >= 1 and "no relevant passages" not in answered.formatted_context
+
+
+def test_a_tiny_budget_holds_the_message_or_says_what_it_needs(service):
+    """The exact budget holds for the "no relevant passages" line too (it was 35 tokens under a budget of 10), and a
+    budget that holds none of the results says so and how many tokens the first needs (it returned "" silently)."""
+    refused = service.retrieve(UNANSWERABLE, "agent", collection="kb", max_tokens=10)
+    assert refused.formatted_context.startswith("no relevant passages for")
+    assert refused.total_tokens == count_tokens(refused.formatted_context) <= 10
+    starved = service.retrieve(ANSWERABLE, "workflow", collection="kb", max_tokens=10)
+    assert starved.formatted_context == "" and starved.chunks == []
+    (line,) = [d for d in starved.metrics.degraded if d.startswith("format:")]
+    need = int(line.rsplit(" ", 1)[1])
+    assert line.startswith("format: max_tokens 10 holds none of the ")
+    fed = service.retrieve(ANSWERABLE, "workflow", collection="kb", max_tokens=need)
+    roomy = service.retrieve(ANSWERABLE, "workflow", collection="kb")
+    assert [c.chunk_id for c in fed.chunks] == [roomy.chunks[0].chunk_id], "the first result, at the budget named"
+    assert not [d for d in (*fed.metrics.degraded, *roomy.metrics.degraded) if d.startswith("format:")]
 
 
 def test_min_relevance_is_a_per_call_override(service):

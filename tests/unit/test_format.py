@@ -223,3 +223,20 @@ def test_many_chunks_are_encoded_about_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert result.total_tokens == count_tokens(result.text) <= 8000
     assert 10 < len(result.included) < len(chunks)  # the budget binds: many offers, many admissions
     assert encoding.chars <= sum(len(c.content) for c in chunks) + 4 * len(result.text), encoding.chars
+
+
+@pytest.mark.parametrize("words", [3, 40, 400])
+def test_the_smallest_budget_is_the_first_that_shows_the_chunk(words: int) -> None:
+    chunk = _chunk(1, "docs/guide.md", 0.9, "backups run nightly " * words, header_path="Guide > Ops", title="Guide")
+    need = format_module.smallest_budget(chunk)
+    assert format_context([chunk], max_tokens=need).included == [chunk]
+    assert format_context([chunk], max_tokens=need - 1).included == []
+
+
+@pytest.mark.parametrize("budget", [1, 2, 5, 10, 17, 200])
+def test_a_line_is_cut_to_the_budget_at_a_character_boundary(budget: int) -> None:
+    line = "no relevant passages for 'sauvegardes 夜間 バックアップ 🚀🚀': the best relevance was 3%"
+    shown, tokens = format_module.fit_line(line, max_tokens=budget)
+    assert tokens == count_tokens(shown) <= budget
+    assert line.startswith(shown) and "\ufffd" not in shown
+    assert shown == line or budget < count_tokens(line)
