@@ -94,24 +94,25 @@ def build_server(
         collection: str = "default",
         max_chunks: int | None = None,
         min_relevance: float | None = None,
+        max_tokens: int | None = None,
     ) -> str:
         """Search the knowledge base; returns the most relevant passages grouped by source with [n] citations.
 
         context: retrieval preset (agent, chatbot, search, workflow, context_engineering);
         collection: which collection to search; max_chunks: at most this many passages;
         min_relevance: no passages unless the best reaches this relevance (0..1), and none below half
-        of it (the preset's floor by default).
+        of it (the preset's floor by default); max_tokens: the passages' token budget (tiktoken), exact.
         """
-        given = {"max_chunks": max_chunks, "min_relevance": min_relevance}
+        given = {"max_chunks": max_chunks, "min_relevance": min_relevance, "max_tokens": max_tokens}
         overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
         with _tool_errors():
             result = await service.aretrieve(query, context, collection=collection, **overrides)
         answer = result.formatted_context
-        if not result.chunks and not result.metrics.filtered_below_relevance:
+        if not result.metrics.total_candidates:  # else the floor's line, or the budget's degraded line below
             answer = f"No passages in collection {collection!r} match {query!r}."
         # the agent must know when a stage (reranking, expansion, ...) did not run: one line each
         notes = [f"degraded: {reason}" for reason in result.metrics.degraded]
-        return "\n\n".join([answer, "\n".join(notes)]) if notes else answer
+        return "\n\n".join(part for part in (answer, "\n".join(notes)) if part)
 
     @server.tool()
     def list_collections() -> dict[str, list[dict[str, Any]]]:

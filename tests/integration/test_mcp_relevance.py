@@ -11,6 +11,7 @@ from rag_service.embed import HashingEmbedder
 from rag_service.integrations.mcp_server import build_server
 from rag_service.retrieve.relevance import CALIBRATIONS, Calibration
 from rag_service.service import UniversalRAGService
+from rag_service.tokens import count_tokens
 
 
 def test_search_knowledge_floors_and_says_no_relevant_passages(db, settings, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,3 +35,23 @@ def test_search_knowledge_floors_and_says_no_relevant_passages(db, settings, mon
     kept, floored = asyncio.run(calls())
     assert kept.startswith("[1] ops.md")
     assert floored.startswith("no relevant passages for 'zebra stripes'") and "min_relevance 99%" in floored
+
+
+def test_search_knowledge_takes_a_token_budget_and_says_when_it_holds_nothing(db, settings) -> None:
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    text = "Nightly backups run with pg_dump and are kept for thirty days before cold storage takes them. " * 4
+    assert service.index_texts([("ops.md", "Ops", text)], collection="kb").added == 1
+
+    async def calls() -> list[str]:
+        async with Client(build_server(service)) as client:
+            out = []
+            for budget in (100, 5):
+                query = {"query": "backups", "collection": "kb", "context": "search", "max_tokens": budget}
+                result = await client.call_tool("search_knowledge", query)
+                assert not result.is_error
+                out.append("\n".join(part.text for part in result.content))
+            return out
+
+    fitted, starved = asyncio.run(calls())
+    assert fitted.startswith("[1] ops.md") and count_tokens(fitted.split("\n\ndegraded: ")[0]) <= 100
+    assert starved.startswith("degraded: format: max_tokens 5 holds none of the 1 results: the first needs ")
