@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
+from rag_service.errors import did_you_mean
 from rag_service.server.errors import ApiError, ErrorResponseDoc
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
@@ -177,11 +178,12 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
         message = f"multipart body could not be read ({reason}); send each file in the multipart field 'files'"
         raise ApiError(422, "invalid_input", message) from None
     try:
-        unknown = sorted(set(form.keys()) - {"files", "collection", "strategy"})
+        fields = ("files", "collection", "strategy")
+        unknown = sorted(set(form.keys()) - set(fields))
         if unknown:
-            raise ApiError(
-                422, "invalid_input", f"unknown multipart field(s) {unknown}; use files, collection, strategy"
-            )
+            hint = did_you_mean(unknown[0], fields)
+            message = f"unknown multipart field(s) {unknown}; {hint}use {', '.join(fields)}"
+            raise ApiError(422, "invalid_input", message)
         files = form.getlist("files")
         if not files or not all(isinstance(f, UploadFile) for f in files):
             raise ApiError(422, "invalid_input", "send the documents as files in the multipart field 'files'")

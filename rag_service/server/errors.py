@@ -111,12 +111,27 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
             shown = repr(content_type[:80]) if content_type else "missing"
             return f"Content-Type is {shown}, so the body was not read as JSON; {_SEND_JSON}"
         return f"body must be a JSON object, not {type(first.get('input')).__name__}; {_SEND_JSON}"
+    if len(loc) == 2 and loc[0] == "query" and kind == "missing":
+        return _missing_parameter(str(loc[1]), request)
     where = ".".join(str(part) for part in loc if part != "body")
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
         hint = did_you_mean(str(loc[1]), fields, quoted=False)
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
+
+
+def _missing_parameter(name: str, request: Request) -> str:
+    """A required query parameter is missing: the request as it should be, every parameter of the route in it
+    (a JSON body with the fields is not read: ``DELETE /api/documents`` takes them in the URL)."""
+    route = request.scope.get("route")
+    document = request.app.openapi()
+    operation = document["paths"].get(getattr(route, "path", None), {}).get(request.method.lower(), {})
+    names = [p["name"] for p in operation.get("parameters", []) if p.get("in") == "query"] or [name]
+    example = "&".join(f"{n}=<{n}>" for n in names)
+    sent_body = request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
+    unread = "; a body is not read here" if sent_body else ""
+    return f"{name}: a query parameter, missing; send {request.method} {request.url.path}?{example}{unread}"
 
 
 def _body_fields(request: Request) -> list[str]:

@@ -134,6 +134,17 @@ def test_documents_json_then_delete(live: LiveServer) -> None:
         assert gone.status_code == 200 and gone.json()["deleted"] == 1
         again = client.delete("/api/documents", params={"source": "kites.md", "collection": collection})
         assert again.status_code == 404 and "kites.md" in again.json()["error"]["message"]
+        # a new user's guess: the fields in a JSON body (it said "query.source: Field required")
+        guessed = client.request("DELETE", "/api/documents", json={"source": "kites.md", "collection": collection})
+        assert guessed.status_code == 422 and guessed.json()["error"]["message"] == (
+            "source: a query parameter, missing; send DELETE /api/documents?source=<source>&collection=<collection>; "
+            "a body is not read here"
+        )
+        misnamed = client.post("/api/documents", data={"collection": collection},
+                               files=[("file", ("kites.md", text.encode(), "text/markdown"))])
+        assert misnamed.status_code == 422 and misnamed.json()["error"]["message"] == (
+            "unknown multipart field(s) ['file']; did you mean 'files'? use files, collection, strategy"
+        )
 
 
 def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveServer) -> None:
