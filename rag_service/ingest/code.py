@@ -38,19 +38,21 @@ _CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else",
 _LANGCHAIN_NAMES = {
     "js": "JS", "ts": "TS", "go": "GO", "java": "JAVA", "rust": "RUST", "c": "C", "cpp": "CPP",
     "csharp": "CSHARP", "ruby": "RUBY", "php": "PHP", "kotlin": "KOTLIN", "swift": "SWIFT", "scala": "SCALA",
-    "python": "PYTHON",
+    "python": "PYTHON", "proto": "PROTO", "lua": "LUA", "elixir": "ELIXIR", "powershell": "POWERSHELL", "sol": "SOL",
 }  # fmt: skip
 _OWN_KEYWORDS = {
     "sql": ("create", "alter", "drop", "insert", "update", "delete", "select", "with", "grant", "comment"),
     "shell": ("function",),
 }
-_CLASS_LIKE = re.compile(
-    r"^([ \t]*)(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:class|interface|struct|enum|trait|impl|object|namespace|module)"
-    r"[ \t]+([A-Za-z_$][\w$]*)",
-    re.MULTILINE,
-)
+_CLASS_WORDS = "class|interface|struct|enum|trait|impl|object|namespace|module"
+_CLASS_LIKE_FORM = r"^([ \t]*)(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:{words})[ \t]+([A-Za-z_$][\w$]*)"
+_CLASS_LIKE = re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS), re.MULTILINE)
+#: a language whose declarations have words of their own (a proto file's messages and services)
+_CLASS_LIKE_BY_LANGUAGE = {
+    "proto": re.compile(_CLASS_LIKE_FORM.format(words="message|service|enum|oneof|extend"), re.MULTILINE)
+}
 _FUNCTION_NAME = re.compile(
-    r"\b(?:def|func|function|fn|fun|sub|procedure)[ \t]+(?:\([^)]*\)[ \t]*)?([A-Za-z_$][\w$]*)"
+    r"\b(?:def|func|function|fn|fun|sub|procedure)[ \t]+(?:\([^)]*\)[ \t]*)?([A-Za-z_$][\w$]*(?:[.:][A-Za-z_$][\w$]*)*)"
     r"|\b(?:table|view|index|trigger|procedure)[ \t]+(?:if[ \t]+not[ \t]+exists[ \t]+)?([\w.\"`]+)"
     r"|(?!(?:if|for|while|switch|catch|return|new|else)\b)([A-Za-z_$][\w$]*)[ \t]*\([^;{}]*\)[ \t]*"
     r"(?:->[^{]*|:[^{=]*|throws[^{]*|const[ \t]*)?\{?[ \t]*$",
@@ -186,16 +188,22 @@ class CodeChunker(SizedChunker):
                 pieces.extend(
                     recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
                 )
-        classes = [(m.start(), len(m[1].expandtabs(4)), m[2]) for m in _CLASS_LIKE.finditer(text)]
+        class_like = _CLASS_LIKE_BY_LANGUAGE.get(self.language, _CLASS_LIKE)
+        classes = [(m.start(), len(m[1].expandtabs(4)), m[2]) for m in class_like.finditer(text)]
         class_starts = [c[0] for c in classes]
         units: list[tuple[Span, tuple[str, ...]]] = []
         for start, end in merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap):
-            units.append(((start, end), self._names(text, start, end, classes, class_starts)))
+            units.append(((start, end), self._names(text, start, end, class_like, classes, class_starts)))
         return units
 
     @staticmethod
     def _names(
-        text: str, start: int, end: int, classes: list[tuple[int, int, str]], class_starts: list[int]
+        text: str,
+        start: int,
+        end: int,
+        class_like: re.Pattern[str],
+        classes: list[tuple[int, int, str]],
+        class_starts: list[int],
     ) -> tuple[str, ...]:
         """Enclosing class (nearest earlier less-indented declaration) and the first definition in the span."""
         body = text[start:end]
@@ -209,7 +217,7 @@ class CodeChunker(SizedChunker):
                 names.append(classes[i][2])
                 break
             i -= 1
-        own = _CLASS_LIKE.match(text, text.rfind("\n", 0, first) + 1)
+        own = class_like.match(text, text.rfind("\n", 0, first) + 1)
         if own is not None and own.start(2) < end:
             names.append(own[2])
         else:

@@ -45,8 +45,27 @@ CODE_LANGUAGES: dict[str, str] = {
     ".sql": "sql",
     ".sh": "shell",
     ".bash": "shell",
+    ".proto": "proto",
+    ".lua": "lua",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".ps1": "powershell",
+    ".sol": "sol",
 }
 CODE_SUFFIXES = tuple(CODE_LANGUAGES)
+#: what else a repository holds as text (configuration, styles, infrastructure, languages without definition
+#: rules here): read as UTF-8, chunked by ``recursive``. Not data dumps (``.csv``, ``.xml``); ``.env`` files are
+#: hidden, so a folder's secrets are never read
+REPOSITORY_TEXT_SUFFIXES = (
+    ".toml", ".ini", ".cfg", ".conf", ".properties", ".css", ".scss", ".less", ".tf", ".hcl", ".graphql", ".gql",
+    ".r", ".pl", ".pm", ".hs", ".dart", ".vue", ".svelte",
+)  # fmt: skip
+#: files known by their whole name (lower case), which have no suffix of their own: read as plain text
+NAMED_TEXT_FILES = frozenset({
+    "readme", "license", "licence", "copying", "notice", "authors", "contributors", "changelog", "changes",
+    "contributing", "codeowners", "dockerfile", "containerfile", "makefile", "gnumakefile", "jenkinsfile",
+    "vagrantfile", "gemfile", "rakefile", "procfile", "justfile",
+})  # fmt: skip
 #: files read as UTF-8 text (everything but PDF, DOCX)
 TEXT_SUFFIXES = (
     *MARKDOWN_SUFFIXES,
@@ -57,6 +76,7 @@ TEXT_SUFFIXES = (
     *LATEX_SUFFIXES,
     *NOTEBOOK_SUFFIXES,
     *CODE_SUFFIXES,
+    *REPOSITORY_TEXT_SUFFIXES,
 )
 SUPPORTED_SUFFIXES = (*TEXT_SUFFIXES, *PDF_SUFFIXES, *DOCX_SUFFIXES)
 
@@ -125,3 +145,15 @@ def recommend_strategy(path_or_mime: str | PurePath) -> str:
 def language_for(source: str) -> str:
     """The ``code`` strategy's language for a source path (``"text"`` when the suffix is not code)."""
     return CODE_LANGUAGES.get(PurePath(source).suffix.lower(), "text")
+
+
+def file_suffix(path: PurePath) -> str:
+    """The suffix ``path`` is read as: its own in lower case, ``.txt`` for a file known by name
+    (``NAMED_TEXT_FILES``: ``Dockerfile``, ``Makefile``, ``LICENSE``, ...), else ``""``."""
+    suffix = path.suffix.lower()
+    return ".txt" if not suffix and path.name.lower() in NAMED_TEXT_FILES else suffix
+
+
+def supported_kinds() -> str:
+    """The supported suffixes and named files, for an error message."""
+    return f"{' '.join(SUPPORTED_SUFFIXES)}, and by name (any case) {', '.join(sorted(NAMED_TEXT_FILES))}"

@@ -30,6 +30,8 @@ from rag_service.ingest.filetypes import (
     NOTEBOOK_SUFFIXES,
     PDF_SUFFIXES,
     SUPPORTED_SUFFIXES,
+    file_suffix,
+    supported_kinds,
 )
 from rag_service.ingest.links import is_relative_link
 from rag_service.ingest.notebook import read_notebook
@@ -62,10 +64,6 @@ class LoadedDocument:
     title: str
 
 
-def _supported_list() -> str:
-    return " ".join(SUPPORTED_SUFFIXES)
-
-
 def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     """Read ``path`` into its stored text (see the module doc) with a title.
 
@@ -73,10 +71,10 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8,
     malformed (JSON, notebook, PDF, Word), without a text layer (scanned PDF), encrypted, or minified code.
     """
-    suffix = path.suffix.lower()
+    suffix = file_suffix(path)
     if suffix not in SUPPORTED_SUFFIXES:
         kind = f"file type {suffix!r}" if suffix else "a file without a suffix"
-        raise UnsupportedFileError(f"cannot index {path}: {kind} is not supported; use {_supported_list()}")
+        raise UnsupportedFileError(f"cannot index {path}: {kind} is not supported; use {supported_kinds()}")
     data = _read_bytes(path, max_bytes=max_bytes)
     if suffix in PDF_SUFFIXES:
         text, title = read_pdf(path, data)
@@ -306,12 +304,12 @@ def discover(paths: Sequence[Path]) -> Discovery:
         if path in seen:
             return
         seen.add(path)
-        suffix = path.suffix.lower()
+        suffix = file_suffix(path)
         if suffix in SUPPORTED_SUFFIXES:
             found.files.append(path)
         else:
             kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix"
-            found.skipped.append((path, f"{kind}{SUPPORTED_TAIL}{_supported_list()}"))
+            found.skipped.append((path, f"{kind}{SUPPORTED_TAIL}{supported_kinds()}"))
 
     for path in paths:
         try:

@@ -128,7 +128,7 @@ def test_special_files_are_refused(tmp_path: Path) -> None:
     assert discover([fifo]).skipped == [(fifo, "not a regular file")] and discover([fifo]).files == []
 
 
-@pytest.mark.parametrize("name", ["report.xlsx", "Makefile", "image.PNG"])
+@pytest.mark.parametrize("name", ["report.xlsx", "Makefile.old", "image.PNG", "blob"])
 def test_unsupported_suffix_lists_supported_ones(tmp_path: Path, name: str) -> None:
     with pytest.raises(UnsupportedFileError) as err:
         load_document(write(tmp_path / name, "x"), max_bytes=MB)
@@ -146,7 +146,7 @@ def test_discover_finds_files_recursively_sorted_skipping_hidden(tmp_path: Path)
         "a/.secret.md",
         "__pycache__/c.md",
         "a/image.png",
-        "README",
+        "blob",
     ]:
         write(tmp_path / rel, "text")
     single = write(tmp_path / "other" / "one.markdown", "text")
@@ -154,7 +154,22 @@ def test_discover_finds_files_recursively_sorted_skipping_hidden(tmp_path: Path)
     files, skipped = found.files, found.skipped
     assert files == [tmp_path / "a/deep/x.rst", tmp_path / "a/y.html", tmp_path / "a/z.txt", tmp_path / "b.md", single]
     assert [(p.name, r.split(";")[0]) for p, r in skipped] == [
-        ("README", "no file suffix"),
         ("image.png", "unsupported file type '.png'"),
+        ("blob", "no file suffix"),
         ("missing.md", "does not exist"),
     ]
+
+
+def test_a_repository_is_read_whole_but_its_data_and_secrets(tmp_path: Path) -> None:
+    """Configuration, infrastructure and files known by name (Dockerfile, LICENSE) are text a team searches; a
+    folder's data dumps are skipped, and its ``.env`` never read (hidden)."""
+    for rel in ["Dockerfile", "LICENSE", "Makefile", "pyproject.toml", "deploy/main.tf", "api.proto", "init.lua",
+                "setup.cfg", ".env", "data.csv", "blob"]:  # fmt: skip
+        write(tmp_path / rel, "FROM python:3.11\nRUN make install\n")
+    found = discover([tmp_path])
+    assert sorted(p.name for p in found.files) == sorted(
+        ["Dockerfile", "LICENSE", "Makefile", "pyproject.toml", "main.tf", "api.proto", "init.lua", "setup.cfg"]
+    )
+    assert sorted(p.name for p, _ in found.skipped) == ["blob", "data.csv"]
+    docker = load_document(tmp_path / "Dockerfile", max_bytes=MB)
+    assert docker.text == "FROM python:3.11\nRUN make install\n" and docker.title == "Dockerfile"

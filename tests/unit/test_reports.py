@@ -98,16 +98,16 @@ def test_a_report_of_another_collection_does_not_merge():
 def test_skipped_files_are_one_line_per_reason_with_the_supported_types_once(tmp_path: Path):
     from rag_service.ingest.loaders import discover
 
-    for name in [*(f"img{i}.png" for i in range(5)), "LICENSE", "pyproject.toml", "notes.md"]:
+    for name in [*(f"img{i}.png" for i in range(5)), "blob", "data.csv", "notes.md"]:
         (tmp_path / name).write_text("x")
     report = IngestReport(collection="docs")
     report.skipped = [FileProblem(path.name, reason) for path, reason in discover([tmp_path]).skipped]
     report.skipped.append(FileProblem("gone.md", "does not exist"))
     skipped = [line for line in report.lines() if line.startswith("skipped")]
     assert [line.split("; supported:")[0] for line in skipped] == [
-        "skipped: LICENSE: no file suffix",
+        "skipped: blob: no file suffix",
+        "skipped: data.csv: unsupported file type '.csv'",
         "skipped: 5 files, img0.png, img1.png, img2.png and 2 more: unsupported file type '.png'",
-        "skipped: pyproject.toml: unsupported file type '.toml'",
         "skipped: gone.md: does not exist",
     ]
     assert [line.count("; supported: .md") for line in skipped] == [0, 0, 1, 0], "the list once, after the types"

@@ -195,6 +195,27 @@ def test_python_header_path_module_class_function() -> None:
             "CREATE INDEX users_email ON users (email);\n",
             ["schema > users", "schema > users_email"],
         ),
+        (
+            "api.proto",
+            70,
+            'syntax = "proto3";\n\nmessage SearchRequest {\n  string query = 1;\n  int32 page = 2;\n}\n\n'
+            "service Search {\n  rpc Find(SearchRequest) returns (SearchReply);\n}\n",
+            ["api", "api > SearchRequest", "api > Search"],
+        ),
+        (
+            "cart.ex",
+            50,
+            "defmodule Shop.Cart do\n  def add(cart, item) do\n    [item | cart]\n  end\n\n"
+            "  defp total(cart) do\n    Enum.sum(cart)\n  end\nend\n",
+            ["cart", "cart > add", "cart > total", "cart"],
+        ),
+        (
+            "init.lua",
+            60,
+            'local M = {}\n\nfunction M.greet(name)\n  return "hi " .. name\nend\n\n'
+            'function M.bye(name)\n  return "bye " .. name\nend\n\nreturn M\n',
+            ["init", "init > M.greet", "init > M.bye"],
+        ),
     ],
 )
 def test_other_languages_cut_at_definitions(source: str, size: int, text: str, expected: list[str]) -> None:
