@@ -316,7 +316,8 @@ class Batch:
             self._count_written(doc)
             self.report.edges_written += doc.edges
             self.report.graph_seconds += doc.graph_seconds
-            self.bar.advance(chunks=len(doc.chunked.chunks))
+        if written:
+            self.bar.advance(chunks=sum(len(doc.chunked.chunks) for doc in written), items=len(written))
 
     def _count_written(self, doc: _Pending) -> None:
         if doc.existed:

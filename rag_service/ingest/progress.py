@@ -41,15 +41,16 @@ class Progress:
         if listener is not None:  # the total is known before the first document finishes
             listener(0, total)
 
-    def advance(self, *, chunks: int) -> None:
-        """One more item done, with ``chunks`` chunks written."""
+    def advance(self, *, chunks: int, items: int = 1) -> None:
+        """``items`` more items done (a batch's documents at its commit: one step, so the rate and ETA are the
+        batch's, not its first document's), with ``chunks`` chunks written."""
         self._chunks += chunks
-        self._done += 1
+        self._done += items
         if self._listener is not None:
             self._listener(self._done, self._total)
         if self._bar is not None:
             self._bar.set_postfix_str(self._counts(), refresh=False)
-            self._bar.update(1)
+            self._bar.update(items)
 
     def embedded(self, chunks: int) -> None:
         """``chunks`` more chunks embedded (the model's thread): the bar moves while a batch of documents is

@@ -129,7 +129,7 @@ def test_the_bar_counts_chunks_as_they_are_embedded_before_any_document_is_writt
     events: list[tuple[str, int]] = []
     monkeypatch.setattr(batch, "EMBED_PROGRESS_CHUNKS", 3)
     monkeypatch.setattr(Progress, "embedded", lambda self, chunks: events.append(("embedded", chunks)))
-    monkeypatch.setattr(Progress, "advance", lambda self, *, chunks: events.append(("written", chunks)))
+    monkeypatch.setattr(Progress, "advance", lambda self, *, chunks, items=1: events.append(("written", items)))
     for name in ("a", "b"):
         sections = (f"# {name} part {i}\n\n" + f"{name} says {i}. " * 9 for i in range(4))
         (tmp_path / f"{name}.md").write_text("\n\n".join(sections))
@@ -139,6 +139,7 @@ def test_the_bar_counts_chunks_as_they_are_embedded_before_any_document_is_writt
     assert max(embedded) == 3, "the batch is embedded in calls of EMBED_PROGRESS_CHUNKS"
     first_written = next(i for i, (kind, _) in enumerate(events) if kind == "written")
     assert [kind for kind, _ in events[:first_written]] == ["embedded"] * len(embedded)
+    assert [n for kind, n in events if kind == "written"] == [2], "the batch's documents in one step, at its commit"
 
 
 def test_force_rechunks_unchanged_documents(indexer, corpus):
