@@ -1,10 +1,10 @@
-"""One run's batches: chunked documents gathered, embedded together, each batch written in one transaction.
+"""One run's batches: chunked documents gathered, embedded together, written in transactions of whole documents.
 
-The model is the bottleneck, so chunks are gathered across documents into calls of up to
-``EMBED_BATCH_CHUNKS``, stored vectors are reused by the hash of the text they embed, and writing batch
-N overlaps with embedding batch N+1. A batch is one transaction with a savepoint per document: readers
-see a document's old or new version, a failing document keeps its old version and is reported, and the
-commit is synchronous, so a document the report counts as written is durable. A bulk load
+Chunks are gathered across documents into calls of up to ``EMBED_BATCH_CHUNKS``, stored vectors are reused
+by the hash of the text they embed, and writing batch N overlaps with embedding batch N+1. A batch is
+written in transactions of whole documents, about ``WRITE_CHUNKS`` chunks each, with a savepoint per
+document: readers see a document's old or new version, a failing document keeps its old version and is
+reported, and each commit is synchronous, so a document the report counts as written is durable. A bulk load
 (``bulkwrite``) keeps these guarantees with one transaction for the whole run: all or nothing.
 """
 
@@ -49,6 +49,11 @@ if TYPE_CHECKING:
 EMBED_BATCH_CHUNKS = 1024
 #: chunks per call within a batch, so the progress bar moves while the batch is embedded
 EMBED_PROGRESS_CHUNKS = 256
+#: chunks per write transaction (whole documents; one larger document alone). Every chunk updates its lexemes'
+#: rows of ``lexeme_stats`` and its collection's ``collection_stats`` row, and inside one transaction each update
+#: adds a version that later lookups walk past: 1,024 chunks in one transaction wrote 300 SciFact documents in
+#: 19.7 s against 12.1 s in transactions of 128 (32: 13.9, the commits' cost)
+WRITE_CHUNKS = 128
 
 
 @dataclass(slots=True)
@@ -271,18 +276,21 @@ class Batch:
         self._write_all(pending, found)
 
     def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
-        """One transaction for the batch, a savepoint per document, a synchronous commit.
+        """The batch in transactions of about ``WRITE_CHUNKS`` chunks, a savepoint per document, each commit
+        synchronous.
 
         A document that fails rolls back to its savepoint alone (it keeps its previous version and is
-        reported); the rest commit together, so the batch costs one commit instead of one per
-        document. If the batch's transaction itself fails (a lost connection, a failed commit), none
-        of its documents changed and every one not already reported is reported as failed. The
-        commit is synchronous (also where the role or database turned ``synchronous_commit`` off),
-        so whatever the report calls written survives a server crash. A stop signal (SIGINT, SIGTERM)
-        arriving meanwhile takes effect once the batch is committed and counted.
+        reported); the rest of its transaction commits together, so a transaction costs one commit instead
+        of one per document. If a transaction itself fails (a lost connection, a failed commit), none of
+        its documents changed and every one not already reported is reported as failed. The commit is
+        synchronous (also where the role or database turned ``synchronous_commit`` off), so whatever the
+        report calls written survives a server crash. A stop signal (SIGINT, SIGTERM) arriving meanwhile
+        takes effect once the transaction is committed and counted. A bulk load stages the whole batch.
         """
-        with deferred_stop():  # a stop signal waits for this commit and its counting: the report stays exact
-            self._write_batch(pending, vectors)
+        groups = [pending] if self.bulk is not None else _write_groups(pending, WRITE_CHUNKS)
+        for group in groups:
+            with deferred_stop():  # a stop signal waits for this commit and its counting: the report stays exact
+                self._write_batch(group, vectors)
 
     def _write_batch(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         if self.bulk is not None:
@@ -392,3 +400,17 @@ class Batch:
     def _fail(self, source: str, reason: str) -> None:
         self.report.failed.append(FileProblem(source, reason))
         self.bar.advance(chunks=0)
+
+
+def _write_groups(pending: list[_Pending], chunks: int) -> list[list[_Pending]]:
+    """``pending`` in order, cut into runs of whole documents of at most ``chunks`` chunks (a larger one alone)."""
+    groups: list[list[_Pending]] = []
+    size = 0
+    for doc in pending:
+        count = len(doc.chunked.chunks)
+        if not groups or size + count > chunks:
+            groups.append([])
+            size = 0
+        groups[-1].append(doc)
+        size += count
+    return groups

@@ -142,6 +142,23 @@ def test_the_bar_counts_chunks_as_they_are_embedded_before_any_document_is_writt
     assert [n for kind, n in events if kind == "written"] == [2], "the batch's documents in one step, at its commit"
 
 
+def test_a_batch_is_written_in_transactions_of_whole_documents(indexer, tmp_path, monkeypatch, connection):
+    """Stats rows updated by every chunk make one long transaction slow (each update a version later lookups walk
+    past): a batch commits every ``WRITE_CHUNKS`` chunks, whole documents each, a larger document alone."""
+    steps: list[int] = []  # chunks written per commit
+    monkeypatch.setattr(batch, "WRITE_CHUNKS", 2)
+    monkeypatch.setattr(Progress, "advance", lambda self, *, chunks, items=1: steps.append(chunks))
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.txt").write_text(f"{name} keeps the nightly backups of the {name} cluster.")
+    steps_text = (f"Step {i} of the runbook restores replica {i} from its backup." for i in range(40))
+    (tmp_path / "d.txt").write_text(" ".join(steps_text))
+    report = indexer.index_paths([tmp_path], collection="t")
+    assert report.added == 4 and report.failed == []
+    assert steps[:2] == [2, 1] and len(steps) == 3 and steps[2] > 2, "a+b, c, then d alone: one commit each"
+    written = connection.execute(text("SELECT count(*) FROM document_chunks WHERE collection = 't'")).scalar()
+    assert written == report.chunks_written == sum(steps)
+
+
 def test_force_rechunks_unchanged_documents(indexer, corpus):
     indexer.index_paths([corpus], collection="t")
     forced = indexer.index_paths([corpus], collection="t", force=True)
