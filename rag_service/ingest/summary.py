@@ -1,4 +1,4 @@
-"""A document's extractive summary: its most central prose sentences by LexRank (sumy), leaning to the opening.
+"""A document's extractive summary: its most central prose sentences by LexRank, leaning to the opening.
 
 Only prose counts: YAML front matter, fenced code, header lines (ATX and setext; these four as the
 markdown scanner, ``rag_service.markdown_lines``, finds them), tables, HTML lines and link lists are
@@ -9,20 +9,17 @@ scraped table's cells) and no URL or template braces. The first candidate always
 and LexRank's centrality of the others is weighted by position (``LEAD_WEIGHT``): a documentation page
 says what it is about in its opening prose, while the most central sentence of a long page is often a
 detail that repeats its vocabulary (the README's summary was three such details). Sentences come
-from the ``sentence`` strategy's splitter (sumy's own tokenizer needs NLTK data files, which cannot be
-downloaded here), words from a regex; sumy brings the LexRank graph, the English stemmer and stop
-words. LexRank compares every pair of sentences, so only the first ``MAX_SENTENCES`` candidates are
-ranked (200 sentences take ~0.3 s).
+from the ``sentence`` strategy's splitter, words from a regex; the LexRank graph is sumy's, computed in
+``ingest.lexrank`` (sumy's own summarizers import NLTK: ~2.4 s in every process). LexRank compares every
+pair of sentences, so only the first ``MAX_SENTENCES`` candidates are ranked.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from functools import cache
-from typing import Any
 
 from rag_service.errors import LLMError
+from rag_service.ingest.lexrank import central_sentences
 from rag_service.ingest.sentence import sentence_spans
 from rag_service.knobs import SUMMARY_SENTENCES
 from rag_service.llm import ChatModel, summarize
@@ -56,18 +53,6 @@ _NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|]|\\[a-z]"
 # at least this share of a sentence's non-space characters are letters
 _MIN_LETTER_SHARE = 0.8
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
-
-
-class _Tokenizer:
-    """What sumy's document model asks of a tokenizer; only ``to_words`` is used once sentences exist."""
-
-    language = "english"
-
-    def to_sentences(self, paragraph: str) -> tuple[str, ...]:
-        return tuple(_sentences(paragraph))
-
-    def to_words(self, sentence: str) -> tuple[str, ...]:
-        return tuple(_WORD.findall(sentence))
 
 
 def prose(text: str) -> str:
@@ -116,26 +101,6 @@ def _sentences(text: str) -> list[str]:
     return found
 
 
-@cache
-def _summarizer() -> Any:
-    from sumy.nlp.stemmers import Stemmer
-    from sumy.summarizers.lex_rank import LexRankSummarizer
-    from sumy.utils import get_stop_words
-
-    class LeadWeightedLexRank(LexRankSummarizer):  # type: ignore[misc]
-        """LexRank whose ratings are weighted by position; sumy hands the ratings to this one method only."""
-
-        @staticmethod
-        def _get_best_sentences(sentences: Any, count: Any, rating: Any, *args: Any, **kwargs: Any) -> Any:
-            order = {sentence: position for position, sentence in enumerate(sentences)}
-            weighted = {s: math.inf if order[s] == 0 else r / (1.0 + order[s] / LEAD_WEIGHT) for s, r in rating.items()}
-            return LexRankSummarizer._get_best_sentences(sentences, count, weighted, *args, **kwargs)
-
-    summarizer = LeadWeightedLexRank(Stemmer("english"))
-    summarizer.stop_words = get_stop_words("english")
-    return summarizer
-
-
 def extractive_summary(text: str, *, sentences: int = SUMMARY_SENTENCES.default) -> str:
     """The ``sentences`` most central prose sentences of ``text`` in their order, or ``""`` if none.
 
@@ -145,11 +110,7 @@ def extractive_summary(text: str, *, sentences: int = SUMMARY_SENTENCES.default)
         return ""
     found = _sentences(prose(text))[:MAX_SENTENCES]
     if len(found) > sentences:
-        from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
-
-        tokenizer = _Tokenizer()
-        document = ObjectDocumentModel([Paragraph([Sentence(s, tokenizer) for s in found])])
-        picked = {str(s) for s in _summarizer()(document, sentences)}
+        picked = central_sentences(found, sentences, words=_WORD.findall, lead_weight=LEAD_WEIGHT)
         found = [s for s in found if s in picked][:sentences]
     summary = " ".join(found)
     if len(summary) > MAX_SUMMARY_CHARS:
