@@ -340,6 +340,25 @@ def smallest_budget(
     return high
 
 
+def budget_holds_none(
+    chunks: Sequence[RetrievedChunk],
+    formatted: FormattedContext,
+    *,
+    max_tokens: int,
+    encoding: str = DEFAULT_ENCODING,
+    show_metadata: bool = False,
+) -> str | None:
+    """When ``formatted`` (made within ``max_tokens``) shows none of ``chunks``, one line saying so and the budget
+    the first result needs."""
+    if not chunks or formatted.included:
+        return None
+    need = smallest_budget(max(chunks, key=_relevance), encoding=encoding, show_metadata=show_metadata)
+    return (
+        f"max_tokens {max_tokens} holds none of the {len(chunks)} results: the first needs {need} tokens "
+        f"(its header and the start of its text); raise max_tokens to at least {need}"
+    )
+
+
 def fit_line(line: str, *, max_tokens: int, encoding: str = DEFAULT_ENCODING) -> tuple[str, int]:
     """``line`` and its token count, cut at a character boundary to the longest prefix within ``max_tokens``
     (the budget holds for a message too, e.g. "no relevant passages ..." under a budget of 10)."""

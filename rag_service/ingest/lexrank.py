@@ -17,8 +17,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import cache
 
-import numpy as np
-
 #: an edge joins two sentences whose idf-modified cosine exceeds this (sumy's ``threshold``)
 THRESHOLD = 0.1
 #: the power method stops when a step moves the scores by no more than this (sumy's ``epsilon``)
@@ -46,6 +44,8 @@ def _terms(words: Sequence[str]) -> list[str]:
 
 def scores(sentence_words: Sequence[Sequence[str]]) -> list[float]:
     """Each sentence's LexRank centrality, given its words (as sumy's ``LexRankSummarizer`` rates them)."""
+    import numpy as np  # not at import: an unchanged reindex, which summarises nothing, loads no numpy
+
     terms = [_terms(words) for words in sentence_words]
     count = len(terms)
     if count == 0:

@@ -45,9 +45,10 @@ class Progress:
         """``items`` more items done (a batch's documents at its commit: one step, so the rate and ETA are the
         batch's, not its first document's), with ``chunks`` chunks written."""
         self._chunks += chunks
-        self._done += items
-        if self._listener is not None:
-            self._listener(self._done, self._total)
+        for _ in range(items):  # the listener hears every item, as documented
+            self._done += 1
+            if self._listener is not None:
+                self._listener(self._done, self._total)
         if self._bar is not None:
             self._bar.set_postfix_str(self._counts(), refresh=False)
             self._bar.update(items)

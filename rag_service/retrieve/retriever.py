@@ -24,7 +24,7 @@ from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest
 from rag_service.db.search_request import ef_search_for, with_query_scores
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
-from rag_service.format import fit_line, format_context, layout_overhead, smallest_budget
+from rag_service.format import budget_holds_none, fit_line, format_context, layout_overhead
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.context import add_context, context_applies
@@ -298,14 +298,10 @@ class Retriever:
         if not chunks and dropped:
             line = no_relevant_passages(text, dropped[0].relevance_score, preset.min_relevance)
             context, tokens = fit_line(line, max_tokens=preset.max_tokens, encoding=encoding)
-        elif chunks and not formatted.included:
-            first = max(chunks, key=lambda c: c.relevance_score)
-            need = smallest_budget(first, encoding=encoding, show_metadata=preset.show_metadata)
-            metrics.degrade(
-                "format",
-                f"max_tokens {preset.max_tokens} holds none of the {len(chunks)} results: the first needs {need} "
-                f"tokens (its header and the start of its text); raise max_tokens to at least {need}",
-            )
+        elif starved := budget_holds_none(
+            chunks, formatted, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
+        ):
+            metrics.degrade("format", starved)
         return RAGResult(
             chunks=list(formatted.included),
             formatted_context=context,
