@@ -114,7 +114,7 @@ class IngestReport:
 
 def skipped_lines(skipped: list[FileProblem]) -> list[str]:
     """One line per reason, naming up to ``SKIPPED_NAMED`` of its files and counting the rest; the supported
-    file types once, on the last line of an unsupported type (a repository's images, lock files and licences
+    file types once, on the last line of an unsupported type (a repository's images, lock files and data
     would otherwise repeat the list on every line)."""
     groups: dict[str, list[str]] = {}
     listed: dict[str, str] = {}  # reason -> the supported types its files' reasons listed
