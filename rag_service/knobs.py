@@ -104,7 +104,7 @@ def _is_kind(value: object, kind: type) -> bool:
 
 
 def _num(bound: float | None) -> str:
-    return "any" if bound is None else f"{bound:g}"
+    return "any" if bound is None else str(int(bound)) if float(bound).is_integer() else f"{bound:g}"  # not 1e+06
 
 
 PRESET_KNOBS: dict[str, Knob] = {

@@ -84,6 +84,11 @@ class ChunkFilters:
         """Check keys and value types; UnknownFilterError names the key and lists the valid ones."""
         if not filters:
             return cls()
+        if not isinstance(filters, Mapping):  # a string would be read as its letters: "unknown filter key(s) 'j', 'n'"
+            raise UnknownFilterError(
+                f"filters must be a mapping of filter keys to values, e.g. {{'source_prefix': 'docs/'}} (JSON on the "
+                f"command line), not {filters!r}"
+            )
         unknown = sorted(set(filters) - set(FILTER_KEYS))
         if unknown:
             hint = did_you_mean(str(unknown[0]), FILTER_KEYS) if len(unknown) == 1 else ""

@@ -181,3 +181,14 @@ def test_settings_a_stage_also_reads_are_their_definitions() -> None:
 def test_the_ef_search_bound_is_pgvectors_and_caps_candidate_k() -> None:
     spec = next(f for f in dataclasses.fields(Settings) if f.name == "hnsw_ef_search")
     assert spec.metadata["le"] == MAX_EF_SEARCH == PRESET_KNOBS["candidate_k"].le
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("max_tokens", 0, "max_tokens (0) must be between 1 and 1000000"),  # it said "1 and 1e+06"
+        ("diversity", 3, "diversity (3) must be between 0 and 1"),
+    ],
+)
+def test_a_bound_is_written_as_a_number(name: str, value: object, message: str) -> None:
+    assert PRESET_KNOBS[name].problem(value) == message
