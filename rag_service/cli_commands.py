@@ -96,7 +96,8 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         else:
             report = service.index_paths(
                 args.paths,
-                collection=args.collection_given or "default",
+                # an empty --collection "$UNSET" is refused by the service, not read as 'default'
+                collection="default" if args.collection_given is None else args.collection_given,
                 strategy=args.strategy,
                 prune=args.prune,
                 force=args.force,

@@ -90,6 +90,7 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
         (("query", "x", "--max-chunks", "-3"), "error: max_chunks (-3) must be between 1 and 1000"),
         (("query", "x", "--set", "max_token=5"), "error: unknown override(s) max_token; did you mean max_tokens?"),
         (("query", "x", "--set", "max_tokens"), "error: --set 'max_tokens' must look like key=value"),
+        (("reindex", ".", "--collection", ""), "error: collection name '' must be 1-200 characters, not blank"),
     ],
 )
 def test_user_errors_are_one_line_exit_1(cli_env, args, message):
