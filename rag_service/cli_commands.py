@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from rag_service.embed import Embedder
     from rag_service.evaluation.runner import EvalConfig, EvalResult
+    from rag_service.result import RAGResult
     from rag_service.service import UniversalRAGService
 
 
@@ -154,10 +155,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return 0
     m = result.metrics
-    print(
-        result.formatted_context
-        or ("(no result fits: see the degraded line)" if m.total_candidates else "(no matching chunks)")
-    )
+    print(_answer(result))
     print(
         f"\n-- {len(result.chunks)} chunks, {result.total_tokens} tokens, {m.total_time_ms:.1f} ms "
         f"(embed {m.embedding_time_ms:.1f}, sql {m.retrieval_time_ms:.1f}, rerank {m.rerank_time_ms:.1f}); "
@@ -167,6 +165,13 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     for reason in m.degraded:
         print(f"-- degraded: {reason}", file=sys.stderr)
     return 0
+
+
+def _answer(result: RAGResult) -> str:
+    """The formatted context, or why it is empty: nothing matched, or the budget held no result (its degraded line)."""
+    if result.formatted_context:
+        return result.formatted_context
+    return "(no result fits: see the degraded line)" if result.metrics.total_candidates else "(no matching chunks)"
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -358,7 +363,7 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"top: {top.source} § {top.header_path or '-'} (relevance {top.relevance_score:.0%})")
                 print("    " + " ".join(top.content.split())[:300])
             else:  # what the preset answered: its relevance floor's line, or why the context is empty
-                print(result.formatted_context or "(no result)")
+                print(_answer(result))
             for reason in result.metrics.degraded:
                 print(f"degraded: {reason}")
     finally:

@@ -326,6 +326,7 @@ def smallest_budget(
     """The fewest ``max_tokens`` that show ``chunk`` (whole, or cut to ``min_cut_tokens`` of its text): what a
     budget that held no result has to grow to. Found by bisection over ``format_context`` itself."""
     whole = layout_overhead([chunk], encoding=encoding, show_metadata=show_metadata)
+    # the chunk whole, with slack for the seams the count of its parts can miss: shown at this budget
     high = whole + len(get_encoding(encoding).encode(_clean(chunk.content), disallowed_special=())) + 8
     low = 1  # invariant: ``high`` shows the chunk, ``low - 1`` does not
     while low < high:
@@ -364,9 +365,11 @@ def fit_line(line: str, *, max_tokens: int, encoding: str = DEFAULT_ENCODING) ->
     (the budget holds for a message too, e.g. "no relevant passages ..." under a budget of 10)."""
     enc = get_encoding(encoding)
     tokens = enc.encode(line, disallowed_special=())
-    while len(tokens) > max_tokens:
-        data = b"".join(enc.decode_tokens_bytes(tokens[:max_tokens]))
-        line = data.decode("utf-8", errors="ignore").rstrip()
-        tokens = enc.encode(line, disallowed_special=())
-        max_tokens -= 1 if len(tokens) > max_tokens else 0
-    return line, len(tokens)
+    if len(tokens) <= max_tokens:
+        return line, len(tokens)
+    for keep in range(max_tokens, 0, -1):  # a cut text can encode to more tokens than it was cut to: keep fewer
+        cut = b"".join(enc.decode_tokens_bytes(tokens[:keep])).decode("utf-8", errors="ignore").rstrip()
+        count = len(enc.encode(cut, disallowed_special=()))
+        if count <= max_tokens:
+            return cut, count
+    return "", 0

@@ -117,14 +117,16 @@ def skipped_lines(skipped: list[FileProblem]) -> list[str]:
     file types once, on the last line of an unsupported type (a repository's images, lock files and data
     would otherwise repeat the list on every line)."""
     groups: dict[str, list[str]] = {}
-    listed: dict[str, str] = {}  # reason -> the supported types its files' reasons listed
+    listed: set[str] = set()  # reasons that ended with the supported types (one list, the loader's)
+    supported = ""
     for problem in skipped:
-        reason, tail, supported = problem.reason.partition(SUPPORTED_TAIL)
+        reason, tail, types = problem.reason.partition(SUPPORTED_TAIL)
         if tail:
-            listed[reason] = supported
+            listed.add(reason)
+            supported = types
         groups.setdefault(reason, []).append(problem.source)
     lines: list[str] = []
-    last_listed, supported = -1, ""
+    last_listed = -1
     for reason, sources in groups.items():
         if len(sources) <= SKIPPED_NAMED:
             lines += [f"skipped: {source}: {reason}" for source in sources]
@@ -132,7 +134,7 @@ def skipped_lines(skipped: list[FileProblem]) -> list[str]:
             named = ", ".join(sources[:SKIPPED_NAMED])
             lines.append(f"skipped: {len(sources)} files, {named} and {len(sources) - SKIPPED_NAMED} more: {reason}")
         if reason in listed:
-            last_listed, supported = len(lines) - 1, listed[reason]
+            last_listed = len(lines) - 1
     if last_listed >= 0:
         lines[last_listed] += SUPPORTED_TAIL + supported
     return lines

@@ -121,12 +121,17 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     return f"{where}: {message}" if where else message
 
 
+def _operation(request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The OpenAPI document and the request's operation in it (empty when the route has none)."""
+    route = request.scope.get("route")
+    document = request.app.openapi()
+    return document, document["paths"].get(getattr(route, "path", None), {}).get(request.method.lower(), {})
+
+
 def _missing_parameter(name: str, request: Request) -> str:
     """A required query parameter is missing: the request as it should be, every parameter of the route in it
     (a JSON body with the fields is not read: ``DELETE /api/documents`` takes them in the URL)."""
-    route = request.scope.get("route")
-    document = request.app.openapi()
-    operation = document["paths"].get(getattr(route, "path", None), {}).get(request.method.lower(), {})
+    _, operation = _operation(request)
     names = [p["name"] for p in operation.get("parameters", []) if p.get("in") == "query"] or [name]
     example = "&".join(f"{n}=<{n}>" for n in names)
     sent_body = request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
@@ -136,9 +141,7 @@ def _missing_parameter(name: str, request: Request) -> str:
 
 def _body_fields(request: Request) -> list[str]:
     """The top-level fields of the route's JSON body, from the OpenAPI document (empty when it has none)."""
-    route = request.scope.get("route")
-    document = request.app.openapi()
-    operation = document["paths"].get(getattr(route, "path", None), {}).get(request.method.lower(), {})
+    document, operation = _operation(request)
     schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
     if "$ref" in schema:
         schema = document.get("components", {}).get("schemas", {}).get(schema["$ref"].rsplit("/", 1)[-1], {})
