@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from rag_service.db import packed_postings
 from rag_service.db.presets import read_call_preset
-from rag_service.db.search import hybrid_search
+from rag_service.db.search import explain, hybrid_search
 from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
@@ -202,3 +202,29 @@ def test_deletes_alone_pack_again_past_the_share(fresh_database, packing_setting
     assert count("SELECT count(*) FROM bm25_packed_tombstones") == 0
     with db.engine.connect() as conn:
         assert_exact(db, conn)
+
+
+def test_the_lists_are_probed_by_lexeme_when_the_statistics_predate_the_pack(fresh_database, packing_settings):
+    """A collection packed after the lists' last ANALYZE is one row to the planner; its arm must still read the
+    query's lists alone, by key (with a join it read every list of the collection: 15 of a 15 ms arm)."""
+    db = fresh_database
+    with db.transaction() as session:
+        session.execute(text("ALTER TABLE bm25_packed_lists SET (autovacuum_enabled = false)"))
+    rng = random.Random(35)
+    vocabulary = [f"term{i}" for i in range(600)]
+    for collection in ("known", "one"):  # "one" is packed after the ANALYZE that learns "known"
+        texts = [(f"{collection}-{i}", "", " ".join(rng.choices(vocabulary, k=30))) for i in range(80)]
+        Indexer(db, HashingEmbedder(), packing_settings).index_texts(texts, collection=collection)
+        if collection == "known":
+            with db.transaction() as session:
+                session.execute(text("ANALYZE bm25_packed_lists"))
+    with db.transaction() as session:
+        lists = session.scalar(text("SELECT count(*) FROM bm25_packed_lists WHERE collection = 'one'"))
+        assert lists is not None and lists > 500
+        plan = explain(session, keyword_request("term1 term2 term3", packed_postings=True), analyze=True)
+    reads = [
+        int(float(m.group(1))) * int(m.group(2))
+        for line in plan.splitlines()
+        if " on bm25_packed_lists" in line and (m := re.search(r"actual time=\S+ rows=([\d.]+) loops=(\d+)", line))
+    ]
+    assert reads and sum(reads) <= 3, plan
