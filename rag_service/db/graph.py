@@ -275,8 +275,8 @@ def _write_similar_batches(
     return written
 
 
-_NEIGHBOURHOOD = text(
-    """
+#: the edges within two hops of the seeds (``neighbourhood``); tests read its plan
+NEIGHBOURHOOD_SQL = """
     WITH hop1 AS (
         SELECT s.id AS source, e.target_chunk_id AS target, e.weight
         FROM unnest(CAST(:seeds AS bigint[])) AS s(id)
@@ -298,7 +298,7 @@ _NEIGHBOURHOOD = text(
     UNION
     SELECT source, target, weight FROM hop2
     """
-)
+_NEIGHBOURHOOD = text(NEIGHBOURHOOD_SQL)
 
 
 def neighbourhood(

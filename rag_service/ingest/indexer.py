@@ -27,7 +27,7 @@ from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
 from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_model_switch
 from rag_service.db.partitions import prepare_collection
-from rag_service.db.statistics import refresh_after_write
+from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write
 from rag_service.embed import Embedder
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
@@ -284,6 +284,8 @@ class Indexer:
             with reindex_lock(self.db.engine, name), self.db.transaction() as session:
                 documents = ((d.id, d.source, d.content) for d in repo.iter_stored_texts(session, collection=name))
                 one = timed_rebuild(session, self.graph, collection=name, documents=list(documents))
+            with self.db.transaction() as session:
+                refresh_after_graph_rebuild(session)
             report.collections.append(name)
             report.documents += one.documents
             report.edges_written += one.edges_written

@@ -258,10 +258,14 @@ def test_the_backfill_builds_edges_for_a_collection_indexed_without_them(db, set
     with_graph.index_paths([corpus], collection="g")
     ingested = _edges(connection)
     connection.execute(text("DELETE FROM chunk_edges; DELETE FROM chunk_links"))  # as before migration 0006
+    forget = "SELECT pg_clear_attribute_stats('public', 'chunk_edges', 'collection', false)"
+    connection.execute(text(forget))  # the planner's statistics know no edge of "g"
     calls = Counting.calls
 
     report = with_graph.build_graph(collection="g")
     assert (report.collections, report.documents) == (["g"], 3) and report.edges_written > 0
+    known = "SELECT most_common_vals::text FROM pg_stats WHERE tablename = 'chunk_edges' AND attname = 'collection'"
+    assert connection.execute(text(known)).scalar() == "{g}", "a rebuild refreshes the edges' statistics"
     assert Counting.calls == calls, "the backfill embeds nothing"
     rebuilt = _edges(connection)
     assert {e for e in rebuilt if e[4] != "similar"} == {e for e in ingested if e[4] != "similar"}

@@ -13,6 +13,7 @@ import re
 import pytest
 from sqlalchemy import text
 
+from rag_service.db import graph as graph_store
 from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
@@ -39,7 +40,16 @@ WORDS = [
     "model",
     "replica",
 ]
-TABLES = ("documents", "document_chunks", "chunk_terms", "lexeme_stats", "collection_stats")
+TABLES = (
+    "documents",
+    "document_chunks",
+    "chunk_terms",
+    "lexeme_stats",
+    "collection_stats",
+    "document_contexts",
+    "context_terms",
+    "chunk_edges",
+)
 
 #: the new collection's rows, copied by SQL from ``known`` so no ingest (and no ANALYZE) runs
 COPY_COLLECTION = (
@@ -152,9 +162,19 @@ def test_an_ingest_that_creates_a_collection_refreshes_the_statistics(stale_data
                     "SELECT tablename, most_common_vals::text FROM pg_stats "
                     "WHERE tablename = ANY(:t) AND attname = 'collection'"
                 ),
-                {"t": ["documents", "document_chunks", "chunk_terms"]},
+                {"t": ["documents", "document_chunks", "chunk_terms", "chunk_edges"]},
             ).all()
         )
-    assert set(known) == {"documents", "document_chunks", "chunk_terms"}
+    assert set(known) == {"documents", "document_chunks", "chunk_terms", "chunk_edges"}
     for table, values in known.items():
-        assert {"known", "fresh", "another"} <= set(values.strip("{}").split(",")), (table, values)
+        assert {"known", "another"} <= set(values.strip("{}").split(",")), (table, values)
+    # the graph walk steps from each seed through its own edges alone (by the edges' key), not every edge of
+    # the collection filtered: what a plan on statistics from before the collection did
+    with db.transaction() as session:
+        first = "SELECT id FROM document_chunks WHERE collection = 'another' ORDER BY id LIMIT 10"
+        seeds = session.scalars(text(first))
+        params = {"collection": "another", "seeds": list(seeds), "per_node": 12}
+        plan = "\n".join(session.scalars(text(f"EXPLAIN (ANALYZE) {graph_store.NEIGHBOURHOOD_SQL}"), params))
+    conditions = [line for line in plan.splitlines() if "Index Cond" in line]
+    assert conditions and all("source_chunk_id = " in line for line in conditions), plan
+    assert "Rows Removed by Filter" not in plan, plan
