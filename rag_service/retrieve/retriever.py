@@ -184,9 +184,9 @@ class Retriever:
             if note := degraded_note(embedder):
                 metrics.degrade("embed", note)
             calibration = CALIBRATIONS.get(embedder.model_id)
-        requests = [
-            self._request(variant, vector, setup, options) for variant, vector in zip(variants, vectors, strict=True)
-        ]
+        requests = [self._request(v, vector, setup, options) for v, vector in zip(variants, vectors, strict=True)]
+        # the merge keeps the user's query's context scores alone (with_query_scores): the variants skip them
+        requests[1:] = [replace(r, context_bm25=False, proximity=False, context_vector=False) for r in requests[1:]]
         return _Prepared(setup, requests, vectors[0], calibration)
 
     def _request(

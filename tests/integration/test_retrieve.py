@@ -242,6 +242,37 @@ def test_expansion_variants_are_merged_without_duplicates(service):
     assert len(ids) == len(set(ids)) and len(texts) == len(set(texts))
 
 
+def test_query_variants_skip_the_context_scores_the_merge_discards(service, monkeypatch):
+    """Only the user's own query gets context BM25, proximity and context similarity: the merge keeps that
+    query's (``with_query_scores``). The results equal those of every variant scoring them."""
+    import rag_service.retrieve.retriever as retriever_module
+
+    real = retriever_module.fused_search
+    seen = []
+
+    def recording(session, request, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(request)
+        return real(session, request, **kwargs)
+
+    monkeypatch.setattr(retriever_module, "fused_search", recording)
+    query = "How do NightlyBackups work?"
+    result = service.retrieve(query, context="search", max_chunks=12)
+    flags = [(r.context_bm25, r.proximity, r.context_vector) for r in seen]
+    assert len(flags) == result.metrics.query_variants >= 2 and any(flags[0]), flags
+    assert set(flags[1:]) == {(False, False, False)}, flags
+
+    def scoring_every_variant(session, request, **kwargs):  # type: ignore[no-untyped-def]
+        first = seen[0]
+        signals = {"context_bm25": first.context_bm25, "proximity": first.proximity}
+        return real(session, dataclasses.replace(request, context_vector=first.context_vector, **signals), **kwargs)
+
+    monkeypatch.setattr(retriever_module, "fused_search", scoring_every_variant)
+    again = service.retrieve(query, context="search", max_chunks=12)
+    assert [(c.chunk_id, c.relevance_score, c.scores) for c in again.chunks] == [
+        (c.chunk_id, c.relevance_score, c.scores) for c in result.chunks
+    ]
+
+
 @pytest.mark.parametrize(
     "query",
     ["'); DROP TABLE documents; --", "a & | ! ( ) : * '", "🙂🚀 backups", "مرحبا بالعالم", "שלום", "x" * 100_000],
