@@ -8,7 +8,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import TextClause, bindparam, delete, func, select, text, update
+from sqlalchemy import ColumnElement, TextClause, bindparam, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
@@ -176,18 +176,28 @@ def rename_document(session: Session, *, collection: str, document_id: int, sour
 
 
 def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
-    """Vectors already stored in ``collection`` for chunk texts with these content hashes (same model).
+    """Vectors already stored for chunk texts with these content hashes (the hash of the embedded text; one
+    model for every vector of a database): ``collection``'s own, then another collection's for the rest, so the
+    same documents indexed into a second collection are not embedded again.
 
-    Within one collection: the look-up stays on one shard (Citus) or partition.
+    The collection's own look-up stays on one shard (Citus) or partition; the rest is asked of every other
+    collection at once, only for hashes the collection lacks.
     """
-    import numpy as np  # only when vectors are read back: a no-op reindex never loads it
-
     if not hashes:
         return {}
+    wanted = sorted(set(hashes))
+    found = _vectors(session, DocumentChunk.collection == collection, wanted)
+    rest = [h for h in wanted if h not in found]
+    if rest:
+        found.update(_vectors(session, DocumentChunk.collection != collection, rest))
+    return found
+
+
+def _vectors(session: Session, where: ColumnElement[bool], hashes: list[str]) -> dict[str, np.ndarray[Any, Any]]:
+    import numpy as np  # only when vectors are read back: a no-op reindex never loads it
+
     rows = session.execute(
-        select(DocumentChunk.content_hash, DocumentChunk.embedding).where(
-            DocumentChunk.collection == collection, DocumentChunk.content_hash.in_(sorted(set(hashes)))
-        )
+        select(DocumentChunk.content_hash, DocumentChunk.embedding).where(where, DocumentChunk.content_hash.in_(hashes))
     )
     found: dict[str, np.ndarray[Any, Any]] = {}
     for content_hash, vector in rows:

@@ -154,7 +154,8 @@ def test_upgrade_refuses_chunks_in_another_collection_than_their_document(databa
 def test_every_write_path_statement_names_its_collection(db, engine, settings, tmp_path, monkeypatch):
     """Ingest, update, rename, prune and reindex --all send no statement on the keyed tables without
     ``collection =`` (or, for an INSERT, the collection's value): on Citus each is a single-shard query.
-    Listing the stored collections (for reindex --all) is the one statement meant to span them."""
+    Two statements are meant to span them: listing the stored collections (for reindex --all), and asking the
+    other collections for the vectors of texts this one lacks (``documents.stored_embeddings``)."""
     from sqlalchemy import event
 
     monkeypatch.chdir(tmp_path)
@@ -181,11 +182,15 @@ def test_every_write_path_statement_names_its_collection(db, engine, settings, t
         event.remove(engine, "before_cursor_execute", record)
     keyed = re.compile(r"\b(documents|document_chunks|chunk_terms|lexeme_stats|collection_stats)\b")
     named = re.compile(r"\bcollection\b\s*(=|IN\b)|^INSERT INTO \w+ \([^)]*\bcollection\b", re.IGNORECASE)
-    spanning = "SELECT DISTINCT documents.collection FROM documents ORDER BY documents.collection"
+    spanning = (
+        "SELECT DISTINCT documents.collection FROM documents ORDER BY documents.collection",
+        "SELECT document_chunks.content_hash, document_chunks.embedding FROM document_chunks "
+        "WHERE document_chunks.collection != ",
+    )
     catalog = re.compile(r"\bpg_\w+|to_reg\w+\(")  # the schema's own look-ups (dimension, partitions)
     maintenance = "ANALYZE "  # planner statistics are per table (db/statistics.py); Citus runs it on every shard
     touched = [
-        s for s in sent if keyed.search(s) and not catalog.search(s) and not s.startswith((spanning, maintenance))
+        s for s in sent if keyed.search(s) and not catalog.search(s) and not s.startswith((*spanning, maintenance))
     ]
     assert len(touched) > 10
     assert [s[:160] for s in touched if not named.search(s)] == []

@@ -112,6 +112,23 @@ def test_unchanged_run_embeds_nothing_and_changed_document_reuses_vectors(indexe
     assert 0 < changed.chunks_embedded < changed.chunks_written
 
 
+def test_a_second_collection_of_the_same_documents_reuses_their_vectors(indexer, corpus, embedder, connection):
+    """The same texts under the same headings in another collection: nothing embedded again, the same vectors."""
+    first = indexer.index_paths([corpus], collection="t")
+    embedded = embedder.embedded
+    second = indexer.index_paths([corpus], collection="copy")
+    assert first.chunks_written == second.chunks_written == second.embeddings_reused > 0
+    assert (second.chunks_embedded, embedder.embedded) == (0, embedded)
+    differ = text(
+        "SELECT count(*) FROM document_chunks a JOIN document_chunks b USING (content_hash)"
+        " WHERE a.collection = 't' AND b.collection = 'copy' AND a.embedding <> b.embedding"
+    )
+    assert connection.execute(differ).scalar() == 0
+    (corpus / "guide.md").write_text(GUIDE + "\n## Extra\n\nA paragraph no collection holds yet, to embed.\n")
+    third = indexer.index_paths([corpus], collection="another")
+    assert 0 < third.chunks_embedded < third.chunks_written, "only the new text is embedded"
+
+
 def test_identical_chunks_are_embedded_once_and_the_report_adds_up(indexer, tmp_path, embedder):
     """A text whose chunks repeat (a generated file, a pasted log): one vector for all copies of a chunk, counted
     as reused, so written chunks are the embedded ones plus the reused ones (it once said 758 written, 2 embedded,
