@@ -8,14 +8,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import ColumnElement, TextClause, bindparam, delete, func, select, text, update
+from sqlalchemy import Select, TextClause, bindparam, delete, func, select, text, true, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
 
 from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
 from rag_service.db import contexts, graph
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
-from rag_service.db.models import Document, DocumentChunk
+from rag_service.db.models import CollectionStats, Document, DocumentChunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,27 +180,40 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
     model for every vector of a database): ``collection``'s own, then another collection's for the rest, so the
     same documents indexed into a second collection are not embedded again.
 
-    The collection's own look-up stays on one shard (Citus) or partition; the rest is asked of every other
-    collection at once, only for hashes the collection lacks.
+    The collection's own look-up stays on one shard (Citus) or partition; the rest is asked of each other
+    collection in turn, by the ``(collection, content_hash)`` index, only for hashes the collection lacks.
     """
     if not hashes:
         return {}
+    c = DocumentChunk
     wanted = sorted(set(hashes))
-    found = _vectors(session, DocumentChunk.collection == collection, wanted)
+    own = select(c.content_hash, c.embedding).where(c.collection == collection, c.content_hash.in_(wanted))
+    found = _first_vectors(session, own)
     rest = [h for h in wanted if h not in found]
     if rest:
-        found.update(_vectors(session, DocumentChunk.collection != collection, rest))
+        # OFFSET 0 keeps the LATERAL a probe per collection: pulled up into a join, the planner may scan instead
+        held = (
+            select(c.content_hash, c.embedding)
+            .where(c.collection == CollectionStats.collection, c.content_hash.in_(rest))
+            .offset(0)
+            .lateral("held")
+        )
+        elsewhere = (
+            select(held.c.content_hash, held.c.embedding)
+            .select_from(CollectionStats)
+            .join(held, true())
+            .where(CollectionStats.collection != collection)
+        )
+        found.update(_first_vectors(session, elsewhere))
     return found
 
 
-def _vectors(session: Session, where: ColumnElement[bool], hashes: list[str]) -> dict[str, np.ndarray[Any, Any]]:
+def _first_vectors(session: Session, statement: Select[Any]) -> dict[str, np.ndarray[Any, Any]]:
+    """The first vector of each content hash among the ``(content_hash, embedding)`` rows of ``statement``."""
     import numpy as np  # only when vectors are read back: a no-op reindex never loads it
 
-    rows = session.execute(
-        select(DocumentChunk.content_hash, DocumentChunk.embedding).where(where, DocumentChunk.content_hash.in_(hashes))
-    )
     found: dict[str, np.ndarray[Any, Any]] = {}
-    for content_hash, vector in rows:
+    for content_hash, vector in session.execute(statement):
         found.setdefault(content_hash, np.asarray(vector, dtype=np.float32))
     return found
 
