@@ -13,21 +13,35 @@ summaries with sumy's own on every visible document.
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 #: an edge joins two sentences whose idf-modified cosine exceeds this (sumy's ``threshold``)
 THRESHOLD = 0.1
 #: the power method stops when a step moves the scores by no more than this (sumy's ``epsilon``)
 EPSILON = 0.1
+#: distinct words whose stems are kept
+STEM_CACHE_WORDS = 65_536
 
 
 @cache
 def _stem() -> Callable[[str], str]:
+    """Snowball's English stem of a word, cached (a document repeats its words: 29,339 stems of 2,284 chunks took
+    3.6 s uncached), from any thread: a stemmer object holds the word it works on, so each thread has its own."""
     import snowballstemmer
 
-    return snowballstemmer.stemmer("english").stemWord  # type: ignore[no-any-return]
+    local = threading.local()
+
+    @lru_cache(maxsize=STEM_CACHE_WORDS)
+    def stem(word: str) -> str:
+        stemmer = getattr(local, "stemmer", None)
+        if stemmer is None:
+            stemmer = local.stemmer = snowballstemmer.stemmer("english")
+        return stemmer.stemWord(word)  # type: ignore[no-any-return]
+
+    return stem
 
 
 @cache

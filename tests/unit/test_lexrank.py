@@ -90,3 +90,42 @@ def test_summarising_does_not_import_nltk() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_stems_are_right_from_many_threads_at_once():
+    """Summaries run on the HTTP server's threads: one shared Snowball stemmer keeps the word it works on, so two
+    threads stemming at once got each other's stems or an IndexError (seen with the old shared stemmer)."""
+    import itertools
+    import random
+    import threading
+
+    from rag_service.ingest import lexrank
+
+    roots = ["organ", "nation", "connect", "general", "rational", "hope", "run", "care", "relate", "form", "act"]
+    endings = ["", "s", "ed", "ing", "ization", "izations", "ational", "fulness", "ively", "ousness", "ments"]
+    words = [f"{prefix}{root}{ending}" for prefix, root, ending in itertools.product("abcdefghij", roots, endings)]
+    reference = snowballstemmer.stemmer("english")
+    expected = {word: reference.stemWord(word) for word in words}
+    lexrank._stem.cache_clear()
+    stem = lexrank._stem()
+    wrong: list[str] = []
+    failures: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            wrong.extend(w for w in random.Random(seed).sample(words, len(words)) if stem(w) != expected[w])
+        except Exception as error:  # a shared stemmer's state torn mid-word
+            failures.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows within a few words
+    try:
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        lexrank._stem.cache_clear()
+    assert (failures, wrong) == ([], [])
