@@ -97,6 +97,8 @@ class Batch:
     ) -> None:
         self.bulk = bulk  # a new collection's run as one bulk load (``bulkwrite``) instead of a commit per batch
         self._staged: list[_Pending] = []
+        #: texts this run embedded whose first written chunk is not counted yet (the report counts what it wrote)
+        self._embedded_unwritten: set[str] = set()
         self.metadata = dict(metadata or {})
         self.collection = collection
         self.report = report
@@ -225,9 +227,7 @@ class Batch:
             if self.reuse_vectors:
                 with self.db.transaction() as session:
                     found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
-            # every chunk not embedded itself: a stored vector, or a copy of a text the batch embeds once
             missing = [h for h in texts if h not in found]
-            self.report.embeddings_reused += sum(len(p.chunk_hashes) for p in pending) - len(missing)
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
             inflight, self._inflight = self._inflight, (pending, found, missing, future)
         else:
@@ -271,7 +271,7 @@ class Batch:
                     self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
                 return
             self.report.embedding_seconds += seconds
-            self.report.chunks_embedded += len(missing)
+            self._embedded_unwritten.update(missing)
             found = {**found, **dict(zip(missing, encoded, strict=True))}
         self._write_all(pending, found)
 
@@ -333,6 +333,14 @@ class Batch:
         else:
             self.report.added += 1
         self.report.chunks_written += len(doc.chunked.chunks)
+        # each written chunk's vector: embedded by this run (its text's first written copy), else reused (a stored
+        # vector, or a copy of a text embedded once), so written = embedded + reused whatever stopped or failed
+        for digest in doc.chunk_hashes:
+            if digest in self._embedded_unwritten:
+                self._embedded_unwritten.discard(digest)
+                self.report.chunks_embedded += 1
+            else:
+                self.report.embeddings_reused += 1
         self.report.add_filtered(doc.chunked.filtered)
 
     def _stage(self, bulk: BulkWriter, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
