@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from rag_service.db.database import Database
 from rag_service.db.models import CollectionStats
 
 #: the tables retrieval reads by collection: the hybrid statement's (chunks, postings, the BM25 statistics, the
@@ -23,6 +24,14 @@ _ANALYZE = (
 
 #: what a rebuild of a collection's graph rewrote
 _ANALYZE_GRAPH = "ANALYZE chunk_edges"
+
+#: the tables retrieval reads index-only (postings, BM25 statistics, contexts, edges). Until a VACUUM marks a new
+#: collection's pages all-visible, every such read also fetches the row: the workflow preset's retrieval on 2,284 new
+#: chunks 13.9-16.6 ms p50 against 12.1-12.4 after it. Index cleanup is left to autovacuum: the new rows' pages are
+#: what matters, and it keeps the cost to those pages (0.03 s here), not the indexes' size
+_VACUUM = (
+    "VACUUM (INDEX_CLEANUP OFF, SKIP_LOCKED) chunk_terms, lexeme_stats, document_contexts, context_terms, chunk_edges"
+)
 
 #: the share of a collection's chunks an ingest must write to refresh the statistics (autovacuum's
 #: default ``autovacuum_analyze_scale_factor``, applied to the collection instead of the table)
@@ -48,3 +57,17 @@ def refresh_after_write(session: Session, *, collection: str, chunks_written: in
 def refresh_after_graph_rebuild(session: Session) -> None:
     """``ANALYZE`` the edges after a collection's graph was rebuilt (all its edges are new rows)."""
     session.execute(text(_ANALYZE_GRAPH))
+
+
+def settle_after_write(db: Database) -> None:
+    """``VACUUM`` the tables read index-only after a run that ``refresh_after_write`` analysed (a new or largely
+    rewritten collection), so its first queries do not fetch every row they read. Skipped inside a test's
+    transaction (VACUUM cannot run in one); a table another VACUUM holds is skipped, not waited for."""
+    if db.is_bound:
+        return
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("SET statement_timeout = 0"))  # VACUUM runs outside a transaction: no SET LOCAL
+        try:
+            conn.execute(text(_VACUUM))
+        finally:
+            conn.execute(text("RESET statement_timeout"))  # back to the pool with the engine's own

@@ -27,7 +27,7 @@ from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import reindex_lock
 from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_model_switch
 from rag_service.db.partitions import prepare_collection
-from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write
+from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write, settle_after_write
 from rag_service.embed import Embedder
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
@@ -357,10 +357,13 @@ class Indexer:
             prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
 
     def _refresh_statistics(self, collection: str, chunks_written: int) -> None:
-        """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23); then its
-        packed postings (``db.packed_postings``), packed again once enough changed."""
+        """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23), and a VACUUM
+        of the tables read index-only; then its packed postings (``db.packed_postings``), packed again once enough
+        changed."""
         with self.db.transaction() as session:
-            refresh_after_write(session, collection=collection, chunks_written=chunks_written)
+            analysed = refresh_after_write(session, collection=collection, chunks_written=chunks_written)
+        if analysed:
+            settle_after_write(self.db)
         done = packed_postings.refresh(self.db, collection, min_chunks=self.settings.bm25_packed_min_chunks)
         if done.action == "unavailable" and done.reason not in _PACKING_REPORTED:
             _PACKING_REPORTED.add(done.reason)

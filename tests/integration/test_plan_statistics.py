@@ -175,6 +175,16 @@ def test_an_ingest_that_creates_a_collection_refreshes_the_statistics(stale_data
         seeds = session.scalars(text(first))
         params = {"collection": "another", "seeds": list(seeds), "per_node": 12}
         plan = "\n".join(session.scalars(text(f"EXPLAIN (ANALYZE) {graph_store.NEIGHBOURHOOD_SQL}"), params))
+    # and the new collection's postings are read index-only without fetching each row (the ingest's VACUUM)
+    with db.transaction() as session:
+        keyword_plan = explain(session, _request(embedder, "another", "replica index fusion"), analyze=True)
+    lines = keyword_plan.splitlines()
+    fetches = [
+        next(line for line in lines[i:] if "Heap Fetches" in line)
+        for i, line in enumerate(lines)
+        if "Index Only Scan" in line and " on chunk_terms" in line
+    ]
+    assert fetches and all(line.split()[-1] == "0" for line in fetches), keyword_plan
     conditions = [line for line in plan.splitlines() if "Index Cond" in line]
     assert conditions and all("source_chunk_id = " in line for line in conditions), plan
     assert "Rows Removed by Filter" not in plan, plan
