@@ -46,6 +46,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.database import Database
 from rag_service.db.models import ChunkTerm, CollectionStats, DocumentChunk, PackedList, PackedSnapshot, PackedTombstone
+from rag_service.db.statistics import vacuum
 from rag_service.errors import first_line
 
 if TYPE_CHECKING:  # search_request imports numpy, which an ingest run without changes never needs
@@ -157,16 +158,9 @@ def _settle_postings(db: Database) -> None:
     load whose postings were never read: the pack's scan then set every page's hint bits and found no visibility
     map (at 100k chunks: pack 15.3 s right after the load's commit, 26.4 s inside its transaction; vacuum 2.1 s,
     then pack 5.6 s). VACUUM skips the pages already all-visible, so on a settled table it costs little."""
-    if db.is_bound:  # a test's connection: VACUUM cannot run in its transaction
-        return
     started = time.perf_counter()
-    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.execute(text("SET statement_timeout = 0"))  # VACUUM cannot run in a transaction: no SET LOCAL
-        try:
-            conn.execute(text("VACUUM (ANALYZE) chunk_terms"))
-        finally:
-            conn.execute(text("RESET statement_timeout"))  # back to the pool with the engine's own
-    _log.info("vacuumed the postings before a first pack in %.1f s", time.perf_counter() - started)
+    if vacuum(db, "VACUUM (ANALYZE) chunk_terms"):
+        _log.info("vacuumed the postings before a first pack in %.1f s", time.perf_counter() - started)
 
 
 def _changes(session: Session, snapshot: PackedSnapshot) -> int:

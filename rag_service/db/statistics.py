@@ -61,13 +61,20 @@ def refresh_after_graph_rebuild(session: Session) -> None:
 
 def settle_after_write(db: Database) -> None:
     """``VACUUM`` the tables read index-only after a run that ``refresh_after_write`` analysed (a new or largely
-    rewritten collection), so its first queries do not fetch every row they read. Skipped inside a test's
-    transaction (VACUUM cannot run in one); a table another VACUUM holds is skipped, not waited for."""
+    rewritten collection), so its first queries do not fetch every row they read; a table another VACUUM holds is
+    skipped, not waited for."""
+    vacuum(db, _VACUUM)
+
+
+def vacuum(db: Database, statement: str) -> bool:
+    """Run a ``VACUUM`` ``statement`` on a connection of its own, without the statement timeout; False (nothing
+    run) inside a test's transaction, where VACUUM cannot run."""
     if db.is_bound:
-        return
+        return False
     with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("SET statement_timeout = 0"))  # VACUUM runs outside a transaction: no SET LOCAL
         try:
-            conn.execute(text(_VACUUM))
+            conn.execute(text(statement))
         finally:
             conn.execute(text("RESET statement_timeout"))  # back to the pool with the engine's own
+    return True
