@@ -47,7 +47,7 @@ def dump(out: Path) -> None:
     """Write `<set>.pkl` for every visible set indexed in `RAG_DATA_DIR` (as `scripts/eval_sets.sh` leaves it)."""
     from sqlalchemy import text
 
-    from rag_service.db.search import vector_from_send
+    from rag_service.db.vector_type import vector_from_send
     from rag_service.retrieve.query import bm25_text, parse_query
     from rag_service.service import get_universal_rag
 

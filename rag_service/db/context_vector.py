@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import ColumnElement, Double, bindparam, cast, func, select
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db.models import DocumentContext
 from rag_service.db.search_request import SearchRequest
+from rag_service.db.vector_type import BinaryVector
 
 
 def context_similarity(request: SearchRequest, hit: Any) -> ColumnElement[float]:
     """The query's cosine with the stored mean vector of the hit's context (NULL when it has none)."""
     c = DocumentContext
-    qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
+    qvec = bindparam("query_vector", request.query_vector, type_=BinaryVector(SCHEMA_EMBEDDING_DIM))
     mean = (
         select(c.embedding)
         .where(

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import Select, TextClause, bindparam, delete, func, select, text, true, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Session
@@ -16,6 +15,7 @@ from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING
 from rag_service.db import contexts, graph
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import CollectionStats, Document, DocumentChunk
+from rag_service.db.vector_type import BinaryVector
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,7 +61,7 @@ _CHUNK_VALUES = (
     "CAST(:chunk_type AS varchar), CAST(:content AS text), CAST(:parent_content AS text), "
     "CAST(:parent_start AS integer), CAST(:parent_end AS integer), :headers, CAST(:header_path AS text), "
     "CAST(:start_char AS integer), CAST(:end_char AS integer), CAST(:token_count AS integer), "
-    "CAST(:content_hash AS varchar), :embedding"
+    "CAST(:content_hash AS varchar), CAST(:embedding AS vector)"
 )
 
 
@@ -85,7 +85,7 @@ def _insert_chunk(*, keywords: bool, keywords_in_bm25: bool) -> TextClause:
     return text(sql).bindparams(
         bindparam("headers", type_=JSONB),
         bindparam("metadata", type_=JSONB),
-        bindparam("embedding", type_=Vector(SCHEMA_EMBEDDING_DIM)),
+        bindparam("embedding", type_=BinaryVector(SCHEMA_EMBEDDING_DIM)),
     )
 
 

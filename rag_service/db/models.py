@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -28,6 +27,7 @@ from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
+from rag_service.db.vector_type import BinaryVector
 from rag_service.knobs import MAX_COLLECTION_CHARS, MAX_PRESET_NAME_CHARS, PRESET_KNOBS
 
 
@@ -102,7 +102,7 @@ class DocumentChunk(Base):
     end_char: Mapped[int] = mapped_column(Integer, nullable=False)
     token_count: Mapped[int] = mapped_column(Integer, nullable=False)
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
-    embedding: Mapped[Any] = mapped_column(Vector(SCHEMA_EMBEDDING_DIM), nullable=False)
+    embedding: Mapped[Any] = mapped_column(BinaryVector(SCHEMA_EMBEDDING_DIM), nullable=False)
     content_tsv: Mapped[Any] = mapped_column(TSVECTOR, nullable=False)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
     #: number of lexeme occurrences in ``content_tsv`` (BM25's document length); set by a trigger
@@ -227,7 +227,7 @@ class DocumentContext(Base):
     context_start: Mapped[int] = mapped_column(Integer)
     length: Mapped[int] = mapped_column(Integer, nullable=False)
     #: the mean of its chunks' vectors (the context similarity, ``db.context_vector``; migration 0015)
-    embedding: Mapped[Any] = mapped_column(Vector(SCHEMA_EMBEDDING_DIM), nullable=True)
+    embedding: Mapped[Any] = mapped_column(BinaryVector(SCHEMA_EMBEDDING_DIM), nullable=True)
 
 
 class ContextTerm(Base):

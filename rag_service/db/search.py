@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import psycopg
 import psycopg.sql
 from sqlalchemy import (
@@ -67,6 +66,7 @@ from rag_service.db.search_request import (
     SearchHit,
     SearchRequest,
 )
+from rag_service.db.vector_type import vector_from_send
 from rag_service.records import from_fields
 
 __all__ = ["FILTER_KEYS", "ChunkFilters", "SearchHit", "SearchRequest", "build_search", "explain", "hybrid_search"]
@@ -251,14 +251,6 @@ def hit_from_row(row: Any, **given: Any) -> SearchHit:
         embedding=vector_from_send(row.embedding_bytes),
         **given,
     )
-
-
-def vector_from_send(data: bytes) -> np.ndarray[Any, Any]:
-    """A vector from pgvector's binary form (``vector_send``: int16 dim, int16 unused, big-endian float4s).
-
-    Much cheaper for both sides than the text form: no float formatting in the server, no parsing here.
-    """
-    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
 
 def search_parameters(request: SearchRequest) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     CTE,
     BigInteger,
@@ -33,6 +32,7 @@ from rag_service.config import SCHEMA_EMBEDDING_DIM
 from rag_service.db import bm25
 from rag_service.db.models import CollectionStats, DocumentChunk
 from rag_service.db.search_request import SearchRequest, chunk_conditions, fts_config_expression
+from rag_service.db.vector_type import BinaryVector
 
 #: an arm's row: chunk id, rank in the arm (1 = best), score, score min-max normalised over the arm
 ArmRow = tuple[int, int, float, float]
@@ -64,7 +64,7 @@ def vector_arm(request: SearchRequest) -> CTE:
     """The vector arm's candidates (id, rank, score, norm): see ``rag_service.db.search``."""
     if not request.runs_vector:
         return _empty_arm("vector_arm")
-    qvec = bindparam("query_vector", request.query_vector, type_=Vector(SCHEMA_EMBEDDING_DIM))
+    qvec = bindparam("query_vector", request.query_vector, type_=BinaryVector(SCHEMA_EMBEDDING_DIM))
     distance = DocumentChunk.embedding.cosine_distance(qvec)
     size = func.coalesce(
         select(CollectionStats.chunk_count)

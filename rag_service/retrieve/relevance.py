@@ -48,7 +48,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.coverage import best_held_share
 from rag_service.db.replicas import ReadRoute
-from rag_service.db.search import vector_from_send
+from rag_service.db.vector_type import vector_from_send
 from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
 from rag_service.result import RetrievedChunk
 from rag_service.retrieve.query import bm25_text, parse_query

@@ -184,7 +184,7 @@ def test_every_write_path_statement_names_its_collection(db, engine, settings, t
     named = re.compile(r"\bcollection\b\s*(=|IN\b)|^INSERT INTO \w+ \([^)]*\bcollection\b", re.IGNORECASE)
     spanning = (
         "SELECT DISTINCT documents.collection FROM documents ORDER BY documents.collection",
-        "SELECT held.content_hash, held.embedding FROM collection_stats JOIN LATERAL",
+        "SELECT held.content_hash, vector_send(held.embedding) AS embedding FROM collection_stats JOIN LATERAL",
     )
     catalog = re.compile(r"\bpg_\w+|to_reg\w+\(")  # the schema's own look-ups (dimension, partitions)
     maintenance = "ANALYZE "  # planner statistics are per table (db/statistics.py); Citus runs it on every shard

@@ -12,7 +12,8 @@ from sqlalchemy import text
 
 from rag_service.config import Settings
 from rag_service.db import contexts
-from rag_service.db.search import hybrid_search, vector_from_send
+from rag_service.db.search import hybrid_search
+from rag_service.db.vector_type import vector_from_send
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from tests.integration.test_bm25 import keyword_request

@@ -348,7 +348,8 @@ def test_bounded_bm25_with_filters_takes_the_exact_path(db, indexed):
 
 @pytest.mark.parametrize("scorer", ["bm25", "ts_rank_cd"])
 def test_a_reused_statement_binds_each_call_values(db, indexed, scorer):
-    from rag_service.db.search import build_search, vector_from_send
+    from rag_service.db.search import build_search
+    from rag_service.db.vector_type import vector_from_send
 
     requests = [
         _request(indexed, "replica backup", keyword_scorer=scorer, candidate_k=10, limit=15),
