@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from rag_service.service import UniversalRAGService
 
 
-def _service(settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True):  # type: ignore[no-untyped-def]
+def open_service(settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True):  # type: ignore[no-untyped-def]
+    """The service a command runs on (imported when a command needs it: ``rag --help`` loads none of it)."""
     from rag_service.service import build_service
 
     return build_service(settings, embedder=embedder, check_model=check_model)
@@ -90,7 +91,7 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
     missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
-    service = _service(settings, check_model=not args.all)  # --all switches the stored model where it differs
+    service = open_service(settings, check_model=not args.all)  # --all switches the stored model where it differs
     try:
         if args.all:
             report = service.reindex_all(collection=args.collection_given, progress=not args.quiet, switch_model=True)
@@ -138,7 +139,7 @@ def _print_report(report: IngestReport, *, as_json: bool) -> None:
 def _query(args: argparse.Namespace, settings: Settings) -> int:
     embedder, starting = _start_query_parts(settings)
     try:
-        service = _service(settings, embedder)
+        service = open_service(settings, embedder)
         overrides = _parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
         if args.max_chunks is not None:
             overrides["max_chunks"] = args.max_chunks
@@ -155,7 +156,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return 0
     m = result.metrics
-    print(_answer(result))
+    print(answer_text(result))
     print(
         f"\n-- {len(result.chunks)} chunks, {result.total_tokens} tokens, {m.total_time_ms:.1f} ms "
         f"(embed {m.embedding_time_ms:.1f}, sql {m.retrieval_time_ms:.1f}, rerank {m.rerank_time_ms:.1f}); "
@@ -167,7 +168,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _answer(result: RAGResult) -> str:
+def answer_text(result: RAGResult) -> str:
     """The formatted context, or why it is empty: nothing matched, or the budget held no result (its degraded line)."""
     if result.formatted_context:
         return result.formatted_context
@@ -255,7 +256,7 @@ def _index_and_run(
     run: Callable[[UniversalRAGService, str, bool], EvalResult],
 ) -> EvalResult | None:
     """Check the whole configuration, index the dataset (a failed document ends the run: None), run its queries."""
-    service = _service(settings)
+    service = open_service(settings)
     progress = not args.quiet
     try:
         # --context, --set, --depth and --no-rerank on the stored preset, as every query will apply them:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rag_service.cli_commands import _answer, _service
+from rag_service.cli_commands import answer_text, open_service
 from rag_service.config import Settings
 
 DEMO_QUERIES = {
@@ -61,7 +61,7 @@ def _index_demo_corpus(service, collection: str):  # type: ignore[no-untyped-def
 
 
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    service = _service(settings)
+    service = open_service(settings)
     try:
         report = _index_demo_corpus(service, args.collection)
         print("\n".join(report.lines()))
@@ -83,7 +83,7 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"top: {top.source} § {top.header_path or '-'} (relevance {top.relevance_score:.0%})")
                 print("    " + " ".join(top.content.split())[:300])
             else:  # what the preset answered: its relevance floor's line, or why the context is empty
-                print(_answer(result))
+                print(answer_text(result))
             for reason in result.metrics.degraded:
                 print(f"degraded: {reason}")
     finally:
