@@ -166,21 +166,22 @@ def stored_reference_bm25(connection, collection: str, query: str, *, k1: float,
 
 def keyword_request(query: str, **fields: Any) -> SearchRequest:
     """A keyword-only request of collection ``one`` for ``query`` (parsed as ``retrieve`` parses it), its 100
-    best chunks; ``fields`` set the rest."""
+    best chunks; ``fields`` set the rest or replace these."""
     parsed = parse_query(query)
     any_terms, required = websearch_parts(parsed)
-    return SearchRequest(
-        collection="one",
-        query_vector=None,
-        any_terms=any_terms,
-        required_terms=required,
-        vector_weight=0.0,
-        keyword_weight=1.0,
-        candidate_k=100,
-        limit=100,
-        bm25_text=bm25_text(parsed),
-        **{"excluded_terms": excluded_terms(parsed), **fields},
-    )
+    defaults: dict[str, Any] = {
+        "collection": "one",
+        "query_vector": None,
+        "any_terms": any_terms,
+        "required_terms": required,
+        "vector_weight": 0.0,
+        "keyword_weight": 1.0,
+        "candidate_k": 100,
+        "limit": 100,
+        "bm25_text": bm25_text(parsed),
+        "excluded_terms": excluded_terms(parsed),
+    }
+    return SearchRequest(**{**defaults, **fields})
 
 
 @pytest.mark.parametrize("max_postings", [0, 12000])  # exact path; bounded path with every list within budget

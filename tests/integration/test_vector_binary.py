@@ -12,11 +12,11 @@ from sqlalchemy import event, text
 
 from rag_service.db.database import Database
 from rag_service.db.documents import stored_embeddings
-from rag_service.db.search import SearchRequest, hybrid_search
+from rag_service.db.search import hybrid_search
 from rag_service.db.vector_type import PackedVector, vector_from_send
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
-from rag_service.retrieve.query import bm25_text, parse_query, websearch_parts
+from tests.integration.test_bm25 import keyword_request
 
 
 def test_a_packed_vector_is_pgvectors_binary_form_and_the_server_reads_it_exactly(db: Database) -> None:
@@ -51,31 +51,19 @@ def test_vectors_are_sent_and_read_in_binary(fresh_database: Database, settings,
     embedder = HashingEmbedder()
     event.listen(fresh_database.engine, "before_cursor_execute", record)
     try:
-        report = Indexer(fresh_database, embedder, settings).index_paths([tmp_path], collection="ops")
+        report = Indexer(fresh_database, embedder, settings).index_paths([tmp_path], collection="one")
         assert report.failed == [] and report.added == 1
         written = [v for v in sent if isinstance(v, PackedVector)]
         assert written, "the chunk INSERT bound its vector as text"
         assert not [v for v in sent if isinstance(v, str) and v.startswith("[")], "a vector went as text"
         with fresh_database.transaction() as session:
             hashes = list(session.execute(text("SELECT content_hash FROM document_chunks")).scalars())
-            stored = stored_embeddings(session, collection="ops", hashes=hashes)
+            stored = stored_embeddings(session, collection="one", hashes=hashes)
             raw = dict(session.execute(text("SELECT content_hash, vector_send(embedding) FROM document_chunks")).all())
             assert {h: v.tobytes() for h, v in stored.items()} == {h: vector_from_send(raw[h]).tobytes() for h in raw}
             sent.clear()
-            parsed = parse_query("restore the primary")
-            any_terms, required_terms = websearch_parts(parsed)
-            request = SearchRequest(
-                collection="ops",
-                query_vector=embedder.embed_query("restore the primary"),
-                bm25_text=bm25_text(parsed),
-                any_terms=any_terms,
-                required_terms=required_terms,
-                vector_weight=0.7,
-                keyword_weight=0.3,
-                rrf_k=60,
-                candidate_k=20,
-                limit=3,
-            )
+            query = embedder.embed_query("restore the primary")
+            request = keyword_request("restore the primary", query_vector=query, vector_weight=0.7)
             hits = hybrid_search(session, request)
         assert hits and any(isinstance(v, PackedVector) for v in sent), "the query vector went as text"
         assert all(isinstance(h.embedding, np.ndarray) and h.embedding.dtype == np.float32 for h in hits)
