@@ -70,6 +70,20 @@ FROM kw_top LEFT JOIN kw_words ON kw_words.lex = kw_top.lexeme"""
 
 # A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
 # statistics (it is being inserted) and 0 when it is (a backfill).
+# The collection's size and length, each one scalar subquery (evaluated once per statement: as a joined
+# aggregate it was re-read for every term)
+_COLLECTION_SIZE = (
+    "(SELECT coalesce(max(s.{column}), 0) FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar))"
+)
+# df by a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats (it did
+# in a fresh database: 170 ms per chunk); the subquery always probes the primary key. It is a column of the
+# terms (whose window keeps them a subquery of their own): as the statistics' df it ran twice per term, once
+# for each use in the idf
+_STORED_DF = (
+    "(SELECT f.doc_freq FROM lexeme_stats f WHERE f.collection = CAST(:collection AS varchar) "
+    "AND f.lexeme = u.lexeme) AS stored_df, "
+)
+
 KEYWORDS_SQL = (
     """(
 WITH kw_top AS (
@@ -79,21 +93,14 @@ WITH kw_top AS (
     + """ AS score
     FROM (
         """
-    + KEYWORD_TERMS_SQL.format(key="", window="", source="", text=":content")
+    + KEYWORD_TERMS_SQL.format(key=_STORED_DF, window="", source="", text=":content")
     + """
     ) t
-    CROSS JOIN (
-        SELECT coalesce(max(s.chunk_count), 0) AS chunk_count, coalesce(max(s.total_length), 0) AS total_length
-        FROM collection_stats s WHERE s.collection = CAST(:collection AS varchar)
-    ) s
-    -- df by a correlated lookup, not a join: a join may be planned as a hash join over all of lexeme_stats
-    -- (it did in a fresh database: 170 ms per chunk); the subquery always probes the primary key
     """
     + KEYWORD_STATISTICS_SQL.format(
-        count="s.chunk_count",
-        total="s.total_length",
-        df="(SELECT f.doc_freq FROM lexeme_stats f"
-        " WHERE f.collection = CAST(:collection AS varchar) AND f.lexeme = t.lexeme)",
+        count=_COLLECTION_SIZE.format(column="chunk_count"),
+        total=_COLLECTION_SIZE.format(column="total_length"),
+        df="t.stored_df",
     )
     + """
     ORDER BY score DESC, t.lexeme

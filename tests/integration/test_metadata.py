@@ -292,5 +292,29 @@ def test_keywords_are_the_bm25_best_terms_against_the_collection(db, settings, t
         assert shown == _reference_keywords(connection, content, count=4), content
 
 
+def test_a_chunks_keywords_read_each_terms_statistics_once(service, db, connection):
+    """The document frequency of each term is read once and the collection's size a fixed number of times: the
+    statistics' df ran twice per term (once for each use in the idf) and the size once per term."""
+    content = "The dashboard shows each node of the cluster; a quokka node restarts the dashboard twice."
+    terms = connection.execute(
+        text(
+            "SELECT count(*) FROM unnest(to_tsvector('english', CAST(:c AS text))) u WHERE length(u.lexeme) "
+            "BETWEEN 2 AND 40 AND u.lexeme ~ '[[:alpha:]]'"
+        ),
+        {"c": content},
+    ).scalar_one()
+    scans = text(  # the reads of each table, by its index or whole (the test's tables are small)
+        "SELECT pg_stat_get_xact_numscans(CAST('pk_lexeme_stats' AS regclass)) "
+        "+ pg_stat_get_xact_numscans(CAST('lexeme_stats' AS regclass)), "
+        "pg_stat_get_xact_numscans(CAST('collection_stats' AS regclass)) "
+        "+ pg_stat_get_xact_numscans(CAST('collection_stats_pkey' AS regclass))"
+    )
+    before = connection.execute(scans).one()
+    assert _keywords(db, content, count=4)
+    after = connection.execute(scans).one()
+    assert after[0] - before[0] == terms > 3
+    assert after[1] - before[1] <= 3  # one read per use in the statistics (an InitPlan each), not one per term
+
+
 def _lexeme(connection, word: str) -> str:
     return connection.execute(text("SELECT tsvector_to_array(to_tsvector('english', :w))"), {"w": word}).scalar_one()[0]
