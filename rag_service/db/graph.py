@@ -37,6 +37,10 @@ _IDS = ARRAY(BigInteger)
 MAX_ID = 2**63 - 1
 #: HNSW candidate list of the similarity-edge scans (pgvector's own default)
 EDGE_EF_SEARCH = 40
+#: index tuples an edge scan may read to fill its pool (pgvector's default is 20,000): anthropic-docs-qa beside
+#: other collections gets the same 7,776 edges at 1,000 as unbounded, in 1.03-1.16 against 1.56-1.76 s of graph
+#: (docs/benchmarks.md "Session 36")
+EDGE_MAX_SCAN_TUPLES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +211,8 @@ def write_similar_edges(
 ) -> int:
     """Edges both ways between each chunk of the document and its nearest chunks of other documents.
 
-    ``up_to_document``: only chunks of documents with an id up to it (pgvector's iterative scan then
-    reads on until the pool is full: a bulk load's replay, ``ingest.bulkwrite``).
+    ``up_to_document``: only chunks of documents with an id up to it (a bulk load's replay,
+    ``ingest.bulkwrite``). pgvector's iterative scan reads on until the pool is full of chunks that pass.
 
     The neighbours come from the HNSW index (``ORDER BY embedding <=> ... LIMIT``, one index scan per
     chunk), in the caller's transaction: the ``4 * neighbours`` nearest chunks of the collection, of
@@ -218,16 +222,19 @@ def write_similar_edges(
     # 40 candidates suffice for 5 neighbours: the same edges as ef_search 100 (1031 of 1031 on SciFact,
     # 4858 of 4859 on ray-docs-qa) at 2-3x less time; local to the transaction, like the writes
     session.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(max(EDGE_EF_SEARCH, pool))})
-    previous = session.execute(_PLANNER_SETTINGS).one()
-    session.execute(_INDEX_ONLY_PLAN)
-    if up_to_document is not None:
-        session.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+    previous = dict(zip(_SCAN_SETTINGS, session.execute(_CURRENT_SETTINGS).one(), strict=True))
+    # the scan reads on until its pool is full of the collection's live chunks: other collections' chunks,
+    # deleted ones not yet vacuumed and (a bulk replay) later documents would otherwise take the candidate list.
+    # A replay keeps pgvector's bound: early documents of a large load pass few of the tuples it reads
+    bound = str(EDGE_MAX_SCAN_TUPLES) if up_to_document is None else _setting(previous, "hnsw.max_scan_tuples")
+    forced = {**dict.fromkeys(_FORCED_OFF, "off"), "hnsw.iterative_scan": "strict_order", "hnsw.max_scan_tuples": bound}
+    session.execute(_SET_SETTINGS, _values(forced))
     up_to = MAX_ID if up_to_document is None else up_to_document
     written = _write_similar_batches(
         session, collection, document_id, chunk_ids, pool, neighbours, min_similarity, up_to
     )
-    # the rest of the ingest's transaction plans as before (a failure above rolls the settings back with it)
-    session.execute(_RESTORE_PLANNER, dict(zip(_FORCED_OFF, previous, strict=True)))
+    # the rest of the ingest's transaction plans and scans as before (a failure rolls the settings back with it)
+    session.execute(_SET_SETTINGS, _values({name: _setting(previous, name) for name in _SCAN_SETTINGS}))
     return written
 
 
@@ -236,17 +243,29 @@ def write_similar_edges(
 #: promise, each chunk's nearest were found by reading and sorting every chunk of the collection instead
 #: of through the HNSW index: 12.8 ms a chunk, 113 s of graph for one 5,000-chunk document (4.2 s now)
 _FORCED_OFF = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
-_PLANNER_SETTINGS = text(
-    "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), current_setting('enable_sort')"
+#: every setting the similarity scans change, in the order of the two statements below, with pgvector's default for
+#: its own (NULL before its library loads)
+_SCAN_SETTINGS = {**dict.fromkeys(_FORCED_OFF, "on"), "hnsw.iterative_scan": "off", "hnsw.max_scan_tuples": "20000"}
+_CURRENT_SETTINGS = text(
+    "SELECT current_setting('enable_seqscan', true), current_setting('enable_bitmapscan', true), "
+    "current_setting('enable_sort', true), current_setting('hnsw.iterative_scan', true), "
+    "current_setting('hnsw.max_scan_tuples', true)"
 )
-_INDEX_ONLY_PLAN = text(
-    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "
-    "set_config('enable_sort', 'off', true)"
+_SET_SETTINGS = text(
+    "SELECT set_config('enable_seqscan', :v0, true), set_config('enable_bitmapscan', :v1, true), "
+    "set_config('enable_sort', :v2, true), set_config('hnsw.iterative_scan', :v3, true), "
+    "set_config('hnsw.max_scan_tuples', :v4, true)"
 )
-_RESTORE_PLANNER = text(
-    "SELECT set_config('enable_seqscan', :enable_seqscan, true), "
-    "set_config('enable_bitmapscan', :enable_bitmapscan, true), set_config('enable_sort', :enable_sort, true)"
-)
+
+
+def _setting(previous: dict[str, str | None], name: str) -> str:
+    """A setting as it was before the scans, or its default where it did not exist yet."""
+    return previous[name] or _SCAN_SETTINGS[name]
+
+
+def _values(settings: dict[str, str]) -> dict[str, str]:
+    """``_SET_SETTINGS``' parameters for these values (every setting of ``_SCAN_SETTINGS``)."""
+    return {f"v{i}": settings[name] for i, name in enumerate(_SCAN_SETTINGS)}
 
 
 def _write_similar_batches(
