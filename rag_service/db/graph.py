@@ -222,7 +222,7 @@ def write_similar_edges(
     # 40 candidates suffice for 5 neighbours: the same edges as ef_search 100 (1031 of 1031 on SciFact,
     # 4858 of 4859 on ray-docs-qa) at 2-3x less time; local to the transaction, like the writes
     session.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(max(EDGE_EF_SEARCH, pool))})
-    previous = dict(zip(_SCAN_SETTINGS, session.execute(_CURRENT_SETTINGS).one(), strict=True))
+    previous = dict(zip(_EDGE_SCAN_DEFAULTS, session.execute(_CURRENT_SETTINGS).one(), strict=True))
     # the scan reads on until its pool is full of the collection's live chunks: other collections' chunks,
     # deleted ones not yet vacuumed and (a bulk replay) later documents would otherwise take the candidate list.
     # A replay keeps pgvector's bound: early documents of a large load pass few of the tuples it reads
@@ -234,7 +234,7 @@ def write_similar_edges(
         session, collection, document_id, chunk_ids, pool, neighbours, min_similarity, up_to
     )
     # the rest of the ingest's transaction plans and scans as before (a failure rolls the settings back with it)
-    session.execute(_SET_SETTINGS, _values({name: _setting(previous, name) for name in _SCAN_SETTINGS}))
+    session.execute(_SET_SETTINGS, _values({name: _setting(previous, name) for name in _EDGE_SCAN_DEFAULTS}))
     return written
 
 
@@ -245,7 +245,11 @@ def write_similar_edges(
 _FORCED_OFF = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
 #: every setting the similarity scans change, in the order of the two statements below, with pgvector's default for
 #: its own (NULL before its library loads)
-_SCAN_SETTINGS = {**dict.fromkeys(_FORCED_OFF, "on"), "hnsw.iterative_scan": "off", "hnsw.max_scan_tuples": "20000"}
+_EDGE_SCAN_DEFAULTS = {
+    **dict.fromkeys(_FORCED_OFF, "on"),
+    "hnsw.iterative_scan": "off",
+    "hnsw.max_scan_tuples": "20000",
+}
 _CURRENT_SETTINGS = text(
     "SELECT current_setting('enable_seqscan', true), current_setting('enable_bitmapscan', true), "
     "current_setting('enable_sort', true), current_setting('hnsw.iterative_scan', true), "
@@ -260,12 +264,12 @@ _SET_SETTINGS = text(
 
 def _setting(previous: dict[str, str | None], name: str) -> str:
     """A setting as it was before the scans, or its default where it did not exist yet."""
-    return previous[name] or _SCAN_SETTINGS[name]
+    return previous[name] or _EDGE_SCAN_DEFAULTS[name]
 
 
 def _values(settings: dict[str, str]) -> dict[str, str]:
-    """``_SET_SETTINGS``' parameters for these values (every setting of ``_SCAN_SETTINGS``)."""
-    return {f"v{i}": settings[name] for i, name in enumerate(_SCAN_SETTINGS)}
+    """``_SET_SETTINGS``' parameters for these values (every setting of ``_EDGE_SCAN_DEFAULTS``)."""
+    return {f"v{i}": settings[name] for i, name in enumerate(_EDGE_SCAN_DEFAULTS)}
 
 
 def _write_similar_batches(

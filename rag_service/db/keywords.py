@@ -68,8 +68,6 @@ SELECT coalesce(jsonb_agg(coalesce(kw_words.word, kw_top.lexeme) ORDER BY kw_top
                 '[]'::jsonb)
 FROM kw_top LEFT JOIN kw_words ON kw_words.lex = kw_top.lexeme"""
 
-# A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
-# statistics (it is being inserted) and 0 when it is (a backfill).
 # The collection's size and length, each one scalar subquery (evaluated once per statement: as a joined
 # aggregate it was re-read for every term)
 _COLLECTION_SIZE = (
@@ -84,6 +82,8 @@ _STORED_DF = (
     "AND f.lexeme = u.lexeme) AS stored_df, "
 )
 
+# A jsonb array of the chunk text's keywords. ``:self_count`` is 1 when the chunk is not yet in the
+# statistics (it is being inserted) and 0 when it is (a backfill).
 KEYWORDS_SQL = (
     """(
 WITH kw_top AS (
