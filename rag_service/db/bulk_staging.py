@@ -18,6 +18,8 @@ from psycopg.sql import SQL, Identifier
 from sqlalchemy import Connection, TextClause, text
 from sqlalchemy.orm import Session
 
+from rag_service.db.local_settings import local_settings
+
 _STAGE_DEFINITION = (
     "bulk_chunks (seq bigint PRIMARY KEY, document_id bigint NOT NULL, chunk_index integer, chunk_type text, "
     "content text, parent_content text, parent_start integer, parent_end integer, headers jsonb, header_path text, "
@@ -59,27 +61,12 @@ _VECTORS_KEY = text("ALTER TABLE bulk_vectors ADD PRIMARY KEY (seq)")
 # the planner prices to_tsvector at 100 operators, far below a section's real cost, and plans the tokenizing
 # serially; told that parallel work is free it runs it on the workers (set for that statement only)
 _PARALLEL_FREE = dict.fromkeys(("parallel_setup_cost", "parallel_tuple_cost", "min_parallel_table_scan_size"), "0")
-_SHOW_SETTINGS = text(
-    "SELECT current_setting(s.name) FROM unnest(CAST(:names AS text[])) WITH ORDINALITY AS s(name, n) ORDER BY s.n"
-)
-_SET_SETTINGS = text(
-    "SELECT set_config(s.name, s.value, true) "
-    "FROM unnest(CAST(:names AS text[]), CAST(:values AS text[])) AS s(name, value)"
-)
-
-
 def run_with_settings(
     session: Session | Connection, statement: Any, params: dict[str, Any], settings: dict[str, str]
 ) -> Any:
     """Run ``statement`` with these settings (name: value) for it alone, restored after it; its result."""
-    if not settings:
+    with local_settings(session, settings):
         return session.execute(statement, params)
-    names = list(settings)
-    before = list(session.execute(_SHOW_SETTINGS, {"names": names}).scalars())
-    session.execute(_SET_SETTINGS, {"names": names, "values": [settings[name] for name in names]})
-    result = session.execute(statement, params)
-    session.execute(_SET_SETTINGS, {"names": names, "values": before})
-    return result
 
 
 def run_in_parallel(session: Session | Connection, statement: Any, params: dict[str, Any], **settings: str) -> Any:

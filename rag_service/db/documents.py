@@ -209,12 +209,11 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
 
 
 def _first_vectors(session: Session, statement: Select[Any]) -> dict[str, np.ndarray[Any, Any]]:
-    """The first vector of each content hash among the ``(content_hash, embedding)`` rows of ``statement``."""
-    import numpy as np  # only when vectors are read back: a no-op reindex never loads it
-
+    """The first vector of each content hash among the ``(content_hash, embedding)`` rows of ``statement``
+    (float32 arrays, as ``BinaryVector`` reads them)."""
     found: dict[str, np.ndarray[Any, Any]] = {}
     for content_hash, vector in session.execute(statement):
-        found.setdefault(content_hash, np.asarray(vector, dtype=np.float32))
+        found.setdefault(content_hash, vector)
     return found
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger, Text
 
+from rag_service.db.local_settings import local_settings
 from rag_service.db.models import Document, DocumentChunk
 
 if TYPE_CHECKING:  # the search modules (numpy) load when a walk runs, not for indexing
@@ -220,21 +221,19 @@ def write_similar_edges(
     """
     pool = POOL_PER_NEIGHBOUR * neighbours
     # 40 candidates suffice for 5 neighbours: the same edges as ef_search 100 (1031 of 1031 on SciFact,
-    # 4858 of 4859 on ray-docs-qa) at 2-3x less time; local to the transaction, like the writes
-    session.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(max(EDGE_EF_SEARCH, pool))})
-    previous = dict(zip(_EDGE_SCAN_DEFAULTS, session.execute(_CURRENT_SETTINGS).one(), strict=True))
-    # the scan reads on until its pool is full of the collection's live chunks: other collections' chunks,
-    # deleted ones not yet vacuumed and (a bulk replay) later documents would otherwise take the candidate list.
-    # A replay keeps pgvector's bound: early documents of a large load pass few of the tuples it reads
-    bound = str(EDGE_MAX_SCAN_TUPLES) if up_to_document is None else _setting(previous, "hnsw.max_scan_tuples")
-    forced = {**dict.fromkeys(_FORCED_OFF, "off"), "hnsw.iterative_scan": "strict_order", "hnsw.max_scan_tuples": bound}
-    session.execute(_SET_SETTINGS, _values(forced))
+    # 4858 of 4859 on ray-docs-qa) at 2-3x less time. The scan reads on (iterative) until its pool is full of the
+    # collection's live chunks: other collections' chunks, deleted ones not yet vacuumed and (a bulk replay) later
+    # documents would otherwise take the candidate list. A replay keeps pgvector's bound on that: early documents
+    # of a large load pass few of the tuples it reads
+    scan = {**_INDEX_ONLY_PLAN, "hnsw.ef_search": str(max(EDGE_EF_SEARCH, pool)), "hnsw.iterative_scan": "strict_order"}
+    if up_to_document is None:
+        scan["hnsw.max_scan_tuples"] = str(EDGE_MAX_SCAN_TUPLES)
     up_to = MAX_ID if up_to_document is None else up_to_document
-    written = _write_similar_batches(
-        session, collection, document_id, chunk_ids, pool, neighbours, min_similarity, up_to
-    )
-    # the rest of the ingest's transaction plans and scans as before (a failure rolls the settings back with it)
-    session.execute(_SET_SETTINGS, _values({name: _setting(previous, name) for name in _EDGE_SCAN_DEFAULTS}))
+    # the rest of the ingest's transaction plans and scans as before
+    with local_settings(session, scan):
+        written = _write_similar_batches(
+            session, collection, document_id, chunk_ids, pool, neighbours, min_similarity, up_to
+        )
     return written
 
 
@@ -242,34 +241,7 @@ def write_similar_edges(
 #: are written in the ingest's own transaction, unanalysed: planned for the ~17 rows the statistics
 #: promise, each chunk's nearest were found by reading and sorting every chunk of the collection instead
 #: of through the HNSW index: 12.8 ms a chunk, 113 s of graph for one 5,000-chunk document (4.2 s now)
-_FORCED_OFF = ("enable_seqscan", "enable_bitmapscan", "enable_sort")
-#: every setting the similarity scans change, in the order of the two statements below, with pgvector's default for
-#: its own (NULL before its library loads)
-_EDGE_SCAN_DEFAULTS = {
-    **dict.fromkeys(_FORCED_OFF, "on"),
-    "hnsw.iterative_scan": "off",
-    "hnsw.max_scan_tuples": "20000",
-}
-_CURRENT_SETTINGS = text(
-    "SELECT current_setting('enable_seqscan', true), current_setting('enable_bitmapscan', true), "
-    "current_setting('enable_sort', true), current_setting('hnsw.iterative_scan', true), "
-    "current_setting('hnsw.max_scan_tuples', true)"
-)
-_SET_SETTINGS = text(
-    "SELECT set_config('enable_seqscan', :v0, true), set_config('enable_bitmapscan', :v1, true), "
-    "set_config('enable_sort', :v2, true), set_config('hnsw.iterative_scan', :v3, true), "
-    "set_config('hnsw.max_scan_tuples', :v4, true)"
-)
-
-
-def _setting(previous: dict[str, str | None], name: str) -> str:
-    """A setting as it was before the scans, or its default where it did not exist yet."""
-    return previous[name] or _EDGE_SCAN_DEFAULTS[name]
-
-
-def _values(settings: dict[str, str]) -> dict[str, str]:
-    """``_SET_SETTINGS``' parameters for these values (every setting of ``_EDGE_SCAN_DEFAULTS``)."""
-    return {f"v{i}": settings[name] for i, name in enumerate(_EDGE_SCAN_DEFAULTS)}
+_INDEX_ONLY_PLAN = dict.fromkeys(("enable_seqscan", "enable_bitmapscan", "enable_sort"), "off")
 
 
 def _write_similar_batches(
