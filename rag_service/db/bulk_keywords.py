@@ -10,13 +10,12 @@ Set-based, the statistics are joined once (a hash join) instead of probed 72 tim
 1M chunks took 104 s of statistics + 563 s chunk by chunk, now 74 + 156 + 120 s (docs/benchmarks.md,
 "Session 32"). Where the staging is unlogged (``Staging.schema``), both run on PostgreSQL's parallel workers
 through functions of the load's schema marked ``PARALLEL SAFE``: the chunks' terms (inline, a window gives each
-its length, and windows keep a statement in the leader) and the words shown (inline, its CTEs are
-parallel-restricted). Temporary staging tables are invisible to workers: there both run in one process.
+its length, and windows keep a statement in the leader) and the words shown (inline, their correlated subquery
+stays in the leader). Temporary staging tables are invisible to workers: there both run in one process.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from collections.abc import Callable
@@ -79,31 +78,26 @@ _BEST_LEXEMES_BY_FUNCTION_SELECT = _BEST_LEXEMES_SQL.replace(
     "CROSS JOIN LATERAL bulk_keyword_terms(b.content, CAST(:fts_config AS regconfig)) AS k",
 )
 _BEST_LEXEMES_KEY = text("ALTER TABLE bulk_best_lexemes ADD PRIMARY KEY (seq)")
-# the row path's words shown, its kw_top given: ``:lexemes`` in order (scored by their rank)
-_SHOWN_SQL = (
-    "(WITH kw_top AS (SELECT k.lexeme, -k.rank AS score "
-    "FROM unnest(CAST(:lexemes AS text[])) WITH ORDINALITY AS k(lexeme, rank)), " + KEYWORDS_SHOWN_SQL + ")"
-)
 _BEST_JOINED = "FROM bulk_chunks b LEFT JOIN bulk_best_lexemes t ON t.seq = b.seq"
 # each chunk's keywords, inline (temporary staging: serial) or through the function below (unlogged: parallel)
 _KEYWORDS_SELECT = (
-    "SELECT b.seq, "
-    + _SHOWN_SQL.replace(":content", "b.content").replace(":lexemes", "t.lexemes")
-    + " AS keywords "
+    "SELECT b.seq, ("
+    + KEYWORDS_SHOWN_SQL.format(lexemes="t.lexemes", config="CAST(:fts_config AS regconfig)").replace(
+        ":content", "b.content"
+    )
+    + ") AS keywords "
     + _BEST_JOINED
 )
-# the same statement as a function of (content, lexemes, fts_config)
-_FUNCTION_ARGUMENTS = {":content": "$1", ":lexemes": "$2", ":fts_config": "$3"}
-_FUNCTION_BODY = functools.reduce(
-    lambda sql, name: sql.replace(name, _FUNCTION_ARGUMENTS[name]), _FUNCTION_ARGUMENTS, _SHOWN_SQL
-)
+# the same as a function of (content, lexemes, config): the config is cast once a chunk, not once a word
+_FUNCTION_BODY = KEYWORDS_SHOWN_SQL.format(lexemes="$2", config="$3").replace(":content", "$1")
 assert not re.search(r"(?<![\w:\[]):[a-z_0-9]+", _FUNCTION_BODY), "db.keywords has a parameter the function lacks"
 _CREATE_FUNCTION = (
-    "CREATE FUNCTION {}.bulk_chunk_keywords(text, text[], text) "
-    "RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $rag_keywords$ SELECT " + _FUNCTION_BODY + " $rag_keywords$"
+    "CREATE FUNCTION {}.bulk_chunk_keywords(text, text[], regconfig) "
+    "RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $rag_keywords$ " + _FUNCTION_BODY + " $rag_keywords$"
 )
 _KEYWORDS_BY_FUNCTION_SELECT = (
-    "SELECT b.seq, bulk_chunk_keywords(b.content, t.lexemes, CAST(:fts_config AS text)) AS keywords " + _BEST_JOINED
+    "SELECT b.seq, bulk_chunk_keywords(b.content, t.lexemes, CAST(:fts_config AS regconfig)) AS keywords "
+    + _BEST_JOINED
 )
 _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
 _DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)

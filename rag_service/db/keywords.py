@@ -43,30 +43,35 @@ KEYWORD_STATISTICS_SQL = """CROSS JOIN LATERAL (SELECT {count} + :self_count AS 
         SELECT c0.n, greatest(c0.total + :self_count * t.len, 1.0) / greatest(c0.n, 1) AS avglen
     ) c
     CROSS JOIN LATERAL (SELECT greatest(coalesce({df}, 0) + :self_count, 1)::float8 AS df) d"""
-#: the keywords shown for the best lexemes ``kw_top`` (lexeme, score) of ``:content``: the CTEs after ``kw_top``
-#: and the final SELECT, a jsonb array
-KEYWORDS_SHOWN_SQL = """kw_words AS (
+#: the keywords shown for ``{lexemes}`` (text[]: the best lexemes of ``:content``, best first): a SELECT of one
+#: jsonb array, for ``str.format`` (``{config}`` the regconfig)
+KEYWORDS_SHOWN_SQL = """SELECT coalesce(jsonb_agg(coalesce(shown.word, k.lexeme) ORDER BY k.rank), '[]'::jsonb)
+FROM unnest({lexemes}) WITH ORDINALITY AS k(lexeme, rank)
+LEFT JOIN (
     -- plain words first; a compound (``per-tenant``, ``ray.init``) only for a lexeme no plain word gives
     SELECT DISTINCT ON (lex) lex, w.word
     FROM (
-        SELECT word, 0 AS compound, min(pos) AS pos
-        FROM regexp_split_to_table(lower(CAST(:content AS text)), '[^[:alnum:]_]+') WITH ORDINALITY AS x(word, pos)
-        WHERE word <> ''
-        GROUP BY word
-        UNION ALL
-        SELECT x.match[1], 1, min(x.pos)
-        FROM regexp_matches(lower(CAST(:content AS text)), '([[:alnum:]_]+(?:[.-]+[[:alnum:]_]+)+)', 'g')
-             WITH ORDINALITY AS x(match, pos)
-        WHERE EXISTS (SELECT 1 FROM kw_top WHERE kw_top.lexeme ~ '[.-]')  -- else no compound is needed
-        GROUP BY x.match[1]
+        -- each distinct word stemmed once (OFFSET 0 keeps the stems a column: else stemmed at each use)
+        SELECT w.word, w.compound, w.pos, tsvector_to_array(to_tsvector({config}, w.word)) AS lexemes
+        FROM (
+            SELECT word, 0 AS compound, min(pos) AS pos
+            FROM regexp_split_to_table(lower(CAST(:content AS text)), '[^[:alnum:]_]+') WITH ORDINALITY AS x(word, pos)
+            WHERE word <> ''
+            GROUP BY word
+            UNION ALL
+            SELECT x.match[1], 1, min(x.pos)
+            FROM regexp_matches(lower(CAST(:content AS text)), '([[:alnum:]_]+(?:[.-]+[[:alnum:]_]+)+)', 'g')
+                 WITH ORDINALITY AS x(match, pos)
+            WHERE array_to_string({lexemes}, ' ') ~ '[.-]'  -- else no compound is needed
+            GROUP BY x.match[1]
+        ) w
+        OFFSET 0
     ) w
-    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector(CAST(:fts_config AS regconfig), w.word))) AS lex
-    WHERE lex IN (SELECT lexeme FROM kw_top)
+    -- only the few words whose stems meet the lexemes are unnested
+    CROSS JOIN LATERAL unnest(w.lexemes) AS lex
+    WHERE w.lexemes && {lexemes} AND lex = ANY({lexemes})
     ORDER BY lex, w.compound, w.pos
-)
-SELECT coalesce(jsonb_agg(coalesce(kw_words.word, kw_top.lexeme) ORDER BY kw_top.score DESC, kw_top.lexeme),
-                '[]'::jsonb)
-FROM kw_top LEFT JOIN kw_words ON kw_words.lex = kw_top.lexeme"""
+) shown ON shown.lex = k.lexeme"""
 
 # The collection's size and length, each one scalar subquery (evaluated once per statement: as a joined
 # aggregate it was re-read for every term)
@@ -105,9 +110,16 @@ WITH kw_top AS (
     + """
     ORDER BY score DESC, t.lexeme
     LIMIT :keyword_count
-), """
-    + KEYWORDS_SHOWN_SQL
-    + "\n)"
+),
+kw AS (
+    SELECT array_agg(lexeme ORDER BY score DESC, lexeme) AS lexemes, CAST(:fts_config AS regconfig) AS config
+    FROM kw_top
+)
+SELECT ("""
+    + KEYWORDS_SHOWN_SQL.format(lexemes="kw.lexemes", config="kw.config")
+    + """)
+FROM kw
+)"""
 )
 
 # statements composed of the constant above only; every value is a bound parameter
