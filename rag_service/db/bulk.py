@@ -35,7 +35,7 @@ from psycopg.sql import SQL, Composable, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from rag_service.db.bulk_keywords import stage_keywords
+from rag_service.db.bulk_keywords import one_pass_available, stage_keywords
 from rag_service.db.bulk_replace import clear_replaced
 from rag_service.db.bulk_staging import Staging
 from rag_service.db.contexts import TSV_LENGTH, write_collection_contexts
@@ -229,6 +229,7 @@ class BulkLoad:
         self._documents: dict[int, None] = {}  # staged document ids, in write order
         self._sources: set[str] = set()
         self.staging = Staging(session)
+        self._one_pass = False  # the best lexemes by the rag_bm25 extension (``bulk_keywords.one_pass_available``)
 
     def start(self) -> None:
         """Create the staging table; no lock is taken on the shared tables yet."""
@@ -236,6 +237,7 @@ class BulkLoad:
 
         self.session.execute(text("SET LOCAL statement_timeout = 0"))
         self.session.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
+        self._one_pass = self.keywords.count > 0 and one_pass_available(self.session)
         self.staging.create()
         register_vector(self._raw())
 
@@ -357,7 +359,10 @@ class BulkLoad:
         started = time.perf_counter()
         self.staging.tokenize(self.fts_config)
         timings["tokenize"] = time.perf_counter() - started
-        timings.update(stage_keywords(self.staging, params, self.keywords, phase, chunks=self.chunks))
+        keywords = stage_keywords(
+            self.staging, params, self.keywords, phase, chunks=self.chunks, one_pass=self._one_pass
+        )
+        timings.update(keywords)
         step("lock", _LOCK)
         if self.replace:
             phase(f"clear the old rows of {len(self._documents)} documents")

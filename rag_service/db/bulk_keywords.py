@@ -12,6 +12,11 @@ Set-based, the statistics are joined once (a hash join) instead of probed 72 tim
 through functions of the load's schema marked ``PARALLEL SAFE``: the chunks' terms (inline, a window gives each
 its length, and windows keep a statement in the leader) and the words shown (inline, their correlated subquery
 stays in the leader). Temporary staging tables are invisible to workers: there both run in one process.
+
+Where the database has the ``rag_bm25`` extension (``ext/rag_bm25``), the statistics and the best lexemes are one
+pass of its window function ``rag_bulk_best_lexemes`` over the chunks in load order, the statistics kept running in
+a hash table: 19-21 s at 1M chunks against 95 + 199 s for the set-based statements, the same lexemes for all 1M
+(docs/benchmarks.md, "Session 38").
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from psycopg.sql import SQL, Identifier
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from rag_service.db.bulk_staging import Staging, staged_table
 from rag_service.db.contexts import TSV_LENGTH
@@ -33,6 +39,7 @@ from rag_service.db.keywords import (
     KEYWORD_TERMS_SQL,
     KEYWORDS_SHOWN_SQL,
 )
+from rag_service.db.packed_postings import unavailable_reason
 
 _KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
@@ -77,6 +84,21 @@ _BEST_LEXEMES_BY_FUNCTION_SELECT = _BEST_LEXEMES_SQL.replace(
     "SELECT b.seq, k.lexeme, k.tf, k.len FROM bulk_chunks b "
     "CROSS JOIN LATERAL bulk_keyword_terms(b.content, CAST(:fts_config AS regconfig)) AS k",
 )
+# the extension's pass. A chunk's stored tsvector is of its search prefix and text; the pass counts the text's terms
+# as the stored vector's less the prefix's (no token spans the newline between them) where the configuration's
+# parser is the default one and no thesaurus joins tokens into a phrase: else it tokenizes the text again
+_DERIVABLE = (
+    "(SELECT p.prsname = 'default' AND p.prsnamespace = 'pg_catalog'::regnamespace AND NOT EXISTS ("
+    "SELECT 1 FROM pg_ts_config_map m JOIN pg_ts_dict d ON d.oid = m.mapdict "
+    "JOIN pg_ts_template t ON t.oid = d.dicttemplate WHERE m.mapcfg = c.oid AND t.tmplname = 'thesaurus') "
+    "FROM pg_ts_config c JOIN pg_ts_parser p ON p.oid = c.cfgparser WHERE c.oid = CAST(:fts_config AS regconfig))"
+)
+_BEST_LEXEMES_IN_ONE_PASS_SELECT = (
+    "SELECT seq, lexemes FROM (SELECT v.seq, rag_bulk_best_lexemes(v.tsv, b.search_prefix, b.content, "  # noqa: S608
+    "CAST(:fts_config AS regconfig), CAST(:bm25_k1 AS float8), CAST(:bm25_b AS float8), "
+    "CAST(:keyword_count AS int4), " + _DERIVABLE + ") OVER (ORDER BY v.seq) AS lexemes "
+    "FROM bulk_vectors v JOIN bulk_chunks b ON b.seq = v.seq) ranked WHERE lexemes IS NOT NULL"
+)
 _BEST_LEXEMES_KEY = text("ALTER TABLE bulk_best_lexemes ADD PRIMARY KEY (seq)")
 _BEST_JOINED = "FROM bulk_chunks b LEFT JOIN bulk_best_lexemes t ON t.seq = b.seq"
 # each chunk's keywords, inline (temporary staging: serial) or through the function below (unlogged: parallel)
@@ -103,6 +125,7 @@ _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chu
 _DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)
 _BEST_LEXEMES = staged_table("bulk_best_lexemes", _BEST_LEXEMES_SELECT)
 _BEST_LEXEMES_BY_FUNCTION = staged_table("bulk_best_lexemes", _BEST_LEXEMES_BY_FUNCTION_SELECT)
+_BEST_LEXEMES_IN_ONE_PASS = staged_table("bulk_best_lexemes", _BEST_LEXEMES_IN_ONE_PASS_SELECT)
 _KEYWORDS = staged_table("bulk_keywords", _KEYWORDS_SELECT)
 _KEYWORDS_BY_FUNCTION = staged_table("bulk_keywords", _KEYWORDS_BY_FUNCTION_SELECT)
 _NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
@@ -114,33 +137,42 @@ BEST_LEXEMES_WORK_MEM = "256MB"
 _FUNCTION_PLAN = {"plan_cache_mode": "force_generic_plan"}
 
 
+def one_pass_available(session: Session) -> bool:
+    """The best lexemes can take the extension's one pass: ``rag_bm25`` is in this database (created here if the
+    server has it). Call it before the staging schema leads the ``search_path``: the extension goes in its first
+    schema."""
+    return unavailable_reason(session) is None
+
+
 def stage_keywords(
-    staging: Staging, params: dict[str, Any], keywords: ChunkKeywords, phase: Callable[[str], None], *, chunks: int
+    staging: Staging,
+    params: dict[str, Any],
+    keywords: ChunkKeywords,
+    phase: Callable[[str], None],
+    *,
+    chunks: int,
+    one_pass: bool = False,
 ) -> dict[str, float]:
-    """Write ``bulk_keywords`` for the staged chunks (tokenized: ``Staging.tokenize``); returns seconds by phase."""
+    """Write ``bulk_keywords`` for the staged chunks (tokenized: ``Staging.tokenize``); returns seconds by phase.
+
+    ``one_pass``: the best lexemes by the extension's window function (``one_pass_available``)."""
     session = staging.session
     timings: dict[str, float] = {}
     if keywords.count <= 0 or not chunks:
         staging.create_as(_NO_KEYWORDS, params)
         session.execute(_KEYWORDS_KEY)
         return timings
-    phase("keyword statistics")
-    started = time.perf_counter()
-    staging.create_as(_DF, params)
-    staging.create_as(_BEFORE, params)
-    session.execute(_KEYWORD_BEFORE_KEY)
-    session.execute(text("ANALYZE bulk_df, bulk_before"))
-    timings["keyword statistics"] = time.perf_counter() - started
     weights = {"self_count": 1, "keyword_count": keywords.count}
     keyword_params = {**params, **weights, "bm25_k1": float(keywords.bm25_k1), "bm25_b": float(keywords.bm25_b)}
-    phase("best lexemes")
-    started = time.perf_counter()
-    if staging.schema is None:
-        staging.create_as(_BEST_LEXEMES, keyword_params, settings={"work_mem": BEST_LEXEMES_WORK_MEM})
+    if one_pass:
+        phase("best lexemes")
+        started = time.perf_counter()
+        staging.create_as(_BEST_LEXEMES_IN_ONE_PASS, keyword_params)
     else:
-        staging.run(SQL(_CREATE_TERMS_FUNCTION).format(Identifier(staging.schema)))
-        settings = {"work_mem": BEST_LEXEMES_WORK_MEM, **_FUNCTION_PLAN}
-        staging.create_as(_BEST_LEXEMES_BY_FUNCTION, keyword_params, parallel=True, settings=settings)
+        timings["keyword statistics"] = _count_statistics(staging, params, phase)
+        phase("best lexemes")
+        started = time.perf_counter()
+        _rank_set_based(staging, keyword_params)
     session.execute(_BEST_LEXEMES_KEY)
     session.execute(text("ANALYZE bulk_best_lexemes"))
     timings["best lexemes"] = time.perf_counter() - started
@@ -154,3 +186,25 @@ def stage_keywords(
     session.execute(_KEYWORDS_KEY)
     timings["keywords"] = time.perf_counter() - started
     return timings
+
+
+def _count_statistics(staging: Staging, params: dict[str, Any], phase: Callable[[str], None]) -> float:
+    """``bulk_df`` and ``bulk_before``, the statistics each chunk is weighed against; returns the seconds."""
+    session = staging.session
+    phase("keyword statistics")
+    started = time.perf_counter()
+    staging.create_as(_DF, params)
+    staging.create_as(_BEFORE, params)
+    session.execute(_KEYWORD_BEFORE_KEY)
+    session.execute(text("ANALYZE bulk_df, bulk_before"))
+    return time.perf_counter() - started
+
+
+def _rank_set_based(staging: Staging, keyword_params: dict[str, Any]) -> None:
+    """``bulk_best_lexemes`` by the set-based statement (on parallel workers where the staging allows them)."""
+    if staging.schema is None:
+        staging.create_as(_BEST_LEXEMES, keyword_params, settings={"work_mem": BEST_LEXEMES_WORK_MEM})
+    else:
+        staging.run(SQL(_CREATE_TERMS_FUNCTION).format(Identifier(staging.schema)))
+        settings = {"work_mem": BEST_LEXEMES_WORK_MEM, **_FUNCTION_PLAN}
+        staging.create_as(_BEST_LEXEMES_BY_FUNCTION, keyword_params, parallel=True, settings=settings)

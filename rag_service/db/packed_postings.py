@@ -55,8 +55,9 @@ if TYPE_CHECKING:  # search_request imports numpy, which an ingest run without c
 _log = logging.getLogger(__name__)
 
 EXTENSION = "rag_bm25"
-#: the extension's version this code calls (0.2: ``rag_bm25_topk`` takes the ids to leave out)
-EXTENSION_VERSION = "0.2"
+#: the extension's version this code calls (0.2: ``rag_bm25_topk`` takes the ids to leave out; 0.3: a bulk load's
+#: best lexemes, ``db.bulk_keywords``)
+EXTENSION_VERSION = "0.3"
 #: a snapshot is packed again once the chunks added, deleted or rewritten since pass this share of it: the SQL
 #: part of the arm (chunks added since) stays small, and a rebuild costs ~32 s a million chunks
 REBUILD_SHARE = 0.05

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from rag_service.db import bulk as bulk_load
 from rag_service.db import bulk_staging, migrate
 from rag_service.db.bulk import BulkLoad
 from rag_service.db.database import Database
@@ -143,15 +144,17 @@ _LOAD_SCHEMAS = text("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'rag_
 
 
 @pytest.mark.parametrize(
-    ("partitioned", "schema_allowed"),
-    [(False, True), (True, True), (False, False)],
-    ids=["plain", "partitioned", "temporary-staging"],
+    ("partitioned", "schema_allowed", "one_pass"),
+    [(False, True, True), (True, True, True), (False, False, True), (False, True, False), (False, False, False)],
+    ids=["plain", "partitioned", "temporary-staging", "set-based-keywords", "temporary-staging-set-based-keywords"],
 )
 def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
-    corpus, database_factory, settings, partitioned, schema_allowed, monkeypatch
+    corpus, database_factory, settings, partitioned, schema_allowed, one_pass, monkeypatch
 ):
     if not schema_allowed:  # a role that may not create a schema stages in temporary tables
         monkeypatch.setattr(bulk_staging, "_CAN_CREATE_SCHEMA", text("SELECT false"))
+    if not one_pass:  # a server without the rag_bm25 extension ranks the keywords set-based
+        monkeypatch.setattr(bulk_load, "one_pass_available", lambda session: False)
     row_engine = _fresh(database_factory, settings, partitioned=partitioned)
     bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
     settings = dataclasses.replace(settings, bm25_packed_min_chunks=1)  # packed postings compared too
@@ -168,6 +171,7 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         # the context postings' key and reference too: checked row by row they were ~80% of a 100k load
         context_keys = {"build index pk_context_terms", "check fk_context_terms_context"}
         assert (context_keys <= set(phases)) is not partitioned
+        assert ("keyword statistics" in phases) is not one_pass and "best lexemes" in phases
         pages = len(TOPICS) + 1
         assert (bulk.added, bulk.chunks_written) == (row.added, row.chunks_written) == (pages, row.chunks_written)
         row_state, bulk_state = dump(row_engine), dump(bulk_engine)
@@ -187,7 +191,8 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
             assert bulk_state[table] == row_state[table], table
         # unlogged staging: the tokenizing and the keywords (the costliest steps) are planned on parallel workers
         planned = {table for table, plan in parallel_plans if "Gather" in plan and "Workers Planned" in plan}
-        expected = {"bulk_vectors", "bulk_best_lexemes", "bulk_keywords"} if schema_allowed else set()
+        expected = {"bulk_vectors", "bulk_keywords"} | (set() if one_pass else {"bulk_best_lexemes"})
+        expected = expected if schema_allowed else set()
         assert planned == expected, parallel_plans
         with bulk_engine.connect() as conn:  # the load's staging schema went with it
             assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0
