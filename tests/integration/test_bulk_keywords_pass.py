@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from rag_service.db.bulk_keywords import one_pass_available, stage_keywords
 from rag_service.db.bulk_staging import Staging
 from rag_service.db.documents import ChunkKeywords
+from rag_service.db.engine import make_engine
 from tests.integration.test_packed_postings import IN_CI
 
 _COMMON = "the service indexes documents with postgres and pgvector for retrieval"
@@ -85,3 +86,25 @@ def test_the_extensions_pass_ranks_as_the_set_based_statements(engine, fts_confi
     if fts_config == "english":  # the text's counts rank them, not the stored vector's less the prefix's
         assert by_seq[4][:2] == ["aardvark", "zebra"] and by_seq[5] == ["zeta", "yak"]
     assert by_seq[8] == sorted(by_seq[8])  # equal scores: the lexemes in collation order
+
+
+def test_a_database_holding_the_previous_version_is_updated_for_the_pass(database_factory, settings):
+    engine = make_engine(database_factory.create("rag_ext"), settings)
+    try:
+        with engine.begin() as conn:
+            if not conn.execute(text(_HAS_VERSION), {"version": "0.2"}).scalar_one():
+                message = "the server has no rag_bm25 extension (make install builds it)"
+                pytest.fail(message, pytrace=False) if IN_CI else pytest.skip(message)
+            conn.execute(text("CREATE EXTENSION rag_bm25 VERSION '0.2'"))
+        with Session(engine) as session, session.begin():
+            assert one_pass_available(session)  # updated in place: ALTER EXTENSION ... UPDATE
+            assert session.execute(text(_INSTALLED)).one() == ("0.3", 1)
+    finally:
+        engine.dispose()
+
+
+_HAS_VERSION = "SELECT count(*) FROM pg_available_extension_versions WHERE name = 'rag_bm25' AND version = :version"
+_INSTALLED = (
+    "SELECT extversion, (SELECT count(*) FROM pg_proc WHERE proname = 'rag_bulk_best_lexemes' AND prokind = 'w') "
+    "FROM pg_extension WHERE extname = 'rag_bm25'"
+)
