@@ -60,9 +60,12 @@ class DatabaseStatus:
         if not self.collections:
             out.append("documents:  none")
         if self.rag_bm25 is None:
-            out.append("rag_bm25:   not in this server: large collections use the bounded BM25 arm (`make install`)")
+            out.append(
+                "rag_bm25:   not in this server: large collections use the bounded BM25 arm and bulk loads rank "
+                "keywords in SQL (`make install`)"
+            )
         else:
-            out.append(f"rag_bm25:   {self.rag_bm25} (exact BM25 for large collections)")
+            out.append(f"rag_bm25:   {self.rag_bm25} (exact BM25 for large collections, bulk keywords in one pass)")
         for name, (docs, chunks) in sorted(self.collections.items()):
             packed = ", postings packed (exact BM25)" if name in self.packed else ""
             counts = f"{docs} document{'' if docs == 1 else 's'}, {chunks} chunk{'' if chunks == 1 else 's'}"
