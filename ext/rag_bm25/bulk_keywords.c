@@ -219,9 +219,10 @@ rag_bulk_best_lexemes(PG_FUNCTION_ARGS)
 				b = DatumGetFloat8(WinGetFuncArgCurrent(window, 5, &null_arg));
 	int32		keyword_count = DatumGetInt32(WinGetFuncArgCurrent(window, 6, &null_arg));
 	bool		derive = DatumGetBool(WinGetFuncArgCurrent(window, 7, &null_arg));
-	TSVector	stored;
-	WordEntry  *entries;
-	Term	   *terms;
+	TSVector	stored = null_stored ? NULL : DatumGetTSVector(stored_datum);	/* NULL: a NULL prefix or text */
+	int			stored_size = stored ? stored->size : 0;
+	WordEntry  *entries = stored ? ARRPTR(stored) : NULL;
+	Term	   *terms = palloc(sizeof(Term) * Max(stored_size, 1));
 	int			found = 0;
 	double		len = 0.0,
 				n,
@@ -240,24 +241,19 @@ rag_bulk_best_lexemes(PG_FUNCTION_ARGS)
 		*slot = stats;
 	}
 	WinSetMarkPosition(window, WinGetCurrentPosition(window));	/* earlier rows are never read again */
-	if (null_stored)
-		ereport(ERROR, (errmsg("rag_bulk_best_lexemes: a chunk without a tsvector")));
-	stored = DatumGetTSVector(stored_datum);
-	entries = ARRPTR(stored);
-	terms = palloc(sizeof(Term) * Max(stored->size, 1));
-
 	if (!null_content && keyword_count > 0)
 	{
-		const char *prefix = null_prefix ? "" : VARDATA_ANY(DatumGetTextPP(prefix_datum));
-		int			prefix_len = null_prefix ? 0 : VARSIZE_ANY_EXHDR(DatumGetTextPP(prefix_datum));
+		text	   *prefix_text = null_prefix ? NULL : DatumGetTextPP(prefix_datum);
+		const char *prefix = prefix_text ? VARDATA_ANY(prefix_text) : "";
+		int			prefix_len = prefix_text ? VARSIZE_ANY_EXHDR(prefix_text) : 0;
 
-		if (derive && memchr(prefix, '<', prefix_len) == NULL && within_limits(stored))
+		if (derive && stored != NULL && memchr(prefix, '<', prefix_len) == NULL && within_limits(stored))
 			found = derived_terms(stored, tokenized(config, cstring_to_text_with_len(prefix, prefix_len)), terms);
 		else
 		{
 			TSVector	text_vector = tokenized(config, DatumGetTextPP(content_datum));
 
-			if (text_vector->size > stored->size)
+			if (text_vector->size > stored_size)
 				terms = repalloc(terms, sizeof(Term) * text_vector->size);
 			found = own_terms(text_vector, terms);
 		}
@@ -289,7 +285,7 @@ rag_bulk_best_lexemes(PG_FUNCTION_ARGS)
 		result = construct_array_builtin(best, kept, TEXTOID);
 	}
 	/* then the chunk joins the statistics: every lexeme of its stored vector, its length */
-	for (int i = 0; i < stored->size; i++)
+	for (int i = 0; i < stored_size; i++)
 	{
 		LexemeKey	key = {STRPTR(stored) + entries[i].pos, entries[i].len};
 		bool		known;

@@ -41,10 +41,6 @@ from rag_service.db.keywords import (
 )
 from rag_service.db.packed_postings import unavailable_reason
 
-_KEYWORD_TERMS_SELECT = (
-    "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
-    "FROM bulk_vectors v, unnest(v.tsv) AS u"
-)
 _KEYWORD_BEFORE_SELECT = (
     "SELECT v.seq, row_number() OVER w - 1 AS chunk_count, "  # noqa: S608 (constants of this module only)
     "coalesce(sum(v.len) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS total_length "
@@ -93,6 +89,23 @@ _DERIVABLE = (
     "JOIN pg_ts_template t ON t.oid = d.dicttemplate WHERE m.mapcfg = c.oid AND t.tmplname = 'thesaurus') "
     "FROM pg_ts_config c JOIN pg_ts_parser p ON p.oid = c.cfgparser WHERE c.oid = CAST(:fts_config AS regconfig))"
 )
+_KEYWORD_TERMS_SELECT = (
+    "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
+    "FROM bulk_vectors v, unnest(v.tsv) AS u"
+)
+# a text's terms missing from its own stored vector (a tag opened in the prefix took them; see the pass above):
+# bulk_df has no row for them, and the row path weighs them with the chunks before that hold them
+_MISSING_TERMS_SELECT = (
+    "SELECT b.seq, u.lexeme FROM bulk_chunks b JOIN bulk_vectors v ON v.seq = b.seq, "  # noqa: S608 (constants only)
+    "unnest(to_tsvector(CAST(:fts_config AS regconfig), b.content)) AS u "
+    "WHERE (strpos(b.search_prefix, '<') > 0 OR NOT " + _DERIVABLE + ") "
+    "AND u.lexeme <> ALL (tsvector_to_array(v.tsv))"
+)
+_COUNT_MISSING = text("SELECT count(*) FROM bulk_missing_terms")
+_ADD_MISSING = text(
+    "INSERT INTO bulk_df (seq, lexeme, doc_freq) SELECT m.seq, m.lexeme, count(f.seq) FROM bulk_missing_terms m "
+    "LEFT JOIN bulk_df f ON f.lexeme = m.lexeme AND f.seq < m.seq GROUP BY m.seq, m.lexeme"
+)
 _BEST_LEXEMES_IN_ONE_PASS_SELECT = (
     "SELECT seq, lexemes FROM (SELECT v.seq, rag_bulk_best_lexemes(v.tsv, b.search_prefix, b.content, "  # noqa: S608
     "CAST(:fts_config AS regconfig), CAST(:bm25_k1 AS float8), CAST(:bm25_b AS float8), "
@@ -123,6 +136,7 @@ _KEYWORDS_BY_FUNCTION_SELECT = (
 )
 _NO_KEYWORDS_SELECT = "SELECT seq, CAST(NULL AS jsonb) AS keywords FROM bulk_chunks WHERE false"
 _DF, _BEFORE = staged_table("bulk_df", _KEYWORD_TERMS_SELECT), staged_table("bulk_before", _KEYWORD_BEFORE_SELECT)
+_MISSING = staged_table("bulk_missing_terms", _MISSING_TERMS_SELECT)
 _BEST_LEXEMES = staged_table("bulk_best_lexemes", _BEST_LEXEMES_SELECT)
 _BEST_LEXEMES_BY_FUNCTION = staged_table("bulk_best_lexemes", _BEST_LEXEMES_BY_FUNCTION_SELECT)
 _BEST_LEXEMES_IN_ONE_PASS = staged_table("bulk_best_lexemes", _BEST_LEXEMES_IN_ONE_PASS_SELECT)
@@ -194,6 +208,9 @@ def _count_statistics(staging: Staging, params: dict[str, Any], phase: Callable[
     phase("keyword statistics")
     started = time.perf_counter()
     staging.create_as(_DF, params)
+    staging.create_as(_MISSING, params)
+    if session.execute(_COUNT_MISSING).scalar_one():
+        session.execute(_ADD_MISSING)
     staging.create_as(_BEFORE, params)
     session.execute(_KEYWORD_BEFORE_KEY)
     session.execute(text("ANALYZE bulk_df, bulk_before"))

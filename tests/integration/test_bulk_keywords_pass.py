@@ -1,23 +1,25 @@
-"""The rag_bm25 extension's one pass ranks a bulk load's keywords exactly as the set-based statements do.
+"""The rag_bm25 extension's one pass gives a bulk load's chunks the row path's keywords, as the set-based SQL does.
 
 The pass counts a chunk's terms as its stored tsvector's (search prefix and text) less its prefix's; the texts
 here are the cases where that shortcut must give way to tokenizing the text again (a tag opened in the prefix,
 a lexeme past 255 positions, words past position 16383) or could slip (a prefix ending in a stopword,
-non-ASCII letters, digits, ties broken by collation, a chunk without terms). Both ways run on the same staged
-chunks and must give the same lexemes, in the same order, and the same words shown.
+non-ASCII letters, digits, ties broken by collation, a chunk without terms). Each text is one chunk written
+by the row path (the prefix its document's title), then the same chunks are staged and ranked both bulk ways:
+each chunk's words shown must be the row path's, and the two bulk ways must rank the same lexemes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from rag_service.db.bulk_keywords import one_pass_available, stage_keywords
 from rag_service.db.bulk_staging import Staging
-from rag_service.db.documents import ChunkKeywords
+from rag_service.db.documents import ChunkKeywords, ChunkRow, replace_document, search_prefix
 from rag_service.db.engine import make_engine
 from tests.integration.test_packed_postings import IN_CI
 
@@ -25,6 +27,7 @@ _COMMON = "the service indexes documents with postgres and pgvector for retrieva
 TEXTS = [
     ("Install", "Install the service with pip. " + _COMMON),
     ("Install and the", "install the service, then the database " + _COMMON),  # prefix ends in stopwords
+    ("Param", "param values and param types " + _COMMON),  # an earlier chunk holds "param"
     ("Generics <Type", "param> closes the tag the prefix opened: tag words here " + _COMMON),  # a tag over the newline
     ("List<T> of items", "generic list of items and their types " + _COMMON),
     ("Aardvark", "aardvark " * 300 + "zebra " * 300 + _COMMON),  # lexemes past 255 positions, one in the prefix
@@ -39,36 +42,61 @@ TEXTS = [
 ]
 
 
-def _stage(session: Session, fts_config: str) -> Staging:
-    staging = Staging(session)
-    staging.create()
-    rows = [
-        {"seq": seq, "doc": 1 + seq // 4, "content": content, "prefix": prefix}
-        for seq, (prefix, content) in enumerate(TEXTS)
-    ]
-    session.execute(
-        text(
-            "INSERT INTO bulk_chunks (seq, document_id, chunk_index, content, search_prefix, metadata) "
-            "VALUES (:seq, :doc, :seq, :content, :prefix, '{}'::jsonb)"
-        ),
-        rows,
-    )
-    staging.tokenize(fts_config)
-    return staging
+def _row_path(engine: Engine, fts_config: str) -> list[str]:
+    """Each text's keywords as the row path writes them: one document a text, in order, its prefix the title."""
+    with Session(engine) as session, session.begin():
+        for seq, (prefix, content) in enumerate(TEXTS):
+            chunk = ChunkRow(0, "text", content, 0, len(content), 1, f"h{seq}", np.full(384, 0.1, dtype=np.float32))
+            replace_document(
+                session,
+                collection="keywords-" + fts_config,
+                source=f"t{seq}",
+                title=prefix,
+                content=content,
+                content_hash=f"h{seq}",
+                chunker="test",
+                fts_config=fts_config,
+                chunks=[chunk],
+                keywords=ChunkKeywords(count=8),
+            )
+        found = session.execute(
+            text(
+                "SELECT coalesce(c.metadata -> 'keywords', '[]'::jsonb)::text FROM document_chunks c "
+                "JOIN documents d ON d.id = c.document_id WHERE d.collection = :c ORDER BY d.id"
+            ),
+            {"c": "keywords-" + fts_config},
+        )
+        keywords = list(found.scalars())
+        session.rollback()
+    return keywords
 
 
-def _keywords(engine: Engine, fts_config: str, *, one_pass: bool) -> list[tuple[Any, ...]]:
+def _bulk(engine: Engine, fts_config: str, *, one_pass: bool) -> list[tuple[Any, ...]]:
+    """(lexemes, words shown) of each text staged as a bulk load stages it, ranked one way or the other."""
     params = {"collection": "kb", "fts_config": fts_config}
     with Session(engine) as session, session.begin():
         if one_pass and not one_pass_available(session):
             message = "the server has no rag_bm25 extension 0.3 (make install builds it)"
             pytest.fail(message, pytrace=False) if IN_CI else pytest.skip(message)
-        staging = _stage(session, fts_config)
+        staging = Staging(session)
+        staging.create()
+        rows = [
+            {"seq": seq, "content": content, "prefix": search_prefix(prefix, "")}
+            for seq, (prefix, content) in enumerate(TEXTS)
+        ]
+        session.execute(
+            text(
+                "INSERT INTO bulk_chunks (seq, document_id, chunk_index, content, search_prefix, metadata) "
+                "VALUES (:seq, :seq, 0, :content, :prefix, '{}'::jsonb)"
+            ),
+            rows,
+        )
+        staging.tokenize(fts_config)
         stage_keywords(staging, params, ChunkKeywords(count=8), lambda _: None, chunks=len(TEXTS), one_pass=one_pass)
         found = session.execute(
             text(
-                "SELECT b.seq, l.lexemes, k.keywords::text FROM bulk_chunks b "
-                "LEFT JOIN bulk_best_lexemes l ON l.seq = b.seq LEFT JOIN bulk_keywords k ON k.seq = b.seq ORDER BY 1"
+                "SELECT l.lexemes, k.keywords::text FROM bulk_chunks b LEFT JOIN bulk_best_lexemes l ON l.seq = b.seq "
+                "LEFT JOIN bulk_keywords k ON k.seq = b.seq ORDER BY b.seq"
             )
         ).all()
         session.rollback()
@@ -76,16 +104,18 @@ def _keywords(engine: Engine, fts_config: str, *, one_pass: bool) -> list[tuple[
 
 
 @pytest.mark.parametrize("fts_config", ["english", "simple"])
-def test_the_extensions_pass_ranks_as_the_set_based_statements(engine, fts_config):
-    set_based = _keywords(engine, fts_config, one_pass=False)
-    one_pass = _keywords(engine, fts_config, one_pass=True)
+def test_the_extensions_pass_gives_the_row_paths_keywords(engine, fts_config):
+    row_path = _row_path(engine, fts_config)
+    one_pass = _bulk(engine, fts_config, one_pass=True)
+    set_based = _bulk(engine, fts_config, one_pass=False)
+    assert [shown for _, shown in one_pass] == row_path
     assert one_pass == set_based
-    by_seq = {seq: lexemes for seq, lexemes, _ in set_based}
-    assert sum(lexemes is not None for lexemes in by_seq.values()) == len(TEXTS) - 1 - (fts_config == "english")
-    assert by_seq[11] is None and "param" in by_seq[2]
+    lexemes = [best for best, _ in one_pass]
+    assert sum(best is not None for best in lexemes) == len(TEXTS) - 1 - (fts_config == "english")
+    assert lexemes[12] is None and "param" in lexemes[3]
     if fts_config == "english":  # the text's counts rank them, not the stored vector's less the prefix's
-        assert by_seq[4][:2] == ["aardvark", "zebra"] and by_seq[5] == ["zeta", "yak"]
-    assert by_seq[8] == sorted(by_seq[8])  # equal scores: the lexemes in collation order
+        assert lexemes[5][:2] == ["aardvark", "zebra"] and lexemes[6] == ["zeta", "yak"]
+    assert lexemes[9] == sorted(lexemes[9])  # equal scores: the lexemes in collation order
 
 
 def test_a_database_holding_the_previous_version_is_updated_for_the_pass(database_factory, settings):
