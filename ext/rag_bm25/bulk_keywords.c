@@ -8,11 +8,11 @@
  * term (tens of millions at 1M chunks), its join and its sorts are not needed. Written by hand: no extension keeps
  * running document frequencies, and the SQL form cost 285 s of a 1M load.
  *
- * A chunk's stored tsvector is its search prefix and text (to_tsvector(prefix || E'\n' || content)); its terms are
- * the text's alone. Counted, they are the stored vector's less the prefix's: no token spans the newline, so each
- * lexeme's positions are the prefix's plus the text's, unless a limit of the tsvector cut them (256 positions a
- * lexeme, positions up to 16383) or the prefix holds a '<' (a tag may run across the newline). Then, and for a
- * configuration the caller does not vouch for (derive = false), the text is tokenized again.
+ * Two vectors a chunk: its stored tsvector (search prefix and text: what the statistics count) and its text's
+ * (what its keywords weigh), which the caller computes (on parallel workers). Counting the text's terms as the
+ * stored vector's less the prefix's is not exact: the parser reads the start of a text differently from the same
+ * characters after a newline (a leading "~AlgorithmConfig.callbacks" is one file token alone, a host token after
+ * the prefix), and a tag opened in the prefix runs across the newline.
  */
 #include "postgres.h"
 
@@ -76,15 +76,6 @@ typedef struct
 	double		score;
 }			Term;
 
-/* tsvector order (tsCompareString): bytes, then length */
-static int
-lexeme_order(const char *a, int alen, const char *b, int blen)
-{
-	int			cmp = memcmp(a, b, Min(alen, blen));
-
-	return cmp != 0 ? cmp : (alen > blen) - (alen < blen);
-}
-
 /* the keyword filter of db.keywords.KEYWORD_TERMS_SQL: 2 to 40 characters, digits at most half, a letter */
 static bool
 worth_a_keyword(const char *str, int len)
@@ -117,50 +108,7 @@ positions(TSVector tsv, WordEntry *entry)
 	return POSDATALEN(tsv, entry);
 }
 
-/* the stored vector's counts less the prefix's can stand for the text's: no tsvector limit was reached */
-static bool
-within_limits(TSVector tsv)
-{
-	WordEntry  *entries = ARRPTR(tsv);
-
-	for (int i = 0; i < tsv->size; i++)
-	{
-		int			n = positions(tsv, &entries[i]);
-
-		if (n == 0 || n >= MAXNUMPOS - 1 || WEP_GETPOS(POSDATAPTR(tsv, &entries[i])[n - 1]) >= MAXENTRYPOS - 1)
-			return false;
-	}
-	return true;
-}
-
-/* the text's terms, counted from the stored vector less the prefix's (both sorted the tsvector way) */
-static int
-derived_terms(TSVector stored, TSVector prefix, Term *terms)
-{
-	WordEntry  *entries = ARRPTR(stored),
-			   *prefix_entries = ARRPTR(prefix);
-	int			found = 0,
-				j = 0;
-
-	for (int i = 0; i < stored->size; i++)
-	{
-		const char *str = STRPTR(stored) + entries[i].pos;
-		int			len = entries[i].len,
-					tf = positions(stored, &entries[i]),
-					cmp = 1;
-
-		while (j < prefix->size &&
-			   (cmp = lexeme_order(STRPTR(prefix) + prefix_entries[j].pos, prefix_entries[j].len, str, len)) < 0)
-			j++;
-		if (j < prefix->size && cmp == 0)
-			tf -= positions(prefix, &prefix_entries[j]);
-		if (tf > 0 && worth_a_keyword(str, len))
-			terms[found++] = (Term) {str, len, (double) tf, 0.0};
-	}
-	return found;
-}
-
-/* the text's terms from its own vector */
+/* the text's terms: its lexemes worth a keyword, tf their positions (at least 1) */
 static int
 own_terms(TSVector text_vector, Term *terms)
 {
@@ -189,17 +137,11 @@ best_first(const void *a, const void *b)
 	return varstr_cmp(x->str, x->len, y->str, y->len, DEFAULT_COLLATION_OID);
 }
 
-static TSVector
-tokenized(Oid config, text *source)
-{
-	return DatumGetTSVector(DirectFunctionCall2(to_tsvector_byid, ObjectIdGetDatum(config), PointerGetDatum(source)));
-}
-
 PG_FUNCTION_INFO_V1(rag_bulk_best_lexemes);
 
 /*
- * rag_bulk_best_lexemes(stored tsvector, prefix text, content text, config regconfig, k1 float8, b float8,
- * keyword_count int4, derive bool) -> text[] (NULL: no term), a window function over the chunks in load order
+ * rag_bulk_best_lexemes(stored tsvector, text_vector tsvector, k1 float8, b float8, keyword_count int4) -> text[]
+ * (NULL: no term), a window function over the chunks in load order
  */
 Datum
 rag_bulk_best_lexemes(PG_FUNCTION_ARGS)
@@ -208,21 +150,18 @@ rag_bulk_best_lexemes(PG_FUNCTION_ARGS)
 	RunningStatistics **slot = WinGetPartitionLocalMemory(window, sizeof(RunningStatistics *));
 	RunningStatistics *stats = *slot;
 	bool		null_stored,
-				null_prefix,
-				null_content,
+				null_text,
 				null_arg;
 	Datum		stored_datum = WinGetFuncArgCurrent(window, 0, &null_stored),
-				prefix_datum = WinGetFuncArgCurrent(window, 1, &null_prefix),
-				content_datum = WinGetFuncArgCurrent(window, 2, &null_content);
-	Oid			config = DatumGetObjectId(WinGetFuncArgCurrent(window, 3, &null_arg));
-	double		k1 = DatumGetFloat8(WinGetFuncArgCurrent(window, 4, &null_arg)),
-				b = DatumGetFloat8(WinGetFuncArgCurrent(window, 5, &null_arg));
-	int32		keyword_count = DatumGetInt32(WinGetFuncArgCurrent(window, 6, &null_arg));
-	bool		derive = DatumGetBool(WinGetFuncArgCurrent(window, 7, &null_arg));
+				text_datum = WinGetFuncArgCurrent(window, 1, &null_text);
+	double		k1 = DatumGetFloat8(WinGetFuncArgCurrent(window, 2, &null_arg)),
+				b = DatumGetFloat8(WinGetFuncArgCurrent(window, 3, &null_arg));
+	int32		keyword_count = DatumGetInt32(WinGetFuncArgCurrent(window, 4, &null_arg));
 	TSVector	stored = null_stored ? NULL : DatumGetTSVector(stored_datum);	/* NULL: a NULL prefix or text */
 	int			stored_size = stored ? stored->size : 0;
 	WordEntry  *entries = stored ? ARRPTR(stored) : NULL;
-	Term	   *terms = palloc(sizeof(Term) * Max(stored_size, 1));
+	TSVector	text_vector = null_text ? NULL : DatumGetTSVector(text_datum);
+	Term	   *terms = palloc(sizeof(Term) * Max(text_vector ? text_vector->size : 0, 1));
 	int			found = 0;
 	double		len = 0.0,
 				n,
@@ -241,23 +180,8 @@ rag_bulk_best_lexemes(PG_FUNCTION_ARGS)
 		*slot = stats;
 	}
 	WinSetMarkPosition(window, WinGetCurrentPosition(window));	/* earlier rows are never read again */
-	if (!null_content && keyword_count > 0)
-	{
-		text	   *prefix_text = null_prefix ? NULL : DatumGetTextPP(prefix_datum);
-		const char *prefix = prefix_text ? VARDATA_ANY(prefix_text) : "";
-		int			prefix_len = prefix_text ? VARSIZE_ANY_EXHDR(prefix_text) : 0;
-
-		if (derive && stored != NULL && memchr(prefix, '<', prefix_len) == NULL && within_limits(stored))
-			found = derived_terms(stored, tokenized(config, cstring_to_text_with_len(prefix, prefix_len)), terms);
-		else
-		{
-			TSVector	text_vector = tokenized(config, DatumGetTextPP(content_datum));
-
-			if (text_vector->size > stored_size)
-				terms = repalloc(terms, sizeof(Term) * text_vector->size);
-			found = own_terms(text_vector, terms);
-		}
-	}
+	if (text_vector != NULL && keyword_count > 0)
+		found = own_terms(text_vector, terms);
 	for (int i = 0; i < found; i++)
 		len += terms[i].tf;
 	/* the statistics with the chunk itself counted in (self_count 1), as db.keywords.KEYWORD_STATISTICS_SQL */

@@ -80,9 +80,8 @@ _BEST_LEXEMES_BY_FUNCTION_SELECT = _BEST_LEXEMES_SQL.replace(
     "SELECT b.seq, k.lexeme, k.tf, k.len FROM bulk_chunks b "
     "CROSS JOIN LATERAL bulk_keyword_terms(b.content, CAST(:fts_config AS regconfig)) AS k",
 )
-# the extension's pass. A chunk's stored tsvector is of its search prefix and text; the pass counts the text's terms
-# as the stored vector's less the prefix's (no token spans the newline between them) where the configuration's
-# parser is the default one and no thesaurus joins tokens into a phrase: else it tokenizes the text again
+# a configuration whose parser is the default one and that has no thesaurus: no token spans the newline between a
+# chunk's search prefix and its text but a tag opened in the prefix
 _DERIVABLE = (
     "(SELECT p.prsname = 'default' AND p.prsnamespace = 'pg_catalog'::regnamespace AND NOT EXISTS ("
     "SELECT 1 FROM pg_ts_config_map m JOIN pg_ts_dict d ON d.oid = m.mapdict "
@@ -106,11 +105,26 @@ _ADD_MISSING = text(
     "INSERT INTO bulk_df (seq, lexeme, doc_freq) SELECT m.seq, m.lexeme, count(f.seq) FROM bulk_missing_terms m "
     "LEFT JOIN bulk_df f ON f.lexeme = m.lexeme AND f.seq < m.seq GROUP BY m.seq, m.lexeme"
 )
-_BEST_LEXEMES_IN_ONE_PASS_SELECT = (
-    "SELECT seq, lexemes FROM (SELECT v.seq, rag_bulk_best_lexemes(v.tsv, b.search_prefix, b.content, "  # noqa: S608
-    "CAST(:fts_config AS regconfig), CAST(:bm25_k1 AS float8), CAST(:bm25_b AS float8), "
-    "CAST(:keyword_count AS int4), " + _DERIVABLE + ") OVER (ORDER BY v.seq) AS lexemes "
-    "FROM bulk_vectors v JOIN bulk_chunks b ON b.seq = v.seq) ranked WHERE lexemes IS NOT NULL"
+# the extension's pass: each chunk's stored tsvector (what the statistics count) and its text's (what its keywords
+# weigh, tokenized again as the row path does), the text's computed below the window (OFFSET 0 keeps it there)
+_BEST_LEXEMES_IN_ONE_PASS_SQL = (
+    "SELECT seq, lexemes FROM (SELECT t.seq, rag_bulk_best_lexemes(t.tsv, t.text_vector, "
+    "CAST(:bm25_k1 AS float8), CAST(:bm25_b AS float8), CAST(:keyword_count AS int4)) "
+    "OVER (ORDER BY t.seq) AS lexemes "
+    "FROM (SELECT v.seq, v.tsv, {text_vector} AS text_vector "
+    "FROM bulk_vectors v JOIN bulk_chunks b ON b.seq = v.seq OFFSET 0) t) ranked WHERE lexemes IS NOT NULL"
+)
+_TEXT_VECTOR = "to_tsvector(CAST(:fts_config AS regconfig), b.content)"
+# the planner prices to_tsvector at 100 operators and plans the texts' tokenizing in the leader (127 s at 1M);
+# priced at its weight through a function of the load's schema it runs on the workers: 73 s
+_CREATE_TEXT_VECTOR_FUNCTION = (
+    "CREATE FUNCTION {}.bulk_text_vector(content text, config regconfig) RETURNS tsvector "
+    "LANGUAGE plpgsql STABLE PARALLEL SAFE COST 10000 AS $rag_text$ BEGIN RETURN to_tsvector(config, content); END "
+    "$rag_text$"
+)
+_BEST_LEXEMES_IN_ONE_PASS_SELECT = _BEST_LEXEMES_IN_ONE_PASS_SQL.format(text_vector=_TEXT_VECTOR)
+_BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION_SELECT = _BEST_LEXEMES_IN_ONE_PASS_SQL.format(
+    text_vector="bulk_text_vector(b.content, CAST(:fts_config AS regconfig))"
 )
 _BEST_LEXEMES_KEY = text("ALTER TABLE bulk_best_lexemes ADD PRIMARY KEY (seq)")
 _BEST_JOINED = "FROM bulk_chunks b LEFT JOIN bulk_best_lexemes t ON t.seq = b.seq"
@@ -140,6 +154,7 @@ _MISSING = staged_table("bulk_missing_terms", _MISSING_TERMS_SELECT)
 _BEST_LEXEMES = staged_table("bulk_best_lexemes", _BEST_LEXEMES_SELECT)
 _BEST_LEXEMES_BY_FUNCTION = staged_table("bulk_best_lexemes", _BEST_LEXEMES_BY_FUNCTION_SELECT)
 _BEST_LEXEMES_IN_ONE_PASS = staged_table("bulk_best_lexemes", _BEST_LEXEMES_IN_ONE_PASS_SELECT)
+_BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION = staged_table("bulk_best_lexemes", _BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION_SELECT)
 _KEYWORDS = staged_table("bulk_keywords", _KEYWORDS_SELECT)
 _KEYWORDS_BY_FUNCTION = staged_table("bulk_keywords", _KEYWORDS_BY_FUNCTION_SELECT)
 _NO_KEYWORDS = staged_table("bulk_keywords", _NO_KEYWORDS_SELECT)
@@ -181,7 +196,11 @@ def stage_keywords(
     if one_pass:
         phase("best lexemes")
         started = time.perf_counter()
-        staging.create_as(_BEST_LEXEMES_IN_ONE_PASS, keyword_params)
+        if staging.schema is None:
+            staging.create_as(_BEST_LEXEMES_IN_ONE_PASS, keyword_params)
+        else:
+            staging.run(SQL(_CREATE_TEXT_VECTOR_FUNCTION).format(Identifier(staging.schema)))
+            staging.create_as(_BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION, keyword_params, parallel=True)
     else:
         timings["keyword statistics"] = _count_statistics(staging, params, phase)
         phase("best lexemes")

@@ -191,8 +191,7 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
             assert bulk_state[table] == row_state[table], table
         # unlogged staging: the tokenizing and the keywords (the costliest steps) are planned on parallel workers
         planned = {table for table, plan in parallel_plans if "Gather" in plan and "Workers Planned" in plan}
-        expected = {"bulk_vectors", "bulk_keywords"} | (set() if one_pass else {"bulk_best_lexemes"})
-        expected = expected if schema_allowed else set()
+        expected = {"bulk_vectors", "bulk_best_lexemes", "bulk_keywords"} if schema_allowed else set()
         assert planned == expected, parallel_plans
         with bulk_engine.connect() as conn:  # the load's staging schema went with it
             assert conn.execute(_LOAD_SCHEMAS).scalar_one() == 0

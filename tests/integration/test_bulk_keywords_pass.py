@@ -1,9 +1,10 @@
 """The rag_bm25 extension's one pass gives a bulk load's chunks the row path's keywords, as the set-based SQL does.
 
-The pass counts a chunk's terms as its stored tsvector's (search prefix and text) less its prefix's; the texts
-here are the cases where that shortcut must give way to tokenizing the text again (a tag opened in the prefix,
-a lexeme past 255 positions, words past position 16383) or could slip (a prefix ending in a stopword,
-non-ASCII letters, digits, ties broken by collation, a chunk without terms). Each text is one chunk written
+The pass counts the statistics from each chunk's stored tsvector (search prefix and text) and weighs the terms of
+its text's own tsvector; the texts here are where the two differ (a tag opened in the prefix, a text whose first
+token the parser reads apart from the prefix, a lexeme past 255 positions, words past position 16383, a prefix
+ending in a stopword) or where the C code could slip (non-ASCII letters, digits, ties broken by collation, a
+chunk without terms). Each text is one chunk written
 by the row path (the prefix its document's title), then the same chunks are staged and ranked both bulk ways:
 each chunk's words shown must be the row path's, and the two bulk ways must rank the same lexemes.
 """
@@ -39,6 +40,7 @@ TEXTS = [
     ("Stopwords", "the and of a an to"),  # no term at all
     ("", ""),
     ("Dup", "Install the service with pip. " + _COMMON),  # the same text again: df counted
+    ("Api", "~AlgorithmConfig.callbacks\n    ~AlgorithmConfig.debugging " + _COMMON),  # a text's start parsed apart
 ]
 
 
