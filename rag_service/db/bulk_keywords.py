@@ -15,8 +15,8 @@ stays in the leader). Temporary staging tables are invisible to workers: there b
 
 Where the database has the ``rag_bm25`` extension (``ext/rag_bm25``), the statistics and the best lexemes are one
 pass of its window function ``rag_bulk_best_lexemes`` over the chunks in load order, the statistics kept running in
-a hash table: 19-21 s at 1M chunks against 95 + 199 s for the set-based statements, the same lexemes for all 1M
-(docs/benchmarks.md, "Session 38").
+a hash table, the texts tokenized on the workers below it: 73 s at 1M chunks against 95 + 199 s for the set-based
+statements, the same lexemes for all 1M (docs/benchmarks.md, "Session 38").
 """
 
 from __future__ import annotations
@@ -92,8 +92,11 @@ _KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
     "FROM bulk_vectors v, unnest(v.tsv) AS u"
 )
-# a text's terms missing from its own stored vector (a tag opened in the prefix took them; see the pass above):
-# bulk_df has no row for them, and the row path weighs them with the chunks before that hold them
+# a text's terms missing from its own stored vector (a tag opened in the prefix took them, or a configuration not
+# reasoned about): bulk_df has no row for them, and the row path weighs them with the chunks before that hold them.
+# Not probed: a text's first token, which the parser may read apart from the prefix ("~AlgorithmConfig.x" opening a
+# text is a file token, a host token after a newline); it is weighed as if no chunk before held it, which differs
+# from the row path only if an earlier chunk's prefix opens with that very token (the one pass weighs it right)
 _MISSING_TERMS_SELECT = (
     "SELECT b.seq, u.lexeme FROM bulk_chunks b JOIN bulk_vectors v ON v.seq = b.seq, "  # noqa: S608 (constants only)
     "unnest(to_tsvector(CAST(:fts_config AS regconfig), b.content)) AS u "
