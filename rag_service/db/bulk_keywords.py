@@ -30,7 +30,7 @@ from psycopg.sql import SQL, Identifier
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from rag_service.db.bulk_staging import Staging, staged_table
+from rag_service.db.bulk_staging import StagedTable, Staging, staged_table
 from rag_service.db.contexts import TSV_LENGTH
 from rag_service.db.documents import ChunkKeywords
 from rag_service.db.keywords import (
@@ -199,11 +199,8 @@ def stage_keywords(
     if one_pass:
         phase("best lexemes")
         started = time.perf_counter()
-        if staging.schema is None:
-            staging.create_as(_BEST_LEXEMES_IN_ONE_PASS, keyword_params)
-        else:
-            staging.run(SQL(_CREATE_TEXT_VECTOR_FUNCTION).format(Identifier(staging.schema)))
-            staging.create_as(_BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION, keyword_params, parallel=True)
+        by_function = (_CREATE_TEXT_VECTOR_FUNCTION, _BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION)
+        _stage_on_workers(staging, _BEST_LEXEMES_IN_ONE_PASS, by_function, keyword_params)
     else:
         timings["keyword statistics"] = _count_statistics(staging, params, phase)
         phase("best lexemes")
@@ -214,11 +211,7 @@ def stage_keywords(
     timings["best lexemes"] = time.perf_counter() - started
     phase("keywords")
     started = time.perf_counter()
-    if staging.schema is None:
-        staging.create_as(_KEYWORDS, params)
-    else:
-        staging.run(SQL(_CREATE_FUNCTION).format(Identifier(staging.schema)))
-        staging.create_as(_KEYWORDS_BY_FUNCTION, params, parallel=True, settings=_FUNCTION_PLAN)
+    _stage_on_workers(staging, _KEYWORDS, (_CREATE_FUNCTION, _KEYWORDS_BY_FUNCTION), params, _FUNCTION_PLAN)
     session.execute(_KEYWORDS_KEY)
     timings["keywords"] = time.perf_counter() - started
     return timings
@@ -241,9 +234,24 @@ def _count_statistics(staging: Staging, params: dict[str, Any], phase: Callable[
 
 def _rank_set_based(staging: Staging, keyword_params: dict[str, Any]) -> None:
     """``bulk_best_lexemes`` by the set-based statement (on parallel workers where the staging allows them)."""
+    settings = {"work_mem": BEST_LEXEMES_WORK_MEM, **_FUNCTION_PLAN}
+    by_function = (_CREATE_TERMS_FUNCTION, _BEST_LEXEMES_BY_FUNCTION)
+    _stage_on_workers(staging, _BEST_LEXEMES, by_function, keyword_params, settings)
+
+
+def _stage_on_workers(
+    staging: Staging,
+    inline: StagedTable,
+    by_function: tuple[str, StagedTable],
+    params: dict[str, Any],
+    settings: dict[str, str] | None = None,
+) -> None:
+    """Stage a table: ``inline`` where the staging is temporary (invisible to workers: one process), else through a
+    function of the load's schema (``by_function``: its CREATE, for ``str.format`` with the schema, and the query
+    that calls it) on the parallel workers; ``settings`` hold for the query either way."""
     if staging.schema is None:
-        staging.create_as(_BEST_LEXEMES, keyword_params, settings={"work_mem": BEST_LEXEMES_WORK_MEM})
+        staging.create_as(inline, params, settings=settings)
     else:
-        staging.run(SQL(_CREATE_TERMS_FUNCTION).format(Identifier(staging.schema)))
-        settings = {"work_mem": BEST_LEXEMES_WORK_MEM, **_FUNCTION_PLAN}
-        staging.create_as(_BEST_LEXEMES_BY_FUNCTION, keyword_params, parallel=True, settings=settings)
+        create_function, query = by_function
+        staging.run(SQL(create_function).format(Identifier(staging.schema)))
+        staging.create_as(query, params, parallel=True, settings=settings)
