@@ -80,9 +80,9 @@ _BEST_LEXEMES_BY_FUNCTION_SELECT = _BEST_LEXEMES_SQL.replace(
     "SELECT b.seq, k.lexeme, k.tf, k.len FROM bulk_chunks b "
     "CROSS JOIN LATERAL bulk_keyword_terms(b.content, CAST(:fts_config AS regconfig)) AS k",
 )
-# a configuration whose parser is the default one and that has no thesaurus: no token spans the newline between a
-# chunk's search prefix and its text but a tag opened in the prefix
-_DERIVABLE = (
+# the configuration's parser is the default one and it has no thesaurus: then only a tag opened in a chunk's search
+# prefix can take a word of its text across the newline between them
+_PARSER_KEEPS_TEXT_APART = (
     "(SELECT p.prsname = 'default' AND p.prsnamespace = 'pg_catalog'::regnamespace AND NOT EXISTS ("
     "SELECT 1 FROM pg_ts_config_map m JOIN pg_ts_dict d ON d.oid = m.mapdict "
     "JOIN pg_ts_template t ON t.oid = d.dicttemplate WHERE m.mapcfg = c.oid AND t.tmplname = 'thesaurus') "
@@ -100,7 +100,7 @@ _KEYWORD_TERMS_SELECT = (
 _MISSING_TERMS_SELECT = (
     "SELECT b.seq, u.lexeme FROM bulk_chunks b JOIN bulk_vectors v ON v.seq = b.seq, "  # noqa: S608 (constants only)
     "unnest(to_tsvector(CAST(:fts_config AS regconfig), b.content)) AS u "
-    "WHERE (strpos(b.search_prefix, '<') > 0 OR NOT " + _DERIVABLE + ") "
+    "WHERE (strpos(b.search_prefix, '<') > 0 OR NOT " + _PARSER_KEEPS_TEXT_APART + ") "
     "AND u.lexeme <> ALL (tsvector_to_array(v.tsv))"
 )
 _COUNT_MISSING = text("SELECT count(*) FROM bulk_missing_terms")
