@@ -9,6 +9,7 @@
     ├── DatabaseError             the database cannot be reached or is not usable
     │   ├── DatabaseUnavailableError  connection refused / lost; retryable
     │   ├── StatementTimeoutError a statement ran past ``RAG_STATEMENT_TIMEOUT_MS`` and was cancelled
+    │   ├── DiskFullError         the server had no disk space left for a write (rolled back)
     │   ├── SchemaError           the schema is missing or not at the migration head
     │   │   └── ExtensionMissingError  pgvector is not installed, or the role may not CREATE EXTENSION vector
     │   └── EmbeddingMismatchError   stored vectors come from another model or dimension
@@ -76,6 +77,10 @@ class DatabaseUnavailableError(DatabaseError):
 
 class StatementTimeoutError(DatabaseError):
     """A statement ran longer than ``RAG_STATEMENT_TIMEOUT_MS`` (or waited that long for a lock)."""
+
+
+class DiskFullError(DatabaseError):
+    """The server could not write: its data directory's disk is full (SQLSTATE 53100); the write was rolled back."""
 
 
 class SchemaError(DatabaseError):

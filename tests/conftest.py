@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +84,32 @@ def _testcontainers_url() -> str | None:
 
     atexit.register(container.stop)
     return normalise_url(container.get_connection_url())
+
+
+#: the disk the suite's servers need beside the venv: their folders held 1.8 GB after a whole run (3 workers)
+_SUITE_DISK_BYTES = 2 * 2**30
+
+
+def _free_disk_bytes() -> int:
+    """Free bytes on the disk of the test data folder (of its nearest existing parent before the first run)."""
+    folder = next(p for p in (SHARED_TEST_DATA_DIR, *SHARED_TEST_DATA_DIR.parents) if p.exists())
+    return shutil.disk_usage(folder).free
+
+
+def pytest_report_header() -> str:
+    """The free disk in the run's header: a run on a nearly full disk fails in every database test at once."""
+    return f"rag_service: {_free_disk_bytes() / 2**30:.1f} GB free on the disk of {SHARED_TEST_DATA_DIR}"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop at once, in one line, when the disk cannot hold the suite's database servers."""
+    free = _free_disk_bytes()
+    if _WORKER is None and free < _SUITE_DISK_BYTES:
+        pytest.exit(
+            f"only {free // 2**20:,} MB are free on the disk of {SHARED_TEST_DATA_DIR}; the suite's database "
+            "servers need about 2 GB: free disk space, or set RAG_TEST_DATA_DIR to a folder on a larger disk",
+            returncode=1,
+        )
 
 
 def _file_rank(item: pytest.Item) -> int:

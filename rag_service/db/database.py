@@ -14,7 +14,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from rag_service.db.arm_connections import close_arm_connection
 from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.messages import url_for_display
-from rag_service.errors import DatabaseError, DatabaseUnavailableError, StatementTimeoutError, first_line
+from rag_service.errors import (
+    DatabaseError,
+    DatabaseUnavailableError,
+    DiskFullError,
+    StatementTimeoutError,
+    first_line,
+)
 
 T = TypeVar("T")
 
@@ -108,13 +114,16 @@ class Database:
 
 #: SQLSTATE of a statement cancelled by statement_timeout (or by pg_cancel_backend)
 QUERY_CANCELED = "57014"
+#: SQLSTATE of a write the server had no disk space for
+DISK_FULL = "53100"
 
 
 def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
     """The one-line library error for a driver error the user can act on; None for any other.
 
     A lost or refused connection becomes DatabaseUnavailableError (retryable); a statement cancelled
-    by ``statement_timeout`` becomes StatementTimeoutError naming ``RAG_STATEMENT_TIMEOUT_MS``.
+    by ``statement_timeout`` becomes StatementTimeoutError naming ``RAG_STATEMENT_TIMEOUT_MS``; a write the
+    server had no disk space for becomes DiskFullError.
     """
     if isinstance(exc, (OperationalError, InterfaceError)) and (
         exc.connection_invalidated or _is_connection_error(exc)
@@ -127,6 +136,11 @@ def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
             f"a statement on {url} was cancelled ({first_line(exc)}): it ran longer than RAG_STATEMENT_TIMEOUT_MS "
             "allows, or waited that long for a lock; raise RAG_STATEMENT_TIMEOUT_MS (milliseconds, 0 = no limit) "
             "or retry when the competing work is done"
+        )
+    if sqlstate(exc) == DISK_FULL:
+        return DiskFullError(
+            f"the database at {url} has no disk space left ({first_line(exc)}); nothing of this write was kept: "
+            "free space on the disk of the server's data directory, then retry"
         )
     return None
 

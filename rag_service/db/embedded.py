@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -56,6 +57,21 @@ def _check_location(data_dir: Path) -> None:
                 f"RAG_DATA_DIR ({data_dir}) is inside root's home; as root the embedded server would make "
                 f"{home} world-traversable. Set RAG_DATA_DIR to a folder outside it, e.g. /var/lib/rag"
             )
+
+
+#: below this much free space on the data folder's disk, a failed start names the disk as the likely cause
+LOW_DISK_BYTES = 512 * 2**20
+
+
+def low_disk_note(data_dir: Path) -> str:
+    """``"; only N MB are free on its disk (...)"`` when the disk holding ``data_dir`` is nearly full, else ``""``."""
+    try:
+        free = shutil.disk_usage(data_dir).free
+    except OSError:
+        return ""
+    if free >= LOW_DISK_BYTES:
+        return ""
+    return f"; only {free // 2**20} MB are free on its disk (the server needs about 100 MB to start): free disk space"
 
 
 def clean_stale_pids(pgdata: Path) -> list[int]:
@@ -135,9 +151,9 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
             atexit.register(_leave, pgdata)  # prunes stale pids first; the library's own handler then has no work
         info = server.get_postmaster_info()
     except Exception as exc:  # the library raises bare subprocess/assert errors
-        log_file = pgdata / "log"
+        log_file, disk = pgdata / "log", low_disk_note(data_dir)
         raise DatabaseUnavailableError(
-            f"the embedded PostgreSQL in {pgdata} did not start ({type(exc).__name__}: {exc}); "
+            f"the embedded PostgreSQL in {pgdata} did not start ({type(exc).__name__}: {exc}){disk}; "
             f"see {log_file}, or set RAG_DATABASE_URL to use your own server"
         ) from exc
     socket_dir = str(info.socket_dir)

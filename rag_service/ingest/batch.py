@@ -22,10 +22,10 @@ from sqlalchemy.orm import Session
 from rag_service.config import Settings
 from rag_service.db import documents as repo
 from rag_service.db.bulk import StagedDocument
-from rag_service.db.database import Database
+from rag_service.db.database import Database, as_database_error
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DocumentReadError, EmbeddingMismatchError, RagError, first_line
+from rag_service.errors import DiskFullError, DocumentReadError, EmbeddingMismatchError, RagError, first_line
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
@@ -309,13 +309,14 @@ class Batch:
                     except DBAPIError as exc:  # this document keeps its previous version; the run goes on
                         if exc.connection_invalidated:
                             raise
-                        self._fail(doc.source, f"could not be written ({first_line(exc)})")
+                        self._fail(doc.source, self._write_failure(exc))
                         reported.add(id(doc))
                         continue
                     written.append(doc)
         except Exception as exc:  # the batch's transaction failed: none of these documents changed
             reason = f"could not be written ({first_line(exc)}); run the reindex again"
             reason = str(exc) if isinstance(exc, EmbeddingMismatchError) else reason
+            reason = f"could not be written: {exc}" if isinstance(exc, DiskFullError) else reason
             for doc in pending:
                 if id(doc) not in reported:
                     self._fail(doc.source, reason)
@@ -352,7 +353,7 @@ class Batch:
         try:
             bulk.add(staged)
         except (DBAPIError, EmbeddingMismatchError) as exc:  # these documents are left out of the load
-            reason = str(exc) if isinstance(exc, RagError) else f"could not be written ({first_line(exc)})"
+            reason = str(exc) if isinstance(exc, RagError) else self._write_failure(exc)
             for doc in pending:
                 self._fail(doc.source, reason)
             return
@@ -404,6 +405,11 @@ class Batch:
             session, collection=self.collection, document_id=document_id, source=doc.source, text=doc.text
         )
         doc.edges, doc.graph_seconds = edges, time.perf_counter() - started
+
+    def _write_failure(self, exc: DBAPIError) -> str:
+        """A document's write failure as the report shows it: the fix, where the library knows one."""
+        mapped = as_database_error(exc, url=self.db.url_for_display)
+        return f"could not be written: {mapped}" if mapped is not None else f"could not be written ({first_line(exc)})"
 
     def _fail(self, source: str, reason: str) -> None:
         self.report.failed.append(FileProblem(source, reason))

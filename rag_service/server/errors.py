@@ -10,6 +10,7 @@ ReindexInProgressError             409     reindex_in_progress
 DatabaseUnavailableError,          503     database_unavailable   (with Retry-After)
   SchemaError, other DatabaseError
 StatementTimeoutError              503     statement_timeout      (with Retry-After)
+DiskFullError                      507     disk_full              (no retry until disk space is freed)
 ModelLoadError                     503     model_unavailable      (with Retry-After)
 request validation (pydantic)      422     invalid_input
 a body that cannot be parsed       400     bad_request
@@ -32,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rag_service.errors import (
     DatabaseError,
     DatabaseUnavailableError,
+    DiskFullError,
     ModelLoadError,
     RagError,
     ReindexInProgressError,
@@ -84,6 +86,8 @@ def from_rag_error(exc: RagError, *, retry_after_s: int) -> ApiError:
         return ApiError(503, "database_unavailable", message, headers=retry)
     if isinstance(exc, StatementTimeoutError):
         return ApiError(503, "statement_timeout", message, headers=retry)
+    if isinstance(exc, DiskFullError):
+        return ApiError(507, "disk_full", message)
     if isinstance(exc, DatabaseError):
         return ApiError(503, "database_not_ready", message, headers=retry)
     if isinstance(exc, ModelLoadError):
@@ -224,6 +228,7 @@ def _error_docs() -> dict[int | str, dict[str, Any]]:
         422: "invalid input (the message names the field and the fix)",
         503: "database down, schema not at head, circuit open, statement timeout or model not loadable "
         "(see Retry-After)",
+        507: "the database server has no disk space left for a write (nothing of it was kept)",
     }
     return {status: {"model": ErrorResponse, "description": text} for status, text in reasons.items()}
 

@@ -1,0 +1,113 @@
+"""A full disk is one clear line naming the fix, and a document it stops keeps its previous version.
+
+The server's own ``disk_full`` error (SQLSTATE 53100) is raised by a trigger, as PostgreSQL raises it when a
+data file cannot grow; where this machine lets root mount a tmpfs, the embedded server is also started on a
+disk too small for it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, text
+
+from rag_service.config import Settings
+from rag_service.db.database import Database
+from rag_service.db.embedded import start_embedded_server
+from rag_service.embed import HashingEmbedder
+from rag_service.errors import DatabaseUnavailableError, DiskFullError
+from rag_service.ingest.indexer import Indexer
+from rag_service.service import UniversalRAGService
+from tests.server.conftest import WRITE_TOKEN, start_server
+
+#: the server's message when a data file cannot grow (PostgreSQL's own wording)
+_NO_SPACE = 'could not extend file "base/16384/16400": No space left on device'
+
+
+def _fail_writes_of(connection: Connection, table: str, condition: str) -> None:
+    """A trigger raising the server's disk-full error on each row of ``table`` meeting ``condition``."""
+    connection.execute(text(f"""
+        CREATE FUNCTION pg_temp.disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF {condition} THEN
+                RAISE EXCEPTION '{_NO_SPACE}' USING ERRCODE = 'disk_full', HINT = 'Check free disk space.';
+            END IF;
+            RETURN NEW;
+        END $$"""))
+    connection.execute(text(
+        f"CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION pg_temp.disk_full()"
+    ))
+
+
+def test_a_document_the_disk_has_no_room_for_keeps_its_previous_version_and_the_report_names_the_fix(
+    db: Database, connection: Connection, settings: Settings, tmp_path: Path
+) -> None:
+    indexer = Indexer(db, HashingEmbedder(), settings)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.md").write_text(f"# {name}\n\nThe first version of document {name}, about backups.\n")
+    assert indexer.index_paths([str(folder)], collection="disk").ok
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.md").write_text(f"# {name}\n\nThe second version of document {name}, about restores.\n")
+    _fail_writes_of(connection, "document_chunks", "NEW.content LIKE '%second version of document b%'")
+
+    report = indexer.index_paths([str(folder)], collection="disk")
+
+    assert [Path(p.source).name for p in report.failed] == ["b.md"] and report.updated == 2, report
+    reason = report.failed[0].reason
+    assert "no disk space left" in reason and "No space left on device" in reason, reason
+    assert "free space on the disk of the server's data directory" in reason and "\n" not in reason, reason
+    stored = dict(connection.execute(text(
+        "SELECT d.title, string_agg(c.content, ' ') FROM documents d JOIN document_chunks c ON c.document_id = d.id "
+        "WHERE d.collection = 'disk' GROUP BY d.title"
+    )).all())
+    assert "first version of document b" in stored["b"], "the failed document keeps its previous version"
+    assert all("second version" in stored[name] for name in ("a", "c")), stored
+
+
+def test_a_write_the_disk_has_no_room_for_is_one_line_and_a_507_over_http(
+    db: Database, connection: Connection, settings: Settings
+) -> None:
+    _fail_writes_of(connection, "rag_configurations", "true")
+    with pytest.raises(DiskFullError) as raised, db.transaction() as session:
+        session.execute(text("UPDATE rag_configurations SET max_chunks = max_chunks WHERE context_type = 'agent'"))
+    message = str(raised.value)
+    assert "no disk space left" in message and "then retry" in message and "\n" not in message, message
+
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    from rag_service.server import ServerConfig
+
+    live = start_server(service, ServerConfig(token=WRITE_TOKEN))
+    try:
+        with live.client(WRITE_TOKEN) as client:
+            response = client.put("/api/presets/agent", json={"max_chunks": 3})
+            spec = client.get("/openapi.json").json()
+    finally:
+        live.stop()
+    assert response.status_code == 507, response.text
+    error = response.json()["error"]
+    assert error["code"] == "disk_full" and "no disk space left" in error["message"], error
+    assert "507" in spec["paths"]["/api/presets/{context}"]["put"]["responses"]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MB tmpfs (too small for a cluster); skips where this process may not mount one."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}): a full disk is not reproducible")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_an_embedded_server_on_a_full_disk_says_how_little_is_free(small_disk: Path) -> None:
+    with pytest.raises(DatabaseUnavailableError) as raised:
+        start_embedded_server(small_disk / "data")
+    message = str(raised.value)
+    assert "did not start" in message and "MB are free on its disk" in message and "free disk space" in message
