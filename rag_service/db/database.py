@@ -125,9 +125,7 @@ def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
     by ``statement_timeout`` becomes StatementTimeoutError naming ``RAG_STATEMENT_TIMEOUT_MS``; a write the
     server had no disk space for becomes DiskFullError.
     """
-    if isinstance(exc, (OperationalError, InterfaceError)) and (
-        exc.connection_invalidated or _is_connection_error(exc)
-    ):
+    if is_lost_connection(exc):
         return DatabaseUnavailableError(
             f"lost the connection to {url} ({first_line(exc)}); the call can be retried once the database is back"
         )
@@ -148,6 +146,13 @@ def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
 def sqlstate(exc: DBAPIError) -> str:
     """The SQLSTATE code of the driver error ('' when it has none)."""
     return getattr(exc.orig, "sqlstate", None) or ""
+
+
+def is_lost_connection(exc: DBAPIError) -> bool:
+    """The driver error says the connection is gone (refused, closed, terminated by the server)."""
+    return isinstance(exc, (OperationalError, InterfaceError)) and (
+        exc.connection_invalidated or _is_connection_error(exc)
+    )
 
 
 def _is_connection_error(exc: DBAPIError) -> bool:

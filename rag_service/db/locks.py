@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from rag_service.db.database import is_lost_connection
 from rag_service.errors import ReindexInProgressError
 
 _REINDEX_LOCK_CLASS = 0x5241  # "RA": the first key of pg_try_advisory_lock(int, int)
@@ -35,8 +37,18 @@ def reindex_lock(engine: Engine, collection: str) -> Iterator[None]:
         try:
             yield
         finally:
-            conn.execute(text("SELECT pg_advisory_unlock(:cls, hashtext(:name))"), params)
-            conn.commit()
+            _unlock(conn, params)
+
+
+def _unlock(conn: Connection, params: dict[str, object]) -> None:
+    """Release the reindex lock; a connection lost meanwhile needs no release (the server ended its session),
+    and its error must not hide the one the run is raising (a server that crashed on a full disk, say)."""
+    try:
+        conn.execute(text("SELECT pg_advisory_unlock(:cls, hashtext(:name))"), params)
+        conn.commit()
+    except DBAPIError as exc:
+        if not is_lost_connection(exc):
+            raise
 
 
 def lock_for_edit(session: Session, collection: str) -> None:

@@ -22,7 +22,9 @@ from rag_service.db.admin import admin_params
 from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import make_engine
+from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
+from rag_service.errors import DatabaseUnavailableError
 from rag_service.ingest.indexer import Indexer
 
 
@@ -141,3 +143,22 @@ def test_every_reported_document_survives_a_server_crash_right_after_the_call(cr
         assert _stored_sources(Database(engine)) == sources
     finally:
         engine.dispose()
+
+
+def _end_the_reindex_lock_holder(server_url: str) -> None:
+    """The server ends the session holding a reindex lock (as a crash or a restart would), and waits for it."""
+    with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
+        ended = admin.execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks WHERE locktype = 'advisory' AND classid = 21057"
+        ).fetchall()
+    assert ended == [(True,)], ended
+
+
+def test_a_reindex_lock_the_server_dropped_hides_no_error_and_is_free_again(fresh_database, server_url) -> None:
+    engine = fresh_database.engine
+    # the run's own error, not the lost connection's at the release
+    with pytest.raises(DatabaseUnavailableError, match="the run's own"), reindex_lock(engine, "lost"):
+        _end_the_reindex_lock_holder(server_url)
+        raise DatabaseUnavailableError("the run's own error")
+    with reindex_lock(engine, "lost"):  # free again; a run ending after its lock's session ended raises nothing
+        _end_the_reindex_lock_holder(server_url)
