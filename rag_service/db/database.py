@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from rag_service.db.arm_connections import close_arm_connection
 from rag_service.db.breaker import CircuitBreaker
+from rag_service.db.embedded import embedded_disk_note
 from rag_service.db.messages import url_for_display
 from rag_service.errors import (
     DatabaseError,
@@ -127,7 +128,8 @@ def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
     """
     if is_lost_connection(exc):
         return DatabaseUnavailableError(
-            f"lost the connection to {url} ({first_line(exc)}); the call can be retried once the database is back"
+            f"lost the connection to {url} ({first_line(exc)}){embedded_disk_note()}; the call can be retried once "
+            "the database is back"
         )
     if sqlstate(exc) == QUERY_CANCELED:
         return StatementTimeoutError(

@@ -64,14 +64,14 @@ LOW_DISK_BYTES = 512 * 2**20
 
 
 def low_disk_note(data_dir: Path) -> str:
-    """``"; only N MB are free on its disk (...)"`` when the disk holding ``data_dir`` is nearly full, else ``""``."""
+    """``"; only N MB are free on the disk of <data_dir>: ..."`` when that disk is nearly full, else ``""``."""
     try:
         free = shutil.disk_usage(data_dir).free
     except OSError:
         return ""
     if free >= LOW_DISK_BYTES:
         return ""
-    return f"; only {free // 2**20} MB are free on its disk (the server needs about 100 MB to start): free disk space"
+    return f"; only {free // 2**20} MB are free on the disk of {data_dir}: free disk space first"
 
 
 def clean_stale_pids(pgdata: Path) -> list[int]:
@@ -221,6 +221,12 @@ def harden_permissions(data_dir: Path, pgdata: Path, socket_dir: Path) -> None:
         owner = pgdata.stat()
         os.chown(socket_dir, owner.st_uid, owner.st_gid)
         socket_dir.chmod(0o700)
+
+
+def embedded_disk_note() -> str:
+    """``low_disk_note`` of the first embedded server this process joined whose disk is nearly full, else ``""``:
+    a full disk makes the server crash (it cannot write its WAL), which its clients see as a lost connection."""
+    return next((note for pgdata in list(_joined) if (note := low_disk_note(pgdata))), "")
 
 
 def joined_embedded_servers() -> frozenset[Path]:

@@ -25,7 +25,13 @@ from rag_service.db.bulk import StagedDocument
 from rag_service.db.database import Database, as_database_error
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DiskFullError, DocumentReadError, EmbeddingMismatchError, RagError, first_line
+from rag_service.errors import (
+    DatabaseError,
+    DocumentReadError,
+    EmbeddingMismatchError,
+    RagError,
+    first_line,
+)
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
@@ -225,8 +231,13 @@ class Batch:
             texts = {h: t for p in pending for h, t in zip(p.chunk_hashes, p.embed_texts, strict=True)}
             found: dict[str, np.ndarray[Any, Any]] = {}
             if self.reuse_vectors:
-                with self.db.transaction() as session:
-                    found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
+                try:
+                    with self.db.transaction() as session:
+                        found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
+                except DatabaseError as exc:  # the server went away: these documents fail, as in a batch's write
+                    for doc in pending:
+                        self._fail(doc.source, f"could not be written: {exc}")
+                    pending, texts = [], {}
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
             inflight, self._inflight = self._inflight, (pending, found, missing, future)
@@ -314,9 +325,12 @@ class Batch:
                         continue
                     written.append(doc)
         except Exception as exc:  # the batch's transaction failed: none of these documents changed
-            reason = f"could not be written ({first_line(exc)}); run the reindex again"
-            reason = str(exc) if isinstance(exc, EmbeddingMismatchError) else reason
-            reason = f"could not be written: {exc}" if isinstance(exc, DiskFullError) else reason
+            if isinstance(exc, EmbeddingMismatchError):
+                reason = str(exc)
+            elif isinstance(exc, DatabaseError):  # one line already, naming the fix (a full disk, a lost server)
+                reason = f"could not be written: {exc}"
+            else:
+                reason = f"could not be written ({first_line(exc)}); run the reindex again"
             for doc in pending:
                 if id(doc) not in reported:
                     self._fail(doc.source, reason)

@@ -29,6 +29,7 @@ from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_mod
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write, settle_after_write
 from rag_service.embed import Embedder
+from rag_service.errors import DatabaseError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
 from rag_service.ingest.chunking import Chunking
@@ -133,7 +134,7 @@ class Indexer:
                     seen=set(sources.values()),
                     unreadable=[source_for(p, base) for p in found.unreadable],
                 )
-            self._refresh_statistics(collection, report.chunks_written - written)
+            self._refresh_statistics(collection, report.chunks_written - written, report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -180,7 +181,7 @@ class Indexer:
                 for source, title, text in items:
                     batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
-            self._refresh_statistics(collection, report.chunks_written)
+            self._refresh_statistics(collection, report.chunks_written, report)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -240,7 +241,7 @@ class Indexer:
                                 metadata=user_metadata(doc.metadata),
                             )
                         batch.finish()
-                    self._refresh_statistics(name, report.chunks_written - written)
+                    self._refresh_statistics(name, report.chunks_written - written, report)
             if switch is not None and report.ok:
                 self._end_switch(switch, report)
         report.seconds = time.perf_counter() - started
@@ -356,10 +357,19 @@ class Indexer:
             )
             prepare_collection(session, collection)  # a short transaction: a new partition locks the parents
 
-    def _refresh_statistics(self, collection: str, chunks_written: int) -> None:
+    def _refresh_statistics(self, collection: str, chunks_written: int, report: IngestReport) -> None:
         """Planner statistics after a run that created or largely rewrote ``collection`` (issue 23), and a VACUUM
         of the tables read index-only; then its packed postings (``db.packed_postings``), packed again once enough
-        changed."""
+        changed. A database failure here is a ``degraded`` line of the report: what the run wrote stays written."""
+        try:
+            self._refresh(collection, chunks_written)
+        except DatabaseError as exc:
+            report.degraded.append(
+                f"statistics: not refreshed after this run's writes ({exc}); searches of {collection!r} may be "
+                "planned on stale statistics until autovacuum analyses its tables"
+            )
+
+    def _refresh(self, collection: str, chunks_written: int) -> None:
         with self.db.transaction() as session:
             analysed = refresh_after_write(session, collection=collection, chunks_written=chunks_written)
         if analysed:

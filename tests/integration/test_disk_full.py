@@ -15,8 +15,15 @@ import pytest
 from sqlalchemy import Connection, text
 
 from rag_service.config import Settings
+from rag_service.db import migrate
 from rag_service.db.database import Database
-from rag_service.db.embedded import start_embedded_server
+from rag_service.db.embedded import (
+    joined_embedded_servers,
+    leave_embedded_servers,
+    start_embedded_server,
+    stop_embedded_server,
+)
+from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import DatabaseUnavailableError, DiskFullError
 from rag_service.ingest.indexer import Indexer
@@ -94,20 +101,63 @@ def test_a_write_the_disk_has_no_room_for_is_one_line_and_a_507_over_http(
     assert "507" in spec["paths"]["/api/presets/{context}"]["put"]["responses"]
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 24 MB tmpfs (too small for a cluster); skips where this process may not mount one."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mount)], capture_output=True)
+def _mounted_tmpfs(folder: Path, megabytes: int) -> Path:
+    """A tmpfs of ``megabytes`` at ``folder``; skips where this process may not mount one (not root)."""
+    folder.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(folder)]
+    done = subprocess.run(mount, capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}): a full disk is not reproducible")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
+    return folder
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MB tmpfs: too small for a cluster."""
+    yield _mounted_tmpfs(tmp_path / "small", 24)
+    subprocess.run(["umount", "-l", str(tmp_path / "small")], check=True)
 
 
 def test_an_embedded_server_on_a_full_disk_says_how_little_is_free(small_disk: Path) -> None:
     with pytest.raises(DatabaseUnavailableError) as raised:
         start_embedded_server(small_disk / "data")
     message = str(raised.value)
-    assert "did not start" in message and "MB are free on its disk" in message and "free disk space" in message
+    assert "did not start" in message and f"MB are free on the disk of {small_disk}" in message, message
+
+
+@pytest.fixture
+def server_on_a_small_disk(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An embedded server of the test's own on a 100 MB tmpfs: room for the schema, not for a corpus."""
+    disk = _mounted_tmpfs(tmp_path / "small", 100)
+    url = start_embedded_server(disk / "data", shared_buffers="128MB")
+    yield url, disk
+    leave_embedded_servers(keep=frozenset(p for p in joined_embedded_servers() if disk not in p.parents))
+    stop_embedded_server(disk / "data")
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+@pytest.mark.multiprocess
+def test_an_ingest_that_fills_the_disk_reports_every_document_and_names_the_disk(
+    server_on_a_small_disk: tuple[str, Path], settings: Settings, tmp_path: Path
+) -> None:
+    """PostgreSQL cannot write its WAL on a full disk and stops (PANIC); the run still ends with its report."""
+    url, disk = server_on_a_small_disk
+    engine = make_engine(url, settings)
+    migrate.upgrade(engine)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    words = [f"term{i}" for i in range(20_000)]
+    for doc in range(300):  # ~50 MB of chunks, postings and vectors: more than the disk has left
+        paragraphs = (" ".join(words[(doc * 7919 + p * 131 + w * 17) % len(words)] for w in range(120))
+                      for p in range(30))
+        (folder / f"doc{doc:03d}.md").write_text(f"# Document {doc}\n\n" + "\n\n".join(paragraphs))
+    try:
+        report = Indexer(Database(engine), HashingEmbedder(), settings).index_paths([str(folder)], collection="fill")
+    finally:
+        engine.dispose()
+
+    assert report.added + len(report.failed) == 300 and len(report.failed) > 0, report.lines()[0]
+    for problem in report.failed:  # the disk is named: by the server's error, or beside the lost connection
+        reason = problem.reason
+        assert reason.startswith("could not be written"), reason
+        assert "no disk space left" in reason or f"MB are free on the disk of {disk}" in reason, reason

@@ -25,6 +25,7 @@ from rag_service.db.engine import make_engine
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import DatabaseUnavailableError
+from rag_service.ingest import batch, indexer
 from rag_service.ingest.indexer import Indexer
 
 
@@ -69,6 +70,55 @@ def test_a_connection_lost_mid_batch_reports_every_unwritten_document(
     assert sorted(p.source for p in report.failed) == sources, "every document not written is reported"
     assert all("could not be written" in p.reason for p in report.failed), report.failed
     assert _stored_sources(fresh_database) == []
+
+
+def test_a_connection_lost_before_a_batchs_vectors_are_looked_up_fails_that_batch_in_the_report(
+    fresh_database, settings, server_url, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    sources = _corpus(tmp_path / "docs", 6)
+    monkeypatch.setattr(batch, "EMBED_BATCH_CHUNKS", 2)  # three batches of two documents
+    real = repo.stored_embeddings
+    lookups: list[int] = []
+
+    def terminate_before_the_second(session, **kwargs):  # type: ignore[no-untyped-def]
+        lookups.append(1)
+        if len(lookups) == 2:  # the server ends the session (a crash, a restart) just before this batch's look-up
+            pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        return real(session, **kwargs)
+
+    monkeypatch.setattr(repo, "stored_embeddings", terminate_before_the_second)
+    report = Indexer(fresh_database, HashingEmbedder(), settings).index_paths(["docs"], collection="t")
+
+    assert len(lookups) == 3 and not report.ok
+    assert [p.source for p in report.failed] == sources[2:4], "the second batch failed, in the report"
+    assert all(p.reason.startswith("could not be written: lost the connection") for p in report.failed), report
+    assert report.added == 4 and _stored_sources(fresh_database) == sources[:2] + sources[4:]
+
+
+def test_a_connection_lost_at_the_statistics_refresh_still_returns_the_report_of_what_was_written(
+    fresh_database, settings, server_url, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    sources = _corpus(tmp_path / "docs", 3)
+    real = indexer.refresh_after_write
+
+    def terminated_first(session, **kwargs):  # type: ignore[no-untyped-def]
+        pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        return real(session, **kwargs)
+
+    monkeypatch.setattr(indexer, "refresh_after_write", terminated_first)
+    report = Indexer(fresh_database, HashingEmbedder(), settings).index_paths(["docs"], collection="t")
+
+    assert report.ok and report.added == 3 and _stored_sources(fresh_database) == sources
+    assert len(report.degraded) == 1 and report.degraded[0].startswith("statistics: not refreshed"), report.degraded
+    assert "lost the connection" in report.degraded[0] and "autovacuum" in report.degraded[0]
 
 
 @pytest.fixture
