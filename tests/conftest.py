@@ -87,7 +87,7 @@ def _testcontainers_url() -> str | None:
     return normalise_url(container.get_connection_url())
 
 
-#: the disk the suite's servers need beside the venv: their folders held 1.8 GB after a whole run (3 workers)
+#: the disk the suite's servers need beside the venv: their folders peaked at 2.0 GB in a run of 3 workers (du, 5 s)
 _SUITE_DISK_BYTES = 2 * 2**30
 
 
