@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from rag_service.config import Settings, load_settings
 from rag_service.db import admin  # cheap: each of its functions imports what it needs when called
-from rag_service.errors import RagError
+from rag_service.errors import RagError, did_you_mean
 from rag_service.log import configure_logging, mask_url
 from rag_service.shutdown import exit_status, signal_number, stop_signals
 
@@ -38,9 +40,24 @@ def _db_status(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if up_to_date else 1
 
 
+#: argparse's message for an unknown subcommand or choice (the choices quoted or not, by Python version)
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (and its subcommands'), whose unknown-choice error also names the closest choice."""
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with the usage and ``message``, plus "did you mean ...?" for a mistyped choice."""
+        if found := _INVALID_CHOICE.search(message):
+            choices = [choice.strip().strip("'") for choice in found.group(2).split(",")]
+            message += f"; {hint.rstrip()}" if (hint := did_you_mean(found.group(1), choices)) else ""
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="rag", description="Retrieval on PostgreSQL + pgvector.")
+    parser = _Parser(prog="rag", description="Retrieval on PostgreSQL + pgvector.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     db = commands.add_parser("db", help="database schema")
