@@ -9,7 +9,8 @@ candidate carries its embedding), read against a reference taken from the collec
 
 ``background`` is how similar the query is to the collection as a whole: its cosine to the mean of a
 sample of the collection's own chunk vectors (``CollectionReference``, read once per collection and
-cached). A question on the collection's general topic is somewhat similar to all of it, so a passage
+cached), weighed in proportion below ``FULL_BACKGROUND_CHUNKS`` chunks, where the passages that answer are
+much of that mean. A question on the collection's general topic is somewhat similar to all of it, so a passage
 must stand out from that to count; an unrelated question is far from all of it, and its nearest
 passage is still far. The constants belong to the embedding model (its cosines have their own
 scale), the same for every collection: for the bundled MiniLM chosen on the questions of three sets
@@ -55,6 +56,11 @@ from rag_service.retrieve.query import bm25_text, parse_query
 
 #: chunks of a collection sampled for its reference (spread evenly over its ids)
 REFERENCE_SAMPLE = 512
+#: a reference of fewer chunks weighs its background in proportion, in full from this many: in a small collection
+#: the passages that answer are much of the centroid (a one-chunk collection's background was its own passage's
+#: cosine, and a question it answered word for word scored 14%). Chosen on small sub-collections of all three
+#: visible sets (docs/benchmarks.md, "Session 39"); every visible collection samples 512 chunks, so is unchanged
+FULL_BACKGROUND_CHUNKS = 100
 #: a collection's reference is recomputed after this many seconds (its chunks may have changed)
 REFERENCE_TTL_S = 300.0
 #: once the first result passes ``min_relevance``, the results after it are kept down to this share of it
@@ -107,8 +113,12 @@ class CollectionReference:
     sampled: int
 
     def background(self, query_vector: npt.NDArray[Any]) -> float:
-        """The query's mean cosine similarity to the collection's chunks (0 for an empty collection)."""
-        return float(np.dot(self.centroid, _unit(query_vector))) if self.sampled else 0.0
+        """The query's mean cosine similarity to the collection's chunks, weighed by ``sampled`` up to
+        ``FULL_BACKGROUND_CHUNKS`` (0 for an empty collection)."""
+        if not self.sampled:
+            return 0.0
+        weight = min(1.0, self.sampled / FULL_BACKGROUND_CHUNKS)
+        return weight * float(np.dot(self.centroid, _unit(query_vector)))
 
 
 def _unit(vector: npt.NDArray[Any]) -> npt.NDArray[np.float32]:

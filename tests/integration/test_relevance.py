@@ -59,6 +59,16 @@ def test_the_agent_preset_says_no_relevant_passages_instead_of_padding(service):
     assert answered.metrics.filtered_below_relevance >= 1 and "no relevant passages" not in answered.formatted_context
 
 
+def test_a_one_document_collection_answers_what_it_holds_and_floors_what_it_does_not(service):
+    # a one-chunk collection's background used to be that chunk's own cosine: this question scored 14% (agent: none)
+    text = "# Backups\n\nSome text about backups and restores in a cluster, with enough words to be a chunk.\n"
+    assert service.index_texts([("one.md", "Backups", text)], collection="one").added == 1
+    answered = service.retrieve("how are backups restored in a cluster", "agent", collection="one")
+    assert [c.source for c in answered.chunks] == ["one.md"], answered.formatted_context
+    assert answered.chunks[0].relevance_score >= 0.75
+    assert service.retrieve(UNANSWERABLE, "agent", collection="one").chunks == []
+
+
 def test_a_tiny_budget_holds_the_message_or_says_what_it_needs(service):
     """The exact budget holds for the "no relevant passages" line too (it was 35 tokens under a budget of 10), and a
     budget that holds none of the results says so and how many tokens the first needs (it returned "" silently)."""

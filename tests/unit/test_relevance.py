@@ -9,6 +9,7 @@ from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
 from rag_service.result import ChunkScores, RetrievedChunk
 from rag_service.retrieve.relevance import (
     CALIBRATIONS,
+    FULL_BACKGROUND_CHUNKS,
     HELD_RESULTS,
     HELD_SHARE,
     LEXICAL_FLOOR_SHARE,
@@ -73,6 +74,14 @@ def test_candidates_are_scored_by_their_cosine_against_the_collections_backgroun
     assert scored[1].scores.calibrated == pytest.approx(curve.relevance(0.0, 0.0))
     assert scored[2].scores.calibrated is None
     assert [c.relevance_score for c in scored] == [1.0, 0.5, 0.2]  # the ranking score is left alone
+
+
+def test_a_small_collections_background_weighs_in_proportion_to_its_chunks() -> None:
+    query = np.array([0.0, 0.0, 3.0])
+    for sampled, weight in ((1, 0.01), (50, 0.5), (FULL_BACKGROUND_CHUNKS, 1.0), (512, 1.0)):
+        reference = CollectionReference(np.array([0.0, 0.6, 0.8], dtype=np.float32), sampled=sampled)
+        assert reference.background(query) == pytest.approx(weight * 0.8)
+    assert CollectionReference(np.zeros(0, dtype=np.float32), sampled=0).background(query) == 0.0
 
 
 def test_a_section_carries_its_best_childs_evidence_on_its_first_child() -> None:
