@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
@@ -44,6 +45,13 @@ def _stored_sources(db: Database) -> list[str]:
         return sorted(session.execute(text("SELECT source FROM documents")).scalars())
 
 
+def _end_the_session(session: Session, server_url: str) -> None:
+    """The server ends ``session``'s backend (as a crash or a restart would) and waits until it is gone."""
+    pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
+        admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+
+
 def test_a_connection_lost_mid_batch_reports_every_unwritten_document(
     fresh_database, settings, server_url, tmp_path, monkeypatch
 ):
@@ -57,9 +65,7 @@ def test_a_connection_lost_mid_batch_reports_every_unwritten_document(
         stored = real(session, **kwargs)
         written.append(kwargs["source"])
         if len(written) == 2:  # the backend goes away in the middle of the batch
-            pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
-            with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
-                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            _end_the_session(session, server_url)
         return stored
 
     monkeypatch.setattr(repo, "replace_document", terminate_after_two)
@@ -85,9 +91,7 @@ def test_a_connection_lost_before_a_batchs_vectors_are_looked_up_fails_that_batc
     def terminate_before_the_second(session, **kwargs):  # type: ignore[no-untyped-def]
         lookups.append(1)
         if len(lookups) == 2:  # the server ends the session (a crash, a restart) just before this batch's look-up
-            pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
-            with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
-                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+            _end_the_session(session, server_url)
         return real(session, **kwargs)
 
     monkeypatch.setattr(repo, "stored_embeddings", terminate_before_the_second)
@@ -108,9 +112,7 @@ def test_a_connection_lost_at_the_statistics_refresh_still_returns_the_report_of
     real = indexer.refresh_after_write
 
     def terminated_first(session, **kwargs):  # type: ignore[no-untyped-def]
-        pid = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
-            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        _end_the_session(session, server_url)
         return real(session, **kwargs)
 
     monkeypatch.setattr(indexer, "refresh_after_write", terminated_first)
