@@ -4,14 +4,16 @@ from another set not? (session 39; ``retrieve/relevance.py``'s ``FULL_BACKGROUND
 
 A small collection is a question's own judged documents plus ``--extra`` random others of its set, built from the
 chunk vectors the eval collections already hold (``rag eval`` indexes them). Each sub-collection is asked its
-question (in-domain) and one random question of another set (out-of-domain). In a collection this small every
+question (in-domain) and one random question of another set (out-of-domain); and the question is also asked of as
+many documents of its own set without its judged ones (a near miss: the same kind of documents, not the answer,
+though an unjudged document may still answer it). In a collection this small every
 chunk is a candidate and the first result's relevance is the largest calibrated value of its chunks (``finalize``
 keeps the running maximum), so this is computed from the vectors alone: the relevance of each chunk is the
 bundled model's ``Calibration`` against the sub-collection's own background, weighed in full from ``N`` chunks
 (``--full-chunks``: 1 is the rule before session 39, the weight at any size; ``inf`` no background at all).
 The lexical pass of a first result just under a floor (``db.coverage``) is left out.
 
-    RAG_DATA_DIR=/work/evaldata scripts/eval_small_collections.py --extra 0,2,10 --full-chunks 1,50,100,200,inf
+    RAG_DATA_DIR=/work/evaldata scripts/eval_small_collections.py --extra 0,2,10 --full-chunks 1,10,30,100,inf
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def first_relevance(cosines: np.ndarray[Any, Any], full_chunks: float, model_id:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--extra", default="0,2,10", help="other documents added to each question's own")
-    parser.add_argument("--full-chunks", default="1,50,100,200,inf", help="chunks from which the background counts")
+    parser.add_argument("--full-chunks", default="1,10,30,100,inf", help="chunks from which the background counts")
     parser.add_argument("--questions", type=int, default=150, help="questions per set and size (sampled)")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
@@ -92,31 +94,35 @@ def main() -> None:
     query_vectors = {name: {q: _unit(embedder.embed_query(q)) for q in texts} for name, (texts, _) in asked.items()}
     variants = [float(v) for v in args.full_chunks.split(",")]
     print("| set, extra documents (median chunks) | background in full from | in-domain pass@0.2 / @0.43 "
-          "| out-of-domain pass@0.2 / @0.43 |")
-    print("|---|---:|---|---|")
+          "| near miss pass@0.2 / @0.43 | out-of-domain pass@0.2 / @0.43 |")
+    print("|---|---:|---|---|---|")
     for extra in (int(e) for e in args.extra.split(",")):
         for name in SETS:
             vectors, documents = data[name]
             texts, judged = asked[name]
             others = [o for o in SETS if o != name]
-            firsts: dict[float, tuple[list[float], list[float]]] = {v: ([], []) for v in variants}
+            firsts: dict[float, tuple[list[float], list[float], list[float]]] = {v: ([], [], []) for v in variants}
             sizes = []
             for question in rnd.sample(texts, min(args.questions, len(texts))):
                 pool = [d for d in documents if d not in judged[question]]
-                picked = sorted(judged[question]) + rnd.sample(pool, min(extra, len(pool)))
-                rows = np.array([i for d in picked for i in documents[d]])
+                unjudged = rnd.sample(pool, min(extra + len(judged[question]), len(pool)))
+                rows = np.array([i for d in sorted(judged[question]) + unjudged[:extra] for i in documents[d]])
+                near = np.array([i for d in unjudged for i in documents[d]])
                 sizes.append(len(rows))
                 other = rnd.choice(others)
                 stranger = query_vectors[other][rnd.choice(asked[other][0])]
-                own, strange = vectors[rows] @ query_vectors[name][question], vectors[rows] @ stranger
+                asked_of = (
+                    vectors[rows] @ query_vectors[name][question],
+                    vectors[near] @ query_vectors[name][question],
+                    vectors[rows] @ stranger,
+                )
                 for v in variants:
-                    firsts[v][0].append(first_relevance(own, v, embedder.model_id))
-                    firsts[v][1].append(first_relevance(strange, v, embedder.model_id))
+                    for kept, cosines in zip(firsts[v], asked_of, strict=True):
+                        kept.append(first_relevance(cosines, v, embedder.model_id))
             for v in variants:
-                mine, theirs = (np.array(x) for x in firsts[v])
                 label = "never (no background)" if v == float("inf") else f"{v:g}" + (" (before)" if v == 1 else "")
-                cells = [" / ".join(f"{np.mean(x >= f):.2f}" for f in FLOORS) for x in (mine, theirs)]
-                print(f"| {name}, {extra} ({int(np.median(sizes))}) | {label} | {cells[0]} | {cells[1]} |")
+                cells = [" / ".join(f"{np.mean(np.array(x) >= f):.2f}" for f in FLOORS) for x in firsts[v]]
+                print(f"| {name}, {extra} ({int(np.median(sizes))}) | {label} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ REFERENCE_SAMPLE = 512
 #: a reference of fewer chunks weighs its background in proportion, in full from this many: in a small collection
 #: the passages that answer are much of the centroid (a one-chunk collection's background was its own passage's
 #: cosine, and a question it answered word for word scored 14%). Chosen on small sub-collections of all three
-#: visible sets (docs/benchmarks.md, "Session 39"); every visible collection samples 512 chunks, so is unchanged
-FULL_BACKGROUND_CHUNKS = 100
+#: visible sets, answerable questions against near misses (docs/benchmarks.md, "Session 39": 30 and 100 let more
+#: near misses through); every visible collection samples 512 chunks, so is unchanged
+FULL_BACKGROUND_CHUNKS = 10
 #: a collection's reference is recomputed after this many seconds (its chunks may have changed)
 REFERENCE_TTL_S = 300.0
 #: once the first result passes ``min_relevance``, the results after it are kept down to this share of it

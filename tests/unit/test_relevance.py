@@ -78,7 +78,8 @@ def test_candidates_are_scored_by_their_cosine_against_the_collections_backgroun
 
 def test_a_small_collections_background_weighs_in_proportion_to_its_chunks() -> None:
     query = np.array([0.0, 0.0, 3.0])
-    for sampled, weight in ((1, 0.01), (50, 0.5), (FULL_BACKGROUND_CHUNKS, 1.0), (512, 1.0)):
+    full = FULL_BACKGROUND_CHUNKS
+    for sampled, weight in ((1, 1 / full), (full // 2, (full // 2) / full), (full, 1.0), (512, 1.0)):
         reference = CollectionReference(np.array([0.0, 0.6, 0.8], dtype=np.float32), sampled=sampled)
         assert reference.background(query) == pytest.approx(weight * 0.8)
     assert CollectionReference(np.zeros(0, dtype=np.float32), sampled=0).background(query) == 0.0
