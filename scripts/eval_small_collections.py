@@ -30,7 +30,7 @@ from sqlalchemy import text
 
 from rag_service.db.vector_type import vector_from_send
 from rag_service.evaluation.docset import is_docset
-from rag_service.retrieve.relevance import CALIBRATIONS
+from rag_service.retrieve import relevance
 from rag_service.service import UniversalRAGService, build_service
 
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -71,12 +71,13 @@ def _unit(vector: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return np.asarray(vector / np.linalg.norm(vector), dtype=np.float32)
 
 
-def first_relevance(cosines: np.ndarray[Any, Any], full_chunks: float, model_id: str) -> float:
-    """The first result's relevance: the best chunk's calibrated value against the weighed background."""
-    curve = CALIBRATIONS[model_id]
-    weight = min(1.0, len(cosines) / full_chunks)
-    background = weight * float(cosines.mean())
-    return max(curve.relevance(float(c), background) for c in cosines)
+def first_relevance(chunks: np.ndarray[Any, Any], query: np.ndarray[Any, Any], full_chunks: float, model_id: str) -> float:
+    """The first result's relevance: the best chunk's calibrated value against the collection's background, as
+    the product computes it (``CollectionReference``) with its ``FULL_BACKGROUND_CHUNKS`` set to ``full_chunks``."""
+    setattr(relevance, "FULL_BACKGROUND_CHUNKS", full_chunks)  # noqa: B010 (the rule measured: a product constant)
+    background = relevance.CollectionReference(chunks.mean(axis=0), len(chunks)).background(query)
+    curve = relevance.CALIBRATIONS[model_id]
+    return max(curve.relevance(float(c), background) for c in chunks @ query)
 
 
 def main() -> None:
@@ -111,14 +112,11 @@ def main() -> None:
                 sizes.append(len(rows))
                 other = rnd.choice(others)
                 stranger = query_vectors[other][rnd.choice(asked[other][0])]
-                asked_of = (
-                    vectors[rows] @ query_vectors[name][question],
-                    vectors[near] @ query_vectors[name][question],
-                    vectors[rows] @ stranger,
-                )
+                own = query_vectors[name][question]
+                asked_of = ((vectors[rows], own), (vectors[near], own), (vectors[rows], stranger))
                 for v in variants:
-                    for kept, cosines in zip(firsts[v], asked_of, strict=True):
-                        kept.append(first_relevance(cosines, v, embedder.model_id))
+                    for kept, (chunks, query) in zip(firsts[v], asked_of, strict=True):
+                        kept.append(first_relevance(chunks, query, v, embedder.model_id))
             for v in variants:
                 label = "never (no background)" if v == float("inf") else f"{v:g}" + (" (before)" if v == 1 else "")
                 cells = [" / ".join(f"{np.mean(np.array(x) >= f):.2f}" for f in FLOORS) for x in firsts[v]]

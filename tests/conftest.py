@@ -104,8 +104,10 @@ def pytest_report_header() -> str:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Stop at once, in one line, when the disk cannot hold the suite's database servers."""
+    if _WORKER is not None:  # the controller checked for every worker
+        return
     free = _free_disk_bytes()
-    if _WORKER is None and free < _SUITE_DISK_BYTES:
+    if free < _SUITE_DISK_BYTES:
         pytest.exit(
             f"only {free // 2**20:,} MB are free on the disk of {SHARED_TEST_DATA_DIR}; the suite's database "
             "servers need about 2 GB: free disk space, or set RAG_TEST_DATA_DIR to a folder on a larger disk",
@@ -186,13 +188,15 @@ class DatabaseFactory:
     def drop(self, url: str) -> None:
         """Drop one database this factory created (its disk space is free for the rest of the run)."""
         name = str(make_url(url).database)
-        with psycopg.connect(**admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self._drop([name])
         self.created.remove(name)
 
     def drop_all(self) -> None:
+        self._drop(self.created)
+
+    def _drop(self, names: list[str]) -> None:
         with psycopg.connect(**admin_params(self.server_url)) as conn:  # type: ignore[arg-type]
-            for name in self.created:
+            for name in names:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

@@ -88,6 +88,8 @@ _PARSER_KEEPS_TEXT_APART = (
     "JOIN pg_ts_template t ON t.oid = d.dicttemplate WHERE m.mapcfg = c.oid AND t.tmplname = 'thesaurus') "
     "FROM pg_ts_config c JOIN pg_ts_parser p ON p.oid = c.cfgparser WHERE c.oid = CAST(:fts_config AS regconfig))"
 )
+#: a staged chunk's text as its own tsvector (what the row path weighs its keywords from)
+_TEXT_VECTOR = "to_tsvector(CAST(:fts_config AS regconfig), b.content)"
 _KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
     "FROM bulk_vectors v, unnest(v.tsv) AS u"
@@ -99,7 +101,7 @@ _KEYWORD_TERMS_SELECT = (
 # from the row path only if an earlier chunk's prefix opens with that very token (the one pass weighs it right)
 _MISSING_TERMS_SELECT = (
     "SELECT b.seq, u.lexeme FROM bulk_chunks b JOIN bulk_vectors v ON v.seq = b.seq, "  # noqa: S608 (constants only)
-    "unnest(to_tsvector(CAST(:fts_config AS regconfig), b.content)) AS u "
+    "unnest(" + _TEXT_VECTOR + ") AS u "
     "WHERE (strpos(b.search_prefix, '<') > 0 OR NOT " + _PARSER_KEEPS_TEXT_APART + ") "
     "AND u.lexeme <> ALL (tsvector_to_array(v.tsv))"
 )
@@ -117,7 +119,6 @@ _BEST_LEXEMES_IN_ONE_PASS_SQL = (
     "FROM (SELECT v.seq, v.tsv, {text_vector} AS text_vector "
     "FROM bulk_vectors v JOIN bulk_chunks b ON b.seq = v.seq OFFSET 0) t) ranked WHERE lexemes IS NOT NULL"
 )
-_TEXT_VECTOR = "to_tsvector(CAST(:fts_config AS regconfig), b.content)"
 # the planner prices to_tsvector at 100 operators and plans the texts' tokenizing in the leader (127 s at 1M);
 # priced at its weight through a function of the load's schema it runs on the workers: 73 s
 _CREATE_TEXT_VECTOR_FUNCTION = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -101,21 +102,25 @@ def test_a_write_the_disk_has_no_room_for_is_one_line_and_a_507_over_http(
     assert "507" in spec["paths"]["/api/presets/{context}"]["put"]["responses"]
 
 
-def _mounted_tmpfs(folder: Path, megabytes: int) -> Path:
-    """A tmpfs of ``megabytes`` at ``folder``; skips where this process may not mount one (not root)."""
+@contextmanager
+def _mounted_tmpfs(folder: Path, megabytes: int) -> Iterator[Path]:
+    """A tmpfs of ``megabytes`` at ``folder``, unmounted after; skips where this process may not mount one."""
     folder.mkdir()
     mount = ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(folder)]
     done = subprocess.run(mount, capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}): a full disk is not reproducible")
-    return folder
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 24 MB tmpfs: too small for a cluster."""
-    yield _mounted_tmpfs(tmp_path / "small", 24)
-    subprocess.run(["umount", "-l", str(tmp_path / "small")], check=True)
+    with _mounted_tmpfs(tmp_path / "small", 24) as disk:
+        yield disk
 
 
 def test_an_embedded_server_on_a_full_disk_says_how_little_is_free(small_disk: Path) -> None:
@@ -128,12 +133,11 @@ def test_an_embedded_server_on_a_full_disk_says_how_little_is_free(small_disk: P
 @pytest.fixture
 def server_on_a_small_disk(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """An embedded server of the test's own on a 100 MB tmpfs: room for the schema, not for a corpus."""
-    disk = _mounted_tmpfs(tmp_path / "small", 100)
-    url = start_embedded_server(disk / "data", shared_buffers="128MB")
-    yield url, disk
-    leave_embedded_servers(keep=frozenset(p for p in joined_embedded_servers() if disk not in p.parents))
-    stop_embedded_server(disk / "data")
-    subprocess.run(["umount", "-l", str(disk)], check=True)
+    with _mounted_tmpfs(tmp_path / "small", 100) as disk:
+        url = start_embedded_server(disk / "data", shared_buffers="128MB")
+        yield url, disk
+        leave_embedded_servers(keep=frozenset(p for p in joined_embedded_servers() if disk not in p.parents))
+        stop_embedded_server(disk / "data")
 
 
 @pytest.mark.multiprocess
