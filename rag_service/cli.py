@@ -42,6 +42,15 @@ def _db_status(args: argparse.Namespace, settings: Settings) -> int:
 
 #: argparse's message for an unknown subcommand or choice (the choices quoted or not, by Python version)
 _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)$")
+#: other tools' words for a subcommand, spelled too far from it for the closest-name hint (a new user's guesses);
+#: the first of a word's subcommands among the parser's choices is named
+_SYNONYMS = {
+    **dict.fromkeys(("ingest", "add", "load", "upload", "import"), ("reindex",)),
+    **dict.fromkeys(("search", "ask", "find", "retrieve"), ("query",)),
+    **dict.fromkeys(("server", "start", "run"), ("serve",)),
+    "evaluate": ("eval",),
+    **dict.fromkeys(("init", "migrate", "create"), ("db", "upgrade")),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,9 +59,16 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Exit 2 with the usage and ``message``, plus "did you mean ...?" for a mistyped choice."""
         if found := _INVALID_CHOICE.search(message):
-            choices = [choice.strip().strip("'") for choice in found.group(2).split(",")]
-            message += f"; {hint.rstrip()}" if (hint := did_you_mean(found.group(1), choices)) else ""
+            typed, choices = found.group(1), [choice.strip().strip("'") for choice in found.group(2).split(",")]
+            hint = did_you_mean(typed, choices) or _synonym_hint(typed.lower(), choices)
+            message += f"; {hint.rstrip()}" if hint else ""
         super().error(message)
+
+
+def _synonym_hint(typed: str, choices: list[str]) -> str:
+    """``"did you mean 'reindex'? "`` for another tool's word of a subcommand offered here, else ``""``."""
+    meant = next((name for name in _SYNONYMS.get(typed, ()) if name in choices), None)
+    return "" if meant is None else f"did you mean {meant!r}? "
 
 
 def build_parser() -> argparse.ArgumentParser:

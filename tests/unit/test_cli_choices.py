@@ -13,6 +13,10 @@ from rag_service.cli import main
         (["index", "docs"], "index", "reindex"),
         (["qury", "backups"], "qury", "query"),
         (["db", "stat"], "stat", "status"),
+        (["ingest", "docs"], "ingest", "reindex"),
+        (["search", "backups"], "search", "query"),
+        (["init"], "init", "db"),
+        (["db", "init"], "init", "upgrade"),
     ],
 )
 def test_a_mistyped_subcommand_names_the_one_meant(
