@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import queue
 import shutil
 import signal
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     Vectors = npt.NDArray[np.float32]
 
 Precision = Literal["fp32", "int8"]
+
+log = logging.getLogger(__name__)
 
 #: a query of at most this many tokens runs on one thread: after the idle gap a query follows (its SQL), the
 #: operators' threads wake slowly, so short ones took longer on two (int8, 16 tokens p50 2.9 ms on one against
@@ -66,6 +69,8 @@ def ensure_export(source: Path, cache_dir: Path) -> Path:
     needed = (model_file(target, "fp32"), model_file(target, "int8"), target / "tokenizer.json")
     if not all(f.is_file() for f in needed):
         shutil.rmtree(target, ignore_errors=True)  # half a directory (a file deleted by hand): export again
+        # a first query or ingest otherwise waits ~12 s in silence (a warning, so that it shows by default)
+        log.warning("preparing the embedding model once for %s (an ONNX export, ~15 s)", cache_dir)
         _export_in_child(source, target)
     return target
 

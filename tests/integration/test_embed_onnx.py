@@ -120,8 +120,11 @@ def test_torch_and_onnx_share_the_stored_model_but_int8_is_kept_apart(fresh_data
 
 
 @pytest.mark.slow
-def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(tmp_path: Path) -> None:
-    """The export runs in a child process that ``stop_exports`` (an exit handler, ``service.close``) ends."""
+def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The export runs in a child process that ``stop_exports`` (an exit handler, ``service.close``) ends; it says
+    first that it runs (a warning: a first query waits for it)."""
     import threading
 
     from rag_service.embed import bundled_model_path
@@ -145,6 +148,8 @@ def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(tmp_pa
             break
         thread.join(0.1)
     assert started is not None, "the export child never started writing"
+    said = [r.getMessage() for r in caplog.records if r.name == "rag_service.embed_onnx"]
+    assert said == [f"preparing the embedding model once for {cache} (an ONNX export, ~15 s)"], said
     children = list(_EXPORTS)
     assert len(children) == 1 and children[0].pid != os.getpid()
     stop_exports()
