@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_service.cli_commands import answer_text, open_service
 from rag_service.config import Settings
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rag_service.result import RAGResult
 
 DEMO_QUERIES = {
     "chatbot": "How do I point the service at my own PostgreSQL server?",
@@ -76,19 +82,29 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
                 f"{context:<20} {len(result.chunks):>6} {result.total_tokens:>6} {m.total_time_ms:>9.1f} "
                 f"{m.embedding_time_ms:>7.1f} {m.retrieval_time_ms:>7.1f} {m.rerank_time_ms:>7.1f}"
             )
-        for result in results:
-            print(f"\n=== {result.context_type}: {result.query}")
-            top = result.chunks[0] if result.chunks else None
-            if top is not None:
-                print(f"top: {top.source} § {top.header_path or '-'} (relevance {top.relevance_score:.0%})")
-                print("    " + " ".join(top.content.split())[:300])
-            else:  # what the preset answered: its relevance floor's line, or why the context is empty
-                print(answer_text(result))
-            for reason in result.metrics.degraded:
-                print(f"degraded: {reason}")
+        print("\n".join(answer_lines(results)))
     finally:
         service.close()
     return 0
+
+
+def answer_lines(results: Sequence[RAGResult]) -> list[str]:
+    """Each preset's question and its first result (or what it answered instead); a degraded stage's line once,
+    where it first appears (an unreachable reranker's line had followed every preset's answer)."""
+    lines: list[str] = []
+    shown: set[str] = set()
+    for result in results:
+        lines += ["", f"=== {result.context_type}: {result.query}"]
+        top = result.chunks[0] if result.chunks else None
+        if top is not None:
+            lines.append(f"top: {top.source} § {top.header_path or '-'} (relevance {top.relevance_score:.0%})")
+            lines.append("    " + " ".join(top.content.split())[:300])
+        else:  # what the preset answered: its relevance floor's line, or why the context is empty
+            lines.append(answer_text(result))
+        new = [reason for reason in dict.fromkeys(result.metrics.degraded) if reason not in shown]
+        lines += [f"degraded: {reason}" for reason in new]
+        shown.update(new)
+    return lines
 
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
