@@ -44,6 +44,9 @@ _LIST_FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*")
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t])#+\s*$")
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
+#: a line (stripped) that only names a place for links and renders as nothing: a MyST target ``(name)=``, as
+#: Sphinx documentation puts before its headers, or an empty HTML anchor ``<a id="name"></a>``
+ANCHOR_LINE = re.compile(r"\([^)\s]+\)=|<a\s[^>]*>\s*</a>")
 #: first characters of a line (after up to three spaces) that may start a fence, a header or an underline
 _STRUCTURE_CHARS = frozenset("`~#=-")
 

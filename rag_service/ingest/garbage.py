@@ -5,8 +5,9 @@ Every line of the document is classified once, from the markdown scanner's line 
 
 - *content*: any line with real text, and every line inside a fence (``# comment`` in code is content),
 - *header*: an ATX header with a title outside fences and front matter,
-- *markup*: a line made only of ``- = * _ ` ~ #`` and whitespace (``---``, ``===``, ``#``), or a
-  fence delimiter such as ```` ```python ````,
+- *markup*: a line made only of ``- = * _ ` ~ #`` and whitespace (``---``, ``===``, ``#``), a
+  fence delimiter such as ```` ```python ````, or an anchor that renders as nothing (``ANCHOR_LINE``:
+  ``(install-guide)=`` before a header; a chunk that began there was cited at the anchor, not the header),
 - *blank*.
 
 A piece is dropped, and counted under its reason in ``ChunkedDocument.filtered``, when it is
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 
 from rag_service.ingest.spans import Span
-from rag_service.markdown_lines import Header, LineKind, scan_lines
+from rag_service.markdown_lines import ANCHOR_LINE, Header, LineKind, scan_lines
 
 SEPARATOR = "separator"
 HEADER_ONLY = "header_only"
@@ -64,7 +65,9 @@ class DocumentLines:
                 body = text[start:end].strip()
                 if not body:
                     kind = _BLANK
-                elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
+                elif line_kind is LineKind.CODE or not (
+                    (body[0] in _MARKUP_START and _MARKUP_LINE.fullmatch(body)) or ANCHOR_LINE.fullmatch(body)
+                ):
                     size, kind = len(body), _CONTENT
             kinds.append(kind)
             content_sizes.append(size)

@@ -23,7 +23,7 @@ from rag_service.ingest.lexrank import central_sentences
 from rag_service.ingest.sentence import sentence_spans
 from rag_service.knobs import SUMMARY_SENTENCES
 from rag_service.llm import ChatModel, summarize
-from rag_service.markdown_lines import LineKind, ScanRules, scan_lines
+from rag_service.markdown_lines import ANCHOR_LINE, LineKind, ScanRules, scan_lines
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
@@ -38,7 +38,7 @@ LEAD_WEIGHT = 10.0
 
 # tables, HTML, images, footnotes, directives, link definitions, MyST targets "(label)=", and comment-like
 # "# " lines that are no header ("    # comment" in indented code)
-_SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|\.\. |\[[^\]]+\]:\s|\([^)\s]+\)=\s*$)")
+_SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|\.\. |\[[^\]]+\]:\s|(?:" + ANCHOR_LINE.pattern + r")\s*$)")
 #: fences inside list items ("  - ```shell", "    ```bash") are code too: their lines are not prose
 _PROSE_RULES = ScanRules(list_fences=True)
 #: lines of these kinds are never prose

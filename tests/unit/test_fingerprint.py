@@ -32,20 +32,20 @@ def _chunking(**settings: Any) -> Chunking:
 @pytest.mark.parametrize(
     ("settings", "strategy", "metadata", "stored"),
     [
-        ({}, "markdown", {}, "markdown:500:100:50:v1:tsv2"),
-        ({"embed_headers": True}, "recursive", {}, "recursive:500:100:50:v1:tsv2:eh"),
-        ({"chunk_keywords": 5, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v1:tsv2:kw"),
-        ({"chunk_keywords": 0, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v1:tsv2"),
-        ({"chunk_keywords": 5, "keywords_in_bm25": False}, "markdown", {}, "markdown:500:100:50:v1:tsv2"),
+        ({}, "markdown", {}, "markdown:500:100:50:v2:tsv2"),
+        ({"embed_headers": True}, "recursive", {}, "recursive:500:100:50:v2:tsv2:eh"),
+        ({"chunk_keywords": 5, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v2:tsv2:kw"),
+        ({"chunk_keywords": 0, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v2:tsv2"),
+        ({"chunk_keywords": 5, "keywords_in_bm25": False}, "markdown", {}, "markdown:500:100:50:v2:tsv2"),
         (
             {"embed_headers": True, "chunk_keywords": 5, "keywords_in_bm25": True},
             "markdown",
             METADATA,
-            "markdown:500:100:50:v1:tsv2:eh:kw:febe0f0c9d57",
+            "markdown:500:100:50:v2:tsv2:eh:kw:febe0f0c9d57",
         ),
-        ({"chunk_size": 300, "chunk_overlap": 30}, "sentence", {}, "sentence:300:30:50:v1:tsv2"),
-        ({"chunk_size": 300, "chunk_overlap": 30}, "token", {}, "token:256:32:50:cl100k_base:v1:tsv2"),
-        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v1:tsv2"),
+        ({"chunk_size": 300, "chunk_overlap": 30}, "sentence", {}, "sentence:300:30:50:v2:tsv2"),
+        ({"chunk_size": 300, "chunk_overlap": 30}, "token", {}, "token:256:32:50:cl100k_base:v2:tsv2"),
+        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v2:tsv2"),
     ],
 )
 def test_the_stored_fingerprint_is_what_earlier_versions_stored(

@@ -61,6 +61,19 @@ def test_separator_pieces(text: str) -> None:
     assert reason(text) == "separator"
 
 
+@pytest.mark.parametrize("text", ["(install-guide)=", '<a id="top"></a>', "(a)=\n\n<a name='b'> </a>\n---"])
+def test_anchors_that_render_as_nothing_are_markup(text: str) -> None:
+    assert reason(text) == "separator"
+    assert reason(f"{text}\n# Install") == "header_only"
+
+
+@pytest.mark.parametrize(
+    "text", ["(a list item in parentheses)=", "(see below)= x", "<a href='u'>docs</a>", "```\n(label)=\n```"]
+)
+def test_text_that_only_looks_like_an_anchor_is_content(text: str) -> None:
+    assert reason(text) is None
+
+
 @pytest.mark.parametrize("text", ["# Title", "## A\n\n### B\n---", "##### Five\n###### Six"])
 def test_header_only_pieces(text: str) -> None:
     assert reason(text) == "header_only"

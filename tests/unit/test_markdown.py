@@ -176,3 +176,13 @@ def test_one_megabyte_line_grows_linearly() -> None:
     assert_linear(lambda n: "# Big\n\n" + "y" * n, MarkdownChunker().split, n=1_000_000)
     assert doc.chunks[-1].end_char == len(text)
     assert doc.chunks[0].parent_end == len(text)
+
+
+def test_a_document_opening_with_an_anchor_is_chunked_from_its_header() -> None:
+    """Sphinx/MyST documentation puts a link target before the title: the first chunk starts at the header (it was
+    cited at the anchor, in a section of its own), and the target alone is counted as a separator."""
+    text = "(install-guide)=\n\n# Install\n\nRun the installer, then start the server with the default settings.\n"
+    doc = MarkdownChunker().split(text)
+    assert [text[c.start_char : c.end_char] for c in doc.chunks] == [text[text.index("# Install") :].strip()]
+    assert doc.chunks[0].headers == {"h1": "Install"}
+    assert doc.filtered["separator"] == 1
