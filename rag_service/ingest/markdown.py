@@ -8,7 +8,8 @@ as ``parent_content`` with exact ``parent_start``/``parent_end``.
 
 A section with real text shorter than ``min_chunk_chars`` (its own header line not counted) joins the
 next section if that one lies under the same parent header, else the previous one if it does; the
-joined section shows the headers its parts share (a tiny h3 joined to its sibling shows h1 and h2).
+joined section shows the headers its parts share (a tiny h3 joined to its sibling shows h1 and h2); text
+before the first header (front matter, a badge) has none of its own and shows the headers of the section it joins.
 If neither neighbour qualifies it stays a short section of its own, never dropped: nothing findable
 is lost. Sections without real
 text (a header alone, ``---``) are dropped and counted by the garbage filter.
@@ -17,7 +18,7 @@ text (a header alone, ``---``) are dropped and counted by the garbage filter.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
@@ -81,6 +82,7 @@ def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> li
     """Join each section with real text under ``min_chunk_chars`` to a neighbour (see module doc)."""
     out: list[_Section] = []
     pending: _Section | None = None
+    preamble = sections[0] if sections and not sections[0].path else None
 
     def settle(small: _Section) -> None:
         if out and out[-1].under(small.parent):
@@ -91,7 +93,9 @@ def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> li
     for section in sections:
         if pending is not None:
             if section.under(pending.parent):
-                pending = pending.join(section)
+                # text before the first header (front matter, say) has no headers of its own: it takes the next one's
+                joined = pending.join(section)
+                pending = replace(joined, path=section.path) if pending is preamble else joined
                 if pending.content >= min_chunk_chars:
                     out.append(pending)
                     pending = None

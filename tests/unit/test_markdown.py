@@ -186,3 +186,18 @@ def test_a_document_opening_with_an_anchor_is_chunked_from_its_header() -> None:
     assert [text[c.start_char : c.end_char] for c in doc.chunks] == [text[text.index("# Install") :].strip()]
     assert doc.chunks[0].headers == {"h1": "Install"}
     assert doc.filtered["separator"] == 1
+
+
+def test_front_matter_before_the_title_takes_the_titles_header() -> None:
+    """Text before the first header has no headers of its own: joined to the title's section, that section keeps its
+    header path (it had shown none, the headers the two parts share)."""
+    text = "---\norphan: true\n---\n\n# Tuning example\n\nThis example tunes a model with the asynchronous scheduler.\n"
+    doc = MarkdownChunker().split(text)
+    assert [c.headers for c in doc.chunks] == [{"h1": "Tuning example"}]
+    assert doc.chunks[0].start_char == 0  # the front matter is still in the chunk: nothing findable is lost
+
+
+def test_small_sibling_sections_joined_after_the_preamble_share_only_common_headers() -> None:
+    text = "Intro.\n\n# A\n\nshort\n\n# B\n\ntiny\n\n# C\n\n" + "long enough text for a section of its own. " * 3
+    doc = MarkdownChunker().split(text)
+    assert doc.chunks[0].headers == {}  # the preamble took A's header, then joined B, a sibling: none shared
