@@ -370,8 +370,10 @@ class Preset:
 #: int8 vectors, on a 0.01 grid, the floors meeting issue 25.3 on ray-docs-qa (the set that binds: <= 0.01
 #: nDCG@10 lost, out-of-domain chunks <= 20% of in-domain) were 0.42-0.44 (agent) and 0.41-0.43 (chatbot);
 #: anthropic-docs-qa, SciFact and every cross pairing re-measured it (docs/benchmarks.md, "Issue 25 point 3 on
-#: int8, session 10")
-AGENT_MIN_RELEVANCE = 0.43
+#: int8, session 10"). 0.45 since migration 0016: re-measured in session 40 on two indexes, 0.43 let
+#: anthropic-docs-qa's questions on the Ray docs through at 0.225 / 0.200 of the in-domain chunks, 0.45 at 0.191 on
+#: both, for the same nDCG@10 (docs/benchmarks.md, "Session 40")
+AGENT_MIN_RELEVANCE = 0.45
 #: the chatbot keeps 0009's 0.2 as its gate: at 0.43 the bundled model's calibration refused short keyword
 #: questions a person asks (tests/data/prd_project's "database schema": db/schema.sql first at 0.221)
 CHATBOT_MIN_RELEVANCE = 0.2

@@ -10,7 +10,7 @@ from alembic import command
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import OperationalError
 
-from rag_service.config import DEFAULT_PRESETS
+from rag_service.config import AGENT_MIN_RELEVANCE, DEFAULT_PRESETS
 from rag_service.db import migrate
 from rag_service.db.engine import make_engine
 from rag_service.db.presets import list_presets
@@ -93,6 +93,27 @@ def test_tuned_defaults_leave_edited_presets_alone(database_factory, settings):
             assert (
                 conn.execute(text("SELECT count(*) FROM rag_configurations WHERE fusion_method='linear'")).scalar() == 0
             )
+    finally:
+        engine.dispose()
+
+
+def test_the_agent_floor_moves_only_where_it_is_the_stock_one(database_factory, settings):
+    floor = text("SELECT min_relevance FROM rag_configurations WHERE context_type = 'agent'")
+    engine = make_engine(database_factory.create("rag_floor"), settings)
+    try:
+        migrate.upgrade(engine, "0015")
+        with engine.connect() as conn:
+            assert conn.execute(floor).scalar() == 0.43
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(floor).scalar() == 0.45 == AGENT_MIN_RELEVANCE
+        migrate.downgrade(engine, "0015")
+        with engine.begin() as conn:
+            assert conn.execute(floor).scalar() == 0.43
+            conn.execute(text("UPDATE rag_configurations SET min_relevance = 0.5 WHERE context_type = 'agent'"))
+        migrate.upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(floor).scalar() == 0.5, "a user's floor survives"
     finally:
         engine.dispose()
 
