@@ -37,7 +37,7 @@ TOO_SHORT = "too_short"
 #: the reasons, in the order ``ChunkedDocument.filtered`` lists them
 REASONS = (SEPARATOR, HEADER_ONLY, TOO_SHORT)
 
-_BLANK, _CONTENT, _MARKUP, _HEADER = 0, 1, 2, 3
+_BLANK, _CONTENT, _MARKUP, _HEADER, _ANCHOR = 0, 1, 2, 3, 4
 
 _MARKUP_LINE = re.compile(r"[\s\-=*_`~#]+")
 _MARKUP_START = frozenset("-=*_`~#")
@@ -65,9 +65,9 @@ class DocumentLines:
                 body = text[start:end].strip()
                 if not body:
                     kind = _BLANK
-                elif line_kind is LineKind.CODE or not (
-                    (body[0] in _MARKUP_START and _MARKUP_LINE.fullmatch(body)) or ANCHOR_LINE.fullmatch(body)
-                ):
+                elif line_kind is not LineKind.CODE and ANCHOR_LINE.fullmatch(body):
+                    kind = _ANCHOR
+                elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
                     size, kind = len(body), _CONTENT
             kinds.append(kind)
             content_sizes.append(size)
@@ -87,6 +87,15 @@ class DocumentLines:
                 return None
             has_header = has_header or kind == _HEADER
         return HEADER_ONLY if has_header else SEPARATOR
+
+    def before_trailing_anchors(self, start: int, end: int) -> int:
+        """``end`` moved back over the anchors (and blank lines) that end ``[start, end)``: a section's last lines
+        that name the next header for links (``(next-section)=``) belong to no chunk of it."""
+        lines = self._line_range(start, end)
+        for i in reversed(lines):
+            if self._kinds[i] not in (_BLANK, _ANCHOR):
+                return end if i == lines.stop - 1 else max(start, self._starts[i + 1])
+        return end
 
     def content_chars(self, start: int, end: int) -> int:
         """Characters of real text in ``[start, end)``: content lines, each stripped."""

@@ -142,7 +142,7 @@ def split_sections(
     counts = empty_counts()
     chunks: list[TextChunk] = []
     for start, end, headers in sections:
-        parent = trim_span(text, start, end)
+        parent = trim_span(text, start, lines.before_trailing_anchors(start, end))
         if parent is None:
             continue
         reason = lines.garbage_reason(*parent)

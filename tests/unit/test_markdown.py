@@ -201,3 +201,15 @@ def test_small_sibling_sections_joined_after_the_preamble_share_only_common_head
     text = "Intro.\n\n# A\n\nshort\n\n# B\n\ntiny\n\n# C\n\n" + "long enough text for a section of its own. " * 3
     doc = MarkdownChunker().split(text)
     assert doc.chunks[0].headers == {}  # the preamble took A's header, then joined B, a sibling: none shared
+
+
+def test_an_anchor_naming_the_next_header_is_in_no_chunk() -> None:
+    """``(next)=`` before a header ends the section above it in the text, but names the one below: the chunks of the
+    section above end before it (its words had been that section's last chunk's), and the one below starts at its
+    header."""
+    intro = "# Guide\n\nThe guide explains how the service starts and where it keeps its data."
+    rest = "## Next\n\nThe next part covers backups, restores and how long each of them takes."
+    text = f"{intro}\n\n(next-part)=\n\n{rest}\n"
+    doc = MarkdownChunker().split(text)
+    assert [text[c.start_char : c.end_char] for c in doc.chunks] == [intro, rest]
+    assert doc.chunks[0].parent_content == intro
