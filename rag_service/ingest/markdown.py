@@ -12,7 +12,8 @@ joined section shows the headers its parts share (a tiny h3 joined to its siblin
 before the first header (front matter, a badge) has none of its own and shows the headers of the section it joins.
 If neither neighbour qualifies it stays a short section of its own, never dropped: nothing findable
 is lost. Sections without real
-text (a header alone, ``---``) are dropped and counted by the garbage filter.
+text (a header alone, ``---``) are dropped and counted by the garbage filter. Anchor lines that end a section
+(``(next-section)=``, naming the header after them) are in neither its parent nor its children.
 """
 
 from __future__ import annotations
