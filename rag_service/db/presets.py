@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select, String, bindparam, exists, false, func, select
+from sqlalchemy import Connection, Select, String, bindparam, exists, false, func, select, text
 from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
@@ -100,3 +100,17 @@ def read_call_preset(session: Session, context_type: str, *, collection: str | N
         int(row.call_collection_chunks),
         bool(row.call_packed_postings),
     )
+
+
+_MOVE_FLOOR = text(
+    "UPDATE rag_configurations SET min_relevance = :new, updated_at = now() "
+    "WHERE context_type = :context AND min_relevance = :old"
+)
+
+
+def move_stock_floors(connection: Connection, floors: dict[str, tuple[float, float]], *, back: bool = False) -> None:
+    """Each preset's ``min_relevance`` from the first floor of its ``(old, new)`` pair to the second (to the first
+    with ``back``), only where it still holds the floor it moves from: a floor a user edited stays (migrations)."""
+    for context_type, (old, new) in floors.items():
+        moved = {"old": new, "new": old} if back else {"old": old, "new": new}
+        connection.execute(_MOVE_FLOOR, {"context": context_type, **moved})

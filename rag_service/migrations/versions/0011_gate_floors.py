@@ -15,8 +15,9 @@ Create Date: 2026-12-02
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
+
+from rag_service.db.presets import move_stock_floors
 
 revision: str = "0011"
 down_revision: str | None = "0010"
@@ -27,17 +28,10 @@ depends_on: str | Sequence[str] | None = None
 #: when the code's defaults (``config.AGENT_MIN_RELEVANCE``, ``CHATBOT_MIN_RELEVANCE``) do
 STOCK_FLOORS = {"agent": (0.3, 0.43)}
 
-_UPDATE = sa.text(
-    "UPDATE rag_configurations SET min_relevance = :new, updated_at = now() "
-    "WHERE context_type = :context AND min_relevance = :old"
-)
-
 
 def upgrade() -> None:
-    for context_type, (old, new) in STOCK_FLOORS.items():
-        op.execute(_UPDATE.bindparams(context=context_type, old=old, new=new))
+    move_stock_floors(op.get_bind(), STOCK_FLOORS)
 
 
 def downgrade() -> None:
-    for context_type, (old, new) in STOCK_FLOORS.items():
-        op.execute(_UPDATE.bindparams(context=context_type, old=new, new=old))
+    move_stock_floors(op.get_bind(), STOCK_FLOORS, back=True)

@@ -13,8 +13,9 @@ Create Date: 2026-12-05
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
+
+from rag_service.db.presets import move_stock_floors
 
 revision: str = "0016"
 down_revision: str | None = "0015"
@@ -25,17 +26,10 @@ depends_on: str | Sequence[str] | None = None
 #: when the code's defaults (``config.AGENT_MIN_RELEVANCE``) do
 STOCK_FLOORS = {"agent": (0.43, 0.45)}
 
-_UPDATE = sa.text(
-    "UPDATE rag_configurations SET min_relevance = :new, updated_at = now() "
-    "WHERE context_type = :context AND min_relevance = :old"
-)
-
 
 def upgrade() -> None:
-    for context_type, (old, new) in STOCK_FLOORS.items():
-        op.execute(_UPDATE.bindparams(context=context_type, old=old, new=new))
+    move_stock_floors(op.get_bind(), STOCK_FLOORS)
 
 
 def downgrade() -> None:
-    for context_type, (old, new) in STOCK_FLOORS.items():
-        op.execute(_UPDATE.bindparams(context=context_type, old=new, new=old))
+    move_stock_floors(op.get_bind(), STOCK_FLOORS, back=True)
