@@ -236,7 +236,7 @@ class Batch:
                         found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
                 except DatabaseError as exc:  # the server went away: these documents fail, as in a batch's write
                     for doc in pending:
-                        self._fail(doc.source, f"could not be written: {exc}")
+                        self._fail(doc.source, self._write_failure(exc))
                     pending, texts = [], {}
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
@@ -328,7 +328,7 @@ class Batch:
             if isinstance(exc, EmbeddingMismatchError):
                 reason = str(exc)
             elif isinstance(exc, DatabaseError):  # one line already, naming the fix (a full disk, a lost server)
-                reason = f"could not be written: {exc}"
+                reason = self._write_failure(exc)
             else:
                 reason = f"could not be written ({first_line(exc)}); run the reindex again"
             for doc in pending:
@@ -420,9 +420,10 @@ class Batch:
         )
         doc.edges, doc.graph_seconds = edges, time.perf_counter() - started
 
-    def _write_failure(self, exc: DBAPIError) -> str:
-        """A document's write failure as the report shows it: the fix, where the library knows one."""
-        mapped = as_database_error(exc, url=self.db.url_for_display)
+    def _write_failure(self, exc: DBAPIError | DatabaseError) -> str:
+        """A document's write failure as the report shows it: the fix, where the library knows one (a
+        ``DatabaseError`` is one line already, naming it)."""
+        mapped = exc if isinstance(exc, DatabaseError) else as_database_error(exc, url=self.db.url_for_display)
         return f"could not be written: {mapped}" if mapped is not None else f"could not be written ({first_line(exc)})"
 
     def _fail(self, source: str, reason: str) -> None:
