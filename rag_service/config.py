@@ -144,6 +144,10 @@ class Settings:
     keywords_in_bm25: bool = _setting(
         False, "add each chunk's keywords to its BM25 text (off: measured in docs/benchmarks.md)"
     )
+    table_rows: bool = _setting(
+        False, "cut a markdown table's children between its rows, each under the table's header row (off: neutral "
+        "on the visible sets, docs/benchmarks.md)"
+    )
     summary_sentences: int = _from_knob(SUMMARY_SENTENCES)
     llm_base_url: str | None = _setting(
         None, "OpenAI-compatible endpoint up to /v1 (e.g. http://localhost:8000/v1); unset: no LLM"

@@ -330,7 +330,7 @@ class BulkLoad:
                             c.token_count,
                             c.content_hash,
                             c.embedding,
-                            search_prefix(d.title, c.header_path),
+                            search_prefix(d.title, c.header_path, c.lead),
                             Jsonb(c.metadata),
                         )
                     )

@@ -49,6 +49,7 @@ class ChunkRow:
     parent_start: int | None = None
     parent_end: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    lead: str = ""  # matched after the header path (a table row's header row)
 
 
 _CHUNK_COLUMNS = (
@@ -116,15 +117,15 @@ _UPSERT_DOCUMENT = text(
 INDEX_FORMAT = "tsv2"
 
 
-def search_prefix(title: str, header_path: str) -> str:
-    """Text matched with every chunk besides its own: the document title and the chunk's header path.
+def search_prefix(title: str, header_path: str, lead: str = "") -> str:
+    """Text matched with a chunk besides its own: the document title, the chunk's header path and its lead
+    (``ChunkRow.lead``).
 
     A chunk rarely repeats its document's title, yet queries often name it; the title is left out
     when the header path already starts with it (a markdown h1).
     """
     parts = [title] if title and not header_path.startswith(title) else []
-    if header_path:
-        parts.append(header_path)
+    parts.extend(p for p in (header_path, lead) if p)
     return "\n".join(parts)
 
 
@@ -325,7 +326,7 @@ def replace_document(
                     "content_hash": c.content_hash,
                     "embedding": c.embedding,
                     "fts_config": fts_config,
-                    "search_prefix": search_prefix(title, c.header_path),
+                    "search_prefix": search_prefix(title, c.header_path, c.lead),
                     "metadata": c.metadata,
                     **extra,
                 }

@@ -32,7 +32,7 @@ from rag_service.errors import (
     RagError,
     first_line,
 )
-from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.fingerprint import content_hash
@@ -203,7 +203,7 @@ class Batch:
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
         metadata = document_metadata(metadata, text, self.summaries)
-        embed_texts = [self._embed_text(title, c.header_path, c.content) for c in chunked.chunks]
+        embed_texts = [self._embed_text(title, c) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
             _Pending(
@@ -212,12 +212,13 @@ class Batch:
         )
         self.pending_chunks += len(chunked.chunks)
 
-    def _embed_text(self, title: str, header_path: str, content: str) -> str:
-        """The text whose vector a chunk gets: with ``embed_headers``, a chunk under headers gets its title
-        and header path first (as BM25 sees them); chunks without headers embed their text alone."""
-        embed_prefix = self.settings.embed_headers and header_path
-        prefix = repo.search_prefix(title, header_path) if embed_prefix else ""
-        return f"{prefix}\n{content}" if prefix else content
+    def _embed_text(self, title: str, chunk: TextChunk) -> str:
+        """The text whose vector a chunk gets: with ``embed_headers``, a chunk under headers gets its title,
+        header path and lead first (as BM25 sees them); chunks without headers, their lead (if any) and text."""
+        if not self.settings.embed_headers:
+            return chunk.content
+        prefix = repo.search_prefix(title, chunk.header_path, chunk.lead) if chunk.header_path else chunk.lead
+        return f"{prefix}\n{chunk.content}" if prefix else chunk.content
 
     def flush(self) -> None:
         """Start embedding everything pending, then write the previous batch while the model runs.

@@ -32,6 +32,9 @@ class TextChunk:
     parent_end: int | None = None
     #: stored in ``document_chunks.metadata`` (``page_start``/``page_end`` for PDFs)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: text that gives the chunk its meaning, embedded and matched after its header path but not part of it:
+    #: the header row of the table a row comes from (``rag_service.ingest.tables``)
+    lead: str = ""
 
     @property
     def header_path(self) -> str:

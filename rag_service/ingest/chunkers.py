@@ -22,6 +22,7 @@ from rag_service.ingest.strategies import (
     DEFAULT_SIZES,
     OWN_SIZES,
     STRATEGIES,
+    TABLE_STRATEGIES,
     list_strategies,
     recommend_strategy,
     resolve_sizes,
@@ -78,6 +79,7 @@ def make_chunker(
     encoding: str = DEFAULT_ENCODING,
     source: str = "",
     embedder: Embedder | None = None,
+    table_rows: bool = False,
 ) -> Chunker:
     """Build the chunker for ``strategy``; None sizes take the strategy's defaults (``DEFAULT_SIZES``).
 
@@ -87,7 +89,8 @@ def make_chunker(
 
     Raises ChunkingError for an unknown strategy, ``chunk_size <= 0``, ``chunk_overlap < 0``,
     ``chunk_overlap >= chunk_size``, ``token`` with an encoding that cannot be loaded, or ``semantic``
-    without an embedder.
+    without an embedder. ``table_rows`` cuts the tables of the section strategies between rows
+    (``Settings.table_rows``).
     """
     strategy = resolve_strategy(strategy, source)
     size, overlap = checked_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
@@ -109,4 +112,5 @@ def make_chunker(
         "json": JsonChunker,
         "latex": LatexChunker,
     }
-    return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars)
+    tables = {"table_rows": table_rows} if strategy in TABLE_STRATEGIES else {}
+    return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, **tables)

@@ -41,7 +41,14 @@ class Chunking:
         """The document's chunks and the seconds the model spent inside chunking (``semantic`` only)."""
         model = _TimedEmbedder(self.embedder)
         size, overlap = self._sizes(strategy)
-        chunker = make_chunker(strategy, chunk_size=size, chunk_overlap=overlap, source=source, embedder=model)
+        chunker = make_chunker(
+            strategy,
+            chunk_size=size,
+            chunk_overlap=overlap,
+            source=source,
+            embedder=model,
+            table_rows=self.settings.table_rows,
+        )
         chunked = chunker.split(text)
         if source.lower().endswith(".pdf"):
             chunked.chunks = with_pages(text, chunked.chunks)

@@ -17,7 +17,7 @@ from typing import Any
 from rag_service.config import Settings
 from rag_service.db.documents import INDEX_FORMAT
 from rag_service.ingest.chunkers import checked_sizes, resolve_strategy
-from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
+from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, TABLE_STRATEGIES
 from rag_service.ingest.tokenchunk import load_encoding
 from rag_service.tokens import DEFAULT_ENCODING
 
@@ -58,6 +58,7 @@ def document_fingerprint(chunker: str, settings: Settings, metadata: dict[str, A
     indexed with ``settings`` and carrying the caller's ``metadata``: a change to any part re-writes it."""
     embed_format = ":eh" if settings.embed_headers else ""
     embed_format += ":kw" if settings.keywords_in_bm25 and settings.chunk_keywords > 0 else ""
+    embed_format += ":tr" if settings.table_rows and fingerprint_strategy(chunker) in TABLE_STRATEGIES else ""
     tagged = ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
     return f"{chunker}:{INDEX_FORMAT}{embed_format}{tagged}"
 

@@ -25,7 +25,8 @@ from typing import ClassVar
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
-from rag_service.ingest.spans import make_chunk, trim_span
+from rag_service.ingest.spans import Span, make_chunk, trim_span
+from rag_service.ingest.tables import Table, find_tables, table_children
 from rag_service.markdown_lines import Header
 
 #: deepest header level that starts a section
@@ -142,6 +143,7 @@ def split_sections(
     text = lines.text
     counts = empty_counts()
     chunks: list[TextChunk] = []
+    tables = find_tables(text) if chunker.table_rows else []
     for start, end, headers in sections:
         parent = trim_span(text, start, lines.before_trailing_anchors(start, end))
         if parent is None:
@@ -150,9 +152,32 @@ def split_sections(
         if reason is not None:
             counts[reason] += 1
             continue
-        children = recursive_spans(
-            text, *parent, chunk_size=chunker.chunk_size, chunk_overlap=chunker.chunk_overlap, length=chunker.length
-        )
-        for child in filter_spans(lines, children, min_chunk_chars=chunker.min_chunk_chars, counts=counts):
-            chunks.append(make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=parent))
+        children = dict(_children(chunker, text, parent, [t for t in tables if parent[0] <= t.start < parent[1]]))
+        for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
+            lead = children[child]
+            chunks.append(
+                make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=parent, lead=lead)
+            )
     return ChunkedDocument(chunks, counts)
+
+
+def _children(chunker: SizedChunker, text: str, parent: Span, tables: list[Table]) -> list[tuple[Span, str]]:
+    """The children of a section in order, each with its lead: its recursive split, a table's by rows."""
+
+    def split(start: int, end: int) -> list[Span]:
+        size, overlap = chunker.chunk_size, chunker.chunk_overlap
+        return recursive_spans(text, start, end, chunk_size=size, chunk_overlap=overlap, length=chunker.length)
+
+    def fits(start: int, end: int) -> bool:
+        return chunker.length(text[start:end]) <= chunker.chunk_size
+
+    out: list[tuple[Span, str]] = []
+    cursor = parent[0]
+    for table in tables:
+        out.extend((span, "") for span in split(cursor, table.start))
+        header = text[slice(*table.header)].strip()
+        rows = table_children(table, min_chars=chunker.min_chunk_chars, fits=fits, split=split)
+        out.extend((span, header if lead else "") for span, lead in rows)
+        cursor = min(table.end, parent[1])
+    out.extend((span, "") for span in split(cursor, parent[1]))
+    return out

@@ -88,7 +88,8 @@ def recursive_spans(
 class SizedChunker:
     """Base of the chunkers that split by size: validated ``chunk_size``/``chunk_overlap`` measured by
     ``length`` (``len`` for characters, or any function of the text, e.g. a token count) and the
-    garbage filter's minimum. Sizes not given are the ``strategy``'s (``DEFAULT_SIZES``)."""
+    garbage filter's minimum. Sizes not given are the ``strategy``'s (``DEFAULT_SIZES``). ``table_rows``:
+    ``Settings.table_rows``, for the strategies that read it."""
 
     strategy: ClassVar[str] = "recursive"
 
@@ -99,6 +100,7 @@ class SizedChunker:
         chunk_overlap: int | None = None,
         min_chunk_chars: int = DEFAULT_MIN_CHUNK_CHARS,
         length: LengthFunction = len,
+        table_rows: bool = False,
     ) -> None:
         chunk_size, chunk_overlap = resolve_sizes(self.strategy, chunk_size, chunk_overlap)
         check_sizes(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
@@ -106,6 +108,8 @@ class SizedChunker:
         self.chunk_overlap = chunk_overlap
         self.min_chunk_chars = min_chunk_chars
         self.length = length
+        #: the section strategies (``TABLE_STRATEGIES``) cut a markdown table's children between its rows
+        self.table_rows = table_rows
 
 
 class RecursiveChunker(SizedChunker):

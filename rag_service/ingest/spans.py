@@ -96,6 +96,7 @@ def make_chunk(
     chunk_type: str,
     headers: dict[str, str] | None = None,
     parent: Span | None = None,
+    lead: str = "",
 ) -> TextChunk:
     """Build the TextChunk for ``span`` (token count in cl100k_base, as everywhere in rag_service)."""
     content = text[span[0] : span[1]]
@@ -110,4 +111,5 @@ def make_chunk(
         parent_content=None if parent is None else text[parent[0] : parent[1]],
         parent_start=None if parent is None else parent[0],
         parent_end=None if parent is None else parent[1],
+        lead=lead,
     )

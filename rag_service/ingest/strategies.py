@@ -14,11 +14,15 @@ __all__ = [
     "OWN_SIZES",
     "STRATEGIES",
     "STRATEGY_DESCRIPTIONS",
+    "TABLE_STRATEGIES",
     "list_strategies",
     "recommend_strategy",
     "resolve_sizes",
     "resolve_strategy",
 ]
+
+#: the strategies that cut a markdown table's children between its rows when ``Settings.table_rows`` is on
+TABLE_STRATEGIES = frozenset({"markdown", "html"})
 
 #: every strategy, with what it does (``list_strategies``); ``auto`` picks one per file
 STRATEGY_DESCRIPTIONS = {

@@ -23,6 +23,7 @@ from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.partitions import partition_by_collection
 from rag_service.embed import HashingEmbedder
+from rag_service.ingest.fingerprint import content_hash
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.indexer import Indexer
 from rag_service.ingest.progress import Progress
@@ -37,8 +38,16 @@ TOPICS = [
 ]
 
 
+#: a table whose rows are children under its header row when ``Settings.table_rows`` is on
+SETTINGS_TABLE = (
+    "## Settings\n\n| variable | meaning |\n|---|---|\n"
+    + "".join(f"| `RAG_{name.upper()}` | {sentence} |\n" for name, sentence in TOPICS)
+)
+
+
 def _page(index: int, name: str, sentence: str) -> str:
-    """A markdown page with sections, repeated vocabulary and links to an earlier and a later page."""
+    """A markdown page with sections, repeated vocabulary and links to an earlier and a later page (the
+    first page ends with a table)."""
     later = TOPICS[(index + 1) % len(TOPICS)][0]
     earlier = TOPICS[index - 1][0]
     return (
@@ -46,6 +55,7 @@ def _page(index: int, name: str, sentence: str) -> str:
         f"## Details of {name}\n\n{sentence} See [the {later} page]({later}.md#overview) and "
         f"[{earlier}](./{earlier}.md). " + " ".join(t[1] for t in TOPICS[: index + 2]) + "\n\n"
         f"### Overview\n\n{sentence.upper()} {TOPICS[(index + 3) % len(TOPICS)][1]}\n"
+        + ("\n" + SETTINGS_TABLE if index == 0 else "")
     )
 
 
@@ -157,7 +167,8 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         monkeypatch.setattr(bulk_load, "one_pass_available", lambda session: False)
     row_engine = _fresh(database_factory, settings, partitioned=partitioned)
     bulk_engine = _fresh(database_factory, settings, partitioned=partitioned)
-    settings = dataclasses.replace(settings, bm25_packed_min_chunks=1)  # packed postings compared too
+    # packed postings compared too; table rows take their header row into the BM25 text and the embedding
+    settings = dataclasses.replace(settings, bm25_packed_min_chunks=1, table_rows=True)
     try:
         row = _indexer(row_engine, settings, bulk=False).index_paths([corpus], collection="kb")
         parallel_plans = _record_parallel_plans(monkeypatch)
@@ -179,6 +190,11 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         assert len(row_state["chunk_terms"]) > 100 and len(row_state["lexeme_stats"]) > 50
         assert len(row_state["context_terms"]) > 50 and len(row_state["context_stats"]) == 1
         assert any(context[2] == "-1" for context in row_state["document_contexts"]), "no whole-document context"
+        # a table row's header row ("| variable | meaning |") is in its BM25 text, not in its content
+        (row_chunk,) = [c for c in row_state["document_chunks"] if any(str(f).startswith("| `RAG_BACKUP`") for f in c)]
+        assert any("'variabl'" in str(field) for field in row_chunk)
+        content = next(f for f in row_chunk if str(f).startswith("| `RAG_BACKUP`"))  # embedded under it too
+        assert content_hash(f"Install > Settings\n| variable | meaning |\n{content}") in row_chunk
         packed = row_state["bm25_packed_snapshots"]
         assert packed and packed[0][4] == "true", "no packed postings: is rag_bm25 built (make install)?"
         assert len(row_state["bm25_packed_lists"]) > 50

@@ -115,8 +115,18 @@ def code_block(draw: st.DrawFn, *, closed: bool = True) -> list[Line]:
 
 
 @st.composite
+def table(draw: st.DrawFn) -> list[Line]:
+    """A pipe table: header row, delimiter row, body rows (children are cut between its rows)."""
+    columns = draw(st.integers(1, 3))
+    cells = st.lists(words.map(" ".join), min_size=columns, max_size=columns)
+    row = cells.map(lambda texts: "| " + " | ".join(texts) + " |")
+    body = draw(st.lists(row, max_size=5))
+    return [(draw(row), True), ("|" + "---|" * columns, False), *((line, True) for line in body)]
+
+
+@st.composite
 def documents(draw: st.DrawFn) -> tuple[str, list[int]]:
-    blocks = draw(st.lists(st.one_of(paragraph(), header(), separator, code_block()), max_size=12))
+    blocks = draw(st.lists(st.one_of(paragraph(), header(), separator, code_block(), table()), max_size=12))
     if draw(st.booleans()):
         blocks.append(draw(code_block(closed=False)))
     text_parts: list[str] = []
@@ -142,7 +152,9 @@ def chunker_for(strategy: str, data: st.DataObject) -> tuple[Chunker, int]:
         size = data.draw(st.integers(12, 300), label="chunk_size")
     overlap = data.draw(st.integers(0, size - 1), label="chunk_overlap")
     min_chars = data.draw(st.integers(0, 80), label="min_chunk_chars")
-    return build(strategy, chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chars), size
+    table_rows = data.draw(st.booleans(), label="table_rows")
+    chunker = build(strategy, chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chars, table_rows=table_rows)
+    return chunker, size
 
 
 # --- properties -----------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ def _chunking(**settings: Any) -> Chunking:
         ({"chunk_keywords": 5, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v2:tsv2:kw"),
         ({"chunk_keywords": 0, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v2:tsv2"),
         ({"chunk_keywords": 5, "keywords_in_bm25": False}, "markdown", {}, "markdown:500:100:50:v2:tsv2"),
+        ({"table_rows": True}, "markdown", {}, "markdown:500:100:50:v2:tsv2:tr"),
+        ({"table_rows": True}, "html", {}, "html:500:100:50:v2:tsv2:tr"),
+        ({"table_rows": True}, "recursive", {}, "recursive:500:100:50:v2:tsv2"),
         (
             {"embed_headers": True, "chunk_keywords": 5, "keywords_in_bm25": True},
             "markdown",

@@ -1,0 +1,105 @@
+"""Pipe tables in markdown (GitHub's rule): where each one is, and its children cut between rows.
+
+A table is a text line with a ``|``, the delimiter row under it (``|---|:--:|``, cells of dashes with optional
+colons) and the body rows after it: every following text line with a ``|``, up to the first line without one.
+Lines inside fenced code are never a table (the scanner's line kinds).
+
+With ``Settings.table_rows`` (off by default) the section strategies cut a table's children here. A configuration
+reference answers "which variable sets X" with one row, and a child of several rows holds several answers and
+none well: the row's cosine with its question was 0.17 in a child of four rows, 0.38 alone and 0.45 under its
+header row (docs/benchmarks.md, "Session 39"). So a table's children are its rows: the first with the header and
+delimiter rows, each later one with the table's header row as its ``lead`` (embedded and matched before the
+chunk's text, after its header path); rows shorter than ``min_chars`` join the next ones, and a group that does
+not fit in a child is cut as any text is. Off by default: the visible sets hold no question a table row answers
+(docs/benchmarks.md, "Session 41").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rag_service.ingest.spans import Span
+from rag_service.markdown_lines import LineKind, scan_lines
+
+_DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One pipe table: ``header`` is its first line, ``rows`` its body rows (each line without the whitespace
+    around it)."""
+
+    header: Span
+    delimiter: Span
+    rows: tuple[Span, ...]
+
+    @property
+    def start(self) -> int:
+        """Where the table starts (its header line)."""
+        return self.header[0]
+
+    @property
+    def end(self) -> int:
+        """Where the table ends (its last line, without the line ending)."""
+        return self.rows[-1][1] if self.rows else self.delimiter[1]
+
+
+def find_tables(text: str) -> list[Table]:
+    """Every pipe table of ``text`` outside fenced code and front matter, in order."""
+    lines = [_stripped(text, start, end) if kind is LineKind.TEXT else None for start, end, kind, _ in scan_lines(text)]
+    tables: list[Table] = []
+    i = 0
+    while i + 1 < len(lines):
+        head, delimiter = lines[i], lines[i + 1]
+        if (
+            head is None
+            or delimiter is None
+            or "|" not in text[head[0] : head[1]]
+            or "|" not in (row := text[delimiter[0] : delimiter[1]].strip())
+            or not _DELIMITER_ROW.fullmatch(row)
+        ):
+            i += 1
+            continue
+        j = i + 2
+        while j < len(lines) and (line := lines[j]) is not None and "|" in text[line[0] : line[1]]:
+            j += 1
+        tables.append(Table(head, delimiter, tuple(r for r in lines[i + 2 : j] if r is not None)))
+        i = j
+    return tables
+
+
+def _stripped(text: str, start: int, end: int) -> Span:
+    line = text[start:end]
+    body = line.lstrip()
+    start += len(line) - len(body)
+    return start, start + len(body.rstrip())
+
+
+#: splits a span of text into trimmed child spans (the recursive split with the chunker's sizes)
+SpanSplitter = Callable[[int, int], list[Span]]
+#: whether a span of text fits in one child
+SpanFits = Callable[[int, int], bool]
+
+
+def table_children(table: Table, *, min_chars: int, fits: SpanFits, split: SpanSplitter) -> list[tuple[Span, bool]]:
+    """The children of ``table``, each with whether it needs the header row as its lead (all but the first).
+
+    Rows join until a child holds at least ``min_chars`` characters; one that does not ``fits`` is ``split``.
+    """
+    groups: list[Span] = []
+    start: int | None = table.header[0]
+    for row_start, row_end in table.rows:
+        start = row_start if start is None else start
+        if row_end - start >= min_chars or (row_start, row_end) == table.rows[-1]:
+            groups.append((start, row_end))
+            start = None
+    if not table.rows:
+        groups.append((table.header[0], table.delimiter[1]))
+    children: list[tuple[Span, bool]] = []
+    for group in groups:
+        spans = [group] if fits(*group) else split(*group)
+        first = not children
+        children.extend((span, not (first and k == 0)) for k, span in enumerate(spans))
+    return children
