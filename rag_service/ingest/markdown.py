@@ -153,10 +153,19 @@ def split_sections(
             counts[reason] += 1
             continue
         children = dict(_children(chunker, text, parent, [t for t in tables if parent[0] <= t.start < parent[1]]))
+        parent_content = text[parent[0] : parent[1]]
         for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
-            lead = children[child]
             chunks.append(
-                make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=parent, lead=lead)
+                make_chunk(
+                    text,
+                    child,
+                    index=len(chunks),
+                    chunk_type=CHILD,
+                    headers=headers,
+                    parent=parent,
+                    parent_content=parent_content,
+                    lead=children[child],
+                )
             )
     return ChunkedDocument(chunks, counts)
 

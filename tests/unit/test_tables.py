@@ -5,6 +5,7 @@ from __future__ import annotations
 from rag_service.db.documents import search_prefix
 from rag_service.ingest.markdown import MarkdownChunker
 from rag_service.ingest.tables import find_tables
+from tests.complexity import assert_linear
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 HEADER = "| variable | meaning | default |"
@@ -58,3 +59,14 @@ def test_the_lead_is_matched_after_the_header_path() -> None:
     assert search_prefix("Guide", "Guide > Configuration", HEADER) == f"Guide > Configuration\n{HEADER}"
     assert search_prefix("Notes", "", HEADER) == f"Notes\n{HEADER}"
     assert search_prefix("Notes", "Setup") == "Notes\nSetup"
+
+
+def _long_table(rows: int) -> str:
+    row = "| key {} | a value long enough to stand alone as a row |\n"
+    return "# T\n\n| k | v |\n|---|---|\n" + "".join(row.format(i) for i in range(rows))
+
+
+def test_a_long_table_grows_linearly() -> None:
+    chunker = MarkdownChunker(table_rows=True)
+    assert len(chunker.split(_long_table(20_000)).chunks) == 20_000
+    assert_linear(_long_table, chunker.split, n=20_000)
