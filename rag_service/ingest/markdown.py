@@ -4,7 +4,8 @@ A section is a header line with everything up to the next h1–h4 header outside
 unclosed fence runs to the end, so ``#`` lines in it are code); text before the first header is a
 section without headers. h5/h6 lines are ordinary content. Each child carries its section's header
 stack (``{"h1": "Guide", "h2": "Install"}``; a new h2 clears h3 and h4) and the whole section, trimmed,
-as ``parent_content`` with exact ``parent_start``/``parent_end``.
+as ``parent_content`` with exact ``parent_start``/``parent_end``; a section longer than ``MAX_PARENT_CHARS``
+is cut into parents of at most that size (``ingest/children.py``), each with the section's headers.
 
 A section with real text shorter than ``min_chunk_chars`` (its own header line not counted) joins the
 next section if that one lies under the same parent header, else the previous one if it does; the
@@ -18,15 +19,13 @@ text (a header alone, ``---``) are dropped and counted by the garbage filter. An
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
-from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
-from rag_service.ingest.recursive import SizedChunker, recursive_spans
-from rag_service.ingest.spans import Span, make_chunk, trim_span
-from rag_service.ingest.tables import Table, find_tables, table_children
+from rag_service.ingest.children import split_sections
+from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.garbage import DocumentLines
+from rag_service.ingest.recursive import SizedChunker
 from rag_service.markdown_lines import Header
 
 #: deepest header level that starts a section
@@ -131,62 +130,3 @@ class MarkdownChunker(SizedChunker):
         return split_sections(
             self, lines, ((s.start, s.end, {f"h{h.level}": h.title for h in s.path}) for s in sections)
         )
-
-
-def split_sections(
-    chunker: SizedChunker, lines: DocumentLines, sections: Iterable[tuple[int, int, dict[str, str]]]
-) -> ChunkedDocument:
-    """Each ``(start, end, headers)`` section a parent and its recursive pieces ``CHILD`` chunks.
-
-    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``.
-    """
-    text = lines.text
-    counts = empty_counts()
-    chunks: list[TextChunk] = []
-    tables = find_tables(text) if chunker.table_rows else []
-    for start, end, headers in sections:
-        parent = trim_span(text, start, lines.before_trailing_anchors(start, end))
-        if parent is None:
-            continue
-        reason = lines.garbage_reason(*parent)
-        if reason is not None:
-            counts[reason] += 1
-            continue
-        children = dict(_children(chunker, text, parent, [t for t in tables if parent[0] <= t.start < parent[1]]))
-        parent_content = text[parent[0] : parent[1]]
-        for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
-            chunks.append(
-                make_chunk(
-                    text,
-                    child,
-                    index=len(chunks),
-                    chunk_type=CHILD,
-                    headers=headers,
-                    parent=parent,
-                    parent_content=parent_content,
-                    lead=children[child],
-                )
-            )
-    return ChunkedDocument(chunks, counts)
-
-
-def _children(chunker: SizedChunker, text: str, parent: Span, tables: list[Table]) -> list[tuple[Span, str]]:
-    """The children of a section in order, each with its lead: its recursive split, a table's by rows."""
-
-    def split(start: int, end: int) -> list[Span]:
-        size, overlap = chunker.chunk_size, chunker.chunk_overlap
-        return recursive_spans(text, start, end, chunk_size=size, chunk_overlap=overlap, length=chunker.length)
-
-    def fits(start: int, end: int) -> bool:
-        return chunker.length(text[start:end]) <= chunker.chunk_size
-
-    out: list[tuple[Span, str]] = []
-    cursor = parent[0]
-    for table in tables:
-        out.extend((span, "") for span in split(cursor, table.start))
-        header = text[slice(*table.header)].strip()
-        rows = table_children(table, min_chars=chunker.min_chunk_chars, fits=fits, split=split)
-        out.extend((span, header if lead else "") for span, lead in rows)
-        cursor = min(table.end, parent[1])
-    out.extend((span, "") for span in split(cursor, parent[1]))
-    return out

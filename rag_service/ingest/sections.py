@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rag_service.ingest.children import split_sections
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
-from rag_service.ingest.markdown import split_sections
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
 from rag_service.ingest.spans import Span, make_chunk, trim_span
 from rag_service.markdown_lines import Header

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag_service.ingest.spans import Span
 from rag_service.markdown_lines import LineKind, scan_lines
@@ -34,16 +34,27 @@ class Table:
     header: Span
     delimiter: Span
     rows: tuple[Span, ...]
+    #: the part of a table after a cut (``within``): its header and delimiter rows lie before it
+    continued: bool = False
 
     @property
     def start(self) -> int:
-        """Where the table starts (its header line)."""
-        return self.header[0]
+        """Where the table starts: its header line, or its first row when ``continued``."""
+        return self.rows[0][0] if self.continued else self.header[0]
 
     @property
     def end(self) -> int:
         """Where the table ends (its last line, without the line ending)."""
         return self.rows[-1][1] if self.rows else self.delimiter[1]
+
+    def within(self, start: int, end: int) -> Table | None:
+        """The part of the table inside ``[start, end)`` (a section cut into parents), or None if no row is."""
+        if start <= self.header[0] and self.end <= end:
+            return self
+        rows = tuple(r for r in self.rows if start <= r[0] and r[1] <= end)
+        if start <= self.header[0] < end and self.delimiter[1] <= end:
+            return replace(self, rows=rows)
+        return replace(self, rows=rows, continued=True) if rows else None
 
 
 def find_tables(text: str) -> list[Table]:
@@ -84,22 +95,23 @@ SpanFits = Callable[[int, int], bool]
 
 
 def table_children(table: Table, *, min_chars: int, fits: SpanFits, split: SpanSplitter) -> list[tuple[Span, bool]]:
-    """The children of ``table``, each with whether it needs the header row as its lead (all but the first).
+    """The children of ``table``, each with whether it needs the header row as its lead (all but the one holding
+    it).
 
     Rows join until a child holds at least ``min_chars`` characters; one that does not ``fits`` is ``split``.
     """
     groups: list[Span] = []
-    start: int | None = table.header[0]
+    start: int | None = None if table.continued else table.header[0]
     for row_start, row_end in table.rows:
         start = row_start if start is None else start
         if row_end - start >= min_chars or (row_start, row_end) == table.rows[-1]:
             groups.append((start, row_end))
             start = None
-    if not table.rows:
-        groups.append((table.header[0], table.delimiter[1]))
+    if start is not None:  # no rows
+        groups.append((start, table.delimiter[1]))
     children: list[tuple[Span, bool]] = []
     for group in groups:
         spans = [group] if fits(*group) else split(*group)
-        first = not children
-        children.extend((span, not (first and k == 0)) for k, span in enumerate(spans))
+        header_here = not children and not table.continued
+        children.extend((span, not (header_here and k == 0)) for k, span in enumerate(spans))
     return children

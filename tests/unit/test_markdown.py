@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+from rag_service.ingest.children import MAX_PARENT_CHARS
 from rag_service.ingest.chunk import CHILD
 from rag_service.ingest.markdown import MarkdownChunker
 from tests.complexity import assert_linear
@@ -174,8 +175,8 @@ def test_one_megabyte_line_grows_linearly() -> None:
     text = "# Big\n\n" + "y" * 1_000_000
     doc = MarkdownChunker().split(text)
     assert_linear(lambda n: "# Big\n\n" + "y" * n, MarkdownChunker().split, n=1_000_000)
-    assert doc.chunks[-1].end_char == len(text)
-    assert doc.chunks[0].parent_end == len(text)
+    assert doc.chunks[-1].end_char == doc.chunks[-1].parent_end == len(text)
+    assert doc.chunks[0].parent_start == 0  # in parents of at most MAX_PARENT_CHARS
 
 
 def test_a_document_opening_with_an_anchor_is_chunked_from_its_header() -> None:
@@ -213,3 +214,17 @@ def test_an_anchor_naming_the_next_header_is_in_no_chunk() -> None:
     doc = MarkdownChunker().split(text)
     assert [text[c.start_char : c.end_char] for c in doc.chunks] == [intro, rest]
     assert doc.chunks[0].parent_content == intro
+
+
+def test_a_section_longer_than_a_parent_is_cut_into_parents_that_keep_its_headers() -> None:
+    # every child row stores its parent: one 1 MB section wrote 2,631 copies of itself (1 GB)
+    text = "# Log\n\n" + "".join(f"Entry {i}: the service restarted after a deploy.\n\n" for i in range(20_000))
+    doc = MarkdownChunker().split(text)
+    assert_chunks_valid(text, doc)
+    parents = sorted({(c.parent_start, c.parent_end) for c in doc.chunks})
+    assert len(parents) > 1 and all(end - start <= MAX_PARENT_CHARS for start, end in parents)
+    assert parents[0][0] == 0 and parents[-1][1] == len(text.rstrip())
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(parents))
+    assert {c.header_path for c in doc.chunks} == {"Log"}
+    short = "# Log\n\n" + "Entry: the service restarted.\n\n" * 100  # under the bound: one parent, as before
+    assert {(c.parent_start, c.parent_end) for c in MarkdownChunker().split(short).chunks} == {(0, len(short.rstrip()))}

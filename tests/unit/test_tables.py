@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag_service.db.documents import search_prefix
+from rag_service.ingest.children import MAX_PARENT_CHARS
 from rag_service.ingest.markdown import MarkdownChunker
 from rag_service.ingest.tables import find_tables
 from tests.complexity import assert_linear
@@ -70,3 +71,23 @@ def test_a_long_table_grows_linearly() -> None:
     chunker = MarkdownChunker(table_rows=True)
     assert len(chunker.split(_long_table(20_000)).chunks) == 20_000
     assert_linear(_long_table, chunker.split, n=20_000)
+
+
+def _sections_with_tables(sections: int) -> str:
+    section = "## S{0}\n\n| k | v |\n|---|---|\n| key {0} | a value long enough to stand alone |\n\n"
+    return "".join(section.format(i) for i in range(sections))
+
+
+def test_many_sections_with_tables_grow_linearly() -> None:
+    assert_linear(_sections_with_tables, MarkdownChunker(table_rows=True).split, n=10_000)
+
+
+def test_a_table_cut_by_a_parent_bound_keeps_its_header_row_as_every_later_rows_lead() -> None:
+    row = "| key {} | a value long enough to stand alone as a row of its own |"
+    rows = [row.format(i) for i in range(MAX_PARENT_CHARS // 40)]
+    text = "# T\n\n| k | v |\n|---|---|\n" + "\n".join(rows) + "\n"
+    doc = MarkdownChunker(table_rows=True).split(text)
+    assert_chunks_valid(text, doc)
+    assert len({c.parent_start for c in doc.chunks}) > 1  # the table is longer than one parent
+    assert [c.content for c in doc.chunks[1:]] == rows[1:]
+    assert {c.lead for c in doc.chunks[1:]} == {"| k | v |"} and doc.chunks[0].lead == ""

@@ -1,0 +1,115 @@
+"""The children of sections, for the strategies with parents (``markdown``, ``html``): each section a parent, or
+several when it is longer than ``MAX_PARENT_CHARS``, and its children the recursive split of it (a pipe table's
+cut between rows with ``table_rows``: ``ingest/tables.py``), garbage pieces dropped and counted.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+
+from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
+from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.recursive import SizedChunker, recursive_spans
+from rag_service.ingest.spans import Span, make_chunk, trim_span
+from rag_service.ingest.tables import Table, find_tables, table_children
+
+#: a longer section is cut into parents of at most this many characters: every child row stores its parent's
+#: text, so one 1 MB section without headers stored 2,631 copies of itself (1,030 MB; its write took ~74 s against
+#: ~14 s as plain text); cut at this bound, 66 MB and ~20 s. Two visible sections are longer (anthropic-docs-qa's,
+#: up to 100,338 characters): cut here, every visible set's nDCG@10 is unchanged; cut at 16,000, ray-docs-qa lost
+#: 0.0015 and anthropic-docs-qa 0.0037 (docs/benchmarks.md "Session 41")
+MAX_PARENT_CHARS = 64_000
+
+
+def split_sections(
+    chunker: SizedChunker, lines: DocumentLines, sections: Iterable[tuple[int, int, dict[str, str]]]
+) -> ChunkedDocument:
+    """Each ``(start, end, headers)`` section a parent and its recursive pieces ``CHILD`` chunks.
+
+    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``.
+    """
+    text = lines.text
+    counts = empty_counts()
+    chunks: list[TextChunk] = []
+    tables = find_tables(text) if chunker.table_rows else []
+    ends = [t.end for t in tables]
+    for start, end, headers in sections:
+        section = trim_span(text, start, lines.before_trailing_anchors(start, end))
+        for parent in [] if section is None else parent_spans(text, section):
+            reason = lines.garbage_reason(*parent)
+            if reason is not None:
+                counts[reason] += 1
+                continue
+            _add_children(chunker, lines, parent, headers, tables_within(tables, ends, parent), chunks, counts)
+    return ChunkedDocument(chunks, counts)
+
+
+def tables_within(tables: Sequence[Table], ends: Sequence[int], parent: Span) -> list[Table]:
+    """The parts of ``tables`` (in document order, ``ends`` their ends) that lie in ``parent``."""
+    inside: list[Table] = []
+    for table in tables[bisect_right(ends, parent[0]) :]:
+        if table.header[0] >= parent[1]:
+            break
+        if (part := table.within(*parent)) is not None:
+            inside.append(part)
+    return inside
+
+
+def parent_spans(text: str, section: Span) -> list[Span]:
+    """``section`` as the parents of its children: itself, or when longer than ``MAX_PARENT_CHARS`` its
+    recursive split into parts of at most that size (every child row stores its parent's text)."""
+    if section[1] - section[0] <= MAX_PARENT_CHARS:
+        return [section]
+    return recursive_spans(text, *section, chunk_size=MAX_PARENT_CHARS, chunk_overlap=0)
+
+
+def _add_children(
+    chunker: SizedChunker,
+    lines: DocumentLines,
+    parent: Span,
+    headers: dict[str, str],
+    tables: list[Table],
+    chunks: list[TextChunk],
+    counts: dict[str, int],
+) -> None:
+    """Append the kept children of ``parent`` to ``chunks`` (the dropped ones counted in ``counts``)."""
+    text = lines.text
+    children = dict(_children(chunker, text, parent, tables))
+    parent_content = text[parent[0] : parent[1]]
+    for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
+        lead = children[child]
+        chunks.append(
+            make_chunk(
+                text,
+                child,
+                index=len(chunks),
+                chunk_type=CHILD,
+                headers=headers,
+                parent=parent,
+                parent_content=parent_content,
+                lead=lead,
+            )
+        )
+
+
+def _children(chunker: SizedChunker, text: str, parent: Span, tables: list[Table]) -> list[tuple[Span, str]]:
+    """The children of a section in order, each with its lead: its recursive split, a table's by rows."""
+
+    def split(start: int, end: int) -> list[Span]:
+        size, overlap = chunker.chunk_size, chunker.chunk_overlap
+        return recursive_spans(text, start, end, chunk_size=size, chunk_overlap=overlap, length=chunker.length)
+
+    def fits(start: int, end: int) -> bool:
+        return chunker.length(text[start:end]) <= chunker.chunk_size
+
+    out: list[tuple[Span, str]] = []
+    cursor = parent[0]
+    for table in tables:
+        out.extend((span, "") for span in split(cursor, table.start))
+        header = text[slice(*table.header)].strip()
+        rows = table_children(table, min_chars=chunker.min_chunk_chars, fits=fits, split=split)
+        out.extend((span, header if lead else "") for span, lead in rows)
+        cursor = min(table.end, parent[1])
+    out.extend((span, "") for span in split(cursor, parent[1]))
+    return out
