@@ -94,7 +94,7 @@ def _add_children(
 
 
 def _children(chunker: SizedChunker, text: str, parent: Span, tables: list[Table]) -> list[tuple[Span, str]]:
-    """The children of a section in order, each with its lead: its recursive split, a table's by rows."""
+    """The children of a parent in order, each with its lead: its recursive split, a table's by rows."""
 
     def split(start: int, end: int) -> list[Span]:
         size, overlap = chunker.chunk_size, chunker.chunk_overlap
