@@ -13,12 +13,36 @@ keep the matched child's span.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rag_service.result import RetrievedChunk
 
 TokenCounter = Callable[[str], int]
+#: where a window may start or end, most wanted first: a paragraph break, a sentence's end (its mark, closing
+#: quotes or brackets, white space), a line break. Hard-wrapped prose breaks lines mid-sentence, so a sentence
+#: comes before a line; a paragraph on one line has no line break at all
+_EDGES = (re.compile(r"\n[^\S\n]*\n\s*"), re.compile(r"[.!?][\"'”’)\]]*\s+"), re.compile(r"\n"))
+
+
+def _start_edge(text: str, lo: int, hi: int, default: int) -> int:
+    """Where a window starting in ``[lo, hi]`` should start: after the last edge ending there, else ``default``."""
+    for edge in _EDGES:
+        found = [m.end() for m in edge.finditer(text, lo, hi)]
+        if found:
+            return found[-1]
+    return default
+
+
+def _end_edge(text: str, lo: int, hi: int, default: int) -> int:
+    """Where a window ending in ``[lo, hi]`` should end: at the last edge in it (after a sentence's mark), else
+    ``default``."""
+    for edge in _EDGES:
+        found = [m.start() + len(m.group().rstrip()) for m in edge.finditer(text, lo, hi)]
+        if found:
+            return found[-1]
+    return default
 
 
 def water_level(sizes: Sequence[int], budget: int) -> int:
@@ -40,8 +64,8 @@ def window_span(start: int, end: int, match_start: int, match_end: int, text: st
 
     ``text`` is the parent's text (``start`` is its offset in the document). The room left beside the
     match is split evenly, a side that reaches the parent's edge gives its rest to the other side,
-    and both ends move back to a line break when one is near (within a fifth of the window), so a
-    window starts and ends on whole lines where it can.
+    and both ends move inward to the nearest paragraph break, else sentence end, else line break within a fifth of
+    the window, so a window starts and ends on whole paragraphs, sentences or lines where it can.
     """
     match_start, match_end = max(start, match_start), min(end, max(match_end, match_start))
     room = max(chars - (match_end - match_start), 0)
@@ -50,12 +74,10 @@ def window_span(start: int, end: int, match_start: int, match_end: int, text: st
     before = min(room - after, match_start - start)
     lo, hi = match_start - before, match_end + after
     slack = max(chars // 5, 1)
-    cut = text.rfind("\n", max(lo - start, 0), max(lo - start + slack, 0))
-    if lo > start and cut >= 0 and start + cut + 1 <= match_start:
-        lo = start + cut + 1
-    cut = text.rfind("\n", max(hi - start - slack, match_end - start), hi - start)
-    if hi < end and cut >= 0:
-        hi = start + cut
+    if lo > start:
+        lo = start + _start_edge(text, max(lo - start, 0), min(lo - start + slack, match_start - start), lo - start)
+    if hi < end:
+        hi = start + _end_edge(text, max(hi - start - slack, match_end - start), hi - start, hi - start)
     return lo, hi
 
 

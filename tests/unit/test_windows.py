@@ -81,3 +81,13 @@ def test_window_span_holds_the_match_and_stays_in_the_parent(a: int, b: int, cha
     lo, hi = window_span(start, end, m0, m1, text, chars)
     assert start <= lo <= m0 <= m1 <= hi <= end
     assert hi - lo <= max(chars, m1 - m0)
+
+
+def test_a_window_in_a_paragraph_on_one_line_starts_and_ends_at_sentences() -> None:
+    sentences = [f"Sentence {i} says something about the service (with detail {i})." for i in range(60)]
+    doc = " ".join(sentences)  # one line: no line break to move to
+    match = (doc.index("Sentence 30 "), doc.index("Sentence 31 "))
+    window = fit_to_budget([_parent(doc, 0, len(doc), match)], budget=80, count=_count)[0]
+    assert window.start_char <= match[0] and window.end_char >= match[1]
+    assert window.content.startswith("Sentence ") and window.content.endswith(").")
+    assert 0 < window.start_char and window.end_char < len(doc)
