@@ -90,4 +90,4 @@ def test_a_window_in_a_paragraph_on_one_line_starts_and_ends_at_sentences() -> N
     window = fit_to_budget([_parent(doc, 0, len(doc), match)], budget=80, count=_count)[0]
     assert window.start_char <= match[0] and window.end_char >= match[1]
     assert window.content.startswith("Sentence ") and window.content.endswith(").")
-    assert 0 < window.start_char and window.end_char < len(doc)
+    assert window.start_char > 0 and window.end_char < len(doc)
