@@ -23,13 +23,9 @@ from rag_service.ingest.spans import (
     trim_span,
 )
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
+from rag_service.text_breaks import LINE_BREAK, PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
 
-SEPARATORS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n[^\S\n]*\n\s*"),  # paragraph: a line break, a blank line, what whitespace follows
-    re.compile(r"\n\s*"),  # line
-    re.compile(r"[.!?][\"'”’)\]]*\s+"),  # sentence end
-    re.compile(r"\s+"),  # word
-)
+SEPARATORS: tuple[re.Pattern[str], ...] = (PARAGRAPH_BREAK, LINE_BREAK, SENTENCE_END, WORD_BREAK)
 
 
 def recursive_pieces(

@@ -18,12 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rag_service.result import RetrievedChunk
+from rag_service.text_breaks import PARAGRAPH_BREAK, SENTENCE_END
 
 TokenCounter = Callable[[str], int]
-#: where a window may start or end, most wanted first: a paragraph break, a sentence's end (its mark, closing
-#: quotes or brackets, white space), a line break. Hard-wrapped prose breaks lines mid-sentence, so a sentence
+#: where a window may start or end, most wanted first: a paragraph break, a sentence's end, a line break (the bare
+#: line break: a window keeps a line's indentation). Hard-wrapped prose breaks lines mid-sentence, so a sentence
 #: comes before a line; a paragraph on one line has no line break at all
-_EDGES = (re.compile(r"\n[^\S\n]*\n\s*"), re.compile(r"[.!?][\"'”’)\]]*\s+"), re.compile(r"\n"))
+_EDGES = (PARAGRAPH_BREAK, SENTENCE_END, re.compile(r"\n"))
 
 
 def _start_edge(text: str, lo: int, hi: int, default: int) -> int:
