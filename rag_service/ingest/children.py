@@ -76,20 +76,11 @@ def _add_children(
     """Append the kept children of ``parent`` to ``chunks`` (the dropped ones counted in ``counts``)."""
     text = lines.text
     children = dict(_children(chunker, text, parent, tables))
-    parent_content = text[parent[0] : parent[1]]
+    shared = (parent, text[parent[0] : parent[1]])
     for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
         lead = children[child]
         chunks.append(
-            make_chunk(
-                text,
-                child,
-                index=len(chunks),
-                chunk_type=CHILD,
-                headers=headers,
-                parent=parent,
-                parent_content=parent_content,
-                lead=lead,
-            )
+            make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=shared, lead=lead)
         )
 
 
@@ -110,6 +101,6 @@ def _children(chunker: SizedChunker, text: str, parent: Span, tables: list[Table
         header = text[slice(*table.header)].strip()
         rows = table_children(table, min_chars=chunker.min_chunk_chars, fits=fits, split=split)
         out.extend((span, header if lead else "") for span, lead in rows)
-        cursor = min(table.end, parent[1])
+        cursor = table.end
     out.extend((span, "") for span in split(cursor, parent[1]))
     return out

@@ -95,14 +95,13 @@ def make_chunk(
     index: int,
     chunk_type: str,
     headers: dict[str, str] | None = None,
-    parent: Span | None = None,
-    parent_content: str | None = None,
+    parent: tuple[Span, str] | None = None,
     lead: str = "",
 ) -> TextChunk:
     """Build the TextChunk for ``span`` (token count in cl100k_base, as everywhere in rag_service).
 
-    ``parent_content`` is ``text[parent[0]:parent[1]]`` sliced once by the caller: a section's children share
-    one string (as copies, a 200 KB section's 500 children held 100 MB, a 1 MB one's 2.5 GB).
+    ``parent`` is the parent's span and its text, sliced once by the caller: a section's children share one
+    string (as copies, a 200 KB section's 500 children held 100 MB, a 1 MB one's 2.5 GB).
     """
     content = text[span[0] : span[1]]
     return TextChunk(
@@ -113,8 +112,8 @@ def make_chunk(
         chunk_type=chunk_type,
         token_count=count_tokens(content),
         headers=dict(headers or {}),
-        parent_content=None if parent is None else parent_content or text[parent[0] : parent[1]],
-        parent_start=None if parent is None else parent[0],
-        parent_end=None if parent is None else parent[1],
+        parent_content=None if parent is None else parent[1],
+        parent_start=None if parent is None else parent[0][0],
+        parent_end=None if parent is None else parent[0][1],
         lead=lead,
     )

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from rag_service.ingest.spans import Span
+from rag_service.ingest.spans import Span, trim_span
 from rag_service.markdown_lines import LineKind, scan_lines
 
 _DELIMITER_ROW = re.compile(r"\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?")
@@ -59,7 +59,8 @@ class Table:
 
 def find_tables(text: str) -> list[Table]:
     """Every pipe table of ``text`` outside fenced code and front matter, in order."""
-    lines = [_stripped(text, start, end) if kind is LineKind.TEXT else None for start, end, kind, _ in scan_lines(text)]
+    # a text line is never blank (the scanner's BLANK kind), so trimming it leaves a span
+    lines = [trim_span(text, start, end) if kind is LineKind.TEXT else None for start, end, kind, _ in scan_lines(text)]
     tables: list[Table] = []
     i = 0
     while i + 1 < len(lines):
@@ -79,13 +80,6 @@ def find_tables(text: str) -> list[Table]:
         tables.append(Table(head, delimiter, tuple(r for r in lines[i + 2 : j] if r is not None)))
         i = j
     return tables
-
-
-def _stripped(text: str, start: int, end: int) -> Span:
-    line = text[start:end]
-    body = line.lstrip()
-    start += len(line) - len(body)
-    return start, start + len(body.rstrip())
 
 
 #: splits a span of text into trimmed child spans (the recursive split with the chunker's sizes)
