@@ -13,6 +13,11 @@ still has to be built and measured with `scripts/eval_sets.sh`.
 
     RAG_DATA_DIR=/work/evaldata .venv/bin/python scripts/simulate_ranking.py dump bench_out/sim
     .venv/bin/python scripts/simulate_ranking.py run bench_out/sim
+
+`dump --model PATH` screens another embedding model (a local sentence-transformers folder, any dimension): every
+chunk's embedded text (its title and header path first, as the product embeds it) and every question are embedded
+again by that model on torch, so the replica ranks with its vectors and the same chunks, postings and questions.
+On 2 cores a 110M-parameter model takes ~2.5 hours for the three sets' 31k chunks (progress on stderr).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import argparse
 import math
 import pickle
 import re
+import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -38,21 +45,24 @@ DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 K1, B = 1.2, 0.75
 _CHUNKS = (
     "SELECT c.id, c.document_id, d.source, c.start_char, coalesce(c.parent_start, -1), c.lexeme_count, "
-    "vector_send(c.embedding), md5(c.content), md5(coalesce(c.parent_content, c.content)) FROM document_chunks c "
+    "vector_send(c.embedding), md5(c.content), md5(coalesce(c.parent_content, c.content)), d.title, c.header_path, "
+    "c.content FROM document_chunks c "
     "JOIN documents d ON d.collection = c.collection AND d.id = c.document_id WHERE c.collection = :c ORDER BY c.id"
 )
 
 
-def dump(out: Path) -> None:
-    """Write `<set>.pkl` for every visible set indexed in `RAG_DATA_DIR` (as `scripts/eval_sets.sh` leaves it)."""
+def dump(out: Path, model: str | None = None) -> None:
+    """Write `<set>.pkl` for every visible set indexed in `RAG_DATA_DIR` (as `scripts/eval_sets.sh` leaves it);
+    with ``model``, the chunks' and questions' vectors are that model's instead of the stored ones."""
     from sqlalchemy import text
 
     from rag_service.db.vector_type import vector_from_send
+    from rag_service.embed import SentenceTransformerEmbedder
     from rag_service.retrieve.query import bm25_text, parse_query
     from rag_service.service import get_universal_rag
 
     service = get_universal_rag()
-    embedder = service.embedder()
+    embedder = SentenceTransformerEmbedder(model) if model else service.embedder()
     out.mkdir(parents=True, exist_ok=True)
     for name, collection in SETS.items():
         queries, qrels = read_judged_queries(DATASETS / name, "test")
@@ -72,9 +82,13 @@ def dump(out: Path) -> None:
                 text("SELECT id, content_tsv::text FROM document_chunks WHERE collection = :c"), {"c": collection}
             ).all()
         wanted = {lexeme for found in lexemes.values() for lexeme in found}
+        if model:
+            vectors_of_chunks = _embed_again(embedder, [_embedded_text(r[9], r[10], r[11]) for r in rows], name)
+        else:
+            vectors_of_chunks = np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32)
         data = {
             "rows": [(r[0], r[1], r[2], r[3], r[4], r[5], r[7], r[8]) for r in rows],
-            "vectors": np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32),
+            "vectors": vectors_of_chunks,
             "postings": postings,
             "qrels": qrels,
             "lexemes": lexemes,
@@ -83,6 +97,25 @@ def dump(out: Path) -> None:
         }
         (out / f"{name}.pkl").write_bytes(pickle.dumps(data))
         print(f"{name}: {len(rows)} chunks, {len(postings)} postings, {len(queries)} questions")
+
+
+def _embedded_text(title: str | None, header_path: str | None, content: str) -> str:
+    """A chunk's text as the product embeds it (`RAG_EMBED_HEADERS`); a table row's lead is not stored, so not here."""
+    from rag_service.db.documents import search_prefix
+
+    prefix = search_prefix(title or "", header_path) if header_path else ""
+    return f"{prefix}\n{content}" if prefix else content
+
+
+def _embed_again(embedder: Any, texts: list[str], name: str) -> np.ndarray[Any, Any]:
+    """``texts`` embedded in batches of 256, with a progress line per batch (a large model takes hours here)."""
+    started, parts = time.monotonic(), []
+    for at in range(0, len(texts), 256):
+        parts.append(embedder.embed_documents(texts[at : at + 256]))
+        done = min(at + 256, len(texts))
+        rate = done / (time.monotonic() - started)
+        print(f"{name}: {done}/{len(texts)} chunks, {rate:.1f}/s", file=sys.stderr, flush=True)
+    return np.vstack(parts).astype(np.float32)
 
 
 def _positions(tsvector: str, wanted: set[str]) -> dict[str, list[int]]:
@@ -291,8 +324,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("dump", "run"))
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--model", help="dump: embed chunks and questions again with this sentence-transformers folder")
     args = parser.parse_args()
-    dump(args.folder) if args.command == "dump" else run(args.folder)
+    dump(args.folder, args.model) if args.command == "dump" else run(args.folder)
 
 
 if __name__ == "__main__":
