@@ -35,7 +35,8 @@ BUNDLED_MINILM = "all-MiniLM-L6-v2"
 DEFAULT_EMBEDDING_BACKEND = "onnx-int8"
 #: ``RAG_EMBEDDING_BACKEND`` values: how the bundled MiniLM runs (other models always run on torch)
 EMBEDDING_BACKENDS = ("onnx", "torch", "onnx-int8")
-#: vector dimension of the ``document_chunks.embedding`` column created by the migrations
+#: vector dimension of the ``document_chunks.embedding`` column created by the migrations; a database without
+#: vectors takes its first model's instead (``db.vector_columns``)
 SCHEMA_EMBEDDING_DIM = 384
 
 # Every default lives once, here or in rag_service.knobs (preset knobs, input limits and the settings a

@@ -168,19 +168,24 @@ class CitusCluster:
                 node = Node(name=name, port=_free_port(), data=str(base / name))
                 cluster.nodes.append(node)
                 cluster._init(node, shards, shared_buffers, run_as)
-            for node in cluster.nodes:
-                with node.connect("postgres") as conn:
-                    conn.execute(f'CREATE DATABASE "{DATABASE}"')
-                with node.connect() as conn:
-                    conn.execute("CREATE EXTENSION citus")
-            with cluster.coordinator.connect() as conn:
-                conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (cluster.coordinator.port,))
-                for worker in cluster.nodes[1:]:
-                    conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
+            cluster.create_database(DATABASE)
         except BaseException:
             cluster.stop()
             raise
         return cluster
+
+    def create_database(self, name: str) -> str:
+        """Create database ``name`` with citus on every node, its workers added; returns its URL on the coordinator."""
+        for node in self.nodes:
+            with node.connect("postgres") as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            with node.connect(name) as conn:
+                conn.execute("CREATE EXTENSION citus")
+        with self.coordinator.connect(name) as conn:
+            conn.execute("SELECT citus_set_coordinator_host('127.0.0.1', %s)", (self.coordinator.port,))
+            for worker in self.nodes[1:]:
+                conn.execute("SELECT citus_add_node('127.0.0.1', %s)", (worker.port,))
+        return self.coordinator.url.rsplit("/", 1)[0] + f"/{name}"
 
     def _init(self, node: Node, shards: int, shared_buffers: str, run_as: dict[str, Any]) -> None:
         data = Path(node.data)

@@ -8,7 +8,8 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from rag_service.db.models import IndexSettings
-from rag_service.errors import EmbeddingMismatchError, SchemaError
+from rag_service.db.vector_columns import fit_vector_columns, schema_embedding_dim
+from rag_service.errors import EmbeddingMismatchError
 
 _NEW_DATABASE_HINT = "point RAG_DATABASE_URL (or RAG_DATA_DIR) at a new database for it"
 
@@ -30,19 +31,6 @@ def read_stored_model(session: Session) -> StoredModel | None:
     return StoredModel(*row) if row is not None else None
 
 
-def schema_embedding_dim(session: Session) -> int:
-    """The dimension of the ``document_chunks.embedding`` column as created by the migrations."""
-    row = session.execute(
-        text(
-            "SELECT atttypmod FROM pg_attribute "
-            "WHERE attrelid = to_regclass('document_chunks') AND attname = 'embedding'"
-        )
-    ).first()
-    if row is None:
-        raise SchemaError("the database has no document_chunks table; run `rag db upgrade` first")
-    return int(row[0])
-
-
 def check_index_settings(
     session: Session, *, model_id: str, dim: int, fts_config: str, record: bool = False, switching: bool = False
 ) -> None:
@@ -50,12 +38,13 @@ def check_index_settings(
 
     With ``record`` the settings are stored when the database has none yet (first write). With
     ``switching`` (the ``rag reindex --all`` re-embedding every collection) an unfinished switch to
-    ``model_id`` passes.
+    ``model_id`` passes. A first write into a database without vectors sizes its vector columns to ``dim``
+    (``fit_vector_columns``).
     """
-    check_dimension(session, model_id=model_id, dim=dim)
     stored = read_index_settings(session)
-    if stored is None:
+    if stored is None:  # nothing written yet: the first write sizes the vector columns and records its model
         if record:
+            fit_vector_columns(session, model_id=model_id, dim=dim)
             session.execute(
                 text(
                     "INSERT INTO index_settings (id, embedding_model, embedding_dim, fts_config) "
@@ -65,6 +54,7 @@ def check_index_settings(
             )
             check_index_settings(session, model_id=model_id, dim=dim, fts_config=fts_config)
         return
+    check_dimension(session, model_id=model_id, dim=dim)
     if not (switching and stored.switching_to == model_id):
         check_stored_model(stored, model_id=model_id, fts_config=fts_config)
     elif stored.fts_config != fts_config:

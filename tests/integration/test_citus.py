@@ -27,6 +27,7 @@ from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.search import configure_vector_scan, explain
 from rag_service.embed import HashingEmbedder
+from rag_service.errors import EmbeddingMismatchError
 from rag_service.evaluation import doc_text
 from rag_service.evaluation.beir import BeirDataset, load_beir
 from rag_service.evaluation.runner import EvalConfig, run_queries
@@ -219,6 +220,35 @@ def test_a_model_switch_on_citus(citus_engine):
             conn.execute(text("DELETE FROM documents WHERE collection = 'switch'"))
         back = Indexer(db, HashingEmbedder(), settings).reindex_all(switch_model=True)
         assert back.ok  # the module's other tests index with the hashing model
+
+
+def test_a_new_database_on_citus_takes_the_dimension_of_its_first_model(cluster):
+    """The first write's ALTER of the vector columns (``db.vector_columns``) reaches every shard: a 768-d model
+    writes, searches, and a 384-d one is refused after it."""
+    url = cluster.create_database("rag_wide")
+    settings = Settings(database_url=url, pool_size=2, pool_max_overflow=2)
+    engine = make_engine(url, settings)
+    wide = HashingEmbedder(dim=768, model_id="test/wide")
+    try:
+        migrate.upgrade(engine)
+        texts = [(name, name, body) for name, body in TEXTS.items()]
+        assert Indexer(Database(engine), wide, settings).index_texts(texts, collection="kb").added == 4
+        with engine.connect() as conn:
+            shard_types = conn.execute(
+                text(
+                    "SELECT DISTINCT result FROM run_command_on_shards('document_chunks', $$SELECT "
+                    "format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = '%s'::regclass AND attname = 'embedding'$$)"
+                )
+            ).all()
+            assert shard_types == [("vector(768)",)]
+        service = UniversalRAGService(settings, database=Database(engine), embedder=wide, reranker=None)
+        result = service.retrieve("which column shards tables?", context="search", collection="kb")
+        assert result.chunks and result.chunks[0].source == "ops/citus.md"
+        with pytest.raises(EmbeddingMismatchError, match="makes 384-d vectors but this database stores 768-d"):
+            Indexer(Database(engine), HashingEmbedder(), settings).index_texts(texts, collection="other")
+    finally:
+        engine.dispose()
 
 
 #: the build parameters of every HNSW index of a node (the parent's, each partition's or shard's)

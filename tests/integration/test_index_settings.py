@@ -26,10 +26,18 @@ def test_other_model_is_refused(db):
             check_index_settings(session, model_id="other/model", dim=384, fts_config="english")
 
 
-def test_other_dimension_is_refused_even_on_empty_database(db):
+def test_other_dimension_is_refused_once_the_first_model_is_recorded(db):
     with db.transaction() as session:
-        with pytest.raises(EmbeddingMismatchError, match="makes 768-d vectors but this database stores 384-d"):
-            check_index_settings(session, model_id="bge-base", dim=768, fts_config="english", record=True)
+        check_index_settings(session, model_id="bge-base", dim=768, fts_config="english", record=True)
+        stored = read_index_settings(session)
+        assert stored is not None and stored.embedding_dim == 768
+        with pytest.raises(EmbeddingMismatchError, match="makes 384-d vectors but this database stores 768-d"):
+            check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+
+
+def test_a_read_before_the_first_write_checks_nothing(db):
+    with db.transaction() as session:
+        check_index_settings(session, model_id="bge-base", dim=768, fts_config="english")
         assert read_index_settings(session) is None
 
 
