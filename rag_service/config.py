@@ -234,6 +234,15 @@ class Settings:
             raise ConfigurationError(
                 f"RAG_EMBEDDING_BACKEND ({self.embedding_backend!r}) must be one of {', '.join(EMBEDDING_BACKENDS)}"
             )
+        if not self.embedding_model.strip():  # `export RAG_EMBEDDING_MODEL=` would load the working directory
+            raise ConfigurationError(
+                "RAG_EMBEDDING_MODEL is empty; unset it for the bundled all-MiniLM-L6-v2, or name a "
+                "sentence-transformers model or folder"
+            )
+        if not self.rerank_model.strip():
+            raise ConfigurationError(
+                "RAG_RERANK_MODEL is empty; set it to 'none' to turn reranking off, or unset it for the default"
+            )
         if not self.fts_config.replace("_", "").isalnum():
             raise ConfigurationError(
                 f"RAG_FTS_CONFIG ({self.fts_config!r}) must be a text-search configuration name, e.g. 'english'"

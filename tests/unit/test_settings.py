@@ -53,6 +53,8 @@ def test_a_dotenv_file_fills_what_the_environment_lacks(clean_env, tmp_path):
         ("RAG_BM25_B", "1.5", r"RAG_BM25_B \(1\.5\) must be at least 0\.0 and at most 1\.0"),
         ("RAG_EMBED_HEADERS", "maybe", r"RAG_EMBED_HEADERS \('maybe'\) must be true or false"),
         ("RAG_FTS_CONFIG", "english; drop", r"RAG_FTS_CONFIG .* must be a text-search configuration name"),
+        ("RAG_EMBEDDING_MODEL", "", r"RAG_EMBEDDING_MODEL is empty; unset it for the bundled all-MiniLM-L6-v2"),
+        ("RAG_RERANK_MODEL", " ", r"RAG_RERANK_MODEL is empty; set it to 'none' to turn reranking off"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable(clean_env, name, value, message):
