@@ -8,6 +8,9 @@ vectors keeps its own (``index_settings.check_dimension`` says what to do).
 
 from __future__ import annotations
 
+from typing import Any
+
+from psycopg.sql import SQL, Identifier, Literal
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -22,6 +25,8 @@ VECTOR_TABLES = ("document_chunks", "document_contexts")
 _COLUMN_DIMENSION = text(
     "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass('document_chunks') AND attname = 'embedding'"
 )
+_LOCK = text("LOCK TABLE document_chunks, document_contexts IN ACCESS EXCLUSIVE MODE")
+_RESIZE = SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})")
 _HOLDS_VECTORS = text("SELECT EXISTS (SELECT 1 FROM document_chunks) OR EXISTS (SELECT 1 FROM document_contexts)")
 
 
@@ -47,8 +52,10 @@ def fit_vector_columns(session: Session, *, model_id: str, dim: int) -> None:
             f"embedding model {model_id!r} makes {dim}-d vectors; pgvector's HNSW index takes at most "
             f"{HNSW_MAX_DIMENSIONS:,}; choose a model of at most {HNSW_MAX_DIMENSIONS:,} dimensions"
         )
-    session.execute(text(f"LOCK TABLE {', '.join(VECTOR_TABLES)} IN ACCESS EXCLUSIVE MODE"))
+    session.execute(_LOCK)
     if schema_embedding_dim(session) == dim or session.execute(_HOLDS_VECTORS).scalar():
         return
-    for table in VECTOR_TABLES:  # names of this module, the dimension an int: nothing of the caller's text
-        session.execute(text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)})"))
+    raw: Any = session.connection().connection.driver_connection  # a typmod takes no bound parameter
+    with raw.cursor() as cursor:
+        for table in VECTOR_TABLES:
+            cursor.execute(_RESIZE.format(Identifier(table), Literal(int(dim))))
