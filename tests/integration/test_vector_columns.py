@@ -12,18 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 
-from rag_service.db import migrate
 from rag_service.db.database import Database
-from rag_service.db.engine import make_engine
 from rag_service.db.index_settings import read_index_settings
-from rag_service.db.partitions import partition_by_collection
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import EmbeddingMismatchError
 from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
-from tests.integration.test_bulk_index import write_corpus
+from tests.integration.test_bulk_index import _fresh, write_corpus
 
 _COLUMN_TYPES = text(
     "SELECT attrelid::regclass::text, format_type(atttypid, atttypmod) FROM pg_attribute "
@@ -31,15 +28,6 @@ _COLUMN_TYPES = text(
     "ORDER BY 1"
 )
 _HNSW = text("SELECT count(*) FROM pg_indexes WHERE tablename = 'document_chunks' AND indexdef LIKE '%USING hnsw%'")
-
-
-def _fresh(database_factory: Any, settings: Any, *, partitioned: bool = False) -> Engine:
-    engine = make_engine(database_factory.create("rag_dim"), settings)
-    migrate.upgrade(engine)
-    if partitioned:
-        with engine.begin() as conn:
-            assert partition_by_collection(conn)
-    return engine
 
 
 @pytest.mark.parametrize(("bulk", "partitioned"), [(False, False), (True, False), (True, True)])
