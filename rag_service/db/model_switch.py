@@ -55,9 +55,11 @@ def begin_model_switch(
     collection, so one asked of a single collection (``every_collection`` False) is refused; so is
     another dimension or text-search config.
     """
-    check_dimension(session, model_id=model_id, dim=dim)
     stored = _settings_row(session, lock="update")
-    if stored is None or (stored.switching_to is None and stored.embedding_model == model_id):
+    if stored is None:  # nothing written yet: the first write sizes the vector columns (``db.vector_columns``)
+        return None
+    check_dimension(session, model_id=model_id, dim=dim)
+    if stored.switching_to is None and stored.embedding_model == model_id:
         return None
     if stored.fts_config != fts_config:
         raise EmbeddingMismatchError(fts_mismatch_message(stored.fts_config, fts_config))

@@ -80,3 +80,8 @@ def test_a_model_over_hnsws_limit_is_one_line_and_changes_nothing(db: Database, 
     with db.transaction() as session:
         assert session.execute(_COLUMN_TYPES).all()[0] == ("document_chunks", "vector(384)")
         assert read_index_settings(session) is None
+
+
+def test_reindex_all_of_a_new_database_with_a_wider_model_is_not_refused(db: Database, settings: Any) -> None:
+    report = Indexer(db, HashingEmbedder(dim=768, model_id="test/wide"), settings).reindex_all(switch_model=True)
+    assert report.ok and report.failed == []
