@@ -56,6 +56,7 @@ def dump(out: Path, model: str | None = None) -> None:
     with ``model``, the chunks' and questions' vectors are that model's instead of the stored ones."""
     from sqlalchemy import text
 
+    from rag_service.db.documents import embedded_text
     from rag_service.db.vector_type import vector_from_send
     from rag_service.embed import SentenceTransformerEmbedder
     from rag_service.retrieve.query import bm25_text, parse_query
@@ -83,7 +84,7 @@ def dump(out: Path, model: str | None = None) -> None:
             ).all()
         wanted = {lexeme for found in lexemes.values() for lexeme in found}
         if model:
-            vectors_of_chunks = _embed_again(embedder, [_embedded_text(r[9], r[10], r[11]) for r in rows], name)
+            vectors_of_chunks = _embed_again(embedder, [embedded_text(r[9] or "", r[10] or "", r[11]) for r in rows], name)
         else:
             vectors_of_chunks = np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32)
         data = {
@@ -97,14 +98,6 @@ def dump(out: Path, model: str | None = None) -> None:
         }
         (out / f"{name}.pkl").write_bytes(pickle.dumps(data))
         print(f"{name}: {len(rows)} chunks, {len(postings)} postings, {len(queries)} questions")
-
-
-def _embedded_text(title: str | None, header_path: str | None, content: str) -> str:
-    """A chunk's text as the product embeds it (`RAG_EMBED_HEADERS`); a table row's lead is not stored, so not here."""
-    from rag_service.db.documents import search_prefix
-
-    prefix = search_prefix(title or "", header_path) if header_path else ""
-    return f"{prefix}\n{content}" if prefix else content
 
 
 def _embed_again(embedder: Any, texts: list[str], name: str) -> np.ndarray[Any, Any]:

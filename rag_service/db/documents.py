@@ -129,6 +129,13 @@ def search_prefix(title: str, header_path: str, lead: str = "") -> str:
     return "\n".join(parts)
 
 
+def embedded_text(title: str, header_path: str, content: str, lead: str = "") -> str:
+    """The text a chunk's vector is made from (``RAG_EMBED_HEADERS``): a chunk under headers gets its
+    ``search_prefix`` first (as BM25 sees it); a chunk without headers, its lead (if any)."""
+    prefix = search_prefix(title, header_path, lead) if header_path else lead
+    return f"{prefix}\n{content}" if prefix else content
+
+
 #: raises the transaction's commit to a synchronous one when the role or database turned it off;
 #: stronger settings (``remote_apply``, ``remote_write``) and ``local`` are already durable here
 _SYNCHRONOUS_COMMIT = text(

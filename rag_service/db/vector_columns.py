@@ -25,9 +25,12 @@ VECTOR_TABLES = ("document_chunks", "document_contexts")
 _COLUMN_DIMENSION = text(
     "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass('document_chunks') AND attname = 'embedding'"
 )
-_LOCK = text("LOCK TABLE document_chunks, document_contexts IN ACCESS EXCLUSIVE MODE")
+_TABLES = SQL(", ").join(Identifier(table) for table in VECTOR_TABLES)
+_LOCK = SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(_TABLES)
+_HOLDS_VECTORS = SQL("SELECT {}").format(
+    SQL(" OR ").join(SQL("EXISTS (SELECT 1 FROM {})").format(Identifier(table)) for table in VECTOR_TABLES)
+)
 _RESIZE = SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})")
-_HOLDS_VECTORS = text("SELECT EXISTS (SELECT 1 FROM document_chunks) OR EXISTS (SELECT 1 FROM document_contexts)")
 
 
 def schema_embedding_dim(session: Session) -> int:
@@ -52,10 +55,10 @@ def fit_vector_columns(session: Session, *, model_id: str, dim: int) -> None:
             f"embedding model {model_id!r} makes {dim}-d vectors; pgvector's HNSW index takes at most "
             f"{HNSW_MAX_DIMENSIONS:,}; choose a model of at most {HNSW_MAX_DIMENSIONS:,} dimensions"
         )
-    session.execute(_LOCK)
-    if schema_embedding_dim(session) == dim or session.execute(_HOLDS_VECTORS).scalar():
-        return
-    raw: Any = session.connection().connection.driver_connection  # a typmod takes no bound parameter
+    raw: Any = session.connection().connection.driver_connection  # composed by psycopg: a typmod takes no parameter
     with raw.cursor() as cursor:
+        cursor.execute(_LOCK)
+        if schema_embedding_dim(session) == dim or cursor.execute(_HOLDS_VECTORS).fetchone()[0]:
+            return
         for table in VECTOR_TABLES:
             cursor.execute(_RESIZE.format(Identifier(table), Literal(int(dim))))

@@ -217,8 +217,7 @@ class Batch:
         header path and lead first (as BM25 sees them); chunks without headers, their lead (if any) and text."""
         if not self.settings.embed_headers:
             return chunk.content
-        prefix = repo.search_prefix(title, chunk.header_path, chunk.lead) if chunk.header_path else chunk.lead
-        return f"{prefix}\n{chunk.content}" if prefix else chunk.content
+        return repo.embedded_text(title, chunk.header_path, chunk.content, chunk.lead)
 
     def flush(self) -> None:
         """Start embedding everything pending, then write the previous batch while the model runs.
