@@ -43,7 +43,16 @@ END $$
 # migration 0010's storage of the vectors, on the rebuilt parent (its partitions take it from there)
 _INLINE_VECTORS = "ALTER TABLE document_chunks ALTER COLUMN embedding SET STORAGE MAIN"
 
-# the triggers of migrations 0002/0005, on the partitioned parent (functions are kept from the migrations)
+#: migration 0014's row triggers recording packed postings' tombstones (``db.packed_postings``), on the partitioned
+#: parent; the conversion had left them out until migration 0017 (its function is kept from the migration)
+PACKED_TRIGGERS = {
+    "document_chunks_packed_delete": "CREATE TRIGGER document_chunks_packed_delete AFTER DELETE ON document_chunks "
+    "FOR EACH ROW EXECUTE FUNCTION rag_packed_tombstone_row()",
+    "document_chunks_packed_update": "CREATE TRIGGER document_chunks_packed_update AFTER UPDATE OF content_tsv "
+    "ON document_chunks FOR EACH ROW EXECUTE FUNCTION rag_packed_tombstone_row()",
+}
+
+# the triggers of migrations 0002/0005 and 0014, on the partitioned parent (functions are kept from the migrations)
 _TRIGGERS = (
     "CREATE TRIGGER document_chunks_lexeme_count BEFORE INSERT OR UPDATE OF content_tsv ON document_chunks "
     "FOR EACH ROW EXECUTE FUNCTION rag_chunk_lexeme_count()",
@@ -53,7 +62,11 @@ _TRIGGERS = (
     "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
     "CREATE TRIGGER document_chunks_stats_update AFTER UPDATE ON document_chunks "
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rag_chunk_stats()",
+    *PACKED_TRIGGERS.values(),
 )
+
+_IS_PARTITIONED = "SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('document_chunks')"
+_HAS_TRIGGER = "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'document_chunks'::regclass AND tgname = :name)"
 
 # migration 0013's row trigger counting the contexts (its function is kept from the migration)
 _CONTEXT_TRIGGER = (
@@ -115,3 +128,19 @@ def prepare_collection(session: Session, collection: str) -> None:
     ensure = session.execute(text("SELECT to_regproc('rag_ensure_collection_partitions')")).scalar()
     if ensure is not None:
         session.execute(text("SELECT rag_ensure_collection_partitions(:c)"), {"c": collection})
+
+
+def add_packed_triggers(connection: Connection) -> list[str]:
+    """Create the packed postings' tombstone triggers a partitioned ``document_chunks`` lacks (one converted
+    before migration 0017); returns their names. Nothing on a plain table (migration 0014 made them) or Citus."""
+    partitioned = connection.execute(text(_IS_PARTITIONED)).scalar()
+    if not partitioned:
+        return []
+    missing = [
+        name
+        for name in PACKED_TRIGGERS
+        if not connection.execute(text(_HAS_TRIGGER), {"name": name}).scalar()
+    ]
+    for name in missing:
+        connection.execute(text(PACKED_TRIGGERS[name]))
+    return missing

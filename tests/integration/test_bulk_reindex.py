@@ -85,8 +85,8 @@ def _statistics_hold(engine: Engine) -> list[bool]:
 
 @pytest.mark.parametrize(
     ("partitioned", "beside"),
-    [(False, False), (True, False), (False, True)],
-    ids=["alone", "partitioned", "beside-another-collection"],
+    [(False, False), (True, False), (False, True), (True, True)],
+    ids=["alone", "partitioned", "beside-another-collection", "partitioned-beside-another-collection"],
 )
 def test_a_bulk_reindex_ends_as_a_first_index_table_by_table(
     corpus, database_factory, settings, partitioned, beside, monkeypatch

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from rag_service.db import packed_postings
+from rag_service.db.database import Database
 from rag_service.db.presets import read_call_preset
 from rag_service.db.search import explain, hybrid_search
 from rag_service.db.status import read_status
@@ -21,6 +22,7 @@ from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.service_documents import delete_document
 from tests.integration.test_bm25 import keyword_request, stored_reference_bm25
+from tests.integration.test_bulk_index import _fresh
 
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 QUERIES = ["replica log replay", "backup restore cluster", "vector index graph search", "failover promote primary"]
@@ -184,24 +186,32 @@ def test_status_names_the_packed_collections_of_a_committed_build(fresh_database
     assert hits and all(h.keyword_score > 0 for h in hits)
 
 
-def test_deletes_alone_pack_again_past_the_share(fresh_database, packing_settings, tmp_path):
-    """Committed (an edit's shared lock ends with its transaction, then the repack takes the reindex lock)."""
-    db = fresh_database
-    index(db, packing_settings, corpus(10, 20))
-    remove = functools.partial(delete_document, db, collection="one", uploads_root=tmp_path, packed_min_chunks=1)
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+def test_deletes_alone_pack_again_past_the_share(database_factory, packing_settings, tmp_path, partitioned):
+    """Committed (an edit's shared lock ends with its transaction, then the repack takes the reindex lock); on a
+    schema partitioned by collection too, whose rebuilt chunk tables once lost the tombstone triggers."""
+    engine = _fresh(database_factory, packing_settings, partitioned=partitioned)
+    db = Database(engine)
+    try:
+        index(db, packing_settings, corpus(10, 20))
+        remove = functools.partial(delete_document, db, collection="one", uploads_root=tmp_path, packed_min_chunks=1)
 
-    def count(sql: str) -> int:
+        def count(sql: str) -> int:
+            with db.engine.connect() as conn:
+                return int(conn.execute(text(sql)).scalar_one())
+
+        assert remove(source="doc-10-0") == 1  # 1 of 20: within 5%, a tombstone
+        assert count("SELECT chunk_count FROM bm25_packed_snapshots") == 20
+        assert count("SELECT count(*) FROM bm25_packed_tombstones") == 1
         with db.engine.connect() as conn:
-            return int(conn.execute(text(sql)).scalar_one())
-
-    assert remove(source="doc-10-0") == 1  # 1 of 20: within 5%, a tombstone
-    assert count("SELECT chunk_count FROM bm25_packed_snapshots") == 20
-    assert count("SELECT count(*) FROM bm25_packed_tombstones") == 1
-    assert remove(source="doc-10-1") == 1  # 2 of 20: past 5%, packed again
-    assert count("SELECT chunk_count FROM bm25_packed_snapshots") == 18
-    assert count("SELECT count(*) FROM bm25_packed_tombstones") == 0
-    with db.engine.connect() as conn:
-        assert_exact(db, conn)
+            assert_exact(db, conn)
+        assert remove(source="doc-10-1") == 1  # 2 of 20: past 5%, packed again
+        assert count("SELECT chunk_count FROM bm25_packed_snapshots") == 18
+        assert count("SELECT count(*) FROM bm25_packed_tombstones") == 0
+        with db.engine.connect() as conn:
+            assert_exact(db, conn)
+    finally:
+        engine.dispose()
 
 
 def test_the_lists_are_probed_by_lexeme_when_the_statistics_predate_the_pack(fresh_database, packing_settings):

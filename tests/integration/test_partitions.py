@@ -177,3 +177,21 @@ def test_the_hnsw_rebuild_reaches_every_partition(partitioned, settings, tmp_pat
     service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
     result = service.retrieve("how do replicas replay the write-ahead log?", context="search", collection="alpha")
     assert result.chunks and result.chunks[0].source.endswith("ops/wal.md")
+
+
+_PACKED_TRIGGERS = text(
+    "SELECT tgname FROM pg_trigger WHERE tgrelid = 'document_chunks'::regclass AND tgname LIKE '%packed%' ORDER BY 1"
+)
+
+
+def test_the_packed_postings_triggers_are_on_a_partitioned_schema_and_migration_0017_restores_them(partitioned):
+    expected = ["document_chunks_packed_delete", "document_chunks_packed_update"]
+    with partitioned.connect() as conn:
+        assert list(conn.execute(_PACKED_TRIGGERS).scalars()) == expected
+    with partitioned.begin() as conn:  # a database partitioned before 0017: the conversion had left them out
+        for name in expected:
+            conn.execute(text(f"DROP TRIGGER {name} ON document_chunks"))
+    migrate.downgrade(partitioned, "0016")
+    migrate.upgrade(partitioned)
+    with partitioned.connect() as conn:
+        assert list(conn.execute(_PACKED_TRIGGERS).scalars()) == expected
