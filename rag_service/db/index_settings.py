@@ -62,12 +62,13 @@ def check_index_settings(
 
 
 def check_dimension(session: Session, *, model_id: str, dim: int) -> None:
-    """Raise EmbeddingMismatchError unless the schema's vector column has ``dim`` dimensions."""
+    """Raise EmbeddingMismatchError unless the schema's vector column has ``dim`` dimensions (any while a switch
+    of dimension has the columns open: the switch's marker then refuses every model but the switching run's)."""
     column_dim = schema_embedding_dim(session)
-    if dim != column_dim:
+    if column_dim is not None and dim != column_dim:
         raise EmbeddingMismatchError(
             f"embedding model {model_id!r} makes {dim}-d vectors but this database stores {column_dim}-d "
-            f"vectors; use a {column_dim}-d model or {_NEW_DATABASE_HINT}"
+            f"vectors; run `rag reindex --all` to re-embed every collection with it, or use a {column_dim}-d model"
         )
 
 

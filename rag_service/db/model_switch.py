@@ -1,4 +1,4 @@
-"""Switching the stored vectors to another embedding model of the same dimension (``rag reindex --all``).
+"""Switching the stored vectors to another embedding model (``rag reindex --all``).
 
 A switch is the pair (from, to) in ``index_settings`` (``embedding_model``, ``switching_to``, migration
 0008). ``begin_model_switch`` records it, committed before the first re-embedded vector is written;
@@ -11,11 +11,15 @@ Every batch of vectors is written after ``check_vectors_writable`` in the batch'
 holds the settings row shared, so the marker's update waits for batches in flight and every batch
 after it sees the marker. An ingest that started with the old model therefore writes no vector
 after a switch began, and ``rag reindex --all`` lists the collections only after recording it.
+
+A model of another dimension opens the vector columns in the transaction that records the switch and closes
+them, with the new dimension and rebuilt vector indexes, in the one that ends it (``db.vector_columns``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from sqlalchemy import select
@@ -23,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.index_settings import check_dimension, fts_mismatch_message, unfinished_switch_message
 from rag_service.db.models import IndexSettings
+from rag_service.db.vector_columns import close_vector_columns, open_vector_columns, schema_embedding_dim
 from rag_service.errors import EmbeddingMismatchError
 
 
@@ -32,6 +37,8 @@ class ModelSwitch:
 
     from_model: str
     to_model: str
+    #: the vector columns are open for a model of another dimension: no HNSW index until the switch ends
+    resizes: bool = False
 
     def unfinished(self) -> str:
         """The report's line while (or after) a run that did not re-embed every document."""
@@ -53,13 +60,13 @@ def begin_model_switch(
     A switch under way to ``model_id`` is resumed; one under way to another model turns to
     ``model_id`` (back to where it came from, or on to a third model). A switch re-embeds every
     collection, so one asked of a single collection (``every_collection`` False) is refused; so is
-    another dimension or text-search config.
+    another text-search config. A model of another dimension opens the vector columns (``db.vector_columns``).
     """
     stored = _settings_row(session, lock="update")
     if stored is None:  # nothing written yet: the first write sizes the vector columns (``db.vector_columns``)
         return None
-    check_dimension(session, model_id=model_id, dim=dim)
     if stored.switching_to is None and stored.embedding_model == model_id:
+        check_dimension(session, model_id=model_id, dim=dim)
         return None
     if stored.fts_config != fts_config:
         raise EmbeddingMismatchError(fts_mismatch_message(stored.fts_config, fts_config))
@@ -74,13 +81,18 @@ def begin_model_switch(
             f"switching the embedding model from {switch.from_model!r} to {switch.to_model!r} re-embeds every "
             "collection; run `rag reindex --all` without --collection"
         )
+    if schema_embedding_dim(session) not in (None, dim):
+        open_vector_columns(session, model_id=model_id, dim=dim)
     stored.embedding_model, stored.switching_to = switch.from_model, switch.to_model
     session.flush()
-    return switch
+    return replace(switch, resizes=schema_embedding_dim(session) is None)
 
 
-def end_model_switch(session: Session, switch: ModelSwitch) -> bool:
-    """Store ``switch.to_model`` as the model of every vector and clear the marker (the caller's transaction).
+def end_model_switch(
+    session: Session, switch: ModelSwitch, *, dim: int, phase: Callable[[str], None] = lambda _: None
+) -> bool:
+    """Store ``switch.to_model`` (``dim``-d) as the model of every vector and clear the marker (the caller's
+    transaction); open vector columns get ``dim`` dimensions and their indexes back (``phase`` hears each step).
 
     Call only after every document of every collection was re-embedded with no failure. False (and
     nothing changed) when another run has turned the switch to another model meanwhile.
@@ -88,6 +100,7 @@ def end_model_switch(session: Session, switch: ModelSwitch) -> bool:
     stored = _settings_row(session, lock="update")
     if stored is None or stored.switching_to != switch.to_model:
         return False
+    close_vector_columns(session, dim=dim, phase=phase)
     stored.embedding_model, stored.switching_to = switch.to_model, None
     session.flush()
     return True

@@ -23,7 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from rag_service.config import SCHEMA_EMBEDDING_DIM
@@ -372,3 +372,5 @@ class IndexSettings(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     #: the model ``rag reindex --all`` is re-embedding every collection with (migration 0008); None: no switch
     switching_to: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: the vector indexes' definitions while a switch to another dimension has dropped them (migration 0018)
+    vector_indexes: Mapped[list[str] | None] = mapped_column(ARRAY(Text), nullable=True)

@@ -10,9 +10,10 @@ written is in the report as failed, with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -200,8 +201,8 @@ class Indexer:
         never undone by an older copy of the text. ``listener(done, total)`` hears each document
         finished (the HTTP API's job progress); ``total`` is counted at the start.
 
-        With ``switch_model`` (``rag reindex --all``), where the stored vectors are of another model of
-        the same dimension or a switch of models is unfinished, every collection is switched to the
+        With ``switch_model`` (``rag reindex --all``), where the stored vectors are of another model (of
+        any dimension HNSW takes) or a switch of models is unfinished, every collection is switched to the
         embedder's model (``db.model_switch``); without, such a database is refused as by any write.
         """
         switch: ModelSwitch | None = None
@@ -220,6 +221,9 @@ class Indexer:
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
         report.model_switch = switch.unfinished() if switch is not None else ""
+        # while the columns hold vectors of two sizes there is no HNSW index to find neighbours with, and no
+        # distance between the sizes: the similarity edges are written once the switch has ended
+        graph = dataclasses.replace(self.graph, neighbours=0) if switch is not None and switch.resizes else self.graph
         started = time.perf_counter()
         with (
             _reported_if_stopped(report, started),
@@ -229,8 +233,8 @@ class Indexer:
                 with reindex_lock(self.db.engine, name):
                     self._guard(name, switching=switch is not None)
                     written = report.chunks_written
-                    with self._bulk_writer(name, documents=self._count(name), replace=True) as bulk:
-                        batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk)
+                    with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
+                        batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph)
                         for doc in self._stored_texts(name):
                             batch.add_text(
                                 doc.source,
@@ -243,14 +247,20 @@ class Indexer:
                         batch.finish()
                     self._refresh_statistics(name, report.chunks_written - written, report)
             if switch is not None and report.ok:
-                self._end_switch(switch, report)
+                self._end_switch(switch, report, bar.phase)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _end_switch(self, switch: ModelSwitch, report: IngestReport) -> None:
+    def _end_switch(self, switch: ModelSwitch, report: IngestReport, phase: Callable[[str], None]) -> None:
         with self.db.transaction() as session:
-            if end_model_switch(session, switch):
-                report.model_switch = switch.finished()
+            if not end_model_switch(session, switch, dim=self.embedder.dim, phase=phase):
+                return
+        report.model_switch = switch.finished()
+        if switch.resizes and self.graph.neighbours > 0:
+            phase("similarity edges of every collection")
+            rebuilt = self.build_graph()
+            report.edges_written += rebuilt.edges_written
+            report.graph_seconds += rebuilt.seconds
 
     def _count(self, collection: str) -> int:
         with self.db.transaction() as session:
@@ -304,8 +314,10 @@ class Indexer:
         reuse_vectors: bool = True,
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
+        graph: GraphBuilder | None = None,
     ) -> Batch:
-        """A batch writing into ``collection`` with this indexer's parts and a new summary writer."""
+        """A batch writing into ``collection`` with this indexer's parts (``graph``: another graph builder) and a
+        new summary writer."""
         return Batch(
             collection,
             report,
@@ -315,7 +327,7 @@ class Indexer:
             settings=self.settings,
             chunking=self.chunking,
             keywords=self.keywords,
-            graph=self.graph,
+            graph=graph or self.graph,
             summaries=self.summary_writer(),
             reuse_vectors=reuse_vectors,
             metadata=metadata,
@@ -323,7 +335,7 @@ class Indexer:
         )
 
     def _bulk_writer(
-        self, collection: str, *, documents: int | None, replace: bool = False
+        self, collection: str, *, documents: int | None, replace: bool = False, graph: GraphBuilder | None = None
     ) -> AbstractContextManager[BulkWriter | None]:
         """A bulk load (``ingest.bulkwrite``) for a run of at least ``bulk_min_documents`` documents into a
         collection that holds none, or (``replace``) rewriting that many of its stored documents, where
@@ -338,7 +350,7 @@ class Indexer:
             collection=collection,
             fts_config=self.settings.fts_config,
             keywords=self.keywords,
-            graph=self.graph,
+            graph=graph or self.graph,
             model_id=self.embedder.model_id,
             replace=replace,
         )

@@ -251,6 +251,40 @@ def test_a_new_database_on_citus_takes_the_dimension_of_its_first_model(cluster)
         engine.dispose()
 
 
+def test_a_populated_database_on_citus_switches_to_a_model_of_another_dimension(cluster):
+    """``rag reindex --all`` with a 768-d model (``db.vector_columns``): the columns are opened and closed on every
+    shard, the HNSW index of every shard is rebuilt, and the new model searches."""
+    url = cluster.create_database("rag_resize")
+    settings = Settings(database_url=url, pool_size=2, pool_max_overflow=2)
+    engine = make_engine(url, settings)
+    wide = HashingEmbedder(dim=768, model_id="test/wide")
+    shard_columns = text(
+        "SELECT DISTINCT result FROM run_command_on_shards('document_chunks', $$SELECT format_type(atttypid, "
+        "atttypmod) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attname = 'embedding'$$)"
+    )
+    shard_graphs = text(
+        "SELECT DISTINCT result FROM run_command_on_shards('document_chunks', $$SELECT count(*) FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+        "WHERE i.indrelid = '%s'::regclass AND a.amname = 'hnsw'$$)"
+    )
+    try:
+        migrate.upgrade(engine)
+        texts = [(name, name, body) for name, body in TEXTS.items()]
+        narrow = Indexer(Database(engine), HashingEmbedder(), settings)
+        assert narrow.index_texts(texts, collection="kb").added == 4
+        assert narrow.index_texts(texts[:2], collection="other").added == 2
+        report = Indexer(Database(engine), wide, settings).reindex_all(switch_model=True)
+        assert report.ok and report.updated == 6 and "switched from" in report.model_switch
+        with engine.connect() as conn:
+            assert conn.execute(shard_columns).all() == [("vector(768)",)]
+            assert conn.execute(shard_graphs).all() == [("1",)]
+        service = UniversalRAGService(settings, database=Database(engine), embedder=wide, reranker=None)
+        result = service.retrieve("which column shards tables?", context="search", collection="kb")
+        assert result.chunks and result.chunks[0].source == "ops/citus.md"
+    finally:
+        engine.dispose()
+
+
 #: the build parameters of every HNSW index of a node (the parent's, each partition's or shard's)
 HNSW_BUILD_OPTIONS = (
     "SELECT array_to_string(c.reloptions, ',') FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "

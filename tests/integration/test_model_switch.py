@@ -167,8 +167,12 @@ def test_mismatches_are_one_line_naming_both_models_and_the_fix(indexed) -> None
         assert "\n" not in message and f"holds vectors of {A!r}" in message and f"give {B!r}" in message
         assert "run `rag reindex --all`" in message
     other_dim = HashingEmbedder(dim=768, model_id="test/wide")
-    with pytest.raises(EmbeddingMismatchError, match="makes 768-d vectors but this database stores 384-d vectors; "):
-        Indexer(db, other_dim, settings).reindex_all(switch_model=True)
+    with pytest.raises(EmbeddingMismatchError) as wider:  # an ordinary write; `rag reindex --all` switches
+        Indexer(db, other_dim, settings).index_texts([("n.txt", "N", "notes")], collection="alpha")
+    assert str(wider.value) == (
+        "embedding model 'test/wide' makes 768-d vectors but this database stores 384-d vectors; "
+        "run `rag reindex --all` to re-embed every collection with it, or use a 384-d model"
+    )
     with pytest.raises(EmbeddingMismatchError) as one:
         _service(db, settings, model_b(), check_model=False).reindex_all(collection="alpha", switch_model=True)
     assert str(one.value) == (
