@@ -60,12 +60,15 @@ def test_the_agent_preset_says_no_relevant_passages_instead_of_padding(service):
 
 
 def test_a_one_document_collection_answers_what_it_holds_and_floors_what_it_does_not(service):
-    # a one-chunk collection's background used to be that chunk's own cosine: this question scored 14% (agent: none)
+    # a one-chunk collection's background used to be that chunk's own cosine: this question scored 14% (agent: none).
+    # The passage is mostly filler: its cosine to the question is 0.52 on fp32 and 0.50 on int8 with AVX-512 VNNI
+    # (int8 vectors differ by the CPU's int8 instructions), so its relevance is 0.68-0.77 where the old background
+    # gave 0.25-0.31: the bound sits between the two, not at the PRD's 0.75 for a typical answer (the ops.md test)
     text = "# Backups\n\nSome text about backups and restores in a cluster, with enough words to be a chunk.\n"
     assert service.index_texts([("one.md", "Backups", text)], collection="one").added == 1
     answered = service.retrieve("how are backups restored in a cluster", "agent", collection="one")
     assert [c.source for c in answered.chunks] == ["one.md"], answered.formatted_context
-    assert answered.chunks[0].relevance_score >= 0.75
+    assert answered.chunks[0].relevance_score >= 0.6
     assert service.retrieve(UNANSWERABLE, "agent", collection="one").chunks == []
 
 
