@@ -221,8 +221,8 @@ class UniversalRAGService(DocumentOperations):
         """Re-chunk and re-embed every stored document from its stored text; ``listener(done, total)``.
 
         ``switch_model`` (``rag reindex --all``): switch every collection to this service's embedding
-        model where the stored vectors are of another one of the same dimension (README, "Switching the
-        embedding model"); without it such a database is refused. UnknownCollectionError when
+        model where the stored vectors are of another one, of any dimension up to HNSW's 2,000 (README, "Switching
+        the embedding model"); without it such a database is refused. UnknownCollectionError when
         ``collection`` holds no document (nothing to re-chunk: likely a typo).
         """
         if collection is not None:
