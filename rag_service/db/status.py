@@ -28,6 +28,8 @@ class DatabaseStatus:
     sizes: tuple[tuple[str, str, int], ...] = ()
     #: the model an unfinished ``rag reindex --all`` is switching the vectors to (migration 0008), else None
     switching_to: str | None = None
+    #: that switch is to another dimension: the vector indexes are dropped until it ends (migration 0018)
+    resizing: bool = False
     #: the rag_bm25 extension (``ext/rag_bm25``): its version in this database, "available" (in the server, not
     #: created yet: the first large collection creates it) or None (not in the server)
     rag_bm25: str | None = None
@@ -54,6 +56,7 @@ class DatabaseStatus:
                 out.append(
                     f"switch:     from {self.embedding_model} to {self.switching_to} unfinished (reads and writes "
                     f"refuse); run `rag reindex --all` with {self.switching_to} to finish it"
+                    + (" (another dimension: the HNSW index is rebuilt when it ends)" if self.resizing else "")
                 )
         else:
             out.append("embeddings: none stored yet")
@@ -121,6 +124,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         vector = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
         revision = current_revision(conn)
         model = dim = cfg = switching_to = None
+        resizing = False
         collections: dict[str, tuple[int, int]] = {}
         sizes: tuple[tuple[str, str, int], ...] = ()
         packed: frozenset[str] = frozenset()
@@ -131,14 +135,14 @@ def read_status(engine: Engine) -> DatabaseStatus:
             )
         ).scalar()
         if revision is not None:
-            settings_row = conn.execute(  # switching_to read through jsonb: absent below migration 0008
+            settings_row = conn.execute(  # read through jsonb: absent below migrations 0008 and 0018
                 text(
-                    "SELECT embedding_model, embedding_dim, fts_config, to_jsonb(s) ->> 'switching_to' "
-                    "FROM index_settings s WHERE id = 1"
+                    "SELECT embedding_model, embedding_dim, fts_config, to_jsonb(s) ->> 'switching_to', "
+                    "jsonb_typeof(to_jsonb(s) -> 'vector_indexes') = 'array' FROM index_settings s WHERE id = 1"
                 )
             ).first()
             if settings_row is not None:
-                model, dim, cfg, switching_to = settings_row
+                model, dim, cfg, switching_to, resizing = settings_row
             for name, docs, chunks in conn.execute(
                 text(
                     "SELECT d.collection, count(DISTINCT d.id), coalesce(sum(d.chunk_count), 0) "
@@ -165,6 +169,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         collections=collections,
         sizes=sizes,
         switching_to=switching_to,
+        resizing=bool(resizing),
         rag_bm25=rag_bm25,
         packed=packed,
     )

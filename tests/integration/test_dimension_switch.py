@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.index_settings import read_index_settings
+from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import EmbeddingMismatchError
 from rag_service.ingest import batch
@@ -163,6 +164,10 @@ def test_a_failed_switch_keeps_the_old_vectors_refuses_every_model_and_is_finish
             _service(engine, settings, embedder)
         with pytest.raises(EmbeddingMismatchError, match=_unfinished(NARROW, WIDE)):
             Indexer(Database(engine), embedder, settings).index_texts([("n.txt", "N", "notes")], collection="alpha")
+    assert (
+        f"switch:     from {NARROW} to {WIDE} unfinished (reads and writes refuse); run `rag reindex --all` with "
+        f"{WIDE} to finish it (another dimension: the HNSW index is rebuilt when it ends)"
+    ) in read_status(engine).lines()
     with pytest.raises(RuntimeError, match="to another dimension is unfinished; finish it with `rag reindex --all`"):
         migrate.downgrade(engine, "0017")
 
