@@ -65,7 +65,6 @@ _TRIGGERS = (
     *PACKED_TRIGGERS.values(),
 )
 
-_IS_PARTITIONED = "SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass('document_chunks')"
 _HAS_TRIGGER = "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'document_chunks'::regclass AND tgname = :name)"
 
 # migration 0013's row trigger counting the contexts (its function is kept from the migration)
@@ -133,14 +132,9 @@ def prepare_collection(session: Session, collection: str) -> None:
 def add_packed_triggers(connection: Connection) -> list[str]:
     """Create the packed postings' tombstone triggers a partitioned ``document_chunks`` lacks (one converted
     before migration 0017); returns their names. Nothing on a plain table (migration 0014 made them) or Citus."""
-    partitioned = connection.execute(text(_IS_PARTITIONED)).scalar()
-    if not partitioned:
+    if not is_partitioned(connection):
         return []
-    missing = [
-        name
-        for name in PACKED_TRIGGERS
-        if not connection.execute(text(_HAS_TRIGGER), {"name": name}).scalar()
-    ]
+    missing = [name for name in PACKED_TRIGGERS if not connection.execute(text(_HAS_TRIGGER), {"name": name}).scalar()]
     for name in missing:
         connection.execute(text(PACKED_TRIGGERS[name]))
     return missing
