@@ -234,7 +234,9 @@ class Indexer:
                     self._guard(name, switching=switch is not None)
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
-                        batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph)
+                        batch = self._batch(
+                            name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph, replay_graph=True
+                        )
                         for doc in self._stored_texts(name):
                             batch.add_text(
                                 doc.source,
@@ -315,6 +317,7 @@ class Indexer:
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
         graph: GraphBuilder | None = None,
+        replay_graph: bool = False,
     ) -> Batch:
         """A batch writing into ``collection`` with this indexer's parts (``graph``: another graph builder) and a
         new summary writer."""
@@ -332,6 +335,7 @@ class Indexer:
             reuse_vectors=reuse_vectors,
             metadata=metadata,
             bulk=bulk,
+            replay_graph=replay_graph,
         )
 
     def _bulk_writer(

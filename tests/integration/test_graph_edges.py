@@ -10,9 +10,12 @@ from sqlalchemy import text
 
 from rag_service.db import catalog, documents
 from rag_service.db import graph as store
+from rag_service.db.database import Database
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.indexer import Indexer
+from tests.integration.test_bulk_index import _fresh, write_corpus
+from tests.integration.test_dimension_switch import _EDGES
 
 PARAGRAPH = (
     "PostgreSQL keeps the vectors and the postings in one database, so a backup holds the whole index "
@@ -304,3 +307,26 @@ def test_a_collection_written_after_deleted_copies_of_its_documents_gets_its_sim
     after = [e for e in _edges(connection, "after") if e[4] == "similar"]
     assert len(alone) > 100
     assert len(after) >= 0.98 * len(alone)
+
+
+def test_a_full_reindex_on_the_row_path_keeps_the_graph_a_first_index_wrote(
+    database_factory, settings, tmp_path, monkeypatch
+):
+    """``rag reindex --all`` rewrites documents in id order: each one's similarity edges went to every document, and
+    those to documents rewritten after it went with their old chunks (226 edges -> 174 on these pages). Replayed as
+    a first index writes them (edges only to documents up to its own id), the graph is the same after every reindex."""
+    pages = write_corpus(tmp_path, monkeypatch)
+    engine = _fresh(database_factory, settings)
+    try:
+        row_path = Indexer(Database(engine), HashingEmbedder(), settings)
+        row_path.bulk_min_documents = 10**9
+        assert row_path.index_paths([pages], collection="kb").added == 7
+        with engine.connect() as conn:
+            first = conn.execute(_EDGES).all()
+        assert any(kind == store.SIMILAR for _, _, kind, _ in first)
+        for _ in range(2):
+            assert row_path.reindex_all().updated == 7
+            with engine.connect() as conn:
+                assert conn.execute(_EDGES).all() == first
+    finally:
+        engine.dispose()
