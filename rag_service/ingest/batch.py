@@ -100,13 +100,8 @@ class Batch:
         reuse_vectors: bool = True,
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
-        replay_graph: bool = False,
     ) -> None:
         self.bulk = bulk  # a new collection's run as one bulk load (``bulkwrite``) instead of a commit per batch
-        #: ``rag reindex --all`` rewrites a collection's documents in id order, keeping their ids: each one's similarity
-        #: edges go only to documents up to its own id (rewritten already), as a first index wrote them. Edges to a
-        #: later document would go with its old chunks when it is rewritten, thinning the graph at every reindex
-        self.replay_graph = replay_graph
         self._staged: list[_Pending] = []
         #: texts this run embedded whose first written chunk is not counted yet (the report counts what it wrote)
         self._embedded_unwritten: set[str] = set()
@@ -421,12 +416,7 @@ class Batch:
         )
         started = time.perf_counter()
         edges = self.graph.build(
-            session,
-            collection=self.collection,
-            document_id=document_id,
-            source=doc.source,
-            text=doc.text,
-            up_to_document=document_id if self.replay_graph else None,
+            session, collection=self.collection, document_id=document_id, source=doc.source, text=doc.text
         )
         doc.edges, doc.graph_seconds = edges, time.perf_counter() - started
 

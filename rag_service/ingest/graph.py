@@ -47,6 +47,10 @@ class GraphBuilder:
 
     neighbours: int = DEFAULT_NEIGHBOURS
     min_similarity: float = DEFAULT_MIN_SIMILARITY
+    #: similarity edges only to documents up to the written one's id: ``rag reindex --all`` rewrites a collection in id
+    #: order, keeping ids, so these are the ones rewritten already, as a first index wrote them (edges to a later one
+    #: would go with its old chunks, thinning the graph at every reindex)
+    replay: bool = False
 
     def build(
         self,
@@ -76,7 +80,7 @@ class GraphBuilder:
                 chunk_ids=[c.id for c in chunks],
                 neighbours=self.neighbours,
                 min_similarity=self.min_similarity,
-                up_to_document=up_to_document,
+                up_to_document=document_id if up_to_document is None and self.replay else up_to_document,
             )
         return written
 

@@ -221,9 +221,12 @@ class Indexer:
         collections = names or ["default"]
         report = IngestReport(collection=collection or ",".join(collections))
         report.model_switch = switch.unfinished() if switch is not None else ""
-        # while the columns hold vectors of two sizes there is no HNSW index to find neighbours with, and no
-        # distance between the sizes: the similarity edges are written once the switch has ended
-        graph = dataclasses.replace(self.graph, neighbours=0) if switch is not None and switch.resizes else self.graph
+        # the graph as a first index writes it (``GraphBuilder.replay``); while the columns hold vectors of two sizes
+        # there is no HNSW index to find neighbours with, and no distance between the sizes: the similarity edges are
+        # written once the switch has ended
+        graph = dataclasses.replace(self.graph, replay=True)
+        if switch is not None and switch.resizes:
+            graph = dataclasses.replace(graph, neighbours=0)
         started = time.perf_counter()
         with (
             _reported_if_stopped(report, started),
@@ -234,9 +237,7 @@ class Indexer:
                     self._guard(name, switching=switch is not None)
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
-                        batch = self._batch(
-                            name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph, replay_graph=True
-                        )
+                        batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph)
                         for doc in self._stored_texts(name):
                             batch.add_text(
                                 doc.source,
@@ -317,7 +318,6 @@ class Indexer:
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
         graph: GraphBuilder | None = None,
-        replay_graph: bool = False,
     ) -> Batch:
         """A batch writing into ``collection`` with this indexer's parts (``graph``: another graph builder) and a
         new summary writer."""
@@ -335,7 +335,6 @@ class Indexer:
             reuse_vectors=reuse_vectors,
             metadata=metadata,
             bulk=bulk,
-            replay_graph=replay_graph,
         )
 
     def _bulk_writer(
