@@ -81,11 +81,12 @@ def begin_model_switch(
             f"switching the embedding model from {switch.from_model!r} to {switch.to_model!r} re-embeds every "
             "collection; run `rag reindex --all` without --collection"
         )
-    if schema_embedding_dim(session) not in (None, dim):
+    column_dim = schema_embedding_dim(session)  # None: open already, by an unfinished switch of dimension
+    if column_dim not in (None, dim):
         open_vector_columns(session, model_id=model_id, dim=dim)
     stored.embedding_model, stored.switching_to = switch.from_model, switch.to_model
     session.flush()
-    return replace(switch, resizes=schema_embedding_dim(session) is None)
+    return replace(switch, resizes=column_dim != dim)
 
 
 def end_model_switch(
