@@ -26,6 +26,7 @@ import bench
 import psycopg
 from bench_lib import corpus as synth
 from bench_lib import measure, reads, real_text, retrievers, store
+from sqlalchemy import Engine
 from tqdm import tqdm
 
 from rag_service.config import BUNDLED_MINILM, Preset, Settings, load_settings
@@ -34,6 +35,7 @@ from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
 from rag_service.db.search import hybrid_search
 from rag_service.db.search_request import ef_search_for
+from rag_service.db.status import SharedMemory, read_shared_memory
 from rag_service.embed import Embedder, embedder_for
 from rag_service.service import UniversalRAGService
 
@@ -187,6 +189,7 @@ def main() -> int:
         "proximity_weight": settings.proximity_weight,
         "context_vector_weight": settings.context_vector_weight,
         "parallel_arms_from": settings.parallel_arms_from,
+        "shared_memory": dataclasses.asdict(_shared_memory(engine)),  # huge pages took 7-20% off (session 44)
     }
     if args.packed_ab:
         out["bounded_overlap_at_20_with_packed"] = {
@@ -215,6 +218,11 @@ def _exact_sql_overlap(
     timed = range(args.warmup, args.warmup + args.queries)
     found = [exact["ours_fulltext"](i) for i in tqdm(timed, desc="exact SQL keyword arm")]
     return {arm: measure.overlap_at_k(results[arm], found) for arm in ("ours_fulltext", "ours_fulltext_bounded")}
+
+
+def _shared_memory(engine: Engine) -> SharedMemory:
+    with engine.connect() as connection:
+        return read_shared_memory(connection)
 
 
 def _real_workload(embedder: Embedder, count: int) -> retrievers.Workload:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from rag_service.db.messages import url_for_display
 from rag_service.db.migrate import current_revision, head_revision
@@ -35,6 +35,8 @@ class DatabaseStatus:
     rag_bm25: str | None = None
     #: the collections whose postings are packed (``db.packed_postings``): their BM25 arm is the extension's
     packed: frozenset[str] = frozenset()
+    #: the server's shared memory (``SharedMemory``), None when not read
+    memory: SharedMemory | None = None
 
     @property
     def up_to_date(self) -> bool:
@@ -73,9 +75,58 @@ class DatabaseStatus:
             packed = ", postings packed (exact BM25)" if name in self.packed else ""
             counts = f"{docs} document{'' if docs == 1 else 's'}, {chunks} chunk{'' if chunks == 1 else 's'}"
             out.append(f"collection: {name}: {counts}{packed}")
+        if self.memory is not None:
+            out.append(f"memory:     {self.memory.describe(data_bytes=sum(size for _, _, size in self.sizes))}")
         for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")
             out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
+
+
+#: from this much data (the service's tables and indexes) the status suggests huge pages
+HUGE_PAGES_FROM_BYTES = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class SharedMemory:
+    """The server's ``shared_buffers`` and whether its shared memory sits on huge pages (PostgreSQL 17+ says)."""
+
+    shared_buffers: str
+    #: ``huge_pages``: on, off or try
+    huge_pages: str
+    #: ``huge_pages_status``: on, off, unknown; None before PostgreSQL 17
+    status: str | None
+    #: ``shared_memory_size_in_huge_pages``: the huge pages the server's shared memory needs (-1: none here)
+    pages_needed: int | None
+
+    def describe(self, *, data_bytes: int) -> str:
+        """One line: the buffers and their pages; past ``HUGE_PAGES_FROM_BYTES`` of data on 4 kB pages, what
+        huge pages took off the searches at 1M chunks and how to reserve them (docs/benchmarks.md, "Session 44")."""
+        buffers = f"shared_buffers {self.shared_buffers}"
+        if self.status == "on":
+            return f"{buffers} on huge pages"
+        if self.status != "off":
+            return buffers
+        if self.huge_pages == "off":
+            return f"{buffers} on 4 kB pages (huge_pages = off)"
+        if data_bytes < HUGE_PAGES_FROM_BYTES or not self.pages_needed or self.pages_needed < 1:
+            return f"{buffers} on 4 kB pages"
+        return (
+            f"{buffers} on 4 kB pages; huge pages took 7-20% off the searches' p95 at 1M chunks: as root "
+            f"`sysctl -w vm.nr_hugepages={self.pages_needed}` before the server's next start"
+        )
+
+
+_MEMORY_SQL = text(
+    "SELECT current_setting('shared_buffers'), current_setting('huge_pages'), "
+    "current_setting('huge_pages_status', true), current_setting('shared_memory_size_in_huge_pages', true)"
+)
+
+
+def read_shared_memory(conn: Connection) -> SharedMemory:
+    """The server's ``SharedMemory`` (settings any role may read)."""
+    buffers, setting, status, needed = conn.execute(_MEMORY_SQL).one()
+    pages = int(needed) if needed not in (None, "") else None
+    return SharedMemory(shared_buffers=str(buffers), huge_pages=str(setting), status=status, pages_needed=pages)
 
 
 def _pretty(size: int) -> str:
@@ -128,6 +179,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         collections: dict[str, tuple[int, int]] = {}
         sizes: tuple[tuple[str, str, int], ...] = ()
         packed: frozenset[str] = frozenset()
+        memory = read_shared_memory(conn)
         rag_bm25 = conn.execute(
             text(
                 "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'rag_bm25'), "
@@ -172,6 +224,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         resizing=bool(resizing),
         rag_bm25=rag_bm25,
         packed=packed,
+        memory=memory,
     )
 
 

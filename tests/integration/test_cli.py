@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,7 +74,10 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
     everything = rag(cli_env, "reindex", "--all", "--collection", "kb", "--quiet", cwd=tmp_path)
     assert everything.returncode == 0 and "1 updated" in everything.stdout
 
-    sizes = [line for line in rag(cli_env, "db", "status").stdout.splitlines() if line.startswith("size:")]
+    status = rag(cli_env, "db", "status").stdout.splitlines()
+    memory = [line for line in status if line.startswith("memory:")]  # the server's own, read from it
+    assert len(memory) == 1 and re.fullmatch(r"memory: +shared_buffers \d+[kMG]B on (4 kB|huge) pages", memory[0])
+    sizes = [line for line in status if line.startswith("size:")]
     named = {line.split()[1]: line for line in sizes}  # issue 23.7d: the README says status shows them
     assert "(index hnsw): " in named["ix_document_chunks_embedding_hnsw"]
     assert not named["ix_document_chunks_embedding_hnsw"].endswith(" 0 bytes")
