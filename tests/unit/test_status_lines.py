@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rag_service.db.status import DatabaseStatus, SharedMemory
 
 
+def _status(**given: Any) -> DatabaseStatus:
+    values: dict[str, Any] = {
+        "url": "postgresql+psycopg://u@/rag",
+        "server_version": "18.6",
+        "pgvector_version": "0.8.6",
+        "revision": "0018",
+        "head": "0018",
+        "embedding_model": "m",
+        "embedding_dim": 384,
+        "fts_config": "english",
+        "collections": {},
+    }
+    return DatabaseStatus(**{**values, **given})
+
+
 def test_a_collection_of_one_document_says_so_in_the_singular():
-    status = DatabaseStatus(
-        url="postgresql+psycopg://u@/rag",
-        server_version="18.6",
-        pgvector_version="0.8.6",
-        revision="0015",
-        head="0015",
-        embedding_model="m",
-        embedding_dim=384,
-        fts_config="english",
-        collections={"kb": (2, 208), "web": (1, 1)},
-        packed=frozenset({"kb"}),
-    )
-    lines = status.lines()
+    lines = _status(collections={"kb": (2, 208), "web": (1, 1)}, packed=frozenset({"kb"})).lines()
     assert "collection: kb: 2 documents, 208 chunks, postings packed (exact BM25)" in lines
     assert "collection: web: 1 document, 1 chunk" in lines
 
@@ -46,19 +51,7 @@ def test_shared_memory_on_huge_pages_or_without_them_by_choice_or_unknown_says_o
 
 
 def test_the_memory_line_sits_before_the_sizes():
-    status = DatabaseStatus(
-        url="postgresql+psycopg://u@/rag",
-        server_version="18.6",
-        pgvector_version="0.8.6",
-        revision="0018",
-        head="0018",
-        embedding_model=None,
-        embedding_dim=None,
-        fts_config=None,
-        collections={},
-        sizes=(("table", "document_chunks", 2 * GIB),),
-        memory=_memory("off"),
-    )
+    status = _status(sizes=(("table", "document_chunks", 2 * GIB),), memory=_memory("off"))
     lines = status.lines()
     assert lines[-2].startswith("memory:     shared_buffers 6026MB on 4 kB pages; huge pages took")
     assert lines[-1] == "size:       document_chunks (table): 2048.0 MB"
