@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.database import Database
 from rag_service.db.replicas import PRIMARY, ReadRouter
+from rag_service.db.status import HUGE_PAGES_FROM_BYTES, SharedMemory, read_shared_memory
 from rag_service.errors import DatabaseError, first_line
 
 #: a graph is read only while the graphs read so far fit in this share of shared_buffers; past it, reading
@@ -54,6 +55,7 @@ class Prewarmed:
     seconds: float = 0.0
     share: float = SHARED_BUFFERS_SHARE
     skipped: str | None = None  # why nothing was read (no pg_prewarm), or None
+    memory: SharedMemory | None = None  # the server's shared memory, named in the line when the graphs are large
 
     def line(self, server: str) -> str:
         """One line for the log."""
@@ -64,6 +66,9 @@ class Prewarmed:
         if self.left_out:
             over = ", ".join(f"{name} ({size / 2**20:.1f} MB)" for name, size in self.left_out)
             out += f"; left out, over {self.share:.0%} of shared_buffers: {over}"
+        graphs = sum(size for _, size in self.graphs + self.left_out)
+        if self.memory is not None and graphs >= HUGE_PAGES_FROM_BYTES:  # where huge pages pay (db.status)
+            out += f"; {self.memory.describe(data_bytes=graphs)}"
         return out
 
 
@@ -112,7 +117,8 @@ def _prewarm(session: Session, share: float) -> Prewarmed:
         session.execute(text("SELECT pg_prewarm(CAST(:name AS regclass))"), {"name": name})
         used += size
         read.append((name, size))
-    return Prewarmed(tuple(read), tuple(left_out), time.perf_counter() - started, share)
+    memory = read_shared_memory(session.connection())
+    return Prewarmed(tuple(read), tuple(left_out), time.perf_counter() - started, share, memory=memory)
 
 
 def prewarm_search_servers(router: ReadRouter) -> list[str]:
