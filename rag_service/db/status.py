@@ -111,7 +111,7 @@ class SharedMemory:
         if data_bytes < HUGE_PAGES_FROM_BYTES or not self.pages_needed or self.pages_needed < 1:
             return f"{buffers} on 4 kB pages"
         return (
-            f"{buffers} on 4 kB pages; huge pages took 5-20% off the searches' p95 at 1M chunks: as root "
+            f"{buffers} on 4 kB pages; huge pages took up to 20% off the searches' p95 at 1M chunks: as root "
             f"`sysctl -w vm.nr_hugepages={self.pages_needed}` before the server's next start"
         )
 
