@@ -189,7 +189,8 @@ def main() -> int:
         "proximity_weight": settings.proximity_weight,
         "context_vector_weight": settings.context_vector_weight,
         "parallel_arms_from": settings.parallel_arms_from,
-        "shared_memory": dataclasses.asdict(_shared_memory(engine)),  # huge pages took up to 20% off the p95s at 1M (session 44)
+        # huge pages took up to 20% off the p95s at 1M (session 44): runs compare only with the same pages
+        "shared_memory": dataclasses.asdict(_shared_memory(engine)),
     }
     if args.packed_ab:
         out["bounded_overlap_at_20_with_packed"] = {

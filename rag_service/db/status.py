@@ -108,7 +108,7 @@ class SharedMemory:
             return buffers
         if self.huge_pages == "off":
             return f"{buffers} on 4 kB pages (huge_pages = off)"
-        if data_bytes < HUGE_PAGES_FROM_BYTES or not self.pages_needed or self.pages_needed < 1:
+        if data_bytes < HUGE_PAGES_FROM_BYTES or (self.pages_needed or 0) < 1:
             return f"{buffers} on 4 kB pages"
         return (
             f"{buffers} on 4 kB pages; huge pages took up to 20% off the searches' p95 at 1M chunks: as root "
