@@ -35,7 +35,7 @@ from rag_service.db.database import Database
 from rag_service.db.presets import load_preset
 from rag_service.db.search import hybrid_search
 from rag_service.db.search_request import ef_search_for
-from rag_service.db.status import SharedMemory, read_shared_memory
+from rag_service.db.shared_memory import SharedMemory, read_shared_memory
 from rag_service.embed import Embedder, embedder_for
 from rag_service.service import UniversalRAGService
 

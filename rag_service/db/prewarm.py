@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.database import Database
 from rag_service.db.replicas import PRIMARY, ReadRouter
-from rag_service.db.status import HUGE_PAGES_FROM_BYTES, SharedMemory, read_shared_memory
+from rag_service.db.shared_memory import HUGE_PAGES_FROM_BYTES, SharedMemory, read_shared_memory
 from rag_service.errors import DatabaseError, first_line
 
 #: a graph is read only while the graphs read so far fit in this share of shared_buffers; past it, reading

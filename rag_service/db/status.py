@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine, text
 
 from rag_service.db.messages import url_for_display
 from rag_service.db.migrate import current_revision, head_revision
+from rag_service.db.shared_memory import SharedMemory, read_shared_memory
 from rag_service.errors import SchemaError
 
 
@@ -80,53 +81,6 @@ class DatabaseStatus:
         for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")
             out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
-
-
-#: from this much data (the service's tables and indexes) the status suggests huge pages
-HUGE_PAGES_FROM_BYTES = 1024**3
-
-
-@dataclass(frozen=True, slots=True)
-class SharedMemory:
-    """The server's ``shared_buffers`` and whether its shared memory sits on huge pages (PostgreSQL 17+ says)."""
-
-    shared_buffers: str
-    #: ``huge_pages``: on, off or try
-    huge_pages: str
-    #: ``huge_pages_status``: on, off, unknown; None before PostgreSQL 17
-    status: str | None
-    #: ``shared_memory_size_in_huge_pages``: the huge pages the server's shared memory needs (-1: none here)
-    pages_needed: int | None
-
-    def describe(self, *, data_bytes: int) -> str:
-        """One line: the buffers and their pages; past ``HUGE_PAGES_FROM_BYTES`` of data on 4 kB pages, what
-        huge pages took off the searches at 1M chunks and how to reserve them (docs/benchmarks.md, "Session 44")."""
-        buffers = f"shared_buffers {self.shared_buffers}"
-        if self.status == "on":
-            return f"{buffers} on huge pages"
-        if self.status != "off":
-            return buffers
-        if self.huge_pages == "off":
-            return f"{buffers} on 4 kB pages (huge_pages = off)"
-        if data_bytes < HUGE_PAGES_FROM_BYTES or (self.pages_needed or 0) < 1:
-            return f"{buffers} on 4 kB pages"
-        return (
-            f"{buffers} on 4 kB pages; huge pages took up to 20% off the searches' p95 at 1M chunks: as root "
-            f"`sysctl -w vm.nr_hugepages={self.pages_needed}` before the server's next start"
-        )
-
-
-_MEMORY_SQL = text(
-    "SELECT current_setting('shared_buffers'), current_setting('huge_pages'), "
-    "current_setting('huge_pages_status', true), current_setting('shared_memory_size_in_huge_pages', true)"
-)
-
-
-def read_shared_memory(conn: Connection) -> SharedMemory:
-    """The server's ``SharedMemory`` (settings any role may read)."""
-    buffers, setting, status, needed = conn.execute(_MEMORY_SQL).one()
-    pages = int(needed) if needed not in (None, "") else None
-    return SharedMemory(shared_buffers=str(buffers), huge_pages=str(setting), status=status, pages_needed=pages)
 
 
 def _pretty(size: int) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_service.db.shared_memory import THP_HUGE_MODES, local_shmem_thp
 from tests.conftest import seed_onnx_export
 
 pytestmark = pytest.mark.multiprocess
@@ -76,7 +77,9 @@ def test_db_upgrade_status_reindex_query(cli_env, tmp_path):
 
     status = rag(cli_env, "db", "status").stdout.splitlines()
     memory = [line for line in status if line.startswith("memory:")]  # the server's own, read from it
-    assert len(memory) == 1 and re.fullmatch(r"memory: +shared_buffers \d+[kMG]B on (4 kB|huge) pages", memory[0])
+    mode = local_shmem_thp()  # the test's server runs here: the line names this kernel's transparent pages
+    pages = rf"transparent huge pages \(shmem_enabled = {mode}\)" if mode in THP_HUGE_MODES else "(4 kB|huge) pages"
+    assert len(memory) == 1 and re.fullmatch(rf"memory: +shared_buffers \d+[kMG]B on {pages}", memory[0])
     sizes = [line for line in status if line.startswith("size:")]
     named = {line.split()[1]: line for line in sizes}  # issue 23.7d: the README says status shows them
     assert "(index hnsw): " in named["ix_document_chunks_embedding_hnsw"]

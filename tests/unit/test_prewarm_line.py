@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_service.db.prewarm import Prewarmed
-from rag_service.db.status import SharedMemory
+from rag_service.db.shared_memory import SharedMemory
 
 GIB = 1024**3
 
@@ -15,7 +15,7 @@ def _memory(status: str) -> SharedMemory:
 def test_a_large_graph_on_4_kb_pages_gets_the_huge_pages_to_reserve():
     line = Prewarmed(graphs=(("ix_graph", 2 * GIB),), seconds=1.0, memory=_memory("off")).line("primary")
     assert line.startswith("primary: HNSW graphs read into shared_buffers in 1.0 s: ix_graph (2048.0 MB); ")
-    assert line.endswith("as root `sysctl -w vm.nr_hugepages=3112` before the server's next start")
+    assert line.endswith("or `sysctl -w vm.nr_hugepages=3112`, before the server's next start")
 
 
 def test_a_graph_left_out_counts_and_huge_pages_in_use_are_said_so():

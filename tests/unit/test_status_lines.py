@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_service.db.status import DatabaseStatus, SharedMemory
+from rag_service.db.shared_memory import SharedMemory, local_shmem_thp, selected_thp_mode
+from rag_service.db.status import DatabaseStatus
 
 
 def _status(**given: Any) -> DatabaseStatus:
@@ -28,17 +29,22 @@ def test_a_collection_of_one_document_says_so_in_the_singular():
     assert "collection: web: 1 document, 1 chunk" in lines
 
 
-def _memory(status: str | None, *, huge_pages: str = "try", needed: int | None = 3112) -> SharedMemory:
-    return SharedMemory(shared_buffers="6026MB", huge_pages=huge_pages, status=status, pages_needed=needed)
+def _memory(
+    status: str | None, *, huge_pages: str = "try", needed: int | None = 3112, transparent: str | None = None
+) -> SharedMemory:
+    return SharedMemory(
+        shared_buffers="6026MB", huge_pages=huge_pages, status=status, pages_needed=needed, transparent=transparent
+    )
 
 
 GIB = 1024**3
 
 
-def test_shared_memory_on_4_kb_pages_names_the_huge_pages_to_reserve_once_the_data_is_large():
-    line = _memory("off").describe(data_bytes=20 * GIB)
+def test_shared_memory_on_4_kb_pages_names_both_ways_to_huge_pages_once_the_data_is_large():
+    line = _memory("off", transparent="never").describe(data_bytes=20 * GIB)
     assert line.startswith("shared_buffers 6026MB on 4 kB pages; huge pages took up to 20% off")
-    assert line.endswith("as root `sysctl -w vm.nr_hugepages=3112` before the server's next start")
+    assert "`echo always > /sys/kernel/mm/transparent_hugepage/shmem_enabled` (reserves no memory)" in line
+    assert line.endswith("or `sysctl -w vm.nr_hugepages=3112`, before the server's next start")
     assert _memory("off").describe(data_bytes=GIB // 2) == "shared_buffers 6026MB on 4 kB pages"
 
 
@@ -48,6 +54,25 @@ def test_shared_memory_on_huge_pages_or_without_them_by_choice_or_unknown_says_o
     assert off == "shared_buffers 6026MB on 4 kB pages (huge_pages = off)"
     assert _memory(None, needed=None).describe(data_bytes=20 * GIB) == "shared_buffers 6026MB"  # before PG 17
     assert _memory("off", needed=-1).describe(data_bytes=20 * GIB) == "shared_buffers 6026MB on 4 kB pages"
+
+
+def test_transparent_huge_pages_count_whatever_postgresql_reports():
+    for mode in ("always", "within_size", "force"):
+        for status, setting in (("off", "try"), ("off", "off"), (None, "try")):
+            line = _memory(status, huge_pages=setting, transparent=mode).describe(data_bytes=20 * GIB)
+            assert line == f"shared_buffers 6026MB on transparent huge pages (shmem_enabled = {mode})"
+    advised = _memory("off", transparent="advise").describe(data_bytes=20 * GIB)  # PostgreSQL never advises
+    assert advised.startswith("shared_buffers 6026MB on 4 kB pages; huge pages took")
+
+
+def test_the_kernels_selected_mode_is_the_one_in_brackets(tmp_path):
+    assert selected_thp_mode("always within_size advise [never] deny force\n") == "never"
+    assert selected_thp_mode("[within_size] always never") == "within_size"
+    assert selected_thp_mode("always never") is None
+    setting = tmp_path / "shmem_enabled"
+    setting.write_text("[always] within_size advise never deny force\n")
+    assert local_shmem_thp(setting) == "always"
+    assert local_shmem_thp(tmp_path / "missing") is None  # not Linux, or no THP in the kernel
 
 
 def test_the_memory_line_sits_before_the_sizes():
