@@ -3,8 +3,8 @@
 Two kinds of huge page serve PostgreSQL's buffers: a reservation (``vm.nr_hugepages``, taken by ``huge_pages =
 try``; PostgreSQL 17+ reports ``huge_pages_status``), and the kernel's transparent huge pages for shared memory
 (``shmem_enabled``), which reserve nothing and which PostgreSQL does not see: the kernel file says, readable only
-when the server runs on this machine. At 1M chunks either took 15-20% off the vector arm's p95 (docs/benchmarks.md,
-"Session 45").
+when the server runs on this machine. At 1M chunks the reservation took 18-23% off the vector arm's p95, the
+transparent pages 10-27% (docs/benchmarks.md, "Session 45").
 """
 
 from __future__ import annotations
