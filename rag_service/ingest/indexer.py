@@ -113,7 +113,7 @@ class Indexer:
         base = Path(root) if root is not None else None
         found = discover([Path(p) for p in paths])
         files = found.files
-        report.skipped = [FileProblem(source_for(p, base), reason) for p, reason in found.skipped]
+        report.skipped = [FileProblem(source_for(p, base, follow_link=False), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
         with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):

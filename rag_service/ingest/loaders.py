@@ -301,9 +301,9 @@ def discover(paths: Sequence[Path]) -> Discovery:
     seen: set[Path] = set()
 
     def consider(path: Path) -> None:
-        if path in seen:
+        if (key := path.resolve()) in seen:  # one file named twice (a link to it, another spelling)
             return
-        seen.add(path)
+        seen.add(key)
         suffix = file_suffix(path)
         if suffix in SUPPORTED_SUFFIXES:
             found.files.append(path)
@@ -323,8 +323,12 @@ def discover(paths: Sequence[Path]) -> Discovery:
             continue
         if stat.S_ISDIR(mode):
             walked, errors = _walk(path)
+            inside = path.resolve()
             for file in sorted(walked):
-                consider(file)
+                if (left := _link_not_followed(file, inside)) is not None:
+                    found.skipped.append((file, left))
+                else:
+                    consider(file)
             for error in errors:
                 folder = Path(error.filename) if error.filename is not None else path
                 found.unreadable.append(folder)
@@ -337,12 +341,30 @@ def discover(paths: Sequence[Path]) -> Discovery:
 
 
 def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
+    """Every file below ``root`` but hidden ones, and the links to folders (``os.walk`` does not enter them)."""
     found: list[Path] = []
     errors: list[OSError] = []
     for directory, dirnames, filenames in os.walk(root, onerror=errors.append):
         dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+        found.extend(Path(directory, d) for d in dirnames if os.path.islink(os.path.join(directory, d)))
         found.extend(Path(directory, name) for name in filenames if not name.startswith("."))
     return found, errors
+
+
+def _link_not_followed(path: Path, root: Path) -> str | None:
+    """Why a walk over ``root`` (resolved) does not follow the symbolic link ``path``, or None: it is not a link,
+    or a link to a file inside ``root``. A link out of the folder would index, and let anyone who may search
+    read, a file the user never named (``/etc/passwd`` under ``docs/``)."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    if target.is_dir():
+        return f"a symbolic link to the folder {target}: not followed; name that folder to index it"
+    if not target.exists():
+        return f"a symbolic link to {target}, which does not exist: mend or remove the link"
+    if not target.is_relative_to(root):
+        return f"a symbolic link to {target}, outside {root}: not followed; name that file to index it"
+    return None
 
 
 def _unreadable_reason(error: OSError, what: str) -> str:

@@ -36,14 +36,17 @@ def _checkout_holding(resolved: Path, known: dict[Path, Path | None] | None) -> 
     return found
 
 
-def source_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str:
+def source_for(
+    path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None, follow_link: bool = True
+) -> str:
     """The stored source key of a file or folder, the same from any working directory (POSIX style).
 
     Relative to ``root`` when given, else to the checkout holding it (the nearest folder above with
     ``.git``); a path outside both is stored absolute. So ``rag reindex docs/`` from a checkout's root
-    and ``rag reindex .`` from ``docs/`` name the same files the same way.
+    and ``rag reindex .`` from ``docs/`` name the same files the same way. A link is keyed by its target,
+    or, with ``follow_link`` False (a link a walk did not follow), by where the link itself lies.
     """
-    resolved = path.resolve()
+    resolved = path.resolve() if follow_link else path.parent.resolve() / path.name
     folder = resolved if os.path.isdir(resolved) else resolved.parent  # an unreadable folder is keyed too
     base = root.resolve() if root is not None else _checkout_holding(folder, known)
     if base is not None and resolved.is_relative_to(base):

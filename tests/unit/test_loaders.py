@@ -160,6 +160,26 @@ def test_discover_finds_files_recursively_sorted_skipping_hidden(tmp_path: Path)
     ]
 
 
+def test_a_walk_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
+    """A link in a folder to a file outside it (``/etc/passwd``) would be indexed and searchable by anyone; a
+    link to a file inside is that file once; links to folders and dangling ones are said so."""
+    tmp_path = tmp_path.resolve()  # the reasons name resolved paths
+    docs, secret = tmp_path / "docs", write(tmp_path / "private" / "passwd.md", "secret")
+    target = write(docs / "guide.md", "text")
+    for name, to in [("passwd.md", secret), ("a-latest.md", target), ("gone.md", tmp_path / "none.md")]:
+        (docs / name).symlink_to(to)
+    (docs / "more").symlink_to(tmp_path / "private", target_is_directory=True)
+    found = discover([docs])
+    assert found.files == [docs / "a-latest.md"]  # guide.md itself is the same file: once
+    reasons = {path.name: reason for path, reason in found.skipped}
+    assert reasons == {
+        "gone.md": f"a symbolic link to {tmp_path / 'none.md'}, which does not exist: mend or remove the link",
+        "more": f"a symbolic link to the folder {tmp_path / 'private'}: not followed; name that folder to index it",
+        "passwd.md": f"a symbolic link to {secret}, outside {docs}: not followed; name that file to index it",
+    }
+    assert discover([docs / "passwd.md"]).files == [docs / "passwd.md"]  # named itself, it is the user's choice
+
+
 def test_a_repository_is_read_whole_but_its_data_and_secrets(tmp_path: Path) -> None:
     """Configuration, infrastructure and files known by name (Dockerfile, LICENSE) are text a team searches; a
     folder's data dumps are skipped, and its ``.env`` never read (hidden)."""

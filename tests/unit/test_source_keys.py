@@ -1,9 +1,11 @@
 """Which stored documents a pruning run deletes: the scope's unseen ones, never those below an
-unreadable folder, and with the root scope ``"."`` every relative source but no absolute one."""
+unreadable folder, and with the root scope ``"."`` every relative source but no absolute one; how a link is keyed."""
 
 from __future__ import annotations
 
-from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned
+from pathlib import Path
+
+from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned, source_for
 
 
 def test_an_unseen_document_in_a_scope_folder_is_pruned_and_a_seen_one_kept() -> None:
@@ -27,3 +29,13 @@ def test_documents_at_or_below_an_unreadable_folder_are_kept() -> None:
     assert not is_pruned("docs/locked", scope=["docs"], seen=set(), unreadable=["docs/locked"])
     assert is_pruned("docs/open/a.md", scope=["docs"], seen=set(), unreadable=["docs/locked"])
     assert not is_pruned("a.md", scope=[ROOT_SOURCE], seen=set(), unreadable=[ROOT_SOURCE])
+
+
+def test_a_link_is_keyed_by_its_target_unless_it_was_not_followed(tmp_path: Path) -> None:
+    tmp_path = tmp_path.resolve()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "secret.md").write_text("x")
+    link = tmp_path / "docs" / "passwd.md"
+    link.symlink_to(tmp_path / "secret.md")
+    assert source_for(link, tmp_path) == "secret.md"
+    assert source_for(link, tmp_path, follow_link=False) == "docs/passwd.md"  # how a report names a skipped link
