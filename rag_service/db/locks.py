@@ -1,8 +1,8 @@
 """Advisory locks that keep two reindex runs on one collection, or a reindex and an edit, from interleaving.
 
-A reindex holds its collection's lock exclusively for the whole run; an edit of single documents (the
-HTTP API's DELETE) takes the same lock shared for its transaction, so edits exclude reindex runs but
-not each other.
+A run (an ingest or a reindex) holds its collection's lock exclusively for the whole run; an edit of single
+documents (the HTTP API's DELETE) takes the same lock shared for its transaction, so edits exclude runs but not
+each other, and a run starting during an edit waits for it.
 """
 
 from __future__ import annotations
@@ -20,24 +20,52 @@ from rag_service.errors import ReindexInProgressError
 _REINDEX_LOCK_CLASS = 0x5241  # "RA": the first key of pg_try_advisory_lock(int, int)
 
 
+#: how long a run waits for edits, which hold its lock shared for one short transaction each
+EDIT_WAIT = "10s"
+_TRY = text("SELECT pg_try_advisory_lock(:cls, hashtext(:name))")
+_HELD_BY_A_RUN = text(  # a run holds it exclusively, an edit shared
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND classid = CAST(:cls AS oid) AND objid = CAST(hashtext(:name) AS oid) AND objsubid = 2)"
+)
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
 @contextmanager
 def reindex_lock(engine: Engine, collection: str) -> Iterator[None]:
-    """Hold the collection's reindex lock on a dedicated connection, or fail at once if it is taken.
+    """Hold the collection's reindex lock on a dedicated connection: at once, after the edits that hold it for
+    their transaction (up to ``EDIT_WAIT``), or fail at once when another run (an ingest or a reindex) holds it.
 
     The lock is session-level, so it is released when the connection closes, also on a crash.
     """
     with engine.connect() as conn:
         params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
-        acquired = conn.execute(text("SELECT pg_try_advisory_lock(:cls, hashtext(:name))"), params).scalar_one()
-        conn.commit()
-        if not acquired:
+        if not _acquired(conn, params):
             raise ReindexInProgressError(
-                f"another reindex of collection {collection!r} is running; wait for it to finish and run again"
+                f"another ingest or reindex of collection {collection!r} is running; "
+                "wait for it to finish and run again"
             )
         try:
             yield
         finally:
             _unlock(conn, params)
+
+
+def _acquired(conn: Connection, params: dict[str, object]) -> bool:
+    """Take the lock; a DELETE that took it shared a moment earlier is waited for, not taken for a run (while this
+    run waits, later edits are refused: PostgreSQL queues them behind it)."""
+    acquired = bool(conn.execute(_TRY, params).scalar_one())
+    if not acquired and not conn.execute(_HELD_BY_A_RUN, params).scalar_one():
+        conn.execute(text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": EDIT_WAIT})
+        try:
+            conn.execute(text("SELECT pg_advisory_lock(:cls, hashtext(:name))"), params)
+            acquired = True
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+                raise
+            conn.rollback()
+    conn.commit()
+    return acquired
 
 
 def _unlock(conn: Connection, params: dict[str, object]) -> None:
@@ -61,5 +89,6 @@ def lock_for_edit(session: Session, collection: str) -> None:
     statement = text("SELECT pg_try_advisory_xact_lock_shared(:cls, hashtext(:name))")
     if not session.execute(statement, params).scalar_one():
         raise ReindexInProgressError(
-            f"collection {collection!r} is being reindexed; wait for the reindex to finish and try again"
+            f"collection {collection!r} is being indexed (an ingest or reindex is running); wait for it to finish "
+            "and try again"
         )

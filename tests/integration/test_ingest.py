@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
-from rag_service.db.locks import reindex_lock
+from rag_service.db import locks
+from rag_service.db.locks import lock_for_edit, reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ReindexInProgressError
 from rag_service.ingest import batch, chunking
@@ -254,13 +257,61 @@ def test_second_reindex_of_same_collection_is_refused(engine, indexer, corpus):
     thread.start()
     try:
         assert holding.wait(10)
-        with pytest.raises(ReindexInProgressError, match="another reindex of collection 't'"):
+        with pytest.raises(ReindexInProgressError, match="another ingest or reindex of collection 't'"):
             indexer.index_paths([corpus], collection="t")
         indexer.index_paths([corpus], collection="other")  # other collections are not blocked
     finally:
         release.set()
         thread.join()
     indexer.index_paths([corpus], collection="t")
+
+
+def test_a_run_waits_for_an_edit_and_refuses_edits_while_it_waits(engine, indexer, corpus, monkeypatch):
+    """A DELETE holds the lock shared for its transaction: a run starting then waits for it instead of failing
+    (a reindex-all job failed when a delete came a moment after it), and an edit arriving meanwhile is refused."""
+    edit = Session(engine)
+    lock_for_edit(edit, "t")
+    done: list[float] = []
+
+    def run() -> None:
+        started = time.perf_counter()
+        indexer.index_paths([corpus], collection="t")
+        done.append(time.perf_counter() - started)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        _wait_for_a_waiter(engine)
+        with Session(engine) as second, pytest.raises(ReindexInProgressError, match="is being indexed"):
+            lock_for_edit(second, "t")  # queued behind the waiting run
+        time.sleep(0.5)
+        assert not done, "the run went ahead of the edit's transaction"
+    finally:
+        edit.commit()
+        edit.close()
+        thread.join(30)
+    assert done and done[0] >= 0.5
+
+    held = Session(engine)
+    lock_for_edit(held, "t")
+    monkeypatch.setattr(locks, "EDIT_WAIT", "200ms")
+    try:
+        with pytest.raises(ReindexInProgressError, match="another ingest or reindex of collection 't'"):
+            indexer.index_paths([corpus], collection="t")  # an edit that does not end in time
+    finally:
+        held.rollback()
+        held.close()
+
+
+def _wait_for_a_waiter(engine) -> None:
+    """Until a session waits for an advisory lock."""
+    query = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    for _ in range(200):
+        with engine.connect() as conn:
+            if conn.execute(query).scalar_one():
+                return
+        time.sleep(0.05)
+    raise AssertionError("no run waited for the lock")
 
 
 def test_unknown_strategy_is_a_clear_error(indexer, corpus):

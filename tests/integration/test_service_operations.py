@@ -62,7 +62,8 @@ def test_delete_document_is_refused_while_a_reindex_holds_the_collection(service
     with reindex_lock(service.db.engine, collection), pytest.raises(ReindexInProgressError) as refused:
         service.delete_document("kites.md", collection=collection)
     assert str(refused.value) == (
-        f"collection {collection!r} is being reindexed; wait for the reindex to finish and try again"
+        f"collection {collection!r} is being indexed (an ingest or reindex is running); wait for it to finish "
+        "and try again"
     )
     assert service.delete_document("kites.md", collection=collection) == 1
 
