@@ -8,13 +8,14 @@ Python callers go through the same methods, so each does the same thing.
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_service.errors import RagError
+from rag_service.errors import ConfigurationError, RagError
 from rag_service.ingest.report import FileProblem, IngestReport
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ class DocumentBatch:
     documents: list[NewDocument] = field(default_factory=list)
     failed: list[FileProblem] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        _refuse_repeated_sources(self)  # before any work, and before the HTTP API starts a job with it
+
     @property
     def chars(self) -> int:
         """Characters of text in the batch (the HTTP API indexes a large batch as a job)."""
@@ -71,6 +75,7 @@ def read_uploads(
                 continue
             chosen = strategy or recommend_strategy(path)
             batch.documents.append(NewDocument(path.name, loaded.text, loaded.title, chosen))
+    _refuse_repeated_sources(batch)  # a/same.md and b/same.md: both are "same.md"
     return batch
 
 
@@ -88,6 +93,7 @@ def index_documents(
     ``listener(done, total)`` hears documents done of the whole batch (the failed files count as done).
     """
     batch = documents if isinstance(documents, DocumentBatch) else DocumentBatch(list(documents))
+    _refuse_repeated_sources(batch)
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for document in batch.documents:
         groups.setdefault(document.strategy or strategy, []).append((document.source, document.title, document.text))
@@ -101,6 +107,17 @@ def index_documents(
         report.merge(index_texts(items, collection=collection, strategy=chosen, force=force, listener=hear))
         done += len(items)
     return report
+
+
+def _refuse_repeated_sources(batch: DocumentBatch) -> None:
+    """Refuse a call that names one source twice before any work: the second would replace the first unseen."""
+    counts = collections.Counter(document.source for document in batch.documents)
+    repeated = [f"{source!r} ({count} times)" for source, count in counts.items() if count > 1]
+    if repeated:
+        raise ConfigurationError(
+            f"documents of this call share a source: {', '.join(repeated[:5])}; a collection holds one document "
+            "per source, so each would replace the one before: give each document a source of its own"
+        )
 
 
 def _shifted(listen: ProgressListener, before: int, total: int, done: int, _part_total: int | None) -> None:

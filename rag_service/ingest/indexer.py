@@ -125,8 +125,10 @@ class Indexer:
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
                 batch.look_up(sources)
+                seen: set[str] = set()
                 for path in files:
-                    batch.add_file(path, sources[path], strategy=strategy, force=force)
+                    if not _repeated(sources[path], seen, report, bar):  # two checkouts' docs/a.md, say
+                        batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             if prune:
                 report.deleted = self._prune(
@@ -179,8 +181,10 @@ class Indexer:
                 Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar,
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
+                seen: set[str] = set()
                 for source, title, text in items:
-                    batch.add_text(source, title, text, strategy=strategy, force=force)
+                    if not _repeated(source, seen, report, bar):
+                        batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
             self._refresh_statistics(collection, report.chunks_written, report)
         report.seconds = time.perf_counter() - started
@@ -404,3 +408,21 @@ def _reported_if_stopped(report: IngestReport, started: float) -> Iterator[None]
     except KeyboardInterrupt as stop:
         report.seconds = time.perf_counter() - started
         raise interrupted(stop, report) from None
+
+
+#: why a document whose source came earlier in the same run is not indexed
+REPEATED_SOURCE = (
+    "repeats the source of an earlier document of this run (a collection holds one document per source, so it "
+    "would replace that one): give it a source of its own; not indexed"
+)
+
+
+def _repeated(source: str, seen: set[str], report: IngestReport, bar: Progress) -> bool:
+    """Whether ``source`` came earlier in this run; the later document is then reported failed, not silently
+    written over the first."""
+    if source in seen:
+        report.failed.append(FileProblem(source, REPEATED_SOURCE))
+        bar.advance(chunks=0)
+        return True
+    seen.add(source)
+    return False

@@ -19,6 +19,7 @@ from rag_service.db.database import Database
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ConfigurationError, ReindexInProgressError, UnknownContextError
+from rag_service.ingest.indexer import REPEATED_SOURCE
 from rag_service.service import UniversalRAGService
 
 KITES = "# Kites\n\nA kite flies on the wind when the line holds it against the moving air above the field."
@@ -126,6 +127,29 @@ def test_uploads_are_read_by_type_then_indexed_with_progress(service: UniversalR
     with pytest.raises(ConfigurationError, match="is not a plain file name"):
         service.read_uploads([("../evil.md", b"# Evil")])
     assert not list(tmp_path.parent.glob("evil.md"))
+
+
+def test_one_source_twice_in_a_call_is_refused_or_reported_never_written_over(
+    service: UniversalRAGService, tmp_path: Path
+) -> None:
+    """Two documents under one source: the second replaced the first while the report said "added 2"."""
+    collection = f"dup-{uuid.uuid4().hex[:8]}"
+    twice = [NewDocument("d.md", "# One\n\nThe first text."), NewDocument("d.md", "# Two\n\nThe second text.")]
+    with pytest.raises(ConfigurationError, match=r"documents of this call share a source: 'd.md' \(2 times\)"):
+        service.index_documents(twice, collection=collection)
+    assert collection not in {c.name for c in service.collections()}, "refused before any work"
+
+    streamed = ((d.source, "", d.text) for d in twice)  # index_texts streams: the later one is reported
+    report = service.index_texts(streamed, collection=collection)
+    assert report.added == 1 and [(p.source, p.reason) for p in report.failed] == [("d.md", REPEATED_SOURCE)]
+    assert "first text" in service.retrieve("text", "search", collection=collection).chunks[0].content
+
+    for checkout in ("one", "two"):  # two checkouts' docs/a.md share the key docs/a.md
+        (tmp_path / checkout / ".git").mkdir(parents=True)
+        (tmp_path / checkout / "docs").mkdir()
+        (tmp_path / checkout / "docs" / "a.md").write_text(f"# A\n\nThe {checkout} checkout.")
+    walked = service.index_paths([tmp_path / "one", tmp_path / "two"], collection=f"{collection}-paths")
+    assert walked.added == 1 and [(p.source, p.reason) for p in walked.failed] == [("docs/a.md", REPEATED_SOURCE)]
 
 
 def test_collection_names_are_checked_before_any_work(service: UniversalRAGService) -> None:

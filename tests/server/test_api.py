@@ -147,6 +147,23 @@ def test_documents_json_then_delete(live: LiveServer) -> None:
         )
 
 
+def test_one_source_twice_in_a_request_is_refused_as_json_and_as_files(live: LiveServer) -> None:
+    """The second document replaced the first while the report said "added 2"; a large request became a job."""
+    collection = f"dup-{uuid.uuid4().hex[:8]}"
+    body = b"# Lighthouses\n\nA lighthouse keeper trims the lamp wick every evening before the ships come in."
+    with live.client(WRITE_TOKEN) as client:
+        large = "x " * 60_000  # over the job threshold: refused before a job starts
+        documents = [{"source": "d.md", "text": "# One\n\nfirst"}, {"source": "d.md", "text": large}]
+        refused = client.post("/api/documents", json={"collection": collection, "documents": documents})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"]["message"].startswith("documents of this call share a source: 'd.md' (2 times)")
+        files = [("files", ("same.md", body, "text/markdown")), ("files", ("same.md", body, "text/markdown"))]
+        uploaded = client.post("/api/documents", data={"collection": collection}, files=files)
+        assert uploaded.status_code == 422 and "'same.md' (2 times)" in uploaded.json()["error"]["message"]
+        names = {c["name"] for c in client.get("/api/collections").json()["collections"]}
+        assert collection not in names
+
+
 def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveServer) -> None:
     collection = f"up-{uuid.uuid4().hex[:8]}"
     uploads = live.service.settings.data_dir / "uploads"
