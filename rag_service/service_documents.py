@@ -12,10 +12,11 @@ import collections
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from rag_service.errors import ConfigurationError, RagError
+from rag_service.ingest.loaders import text_title
 from rag_service.ingest.report import FileProblem, IngestReport
 
 if TYPE_CHECKING:
@@ -96,7 +97,9 @@ def index_documents(
     _refuse_repeated_sources(batch)
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for document in batch.documents:
-        groups.setdefault(document.strategy or strategy, []).append((document.source, document.title, document.text))
+        kind = document.strategy or strategy
+        title = document.title or text_title(document.text, kind) or PurePosixPath(document.source).stem
+        groups.setdefault(kind, []).append((document.source, title, document.text))  # titled as a file would be
     report = IngestReport(collection=collection, failed=list(batch.failed))
     total = len(batch.failed) + len(batch.documents)
     done = len(batch.failed)

@@ -36,7 +36,7 @@ from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.fingerprint import fingerprint_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
-from rag_service.ingest.loaders import discover
+from rag_service.ingest.loaders import discover, text_title
 from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
@@ -184,6 +184,7 @@ class Indexer:
                 seen: set[str] = set()
                 for source, title, text in items:
                     if not _repeated(source, seen, report, bar):
+                        title = title or text_title(text, strategy)  # as its file would have it
                         batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
             self._refresh_statistics(collection, report.chunks_written, report)

@@ -49,6 +49,7 @@ __all__ = [
     "html_to_text",
     "load_document",
     "markdown_title",
+    "text_title",
 ]
 
 #: a code line longer than this marks minified or generated code, which is not indexed
@@ -193,6 +194,14 @@ def markdown_title(text: str) -> str:
     """The first h1 outside fenced code, else the front matter's ``title:``, else ``""``."""
     h1 = next((h.title for h in atx_headers(text) if h.level == 1), "")  # stops there: most files start with it
     return h1 or front_matter_title(text)
+
+
+def text_title(text: str, strategy: str) -> str:
+    """The title a text given without one carries itself, read as a file chunked by ``strategy`` would be:
+    ``\\title{}`` for LaTeX, none for code and JSON (a ``# comment`` is no title), else ``markdown_title``."""
+    if strategy == "latex":
+        return latex_title(text)
+    return "" if strategy in ("code", "json") else markdown_title(text)
 
 
 _BLOCK_TAGS = frozenset(

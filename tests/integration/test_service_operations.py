@@ -152,6 +152,29 @@ def test_one_source_twice_in_a_call_is_refused_or_reported_never_written_over(
     assert walked.added == 1 and [(p.source, p.reason) for p in walked.failed] == [("docs/a.md", REPEATED_SOURCE)]
 
 
+def test_a_document_given_without_a_title_is_titled_as_its_file_would_be(service: UniversalRAGService) -> None:
+    """JSON documents had an empty title even with a ``# h1``: the README's rule (h1, front matter, file name)."""
+    collection = f"ttl-{uuid.uuid4().hex[:8]}"
+    documents = [
+        NewDocument("guide.md", "# Backup Guide\n\nBackups run nightly and are kept in object storage."),
+        NewDocument("notes/plain.txt", "Backups run nightly; restores take an hour from object storage."),
+        NewDocument("named.md", "# Inner\n\nBackups are verified weekly by a restore drill.", title="Given"),
+        NewDocument("job.py", "# run the backups\nimport os\nprint(os.environ['BACKUP'])", strategy="code"),
+    ]
+    service.index_documents(documents, collection=collection)
+    service.index_texts([("loose", "", "---\ntitle: From Front Matter\n---\nBackups of the database.")],
+                        collection=collection)  # fmt: skip
+    found = service.retrieve("backups", "search", collection=collection, max_chunks=10, min_relevance=0.0)
+    titles = {document["source"]: document["title"] for document in found.documents()}
+    assert titles == {
+        "guide.md": "Backup Guide",
+        "notes/plain.txt": "plain",
+        "named.md": "Given",
+        "job.py": "job",  # a comment is no title
+        "loose": "From Front Matter",
+    }
+
+
 def test_collection_names_are_checked_before_any_work(service: UniversalRAGService) -> None:
     assert service.check_collection_name("../../x") == "../../x"
     for bad in ("", "   ", "x" * 201, "a\x00b"):

@@ -9,7 +9,7 @@ import pytest
 
 from rag_service.errors import DocumentReadError, UnsupportedFileError
 from rag_service.ingest.chunkers import make_chunker
-from rag_service.ingest.loaders import SUPPORTED_SUFFIXES, discover, html_to_text, load_document
+from rag_service.ingest.loaders import SUPPORTED_SUFFIXES, discover, html_to_text, load_document, text_title
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 MB = 1_000_000
@@ -193,3 +193,11 @@ def test_a_repository_is_read_whole_but_its_data_and_secrets(tmp_path: Path) -> 
     assert sorted(p.name for p, _ in found.skipped) == ["blob", "data.csv"]
     docker = load_document(tmp_path / "Dockerfile", max_bytes=MB)
     assert docker.text == "FROM python:3.11\nRUN make install\n" and docker.title == "Dockerfile"
+
+
+def test_a_text_given_without_a_title_is_titled_as_its_kind_of_file_would_be() -> None:
+    assert text_title("intro\n# Guide\n\ntext", "recursive") == "Guide"
+    assert text_title("---\ntitle: 'Front'\n---\nbody", "markdown") == "Front"
+    assert text_title("\\title{On Tides}\n\\section{Intro}", "latex") == "On Tides"
+    assert text_title("# a comment\nimport os", "code") == "" and text_title('{"a": 1}', "json") == ""
+    assert text_title("no header here", "sentence") == ""
