@@ -58,10 +58,16 @@ FILTER_KEYS: Mapping[str, str] = {
     "headers": "a dict of header levels, e.g. {'h1': 'Guide'} (containment)",
     "metadata": "a dict the document metadata must contain",
     "document_id": "a document id (int)",
-    "chunk_type": "'child' or 'text'",
+    "chunk_type": "'child' (a section's piece; 'parent' once expanded to its section, also accepted) or 'text'",
     "keywords": "a word or a list of words that must all be among the chunk's metadata.keywords (stemmed match)",
 }
 
+
+#: the stored ``chunk_type`` a filter value selects: a result expanded to its section shows "parent", and a filter
+#: on what a result shows must find it (it is one of a section's children)
+CHUNK_TYPE_FILTERS: Mapping[str, str] = {"child": "child", "parent": "child", "text": "text"}
+#: the header levels chunks are stored with (every strategy's header path)
+HEADER_FILTER_KEYS = frozenset(f"h{level}" for level in range(1, 7))
 
 #: the largest id a ``documents.id`` (bigint) can hold
 MAX_DOCUMENT_ID = 2**63 - 1
@@ -104,6 +110,16 @@ class ChunkFilters:
         headers = filters.get("headers")
         if headers is not None and not all(isinstance(v, str) for v in headers.values()):
             raise UnknownFilterError(f"filter 'headers' values must be strings: {headers!r}")
+        if headers is not None and (levels := sorted(set(headers) - HEADER_FILTER_KEYS)):
+            raise UnknownFilterError(
+                f"filter 'headers' key(s) {', '.join(map(repr, levels))} name no header level: use h1 ... h6"
+            )
+        kind = filters.get("chunk_type")
+        if kind is not None and kind not in CHUNK_TYPE_FILTERS:
+            hint = did_you_mean(kind, CHUNK_TYPE_FILTERS)
+            raise UnknownFilterError(
+                f"filter 'chunk_type' {kind!r} is no chunk type; {hint}use {FILTER_KEYS['chunk_type']}"
+            )
         doc_id = filters.get("document_id")
         if doc_id is not None and (
             isinstance(doc_id, bool) or not isinstance(doc_id, int) or not 1 <= doc_id <= MAX_DOCUMENT_ID
@@ -113,6 +129,8 @@ class ChunkFilters:
                 f"filter 'document_id' ({shown}) must be a document id, a whole number 1..{MAX_DOCUMENT_ID}"
             )
         values = {k: filters[k] for k in FILTER_KEYS if k in filters}
+        if kind is not None:
+            values["chunk_type"] = CHUNK_TYPE_FILTERS[kind]
         if "keywords" in values:
             values["keywords"] = _keyword_filter(values["keywords"])
         return cls(**values)

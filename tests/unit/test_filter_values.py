@@ -18,3 +18,15 @@ def test_filters_that_are_no_mapping_say_so(filters: object) -> None:
 
 def test_a_mapping_is_parsed() -> None:
     assert ChunkFilters.parse({"source_prefix": "docs/"}) == ChunkFilters(source_prefix="docs/")
+
+
+def test_a_chunk_type_is_one_stored_or_shown_and_a_header_key_a_level() -> None:
+    """Any chunk_type or header key was accepted and matched nothing, and 'parent', the chunk_type an expanded
+    result shows, found nothing either."""
+    assert ChunkFilters.parse({"chunk_type": "parent"}) == ChunkFilters(chunk_type="child")
+    assert ChunkFilters.parse({"chunk_type": "text"}) == ChunkFilters(chunk_type="text")
+    with pytest.raises(UnknownFilterError, match="filter 'chunk_type' 'childs' is no chunk type; did you mean 'child'"):
+        ChunkFilters.parse({"chunk_type": "childs"})
+    with pytest.raises(UnknownFilterError, match="filter 'headers' key\\(s\\) 'h9' name no header level: use h1"):
+        ChunkFilters.parse({"headers": {"h1": "Guide", "h9": "x"}})
+    assert ChunkFilters.parse({"headers": {"h6": "x"}}) == ChunkFilters(headers={"h6": "x"})
