@@ -129,3 +129,23 @@ class RequestMetrics:
             self.metrics.observe_request(
                 method=scope["method"], route=template, status=status, seconds=time.perf_counter() - started
             )
+
+
+class HeadAsGet:
+    """Answer ``HEAD`` as the route's ``GET`` without its body (HTTP: a resource that answers GET answers HEAD);
+    uptime checks and load balancers send it, and FastAPI's routes answered 405."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_headers_only)

@@ -40,6 +40,17 @@ def test_healthz_readyz_and_metrics(live: LiveServer) -> None:
     assert "rag_db_circuit_open 0.0" in text
 
 
+def test_head_answers_as_get_without_a_body(live: LiveServer) -> None:
+    """Uptime checks and load balancers send HEAD; every GET route answered 405."""
+    with live.client() as client:
+        for path in ("/healthz", "/readyz", "/", "/api/collections"):
+            got, head = client.get(path), client.head(path)
+            assert head.status_code == got.status_code == 200, (path, head.status_code)
+            assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"]
+            assert head.headers["content-length"] == str(len(got.content)), path
+        assert client.head("/api/rag/retrieve").status_code == 405  # a POST route answers no HEAD either
+
+
 @pytest.fixture
 def outage(database_factory: DatabaseFactory, settings: Settings) -> Iterator[tuple[LiveServer, SocketProxy]]:
     """A server whose database is reached through a proxy the test can take down."""
