@@ -15,7 +15,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 
 from rag_service.errors import did_you_mean
-from rag_service.server.errors import ApiError, ErrorResponseDoc
+from rag_service.server.errors import ApiError, ErrorResponseDoc, unreadable_body
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
     NO_NUL,
@@ -160,8 +160,7 @@ def _documents_body(raw: bytes) -> DocumentsRequest:
         error["ctx"] = {"error": exc.msg}
         raise RequestValidationError([error]) from None
     except (RecursionError, ValueError) as exc:  # nesting too deep, a number with too many digits, not UTF-8
-        message = f"body could not be read as JSON ({type(exc).__name__}); send UTF-8 JSON at most 16 levels deep"
-        raise ApiError(422, "invalid_input", message) from None
+        raise ApiError(400, "bad_request", unreadable_body(exc)) from None  # as the other routes say it
     try:
         return DocumentsRequest.model_validate(data)
     except ValidationError as exc:
@@ -175,6 +174,9 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
         form = await request.form(max_files=max_files, max_fields=10)
     except HTTPException as exc:  # starlette's multipart parser refuses the body
         reason = str(exc.detail).rstrip(".")
+        if reason.startswith("Too many files"):  # as the JSON form says it
+            message = f"more than {max_files} files in one call; send at most {max_files} (RAG_API_MAX_DOCUMENTS)"
+            raise ApiError(413, "too_large", message) from None
         message = f"multipart body could not be read ({reason}); send each file in the multipart field 'files'"
         raise ApiError(422, "invalid_input", message) from None
     try:
@@ -262,7 +264,7 @@ async def presets(state: ReadState) -> JSONResponse:
 async def get_preset(context: Annotated[str, Path(max_length=64)], state: ReadState) -> JSONResponse:
     """One context preset."""
     if "\x00" in context:  # checked here: a pattern on a bare path value leaves schemathesis nothing to break
-        raise ApiError(422, "invalid_input", "context must not contain NUL (\\x00) characters")
+        raise ApiError(422, "invalid_input", "context: must not contain NUL (\\x00) characters; remove them")
     preset = await state.run(state.service.preset, context)
     return JSONResponse({"success": True, "preset": asdict(preset)})
 

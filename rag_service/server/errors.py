@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from http import HTTPStatus
 from typing import Any
 
@@ -45,6 +46,7 @@ from rag_service.errors import (
     first_line,
 )
 from rag_service.log import mask_url
+from rag_service.server.schemas import NO_NUL
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,8 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     if len(loc) == 2 and loc[0] == "query" and kind == "missing":
         return _missing_parameter(str(loc[1]), request)
     where = ".".join(str(part) for part in loc if part != "body")
+    if kind == "string_pattern_mismatch" and (first.get("ctx") or {}).get("pattern") == NO_NUL:
+        return f"{where}: must not contain NUL (\\x00) characters; remove them"  # as every body field says
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
         hint = did_you_mean(str(loc[1]), fields, quoted=False)
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
@@ -152,11 +156,15 @@ def _body_fields(request: Request) -> list[str]:
     return list(schema.get("properties", {}))
 
 
-def _unreadable_body(exc: StarletteHTTPException) -> str:
-    """A 400 for a body FastAPI could not parse, with the parser's reason (e.g. nesting too deep)."""
-    cause = exc.__cause__
+def unreadable_body(cause: BaseException | None) -> str:
+    """A 400 for a body that could not be parsed, with the parser's reason (e.g. nesting too deep)."""
     if isinstance(cause, RecursionError):
         return "body nests objects or arrays too deeply to read; send at most 16 levels"
+    if isinstance(cause, UnicodeDecodeError):
+        bad = cause.object[cause.start : cause.start + 1].hex()
+        return f"body is not UTF-8 (byte 0x{bad} at offset {cause.start}); encode it as UTF-8 and {_SEND_JSON}"
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):  # Python's digit limit
+        return f"body holds a number of over {sys.get_int_max_str_digits()} digits, which no field takes; {_SEND_JSON}"
     reason = first_line(cause, limit=200) if cause is not None else "no reason given"
     return f"body could not be read as JSON ({reason}); {_SEND_JSON}"
 
@@ -204,7 +212,7 @@ def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
         assert isinstance(exc, StarletteHTTPException)
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         if exc.status_code == 400 and exc.__cause__ is not None:
-            return error_response(400, code, _unreadable_body(exc), dict(exc.headers or {}))
+            return error_response(400, code, unreadable_body(exc.__cause__), dict(exc.headers or {}))
         detail, headers = _no_route(request, exc) or (str(exc.detail), dict(exc.headers or {}))
         return error_response(exc.status_code, code, detail, headers)
 

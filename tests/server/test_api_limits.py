@@ -72,6 +72,25 @@ def test_max_query_chars_is_the_configured_limit(serve) -> None:  # type: ignore
     assert too_long.status_code == 422 and "at most 3000" in too_long.json()["error"]["message"]
 
 
+def test_too_many_documents_is_one_413_as_json_or_as_files(serve) -> None:  # type: ignore[no-untyped-def]
+    """Files over the limit were a 422 naming the parser's limit (1000) and no setting."""
+    live = serve(max_documents=3)
+    documents = [{"source": f"d{i}.md", "text": f"# D{i}\n\nText {i}."} for i in range(4)]
+    files = [("files", (d["source"], d["text"].encode(), "text/markdown")) for d in documents]
+    with live.client(WRITE_TOKEN) as client:
+        as_json = client.post("/api/documents", json={"collection": "many", "documents": documents})
+        as_files = client.post("/api/documents", data={"collection": "many"}, files=files)
+        unreadable = client.post("/api/documents", content=b'{"documents": "caf\xe9"}',
+                                 headers={"content-type": "application/json"})  # fmt: skip
+    assert as_json.status_code == as_files.status_code == 413, (as_json.text, as_files.text)
+    assert as_json.json()["error"]["message"] == "4 documents in one call; send at most 3 (RAG_API_MAX_DOCUMENTS)"
+    limit = "send at most 3 (RAG_API_MAX_DOCUMENTS)"
+    assert as_files.json()["error"]["message"] == f"more than 3 files in one call; {limit}"
+    assert unreadable.status_code == 400 and unreadable.json()["error"]["message"].startswith(
+        "body is not UTF-8 (byte 0xe9 at offset 18)"
+    )
+
+
 def test_multipart_report_keeps_every_strategys_counts(  # type: ignore[no-untyped-def]
     server_service, server_database, server_settings
 ) -> None:

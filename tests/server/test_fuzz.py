@@ -248,3 +248,29 @@ def test_the_found_inputs_name_their_field(client: TestClient) -> None:
     marker = uuid.uuid4().hex  # the same two shapes in a document's metadata are refused too
     response = client.post("/api/rag/retrieve", json={"query": marker, "filters": {"metadata": {"n": 2**64}}})
     assert response.status_code == 200, response.text
+
+
+def test_a_body_that_is_no_utf8_json_says_what_is_wrong_in_its_own_terms(client: TestClient) -> None:
+    """Python's own words leaked: "use sys.set_int_max_str_digits() to increase the limit"."""
+    headers = {"content-type": "application/json"}
+    latin = client.post("/api/rag/retrieve", content='{"query": "café"}'.encode("latin-1"), headers=headers)
+    assert latin.status_code == 400 and latin.json()["error"]["message"].startswith(
+        "body is not UTF-8 (byte 0xe9 at offset 14); encode it as UTF-8 and send one JSON object"
+    )
+    digits = client.post("/api/rag/retrieve", content=b'{"query": "x", "max_chunks": ' + b"1" * 5000 + b"}",
+                         headers=headers)  # fmt: skip
+    message = digits.json()["error"]["message"]
+    assert digits.status_code == 400 and message.startswith("body holds a number of over 4300 digits, which no field")
+    assert "sys." not in message
+
+
+def test_a_nul_in_a_url_is_the_one_line_every_route_says(client: TestClient) -> None:
+    """Query and path values said "String should match pattern '^[^\\x00]*$'"."""
+    expected = "must not contain NUL (\\x00) characters; remove them"
+    deleted = client.delete("/api/documents", params={"collection": "kb", "source": "a\x00b"})
+    edited = client.put("/api/presets/a%00b", json={"max_chunks": 3})
+    shown = client.get("/api/presets/a%00b")
+    assert deleted.json()["error"]["message"] == f"query.source: {expected}"
+    assert edited.json()["error"]["message"] == f"path.context: {expected}"
+    assert shown.json()["error"]["message"] == f"context: {expected}"
+    assert {deleted.status_code, edited.status_code, shown.status_code} == {422}
