@@ -110,7 +110,9 @@ def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # t
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``rag``; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
+        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     joined_before = admin.joined_embedded_servers()
     try:
         with stop_signals():
@@ -140,6 +142,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         # now, not after the interpreter has joined its worker threads (an embedding batch can take
         # seconds): a stopped command lets the embedded server stop at once
         admin.leave_embedded_servers(keep=joined_before)
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser the arguments chose: ``rag db status`` -> the ``status`` parser."""
+    while subcommands := [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]:
+        name = getattr(args, subcommands[0].dest, None)
+        if name not in subcommands[0].choices:
+            break
+        parser = subcommands[0].choices[name]
+    return parser
 
 
 def run() -> None:

@@ -35,3 +35,16 @@ def test_nonsense_gets_the_list_alone(capsys: pytest.CaptureFixture[str]) -> Non
         main(["zzz"])
     error = capsys.readouterr().err.splitlines()[-1]
     assert "choose from" in error and "did you mean" not in error
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [(["query", "x", "--bogus"], "rag query"), (["db", "status", "--x"], "rag db status"), (["mcp", "--y"], "rag mcp")],
+)
+def test_an_unknown_option_shows_its_commands_usage(argv: list[str], command: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    """It showed ``rag``'s top usage, which lists no option of the command."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    error = capsys.readouterr().err
+    assert exited.value.code == 2 and error.startswith(f"usage: {command} ")
+    assert error.splitlines()[-1] == f"{command}: error: unrecognized arguments: {argv[-1]}"
