@@ -275,6 +275,9 @@ async def put_preset(
 ) -> JSONResponse:
     """Change some knobs of a preset row; validated like a per-call override. The next call follows it."""
     values = body.given()
+    nulls = sorted(name for name in body.model_fields_set if getattr(body, name) is None)
+    if nulls:  # null reads as "not given": say so rather than "no values"
+        raise ApiError(422, "invalid_input", f"{', '.join(nulls)}: null is no value; send one, or leave it out")
     if not values:
         message = f'no values to change for preset {context[:64]!r}; send e.g. {{"max_chunks": 6}}'
         raise ApiError(422, "invalid_input", message)

@@ -202,6 +202,10 @@ def test_presets_list_and_validated_edit(live: LiveServer) -> None:
         bad_pair = client.put("/api/presets/workflow", json={"vector_weight": 0, "keyword_weight": 0})
         assert bad_pair.status_code == 422 and "both 0" in bad_pair.json()["error"]["message"]
         assert client.put("/api/presets/nope", json={"max_chunks": 2}).status_code == 404
+        nulled = client.put("/api/presets/workflow", json={"max_chunks": None, "min_relevance": None})
+        assert nulled.status_code == 422  # it said "no values to change"
+        message = nulled.json()["error"]["message"]
+        assert message == "max_chunks, min_relevance: null is no value; send one, or leave it out"
         try:
             edited = client.put("/api/presets/workflow", json={"max_chunks": 1})
             assert edited.status_code == 200 and edited.json()["preset"]["max_chunks"] == 1
