@@ -366,7 +366,10 @@ def _link_not_followed(path: Path, root: Path) -> str | None:
     read, a file the user never named (``/etc/passwd`` under ``docs/``)."""
     if not path.is_symlink():
         return None
-    target = path.resolve()
+    try:
+        target = path.resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a loop, later ones OSError
+        return f"a symbolic link that leads back to itself ({os.readlink(path)}): mend or remove the link"
     if target.is_dir():
         return f"a symbolic link to the folder {target}: not followed; name that folder to index it"
     if not target.exists():

@@ -169,11 +169,15 @@ def test_a_walk_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
     for name, to in [("passwd.md", secret), ("a-latest.md", target), ("gone.md", tmp_path / "none.md")]:
         (docs / name).symlink_to(to)
     (docs / "more").symlink_to(tmp_path / "private", target_is_directory=True)
+    (docs / "loop-a.md").symlink_to(docs / "loop-b.md")
+    (docs / "loop-b.md").symlink_to(docs / "loop-a.md")
     found = discover([docs])
     assert found.files == [docs / "a-latest.md"]  # guide.md itself is the same file: once
     reasons = {path.name: reason for path, reason in found.skipped}
     assert reasons == {
         "gone.md": f"a symbolic link to {tmp_path / 'none.md'}, which does not exist: mend or remove the link",
+        "loop-a.md": f"a symbolic link that leads back to itself ({docs / 'loop-b.md'}): mend or remove the link",
+        "loop-b.md": f"a symbolic link that leads back to itself ({docs / 'loop-a.md'}): mend or remove the link",
         "more": f"a symbolic link to the folder {tmp_path / 'private'}: not followed; name that folder to index it",
         "passwd.md": f"a symbolic link to {secret}, outside {docs}: not followed; name that file to index it",
     }
