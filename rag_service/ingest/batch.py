@@ -348,6 +348,8 @@ class Batch:
         else:
             self.report.added += 1
         self.report.chunks_written += len(doc.chunked.chunks)
+        if not doc.chunked.chunks:  # stored, but nothing of it can be found: the report says so
+            self.report.without_chunks.append(doc.source)
         # each written chunk's vector: embedded by this run (its text's first written copy), else reused (a stored
         # vector, or a copy of a text embedded once), so written = embedded + reused whatever stopped or failed
         for digest in doc.chunk_hashes:

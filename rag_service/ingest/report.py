@@ -45,6 +45,8 @@ class IngestReport:
     graph_seconds: float = 0.0
     #: ``reindex_all`` switching the stored model: whether the switch finished (one line); empty: no switch
     model_switch: str = ""
+    #: documents written without a chunk (empty, or only what the garbage filter drops): stored, never found
+    without_chunks: list[str] = field(default_factory=list)
 
     @property
     def filtered_total(self) -> int:
@@ -84,6 +86,7 @@ class IngestReport:
         self.edges_written += other.edges_written
         self.graph_seconds += other.graph_seconds
         self.model_switch = other.model_switch or self.model_switch  # the later run's word on a switch
+        self.without_chunks += other.without_chunks
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
@@ -101,6 +104,11 @@ class IngestReport:
             out.append(f"re-keyed: {self.rekeyed} documents from working-directory-relative sources (issue 13)")
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += skipped_lines(self.skipped)
+        if self.without_chunks:
+            named = ", ".join(self.without_chunks[:SKIPPED_NAMED])
+            more = len(self.without_chunks) - SKIPPED_NAMED
+            named += f" and {more} more" if more > 0 else ""
+            out.append(f"no chunks: {named}: empty, or only markup the garbage filter drops; nothing to search")
         out += [f"degraded: {line}" for line in self.degraded]
         out += [self.model_switch] if self.model_switch else []
         return out

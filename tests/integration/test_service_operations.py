@@ -175,6 +175,17 @@ def test_a_document_given_without_a_title_is_titled_as_its_file_would_be(service
     }
 
 
+def test_a_document_without_chunks_is_named_in_the_report(service: UniversalRAGService) -> None:
+    """An empty document counted "added 1" with 0 chunks and nothing said: it is stored and can never be found."""
+    collection = f"empty-{uuid.uuid4().hex[:8]}"
+    documents = [NewDocument("empty.md", ""), NewDocument("blank.md", "  \n\n "), NewDocument("kites.md", KITES)]
+    report = service.index_documents(documents, collection=collection)
+    assert report.added == 3 and sorted(report.without_chunks) == ["blank.md", "empty.md"]
+    line = [line for line in report.lines() if line.startswith("no chunks: ")]
+    assert line and "empty, or only markup the garbage filter drops; nothing to search" in line[0]
+    assert report.to_dict()["without_chunks"] == report.without_chunks
+
+
 def test_collection_names_are_checked_before_any_work(service: UniversalRAGService) -> None:
     assert service.check_collection_name("../../x") == "../../x"
     for bad in ("", "   ", "x" * 201, "a\x00b"):

@@ -133,6 +133,7 @@ def test_merging_keeps_every_field_of_a_report() -> None:
             setattr(part, spec.name, value + 2)
     part.failed, part.skipped = [FileProblem("a", "bad")], [FileProblem("b", "odd")]
     part.filtered, part.degraded = {"short": 3}, ["summary: the LLM failed"]
+    part.without_chunks = ["empty.md"]
     total.merge(part)  # how the upload endpoint folds each strategy's run
     total.merge(part)
     expected = part.to_dict()
@@ -142,5 +143,6 @@ def test_merging_keeps_every_field_of_a_report() -> None:
     expected["failed"] = expected["failed"] * 2
     expected["skipped"] = expected["skipped"] * 2
     expected["degraded"] = expected["degraded"] * 2
+    expected["without_chunks"] = expected["without_chunks"] * 2
     expected["filtered"] = {"short": 6}
     assert total.to_dict() == expected
