@@ -283,10 +283,16 @@ def held_share_reader(
     return share
 
 
-def no_relevant_passages(query: str, best: float, min_relevance: float) -> str:
-    """The one line a context holds when the first result (at ``best``) was below ``min_relevance``."""
+def no_relevant_passages(query: str, best: float | None, min_relevance: float) -> str:
+    """The one line a context holds when the first result (at ``best``) was below ``min_relevance``, or when no
+    chunk matched at all (``best`` None: stop words only, filters that hold nothing)."""
     shown = " ".join(query.split())
     shown = shown if len(shown) <= 200 else shown[:199] + "…"
+    if best is None:
+        return (
+            f"no relevant passages for {shown!r}: no chunk matched it (ask with other words, widen the filters, "
+            "or search another collection)"
+        )
     return (
         f"no relevant passages for {shown!r}: the best relevance was {best:.0%}, below min_relevance "
         f"{min_relevance:.0%} (ask differently, search another collection, or lower min_relevance)"

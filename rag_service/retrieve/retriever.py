@@ -295,8 +295,8 @@ class Retriever:
         metrics.format_time_ms = _ms(started)
         metrics.total_time_ms = _ms(total_started)
         context, tokens = formatted.text, formatted.total_tokens
-        if not chunks and dropped:
-            line = no_relevant_passages(text, dropped[0].relevance_score, preset.min_relevance)
+        if not chunks:  # every result under the floor, or none at all: one line says which, not ""
+            line = no_relevant_passages(text, dropped[0].relevance_score if dropped else None, preset.min_relevance)
             context, tokens = fit_line(line, max_tokens=preset.max_tokens, encoding=encoding)
         elif starved := budget_holds_none(
             chunks, formatted, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata

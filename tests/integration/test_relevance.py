@@ -72,6 +72,14 @@ def test_a_one_document_collection_answers_what_it_holds_and_floors_what_it_does
     assert service.retrieve(UNANSWERABLE, "agent", collection="one").chunks == []
 
 
+def test_a_query_no_chunk_matches_says_so_in_the_context(service):
+    """With no candidate at all (filters that hold nothing) the context was "" and nothing said why."""
+    none = service.retrieve(ANSWERABLE, "workflow", collection="kb", filters={"source": "no/such/file.md"})
+    assert none.chunks == [] and none.metrics.total_candidates == 0
+    assert none.formatted_context.startswith(f"no relevant passages for {ANSWERABLE!r}: no chunk matched it")
+    assert none.total_tokens == count_tokens(none.formatted_context)
+
+
 def test_a_tiny_budget_holds_the_message_or_says_what_it_needs(service):
     """The exact budget holds for the "no relevant passages" line too (it was 35 tokens under a budget of 10), and a
     budget that holds none of the results says so and how many tokens the first needs (it returned "" silently)."""
