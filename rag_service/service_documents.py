@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from rag_service.errors import ConfigurationError, RagError
+from rag_service.errors import ConfigurationError, RagError, UnknownCollectionError
 from rag_service.ingest.loaders import text_title
 from rag_service.ingest.report import FileProblem, IngestReport
 
@@ -133,12 +133,20 @@ def delete_document(
 ) -> int:
     """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
     from rag_service.db.catalog import delete_by_source
+    from rag_service.db.collections import require_collection
     from rag_service.db.locks import lock_for_edit
     from rag_service.uploads import forget_upload
 
     with database.transaction() as session:
         lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
         deleted = delete_by_source(session, collection=collection, source=source)
+        if not deleted:
+            try:
+                require_collection(session, collection)  # a misspelled collection: "did you mean 'kb'?"
+            except UnknownCollectionError as unknown:
+                raise UnknownCollectionError(
+                    f"no document {source!r} to delete: {unknown}", collection=collection, existing=unknown.existing
+                ) from None
     if deleted:
         forget_upload(uploads_root, collection, source)
         _repack_after_deletes(database, collection, min_chunks=packed_min_chunks)
@@ -203,6 +211,8 @@ class DocumentOperations:
 
     def delete_document(self, source: str, *, collection: str = "default") -> int:
         """Delete the document ``source`` of ``collection`` with its chunks; returns 1, or 0 when there is none.
+
+        UnknownCollectionError (naming the closest collections) when the collection holds no document at all.
 
         ReindexInProgressError while an ingest or reindex runs on the collection (it would write it back).
         A file an older ``rag serve`` kept for the document (``uploads/<collection>/``) goes with it.

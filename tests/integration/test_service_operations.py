@@ -18,7 +18,12 @@ from rag_service.config import Settings
 from rag_service.db.database import Database
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
-from rag_service.errors import ConfigurationError, ReindexInProgressError, UnknownContextError
+from rag_service.errors import (
+    ConfigurationError,
+    ReindexInProgressError,
+    UnknownCollectionError,
+    UnknownContextError,
+)
 from rag_service.ingest.indexer import REPEATED_SOURCE
 from rag_service.service import UniversalRAGService
 
@@ -54,7 +59,9 @@ def test_delete_document_removes_it_with_its_chunks_and_only_it(
     assert service.delete_document("kites.md", collection=collection) == 0, "a second delete finds nothing"
     counts = {info.name: info for info in service.collections()}[collection]
     assert (counts.documents, counts.chunks) == (1, _chunks(connection, collection, "tides.txt"))
-    assert service.delete_document("tides.txt", collection="no-such-collection") == 0
+    misspelled = f"no document 'tides.txt' to delete: .*did you mean {collection!r}"  # it said "no document with"
+    with pytest.raises(UnknownCollectionError, match=misspelled):
+        service.delete_document("tides.txt", collection=collection + "x")
 
 
 def test_delete_document_is_refused_while_a_reindex_holds_the_collection(service: UniversalRAGService) -> None:
