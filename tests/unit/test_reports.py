@@ -64,6 +64,7 @@ def _report(step: int) -> IngestReport:
         edges_written=9 * step,
         graph_seconds=0.125 * step,
         model_switch=f"embedding model: switch {step}",
+        without_chunks=[f"empty{step}.md"],
     )
 
 
@@ -79,6 +80,7 @@ def test_merging_adds_counts_and_seconds_and_concatenates_lists():
     assert [p.source for p in total.skipped] == ["x1.png", "x2.png"]
     assert total.filtered == {"boilerplate": 3, "only1": 1, "only2": 1}
     assert total.degraded == ["summaries off (1)", "summaries off (2)"]
+    assert total.without_chunks == ["empty1.md", "empty2.md"]
     assert total.model_switch == "embedding model: switch 2", "the later run's word on a switch"
     assert part.to_dict() == _report(2).to_dict(), "the merged-in report is left as it was"
 
