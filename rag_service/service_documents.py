@@ -113,7 +113,17 @@ def index_documents(
 
 
 def _refuse_repeated_sources(batch: DocumentBatch) -> None:
-    """Refuse a call that names one source twice before any work: the second would replace the first unseen."""
+    """Refuse a call that names one source twice before any work (the second would replace the first unseen), or
+    that holds something else than ``NewDocument``s of text (a tuple, a None text: raw Python errors before)."""
+    for i, document in enumerate(batch.documents):
+        if not isinstance(document, NewDocument):
+            raise ConfigurationError(
+                f"documents[{i}] is a {type(document).__name__}; pass NewDocument(source, text, title='') items"
+            )
+        if not isinstance(document.source, str) or not isinstance(document.text, str) or not document.source.strip():
+            raise ConfigurationError(
+                f"documents[{i}]: source {document.source!r:.60} and text must be text, the source not blank"
+            )
     counts = collections.Counter(document.source for document in batch.documents)
     repeated = [f"{source!r} ({count} times)" for source, count in counts.items() if count > 1]
     if repeated:
@@ -133,10 +143,13 @@ def delete_document(
 ) -> int:
     """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
     from rag_service.db.catalog import delete_by_source
-    from rag_service.db.collections import require_collection
+    from rag_service.db.collections import require_collection, validate_collection
     from rag_service.db.locks import lock_for_edit
     from rag_service.uploads import forget_upload
 
+    validate_collection(collection)  # None said "is being indexed"
+    if not isinstance(source, str) or not source:
+        raise ConfigurationError(f"source must be a document's source (text), not {source!r:.60}")
     with database.transaction() as session:
         lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
         deleted = delete_by_source(session, collection=collection, source=source)

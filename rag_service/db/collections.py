@@ -17,6 +17,8 @@ from rag_service.knobs import MAX_COLLECTION_CHARS
 
 def validate_collection(collection: str) -> str:
     """Collections are non-empty names of at most ``MAX_COLLECTION_CHARS`` characters, without NUL."""
+    if not isinstance(collection, str):
+        raise ConfigurationError(f"collection must be a name (text), not {type(collection).__name__}")
     if not collection or not collection.strip() or len(collection) > MAX_COLLECTION_CHARS or "\x00" in collection:
         raise ConfigurationError(
             f"collection name {collection[:50]!r} must be 1-{MAX_COLLECTION_CHARS} characters, not blank"

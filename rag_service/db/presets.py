@@ -26,6 +26,8 @@ def list_presets(session: Session) -> list[Preset]:
 
 def load_preset(session: Session, context_type: str) -> Preset:
     """The preset named ``context_type``; UnknownContextError lists the valid names."""
+    if not isinstance(context_type, str):  # an int reached the SQL: "operator does not exist: varchar = integer"
+        raise UnknownContextError(f"context must be a preset name (text), not {type(context_type).__name__}")
     row = session.execute(
         select(RagConfiguration).where(RagConfiguration.context_type == context_type)
     ).scalar_one_or_none()

@@ -27,7 +27,6 @@ from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import (
     DatabaseError,
-    DocumentReadError,
     EmbeddingMismatchError,
     RagError,
     first_line,
@@ -42,6 +41,7 @@ from rag_service.ingest.metadata_policy import document_metadata
 from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import legacy_source_for
+from rag_service.ingest.storable import check_storable
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.records import from_fields
 from rag_service.shutdown import deferred_stop
@@ -184,8 +184,7 @@ class Batch:
     def _prepare(
         self, source: str, title: str, text: str, *, strategy: str, force: bool, metadata: dict[str, Any]
     ) -> None:
-        if "\x00" in text:
-            raise DocumentReadError("contains NUL bytes, which PostgreSQL text cannot store; remove them")
+        check_storable(source, title, text)
         strategy = resolve_strategy(strategy, source)
         digest = content_hash(text)
         fingerprint = self.chunking.fingerprint(strategy, metadata)

@@ -30,7 +30,7 @@ from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_mod
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write, settle_after_write
 from rag_service.embed import Embedder
-from rag_service.errors import DatabaseError
+from rag_service.errors import ConfigurationError, DatabaseError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
 from rag_service.ingest.chunking import Chunking
@@ -106,6 +106,9 @@ class Indexer:
         {...}}`` selects by containment. Changing it alone re-writes the documents.
         """
         validate_collection(collection)
+        if isinstance(paths, str | Path):  # a string was walked letter by letter ("." of "./x": the whole folder)
+            paths = [paths]
+        _check_call(paths, metadata)
         if strategy is not None:
             self.chunking.check(strategy)  # unknown strategies fail before any work
         report = IngestReport(collection=collection)
@@ -171,6 +174,7 @@ class Indexer:
         ``listener(done, total)`` hears ``total`` at the start and each document as its batch commits.
         """
         validate_collection(collection)
+        _check_call(items, metadata)
         self.chunking.check(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
@@ -184,7 +188,7 @@ class Indexer:
                 seen: set[str] = set()
                 for source, title, text in items:
                     if not _repeated(source, seen, report, bar):
-                        title = title or text_title(text, strategy)  # as its file would have it
+                        title = title or (text_title(text, strategy) if isinstance(text, str) else "")  # as a file
                         batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
             self._refresh_statistics(collection, report.chunks_written, report)
@@ -427,3 +431,11 @@ def _repeated(source: str, seen: set[str], report: IngestReport, bar: Progress) 
         return True
     seen.add(source)
     return False
+
+
+def _check_call(items: object, metadata: object) -> None:
+    """One line for arguments of the wrong kind (they failed deep inside with Python's words)."""
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        raise ConfigurationError(f"paths or items must be a list, not {type(items).__name__}")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ConfigurationError(f"metadata must be a JSON object (a dict), not {type(metadata).__name__}")

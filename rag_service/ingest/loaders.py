@@ -368,7 +368,12 @@ def _link_not_followed(path: Path, root: Path) -> str | None:
         return None
     try:
         target = path.resolve()
-    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a loop, later ones OSError
+        target.stat()
+    except PermissionError:  # /proc/1/cwd, a folder of another user: its kind cannot be known
+        return f"a symbolic link to {os.readlink(path)}, which cannot be looked at (permission denied): not followed"
+    except FileNotFoundError:
+        pass  # dangling: said below
+    except (RuntimeError, OSError):  # a loop: Python 3.11 raises RuntimeError, later ones OSError
         return f"a symbolic link that leads back to itself ({os.readlink(path)}): mend or remove the link"
     if target.is_dir():
         return f"a symbolic link to the folder {target}: not followed; name that folder to index it"

@@ -20,6 +20,7 @@ from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import (
     ConfigurationError,
+    RagError,
     ReindexInProgressError,
     UnknownCollectionError,
     UnknownContextError,
@@ -191,6 +192,28 @@ def test_a_document_without_chunks_is_named_in_the_report(service: UniversalRAGS
     line = [line for line in report.lines() if line.startswith("no chunks: ")]
     assert line and "empty, or only markup the garbage filter drops; nothing to search" in line[0]
     assert report.to_dict()["without_chunks"] == report.without_chunks
+
+
+def test_arguments_of_the_wrong_kind_are_one_line_each(service: UniversalRAGService, tmp_path: Path) -> None:
+    """Each of these ended in a raw TypeError, AttributeError or SQLAlchemy's SQL dump (a helper's audit)."""
+    calls = {
+        "context must be a preset name (text), not int": lambda: service.retrieve("kites", 5),  # type: ignore[arg-type]
+        "collection must be a name (text), not NoneType": lambda: service.retrieve("kites", collection=None),  # type: ignore[arg-type]
+        "source must be a document's source (text), not None": lambda: service.delete_document(None),  # type: ignore[arg-type]
+        "documents[0] is a tuple; pass NewDocument": lambda: service.index_documents([("a.md", "t")]),  # type: ignore[list-item]
+        "documents[0]: source '  ' and text must be text": lambda: service.index_documents([NewDocument("  ", "t")]),
+        "paths or items must be a list, not NoneType": lambda: service.index_paths(None),  # type: ignore[arg-type]
+        "metadata must be a JSON object (a dict), not str": lambda: service.index_paths([tmp_path], metadata="team"),  # type: ignore[arg-type]
+    }  # fmt: skip
+    for message, call in calls.items():
+        with pytest.raises(RagError) as raised:
+            call()
+        assert str(raised.value).startswith(message), (message, str(raised.value))
+
+    (tmp_path / "one.md").write_text("# One\n\nThe only file named.")
+    (tmp_path / "other.md").write_text("# Other\n\nA file nobody named.")
+    named = service.index_paths(str(tmp_path / "one.md"), collection=f"str-{uuid.uuid4().hex[:8]}")  # type: ignore[arg-type]
+    assert named.added == 1 and not named.skipped, "a string is one path, not its letters"
 
 
 def test_collection_names_are_checked_before_any_work(service: UniversalRAGService) -> None:
