@@ -356,7 +356,7 @@ class Preset:
     #: share of the graph walk (personalised PageRank from the fused top results) in the ranking; 0 = off
     graph_weight: float = 0.0
     #: a first result whose relevance (``retrieve/relevance.py``) is below this drops them all ("no relevant
-    #: passages"), else results below half of it are dropped; 0 = keep all
+    #: passages"), else results below 0.4 of it (``TAIL_SHARE``) are dropped; 0 = keep all
     min_relevance: float = DEFAULT_MIN_RELEVANCE
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:

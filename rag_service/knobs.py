@@ -127,7 +127,7 @@ PRESET_KNOBS: dict[str, Knob] = {
         Knob(
             "min_relevance",
             float,
-            "the first result's relevance (0..1) must reach this, the others half of it; 0 = keep all",
+            "the first result's relevance (0..1) must reach this, the others 0.4 of it; 0 = keep all",
             DEFAULT_MIN_RELEVANCE,
             0.0,
             1.0,

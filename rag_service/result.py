@@ -158,7 +158,7 @@ class RetrievalMetrics:
     graph_time_ms: float = 0.0
     graph_added: int = 0
     #: results dropped by the preset's ``min_relevance`` (all of them when the first is below it, else those
-    #: below half of it, ``retrieve/relevance.py``); with no chunk left, the
+    #: below 0.4 of it, ``retrieve/relevance.py``); with no chunk left, the
     #: formatted context is the one line "no relevant passages for ..."
     filtered_below_relevance: int = 0
     #: what ``relevance_score`` is: ``calibrated`` (from the embedding model's similarities,

@@ -308,7 +308,7 @@ class RagConfiguration(Base):
     )
     #: share of the graph walk in the ranking (0 = off); migration 0006
     graph_weight: Mapped[float] = mapped_column(Float, nullable=False, server_default=_preset_default("graph_weight"))
-    #: a first result below this relevance drops all, else those below half of it go (0 = keep all); 0009, 0011
+    #: a first result below this relevance drops all, else those below 0.4 of it go (0 = keep all); 0009, 0011
     min_relevance: Mapped[float] = mapped_column(Float, nullable=False, server_default=_preset_default("min_relevance"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())

@@ -100,7 +100,7 @@ def build_server(
 
         context: retrieval preset (agent, chatbot, search, workflow, context_engineering);
         collection: which collection to search; max_chunks: at most this many passages;
-        min_relevance: no passages unless the best reaches this relevance (0..1), and none below half
+        min_relevance: no passages unless the best reaches this relevance (0..1), and none below 0.4
         of it (the preset's floor by default); max_tokens: the passages' token budget (tiktoken), exact.
         """
         given = {"max_chunks": max_chunks, "min_relevance": min_relevance, "max_tokens": max_tokens}
