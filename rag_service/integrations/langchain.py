@@ -24,7 +24,7 @@ from langchain_core.callbacks import (  # noqa: E402  (after the extra check, fo
 )
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from pydantic import Field  # noqa: E402
+from pydantic import Field, model_validator  # noqa: E402
 
 from rag_service.integrations.metadata import result_metadata  # noqa: E402
 from rag_service.result import RAGResult  # noqa: E402
@@ -46,6 +46,18 @@ class UniversalRAGRetriever(BaseRetriever):
     collection: str = "default"
     filters: dict[str, Any] | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        """LangChain's models ignore unknown fields: ``max_chunks=2`` was dropped and 12 documents came back."""
+        unknown = sorted(set(data) - set(cls.model_fields)) if isinstance(data, dict) else []
+        if unknown:
+            raise ValueError(
+                f"UniversalRAGRetriever has no field {unknown[0]!r}; preset knobs go in overrides, e.g. "
+                f"overrides={{{unknown[0]!r}: ...}}; the fields are {', '.join(cls.model_fields)}"
+            )
+        return data
 
     def _service(self) -> UniversalRAGService:
         return self.service if self.service is not None else get_universal_rag()

@@ -59,6 +59,10 @@ def test_fields_reach_retrieve(service):
         UniversalRAGRetriever(service=service, collection="empty").invoke("backups")
     with pytest.raises(UnknownContextError, match="unknown context 'nope'"):
         UniversalRAGRetriever(service=service, context="nope", collection="kb").invoke("backups")
+    with pytest.raises(ValueError, match="has no field 'max_chunks'; preset knobs go in overrides"):
+        UniversalRAGRetriever(service=service, collection="kb", max_chunks=2)  # was dropped: 12 documents came back
+    capped = UniversalRAGRetriever(service=service, collection="kb", overrides={"max_chunks": 1}, tags=["t"])
+    assert len(capped.invoke("backups and reranking")) == 1
 
 
 def test_ainvoke_matches_invoke(service):
