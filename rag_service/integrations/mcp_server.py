@@ -29,6 +29,7 @@ from rag_service.config import Settings
 from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
+from rag_service.integrations.mcp_lines import Reply, checked_line, sender
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -180,7 +181,9 @@ async def _serve_stdio(server: MCPServer) -> None:
     from mcp.server.stdio import stdio_server
 
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, given our stdin
-    async with stdio_server(stdin=_StdinLines(sys.stdin.fileno())) as (read_stream, write_stream):  # type: ignore[arg-type]
+    stdin = _StdinLines(sys.stdin.fileno())
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        stdin.reply = sender(write_stream)  # before the reader's first line: it runs at the next await
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
@@ -196,6 +199,7 @@ class _StdinLines:
     def __init__(self, fd: int) -> None:
         self._fd = os.dup(fd)
         self._lines: asyncio.Queue[str] | None = None
+        self.reply: Reply | None = None  # answers a line the SDK would drop (``mcp_lines``)
 
     def __aiter__(self) -> _StdinLines:
         return self
@@ -205,10 +209,11 @@ class _StdinLines:
             self._lines = asyncio.Queue()
             loop = asyncio.get_running_loop()
             threading.Thread(target=self._read, args=(loop, self._lines), name="rag-mcp-stdin", daemon=True).start()
-        line = await self._lines.get()
-        if not line:
-            raise StopAsyncIteration
-        return line
+        while line := await self._lines.get():
+            checked = line if self.reply is None else await checked_line(line, self.reply)
+            if checked is not None:
+                return checked
+        raise StopAsyncIteration
 
     def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str]) -> None:
         pending = b""

@@ -144,3 +144,34 @@ def test_stderr_is_quiet_by_default_and_the_flag_is_accepted(mcp_env, tmp_path):
     quiet = _one_request(mcp_env, tmp_path)
     assert "INFO" not in quiet and "Processing request" not in quiet, quiet  # issue 23.7e
     _one_request(mcp_env, tmp_path, "--log-level", "info")  # serves as well with the level raised
+
+
+def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
+    """The SDK's transport dropped such lines: a client waited forever for request 903, or for a query holding an
+    escaped lone surrogate (valid JSON that pydantic's parser refuses)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rag_service.cli", "mcp"],
+        env=mcp_env, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+
+    def answer(line: str) -> dict[str, Any]:
+        process.stdin.write(line + "\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    assert answer(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
+    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n\n')  # and a blank line
+    parse = answer("this is not json")
+    assert parse["id"] is None and parse["error"]["code"] == -32700
+    invalid = answer('{"jsonrpc": "2.0", "id": 903, "method": "ping", "params": "x"}')
+    assert invalid["id"] == 903 and invalid["error"]["code"] == -32600
+    assert "not a JSON-RPC 2.0 message" in invalid["error"]["message"]
+    arguments = '{"query": "kites \\ud800", "collection": "nowhere"}'
+    searched = answer(f'{{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {{"name": "search_knowledge", '
+                      f'"arguments": {arguments}}}}}')  # fmt: skip
+    assert searched["id"] == 4 and searched["result"]["isError"], searched  # served: the collection is unknown
+    assert answer('{"jsonrpc": "2.0", "id": 5, "method": "ping"}') == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    process.communicate(timeout=60)
+    assert process.returncode == 0

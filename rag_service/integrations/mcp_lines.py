@@ -1,0 +1,84 @@
+"""The lines ``rag mcp`` reads, checked before the SDK's transport: what it cannot read is answered, not dropped.
+
+The SDK's stdio transport drops a line it cannot validate (it logs at DEBUG only), so a client waits forever
+for the answer to a request it sent: a query holding an escaped lone surrogate (valid JSON, which pydantic's
+parser refuses), ``"params": "x"``, text that is no JSON. Here a line that is no JSON gets JSON-RPC's parse
+error (-32700, id null), a message the SDK would refuse gets invalid request (-32600) with its id, and lone
+surrogates become U+FFFD so the request is served.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+_NOT_A_MESSAGE = (
+    'Invalid Request: not a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0", a "method", an "id" for a '
+    'request, "params" an object)'
+)
+#: sends one JSON-RPC error: (id or None, code, message)
+Reply = Callable[[Any, int, str], Awaitable[None]]
+
+
+async def checked_line(line: str, reply: Reply) -> str | None:
+    """``line`` as the SDK's transport can read it, or None once it was answered here with an error."""
+    from mcp_types import jsonrpc_message_adapter
+
+    if not line.strip():  # a blank line between messages: nothing to answer
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError as exc:
+        await reply(None, PARSE_ERROR, f"Parse error: {exc}; send one JSON-RPC 2.0 message per line")
+        return None
+    cleaned = _without_lone_surrogates(message)
+    if cleaned != message:
+        line = json.dumps(cleaned, ensure_ascii=False) + "\n"
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:  # pydantic's ValidationError
+        request_id = cleaned.get("id") if isinstance(cleaned, dict) else None
+        valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+        log.debug("the SDK's reason: %s", exc)  # a union's four dumps: no line for a client
+        batch = "; batches are not supported, send one message per line" if isinstance(cleaned, list) else ""
+        await reply(request_id if valid_id else None, INVALID_REQUEST, f"{_NOT_A_MESSAGE}{batch}")
+        return None
+    return line
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate of its strings (and keys) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value) if _has_surrogate(value) else value
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def sender(write_stream: Any) -> Reply:
+    """A ``Reply`` that writes through the SDK's own stream (its writer serialises every message)."""
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    async def reply(request_id: Any, code: int, message: str) -> None:
+        log.warning("rag mcp: answered a request it could not read with %d: %s", code, message)
+        error = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+        await write_stream.send(SessionMessage(error))
+
+    return reply
