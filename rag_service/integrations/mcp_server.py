@@ -77,14 +77,26 @@ def build_server(
     require_extra("mcp.server.mcpserver", extra="mcp", feature="rag mcp")
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
 
     class Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-            """The SDK's call, but an unknown tool's error names the tools there are."""
-            names = sorted(tool.name for tool in await self.list_tools())
-            if name not in names:
-                raise ToolError(unknown_tool_message(name, names))
-            return await super().call_tool(name, arguments, context)
+            """The SDK's call, but an unknown tool's error names the tools there are, an unknown argument is
+            refused (the SDK ignored it) and a wrong one is one line (the SDK's was pydantic's whole dump)."""
+            tools = {tool.name: tool for tool in await self.list_tools()}
+            if name not in tools:
+                raise ToolError(unknown_tool_message(name, sorted(tools)))
+            known = list(tools[name].input_schema.get("properties", {}))
+            if unknown := sorted(set(arguments or {}) - set(known)):
+                hint = did_you_mean(unknown[0], known)
+                raise ToolError(f"{name}: unknown argument(s) {unknown}; {hint}the arguments are {', '.join(known)}")
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if not isinstance(exc.__cause__, ValidationError):
+                    raise
+                wrong = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.__cause__.errors()[:3]]
+                raise ToolError(f"{name}: {'; '.join(wrong)}") from exc
 
     server: MCPServer = Server("rag_service", instructions=INSTRUCTIONS, log_level=log_level)
 

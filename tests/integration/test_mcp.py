@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from rag_service.db.admin import admin_params
-from rag_service.integrations.mcp_server import unknown_tool_message
+from rag_service.integrations.mcp_server import build_server, unknown_tool_message
 from tests.integration.knowledge import write_docs
 
 pytestmark = pytest.mark.multiprocess
@@ -175,3 +175,22 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
     assert answer('{"jsonrpc": "2.0", "id": 5, "method": "ping"}') == {"jsonrpc": "2.0", "id": 5, "result": {}}
     process.communicate(timeout=60)
     assert process.returncode == 0
+
+
+def test_a_wrong_or_unknown_argument_is_one_line_naming_it():
+    """The SDK answered pydantic's multi-line dump ("1 validation error for search_knowledgeArguments ... For
+    further information visit ...") and ignored an unknown argument; no service is reached by these calls."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = build_server(None)  # type: ignore[arg-type]
+    calls = {
+        "search_knowledge: query: Field required": {},
+        "search_knowledge: max_chunks: Input should be a valid integer, unable to parse string as an integer": {
+            "query": "x", "max_chunks": "five"},
+        "search_knowledge: unknown argument(s) ['max_chunk']; did you mean 'max_chunks'? the arguments are query, "
+        "context, collection, max_chunks, min_relevance, max_tokens": {"query": "x", "max_chunk": 2},
+    }  # fmt: skip
+    for message, arguments in calls.items():
+        with pytest.raises(ToolError) as raised:
+            asyncio.run(server.call_tool("search_knowledge", arguments))
+        assert str(raised.value) == message
