@@ -226,6 +226,7 @@ async def delete_document(
 async def reindex_all(state: WriteState, body: Annotated[ReindexRequest | None, Body()] = None) -> JSONResponse:
     """Start re-chunking and re-embedding every stored document (of one collection) as a job."""
     collection = body.collection if body is not None else None
+    state.jobs.check_free(collection)  # a 409 first: a first ingest still running makes the collection unknown
     if collection is not None:  # an unknown collection is a 404 now, not a job that "succeeds" with nothing
         await state.run(state.service.require_collection, collection)
     service = state.service

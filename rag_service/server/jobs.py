@@ -109,16 +109,25 @@ class JobRegistry:
         self._keep = keep
         self._on_finish = on_finish
 
+    def check_free(self, collection: str | None) -> None:
+        """JobConflictError when a queued or running job overlaps ``collection`` (before checks that a running
+        job makes wrong: a collection whose first ingest has not committed yet does not exist)."""
+        with self._lock:
+            self._refuse_overlap(collection)
+
+    def _refuse_overlap(self, collection: str | None) -> None:
+        for other in self._jobs.values():
+            if other.active and _overlaps(other.collection, collection):
+                scope = "every collection" if other.collection is None else f"collection {other.collection!r}"
+                raise JobConflictError(
+                    f"job {other.id} ({other.kind}) is still {other.state} on {scope}; "
+                    f"wait for it (GET /api/jobs/{other.id}) and try again"
+                )
+
     def start(self, kind: str, collection: str | None, work: JobWork) -> Job:
         """Queue ``work``; JobConflictError when an overlapping job is queued or running."""
         with self._lock:
-            for other in self._jobs.values():
-                if other.active and _overlaps(other.collection, collection):
-                    scope = "every collection" if other.collection is None else f"collection {other.collection!r}"
-                    raise JobConflictError(
-                        f"job {other.id} ({other.kind}) is still {other.state} on {scope}; "
-                        f"wait for it (GET /api/jobs/{other.id}) and try again"
-                    )
+            self._refuse_overlap(collection)
             job = Job(id=uuid.uuid4().hex, kind=kind, collection=collection)
             self._jobs[job.id] = job
             self._forget_old()

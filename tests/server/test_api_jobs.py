@@ -71,6 +71,9 @@ def test_large_ingest_is_a_job_whose_progress_counts_documents(
             location = started.headers["location"]
             assert first[0].wait(timeout=60)
             before = client.get(location).json()["job"]
+            # nothing committed yet, so the collection does not exist: this was a 404 unknown_collection
+            rerun = client.post("/api/documents/reindex-all", json={"collection": collection})
+            assert rerun.status_code == 409 and rerun.json()["error"]["code"] == "job_conflict", rerun.text
             first[1].set()
             assert third[0].wait(timeout=60)
             during = client.get(location).json()["job"]
