@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +36,8 @@ def create_app(
 ) -> FastAPI:
     """The ASGI app serving ``service``; with ``owns_service`` it closes the service on shutdown."""
     config = config or ServerConfig()
+    # the multipart parser logs each refused body's reason before raising it; the 422 already carries it
+    logging.getLogger("python_multipart").setLevel(logging.ERROR)
     metrics = ApiMetrics(service.database_health)
     state = ServerState(
         service=service,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 import uuid
@@ -344,3 +345,12 @@ def test_min_relevance_is_a_per_call_override_and_nothing_passing_is_said(live: 
     context = floored["result"]["formatted_context"]
     assert context.startswith("no relevant passages for 'zebra stripes across the savanna'")
     assert bad.status_code == 422 and "min_relevance" in bad.text
+
+
+def test_a_broken_multipart_body_is_one_422_and_no_stray_log_line(live: LiveServer, caplog) -> None:  # type: ignore[no-untyped-def]
+    """The parser logged "Expected boundary character 45, got 103 at index 2" to stderr, without the request."""
+    broken = {"content-type": "multipart/form-data; boundary=yy"}
+    with caplog.at_level(logging.DEBUG), live.client(WRITE_TOKEN) as client:
+        refused = client.post("/api/documents", content=b"--xx\r\ngarbage\r\n", headers=broken)
+    assert refused.status_code == 422 and "multipart body could not be read" in refused.json()["error"]["message"]
+    assert not [record.getMessage() for record in caplog.records if record.name.startswith("python_multipart")]
