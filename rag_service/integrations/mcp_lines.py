@@ -82,3 +82,27 @@ def sender(write_stream: Any) -> Reply:
         await write_stream.send(SessionMessage(error))
 
     return reply
+
+
+#: what each JSON-schema type of a tool's argument takes, strictly: the SDK's lax mode took "3" and true for 3
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def wrong_kind(schema: dict[str, Any], value: Any) -> str | None:
+    """The JSON types a tool argument's ``schema`` allows (``anyOf`` read) when ``value`` is none of them, else None."""
+    allowed = [option.get("type") for option in schema.get("anyOf", [schema])]
+    if None in allowed:  # a schema this check does not read: the SDK decides
+        return None
+    for kind in allowed:
+        python = _JSON_TYPES.get(str(kind), ())
+        if isinstance(value, python) and not (isinstance(value, bool) and kind in ("integer", "number")):
+            return None
+    return " or ".join(str(kind) for kind in allowed)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -29,7 +30,7 @@ from rag_service.config import Settings
 from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
-from rag_service.integrations.mcp_lines import Reply, checked_line, sender
+from rag_service.integrations.mcp_lines import Reply, checked_line, sender, wrong_kind
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -86,10 +87,14 @@ def build_server(
             tools = {tool.name: tool for tool in await self.list_tools()}
             if name not in tools:
                 raise ToolError(unknown_tool_message(name, sorted(tools)))
-            known = list(tools[name].input_schema.get("properties", {}))
+            properties = tools[name].input_schema.get("properties", {})
+            known = list(properties)
             if unknown := sorted(set(arguments or {}) - set(known)):
                 hint = did_you_mean(unknown[0], known)
                 raise ToolError(f"{name}: unknown argument(s) {unknown}; {hint}the arguments are {', '.join(known)}")
+            for argument, value in (arguments or {}).items():
+                if expected := wrong_kind(properties[argument], value):
+                    raise ToolError(f"{name}: {argument} must be {expected}, not {json.dumps(value)[:60]}")
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:

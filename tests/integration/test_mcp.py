@@ -179,16 +179,17 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
 
 def test_a_wrong_or_unknown_argument_is_one_line_naming_it():
     """The SDK answered pydantic's multi-line dump ("1 validation error for search_knowledgeArguments ... For
-    further information visit ...") and ignored an unknown argument; no service is reached by these calls."""
+    further information visit ..."), ignored an unknown argument and took "3" and true for an integer (which
+    ``retrieve()`` refuses); no service is reached by these calls."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     server = build_server(None)  # type: ignore[arg-type]
     calls = {
         "search_knowledge: query: Field required": {},
-        "search_knowledge: max_chunks: Input should be a valid integer, unable to parse string as an integer": {
-            "query": "x", "max_chunks": "five"},
         "search_knowledge: unknown argument(s) ['max_chunk']; did you mean 'max_chunks'? the arguments are query, "
         "context, collection, max_chunks, min_relevance, max_tokens": {"query": "x", "max_chunk": 2},
+        'search_knowledge: max_chunks must be integer or null, not "3"': {"query": "x", "max_chunks": "3"},  # was 3
+        "search_knowledge: max_chunks must be integer or null, not true": {"query": "x", "max_chunks": True},
     }  # fmt: skip
     for message, arguments in calls.items():
         with pytest.raises(ToolError) as raised:
