@@ -368,17 +368,15 @@ def _link_not_followed(path: Path, root: Path) -> str | None:
         return None
     try:
         target = path.resolve()
-        target.stat()
+        mode = target.stat().st_mode
     except PermissionError:  # /proc/1/cwd, a folder of another user: its kind cannot be known
         return f"a symbolic link to {os.readlink(path)}, which cannot be looked at (permission denied): not followed"
     except FileNotFoundError:
-        pass  # dangling: said below
+        return f"a symbolic link to {target}, which does not exist: mend or remove the link"
     except (RuntimeError, OSError):  # a loop: Python 3.11 raises RuntimeError, later ones OSError
         return f"a symbolic link that leads back to itself ({os.readlink(path)}): mend or remove the link"
-    if target.is_dir():
+    if stat.S_ISDIR(mode):
         return f"a symbolic link to the folder {target}: not followed; name that folder to index it"
-    if not target.exists():
-        return f"a symbolic link to {target}, which does not exist: mend or remove the link"
     if not target.is_relative_to(root):
         return f"a symbolic link to {target}, outside {root}: not followed; name that file to index it"
     return None
