@@ -9,8 +9,10 @@ surrogates become U+FFFD so the request is served.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,42 +35,39 @@ async def checked_line(line: str, reply: Reply) -> str | None:
     if not line.strip():  # a blank line between messages: nothing to answer
         return None
     try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return line  # the usual case: read once more by the SDK, and nothing else
+    except ValueError as exc:  # pydantic's ValidationError
+        log.debug("the SDK's reason: %s", exc)  # a union's four dumps: no line for a client
+    try:
         message = json.loads(line)
     except ValueError as exc:
         await reply(None, PARSE_ERROR, f"Parse error: {exc}; send one JSON-RPC 2.0 message per line")
         return None
-    cleaned = _without_lone_surrogates(message)
-    if cleaned != message:
+    if (cleaned := _without_lone_surrogates(message)) != message:
         line = json.dumps(cleaned, ensure_ascii=False) + "\n"
-    try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValueError as exc:  # pydantic's ValidationError
-        request_id = cleaned.get("id") if isinstance(cleaned, dict) else None
-        valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
-        log.debug("the SDK's reason: %s", exc)  # a union's four dumps: no line for a client
-        batch = "; batches are not supported, send one message per line" if isinstance(cleaned, list) else ""
-        await reply(request_id if valid_id else None, INVALID_REQUEST, f"{_NOT_A_MESSAGE}{batch}")
-        return None
-    return line
+        with contextlib.suppress(ValueError):
+            jsonrpc_message_adapter.validate_json(line, by_name=False)
+            return line
+    request_id = cleaned.get("id") if isinstance(cleaned, dict) else None
+    valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    batch = "; batches are not supported, send one message per line" if isinstance(cleaned, list) else ""
+    await reply(request_id if valid_id else None, INVALID_REQUEST, f"{_NOT_A_MESSAGE}{batch}")
+    return None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins a pair into one character: any left is lone
 
 
 def _without_lone_surrogates(value: Any) -> Any:
     """``value`` with every lone surrogate of its strings (and keys) replaced by U+FFFD."""
     if isinstance(value, str):
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value) if _has_surrogate(value) else value
+        return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
         return [_without_lone_surrogates(item) for item in value]
     if isinstance(value, dict):
         return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
     return value
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def sender(write_stream: Any) -> Reply:
@@ -82,27 +81,3 @@ def sender(write_stream: Any) -> Reply:
         await write_stream.send(SessionMessage(error))
 
     return reply
-
-
-#: what each JSON-schema type of a tool's argument takes, strictly: the SDK's lax mode took "3" and true for 3
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-def wrong_kind(schema: dict[str, Any], value: Any) -> str | None:
-    """The JSON types a tool argument's ``schema`` allows (``anyOf`` read) when ``value`` is none of them, else None."""
-    allowed = [option.get("type") for option in schema.get("anyOf", [schema])]
-    if None in allowed:  # a schema this check does not read: the SDK decides
-        return None
-    for kind in allowed:
-        python = _JSON_TYPES.get(str(kind), ())
-        if isinstance(value, python) and not (isinstance(value, bool) and kind in ("integer", "number")):
-            return None
-    return " or ".join(str(kind) for kind in allowed)

@@ -30,7 +30,7 @@ from rag_service.config import Settings
 from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
-from rag_service.integrations.mcp_lines import Reply, checked_line, sender, wrong_kind
+from rag_service.integrations.mcp_lines import Reply, checked_line, sender
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -163,6 +163,30 @@ def unknown_tool_message(name: str, tools: list[str]) -> str:
     hint = did_you_mean(name, tools, cutoff=0.5)
     flag = " (index_paths and index_text need rag mcp --allow-indexing)" if name in INDEXING_TOOLS else ""
     return f"unknown tool {name[:80]!r}; {hint}the tools are {', '.join(tools)}{flag}"
+
+
+#: what each JSON-schema type of a tool's argument takes, strictly: the SDK's lax mode took "3" and true for 3
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def wrong_kind(schema: dict[str, Any], value: Any) -> str | None:
+    """The JSON types a tool argument's ``schema`` allows (``anyOf`` read) when ``value`` is none of them, else None."""
+    allowed = [option.get("type") for option in schema.get("anyOf", [schema])]
+    if None in allowed:  # a schema this check does not read: the SDK decides
+        return None
+    for kind in allowed:
+        python = _JSON_TYPES.get(str(kind), ())
+        if isinstance(value, python) and not (isinstance(value, bool) and kind in ("integer", "number")):
+            return None
+    return " or ".join(str(kind) for kind in allowed)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
