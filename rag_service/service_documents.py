@@ -49,7 +49,7 @@ class DocumentBatch:
     failed: list[FileProblem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        _refuse_repeated_sources(self)  # before any work, and before the HTTP API starts a job with it
+        _check_documents(self)  # before any work, and before the HTTP API starts a job with it
 
     @property
     def chars(self) -> int:
@@ -76,7 +76,7 @@ def read_uploads(
                 continue
             chosen = strategy or recommend_strategy(path)
             batch.documents.append(NewDocument(path.name, loaded.text, loaded.title, chosen))
-    _refuse_repeated_sources(batch)  # a/same.md and b/same.md: both are "same.md"
+    _check_documents(batch)  # built by appending: a/same.md and b/same.md are both "same.md"
     return batch
 
 
@@ -93,8 +93,11 @@ def index_documents(
 
     ``listener(done, total)`` hears documents done of the whole batch (the failed files count as done).
     """
-    batch = documents if isinstance(documents, DocumentBatch) else DocumentBatch(list(documents))
-    _refuse_repeated_sources(batch)
+    if isinstance(documents, DocumentBatch):
+        batch = documents
+        _check_documents(batch)  # a caller's batch may have been appended to since it was made
+    else:
+        batch = DocumentBatch(list(documents))  # checked as it is made
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for document in batch.documents:
         kind = document.strategy or strategy
@@ -112,9 +115,9 @@ def index_documents(
     return report
 
 
-def _refuse_repeated_sources(batch: DocumentBatch) -> None:
-    """Refuse a call that names one source twice before any work (the second would replace the first unseen), or
-    that holds something else than ``NewDocument``s of text (a tuple, a None text: raw Python errors before)."""
+def _check_documents(batch: DocumentBatch) -> None:
+    """Refuse, before any work, a batch holding something else than ``NewDocument``s of text (a tuple, a None text:
+    raw Python errors before), or naming one source twice (the second would replace the first unseen)."""
     for i, document in enumerate(batch.documents):
         if not isinstance(document, NewDocument):
             raise ConfigurationError(
