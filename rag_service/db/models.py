@@ -59,6 +59,8 @@ class Document(Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, server_default=func.now())
+    #: the folder a relative ``source`` is relative to (migration 0019); '' for a text, NULL where not known
+    origin: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class DocumentChunk(Base):

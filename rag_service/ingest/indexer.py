@@ -38,9 +38,11 @@ from rag_service.ingest.fingerprint import fingerprint_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
 from rag_service.ingest.loaders import discover, text_title
 from rag_service.ingest.metadata_policy import user_metadata
+from rag_service.ingest.origins import claim_keys, record_new, record_texts
 from rag_service.ingest.progress import Progress, ProgressListener
+from rag_service.ingest.prune import delete_unseen
 from rag_service.ingest.report import FileProblem, IngestReport
-from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned, source_for
+from rag_service.ingest.source_keys import origin_for, source_for
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
 from rag_service.shutdown import interrupted
@@ -119,8 +121,10 @@ class Indexer:
         report.skipped = [FileProblem(source_for(p, base, follow_link=False), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
+        keyed = {p: (sources[p], origin_for(p, base, known=roots)) for p in files}
         with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
             self._guard(collection)
+            files = claim_keys(self.db, collection, keyed, report)
             written = report.chunks_written
             with (
                 self._bulk_writer(collection, documents=len(files)) as bulk,
@@ -133,29 +137,18 @@ class Indexer:
                     if not _repeated(sources[path], seen, report, bar):  # two checkouts' docs/a.md, say
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
+            record_new(self.db, collection, (keyed[p] for p in files))
             if prune:
-                report.deleted = self._prune(
+                report.deleted = delete_unseen(
+                    self.db,
                     collection,
-                    scope=[source_for(Path(p), base) for p in paths],
+                    scope=[(source_for(Path(p), base), origin_for(Path(p), base)) for p in paths],
                     seen=set(sources.values()),
                     unreadable=[source_for(p, base) for p in found.unreadable],
                 )
             self._refresh_statistics(collection, report.chunks_written - written, report)
         report.seconds = time.perf_counter() - started
         return report
-
-    def _prune(self, collection: str, *, scope: list[str], seen: set[str], unreadable: list[str]) -> int:
-        """Delete the documents in ``scope`` whose files were not seen (``source_keys.is_pruned``);
-        returns how many."""
-        prefixes = None if ROOT_SOURCE in scope else scope
-        with self.db.transaction() as session:
-            repo.commit_synchronously(session)
-            gone = [
-                d.id
-                for d in repo.documents_in_scope(session, collection=collection, prefixes=prefixes)
-                if is_pruned(d.source, scope=scope, seen=seen, unreadable=unreadable)
-            ]
-            return repo.delete_documents(session, collection=collection, ids=gone)
 
     def index_texts(
         self,
@@ -191,6 +184,7 @@ class Indexer:
                         title = title or (text_title(text, strategy) if isinstance(text, str) else "")  # as a file
                         batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
+            record_texts(self.db, collection, seen)
             self._refresh_statistics(collection, report.chunks_written, report)
         report.seconds = time.perf_counter() - started
         return report

@@ -47,11 +47,22 @@ def source_for(
     or, with ``follow_link`` False (a link a walk did not follow), by where the link itself lies.
     """
     resolved = path.resolve() if follow_link else path.parent.resolve() / path.name
+    base = _base(resolved, root, known)
+    return resolved.relative_to(base).as_posix() if base is not None else resolved.as_posix()
+
+
+def origin_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str | None:
+    """The folder ``source_for`` keys ``path`` relative to (``root`` or the checkout's root), absolute and POSIX
+    style; None where the key is absolute. Two checkouts' ``docs/a.md`` share a key, not an origin."""
+    base = _base(path.resolve(), root, known)
+    return base.as_posix() if base is not None else None
+
+
+def _base(resolved: Path, root: Path | None, known: dict[Path, Path | None] | None) -> Path | None:
+    """The folder a resolved path's key is relative to, if it lies below one."""
     folder = resolved if os.path.isdir(resolved) else resolved.parent  # an unreadable folder is keyed too
     base = root.resolve() if root is not None else _checkout_holding(folder, known)
-    if base is not None and resolved.is_relative_to(base):
-        return resolved.relative_to(base).as_posix()
-    return resolved.as_posix()
+    return base if base is not None and resolved.is_relative_to(base) else None
 
 
 def legacy_source_for(path: Path) -> str | None:
@@ -66,18 +77,29 @@ def _below_any(source: str, folders: Sequence[str]) -> bool:
     return any(f == ROOT_SOURCE or source == f or source.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def is_pruned(source: str, *, scope: Sequence[str], seen: set[str], unreadable: Sequence[str]) -> bool:
-    """Whether a pruning run over ``scope`` deletes the stored document ``source``.
+def is_pruned(
+    source: str,
+    *,
+    origin: str | None = None,
+    scope: Sequence[tuple[str, str | None]],
+    seen: set[str],
+    unreadable: Sequence[str],
+) -> bool:
+    """Whether a pruning run over ``scope`` deletes the stored document ``source`` of ``origin``.
 
-    It does when its file was not ``seen`` and it lies in ``scope``: at or below one of its folders, or,
-    where the scope holds ``"."`` (the checkout root or ``--root`` itself), anywhere relative (absolute
-    sources lie outside it). Documents at or below an ``unreadable`` folder are kept: their files may
-    well exist.
+    ``scope`` holds the run's paths as (key, origin) pairs. A document is deleted when its file was not
+    ``seen`` and it lies in one of them: at or below its folder, or, for ``"."`` (the checkout root or
+    ``--root`` itself), anywhere relative (absolute sources lie outside it); and it came from that
+    path's origin, or from where is not known (NULL: written before origins were kept). So another
+    checkout's documents and documents given as text (origin '') are kept. Documents at or below an
+    ``unreadable`` folder are kept too: their files may well exist.
     """
-    whole = ROOT_SOURCE in scope
-    folders = [f for f in scope if f != ROOT_SOURCE]
     return (
         source not in seen
-        and (_below_any(source, folders) or (whole and not source.startswith("/")))
+        and any(
+            (origin is None or origin == base)
+            and (_below_any(source, [key]) if key != ROOT_SOURCE else not source.startswith("/"))
+            for key, base in scope
+        )
         and not _below_any(source, unreadable)
     )

@@ -68,3 +68,45 @@ def test_documents_under_old_working_directory_keys_are_rekeyed_not_duplicated(
     report = indexer.index_paths(["."], collection="t")
     assert (report.rekeyed, report.unchanged, report.added) == (2, 2, 0), report.lines()
     assert _sources(connection) == ["docs/a.md", "docs/b.md"]
+
+
+def _origins(connection) -> dict[str, str | None]:  # type: ignore[no-untyped-def]
+    rows = connection.execute(text("SELECT source, origin FROM documents WHERE collection = 't'"))
+    return {source: origin for source, origin in rows}
+
+
+def test_two_checkouts_sharing_keys_neither_replace_nor_prune_each_other(indexer, connection, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = _checkout(tmp_path / "a")
+    b = _checkout(tmp_path / "b")
+    (b / "only-b.md").write_text("# b\n\nNotes only the second checkout has, about logical decoding.\n")
+    assert indexer.index_paths([a], collection="t").added == 2
+    clash = indexer.index_paths([b], collection="t")
+    assert (clash.added, clash.updated) == (1, 0), clash.lines()
+    assert sorted(f.source for f in clash.failed) == ["docs/a.md", "docs/b.md"]
+    assert "another checkout" in clash.failed[0].reason and str(tmp_path / "a") in clash.failed[0].reason
+    origins = _origins(connection)
+    assert origins["docs/a.md"] == (tmp_path / "a").resolve().as_posix()
+    assert origins["docs/only-b.md"] == (tmp_path / "b").resolve().as_posix()
+
+    pruned = indexer.index_paths([tmp_path / "a"], collection="t", prune=True)  # the whole of checkout a
+    assert pruned.deleted == 0 and "docs/only-b.md" in _sources(connection), pruned.lines()
+    (a / "b.md").unlink()
+    pruned = indexer.index_paths([a], collection="t", prune=True)
+    assert pruned.deleted == 1 and _sources(connection) == ["docs/a.md", "docs/only-b.md"]
+
+
+def test_a_moved_checkout_takes_its_keys_over_and_documents_given_as_text_are_never_pruned(
+    indexer, connection, tmp_path
+):
+    (tmp_path / "old").mkdir()
+    old = _checkout(tmp_path / "old")
+    indexer.index_paths([old], collection="t")
+    indexer.index_texts([("notes.md", "", "# Notes\n\nAn API note about vacuum and freezing.\n")], collection="t")
+    (tmp_path / "old").rename(tmp_path / "new")
+    (tmp_path / "new" / "docs" / "a.md").write_text("# a\n\nChanged notes about replication slots.\n")
+    moved = indexer.index_paths([tmp_path / "new"], collection="t", prune=True)
+    assert (moved.updated, moved.unchanged, moved.deleted, moved.failed) == (1, 1, 0, []), moved.lines()
+    new = (tmp_path / "new").resolve().as_posix()
+    assert _origins(connection) == {"docs/a.md": new, "docs/b.md": new, "notes.md": ""}
