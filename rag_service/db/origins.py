@@ -13,6 +13,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import Text
 
+from rag_service.db.documents import commit_synchronously
 from rag_service.db.models import Document
 
 #: the origin of a document given as text (``index_texts``, the HTTP API), not read from a file
@@ -42,7 +43,9 @@ def stored_origins(session: Session, *, collection: str, sources: Sequence[str])
 
 
 def record_origins(session: Session, *, collection: str, origins: Mapping[str, str], only_unknown: bool) -> None:
-    """Set the stored documents' origins (by source); ``only_unknown``: only where none is stored yet."""
+    """Set the stored documents' origins (by source); ``only_unknown``: only where none is stored yet. The
+    commit is synchronous, as the documents' own."""
+    commit_synchronously(session)
     by_origin: dict[str, list[str]] = {}
     for source, origin in origins.items():
         by_origin.setdefault(origin, []).append(source)

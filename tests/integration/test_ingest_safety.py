@@ -138,6 +138,8 @@ def test_prune_keeps_documents_below_a_folder_it_could_not_read(
     indexer = Indexer(fresh_database, HashingEmbedder(), settings)
     # stored earlier (when the folder could be read), and a document whose file is really gone
     indexer.index_texts([(kept, "", _paragraph("Deep")), ("docs/gone.md", "", _paragraph("Gone"))], collection="t")
+    with fresh_database.engine.begin() as conn:  # as if read from this checkout's files (texts are never pruned)
+        conn.execute(text("UPDATE documents SET origin = :root"), {"root": docs.parent.resolve().as_posix()})
 
     try:
         report = indexer.index_paths([docs], collection="t", prune=True)
@@ -242,8 +244,8 @@ def test_ingest_commits_synchronously_where_the_database_turned_it_off(fresh_dat
             assert conn.execute(text("SHOW synchronous_commit")).scalar_one() == mode
         assert indexer.index_texts([(source, "", _paragraph("Durable"))], collection="t").added == 1
         with engine.connect() as conn:
-            recorded = conn.execute(text("SELECT mode FROM commit_modes WHERE source = :s"), {"s": source})
-            return str(recorded.scalar_one())
+            recorded = conn.execute(text("SELECT DISTINCT mode FROM commit_modes WHERE source = :s"), {"s": source})
+            return str(recorded.scalar_one())  # the document's write and its origin's
 
     assert index_with_database_setting("off", "off.md") == "on"
     assert index_with_database_setting("remote_apply", "stronger.md") == "remote_apply", "a stronger setting stays"
