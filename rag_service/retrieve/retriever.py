@@ -303,7 +303,7 @@ class Retriever:
         ):
             metrics.degrade("format", starved)
         return RAGResult(
-            chunks=list(formatted.included),
+            chunks=sorted(formatted.included, key=lambda c: -c.relevance_score),  # ranked; the context groups by source
             formatted_context=context,
             total_tokens=tokens,
             sources=formatted.sources,

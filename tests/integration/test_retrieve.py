@@ -436,3 +436,20 @@ def test_ef_search_grows_with_the_collection(service, connection, monkeypatch):
     assert service.retrieve("backups", context="search", return_parents=False).chunks
     assert used == [ef_search_for(large, base=base, depth=service.preset("search").candidate_k)]
     assert used[0] > base
+
+
+def test_result_chunks_are_in_rank_order_while_the_context_groups_them_by_source(db, settings):
+    service = make_service(db, settings)
+    texts = [
+        ("a.md", "", "# Restore\n\nNightly backups are restored with pg_restore into a fresh cluster every morning.\n\n"
+         "# Storage\n\nDisks are replaced every five years; the backups team keeps spares in the rack.\n"),
+        ("b.md", "", "# Nightly\n\nNightly backups are restored by the operations team into staging.\n"),
+    ]
+    service.index_texts(texts, collection="ranked", strategy="markdown")
+    result = service.retrieve(
+        "nightly backups restored with pg_restore", context="search", collection="ranked", diversity=0.0
+    )
+    scores = [c.relevance_score for c in result.chunks]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 3, scores
+    assert [c.source for c in result.chunks] == ["a.md", "b.md", "a.md"]
+    assert [s.source for s in result.sources] == ["a.md", "b.md"], "the context cites by source, best first"
