@@ -177,3 +177,20 @@ def test_prd_queries_return_the_expected_item_first(db, settings, default_minilm
         firsts[query] = (top.source, top.header_path)
         assert top.source == source and needle in top.content, json.dumps(firsts, indent=1)
     assert firsts["How does AgentFactory work?"][1] == "factory > AgentFactory"
+
+
+def test_html_pre_and_word_hash_paragraphs_are_stored_without_false_sections(indexer, tmp_path, monkeypatch, db):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
+    (tmp_path / "page.html").write_text(
+        "<h1>Wombat</h1><p>How to set it up.</p><pre># install the package\npip install wombat\n# run it\n"
+        "def f():\n    return 1</pre><p>The paragraph after the block belongs to Wombat.</p>"
+    )
+    make_docx(tmp_path / "cages.docx", [("h1", "Cages"), ("p", "# of ferrets per cage: three at most.")])
+    indexer.index_paths([tmp_path / "page.html", tmp_path / "cages.docx"], collection="pre")
+    html = _chunks(db, "page.html")
+    assert {r[1] for r in html} == {"Wombat"}
+    assert any("# run it\ndef f():\n    return 1\n```" in r[0] for r in html)  # verbatim, indentation kept
+    assert {r[1] for r in _chunks(db, "cages.docx")} == {"Cages"}
+    for content, _, _, start, end, stored in html + _chunks(db, "cages.docx"):
+        assert stored[start:end] == content

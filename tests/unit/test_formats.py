@@ -120,6 +120,25 @@ def test_docx_headings_become_the_header_path(tmp_path: Path) -> None:
     assert rollback.header_path == "Deployment Guide > Rollback"
 
 
+def test_docx_body_text_that_looks_like_a_header_is_not_one(tmp_path: Path) -> None:
+    path = make_docx(
+        tmp_path / "cages.docx",
+        [
+            ("p", "# of ferrets per cage: three at most, two when they are young."),
+            ("h1", "Cages"),
+            ("p", "## sizes are in centimetres throughout this chapter of the guide."),
+            ("table", "# ,count;ferrets,3"),
+        ],
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.title == "Cages"  # not the body paragraph starting with "# "
+    assert doc.text.startswith("\\# of ferrets per cage") and "\n\\## sizes are" in doc.text
+    assert "\\# | count\nferrets | 3" in doc.text
+    chunked = make_chunker("markdown", chunk_size=80, chunk_overlap=0, min_chunk_chars=0).split(doc.text)
+    assert_chunks_valid(doc.text, chunked)
+    assert {c.header_path for c in chunked.chunks} == {"", "Cages"}
+
+
 def test_corrupt_docx_is_one_clear_line(tmp_path: Path) -> None:
     path = tmp_path / "corrupt.docx"
     path.write_bytes(b"PK\x03\x04" + b"not really a zip" * 20)

@@ -70,8 +70,31 @@ with a line break.</p><div><p>Second &lt;b&gt; paragraph</p></div>
     assert doc.title == "My Page & More"
     assert doc.text == (
         "# Heading\n\nFirst paragraph with a line break.\n\nSecond <b> paragraph\n\none\ntwo\n\na\nb\n\n"
-        "c1 c2\nc3\n\nkeep\nspacing"
+        "c1 c2\nc3\n\n```\n  keep\n   spacing\n```"
     )
+
+
+def test_html_pre_is_fenced_verbatim_and_only_headings_are_headers() -> None:
+    html = (
+        "<h1>Setup</h1><pre># install the package\npip install wombat\n# run it</pre><p>After the block.</p>"
+        "<p># of ferrets per cage: 3</p><p>```python</p><pre>\ndef f():\n    return 1\n</pre>"
+        "<h2>Next</h2><p>Last.</p>"
+    )
+    text, _ = html_to_text(html)
+    assert "```\n# install the package\npip install wombat\n# run it\n```" in text
+    assert "```\ndef f():\n    return 1\n```" in text  # indentation kept, the newline after <pre> dropped
+    assert "\n\\# of ferrets per cage: 3\n" in text and "\n\\```python\n" in text
+    chunked = make_chunker("html", chunk_size=80, chunk_overlap=0, min_chunk_chars=0).split(text)
+    assert_chunks_valid(text, chunked)
+    assert {c.header_path for c in chunked.chunks} == {"Setup", "Setup > Next"}
+    after = next(c for c in chunked.chunks if "After the block" in c.content)
+    assert after.header_path == "Setup"
+
+
+def test_html_pre_with_a_fence_inside_keeps_it_code() -> None:
+    text, _ = html_to_text("<pre>```\n# not a header\n```</pre><p>Tail</p>")
+    assert text == "````\n```\n# not a header\n```\n````\n\nTail"
+    assert [c.header_path for c in make_chunker("markdown").split(text).chunks] == [""]
 
 
 def test_html_without_closing_head_or_title(tmp_path: Path) -> None:
