@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
 from rag_service.db import admin
+from rag_service.errors import ConfigurationError
+from rag_service.ingest.source_keys import check_root
 from rag_service.shutdown import Interrupted, exit_status
 
 if TYPE_CHECKING:
@@ -89,6 +91,12 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.root is not None:
+        try:
+            check_root(args.root, args.paths)
+        except ConfigurationError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
     missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
     service = open_service(settings, check_model=not args.all)  # --all switches the stored model where it differs

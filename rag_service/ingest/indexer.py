@@ -40,7 +40,7 @@ from rag_service.ingest.loaders import discover, text_title
 from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.report import FileProblem, IngestReport
-from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned, source_for
+from rag_service.ingest.source_keys import ROOT_SOURCE, check_root, is_pruned, source_for
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
 from rag_service.shutdown import interrupted
@@ -109,6 +109,8 @@ class Indexer:
         if isinstance(paths, str | Path):  # a string was walked letter by letter ("." of "./x": the whole folder)
             paths = [paths]
         _check_call(paths, metadata)
+        if root is not None:
+            check_root(root, paths)
         if strategy is not None:
             self.chunking.check(strategy)  # unknown strategies fail before any work
         report = IngestReport(collection=collection)
