@@ -1,14 +1,14 @@
 """Reading files into text: which files, how they are decoded, and what counts as their title.
 
-The stored text is the normalised text (UTF-8 BOM removed, ``\\r\\n`` and lone ``\\r`` turned into
-``\\n``, HTML reduced to its visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and Word files to
-their extracted text, notebooks to their cells); every chunk offset refers to it. JSON is checked to
+The stored text is the normalised text (decoded by ``textdecode``: UTF-8, or UTF-16/32 with a
+byte-order mark; the BOM removed, ``\\r\\n`` and lone ``\\r`` turned into ``\\n``), HTML reduced to its
+visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and Word files to their
+extracted text, notebooks to their cells; every chunk offset refers to it. JSON is checked to
 parse, and code with a line longer than ``MAX_CODE_LINE_CHARS`` (minified or generated) is refused.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import re
@@ -38,6 +38,7 @@ from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
+from rag_service.ingest.textdecode import decode_text
 from rag_service.markdown_lines import atx_headers, find_front_matter
 
 __all__ = [
@@ -70,8 +71,9 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     """Read ``path`` into its stored text (see the module doc) with a title.
 
     Raises UnsupportedFileError for a suffix not in ``SUPPORTED_SUFFIXES`` and DocumentReadError for
-    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8,
-    malformed (JSON, notebook, PDF, Word), without a text layer (scanned PDF), encrypted, or minified code.
+    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8
+    (nor UTF-16/32 with a byte-order mark), malformed (JSON, notebook, PDF, Word), without a text
+    layer (scanned PDF), encrypted, or minified code.
     """
     suffix = file_suffix(path)
     if suffix not in SUPPORTED_SUFFIXES:
@@ -84,7 +86,7 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     if suffix in DOCX_SUFFIXES:
         text, title = read_docx(path, data)
         return LoadedDocument(source=str(path), text=text, title=title or path.stem)
-    text = _decode(path, data)
+    text = decode_text(path, data)
     title = ""
     if suffix in HTML_SUFFIXES:
         text, title = html_to_text(text)
@@ -101,21 +103,6 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     elif suffix in LATEX_SUFFIXES:
         title = latex_title(text)
     return LoadedDocument(source=str(path), text=text, title=title or path.stem)
-
-
-def _decode(path: Path, data: bytes) -> str:
-    if b"\x00" in data:
-        raise DocumentReadError(f"{path} contains NUL bytes, so it looks binary; only text files are indexed")
-    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        text = data[bom:].decode("utf-8")
-    except UnicodeDecodeError as err:
-        offset = bom + err.start
-        raise DocumentReadError(
-            f"{path} is not valid UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); "
-            "convert it to UTF-8, e.g. iconv -f latin1 -t utf-8"
-        ) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _check_json(path: Path, text: str, *, lines: bool) -> None:

@@ -194,3 +194,16 @@ def test_html_pre_and_word_hash_paragraphs_are_stored_without_false_sections(ind
     assert {r[1] for r in _chunks(db, "cages.docx")} == {"Cages"}
     for content, _, _, start, end, stored in html + _chunks(db, "cages.docx"):
         assert stored[start:end] == content
+
+
+def test_a_utf16_file_with_a_byte_order_mark_is_indexed_as_its_text(indexer, tmp_path, monkeypatch, db):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
+    text = "Tides at the harbour turn twice a day.\r\nCaf\u00e9 opens at six."
+    (tmp_path / "notes.txt").write_bytes(text.encode("utf-16"))
+    report = indexer.index_paths([tmp_path / "notes.txt"], collection="wide")
+    assert report.failed == [] and report.added == 1
+    rows = _chunks(db, "notes.txt")
+    assert rows and rows[0][5] == "Tides at the harbour turn twice a day.\nCaf\u00e9 opens at six."
+    for content, _, _, start, end, stored in rows:
+        assert stored[start:end] == content

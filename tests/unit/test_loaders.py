@@ -111,6 +111,27 @@ def test_nul_bytes_mean_binary(tmp_path: Path) -> None:
     assert one_line_error(err) == f"{path} contains NUL bytes, so it looks binary; only text files are indexed"
 
 
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-32-be"])
+def test_utf16_and_utf32_with_a_byte_order_mark_are_decoded(tmp_path: Path, codec: str) -> None:
+    text = "# Caf\u00e9 \U0001f40d\r\n\r\nTides at the harbour.\r\n"
+    data = text.encode(codec)
+    if codec.endswith("-be"):  # the plain codec writes a little-endian BOM itself; a big-endian one does not
+        data = ("\ufeff" + text).encode(codec)
+    doc = load_document(write(tmp_path / "notes.md", data), max_bytes=MB)
+    assert doc.text == "# Caf\u00e9 \U0001f40d\n\nTides at the harbour.\n" and doc.title == "Caf\u00e9 \U0001f40d"
+    chunked = make_chunker("markdown", chunk_size=200).split(doc.text)
+    assert_chunks_valid(doc.text, chunked)  # offsets refer to the decoded text
+
+
+def test_broken_utf16_names_the_encoding_and_the_fix(tmp_path: Path) -> None:
+    path = write(tmp_path / "odd.txt", b"\xff\xfea\x00b")  # a BOM, then an odd number of bytes
+    with pytest.raises(DocumentReadError) as err:
+        load_document(path, max_bytes=MB)
+    message = one_line_error(err)
+    assert message.startswith(f"{path} starts with a UTF-16 byte-order mark but is not valid UTF-16")
+    assert message.endswith("convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8")
+
+
 def test_invalid_utf8_names_the_offset(tmp_path: Path) -> None:
     path = write(tmp_path / "latin.md", "caf\xe9 ok".encode("latin-1"))
     with pytest.raises(DocumentReadError) as err:
