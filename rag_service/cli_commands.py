@@ -315,7 +315,11 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
         metavar="DIR",
         help="store sources relative to DIR (default: the checkout holding each file, found by .git; else absolute)",
     )
-    parser.add_argument("--force", action="store_true", help="re-chunk and re-embed unchanged documents too")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="re-chunk unchanged documents too (a chunk whose text is unchanged keeps its stored vector)",
+    )
     parser.add_argument("--all", action="store_true", help="re-chunk and re-embed every stored document")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

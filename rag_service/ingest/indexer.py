@@ -97,7 +97,8 @@ class Indexer:
         metadata: dict[str, Any] | None = None,
         root: str | Path | None = None,
     ) -> IngestReport:
-        """Index files and folders; unchanged documents are skipped unless ``force``.
+        """Index files and folders; unchanged documents are skipped unless ``force`` (then re-chunked, and a
+        chunk whose embedded text is stored keeps its vector: only changed text is embedded).
 
         A file's document is keyed by ``source_for(path, root)``: its path relative to ``root``, or
         to the checkout holding it (``.git``), else its absolute path; never the working directory.
