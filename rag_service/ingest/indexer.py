@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from rag_service.errors import ConfigurationError, DatabaseError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
 from rag_service.ingest.chunking import Chunking
+from rag_service.ingest.embedclock import reported_if_stopped
 from rag_service.ingest.fingerprint import fingerprint_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
 from rag_service.ingest.loaders import discover, text_title
@@ -43,7 +44,6 @@ from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import ROOT_SOURCE, check_root, is_pruned, source_for
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
-from rag_service.shutdown import interrupted
 
 _log = logging.getLogger(__name__)
 #: why packing was unavailable, each said once a process
@@ -122,7 +122,7 @@ class Indexer:
         report.skipped = [FileProblem(source_for(p, base, follow_link=False), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
-        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
+        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
             self._guard(collection)
             written = report.chunks_written
             with (
@@ -130,6 +130,7 @@ class Indexer:
                 Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar,
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
+                clocks.append(batch.clock)
                 batch.look_up(sources)
                 seen: set[str] = set()
                 for path in files:
@@ -181,13 +182,14 @@ class Indexer:
         self.chunking.check(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
-        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
+        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
             self._guard(collection)
             with (
                 self._bulk_writer(collection, documents=total) as bulk,
                 Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar,
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
+                clocks.append(batch.clock)
                 seen: set[str] = set()
                 for source, title, text in items:
                     if not _repeated(source, seen, report, bar):
@@ -241,7 +243,7 @@ class Indexer:
             graph = dataclasses.replace(graph, neighbours=0)
         started = time.perf_counter()
         with (
-            _reported_if_stopped(report, started),
+            reported_if_stopped(report, started) as clocks,
             Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar,
         ):
             for name in collections:
@@ -250,6 +252,7 @@ class Indexer:
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
                         batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph)
+                        clocks.append(batch.clock)
                         for doc in self._stored_texts(name):
                             batch.add_text(
                                 doc.source,
@@ -405,17 +408,6 @@ class Indexer:
         if done.action == "unavailable" and done.reason not in _PACKING_REPORTED:
             _PACKING_REPORTED.add(done.reason)
             _log.warning("collection %r keeps the bounded BM25 arm: %s", collection, done.reason)
-
-
-@contextmanager
-def _reported_if_stopped(report: IngestReport, started: float) -> Iterator[None]:
-    """A stop signal ends the run carrying its report: what was written (each document is in its old
-    or its new version, never half-written: every batch is one transaction)."""
-    try:
-        yield
-    except KeyboardInterrupt as stop:
-        report.seconds = time.perf_counter() - started
-        raise interrupted(stop, report) from None
 
 
 #: why a document whose source came earlier in the same run is not indexed

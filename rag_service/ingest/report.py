@@ -47,6 +47,8 @@ class IngestReport:
     model_switch: str = ""
     #: documents written without a chunk (empty, or only what the garbage filter drops): stored, never found
     without_chunks: list[str] = field(default_factory=list)
+    #: a stop signal (SIGINT, SIGTERM) ended the run: the counts are what it wrote before
+    interrupted: bool = False
 
     @property
     def filtered_total(self) -> int:
@@ -87,6 +89,7 @@ class IngestReport:
         self.graph_seconds += other.graph_seconds
         self.model_switch = other.model_switch or self.model_switch  # the later run's word on a switch
         self.without_chunks += other.without_chunks
+        self.interrupted = self.interrupted or other.interrupted
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
