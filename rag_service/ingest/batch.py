@@ -40,7 +40,7 @@ from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.metadata_policy import document_metadata
 from rag_service.ingest.progress import Progress
-from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.report import FileProblem, IngestReport, file_reason
 from rag_service.ingest.source_keys import legacy_source_for
 from rag_service.ingest.storable import check_storable
 from rag_service.ingest.summary import SummaryWriter
@@ -151,7 +151,7 @@ class Batch:
         try:
             loaded = load_document(path, max_bytes=self.settings.max_file_bytes)
         except RagError as exc:
-            self._fail(source, str(exc))
+            self._fail(source, file_reason(path, str(exc)))
             return
         self.add_text(source, loaded.title, loaded.text, strategy=resolve_strategy(strategy, path), force=force)
 

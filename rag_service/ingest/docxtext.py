@@ -30,13 +30,17 @@ def read_docx(path: Path, data: bytes) -> tuple[str, str]:
         document = docx.Document(BytesIO(data))
         blocks = list(_blocks(document))
         title = (document.core_properties.title or "").strip()
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as err:
-        reason = first_line(err)
-        raise DocumentReadError(f"{path} is not a readable Word document ({reason}); re-save it as .docx") from None
+    except (PackageNotFoundError, zipfile.BadZipFile) as err:
+        why = "not a zip archive, as a .docx is" if isinstance(err, zipfile.BadZipFile) else "no Word package inside"
+        raise DocumentReadError(f"{path} is not a readable Word document ({why}); re-save it as .docx") from None
+    except (KeyError, ValueError) as err:  # a part missing from the package, or a value out of its range
+        damaged = f"a damaged part: {first_line(err, limit=80)}"
+        why = "a part is missing from it" if isinstance(err, KeyError) else damaged
+        raise DocumentReadError(f"{path} is not a readable Word document ({why}); re-save it as .docx") from None
     except Exception as err:  # lxml raises its own syntax errors on corrupt XML parts
         if type(err).__module__.startswith(("lxml", "docx")):
             raise DocumentReadError(
-                f"{path} is not a readable Word document ({type(err).__name__}); re-save it as .docx"
+                f"{path} is not a readable Word document (its XML is corrupt); re-save it as .docx"
             ) from None
         raise
     if not title:

@@ -11,6 +11,15 @@ SKIPPED_NAMED = 3
 SUPPORTED_TAIL = "; supported: "
 
 
+def file_reason(path: object, message: str) -> str:
+    """A loader's one-line error about ``path`` as a report's reason, which its line already prefixes with the
+    source: the leading mention of the path dropped (``"x.pdf is not a readable PDF"`` -> ``"not a readable PDF"``)."""
+    for lead in (f"cannot index {path}: ", f"cannot read {path}: ", f"{path}: ", f"{path} is ", f"{path} "):
+        if message.startswith(lead):
+            return message[len(lead) :]
+    return message
+
+
 @dataclass(frozen=True, slots=True)
 class FileProblem:
     """A file that failed or was skipped, and why (one line)."""

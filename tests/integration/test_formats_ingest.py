@@ -207,3 +207,14 @@ def test_a_utf16_file_with_a_byte_order_mark_is_indexed_as_its_text(indexer, tmp
     assert rows and rows[0][5] == "Tides at the harbour turn twice a day.\nCaf\u00e9 opens at six."
     for content, _, _, start, end, stored in rows:
         assert stored[start:end] == content
+
+
+def test_a_failure_line_names_the_file_once_and_the_reason_without_library_types(indexer, mixed):
+    report = indexer.index_paths([mixed], collection="mixed", progress=False)
+    lines = {line.split(": ", 2)[1]: line for line in report.lines() if line.startswith("failed: ")}
+    for source in ["in/corrupt.docx", "in/broken.json", "in/scan.pdf"]:
+        assert lines[source].count(source.split("/")[1]) == 1, lines[source]
+    assert lines["in/corrupt.docx"] == (
+        "failed: in/corrupt.docx: not a readable Word document (not a zip archive, as a .docx is); re-save it as .docx"
+    )
+    assert not any("Error" in line or "zip file" in line for line in lines.values()), lines
