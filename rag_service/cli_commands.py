@@ -15,6 +15,7 @@ from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
 from rag_service.db import admin
 from rag_service.errors import ConfigurationError
+from rag_service.ingest.filetypes import SUPPORTED_SUFFIXES, file_suffix, unsupported_files
 from rag_service.ingest.source_keys import check_root
 from rag_service.shutdown import Interrupted, exit_status
 
@@ -97,6 +98,10 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         except ConfigurationError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+    named = [Path(p) for p in args.paths]  # only files, all of a type not indexed: the run would do nothing
+    if named and all(p.is_file() and file_suffix(p) not in SUPPORTED_SUFFIXES for p in named):
+        print(f"error: {unsupported_files(named)}", file=sys.stderr)
+        return 2
     # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
     missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
     service = open_service(settings, check_model=not args.all)  # --all switches the stored model where it differs

@@ -32,6 +32,7 @@ from rag_service.ingest.filetypes import (
     SUPPORTED_SUFFIXES,
     file_suffix,
     supported_kinds,
+    unsupported_files,
 )
 from rag_service.ingest.links import is_relative_link
 from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
@@ -77,8 +78,7 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     """
     suffix = file_suffix(path)
     if suffix not in SUPPORTED_SUFFIXES:
-        kind = f"file type {suffix!r}" if suffix else "a file without a suffix"
-        raise UnsupportedFileError(f"cannot index {path}: {kind} is not supported; use {supported_kinds()}")
+        raise UnsupportedFileError(unsupported_files([path]))
     data = _read_bytes(path, max_bytes=max_bytes)
     if suffix in PDF_SUFFIXES:
         text, title = read_pdf(path, data)
