@@ -137,29 +137,33 @@ class Indexer:
                     if not _repeated(sources[path], seen, report, bar):  # two checkouts' docs/a.md, say
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
-            if prune:
-                report.deleted = self._prune(
-                    collection,
-                    scope=[source_for(Path(p), base) for p in paths],
-                    seen=set(sources.values()),
-                    unreadable=[source_for(p, base) for p in found.unreadable],
-                )
+            gone, report.deleted = self._prune(  # without ``prune``, the report names what it would delete
+                collection,
+                scope=[source_for(Path(p), base) for p in paths],
+                seen=set(sources.values()),
+                unreadable=[source_for(p, base) for p in found.unreadable],
+                delete=prune,
+            )
+            report.gone = [] if prune else gone
             self._refresh_statistics(collection, report.chunks_written - written, report)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _prune(self, collection: str, *, scope: list[str], seen: set[str], unreadable: list[str]) -> int:
-        """Delete the documents in ``scope`` whose files were not seen (``source_keys.is_pruned``);
-        returns how many."""
+    def _prune(
+        self, collection: str, *, scope: list[str], seen: set[str], unreadable: list[str], delete: bool
+    ) -> tuple[list[str], int]:
+        """The sources of the documents in ``scope`` whose files were not seen (``source_keys.is_pruned``), and
+        how many of them were deleted (with ``delete``; else none)."""
         prefixes = None if ROOT_SOURCE in scope else scope
         with self.db.transaction() as session:
             repo.commit_synchronously(session)
             gone = [
-                d.id
+                d
                 for d in repo.documents_in_scope(session, collection=collection, prefixes=prefixes)
                 if is_pruned(d.source, scope=scope, seen=seen, unreadable=unreadable)
             ]
-            return repo.delete_documents(session, collection=collection, ids=gone)
+            deleted = repo.delete_documents(session, collection=collection, ids=[d.id for d in gone]) if delete else 0
+            return [d.source for d in gone], deleted
 
     def index_texts(
         self,

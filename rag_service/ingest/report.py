@@ -58,6 +58,8 @@ class IngestReport:
     without_chunks: list[str] = field(default_factory=list)
     #: a stop signal (SIGINT, SIGTERM) ended the run: the counts are what it wrote before
     interrupted: bool = False
+    #: stored documents in the walked folders whose files are gone, left stored (a run without ``prune``)
+    gone: list[str] = field(default_factory=list)
 
     @property
     def filtered_total(self) -> int:
@@ -99,6 +101,7 @@ class IngestReport:
         self.model_switch = other.model_switch or self.model_switch  # the later run's word on a switch
         self.without_chunks += other.without_chunks
         self.interrupted = self.interrupted or other.interrupted
+        self.gone += other.gone
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
@@ -117,10 +120,13 @@ class IngestReport:
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += skipped_lines(self.skipped)
         if self.without_chunks:
-            named = ", ".join(self.without_chunks[:SKIPPED_NAMED])
-            more = len(self.without_chunks) - SKIPPED_NAMED
-            named += f" and {more} more" if more > 0 else ""
+            named = _named(self.without_chunks)
             out.append(f"no chunks: {named}: empty, or only markup the garbage filter drops; nothing to search")
+        if self.gone:
+            named = _named(self.gone)
+            whose = "document's file is" if len(self.gone) == 1 else "documents' files are"
+            them = "it" if len(self.gone) == 1 else "them"
+            out.append(f"{len(self.gone)} stored {whose} gone: {named}; run with --prune to delete {them}")
         out += [f"degraded: {line}" for line in self.degraded]
         out += [self.model_switch] if self.model_switch else []
         return out
@@ -130,6 +136,12 @@ class IngestReport:
         data = asdict(self)
         data["filtered_total"] = self.filtered_total
         return data
+
+
+def _named(sources: list[str]) -> str:
+    """Up to ``SKIPPED_NAMED`` of ``sources``, and how many more."""
+    more = len(sources) - SKIPPED_NAMED
+    return ", ".join(sources[:SKIPPED_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def skipped_lines(skipped: list[FileProblem]) -> list[str]:

@@ -203,6 +203,28 @@ def test_prune_deletes_documents_whose_files_are_gone(indexer, corpus, connectio
     assert orphans == 0
 
 
+def test_a_run_without_prune_names_the_stored_documents_whose_files_are_gone(indexer, corpus):
+    (corpus / "old.md").write_text("# Old\n\nAn old page about the lighthouse keeper and the lamp.\n")
+    (corpus.parent / "elsewhere").mkdir()
+    (corpus.parent / "elsewhere" / "far.md").write_text("# Far\n\nA page outside the walked folder entirely.\n")
+    indexer.index_paths([corpus, corpus.parent / "elsewhere"], collection="t")
+    (corpus / "old.md").unlink()
+    (corpus / "notes.txt").unlink()
+    (corpus.parent / "elsewhere" / "far.md").unlink()
+    kept = indexer.index_paths([corpus], collection="t")
+    assert kept.deleted == 0 and kept.gone == ["docs/notes.txt", "docs/old.md"], "only the walked folder's"
+    assert (
+        "2 stored documents' files are gone: docs/notes.txt, docs/old.md; run with --prune to delete them"
+        in kept.lines()
+    )
+    assert kept.to_dict()["gone"] == ["docs/notes.txt", "docs/old.md"]
+    one = indexer.index_paths([corpus / "guide.md", corpus / "old.md"], collection="t")
+    assert "1 stored document's file is gone: docs/old.md; run with --prune to delete it" in one.lines()
+    pruned = indexer.index_paths([corpus], collection="t", prune=True)
+    assert pruned.deleted == 2 and pruned.gone == []
+    assert indexer.index_paths([corpus], collection="t").gone == []
+
+
 def test_failing_file_is_reported_and_others_are_indexed(indexer, corpus):
     (corpus / "bad.txt").write_bytes(b"valid start \xff\xfe invalid utf-8")
     (corpus / "binary.md").write_bytes(b"abc\x00def" * 20)
