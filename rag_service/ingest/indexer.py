@@ -132,9 +132,9 @@ class Indexer:
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
                 clocks.append(batch.clock)
                 batch.look_up(sources)
-                seen: set[str] = set()
+                seen: dict[str, str] = {}
                 for path in files:
-                    if not _repeated(sources[path], seen, report, bar):  # two checkouts' docs/a.md, say
+                    if not _repeated(sources[path], seen, report, bar, path=str(path)):  # two checkouts' docs/a.md
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             gone, report.deleted = self._prune(  # without ``prune``, the report names what it would delete
@@ -194,7 +194,7 @@ class Indexer:
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
                 clocks.append(batch.clock)
-                seen: set[str] = set()
+                seen: dict[str, str] = {}
                 for source, title, text in items:
                     if not _repeated(source, seen, report, bar):
                         title = title or (text_title(text, strategy) if isinstance(text, str) else "")  # as a file
@@ -421,14 +421,19 @@ REPEATED_SOURCE = (
 )
 
 
-def _repeated(source: str, seen: set[str], report: IngestReport, bar: Progress) -> bool:
+def _repeated(source: str, seen: dict[str, str], report: IngestReport, bar: Progress, *, path: str = "") -> bool:
     """Whether ``source`` came earlier in this run; the later document is then reported failed, not silently
-    written over the first."""
+    written over the first. ``seen`` maps each source to its file's ``path`` (files: both are named)."""
     if source in seen:
-        report.failed.append(FileProblem(source, REPEATED_SOURCE))
+        kept = seen[source]
+        reason = REPEATED_SOURCE if not (path and kept) else (
+            f"{path} has the same source as {kept}, indexed earlier in this run (a collection holds one document "
+            "per source): index each checkout into a collection of its own, or pass --root above both; not indexed"
+        )
+        report.failed.append(FileProblem(source, reason))
         bar.advance(chunks=0)
         return True
-    seen.add(source)
+    seen[source] = path
     return False
 
 
