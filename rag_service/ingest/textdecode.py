@@ -27,7 +27,9 @@ def decode_text(path: Path, data: bytes) -> str:
     characters), or not valid in their encoding.
     """
     for bom, codec, name in _WIDE_BOMS:
-        if data.startswith(bom):
+        # wide text has NUL bytes (the high bytes of ASCII, newlines, spaces): without any, ``FF FE`` is more
+        # likely the start of a Latin-1 file than UTF-16 (it is then refused as not UTF-8, below)
+        if data.startswith(bom) and b"\x00" in data:
             try:
                 text = data[len(bom) :].decode(codec)
             except UnicodeDecodeError as err:

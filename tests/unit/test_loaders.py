@@ -123,6 +123,12 @@ def test_utf16_and_utf32_with_a_byte_order_mark_are_decoded(tmp_path: Path, code
     assert_chunks_valid(doc.text, chunked)  # offsets refer to the decoded text
 
 
+def test_a_utf16_bom_without_any_nul_byte_is_not_taken_for_utf16(tmp_path: Path) -> None:
+    path = write(tmp_path / "latin.txt", b"\xff\xfe not utf-8 at all, sorry")  # Latin-1 "ÿþ", not wide text
+    with pytest.raises(DocumentReadError, match=r"is not valid UTF-8 \(byte 0xff at offset 0\)"):
+        load_document(path, max_bytes=MB)
+
+
 def test_broken_utf16_names_the_encoding_and_the_fix(tmp_path: Path) -> None:
     path = write(tmp_path / "odd.txt", b"\xff\xfea\x00b")  # a BOM, then an odd number of bytes
     with pytest.raises(DocumentReadError) as err:
