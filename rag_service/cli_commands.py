@@ -15,8 +15,7 @@ from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
 from rag_service.db import admin
 from rag_service.errors import ConfigurationError
-from rag_service.ingest.filetypes import SUPPORTED_SUFFIXES, file_suffix, unsupported_files
-from rag_service.ingest.source_keys import check_root
+from rag_service.service_paths import check_root, only_unsupported_files
 from rag_service.shutdown import Interrupted, exit_status
 
 if TYPE_CHECKING:
@@ -98,9 +97,8 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
         except ConfigurationError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    named = [Path(p) for p in args.paths]  # only files, all of a type not indexed: the run would do nothing
-    if named and all(p.is_file() and file_suffix(p) not in SUPPORTED_SUFFIXES for p in named):
-        print(f"error: {unsupported_files(named)}", file=sys.stderr)
+    if (unsupported := only_unsupported_files(args.paths)) is not None:  # the run would index nothing
+        print(f"error: {unsupported}", file=sys.stderr)
         return 2
     # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
     missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
