@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
 from rag_service.db import admin
+from rag_service.errors import ConfigurationError
+from rag_service.service_paths import check_root, only_unsupported_files
 from rag_service.shutdown import Interrupted, exit_status
 
 if TYPE_CHECKING:
@@ -88,6 +90,15 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
             f"{', '.join(given)}; drop them, or leave out --all to index PATH...",
             file=sys.stderr,
         )
+        return 2
+    if args.root is not None:
+        try:
+            check_root(args.root, args.paths)
+        except ConfigurationError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+    if (unsupported := only_unsupported_files(args.paths)) is not None:  # the run would index nothing
+        print(f"error: {unsupported}", file=sys.stderr)
         return 2
     # with --prune a PATH that is gone is how its stored documents are removed; otherwise it is a typo
     missing = [] if args.all or args.prune else [p for p in args.paths if not Path(p).exists()]
@@ -307,7 +318,11 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
         metavar="DIR",
         help="store sources relative to DIR (default: the checkout holding each file, found by .git; else absolute)",
     )
-    parser.add_argument("--force", action="store_true", help="re-chunk and re-embed unchanged documents too")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="re-chunk unchanged documents too (a chunk whose text is unchanged keeps its stored vector)",
+    )
     parser.add_argument("--all", action="store_true", help="re-chunk and re-embed every stored document")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -34,12 +34,13 @@ from rag_service.errors import (
 from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
+from rag_service.ingest.embedclock import EmbedClock
 from rag_service.ingest.fingerprint import content_hash
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.metadata_policy import document_metadata
 from rag_service.ingest.progress import Progress
-from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.report import FileProblem, IngestReport, file_reason
 from rag_service.ingest.source_keys import legacy_source_for
 from rag_service.ingest.storable import check_storable
 from rag_service.ingest.summary import SummaryWriter
@@ -120,6 +121,7 @@ class Batch:
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
+        self.clock = EmbedClock(report)  # the model's seconds, settled at the end or when a stop signal ends the run
         self._inflight: tuple[Any, ...] | None = None
         self._known: dict[str, repo.StoredDocument | None] = {}
 
@@ -149,7 +151,7 @@ class Batch:
         try:
             loaded = load_document(path, max_bytes=self.settings.max_file_bytes)
         except RagError as exc:
-            self._fail(source, str(exc))
+            self._fail(source, file_reason(path, str(exc)))
             return
         self.add_text(source, loaded.title, loaded.text, strategy=resolve_strategy(strategy, path), force=force)
 
@@ -250,37 +252,37 @@ class Batch:
         self.flush()
         self.flush()
         self._model.shutdown(wait=True)
+        self.clock.settle()
         if self.bulk is not None:
             self._commit_bulk(self.bulk)
         self.report.degraded.extend(self.summaries.degraded())
         if note := degraded_note(self.embedder):
             self.report.degraded.append(f"embed: {note}")
 
-    def _embed(self, texts: list[str]) -> tuple[np.ndarray[Any, Any], float]:
+    def _embed(self, texts: list[str]) -> np.ndarray[Any, Any]:
         import numpy as np  # loaded by the model already; not at import (a cold ``rag query`` needs none)
 
-        started = time.perf_counter()
         parts = []
-        for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
-            parts.append(self.embedder.embed_documents(texts[start : start + EMBED_PROGRESS_CHUNKS]))
-            self.bar.embedded(len(parts[-1]))
-        return np.concatenate(parts), time.perf_counter() - started
+        with self.clock.running():
+            for start in range(0, len(texts), EMBED_PROGRESS_CHUNKS):
+                parts.append(self.embedder.embed_documents(texts[start : start + EMBED_PROGRESS_CHUNKS]))
+                self.bar.embedded(len(parts[-1]))
+        return np.concatenate(parts)
 
     def _complete(
         self,
         pending: list[_Pending],
         found: dict[str, np.ndarray[Any, Any]],
         missing: list[str],
-        future: Future[tuple[np.ndarray[Any, Any], float]] | None,
+        future: Future[np.ndarray[Any, Any]] | None,
     ) -> None:
         if future is not None:
             try:
-                encoded, seconds = future.result()
+                encoded = future.result()
             except Exception as exc:  # a model failure fails these documents, not the run
                 for doc in pending:
                     self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
                 return
-            self.report.embedding_seconds += seconds
             self._embedded_unwritten.update(missing)
             found = {**found, **dict(zip(missing, encoded, strict=True))}
         self._write_all(pending, found)

@@ -1,7 +1,8 @@
 """Word (.docx) files: paragraphs and tables as text, headings as ATX header lines.
 
 A paragraph styled "Title" or "Heading N" becomes ``#``×N followed by its text, so the ``markdown``
-strategy turns headings into the header path; tables become one line per row, cells joined by `` | ``.
+strategy turns headings into the header path; any other paragraph or row that would read as a header
+or a fence is escaped (``\\# of ferrets``); tables become one line per row, cells joined by `` | ``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from io import BytesIO
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
+from rag_service.ingest.markdown_escape import escape_plain_line
 
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -28,13 +30,17 @@ def read_docx(path: Path, data: bytes) -> tuple[str, str]:
         document = docx.Document(BytesIO(data))
         blocks = list(_blocks(document))
         title = (document.core_properties.title or "").strip()
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as err:
-        reason = first_line(err)
-        raise DocumentReadError(f"{path} is not a readable Word document ({reason}); re-save it as .docx") from None
+    except (PackageNotFoundError, zipfile.BadZipFile) as err:
+        why = "not a zip archive, as a .docx is" if isinstance(err, zipfile.BadZipFile) else "no Word package inside"
+        raise DocumentReadError(f"{path} is not a readable Word document ({why}); re-save it as .docx") from None
+    except (KeyError, ValueError) as err:  # a part missing from the package, or a value out of its range
+        damaged = f"a damaged part: {first_line(err, limit=80)}"
+        why = "a part is missing from it" if isinstance(err, KeyError) else damaged
+        raise DocumentReadError(f"{path} is not a readable Word document ({why}); re-save it as .docx") from None
     except Exception as err:  # lxml raises its own syntax errors on corrupt XML parts
         if type(err).__module__.startswith(("lxml", "docx")):
             raise DocumentReadError(
-                f"{path} is not a readable Word document ({type(err).__name__}); re-save it as .docx"
+                f"{path} is not a readable Word document (its XML is corrupt); re-save it as .docx"
             ) from None
         raise
     if not title:
@@ -53,10 +59,10 @@ def _blocks(document: object) -> list[str]:
             if not text:
                 continue
             level = _heading_level(item.style.name if item.style is not None else "")
-            blocks.append(f"{'#' * level} {text}" if level else text)
+            blocks.append(f"{'#' * level} {text}" if level else escape_plain_line(text))
         elif isinstance(item, Table):
             rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in item.rows]
-            rows = [r for r in rows if r.strip(" |")]
+            rows = [escape_plain_line(r) for r in rows if r.strip(" |")]
             if rows:
                 blocks.append("\n".join(rows))
     return blocks

@@ -5,6 +5,7 @@ One table per family of suffixes; ``recommend_strategy`` answers for a path, a s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePath
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
@@ -157,3 +158,13 @@ def file_suffix(path: PurePath) -> str:
 def supported_kinds() -> str:
     """The supported suffixes and named files, for an error message."""
     return f"{' '.join(SUPPORTED_SUFFIXES)}, and by name (any case) {', '.join(sorted(NAMED_TEXT_FILES))}"
+
+
+def unsupported_files(paths: Sequence[PurePath]) -> str:
+    """One line: ``paths`` cannot be indexed for their type (``file_suffix`` not supported), and what can."""
+    if len(paths) == 1:
+        suffix = file_suffix(paths[0])
+        kind = f"file type {suffix!r}" if suffix else "a file without a suffix"
+        return f"cannot index {paths[0]}: {kind} is not supported; use {supported_kinds()}"
+    names = ", ".join(str(p) for p in paths)
+    return f"cannot index {names}: their file types are not supported; use {supported_kinds()}"

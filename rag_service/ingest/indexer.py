@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -34,18 +34,18 @@ from rag_service.errors import ConfigurationError, DatabaseError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
 from rag_service.ingest.chunking import Chunking
+from rag_service.ingest.embedclock import reported_if_stopped
 from rag_service.ingest.fingerprint import fingerprint_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
 from rag_service.ingest.loaders import discover, text_title
 from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.origins import claim_keys, record_new, record_texts
 from rag_service.ingest.progress import Progress, ProgressListener
-from rag_service.ingest.prune import delete_unseen
+from rag_service.ingest.prune import unseen_documents
 from rag_service.ingest.report import FileProblem, IngestReport
-from rag_service.ingest.source_keys import origin_for, source_for
+from rag_service.ingest.source_keys import check_root, origin_for, source_for
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
-from rag_service.shutdown import interrupted
 
 _log = logging.getLogger(__name__)
 #: why packing was unavailable, each said once a process
@@ -99,7 +99,8 @@ class Indexer:
         metadata: dict[str, Any] | None = None,
         root: str | Path | None = None,
     ) -> IngestReport:
-        """Index files and folders; unchanged documents are skipped unless ``force``.
+        """Index files and folders; unchanged documents are skipped unless ``force`` (then re-chunked, and a
+        chunk whose embedded text is stored keeps its vector: only changed text is embedded).
 
         A file's document is keyed by ``source_for(path, root)``: its path relative to ``root``, or
         to the checkout holding it (``.git``), else its absolute path; never the working directory.
@@ -111,6 +112,8 @@ class Indexer:
         if isinstance(paths, str | Path):  # a string was walked letter by letter ("." of "./x": the whole folder)
             paths = [paths]
         _check_call(paths, metadata)
+        if root is not None:
+            check_root(root, paths)
         if strategy is not None:
             self.chunking.check(strategy)  # unknown strategies fail before any work
         report = IngestReport(collection=collection)
@@ -122,7 +125,7 @@ class Indexer:
         roots: dict[Path, Path | None] = {}
         sources = {p: source_for(p, base, known=roots) for p in files}
         keyed = {p: (sources[p], origin_for(p, base, known=roots)) for p in files}
-        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
+        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
             self._guard(collection)
             files = claim_keys(self.db, collection, keyed, report)
             written = report.chunks_written
@@ -131,21 +134,23 @@ class Indexer:
                 Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar,
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
+                clocks.append(batch.clock)
                 batch.look_up(sources)
-                seen: set[str] = set()
+                seen: dict[str, str] = {}
                 for path in files:
-                    if not _repeated(sources[path], seen, report, bar):  # two checkouts' docs/a.md, say
+                    if not _repeated(sources[path], seen, report, bar, path=str(path)):  # two checkouts' docs/a.md
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             record_new(self.db, collection, (keyed[p] for p in files))
-            if prune:
-                report.deleted = delete_unseen(
-                    self.db,
-                    collection,
-                    scope=[(source_for(Path(p), base), origin_for(Path(p), base)) for p in paths],
-                    seen=set(sources.values()),
-                    unreadable=[source_for(p, base) for p in found.unreadable],
-                )
+            gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
+                self.db,
+                collection,
+                scope=[(source_for(Path(p), base), origin_for(Path(p), base)) for p in paths],
+                seen=set(sources.values()),
+                unreadable=[source_for(p, base) for p in found.unreadable],
+                delete=prune,
+            )
+            report.gone = [] if prune else gone
             self._refresh_statistics(collection, report.chunks_written - written, report)
         report.seconds = time.perf_counter() - started
         return report
@@ -171,14 +176,15 @@ class Indexer:
         self.chunking.check(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
-        with _reported_if_stopped(report, started), reindex_lock(self.db.engine, collection):
+        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
             self._guard(collection)
             with (
                 self._bulk_writer(collection, documents=total) as bulk,
                 Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar,
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
-                seen: set[str] = set()
+                clocks.append(batch.clock)
+                seen: dict[str, str] = {}
                 for source, title, text in items:
                     if not _repeated(source, seen, report, bar):
                         title = title or (text_title(text, strategy) if isinstance(text, str) else "")  # as a file
@@ -232,7 +238,7 @@ class Indexer:
             graph = dataclasses.replace(graph, neighbours=0)
         started = time.perf_counter()
         with (
-            _reported_if_stopped(report, started),
+            reported_if_stopped(report, started) as clocks,
             Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar,
         ):
             for name in collections:
@@ -241,6 +247,7 @@ class Indexer:
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
                         batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph)
+                        clocks.append(batch.clock)
                         for doc in self._stored_texts(name):
                             batch.add_text(
                                 doc.source,
@@ -398,17 +405,6 @@ class Indexer:
             _log.warning("collection %r keeps the bounded BM25 arm: %s", collection, done.reason)
 
 
-@contextmanager
-def _reported_if_stopped(report: IngestReport, started: float) -> Iterator[None]:
-    """A stop signal ends the run carrying its report: what was written (each document is in its old
-    or its new version, never half-written: every batch is one transaction)."""
-    try:
-        yield
-    except KeyboardInterrupt as stop:
-        report.seconds = time.perf_counter() - started
-        raise interrupted(stop, report) from None
-
-
 #: why a document whose source came earlier in the same run is not indexed
 REPEATED_SOURCE = (
     "repeats the source of an earlier document of this run (a collection holds one document per source, so it "
@@ -416,14 +412,19 @@ REPEATED_SOURCE = (
 )
 
 
-def _repeated(source: str, seen: set[str], report: IngestReport, bar: Progress) -> bool:
+def _repeated(source: str, seen: dict[str, str], report: IngestReport, bar: Progress, *, path: str = "") -> bool:
     """Whether ``source`` came earlier in this run; the later document is then reported failed, not silently
-    written over the first."""
+    written over the first. ``seen`` maps each source to its file's ``path`` (files: both are named)."""
     if source in seen:
-        report.failed.append(FileProblem(source, REPEATED_SOURCE))
+        kept = seen[source]
+        reason = REPEATED_SOURCE if not (path and kept) else (
+            f"{path} has the same source as {kept}, indexed earlier in this run (a collection holds one document "
+            "per source): index each checkout into a collection of its own, or pass --root above both; not indexed"
+        )
+        report.failed.append(FileProblem(source, reason))
         bar.advance(chunks=0)
         return True
-    seen.add(source)
+    seen[source] = path
     return False
 
 

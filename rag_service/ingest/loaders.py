@@ -1,14 +1,14 @@
 """Reading files into text: which files, how they are decoded, and what counts as their title.
 
-The stored text is the normalised text (UTF-8 BOM removed, ``\\r\\n`` and lone ``\\r`` turned into
-``\\n``, HTML reduced to its visible text with headings as ATX header lines, PDF and Word files to
-their extracted text, notebooks to their cells); every chunk offset refers to it. JSON is checked to
+The stored text is the normalised text (decoded by ``textdecode``: UTF-8, or UTF-16/32 with a
+byte-order mark; the BOM removed, ``\\r\\n`` and lone ``\\r`` turned into ``\\n``), HTML reduced to its
+visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and Word files to their
+extracted text, notebooks to their cells; every chunk offset refers to it. JSON is checked to
 parse, and code with a line longer than ``MAX_CODE_LINE_CHARS`` (minified or generated) is refused.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 import os
 import re
@@ -32,11 +32,14 @@ from rag_service.ingest.filetypes import (
     SUPPORTED_SUFFIXES,
     file_suffix,
     supported_kinds,
+    unsupported_files,
 )
 from rag_service.ingest.links import is_relative_link
+from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
+from rag_service.ingest.textdecode import decode_text
 from rag_service.markdown_lines import atx_headers, find_front_matter
 
 __all__ = [
@@ -69,13 +72,13 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     """Read ``path`` into its stored text (see the module doc) with a title.
 
     Raises UnsupportedFileError for a suffix not in ``SUPPORTED_SUFFIXES`` and DocumentReadError for
-    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8,
-    malformed (JSON, notebook, PDF, Word), without a text layer (scanned PDF), encrypted, or minified code.
+    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8
+    (nor UTF-16/32 with a byte-order mark), malformed (JSON, notebook, PDF, Word), without a text
+    layer (scanned PDF), encrypted, or minified code.
     """
     suffix = file_suffix(path)
     if suffix not in SUPPORTED_SUFFIXES:
-        kind = f"file type {suffix!r}" if suffix else "a file without a suffix"
-        raise UnsupportedFileError(f"cannot index {path}: {kind} is not supported; use {supported_kinds()}")
+        raise UnsupportedFileError(unsupported_files([path]))
     data = _read_bytes(path, max_bytes=max_bytes)
     if suffix in PDF_SUFFIXES:
         text, title = read_pdf(path, data)
@@ -83,7 +86,7 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     if suffix in DOCX_SUFFIXES:
         text, title = read_docx(path, data)
         return LoadedDocument(source=str(path), text=text, title=title or path.stem)
-    text = _decode(path, data)
+    text = decode_text(path, data)
     title = ""
     if suffix in HTML_SUFFIXES:
         text, title = html_to_text(text)
@@ -100,21 +103,6 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     elif suffix in LATEX_SUFFIXES:
         title = latex_title(text)
     return LoadedDocument(source=str(path), text=text, title=title or path.stem)
-
-
-def _decode(path: Path, data: bytes) -> str:
-    if b"\x00" in data:
-        raise DocumentReadError(f"{path} contains NUL bytes, so it looks binary; only text files are indexed")
-    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        text = data[bom:].decode("utf-8")
-    except UnicodeDecodeError as err:
-        offset = bom + err.start
-        raise DocumentReadError(
-            f"{path} is not valid UTF-8 (byte 0x{data[offset]:02x} at offset {offset}); "
-            "convert it to UTF-8, e.g. iconv -f latin1 -t utf-8"
-        ) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _check_json(path: Path, text: str, *, lines: bool) -> None:
@@ -212,6 +200,10 @@ _HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 _LINE_TAGS = {"br": "\n", "li": "\n", "tr": "\n", "td": " ", "th": " "}
 _SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg"})
 _VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())  # noqa: SIM905
+# marks in the extracted text, removed from the page's own text first (noncharacters: never visible text)
+_HEADING_MARK, _PRE_OPEN, _PRE_CLOSE = "\ufdd0", "\ufdd1", "\ufdd2"
+_MARKS = re.compile("[\ufdd0-\ufdd2]")
+_PRE_BLOCK = re.compile(f"{_PRE_OPEN}(.*?)(?:{_PRE_CLOSE}|\\Z)", re.DOTALL)
 
 
 class _TextExtractor(HTMLParser):
@@ -233,13 +225,15 @@ class _TextExtractor(HTMLParser):
             self._skipping.append(tag)
         elif tag in _BLOCK_TAGS:
             self.parts.append("\n\n")
-            if tag in _HEADING_LEVELS and not self._skipping:  # the section structure, for the html strategy
-                self.parts.append("#" * _HEADING_LEVELS[tag] + " ")
+            if tag in _HEADING_LEVELS and not self._skipping and not self._pre:  # the sections, for the html strategy
+                self.parts.append(_HEADING_MARK + "#" * _HEADING_LEVELS[tag] + " ")
         elif tag in _LINE_TAGS:
             self.parts.append(_LINE_TAGS[tag])
         if tag == "pre":
             self._pre += 1
-        href = dict(attrs).get("href") if tag == "a" and not self._skipping else None
+            if self._pre == 1:
+                self.parts.append(_PRE_OPEN)
+        href = dict(attrs).get("href") if tag == "a" and not self._skipping and not self._pre else None
         if href and is_relative_link(href):  # kept as a markdown link, so the chunk graph can follow it
             self._links.append(href)
             self.parts.append("[")
@@ -257,10 +251,12 @@ class _TextExtractor(HTMLParser):
         elif tag in _SKIPPED_TAGS:
             if tag in self._skipping:
                 del self._skipping[self._skipping.index(tag) :]
-        elif tag in _BLOCK_TAGS:
+        elif tag in _BLOCK_TAGS and not (tag == "pre" and self._pre == 1):
             self.parts.append("\n\n")
         if tag == "pre" and self._pre:
             self._pre -= 1
+            if not self._pre:
+                self.parts.append(_PRE_CLOSE + "\n\n")
         if tag == "a" and self._links and (href := self._links.pop()) is not None:
             self.parts.append(f"]({href})")
 
@@ -268,6 +264,7 @@ class _TextExtractor(HTMLParser):
         if self._in_title:
             self.title_parts.append(data)
         elif not self._skipping:
+            data = _MARKS.sub("", data)
             self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
 
 
@@ -275,16 +272,32 @@ def html_to_text(html: str) -> tuple[str, str]:
     """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none).
 
     Headings h1–h6 become ATX header lines (``## Install``), so the ``html`` and ``markdown``
-    strategies see the document's sections in the stored text; links to relative paths or anchors
-    become markdown links (``[text](install.html#linux)``), so the chunk graph sees them too.
+    strategies see the document's sections in the stored text; other lines that would read as
+    headers or fences are escaped (``\\# of ferrets``), and ``<pre>`` text is kept verbatim in a
+    fence. Links to relative paths or anchors become markdown links (``[text](install.html#linux)``),
+    so the chunk graph sees them too.
     """
     parser = _TextExtractor()
     parser.feed(html)
     parser.close()
-    lines = [line.strip() for line in "".join(parser.parts).split("\n")]
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    extracted = "".join(parser.parts)
+    blocks: list[str] = []
+    prose_start = 0
+    for pre in _PRE_BLOCK.finditer(extracted):
+        blocks.append(_prose(extracted[prose_start : pre.start()]))
+        body = pre[1].removeprefix("\n").rstrip()  # HTML drops a newline right after <pre>
+        blocks.append(fence_code(body.strip("\n")) if body.strip() else "")
+        prose_start = pre.end()
+    blocks.append(_prose(extracted[prose_start:]))
     title = " ".join("".join(parser.title_parts).split())
-    return text, title
+    return "\n\n".join(b for b in blocks if b), title
+
+
+def _prose(extracted: str) -> str:
+    """Text outside ``<pre>``: lines stripped, runs of blank lines made one, look-alike structure escaped."""
+    lines = [line.strip() for line in extracted.split("\n")]
+    lines = [line[1:] if line.startswith(_HEADING_MARK) else escape_plain_line(line) for line in lines]
+    return _MARKS.sub("", re.sub(r"\n{3,}", "\n\n", "\n".join(lines))).strip()
 
 
 @dataclass(slots=True)

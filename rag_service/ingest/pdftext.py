@@ -12,7 +12,7 @@ import io
 import logging
 from pathlib import Path
 
-from rag_service.errors import DocumentReadError
+from rag_service.errors import DocumentReadError, first_line
 from rag_service.ingest.chunk import TextChunk
 
 #: what separates pages in the stored text of a PDF
@@ -41,7 +41,9 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
     except DocumentReadError:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as err:
-        raise DocumentReadError(f"{path} is not a readable PDF ({type(err).__name__}: {err}); check the file") from None
+        # pypdf's own errors say what is broken ("startxref not found"); Python's from deep inside it do not
+        why = first_line(err, limit=80) if isinstance(err, PdfReadError) else "its structure is damaged"
+        raise DocumentReadError(f"{path} is not a readable PDF ({why}); re-save or re-export it") from None
     if not any(page.strip() for page in pages):
         raise DocumentReadError(f"{path}: no text layer; OCR is not supported")
     return PAGE_BREAK.join(pages), title

@@ -1,4 +1,4 @@
-"""``--prune``: delete the stored documents of the run's paths whose files are gone (``source_keys.is_pruned``)."""
+"""The stored documents of a run's paths whose files are gone (``source_keys.is_pruned``), deleted with ``--prune``."""
 
 from __future__ import annotations
 
@@ -8,19 +8,26 @@ from rag_service.db.origins import stored_origins
 from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned
 
 
-def delete_unseen(
-    db: Database, collection: str, *, scope: list[tuple[str, str | None]], seen: set[str], unreadable: list[str]
-) -> int:
-    """Delete the documents in ``scope`` ((key, origin) of each path of the run) whose files were not ``seen``,
-    in one synchronous commit; returns how many."""
+def unseen_documents(
+    db: Database,
+    collection: str,
+    *,
+    scope: list[tuple[str, str | None]],
+    seen: set[str],
+    unreadable: list[str],
+    delete: bool,
+) -> tuple[list[str], int]:
+    """The sources of the documents in ``scope`` ((key, origin) of each path of the run) whose files were not
+    ``seen``, and how many of them were deleted (with ``delete``, in one synchronous commit; else none)."""
     keys = [key for key, _ in scope]
     with db.transaction() as session:
         repo.commit_synchronously(session)
         found = repo.documents_in_scope(session, collection=collection, prefixes=None if ROOT_SOURCE in keys else keys)
         origins = stored_origins(session, collection=collection, sources=[d.source for d in found])
         gone = [
-            d.id
+            d
             for d in found
             if is_pruned(d.source, origin=origins.get(d.source), scope=scope, seen=seen, unreadable=unreadable)
         ]
-        return repo.delete_documents(session, collection=collection, ids=gone)
+        deleted = repo.delete_documents(session, collection=collection, ids=[d.id for d in gone]) if delete else 0
+        return [d.source for d in gone], deleted

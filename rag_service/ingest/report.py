@@ -11,6 +11,15 @@ SKIPPED_NAMED = 3
 SUPPORTED_TAIL = "; supported: "
 
 
+def file_reason(path: object, message: str) -> str:
+    """A loader's one-line error about ``path`` as a report's reason, which its line already prefixes with the
+    source: the leading mention of the path dropped (``"x.pdf is not a readable PDF"`` -> ``"not a readable PDF"``)."""
+    for lead in (f"cannot index {path}: ", f"cannot read {path}: ", f"{path}: ", f"{path} is ", f"{path} "):
+        if message.startswith(lead):
+            return message[len(lead) :]
+    return message
+
+
 @dataclass(frozen=True, slots=True)
 class FileProblem:
     """A file that failed or was skipped, and why (one line)."""
@@ -47,6 +56,10 @@ class IngestReport:
     model_switch: str = ""
     #: documents written without a chunk (empty, or only what the garbage filter drops): stored, never found
     without_chunks: list[str] = field(default_factory=list)
+    #: a stop signal (SIGINT, SIGTERM) ended the run: the counts are what it wrote before
+    interrupted: bool = False
+    #: stored documents in the walked folders whose files are gone, left stored (a run without ``prune``)
+    gone: list[str] = field(default_factory=list)
 
     @property
     def filtered_total(self) -> int:
@@ -87,6 +100,8 @@ class IngestReport:
         self.graph_seconds += other.graph_seconds
         self.model_switch = other.model_switch or self.model_switch  # the later run's word on a switch
         self.without_chunks += other.without_chunks
+        self.interrupted = self.interrupted or other.interrupted
+        self.gone += other.gone
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
@@ -105,10 +120,13 @@ class IngestReport:
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += skipped_lines(self.skipped)
         if self.without_chunks:
-            named = ", ".join(self.without_chunks[:SKIPPED_NAMED])
-            more = len(self.without_chunks) - SKIPPED_NAMED
-            named += f" and {more} more" if more > 0 else ""
+            named = _named(self.without_chunks)
             out.append(f"no chunks: {named}: empty, or only markup the garbage filter drops; nothing to search")
+        if self.gone:
+            named = _named(self.gone)
+            whose = "document's file is" if len(self.gone) == 1 else "documents' files are"
+            them = "it" if len(self.gone) == 1 else "them"
+            out.append(f"{len(self.gone)} stored {whose} gone: {named}; run with --prune to delete {them}")
         out += [f"degraded: {line}" for line in self.degraded]
         out += [self.model_switch] if self.model_switch else []
         return out
@@ -118,6 +136,12 @@ class IngestReport:
         data = asdict(self)
         data["filtered_total"] = self.filtered_total
         return data
+
+
+def _named(sources: list[str]) -> str:
+    """Up to ``SKIPPED_NAMED`` of ``sources``, and how many more."""
+    more = len(sources) - SKIPPED_NAMED
+    return ", ".join(sources[:SKIPPED_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def skipped_lines(skipped: list[FileProblem]) -> list[str]:

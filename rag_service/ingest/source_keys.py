@@ -11,6 +11,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from rag_service.errors import ConfigurationError
+
 #: the source key of the folder sources are relative to (the checkout root or ``root``)
 ROOT_SOURCE = "."
 
@@ -63,6 +65,23 @@ def _base(resolved: Path, root: Path | None, known: dict[Path, Path | None] | No
     folder = resolved if os.path.isdir(resolved) else resolved.parent  # an unreadable folder is keyed too
     base = root.resolve() if root is not None else _checkout_holding(folder, known)
     return base if base is not None and resolved.is_relative_to(base) else None
+
+
+def check_root(root: str | Path, paths: Sequence[str | Path]) -> None:
+    """Raise ConfigurationError (one line) unless ``root`` is a folder holding every one of ``paths``.
+
+    Outside it a path would silently be keyed by its absolute path, as if ``--root`` were not given.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        what = "is not a folder" if base.exists() else "does not exist"
+        raise ConfigurationError(f"--root {root} {what}; give the folder the stored sources are relative to")
+    resolved = base.resolve()
+    outside = [str(p) for p in paths if not Path(p).resolve().is_relative_to(resolved)]
+    if outside:
+        names = ", ".join(outside)
+        verb = "are" if len(outside) > 1 else "is"
+        raise ConfigurationError(f"{names} {verb} not under --root {root}; give paths inside it, or another --root")
 
 
 def legacy_source_for(path: Path) -> str | None:

@@ -169,7 +169,7 @@ class DocumentsRequest(_Strict):
     collection: str = Collection
     documents: list[TextDocument] = Field(min_length=1)
     strategy: str = Field(default="recursive", min_length=1, max_length=64, description="chunking strategy")
-    force: bool = Field(default=False, description="re-chunk and re-embed unchanged documents too")
+    force: bool = Field(default=False, description="re-chunk unchanged documents too (unchanged chunks keep vectors)")
 
 
 class ReindexRequest(_Strict):

@@ -55,3 +55,36 @@ def test_prune_of_a_removed_path_is_no_error(cli_env, tmp_path):  # noqa: F811
     pruned = rag(cli_env, "reindex", "old.md", "--prune", "--quiet", "--json", cwd=tmp_path)
     assert pruned.returncode == 0, pruned.stderr
     assert json.loads(pruned.stdout)["deleted"] == 1
+
+
+def test_a_root_that_is_missing_or_does_not_hold_the_paths_is_a_usage_error(cli_env, tmp_path):  # noqa: F811
+    (tmp_path / "c2").mkdir()
+    (tmp_path / "c2" / "guide.md").write_text("# Guide\n\nThe harbour guide explains the tides.\n")
+    (tmp_path / "elsewhere").mkdir()
+    missing = rag(cli_env, "reindex", "c2", "--collection", "t2", "--root", "/nonexistent", "--quiet", cwd=tmp_path)
+    assert missing.returncode == 2 and missing.stdout == "", "nothing was indexed"
+    assert missing.stderr.strip().splitlines() == [
+        "error: --root /nonexistent does not exist; give the folder the stored sources are relative to"
+    ]
+    outside = rag(cli_env, "reindex", "c2", "--collection", "t2", "--root", "elsewhere", "--quiet", cwd=tmp_path)
+    assert outside.returncode == 2 and outside.stdout == ""
+    assert outside.stderr.strip().splitlines() == [
+        "error: c2 is not under --root elsewhere; give paths inside it, or another --root"
+    ]
+
+
+def test_named_files_all_of_an_unsupported_type_are_an_error_a_folder_of_them_is_not(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "c2").mkdir()
+    (tmp_path / "c2" / "app.log").write_text("12:00 started\n")
+    (tmp_path / "c2" / "guide.md").write_text("# Guide\n\nThe harbour guide explains the tides and the berths.\n")
+    alone = rag(cli_env, "reindex", "c2/app.log", "--quiet", cwd=tmp_path)
+    assert alone.returncode == 2 and alone.stdout == "", alone.stderr
+    lines = alone.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot index c2/app.log: file type '.log' is not supported")
+    assert ".md" in lines[0] and "dockerfile" in lines[0], "the supported types are named"
+    beside = rag(cli_env, "reindex", "c2/app.log", "c2/guide.md", "--quiet", cwd=tmp_path)
+    assert beside.returncode == 0 and "skipped: c2/app.log" in beside.stdout, beside.stderr
+    folder = rag(cli_env, "reindex", "c2", "--quiet", cwd=tmp_path)
+    assert folder.returncode == 0 and "skipped: c2/app.log" in folder.stdout, folder.stderr

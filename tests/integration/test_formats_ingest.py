@@ -177,3 +177,44 @@ def test_prd_queries_return_the_expected_item_first(db, settings, default_minilm
         firsts[query] = (top.source, top.header_path)
         assert top.source == source and needle in top.content, json.dumps(firsts, indent=1)
     assert firsts["How does AgentFactory work?"][1] == "factory > AgentFactory"
+
+
+def test_html_pre_and_word_hash_paragraphs_are_stored_without_false_sections(indexer, tmp_path, monkeypatch, db):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
+    (tmp_path / "page.html").write_text(
+        "<h1>Wombat</h1><p>How to set it up.</p><pre># install the package\npip install wombat\n# run it\n"
+        "def f():\n    return 1</pre><p>The paragraph after the block belongs to Wombat.</p>"
+    )
+    make_docx(tmp_path / "cages.docx", [("h1", "Cages"), ("p", "# of ferrets per cage: three at most.")])
+    indexer.index_paths([tmp_path / "page.html", tmp_path / "cages.docx"], collection="pre")
+    html = _chunks(db, "page.html")
+    assert {r[1] for r in html} == {"Wombat"}
+    assert any("# run it\ndef f():\n    return 1\n```" in r[0] for r in html)  # verbatim, indentation kept
+    assert {r[1] for r in _chunks(db, "cages.docx")} == {"Cages"}
+    for content, _, _, start, end, stored in html + _chunks(db, "cages.docx"):
+        assert stored[start:end] == content
+
+
+def test_a_utf16_file_with_a_byte_order_mark_is_indexed_as_its_text(indexer, tmp_path, monkeypatch, db):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
+    text = "Tides at the harbour turn twice a day.\r\nCaf\u00e9 opens at six."
+    (tmp_path / "notes.txt").write_bytes(text.encode("utf-16"))
+    report = indexer.index_paths([tmp_path / "notes.txt"], collection="wide")
+    assert report.failed == [] and report.added == 1
+    rows = _chunks(db, "notes.txt")
+    assert rows and rows[0][5] == "Tides at the harbour turn twice a day.\nCaf\u00e9 opens at six."
+    for content, _, _, start, end, stored in rows:
+        assert stored[start:end] == content
+
+
+def test_a_failure_line_names_the_file_once_and_the_reason_without_library_types(indexer, mixed):
+    report = indexer.index_paths([mixed], collection="mixed", progress=False)
+    lines = {line.split(": ", 2)[1]: line for line in report.lines() if line.startswith("failed: ")}
+    for source in ["in/corrupt.docx", "in/broken.json", "in/scan.pdf"]:
+        assert lines[source].count(source.split("/")[1]) == 1, lines[source]
+    assert lines["in/corrupt.docx"] == (
+        "failed: in/corrupt.docx: not a readable Word document (not a zip archive, as a .docx is); re-save it as .docx"
+    )
+    assert not any("Error" in line or "zip file" in line for line in lines.values()), lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -15,9 +16,11 @@ from rag_service.db import locks
 from rag_service.db.locks import lock_for_edit, reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ReindexInProgressError
-from rag_service.ingest import batch, chunking
+from rag_service.ingest import batch, chunking, embedclock
 from rag_service.ingest.indexer import Indexer
 from rag_service.ingest.progress import Progress
+from rag_service.ingest.report import IngestReport
+from rag_service.shutdown import Interrupted
 
 GUIDE = """# Guide
 
@@ -198,6 +201,28 @@ def test_prune_deletes_documents_whose_files_are_gone(indexer, corpus, connectio
         text("SELECT count(*) FROM document_chunks c LEFT JOIN documents d ON d.id=c.document_id WHERE d.id IS NULL")
     ).scalar()
     assert orphans == 0
+
+
+def test_a_run_without_prune_names_the_stored_documents_whose_files_are_gone(indexer, corpus):
+    (corpus / "old.md").write_text("# Old\n\nAn old page about the lighthouse keeper and the lamp.\n")
+    (corpus.parent / "elsewhere").mkdir()
+    (corpus.parent / "elsewhere" / "far.md").write_text("# Far\n\nA page outside the walked folder entirely.\n")
+    indexer.index_paths([corpus, corpus.parent / "elsewhere"], collection="t")
+    (corpus / "old.md").unlink()
+    (corpus / "notes.txt").unlink()
+    (corpus.parent / "elsewhere" / "far.md").unlink()
+    kept = indexer.index_paths([corpus], collection="t")
+    assert kept.deleted == 0 and kept.gone == ["docs/notes.txt", "docs/old.md"], "only the walked folder's"
+    assert (
+        "2 stored documents' files are gone: docs/notes.txt, docs/old.md; run with --prune to delete them"
+        in kept.lines()
+    )
+    assert kept.to_dict()["gone"] == ["docs/notes.txt", "docs/old.md"]
+    one = indexer.index_paths([corpus / "guide.md", corpus / "old.md"], collection="t")
+    assert "1 stored document's file is gone: docs/old.md; run with --prune to delete it" in one.lines()
+    pruned = indexer.index_paths([corpus], collection="t", prune=True)
+    assert pruned.deleted == 2 and pruned.gone == []
+    assert indexer.index_paths([corpus], collection="t").gone == []
 
 
 def test_failing_file_is_reported_and_others_are_indexed(indexer, corpus):
@@ -390,7 +415,35 @@ def test_model_time_inside_semantic_chunking_counts_as_embedding(db, settings, t
     clock = _FakeClock()
     monkeypatch.setattr(batch, "time", clock)
     monkeypatch.setattr(chunking, "time", clock)
+    monkeypatch.setattr(embedclock, "time", clock)
     report = Indexer(db, _SlowEmbedder(clock), settings).index_paths([tmp_path / "notes.txt"], strategy="semantic")
     assert report.added == 1
     assert report.embedding_seconds == 2.0  # the sentence vectors and the chunk vectors: two model calls
     assert report.chunking_seconds == 0.0, "chunking is the splitting, not the model"
+
+
+class _StoppedWhileEmbedding(HashingEmbedder):
+    """A model that works half a second, then a stop signal reaches the main thread while it works on (once)."""
+
+    stops = 1
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        if self.stops:
+            self.stops -= 1
+            time.sleep(0.5)
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+            time.sleep(0.5)
+        return super().embed_documents(texts)
+
+
+def test_a_run_stopped_while_embedding_reports_the_models_seconds_and_that_it_was_interrupted(
+    db, settings, corpus
+):
+    indexer = Indexer(db, _StoppedWhileEmbedding(), settings)
+    with pytest.raises(Interrupted) as stopped:
+        indexer.index_paths([corpus], collection="t")
+    report = stopped.value.partial
+    assert isinstance(report, IngestReport) and report.chunks_written == 0
+    assert report.interrupted and report.to_dict()["interrupted"] is True
+    assert 0.4 <= report.embedding_seconds <= report.seconds, "the model's seconds before the stop count"
+    assert not indexer.index_paths([corpus], collection="t").interrupted, "a finished run is not"

@@ -157,7 +157,10 @@ def test_one_source_twice_in_a_call_is_refused_or_reported_never_written_over(
         (tmp_path / checkout / "docs").mkdir()
         (tmp_path / checkout / "docs" / "a.md").write_text(f"# A\n\nThe {checkout} checkout.")
     walked = service.index_paths([tmp_path / "one", tmp_path / "two"], collection=f"{collection}-paths")
-    assert walked.added == 1 and [(p.source, p.reason) for p in walked.failed] == [("docs/a.md", REPEATED_SOURCE)]
+    assert walked.added == 1 and [p.source for p in walked.failed] == ["docs/a.md"]
+    refused, kept = tmp_path / "two" / "docs" / "a.md", tmp_path / "one" / "docs" / "a.md"
+    assert walked.failed[0].reason.startswith(f"{refused} has the same source as {kept}, indexed earlier in this run")
+    assert walked.failed[0].reason.endswith("or pass --root above both; not indexed")
 
 
 def test_a_document_given_without_a_title_is_titled_as_its_file_would_be(service: UniversalRAGService) -> None:

@@ -48,3 +48,15 @@ def test_an_unknown_option_shows_its_commands_usage(argv: list[str], command: st
     error = capsys.readouterr().err
     assert exited.value.code == 2 and error.startswith(f"usage: {command} ")
     assert error.splitlines()[-1] == f"{command}: error: unrecognized arguments: {argv[-1]}"
+
+
+def test_force_is_described_as_it_works_re_chunking_and_reusing_vectors(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--force`` reuses the stored vector of every unchanged chunk text ("0 embedded, N reused")."""
+    from rag_service.server.schemas import DocumentsRequest
+
+    with pytest.raises(SystemExit):
+        main(["reindex", "--help"])
+    force = " ".join(capsys.readouterr().out.split("\n  --force", 1)[1].split("\n  --all", 1)[0].split())
+    assert "re-embed" not in force and "re-chunk unchanged documents too" in force and "vector" in force
+    description = DocumentsRequest.model_fields["force"].description or ""
+    assert "re-embed" not in description and "keep vectors" in description

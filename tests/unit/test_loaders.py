@@ -70,8 +70,31 @@ with a line break.</p><div><p>Second &lt;b&gt; paragraph</p></div>
     assert doc.title == "My Page & More"
     assert doc.text == (
         "# Heading\n\nFirst paragraph with a line break.\n\nSecond <b> paragraph\n\none\ntwo\n\na\nb\n\n"
-        "c1 c2\nc3\n\nkeep\nspacing"
+        "c1 c2\nc3\n\n```\n  keep\n   spacing\n```"
     )
+
+
+def test_html_pre_is_fenced_verbatim_and_only_headings_are_headers() -> None:
+    html = (
+        "<h1>Setup</h1><pre># install the package\npip install wombat\n# run it</pre><p>After the block.</p>"
+        "<p># of ferrets per cage: 3</p><p>```python</p><pre>\ndef f():\n    return 1\n</pre>"
+        "<h2>Next</h2><p>Last.</p>"
+    )
+    text, _ = html_to_text(html)
+    assert "```\n# install the package\npip install wombat\n# run it\n```" in text
+    assert "```\ndef f():\n    return 1\n```" in text  # indentation kept, the newline after <pre> dropped
+    assert "\n\\# of ferrets per cage: 3\n" in text and "\n\\```python\n" in text
+    chunked = make_chunker("html", chunk_size=80, chunk_overlap=0, min_chunk_chars=0).split(text)
+    assert_chunks_valid(text, chunked)
+    assert {c.header_path for c in chunked.chunks} == {"Setup", "Setup > Next"}
+    after = next(c for c in chunked.chunks if "After the block" in c.content)
+    assert after.header_path == "Setup"
+
+
+def test_html_pre_with_a_fence_inside_keeps_it_code() -> None:
+    text, _ = html_to_text("<pre>```\n# not a header\n```</pre><p>Tail</p>")
+    assert text == "````\n```\n# not a header\n```\n````\n\nTail"
+    assert [c.header_path for c in make_chunker("markdown").split(text).chunks] == [""]
 
 
 def test_html_without_closing_head_or_title(tmp_path: Path) -> None:
@@ -86,6 +109,33 @@ def test_nul_bytes_mean_binary(tmp_path: Path) -> None:
     with pytest.raises(DocumentReadError) as err:
         load_document(path, max_bytes=MB)
     assert one_line_error(err) == f"{path} contains NUL bytes, so it looks binary; only text files are indexed"
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-32-be"])
+def test_utf16_and_utf32_with_a_byte_order_mark_are_decoded(tmp_path: Path, codec: str) -> None:
+    text = "# Caf\u00e9 \U0001f40d\r\n\r\nTides at the harbour.\r\n"
+    data = text.encode(codec)
+    if codec.endswith("-be"):  # the plain codec writes a little-endian BOM itself; a big-endian one does not
+        data = ("\ufeff" + text).encode(codec)
+    doc = load_document(write(tmp_path / "notes.md", data), max_bytes=MB)
+    assert doc.text == "# Caf\u00e9 \U0001f40d\n\nTides at the harbour.\n" and doc.title == "Caf\u00e9 \U0001f40d"
+    chunked = make_chunker("markdown", chunk_size=200).split(doc.text)
+    assert_chunks_valid(doc.text, chunked)  # offsets refer to the decoded text
+
+
+def test_a_utf16_bom_without_any_nul_byte_is_not_taken_for_utf16(tmp_path: Path) -> None:
+    path = write(tmp_path / "latin.txt", b"\xff\xfe not utf-8 at all, sorry")  # Latin-1 "ÿþ", not wide text
+    with pytest.raises(DocumentReadError, match=r"is not valid UTF-8 \(byte 0xff at offset 0\)"):
+        load_document(path, max_bytes=MB)
+
+
+def test_broken_utf16_names_the_encoding_and_the_fix(tmp_path: Path) -> None:
+    path = write(tmp_path / "odd.txt", b"\xff\xfea\x00b")  # a BOM, then an odd number of bytes
+    with pytest.raises(DocumentReadError) as err:
+        load_document(path, max_bytes=MB)
+    message = one_line_error(err)
+    assert message.startswith(f"{path} starts with a UTF-16 byte-order mark but is not valid UTF-16")
+    assert message.endswith("convert it to UTF-8, e.g. iconv -f utf-16 -t utf-8")
 
 
 def test_invalid_utf8_names_the_offset(tmp_path: Path) -> None:

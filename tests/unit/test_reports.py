@@ -65,6 +65,8 @@ def _report(step: int) -> IngestReport:
         graph_seconds=0.125 * step,
         model_switch=f"embedding model: switch {step}",
         without_chunks=[f"empty{step}.md"],
+        interrupted=step > 1,
+        gone=[f"gone{step}.md"],
     )
 
 
@@ -82,6 +84,8 @@ def test_merging_adds_counts_and_seconds_and_concatenates_lists():
     assert total.degraded == ["summaries off (1)", "summaries off (2)"]
     assert total.without_chunks == ["empty1.md", "empty2.md"]
     assert total.model_switch == "embedding model: switch 2", "the later run's word on a switch"
+    assert total.interrupted, "a run stopped in any of its parts was interrupted"
+    assert total.gone == ["gone1.md", "gone2.md"]
     assert part.to_dict() == _report(2).to_dict(), "the merged-in report is left as it was"
 
 
@@ -114,3 +118,15 @@ def test_skipped_files_are_one_line_per_reason_with_the_supported_types_once(tmp
     ]
     assert [line.count("; supported: .md") for line in skipped] == [0, 0, 1, 0], "the list once, after the types"
     assert len(report.to_dict()["skipped"]) == 8, "the JSON keeps every file"
+
+
+def test_a_loaders_error_becomes_a_reason_without_the_path():
+    from rag_service.ingest.report import file_reason
+
+    assert file_reason("c1/a.pdf", "c1/a.pdf is not a readable PDF (x); fix") == "not a readable PDF (x); fix"
+    assert file_reason("c1/a.md", "cannot read c1/a.md: file does not exist; check") == "file does not exist; check"
+    assert file_reason("c1/a.log", "cannot index c1/a.log: file type '.log' is not supported") == (
+        "file type '.log' is not supported"
+    )
+    assert file_reason("s.pdf", "s.pdf: no text layer; OCR is not supported") == "no text layer; OCR is not supported"
+    assert file_reason("a.md", "its title contains NUL bytes") == "its title contains NUL bytes"

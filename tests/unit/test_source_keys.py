@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned, source_for
+import pytest
+
+from rag_service.errors import ConfigurationError
+from rag_service.ingest.source_keys import ROOT_SOURCE, check_root, is_pruned, source_for
 
 
 def test_an_unseen_document_in_a_scope_folder_is_pruned_and_a_seen_one_kept() -> None:
@@ -48,3 +51,19 @@ def test_a_prune_keeps_another_checkouts_documents_and_documents_given_as_text()
     assert not is_pruned("notes.md", origin="", scope=scope, seen=set(), unreadable=[]), "a text, not a file"
     assert is_pruned("docs/gone.md", origin=None, scope=scope, seen=set(), unreadable=[]), "not known: as before"
     assert not is_pruned("docs/x.md", origin="/src/b", scope=[("docs", "/src/a")], seen=set(), unreadable=[])
+
+
+def test_a_root_that_is_missing_or_does_not_hold_the_paths_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "r" / "docs").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    check_root(tmp_path / "r", [tmp_path / "r" / "docs", tmp_path / "r"])
+    with pytest.raises(ConfigurationError, match=r"^--root /nonexistent does not exist; give the folder"):
+        check_root("/nonexistent", [tmp_path / "r"])
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigurationError, match=r"file is not a folder"):
+        check_root(tmp_path / "file", [tmp_path / "r"])
+    with pytest.raises(ConfigurationError) as err:
+        check_root(tmp_path / "r", [tmp_path / "r" / "docs", tmp_path / "other"])
+    assert str(err.value) == (
+        f"{tmp_path / 'other'} is not under --root {tmp_path / 'r'}; give paths inside it, or another --root"
+    )
