@@ -65,18 +65,23 @@ def load_docset(dataset_dir: Path, *, split: str = "test") -> DocSet:
 class SectionMapper:
     """Maps a stored chunk (its ``source`` and ``match_start``) to the id ``<file>#<n>`` of its section.
 
-    ``texts`` gives each file's stored text (offsets refer to it). A stored source is matched to the
-    file whose ``docs/``-relative name it ends with (the longest such name), so the mapping holds
-    whether sources are stored relative or absolute.
+    ``texts`` gives each file's stored text (offsets refer to it). ``sources`` maps each stored source
+    key to its file's name: then only those keys match. Without it (sources stored by another tool) a
+    source is matched to the file whose ``docs/``-relative name it ends with (the longest such name).
     """
 
-    def __init__(self, texts: dict[str, str]) -> None:
+    def __init__(self, texts: dict[str, str], *, sources: dict[str, str] | None = None) -> None:
         self._index = {name: SectionIndex(text) for name, text in texts.items()}
         self._names = sorted(texts, key=len, reverse=True)
         self._by_source: dict[str, str | None] = {}
+        self._exact = sources is not None
+        if sources is not None:
+            self._by_source.update((source, name) for source, name in sources.items() if name in texts)
 
     def file_of(self, source: str) -> str | None:
         """The file name ``source`` refers to, or None when it is none of the set's files."""
+        if self._exact:
+            return self._by_source.get(source)
         if source not in self._by_source:
             self._by_source[source] = next((n for n in self._names if source == n or source.endswith("/" + n)), None)
         return self._by_source[source]
