@@ -231,7 +231,7 @@ def _eval_docset(
     from rag_service.evaluation.docrun import docset_collection, index_docset, run_docset
     from rag_service.evaluation.docset import load_docset
 
-    docset = load_docset(dataset_dir, split=args.split)
+    docset = load_docset(dataset_dir, split=args.split, max_bytes=settings.max_file_bytes)
     return _index_and_run(
         settings,
         args,

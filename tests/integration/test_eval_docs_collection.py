@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_service.embed import HashingEmbedder
+from rag_service.errors import DocumentReadError
 from rag_service.evaluation.docrun import docset_collection, index_docset, section_mapper
 from rag_service.evaluation.docset import load_docset
 from rag_service.service import UniversalRAGService
@@ -59,3 +62,18 @@ def test_mapper_takes_only_this_sets_sources(tmp_path):
     assert mapper.section_id(own, 60) == "errors.md#2"
     assert mapper.section_id((tmp_path / "b" / "ev" / "docs" / "errors.md").as_posix(), 60) is None
     assert mapper.section_id("errors.md", 0) is None
+
+
+def test_qrels_must_name_a_section_the_file_has(tmp_path):
+    ev = make_set(tmp_path / "ev", {"errors.md": ERRORS + "\n## Retries\n\nBack off.\n", "intro.md": "Intro.\n# A\n"})
+    qrels = ev / "qrels" / "test.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\terrors.md#9\t1\n")
+    with pytest.raises(DocumentReadError) as past_the_end:
+        load_docset(ev)
+    expected = "qrels/test.tsv: 'errors.md#9' (query q1): errors.md has sections 1-3; fix the row"
+    assert str(past_the_end.value) == expected
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\terrors.md#0\t1\n")  # starts with a header: no section 0
+    with pytest.raises(DocumentReadError, match=r"'errors.md#0' \(query q1\): errors.md has sections 1-3; fix"):
+        load_docset(ev)
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\tintro.md#0\t1\nq1\tintro.md#1\t1\nq1\terrors.md#3\t1\n")
+    assert load_docset(ev).qrels == {"q1": {"intro.md#0": 1, "intro.md#1": 1, "errors.md#3": 1}}
