@@ -168,7 +168,12 @@ class DocumentsRequest(_Strict):
 
     collection: str = Collection
     documents: list[TextDocument] = Field(min_length=1)
-    strategy: str = Field(default="recursive", min_length=1, max_length=64, description="chunking strategy")
+    strategy: str = Field(
+        default="auto",
+        min_length=1,
+        max_length=64,
+        description="chunking strategy; auto (the default) picks one per document by its source's suffix",
+    )
     force: bool = Field(default=False, description="re-chunk and re-embed unchanged documents too")
 
 

@@ -228,3 +228,21 @@ def test_readiness_and_health_of_a_migrated_database(service: UniversalRAGServic
     health = service.database_health()
     assert health.circuit == "closed" and health.circuit_closed and health.cooldown_s > 0
     assert health.pool_size is not None and health.pool_size >= 1 and health.checked_out is not None
+
+
+def test_documents_are_chunked_by_their_source_name_by_default(
+    service: UniversalRAGService, connection: Connection
+) -> None:
+    from rag_service.server.schemas import DocumentsRequest
+
+    collection = f"auto-{uuid.uuid4().hex[:8]}"
+    errors = "# Errors\n\nEvery failure is one line.\n\n## Codes\n\nCode 42 means the quota ran out of room today.\n"
+    documents = [NewDocument("errors.md", errors), NewDocument("notes", TIDES)]
+    assert service.index_documents(documents, collection=collection).added == 2
+    query = text("SELECT source, chunker FROM documents WHERE collection = :c ORDER BY source")
+    chunkers = {row[0]: row[1] for row in connection.execute(query, {"c": collection})}
+    assert chunkers["errors.md"].startswith("markdown") and chunkers["notes"].startswith("recursive")
+    found = service.retrieve("code 42 quota", "agent", collection=collection)
+    assert found.chunks[0].source == "errors.md" and found.chunks[0].headers, "a markdown text has header paths"
+    body = DocumentsRequest.model_validate({"documents": [{"source": "errors.md", "text": errors}]})
+    assert body.strategy == "auto", "POST /api/documents chunks as the Python call does"
