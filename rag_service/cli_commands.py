@@ -141,6 +141,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     try:
         service = open_service(settings, embedder)
         overrides = _parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
+        _check_query_sets(overrides)
         if args.max_chunks is not None:
             overrides["max_chunks"] = args.max_chunks
         if args.graph_weight is not None:
@@ -166,6 +167,25 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     for reason in m.degraded:
         print(f"-- degraded: {reason}", file=sys.stderr)
     return 0
+
+
+#: ``rag query``'s own inputs that ``--set`` cannot give (``filters`` it can: retrieve() takes it as a keyword)
+_QUERY_INPUTS = {
+    "query": "give the question as the first argument",
+    "context": "--context",
+    "collection": "--collection",
+}
+
+
+def _check_query_sets(overrides: dict[str, object]) -> None:
+    """One line for ``--set collection=...`` (and ``context``, ``query``): inputs of ``rag query``, not knobs."""
+    from rag_service.errors import ConfigurationError
+
+    for name, fix in _QUERY_INPUTS.items():
+        if name in overrides:
+            value = overrides[name]
+            hint = fix if name == "query" else f"use {fix} {value}"
+            raise ConfigurationError(f"--set {name}={value}: {name} is not a preset override; {hint}")
 
 
 def answer_text(result: RAGResult) -> str:

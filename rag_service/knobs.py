@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -145,6 +146,16 @@ def check_knobs(values: dict[str, Any]) -> None:
         message = knob.problem(value) if knob is not None else None
         if message is not None:
             raise ConfigurationError(message)
+
+
+#: ``retrieve()``'s own arguments beside the knobs: an override of one of these names would be given twice
+CALL_ARGUMENTS: tuple[str, ...] = ("query", "context", "collection", "filters")
+
+
+def call_arguments_in(overrides: Iterable[str]) -> list[str]:
+    """The names in ``overrides`` that are ``retrieve()``'s own arguments (``CALL_ARGUMENTS``), not knobs."""
+    given = set(overrides)
+    return [name for name in CALL_ARGUMENTS if name in given]
 
 
 # Settings (``RAG_<NAME>``) whose default a stage also needs when called without ``Settings``: the
