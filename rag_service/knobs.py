@@ -60,12 +60,15 @@ class Knob:
 
     def problem(self, value: object) -> str | None:
         """One line naming the knob and what is wrong with ``value``; None when it is fine."""
+        wrong = self.requirement(value)
+        return None if wrong is None else f"{self.name} ({value!r}) {wrong}"
+
+    def requirement(self, value: object) -> str | None:
+        """What ``value`` fails (``must be between 0 and 1``), without the knob's name; None when it is fine."""
         if self.choices:
-            if value not in self.choices:
-                return f"{self.name} ({value!r}) must be one of {', '.join(map(repr, self.choices))}"
-            return None
+            return None if value in self.choices else f"must be one of {', '.join(map(repr, self.choices))}"
         if not _is_kind(value, self.kind):
-            return f"{self.name} ({value!r}) must be {_WORDS[self.kind]}"
+            return f"must be {_WORDS[self.kind]}"
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return None
         try:
@@ -77,9 +80,9 @@ class Knob:
             or (self.ge is not None and number < self.ge)
             or (self.le is not None and number > self.le)
         ):
-            return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
+            return f"must be between {_num(self.ge)} and {_num(self.le)}"
         if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
-            return f"{self.name} ({value!r}) is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
+            return f"is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
         return None
 
     def field_bounds(self) -> dict[str, Any]:
