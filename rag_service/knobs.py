@@ -88,8 +88,9 @@ class Knob:
     def field_bounds(self) -> dict[str, Any]:
         """Keyword arguments of a pydantic ``Field`` with this knob's bounds and meaning."""
         bounds: dict[str, Any] = {"description": self.description}
-        if self.kind in (int, float) and not self.choices:
-            bounds["strict"] = True  # JSON true/false or "0.5" is not a number (lax mode read false as 0)
+        if self.kind in (int, float, bool) and not self.choices:
+            # JSON true/false or "0.5" is not a number (lax mode read false as 0), nor "yes", "off", 1 a boolean
+            bounds["strict"] = True
         if self.ge is not None:
             bounds["ge"] = self.kind(self.ge)
         if self.le is not None:

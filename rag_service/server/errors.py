@@ -125,6 +125,8 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
         hint = did_you_mean(str(loc[1]), fields, quoted=False)
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
+    if kind == "bool_type":  # strict: "yes", "off", 1 are no booleans
+        return f"{where}: must be true or false (JSON booleans), not {first.get('input')!r:.60}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
 

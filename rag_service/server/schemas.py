@@ -129,7 +129,7 @@ class RetrieveRequest(PresetValues):
         default=None,
         description="source, source_prefix, headers, metadata, document_id, chunk_type, keywords",
     )
-    return_formatted: bool = Field(default=True, description="include formatted_context (else null)")
+    return_formatted: bool = Field(default=True, strict=True, description="include formatted_context (else null)")
 
 
 class RetrieveResult(BaseModel):
@@ -174,7 +174,7 @@ class DocumentsRequest(_Strict):
         max_length=64,
         description="chunking strategy; auto (the default) picks one per document by its source's suffix",
     )
-    force: bool = Field(default=False, description="re-chunk and re-embed unchanged documents too")
+    force: bool = Field(default=False, strict=True, description="re-chunk and re-embed unchanged documents too")
 
 
 class ReindexRequest(_Strict):

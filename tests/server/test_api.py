@@ -194,6 +194,19 @@ def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveSer
     assert not [p for p in uploads.rglob("*") if p.is_file()]
 
 
+def test_booleans_are_json_true_or_false(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        for value in ("yes", "off", "1", 0):
+            refused = client.post("/api/rag/retrieve", json={"query": "x", "expand_query": value})
+            assert refused.status_code == 422, refused.text
+            message = refused.json()["error"]["message"]
+            assert message == f"expand_query: must be true or false (JSON booleans), not {value!r}"
+        put = client.put("/api/presets/workflow", json={"rerank_enabled": "off"})
+        assert put.status_code == 422 and put.json()["error"]["message"].startswith("rerank_enabled: must be true")
+        forced = client.post("/api/documents", json={"documents": [{"source": "a", "text": "b"}], "force": 1})
+        assert forced.status_code == 422 and forced.json()["error"]["message"].startswith("force: must be true")
+
+
 def test_presets_list_and_validated_edit(live: LiveServer) -> None:
     with live.client(WRITE_TOKEN) as client:
         presets = {p["context_type"]: p for p in client.get("/api/presets").json()["presets"]}
