@@ -56,7 +56,8 @@ def create_app(
         service.stop_warm_up()  # a first start's model export: a stop does not wait for it
         with contextlib.suppress(Exception):
             await state.warming  # the service must not close under a loading model
-        state.jobs.shutdown()
+        # running jobs stop at their next document before the service closes under them
+        await asyncio.to_thread(state.jobs.shutdown, cancel=True)
         if owns_service:
             service.close()
 
