@@ -190,6 +190,21 @@ def _no_route(request: Request, exc: StarletteHTTPException) -> tuple[str, dict[
     return message, dict(exc.headers or {})
 
 
+def trailing_slash_refusal(app: FastAPI, method: str, path: str) -> JSONResponse | None:
+    """A 404 naming the endpoint for a write to a path with a trailing slash that no route takes with or without
+    it (the router's 307 went to a path refusing the method: ``PUT /api/presets/``); None when one does."""
+    if not path.endswith("/") or path == "/":
+        return None
+    takes = sorted(route for route, ops in app.openapi()["paths"].items() if method.lower() in ops)
+    if any(_route_pattern(route).fullmatch(p) for route in takes for p in (path, path.rstrip("/"))):
+        return None  # served here, or the redirect keeps the method (307) and lands on a route taking it
+    near = closest_name(path.rstrip("/"), takes, cutoff=0.6)
+    hint = f"did you mean {method} {near}? " if near else ""
+    return error_response(
+        404, "not_found", f"{method} {path[:200]}: no such endpoint; {hint}every endpoint is in /openapi.json"
+    )
+
+
 def _route_pattern(route: str) -> re.Pattern[str]:
     """An OpenAPI path (``/api/presets/{context}``) as a pattern of the paths it serves."""
     return re.compile(re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(route)))

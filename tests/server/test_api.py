@@ -194,6 +194,21 @@ def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveSer
     assert not [p for p in uploads.rglob("*") if p.is_file()]
 
 
+def test_a_write_with_a_trailing_slash_names_its_endpoint(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        put = client.put("/api/presets/", json={"max_chunks": 6})  # was a bare 307 to /api/presets (GET only)
+        assert put.status_code == 404, put.text
+        assert put.json()["error"]["message"] == (
+            "PUT /api/presets/: no such endpoint; did you mean PUT /api/presets/{context}? every endpoint is in "
+            "/openapi.json"
+        )
+        listed = client.get("/api/presets/", follow_redirects=True)  # a read keeps its redirect
+        assert listed.status_code == 200 and listed.json()["presets"]
+        same = client.get("/api/presets/workflow").json()["preset"]["max_chunks"]  # the shared preset stays as it is
+        edited = client.put("/api/presets/workflow/", json={"max_chunks": same}, follow_redirects=True)
+        assert edited.status_code == 200 and edited.json()["preset"]["max_chunks"] == same
+
+
 def test_booleans_are_json_true_or_false(live: LiveServer) -> None:
     with live.client(WRITE_TOKEN) as client:
         for value in ("yes", "off", "1", 0):
