@@ -173,6 +173,15 @@ def delete_document(
     return deleted
 
 
+def stored_sources_like(database: Database, *, collection: str, source: str) -> list[str]:
+    """The stored sources ``source`` may have meant: those of ``collection`` ending with ``/source`` (a relative
+    path for a document keyed by its absolute one), for the hint of a delete that found nothing."""
+    from rag_service.db.catalog import sources_ending_with
+
+    with database.transaction() as session:
+        return sources_ending_with(session, collection=collection, path=source)
+
+
 def _repack_after_deletes(database: Database, collection: str, *, min_chunks: int) -> None:
     """Pack the collection's postings again once deletes alone passed ``REBUILD_SHARE`` of its snapshot (each one
     is a tombstone every query skips), under the reindex lock; skipped when another run holds it (it refreshes)."""

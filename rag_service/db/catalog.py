@@ -24,6 +24,19 @@ def delete_by_source(session: Session, *, collection: str, source: str) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
+def sources_ending_with(session: Session, *, collection: str, path: str, limit: int = 3) -> list[str]:
+    """Stored sources of ``collection`` that end with ``/path`` (a delete given ``corpA/errors.md`` where the
+    document is stored under its absolute path), at most ``limit``, in order."""
+    tail = "/" + path.lstrip("/")
+    found = session.scalars(
+        select(Document.source)
+        .where(Document.collection == collection, Document.source.endswith(tail, autoescape=True))
+        .order_by(Document.source)
+        .limit(limit)
+    )
+    return list(found)
+
+
 def update_preset(session: Session, context_type: str, values: dict[str, Any]) -> Preset:
     """Change some columns of a preset row, validated like a per-call override; returns the new preset.
 

@@ -194,6 +194,23 @@ def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveSer
     assert not [p for p in uploads.rglob("*") if p.is_file()]
 
 
+def test_a_delete_by_a_path_ending_a_stored_source_names_that_source(live: LiveServer) -> None:
+    collection = f"api-{uuid.uuid4().hex[:8]}"
+    stored = "/srv/corpora/corpA/errors.md"  # indexed from a folder outside any checkout: an absolute key
+    with live.client(WRITE_TOKEN) as client:
+        added = client.post("/api/documents", json={"collection": collection,
+                                                    "documents": [{"source": stored, "text": "# Errors\n\nOne line."}]})
+        assert added.status_code == 200, added.text
+        missed = client.delete("/api/documents", params={"source": "corpA/errors.md", "collection": collection})
+        assert missed.status_code == 404 and missed.json()["error"]["message"] == (
+            f"collection {collection!r} has no document with source 'corpA/errors.md'; did you mean {stored!r}? "
+            "(the stored source, as listed in results)"
+        )
+        other = client.delete("/api/documents", params={"source": "rrors.md", "collection": collection})
+        assert other.json()["error"]["message"].endswith("has no document with source 'rrors.md'")  # no hint
+        assert client.delete("/api/documents", params={"source": stored, "collection": collection}).status_code == 200
+
+
 def test_a_write_with_a_trailing_slash_names_its_endpoint(live: LiveServer) -> None:
     with live.client(WRITE_TOKEN) as client:
         put = client.put("/api/presets/", json={"max_chunks": 6})  # was a bare 307 to /api/presets (GET only)
