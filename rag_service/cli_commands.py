@@ -152,6 +152,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     try:
         service = open_service(settings, embedder)
         overrides = _parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
+        _check_query_sets(overrides)
         if args.max_chunks is not None:
             overrides["max_chunks"] = args.max_chunks
         if args.graph_weight is not None:
@@ -177,6 +178,25 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     for reason in m.degraded:
         print(f"-- degraded: {reason}", file=sys.stderr)
     return 0
+
+
+#: ``rag query``'s own inputs that ``--set`` cannot give (``filters`` it can: retrieve() takes it as a keyword)
+_QUERY_INPUTS = {
+    "query": "give the question as the first argument",
+    "context": "--context",
+    "collection": "--collection",
+}
+
+
+def _check_query_sets(overrides: dict[str, object]) -> None:
+    """One line for ``--set collection=...`` (and ``context``, ``query``): inputs of ``rag query``, not knobs."""
+    from rag_service.errors import ConfigurationError
+
+    for name, fix in _QUERY_INPUTS.items():
+        if name in overrides:
+            value = overrides[name]
+            hint = fix if name == "query" else f"use {fix} {value}"
+            raise ConfigurationError(f"--set {name}={value}: {name} is not a preset override; {hint}")
 
 
 def answer_text(result: RAGResult) -> str:
@@ -242,7 +262,7 @@ def _eval_docset(
     from rag_service.evaluation.docrun import docset_collection, index_docset, run_docset
     from rag_service.evaluation.docset import load_docset
 
-    docset = load_docset(dataset_dir, split=args.split)
+    docset = load_docset(dataset_dir, split=args.split, max_bytes=settings.max_file_bytes)
     return _index_and_run(
         settings,
         args,

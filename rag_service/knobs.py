@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -59,12 +60,15 @@ class Knob:
 
     def problem(self, value: object) -> str | None:
         """One line naming the knob and what is wrong with ``value``; None when it is fine."""
+        wrong = self.requirement(value)
+        return None if wrong is None else f"{self.name} ({value!r}) {wrong}"
+
+    def requirement(self, value: object) -> str | None:
+        """What ``value`` fails (``must be between 0 and 1``), without the knob's name; None when it is fine."""
         if self.choices:
-            if value not in self.choices:
-                return f"{self.name} ({value!r}) must be one of {', '.join(map(repr, self.choices))}"
-            return None
+            return None if value in self.choices else f"must be one of {', '.join(map(repr, self.choices))}"
         if not _is_kind(value, self.kind):
-            return f"{self.name} ({value!r}) must be {_WORDS[self.kind]}"
+            return f"must be {_WORDS[self.kind]}"
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return None
         try:
@@ -76,16 +80,17 @@ class Knob:
             or (self.ge is not None and number < self.ge)
             or (self.le is not None and number > self.le)
         ):
-            return f"{self.name} ({value!r}) must be between {_num(self.ge)} and {_num(self.le)}"
+            return f"must be between {_num(self.ge)} and {_num(self.le)}"
         if number != 0 and abs(number) < sys.float_info.min:  # subnormal: PostgreSQL's float8 refuses it
-            return f"{self.name} ({value!r}) is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
+            return f"is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
         return None
 
     def field_bounds(self) -> dict[str, Any]:
         """Keyword arguments of a pydantic ``Field`` with this knob's bounds and meaning."""
         bounds: dict[str, Any] = {"description": self.description}
-        if self.kind in (int, float) and not self.choices:
-            bounds["strict"] = True  # JSON true/false or "0.5" is not a number (lax mode read false as 0)
+        if self.kind in (int, float, bool) and not self.choices:
+            # JSON true/false or "0.5" is not a number (lax mode read false as 0), nor "yes", "off", 1 a boolean
+            bounds["strict"] = True
         if self.ge is not None:
             bounds["ge"] = self.kind(self.ge)
         if self.le is not None:
@@ -145,6 +150,16 @@ def check_knobs(values: dict[str, Any]) -> None:
         message = knob.problem(value) if knob is not None else None
         if message is not None:
             raise ConfigurationError(message)
+
+
+#: ``retrieve()``'s own arguments beside the knobs: an override of one of these names would be given twice
+CALL_ARGUMENTS: tuple[str, ...] = ("query", "context", "collection", "filters")
+
+
+def call_arguments_in(overrides: Iterable[str]) -> list[str]:
+    """The names in ``overrides`` that are ``retrieve()``'s own arguments (``CALL_ARGUMENTS``), not knobs."""
+    given = set(overrides)
+    return [name for name in CALL_ARGUMENTS if name in given]
 
 
 # Settings (``RAG_<NAME>``) whose default a stage also needs when called without ``Settings``: the

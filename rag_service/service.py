@@ -328,7 +328,7 @@ class UniversalRAGService(DocumentOperations):
         """
 
         def read(session: Session) -> CallPreset:
-            found = read_call_preset(session, context, collection=collection)  # one statement on every query's path
+            found = read_call_preset(session, context, collection=collection, overridden=overrides)  # one statement
             preset = found.preset.with_overrides(dict(overrides)) if overrides else found.preset  # a bad knob first
             if collection is not None:
                 if not found.collection_exists:

@@ -32,7 +32,8 @@ IndexTexts = Callable[..., IngestReport]
 class NewDocument:
     """One document to index: ``source`` is its key in the collection (a new text of it replaces the old).
 
-    ``strategy``: its chunking strategy (``list_strategies()``); None takes the one of the call.
+    ``strategy``: its chunking strategy (``list_strategies()``); None takes the one of the call (``auto``
+    picks by the source's suffix, as for a file of that name; ``recursive`` for a source without one).
     """
 
     source: str
@@ -90,9 +91,12 @@ def index_documents(
     listener: ProgressListener | None,
 ) -> IngestReport:
     """One ``index_texts`` run per strategy, merged into one report; the batch's failed files come first.
+    ``auto`` is resolved per document by its source name (``resolve_strategy``), as ``index_paths`` does by path.
 
     ``listener(done, total)`` hears documents done of the whole batch (the failed files count as done).
     """
+    from rag_service.ingest.strategies import resolve_strategy
+
     if isinstance(documents, DocumentBatch):
         batch = documents
         _check_documents(batch)  # a caller's batch may have been appended to since it was made
@@ -100,7 +104,7 @@ def index_documents(
         batch = DocumentBatch(list(documents))  # checked as it is made
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for document in batch.documents:
-        kind = document.strategy or strategy
+        kind = resolve_strategy(document.strategy or strategy, document.source)
         title = document.title or text_title(document.text, kind) or PurePosixPath(document.source).stem
         groups.setdefault(kind, []).append((document.source, title, document.text))  # titled as a file would be
     report = IngestReport(collection=collection, failed=list(batch.failed))
@@ -169,6 +173,15 @@ def delete_document(
     return deleted
 
 
+def stored_sources_like(database: Database, *, collection: str, source: str) -> list[str]:
+    """The stored sources ``source`` may have meant: those of ``collection`` ending with ``/source`` (a relative
+    path for a document keyed by its absolute one), for the hint of a delete that found nothing."""
+    from rag_service.db.catalog import sources_ending_with
+
+    with database.transaction() as session:
+        return sources_ending_with(session, collection=collection, path=source)
+
+
 def _repack_after_deletes(database: Database, collection: str, *, min_chunks: int) -> None:
     """Pack the collection's postings again once deletes alone passed ``REBUILD_SHARE`` of its snapshot (each one
     is a tombstone every query skips), under the reindex lock; skipped when another run holds it (it refreshes)."""
@@ -212,12 +225,14 @@ class DocumentOperations:
         documents: DocumentBatch | Iterable[NewDocument],
         *,
         collection: str = "default",
-        strategy: str = "recursive",
+        strategy: str = "auto",
         force: bool = False,
         listener: ProgressListener | None = None,
     ) -> IngestReport:
         """Index in-memory documents, or a ``read_uploads`` batch (its unread files are the report's first
         failures): one ``index_texts`` run per strategy (a document's own, else ``strategy``), one report.
+        ``auto`` (the default) picks one per document by its source's suffix, as for files (``errors.md``:
+        ``markdown``); a source without a known suffix gets ``recursive``.
 
         ``listener(done, total)`` hears the documents done of the whole call.
         """

@@ -11,7 +11,9 @@ from sqlalchemy.orm import Session
 from rag_service.config import Preset
 from rag_service.db import graph
 from rag_service.db.models import Document, RagConfiguration
-from rag_service.db.presets import load_preset
+from rag_service.db.presets import load_preset, stored_message, stored_problems
+from rag_service.errors import ConfigurationError
+from rag_service.knobs import check_knobs
 
 
 def delete_by_source(session: Session, *, collection: str, source: str) -> int:
@@ -22,12 +24,35 @@ def delete_by_source(session: Session, *, collection: str, source: str) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
+def sources_ending_with(session: Session, *, collection: str, path: str, limit: int = 3) -> list[str]:
+    """Stored sources of ``collection`` that end with ``/path`` (a delete given ``corpA/errors.md`` where the
+    document is stored under its absolute path), at most ``limit``, in order."""
+    tail = "/" + path.lstrip("/")
+    found = session.scalars(
+        select(Document.source)
+        .where(Document.collection == collection, Document.source.endswith(tail, autoescape=True))
+        .order_by(Document.source)
+        .limit(limit)
+    )
+    return list(found)
+
+
 def update_preset(session: Session, context_type: str, values: dict[str, Any]) -> Preset:
     """Change some columns of a preset row, validated like a per-call override; returns the new preset.
 
-    UnknownContextError for a missing row, ConfigurationError for an unknown column or a bad value.
+    UnknownContextError for a missing row, ConfigurationError for an unknown column or a bad value, or
+    for a bad stored value (a row edited in SQL) that ``values`` leave as it is.
     """
-    updated = load_preset(session, context_type).with_overrides(values)
+    stored = load_preset(session, context_type)
+    try:
+        updated = stored.with_overrides(values)
+    except ConfigurationError:
+        check_knobs(values)  # a bad value sent is named first
+        wrong = stored_problems(stored, replaced=values)
+        if wrong:  # the change leaves a bad value a SQL edit stored
+            fix = f"send valid {', '.join(wrong)} in this change too"
+            raise ConfigurationError(f"{stored_message(stored, wrong)}; {fix}") from None
+        raise
     row = {k: v for k, v in asdict(updated).items() if k != "context_type"}
     session.execute(
         update(RagConfiguration)

@@ -11,12 +11,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from rag_service.db.documents import documents_in_scope
 from rag_service.evaluation.docset import DocSet, SectionMapper, rank_sections
 from rag_service.evaluation.latency import LatencyRecorder
 from rag_service.evaluation.metrics import evaluate_per_query, evaluate_run
 from rag_service.evaluation.runner import EvalConfig, EvalResult
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.report import IngestReport
+from rag_service.ingest.source_keys import source_for
 from rag_service.service import UniversalRAGService
 
 DOC_MEASURES: tuple[str, ...] = ("ndcg@10", "recall@10", "mrr@10")
@@ -26,20 +28,45 @@ _STAGES = ("embedding", "retrieval", "graph", "rerank", "parents", "mmr", "forma
 
 
 def docset_collection(dataset_dir: Path) -> str:
-    """The collection a documentation set is indexed into."""
+    """The collection a documentation set is indexed into (by default: ``index_docset`` keeps it to this set)."""
     return f"docs-{dataset_dir.resolve().name}"
+
+
+def docset_sources(docset: DocSet) -> dict[str, str]:
+    """The source key each file of ``docs/`` is stored under (as ``index_paths`` keys it), to its name."""
+    known: dict[Path, Path | None] = {}
+    return {source_for(path, known=known): name for name, path in docset.files.items()}
 
 
 def index_docset(
     service: UniversalRAGService, docset: DocSet, *, collection: str, strategy: str | None, progress: bool
 ) -> IngestReport:
-    """Index ``docs/`` (unchanged files are skipped without embedding)."""
-    return service.index_paths([docset.docs_dir], collection=collection, strategy=strategy, progress=progress)
+    """Index ``docs/`` (unchanged files are skipped without embedding) and delete what it no longer holds.
+
+    In the set's own collection (``docset_collection``) every other document goes too: a folder of the
+    same name elsewhere shares that name, and its documents would take this set's result slots. In a
+    collection given by name only documents under ``docs/`` whose files are gone are deleted.
+    """
+    report = service.index_paths(
+        [docset.docs_dir], collection=collection, strategy=strategy, progress=progress, prune=True
+    )
+    if collection == docset_collection(docset.root):
+        report.deleted += _delete_foreign(service, collection, keep=set(docset_sources(docset)))
+    return report
+
+
+def _delete_foreign(service: UniversalRAGService, collection: str, *, keep: set[str]) -> int:
+    """Delete the documents of ``collection`` whose source is not in ``keep``; returns how many."""
+    with service.db.transaction() as session:
+        stored = [d.source for d in documents_in_scope(session, collection=collection, prefixes=None)]
+    return sum(service.delete_document(source, collection=collection) for source in stored if source not in keep)
 
 
 def section_mapper(docset: DocSet, *, max_bytes: int) -> SectionMapper:
-    """A mapper over the files' texts as the loader stores them (offsets refer to those texts)."""
-    return SectionMapper({name: load_document(path, max_bytes=max_bytes).text for name, path in docset.files.items()})
+    """A mapper over the files' texts as the loader stores them (offsets refer to those texts), matching
+    stored sources exactly to this set's files (a same-named file of another folder is none of them)."""
+    texts = {name: load_document(path, max_bytes=max_bytes).text for name, path in docset.files.items()}
+    return SectionMapper(texts, sources=docset_sources(docset))
 
 
 def run_docset(

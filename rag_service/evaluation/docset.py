@@ -10,16 +10,21 @@ relevance order, each section once, at the rank of its first chunk.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import cast
 
+from rag_service.config import Settings
 from rag_service.errors import DocumentReadError
 from rag_service.evaluation.beir import read_judged_queries
-from rag_service.evaluation.sections import SectionIndex
+from rag_service.evaluation.sections import SectionIndex, sections
+from rag_service.ingest.loaders import load_document
 
 __all__ = ["DocSet", "SectionMapper", "is_docset", "load_docset", "rank_sections"]
 
 DOCS_FOLDER = "docs"
+#: ``RAG_MAX_FILE_BYTES``'s default, for callers without settings
+DEFAULT_MAX_BYTES = cast(int, next(f.default for f in fields(Settings) if f.name == "max_file_bytes"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +44,16 @@ def is_docset(dataset_dir: Path) -> bool:
     return (dataset_dir / DOCS_FOLDER).is_dir() and not (dataset_dir / "corpus.jsonl").exists()
 
 
-def load_docset(dataset_dir: Path, *, split: str = "test") -> DocSet:
-    """Read a documentation set; every qrels id must name ``<file under docs/>#<section number>``."""
+def load_docset(dataset_dir: Path, *, split: str = "test", max_bytes: int = DEFAULT_MAX_BYTES) -> DocSet:
+    """Read a documentation set; every qrels id must name ``<file under docs/>#<section number>`` of a
+    section the file has (its text read as indexing reads it, files up to ``max_bytes``)."""
     root = Path(dataset_dir)
     docs_dir = root / DOCS_FOLDER
     if not docs_dir.is_dir():
         raise DocumentReadError(f"{docs_dir} is missing; a documentation set has docs/, queries.jsonl, qrels/")
     queries, qrels = read_judged_queries(root, split)
     files = {p.relative_to(docs_dir).as_posix(): p for p in sorted(docs_dir.rglob("*")) if p.is_file()}
+    numbers: dict[str, range] = {}
     for qid, grades in qrels.items():
         for section_id in grades:
             name, sep, number = section_id.rpartition("#")
@@ -59,24 +66,42 @@ def load_docset(dataset_dir: Path, *, split: str = "test") -> DocSet:
                     f"qrels/{split}.tsv: {section_id!r} (query {qid}) names a file not under {docs_dir}; "
                     "add the file or fix the row"
                 )
+            if name not in numbers:
+                found = sections(load_document(files[name], max_bytes=max_bytes).text)
+                numbers[name] = range(found[0].number, found[-1].number + 1)
+            if int(number) not in numbers[name]:
+                raise DocumentReadError(
+                    f"qrels/{split}.tsv: {section_id!r} (query {qid}): {name} has {_numbers(numbers[name])}; "
+                    "fix the row"
+                )
     return DocSet(root=root, docs_dir=docs_dir, files=files, queries=queries, qrels=qrels, split=split)
+
+
+def _numbers(found: range) -> str:
+    """``sections 1-3``, or ``only section 0``."""
+    return f"sections {found.start}-{found.stop - 1}" if len(found) > 1 else f"only section {found.start}"
 
 
 class SectionMapper:
     """Maps a stored chunk (its ``source`` and ``match_start``) to the id ``<file>#<n>`` of its section.
 
-    ``texts`` gives each file's stored text (offsets refer to it). A stored source is matched to the
-    file whose ``docs/``-relative name it ends with (the longest such name), so the mapping holds
-    whether sources are stored relative or absolute.
+    ``texts`` gives each file's stored text (offsets refer to it). ``sources`` maps each stored source
+    key to its file's name: then only those keys match. Without it (sources stored by another tool) a
+    source is matched to the file whose ``docs/``-relative name it ends with (the longest such name).
     """
 
-    def __init__(self, texts: dict[str, str]) -> None:
+    def __init__(self, texts: dict[str, str], *, sources: dict[str, str] | None = None) -> None:
         self._index = {name: SectionIndex(text) for name, text in texts.items()}
         self._names = sorted(texts, key=len, reverse=True)
         self._by_source: dict[str, str | None] = {}
+        self._exact = sources is not None
+        if sources is not None:
+            self._by_source.update((source, name) for source, name in sources.items() if name in texts)
 
     def file_of(self, source: str) -> str | None:
         """The file name ``source`` refers to, or None when it is none of the set's files."""
+        if self._exact:
+            return self._by_source.get(source)
         if source not in self._by_source:
             self._by_source[source] = next((n for n in self._names if source == n or source.endswith("/" + n)), None)
         return self._by_source[source]

@@ -22,6 +22,7 @@ from rag_service.evaluation.beir import BeirDataset, doc_text
 from rag_service.evaluation.latency import LatencyRecorder
 from rag_service.evaluation.metrics import DEFAULT_MEASURES, evaluate_per_query, evaluate_run
 from rag_service.ingest.report import IngestReport
+from rag_service.result import NO_RERANKER
 from rag_service.service import UniversalRAGService
 
 RETRIEVERS = ("hybrid", "vector", "fulltext")
@@ -87,7 +88,7 @@ class EvalResult:
             "config": {
                 "context": self.config.context,
                 "retriever": self.config.retriever,
-                "rerank": self.config.rerank,
+                "rerank": self.reranked,
                 "depth": self.config.depth,
                 "strategy": self.config.strategy,
                 "overrides": dict(sorted(self.config.overrides.items())),
@@ -101,13 +102,18 @@ class EvalResult:
             "ingest": self.ingest,
         }
 
+    @property
+    def reranked(self) -> bool:
+        """Whether a reranker ran: asked for (no ``--no-rerank``) and one configured (not ``RAG_RERANK_MODEL=none``)."""
+        return self.config.rerank and self.reranker != NO_RERANKER
+
     def lines(self) -> list[str]:
         """Human-readable summary."""
         c = self.config
-        out = [
-            f"{self.dataset} ({self.split}, {self.queries} queries) - {c.retriever}, context {c.context}, "
-            f"rerank {'on' if c.rerank else 'off'} ({self.reranker})",
-        ]
+        rerank = f"rerank on ({self.reranker})" if self.reranked else "rerank off"
+        if c.rerank and not self.reranked:
+            rerank += " (no reranker ran)"
+        out = [f"{self.dataset} ({self.split}, {self.queries} queries) - {c.retriever}, context {c.context}, {rerank}"]
         out += [f"  {name:<11} {value:.4f}" for name, value in self.metrics.items()]
         out += [f"  {name:<20} {value:.1f}" for name, value in self.stats.items()]
         for stage, s in self.latency.items():

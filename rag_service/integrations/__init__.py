@@ -10,10 +10,13 @@ Importing this package imports no framework; importing an adapter without its ex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
 from types import ModuleType
+from typing import Any
 
-from rag_service.errors import MissingExtraError
+from rag_service.errors import ConfigurationError, MissingExtraError
+from rag_service.knobs import call_arguments_in
 
 
 def require_extra(module: str, *, extra: str, feature: str) -> ModuleType:
@@ -25,3 +28,16 @@ def require_extra(module: str, *, extra: str, feature: str) -> ModuleType:
             f"{feature} needs the {extra!r} extra ({module} is not importable: {exc}); "
             f"run: pip install 'rag_service[{extra}]'"
         ) from exc
+
+
+def check_overrides(owner: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``overrides`` as a dict, or ConfigurationError (one line) when one names an argument of ``owner`` itself
+    (``collection``, ``filters``, ...), which ``retrieve()`` would get twice."""
+    clash = call_arguments_in(overrides)
+    if clash:
+        name = clash[0]
+        where = "the query text" if name == "query" else f"{owner}({name}=...)"
+        raise ConfigurationError(
+            f"overrides[{name!r}] is not a preset override; pass it as {where} instead"
+        )
+    return dict(overrides)

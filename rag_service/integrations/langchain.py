@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_service.integrations import require_extra
+from rag_service.integrations import check_overrides, require_extra
 
 require_extra("langchain_core.retrievers", extra="langchain", feature="rag_service.integrations.langchain")
 
@@ -57,22 +57,26 @@ class UniversalRAGRetriever(BaseRetriever):
                 f"UniversalRAGRetriever has no field {unknown[0]!r}; preset knobs go in overrides, e.g. "
                 f"overrides={{{unknown[0]!r}: ...}}; the fields are {', '.join(cls.model_fields)}"
             )
+        if isinstance(data, dict) and isinstance(data.get("overrides"), dict):
+            check_overrides(cls.__name__, data["overrides"])  # collection=, filters=: before the first call
         return data
 
     def _service(self) -> UniversalRAGService:
         return self.service if self.service is not None else get_universal_rag()
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        overrides = check_overrides(type(self).__name__, self.overrides)  # the dict may have changed since
         result = self._service().retrieve(
-            query, self.context, collection=self.collection, filters=self.filters, **self.overrides
+            query, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_documents(result)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
+        overrides = check_overrides(type(self).__name__, self.overrides)
         result = await self._service().aretrieve(
-            query, self.context, collection=self.collection, filters=self.filters, **self.overrides
+            query, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_documents(result)
 

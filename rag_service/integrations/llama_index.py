@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rag_service.integrations import require_extra
+from rag_service.integrations import check_overrides, require_extra
 
 require_extra("llama_index.core.retrievers", extra="llamaindex", feature="rag_service.integrations.llama_index")
 
@@ -55,20 +55,22 @@ class UniversalRAGRetriever(BaseRetriever):
         self.context = context
         self.collection = collection
         self.filters = dict(filters) if filters is not None else None
-        self.overrides = dict(overrides or {})
+        self.overrides = check_overrides(type(self).__name__, overrides or {})
 
     def _service(self) -> UniversalRAGService:
         return self.service if self.service is not None else get_universal_rag()
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        overrides = check_overrides(type(self).__name__, self.overrides)  # the dict may have changed since
         result = self._service().retrieve(
-            query_bundle.query_str, self.context, collection=self.collection, filters=self.filters, **self.overrides
+            query_bundle.query_str, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_nodes(result)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        overrides = check_overrides(type(self).__name__, self.overrides)
         result = await self._service().aretrieve(
-            query_bundle.query_str, self.context, collection=self.collection, filters=self.filters, **self.overrides
+            query_bundle.query_str, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_nodes(result)
 

@@ -149,9 +149,12 @@ def build_server(
 
         @server.tool()
         def index_text(source: str, text: str, title: str = "", collection: str = "default") -> str:
-            """Index one text under the name ``source`` (replacing an earlier text of that name)."""
+            """Index one text under the name ``source`` (replacing an earlier text of that name), chunked as a
+            file of that name would be (``errors.md``: by its headers)."""
+            from rag_service.service_documents import NewDocument
+
             with _tool_errors():
-                report = service.index_texts([(source, title, text)], collection=collection)
+                report = service.index_documents([NewDocument(source, text, title)], collection=collection)
             return "\n".join(report.lines())
 
     return server

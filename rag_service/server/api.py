@@ -32,7 +32,7 @@ from rag_service.server.schemas import (
     RetrieveResponse,
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
-from rag_service.service_documents import DocumentBatch, NewDocument
+from rag_service.service_documents import DocumentBatch, NewDocument, stored_sources_like
 
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
@@ -218,7 +218,10 @@ async def delete_document(
     """Delete one document (and its chunks) by source; 404 when the collection has no such document."""
     deleted = await state.run(state.service.delete_document, source, collection=collection)
     if not deleted:
-        raise ApiError(404, "not_found", f"collection {collection!r} has no document with source {source!r}")
+        stored = await state.run(stored_sources_like, state.service.db, collection=collection, source=source)
+        hint = f"; did you mean {' or '.join(map(repr, stored))}? (the stored source, as listed in results)"
+        message = f"collection {collection!r} has no document with source {source!r}{hint if stored else ''}"
+        raise ApiError(404, "not_found", message)
     return JSONResponse({"success": True, "deleted": deleted})
 
 

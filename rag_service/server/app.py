@@ -24,7 +24,7 @@ from rag_service.server.config import ServerConfig
 from rag_service.server.errors import install_error_handlers
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
-from rag_service.server.middleware import BodyLimit, HeadAsGet, RequestMetrics, UnexpectedErrors
+from rag_service.server.middleware import BodyLimit, HeadAsGet, RequestMetrics, TrailingSlashWrites, UnexpectedErrors
 from rag_service.server.state import ServerState, need_read
 from rag_service.service import UniversalRAGService
 
@@ -56,7 +56,8 @@ def create_app(
         service.stop_warm_up()  # a first start's model export: a stop does not wait for it
         with contextlib.suppress(Exception):
             await state.warming  # the service must not close under a loading model
-        state.jobs.shutdown()
+        # running jobs stop at their next document before the service closes under them
+        await asyncio.to_thread(state.jobs.shutdown, cancel=True)
         if owns_service:
             service.close()
 
@@ -96,7 +97,8 @@ def create_app(
             allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
-    app.add_middleware(HeadAsGet)  # innermost: the metrics and error layers see the HEAD as sent
+    app.add_middleware(TrailingSlashWrites)
+    app.add_middleware(HeadAsGet)  # innermost but one: the metrics and error layers see the HEAD as sent
     app.add_middleware(BodyLimit, limit_for=limit_for)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.add_middleware(UnexpectedErrors)  # outermost of ours: the one place an unexpected error is logged

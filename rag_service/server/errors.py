@@ -125,6 +125,8 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
         hint = did_you_mean(str(loc[1]), fields, quoted=False)
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
+    if kind == "bool_type":  # strict: "yes", "off", 1 are no booleans
+        return f"{where}: must be true or false (JSON booleans), not {first.get('input')!r:.60}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
 
@@ -186,6 +188,21 @@ def _no_route(request: Request, exc: StarletteHTTPException) -> tuple[str, dict[
     hint = f"did you mean {'|'.join(endpoints[near])} {near}? " if near else ""
     message = f"{asked}: no such endpoint; {hint}search is POST /api/rag/retrieve, every endpoint is in /openapi.json"
     return message, dict(exc.headers or {})
+
+
+def trailing_slash_refusal(app: FastAPI, method: str, path: str) -> JSONResponse | None:
+    """A 404 naming the endpoint for a write to a path with a trailing slash that no route takes with or without
+    it (the router's 307 went to a path refusing the method: ``PUT /api/presets/``); None when one does."""
+    if not path.endswith("/") or path == "/":
+        return None
+    takes = sorted(route for route, ops in app.openapi()["paths"].items() if method.lower() in ops)
+    if any(_route_pattern(route).fullmatch(p) for route in takes for p in (path, path.rstrip("/"))):
+        return None  # served here, or the redirect keeps the method (307) and lands on a route taking it
+    near = closest_name(path.rstrip("/"), takes, cutoff=0.6)
+    hint = f"did you mean {method} {near}? " if near else ""
+    return error_response(
+        404, "not_found", f"{method} {path[:200]}: no such endpoint; {hint}every endpoint is in /openapi.json"
+    )
 
 
 def _route_pattern(route: str) -> re.Pattern[str]:

@@ -3,11 +3,16 @@
 A job's scope is one collection or every collection (``None``); a job whose scope overlaps a
 queued or running one is refused with ``JobConflictError`` (HTTP 409). Finished jobs stay
 readable until the registry holds ``keep`` of them, oldest dropped first.
+
+A server that stops cancels its running jobs: each stops at its next document, as ``rag reindex``
+does on Ctrl-C (every batch is one transaction: a document is in its old or its new version), and
+is logged as cancelled at WARNING, also when the service closed under it before that.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 import uuid
@@ -21,6 +26,7 @@ from rag_service.errors import RagError
 from rag_service.log import mask_url
 from rag_service.server.errors import JobConflictError
 from rag_service.server.middleware import one_line
+from rag_service.shutdown import Interrupted
 
 if TYPE_CHECKING:
     from rag_service import IngestReport
@@ -32,6 +38,10 @@ JobState = Literal["queued", "running", "succeeded", "failed"]
 ProgressListener = Callable[[int, int | None], None]
 #: the work of a job: given a progress listener, returns the ingest report
 JobWork = Callable[[ProgressListener], "IngestReport"]
+#: how long a stopping server waits for its running jobs to stop at their next document
+SHUTDOWN_GRACE_S = 10.0
+#: a cancelled job's error
+CANCELLED = "cancelled: the server stopped before the job ended (documents done so far are kept); start it again"
 
 
 @dataclass(slots=True)
@@ -84,11 +94,14 @@ class Job:
 class _JobListener:
     """A job's progress listener: documents done, and the step a bulk load's write is in (``Progress.phase``)."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, stopping: threading.Event) -> None:
         self.job = job
+        self.stopping = stopping
 
     def __call__(self, done: int, total: int | None) -> None:
         self.job.done, self.job.total = done, total
+        if self.stopping.is_set():  # between documents: the work unwinds as on Ctrl-C
+            raise Interrupted(signal.SIGTERM)
 
     def phase(self, name: str) -> None:
         """The step the write is in (None again once the job ends)."""
@@ -108,6 +121,9 @@ class JobRegistry:
         self._lock = threading.Lock()
         self._keep = keep
         self._on_finish = on_finish
+        self._stopping = threading.Event()
+        self._idle = threading.Condition(self._lock)
+        self._running = 0
 
     def check_free(self, collection: str | None) -> None:
         """JobConflictError when a queued or running job overlaps ``collection`` (before checks that a running
@@ -145,17 +161,26 @@ class JobRegistry:
             del self._jobs[job_id]
 
     def _run(self, job: Job, work: JobWork) -> None:
+        with self._lock:
+            self._running += 1
+        try:
+            self._run_job(job, work)
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def _run_job(self, job: Job, work: JobWork) -> None:
         job.state, job.started_at = "running", time.time()
         try:
-            report = work(_JobListener(job))
-        except RagError as exc:
-            job.error = mask_url(str(exc))
-            job.state = "failed"
-        except Exception as exc:  # a job must end in a state, whatever went wrong
-            job.error = f"internal error ({type(exc).__name__}); the server log has the details"
-            job.state = "failed"
-            log.error("job %s failed: %s", job.id, one_line(exc))  # one line; the traceback at DEBUG
-            log.debug("traceback of job %s", job.id, exc_info=True)
+            report = work(_JobListener(job, self._stopping))
+        except (KeyboardInterrupt, Exception) as exc:
+            if self._stopping.is_set():  # stopped at a document, or the service closed under it
+                self._cancelled(job, exc)
+            elif isinstance(exc, KeyboardInterrupt):
+                raise
+            else:
+                self._failed(job, exc)
         else:
             job.report = report.to_dict()
             job.state = "succeeded" if report.ok else "failed"
@@ -165,6 +190,30 @@ class JobRegistry:
         if self._on_finish is not None:
             self._on_finish(job)
 
-    def shutdown(self, *, wait: bool = False) -> None:
-        """Stop accepting jobs; a running job finishes (``wait``: before this returns), queued ones are dropped."""
+    def _cancelled(self, job: Job, exc: BaseException) -> None:
+        partial = exc.partial if isinstance(exc, Interrupted) else None
+        if partial is not None and hasattr(partial, "to_dict"):
+            job.report = partial.to_dict()
+        job.error, job.state = CANCELLED, "failed"
+        how = "" if isinstance(exc, KeyboardInterrupt) else f" ({one_line(exc)})"
+        log.warning("job %s (%s) cancelled by the shutdown after %d documents%s", job.id, job.kind, job.done, how)
+
+    def _failed(self, job: Job, exc: BaseException) -> None:
+        job.state = "failed"
+        if isinstance(exc, RagError):
+            job.error = mask_url(str(exc))
+            return
+        # a job must end in a state, whatever went wrong
+        job.error = f"internal error ({type(exc).__name__}); the server log has the details"
+        log.error("job %s failed: %s", job.id, one_line(exc))  # one line; the traceback at DEBUG
+        log.debug("traceback of job %s", job.id, exc_info=exc)
+
+    def shutdown(self, *, wait: bool = False, cancel: bool = False, grace_s: float = SHUTDOWN_GRACE_S) -> None:
+        """Stop accepting jobs; queued ones are dropped. A running job finishes (``wait``: before this returns),
+        or with ``cancel`` stops at its next document: this waits up to ``grace_s`` for that."""
+        if cancel:
+            self._stopping.set()
         self._pool.shutdown(wait=wait, cancel_futures=True)
+        if cancel:
+            with self._idle:
+                self._idle.wait_for(lambda: self._running == 0, timeout=grace_s)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_service.errors import first_line
-from rag_service.server.errors import error_response
+from rag_service.server.errors import error_response, trailing_slash_refusal
 from rag_service.server.metrics import ApiMetrics
 
 log = logging.getLogger(__name__)
@@ -149,3 +149,19 @@ class HeadAsGet:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, send_headers_only)
+
+
+class TrailingSlashWrites:
+    """A write to a path with a trailing slash that no route takes is a 404 naming the endpoint: the router's
+    307 sent ``PUT /api/presets/`` to ``/api/presets``, which refuses PUT (GET and HEAD keep the redirect)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
+            refusal = trailing_slash_refusal(scope["app"], scope["method"], scope["path"])
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

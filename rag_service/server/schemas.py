@@ -129,7 +129,7 @@ class RetrieveRequest(PresetValues):
         default=None,
         description="source, source_prefix, headers, metadata, document_id, chunk_type, keywords",
     )
-    return_formatted: bool = Field(default=True, description="include formatted_context (else null)")
+    return_formatted: bool = Field(default=True, strict=True, description="include formatted_context (else null)")
 
 
 class RetrieveResult(BaseModel):
@@ -168,8 +168,15 @@ class DocumentsRequest(_Strict):
 
     collection: str = Collection
     documents: list[TextDocument] = Field(min_length=1)
-    strategy: str = Field(default="recursive", min_length=1, max_length=64, description="chunking strategy")
-    force: bool = Field(default=False, description="re-chunk unchanged documents too (unchanged chunks keep vectors)")
+    strategy: str = Field(
+        default="auto",
+        min_length=1,
+        max_length=64,
+        description="chunking strategy; auto (the default) picks one per document by its source's suffix",
+    )
+    force: bool = Field(
+        default=False, strict=True, description="re-chunk unchanged documents too (unchanged chunks keep vectors)"
+    )
 
 
 class ReindexRequest(_Strict):

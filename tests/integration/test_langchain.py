@@ -17,7 +17,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from sqlalchemy import text
 
-from rag_service.errors import UnknownCollectionError, UnknownContextError
+from rag_service.errors import ConfigurationError, UnknownCollectionError, UnknownContextError
 from rag_service.integrations.langchain import UniversalRAGRetriever
 from rag_service.service import UniversalRAGService
 from tests.integration.knowledge import kb_service
@@ -63,6 +63,20 @@ def test_fields_reach_retrieve(service):
         UniversalRAGRetriever(service=service, collection="kb", max_chunks=2)  # was dropped: 12 documents came back
     capped = UniversalRAGRetriever(service=service, collection="kb", overrides={"max_chunks": 1}, tags=["t"])
     assert len(capped.invoke("backups and reranking")) == 1
+
+
+def test_overrides_naming_its_own_fields_are_one_line(service):
+    with pytest.raises(ValueError, match=r"overrides\['filters'\] is not a preset override; pass it as "):
+        UniversalRAGRetriever(service=service, collection="kb", overrides={"filters": {"source": "kb/ops.md"}})
+    retriever = UniversalRAGRetriever(service=service, context="agent", collection="kb")
+    retriever.overrides["collection"] = "alpha"  # changed after construction: refused at the call, not a TypeError
+    with pytest.raises(ConfigurationError) as raised:
+        retriever.invoke("x")
+    assert str(raised.value) == (
+        "overrides['collection'] is not a preset override; pass it as UniversalRAGRetriever(collection=...) instead"
+    )
+    with pytest.raises(ConfigurationError, match=r"overrides\['collection'\]"):
+        asyncio.run(retriever.ainvoke("x"))
 
 
 def test_ainvoke_matches_invoke(service):

@@ -11,6 +11,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from sqlalchemy import text
 
+from rag_service.errors import ConfigurationError
 from rag_service.integrations.llama_index import UniversalRAGRetriever
 from rag_service.service import UniversalRAGService
 from tests.integration.knowledge import kb_service
@@ -40,6 +41,18 @@ def test_retrieve_returns_scored_nodes_with_their_metadata(service, connection):
     shown = top.node.get_content(metadata_mode=MetadataMode.LLM)
     assert "source: kb/ops.md" in shown and "header_path: Operations > Backups" in shown
     assert "start_char" not in shown and "scores" not in shown
+
+
+def test_overrides_naming_its_own_arguments_are_one_line(service):
+    with pytest.raises(ConfigurationError) as raised:
+        UniversalRAGRetriever(service, collection="kb", overrides={"filters": {"source": "kb/ops.md"}})
+    assert str(raised.value) == (
+        "overrides['filters'] is not a preset override; pass it as UniversalRAGRetriever(filters=...) instead"
+    )
+    retriever = UniversalRAGRetriever(service, collection="kb")
+    retriever.overrides["query"] = "x"
+    with pytest.raises(ConfigurationError, match=r"overrides\['query'\] .* pass it as the query text instead"):
+        retriever.retrieve("backups")
 
 
 def test_async_retrieve_matches(service):

@@ -231,3 +231,54 @@ def test_readiness_and_health_of_a_migrated_database(service: UniversalRAGServic
     health = service.database_health()
     assert health.circuit == "closed" and health.circuit_closed and health.cooldown_s > 0
     assert health.pool_size is not None and health.pool_size >= 1 and health.checked_out is not None
+
+
+def test_documents_are_chunked_by_their_source_name_by_default(
+    service: UniversalRAGService, connection: Connection
+) -> None:
+    from rag_service.server.schemas import DocumentsRequest
+
+    collection = f"auto-{uuid.uuid4().hex[:8]}"
+    errors = "# Errors\n\nEvery failure is one line.\n\n## Codes\n\nCode 42 means the quota ran out of room today.\n"
+    documents = [NewDocument("errors.md", errors), NewDocument("notes", TIDES)]
+    assert service.index_documents(documents, collection=collection).added == 2
+    query = text("SELECT source, chunker FROM documents WHERE collection = :c ORDER BY source")
+    chunkers = {row[0]: row[1] for row in connection.execute(query, {"c": collection})}
+    assert chunkers["errors.md"].startswith("markdown") and chunkers["notes"].startswith("recursive")
+    found = service.retrieve("code 42 quota", "agent", collection=collection)
+    assert found.chunks[0].source == "errors.md" and found.chunks[0].headers, "a markdown text has header paths"
+    body = DocumentsRequest.model_validate({"documents": [{"source": "errors.md", "text": errors}]})
+    assert body.strategy == "auto", "POST /api/documents chunks as the Python call does"
+
+
+def test_a_preset_row_edited_out_of_limits_is_named_as_stored(
+    service: UniversalRAGService, connection: Connection
+) -> None:
+    collection = f"wild-{uuid.uuid4().hex[:8]}"
+    service.index_documents([NewDocument("kites.md", KITES)], collection=collection)
+    connection.execute(text(  # SQL accepts what the knobs refuse: the table's CHECKs are looser
+        "INSERT INTO rag_configurations (context_type, expand_query, return_parents, diversity, max_chunks, "
+        "max_tokens, vector_weight) VALUES ('wild', false, false, 0.1, 3000, 1500, 2.5)"
+    ))
+    stored = (
+        "preset 'wild' stores max_chunks 3000 (must be between 1 and 1000), vector_weight 2.5 (must be between 0 and 1)"
+    )
+    for call in (
+        lambda: service.retrieve("kite", "wild", collection=collection),
+        lambda: service.retrieve("kite", "wild", collection=collection, max_tokens=900),
+        lambda: service.preset("wild"),  # GET /api/presets/wild
+    ):
+        with pytest.raises(ConfigurationError) as bad:
+            call()
+        assert str(bad.value) == f"{stored}; fix it with PUT /api/presets/wild (update_preset) or in rag_configurations"
+    with pytest.raises(ConfigurationError) as partial:  # PUT {"max_tokens": 900}
+        service.update_preset("wild", max_tokens=900)
+    assert str(partial.value) == f"{stored}; send valid max_chunks, vector_weight in this change too"
+    with pytest.raises(ConfigurationError, match=r"^max_tokens \(0\) must be between"):  # what was sent comes first
+        service.update_preset("wild", max_tokens=0)
+    overridden = service.retrieve("kite", "wild", collection=collection, max_chunks=5, vector_weight=0.5)
+    assert overridden.chunks, "a call that replaces the bad values runs"
+
+    fixed = service.update_preset("wild", max_chunks=8, vector_weight=0.5)
+    assert (fixed.max_chunks, fixed.vector_weight) == (8, 0.5)
+    assert service.retrieve("kite", "wild", collection=collection).chunks

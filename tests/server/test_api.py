@@ -194,6 +194,51 @@ def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveSer
     assert not [p for p in uploads.rglob("*") if p.is_file()]
 
 
+def test_a_delete_by_a_path_ending_a_stored_source_names_that_source(live: LiveServer) -> None:
+    collection = f"api-{uuid.uuid4().hex[:8]}"
+    stored = "/srv/corpora/corpA/errors.md"  # indexed from a folder outside any checkout: an absolute key
+    with live.client(WRITE_TOKEN) as client:
+        added = client.post("/api/documents", json={"collection": collection,
+                                                    "documents": [{"source": stored, "text": "# Errors\n\nOne line."}]})
+        assert added.status_code == 200, added.text
+        missed = client.delete("/api/documents", params={"source": "corpA/errors.md", "collection": collection})
+        assert missed.status_code == 404 and missed.json()["error"]["message"] == (
+            f"collection {collection!r} has no document with source 'corpA/errors.md'; did you mean {stored!r}? "
+            "(the stored source, as listed in results)"
+        )
+        other = client.delete("/api/documents", params={"source": "rrors.md", "collection": collection})
+        assert other.json()["error"]["message"].endswith("has no document with source 'rrors.md'")  # no hint
+        assert client.delete("/api/documents", params={"source": stored, "collection": collection}).status_code == 200
+
+
+def test_a_write_with_a_trailing_slash_names_its_endpoint(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        put = client.put("/api/presets/", json={"max_chunks": 6})  # was a bare 307 to /api/presets (GET only)
+        assert put.status_code == 404, put.text
+        assert put.json()["error"]["message"] == (
+            "PUT /api/presets/: no such endpoint; did you mean PUT /api/presets/{context}? every endpoint is in "
+            "/openapi.json"
+        )
+        listed = client.get("/api/presets/", follow_redirects=True)  # a read keeps its redirect
+        assert listed.status_code == 200 and listed.json()["presets"]
+        same = client.get("/api/presets/workflow").json()["preset"]["max_chunks"]  # the shared preset stays as it is
+        edited = client.put("/api/presets/workflow/", json={"max_chunks": same}, follow_redirects=True)
+        assert edited.status_code == 200 and edited.json()["preset"]["max_chunks"] == same
+
+
+def test_booleans_are_json_true_or_false(live: LiveServer) -> None:
+    with live.client(WRITE_TOKEN) as client:
+        for value in ("yes", "off", "1", 0):
+            refused = client.post("/api/rag/retrieve", json={"query": "x", "expand_query": value})
+            assert refused.status_code == 422, refused.text
+            message = refused.json()["error"]["message"]
+            assert message == f"expand_query: must be true or false (JSON booleans), not {value!r}"
+        put = client.put("/api/presets/workflow", json={"rerank_enabled": "off"})
+        assert put.status_code == 422 and put.json()["error"]["message"].startswith("rerank_enabled: must be true")
+        forced = client.post("/api/documents", json={"documents": [{"source": "a", "text": "b"}], "force": 1})
+        assert forced.status_code == 422 and forced.json()["error"]["message"].startswith("force: must be true")
+
+
 def test_presets_list_and_validated_edit(live: LiveServer) -> None:
     with live.client(WRITE_TOKEN) as client:
         presets = {p["context_type"]: p for p in client.get("/api/presets").json()["presets"]}

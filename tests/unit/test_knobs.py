@@ -88,6 +88,20 @@ def test_a_numeric_knob_refuses_booleans_and_strings(value: object) -> None:
             PresetValues.model_validate({name: value})
 
 
+@pytest.mark.parametrize("value", ["yes", "off", "1", "true", 0, 1, 1.0])
+def test_a_boolean_is_json_true_or_false_only(value: object) -> None:
+    from rag_service.server.schemas import DocumentsRequest
+
+    for name in ("expand_query", "return_parents", "rerank_enabled", "show_metadata"):
+        with pytest.raises(ValueError, match=name):
+            PresetValues.model_validate({name: value})
+    with pytest.raises(ValueError, match="return_formatted"):
+        RetrieveRequest.model_validate({"query": "x", "return_formatted": value})
+    with pytest.raises(ValueError, match="force"):
+        DocumentsRequest.model_validate({"documents": [{"source": "a", "text": "b"}], "force": value})
+    assert PresetValues.model_validate({"expand_query": False}).expand_query is False
+
+
 def test_min_relevance_is_a_knob_with_a_0_to_1_range() -> None:
     knob = PRESET_KNOBS["min_relevance"]
     assert (knob.default, knob.ge, knob.le) == (0.0, 0.0, 1.0)
