@@ -141,16 +141,19 @@ class Indexer:
                     if not _repeated(sources[path], seen, report, bar, path=str(path)):  # two checkouts' docs/a.md
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
-            record_new(self.db, collection, (keyed[p] for p in files))
-            gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
-                self.db,
-                collection,
-                scope=[(source_for(Path(p), base), origin_for(Path(p), base)) for p in paths],
-                seen=set(sources.values()),
-                unreadable=[source_for(p, base) for p in found.unreadable],
-                delete=prune,
-            )
-            report.gone = [] if prune else gone
+            record_new(self.db, collection, (keyed[p] for p in files), report)
+            try:  # a lost database here leaves what the run wrote written: the report says what was not done
+                gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
+                    self.db,
+                    collection,
+                    scope=[(source_for(Path(p), base), origin_for(Path(p), base)) for p in paths],
+                    seen=set(sources.values()),
+                    unreadable=[source_for(p, base) for p in found.unreadable],
+                    delete=prune,
+                )
+                report.gone = [] if prune else gone
+            except DatabaseError as exc:
+                report.degraded.append(f"{'prune' if prune else 'gone files'}: not done ({exc}); run it again")
             self._refresh_statistics(collection, report.chunks_written - written, report)
         report.seconds = time.perf_counter() - started
         return report
@@ -190,7 +193,7 @@ class Indexer:
                         title = title or (text_title(text, strategy) if isinstance(text, str) else "")  # as a file
                         batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
-            record_texts(self.db, collection, seen)
+            record_texts(self.db, collection, seen, report)
             self._refresh_statistics(collection, report.chunks_written, report)
         report.seconds = time.perf_counter() - started
         return report

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rag_service.db.database import Database
 from rag_service.db.origins import TEXT_ORIGIN, record_origins, stored_origins
+from rag_service.errors import DatabaseError
 from rag_service.ingest.report import FileProblem, IngestReport
 
 
@@ -39,21 +40,28 @@ def claim_keys(
     return kept
 
 
-def record_new(db: Database, collection: str, origins: Iterable[tuple[str, str | None]]) -> None:
+def record_new(
+    db: Database, collection: str, origins: Iterable[tuple[str, str | None]], report: IngestReport
+) -> None:
     """Record the origins of documents this run stored for the first time (``(key, origin)``; the first of
-    a repeated key is the one indexed)."""
+    a repeated key is the one indexed). A database failure is a ``degraded`` line: those documents keep no
+    origin (the rule for documents written before origins were kept) until the next run records it."""
     new: dict[str, str] = {}
     for key, origin in origins:
         if origin is not None:
             new.setdefault(key, origin)
-    if new:
+    if not new:
+        return
+    try:
         with db.transaction() as session:
             record_origins(session, collection=collection, origins=new, only_unknown=True)
+    except DatabaseError as exc:
+        report.degraded.append(f"origins: not recorded ({exc}); the next run records them")
 
 
-def record_texts(db: Database, collection: str, keys: Iterable[str]) -> None:
+def record_texts(db: Database, collection: str, keys: Iterable[str], report: IngestReport) -> None:
     """Mark documents stored from text for the first time as such: no folder's prune deletes them."""
-    record_new(db, collection, ((key, TEXT_ORIGIN) for key in keys))
+    record_new(db, collection, ((key, TEXT_ORIGIN) for key in keys), report)
 
 
 def _holds(origin: str, key: str) -> bool:
