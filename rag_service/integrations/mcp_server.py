@@ -19,9 +19,11 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -31,6 +33,7 @@ from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 from rag_service.integrations.mcp_lines import Reply, checked_line, sender
+from rag_service.log import configure_logging
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+_log = logging.getLogger(__name__)
 
 #: at most this long ``rag mcp`` waits for the warm-up before it serves (a first start's one-time ONNX
 #: export takes longer; the first call then waits for the model instead of the client's initialize)
@@ -82,6 +87,17 @@ def build_server(
 
     class Server(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """``_call``, logged at INFO with its arguments, outcome and time (the SDK logs no request)."""
+            started, outcome = time.perf_counter(), "failed"
+            try:
+                result = await self._call(name, arguments, context)
+                outcome = "ok"
+                return result
+            finally:
+                spent = (time.perf_counter() - started) * 1000
+                _log.info("tool %s %s: %s in %.0f ms", name, json.dumps(arguments)[:200], outcome, spent)
+
+        async def _call(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
             """The SDK's call, but an unknown tool's error names the tools there are, an unknown argument is
             refused (the SDK ignored it) and a wrong one is one line (the SDK's was pydantic's whole dump)."""
             tools = {tool.name: tool for tool in await self.list_tools()}
@@ -201,6 +217,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     level = (args.log_level or settings.log_level).upper()
     if level not in LOG_LEVELS:
         raise ConfigurationError(f"log level {level!r} (RAG_LOG_LEVEL): use one of {', '.join(LOG_LEVELS)}")
+    configure_logging(level)  # rag_service's lines at the chosen level, in its format, not again by the SDK's
+    logging.getLogger("rag_service").propagate = False  # handler on the root logger
     service = build_service(settings)
     # load the model while the SDK is imported, and answer initialize once warm: a client calls its first
     # tool right after initialize, and that call would otherwise wait behind the model (0.7 s of 0.03)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,12 +119,14 @@ def test_an_unknown_tool_names_the_nearest_and_every_tool():
 
 
 def _one_request(env: dict[str, str], cwd: Path, *flags: str) -> str:
-    """Run ``rag mcp``, list its tools over raw JSON-RPC, close stdin (it exits) and return its stderr."""
+    """Run ``rag mcp``, list its tools and call one over raw JSON-RPC, close stdin (it exits) and return its
+    stderr."""
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_collections", "arguments": {}}},
     ]
     process = subprocess.Popen(
         [sys.executable, "-m", "rag_service.cli", "mcp", *flags],
@@ -136,14 +139,21 @@ def _one_request(env: dict[str, str], cwd: Path, *flags: str) -> str:
     process.stdin.write("".join(json.dumps(m) + "\n" for m in messages[1:]))
     process.stdin.flush()
     assert "search_knowledge" in process.stdout.readline()
+    assert json.loads(process.stdout.readline())["id"] == 3
     _, stderr = process.communicate(timeout=60)
     return stderr
 
 
-def test_stderr_is_quiet_by_default_and_the_flag_is_accepted(mcp_env, tmp_path):
+def test_stderr_is_quiet_by_default_and_info_logs_each_request_once(mcp_env, tmp_path):
     quiet = _one_request(mcp_env, tmp_path)
     assert "INFO" not in quiet and "Processing request" not in quiet, quiet  # issue 23.7e
-    _one_request(mcp_env, tmp_path, "--log-level", "info")  # serves as well with the level raised
+    by_flag = _one_request(mcp_env, tmp_path, "--log-level", "info")
+    by_setting = _one_request({**mcp_env, "RAG_LOG_LEVEL": "INFO"}, tmp_path)
+    for stderr in (by_flag, by_setting):  # the SDK logs no request; ours, once, and no line twice
+        info = [line for line in stderr.splitlines() if "INFO" in line]
+        lines = [re.sub(r"^.*?INFO\s+(rag_service[\w.]*:\s+)?", "", line) for line in info]  # the message
+        assert sum("tool list_collections {}: ok in" in line for line in lines) == 1, stderr
+        assert len(lines) == len(set(lines)), stderr
 
 
 def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
