@@ -45,10 +45,13 @@ KEYWORD_STATISTICS_SQL = """CROSS JOIN LATERAL (SELECT {count} + :self_count AS 
     CROSS JOIN LATERAL (SELECT greatest(coalesce({df}, 0) + :self_count, 1)::float8 AS df) d"""
 #: the keywords shown for ``{lexemes}`` (text[]: the best lexemes of ``:content``, best first): a SELECT of one
 #: jsonb array, for ``str.format`` (``{config}`` the regconfig)
-KEYWORDS_SHOWN_SQL = """SELECT coalesce(jsonb_agg(coalesce(shown.word, k.lexeme) ORDER BY k.rank), '[]'::jsonb)
+KEYWORDS_SHOWN_SQL = """SELECT coalesce(jsonb_agg(d.word ORDER BY d.rank), '[]'::jsonb) FROM (
+-- a word once, at its best rank: ``not_found_error`` stems to two lexemes
+SELECT DISTINCT ON (coalesce(shown.word, k.lexeme)) coalesce(shown.word, k.lexeme) AS word, k.rank
 FROM unnest({lexemes}) WITH ORDINALITY AS k(lexeme, rank)
 LEFT JOIN (
-    -- plain words first; a compound (``per-tenant``, ``ray.init``) only for a lexeme no plain word gives
+    -- plain words first, a word of this lexeme alone before one of several (``error``, ``not_found_error``);
+    -- a compound (``per-tenant``, ``ray.init``) only for a lexeme no plain word gives
     SELECT DISTINCT ON (lex) lex, w.word
     FROM (
         -- each distinct word stemmed once (OFFSET 0 keeps the stems a column: else stemmed at each use)
@@ -70,8 +73,10 @@ LEFT JOIN (
     -- only the few words whose stems meet the lexemes are unnested
     CROSS JOIN LATERAL unnest(w.lexemes) AS lex
     WHERE w.lexemes && {lexemes} AND lex = ANY({lexemes})
-    ORDER BY lex, w.compound, w.pos
-) shown ON shown.lex = k.lexeme"""
+    ORDER BY lex, w.compound, cardinality(w.lexemes) > 1, w.pos
+) shown ON shown.lex = k.lexeme
+ORDER BY coalesce(shown.word, k.lexeme), k.rank
+) d"""
 
 # The collection's size and length, each one scalar subquery (evaluated once per statement: as a joined
 # aggregate it was re-read for every term)

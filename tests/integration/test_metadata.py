@@ -121,6 +121,14 @@ def test_a_compound_keyword_is_shown_as_written(db):
     assert not {"per-ten", "quota"} & set(words)
 
 
+def test_a_word_of_several_lexemes_is_shown_once_and_a_plain_word_for_a_lexeme_it_has(db):
+    """``rate_limit_error`` stems to ``rate``, ``limit`` and ``error``: shown once, not once per lexeme; where the
+    text also has ``error`` alone, that lexeme shows it."""
+    words = _keywords(db, "A rate_limit_error or a not_found_error comes back. Each error names its type.", count=10)
+    assert len(words) == len(set(words)), words
+    assert {"rate_limit_error", "not_found_error", "error"} <= set(words), words
+
+
 def test_documents_get_an_extractive_summary_and_a_title(service, connection):
     rows = dict(
         connection.execute(text("SELECT source, metadata->>'summary' FROM documents WHERE collection='default'")).all()
