@@ -33,6 +33,7 @@ from rag_service.server.schemas import (
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
 from rag_service.service_documents import DocumentBatch, NewDocument, stored_sources_like
+from rag_service.service_paths import only_unsupported_uploads
 
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
@@ -192,6 +193,9 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
         collection = _form_text(form, "collection", limit=MAX_COLLECTION_CHARS) or "default"
         collection = state.service.check_collection_name(collection)
         strategy = _form_text(form, "strategy", limit=64)
+        names = [upload.filename or "" for upload in files if isinstance(upload, UploadFile)]
+        if unsupported := only_unsupported_uploads(names):  # nothing would be indexed: as the CLI's exit 2
+            raise ApiError(422, "unsupported_file_type", unsupported)
         uploads = [(upload.filename or "", await upload.read()) for upload in files if isinstance(upload, UploadFile)]
     finally:
         await form.close()

@@ -174,6 +174,10 @@ def test_multipart_upload_stays_in_the_data_folder_and_is_not_kept(live: LiveSer
                          files=[("files", ("light.md", body, "text/markdown")), ("files", ("x.exe", b"MZ\x90", "x"))])
         assert ok.status_code == 200 and ok.json()["report"]["added"] == 1, ok.text
         assert [f["source"] for f in ok.json()["report"]["failed"]] == ["x.exe"]
+        only = client.post("/api/documents", data={"collection": collection},
+                           files=[("files", ("x.exe", b"MZ\x90", "x")), ("files", ("y.bin", b"\x00", "x"))])
+        assert only.status_code == 422 and only.json()["error"]["code"] == "unsupported_file_type", only.text
+        assert only.json()["error"]["message"].startswith("cannot index x.exe, y.bin: their file types are not")
         assert not [p for p in uploads.rglob("*") if p.is_file()], "neither the indexed nor the refused file is kept"
         for name in ("../evil.md", "..\\evil.md", "/etc/evil.md", "a/../../evil.md", ".hidden.md", "C:evil.md"):
             refused = client.post("/api/documents", data={"collection": collection},
