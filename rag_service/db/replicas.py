@@ -35,7 +35,8 @@ from sqlalchemy.orm import Session
 from rag_service.config import Settings
 from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.database import Database
-from rag_service.errors import ConfigurationError, DatabaseUnavailableError, first_line
+from rag_service.db.replica_lag import PRIMARY_LSN_SQL, PrimaryPositions, lsn_value
+from rag_service.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError, first_line
 from rag_service.log import mask_url
 
 T = TypeVar("T")
@@ -52,11 +53,13 @@ _RECOVERY_CONFLICTS = ("40001", "40P01")
 # WAL receiver runs (the standby lost its primary: its lag is unknown), 0 on a server not in recovery.
 # A standby that has replayed no commit since it started has no replay timestamp: while it streams,
 # what it is replaying then is WAL without a commit yet (seen right after pg_basebackup), counted 0.
+# With it, the WAL position replayed (compared with the primary's: ``replica_lag``).
 _LAG_SQL = text(
     "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "
     "WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN NULL "
     "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
-    "ELSE coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000, 0) END"
+    "ELSE coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000, 0) END, "
+    "pg_last_wal_replay_lsn()::text"
 )
 # a comma followed by the next URL's scheme separates URLs (a password may hold a comma)
 _URL_SEPARATOR = re.compile(r"\s*,\s*(?=postgres(?:ql)?(?:\+\w+)?://)")
@@ -109,18 +112,37 @@ class Replica:
         self._lag_ms: float | None = None
         self._read_at: float | None = None  # when the lag was last read
         self._checked_at: float | None = None  # when a call last set out to read it
+        #: the primary it replicates (``ReadRouter`` sets it): its WAL position bounds a stalled stream's lag
+        self.primary: Database | None = None
+        self._positions = PrimaryPositions()
 
     def lag_ms(self) -> float | None:
         """The replay lag in ms as last read (None: unknown, or never read)."""
         return self._lag_ms
 
     def read_lag(self) -> float | None:
-        """Read the replay lag now (one short read-only transaction); DatabaseUnavailableError if unreachable."""
-        lag = self.database.read(lambda session: session.execute(_LAG_SQL).scalar())
+        """Read the replay lag now (one short read-only transaction here, one on the primary first when it is
+        known): with the primary, the time since it passed what the standby has replayed (``replica_lag``);
+        without it, the standby's own measure, which a stalled stream reads as 0 and WAL without a commit
+        (a read's page pruning) as the age of the last commit. DatabaseUnavailableError if the replica is
+        unreachable; an unreachable primary leaves the standby's own measure."""
+        primary_lsn = self._primary_lsn()
+        lag, replayed = self.database.read(lambda session: session.execute(_LAG_SQL).one())
         value = None if lag is None else max(float(lag), 0.0)
         with self._lock:
-            self._lag_ms, self._read_at = value, self._clock()
+            now = self._clock()
+            if value is not None and primary_lsn is not None and replayed is not None:
+                value = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now)
+            self._lag_ms, self._read_at = value, now
         return value
+
+    def _primary_lsn(self) -> int | None:
+        if self.primary is None:
+            return None
+        try:
+            return lsn_value(self.primary.read(lambda session: session.execute(PRIMARY_LSN_SQL).scalar_one()))
+        except DatabaseError:
+            return None
 
     def skip_reason(self) -> str | None:
         """Why this call should not read here (lag over the bound, or unknown); None when it may."""
@@ -178,6 +200,8 @@ class ReadRouter:
     def __init__(self, primary: Database, replicas: Sequence[Replica] = ()) -> None:
         self.primary = primary
         self.replicas = list(replicas)
+        for replica in self.replicas:
+            replica.primary = primary
 
     def route(self) -> ReadRoute:
         """A new route for one call's reads."""

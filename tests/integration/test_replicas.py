@@ -9,8 +9,10 @@ and says so in its metrics. The kill test has a standby of its own, so test orde
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -202,6 +204,35 @@ def test_a_lagging_standby_is_skipped_under_the_lag_bound(cluster):
     cluster.standby.wait_for_replay(cluster.primary_url)
     caught_up = service.retrieve(QUERIES[0], context="agent")
     assert caught_up.metrics.read_from == "replica 1" and caught_up.metrics.degraded == []
+    service.reads.dispose()
+
+
+def test_a_standby_whose_stream_stalled_is_skipped_under_the_lag_bound(own_standby):
+    """A stalled stream (here: the primary's WAL sender stopped) leaves the standby "caught up" on what it has:
+    its own lag reads 0 while the primary moves on. The bound holds by the primary's WAL position."""
+    cluster = own_standby
+    service = _service(cluster, max_lag_ms=300, lag_check_interval=0.0)
+    assert service.retrieve(QUERIES[0], context="agent").metrics.read_from == "replica 1"
+    standby = cluster.standby
+    primary = {"host": standby.primary_socket, "port": standby.primary_port, "user": "postgres", "dbname": "postgres"}
+    with psycopg.connect(**primary) as p:
+        senders = [row[0] for row in p.execute("SELECT pid FROM pg_stat_replication").fetchall()]  # the module's too
+    assert senders
+    for pid in senders:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        _primary_only(cluster).index_texts([("stall.md", "Stall", "# Stall\n\nWritten while the stream stalls.\n")],
+                                           collection="stall")
+        replica = service.reads.replicas[0]
+        _wait_for(lambda: (replica.read_lag() or 0.0) > 300, seconds=10)
+        stalled = service.retrieve(QUERIES[0], context="agent")
+        assert stalled.metrics.read_from == "primary", stalled.metrics.degraded
+        assert any("RAG_READ_MAX_LAG_MS (300)" in d for d in stalled.metrics.degraded), stalled.metrics.degraded
+    finally:
+        for pid in senders:
+            os.kill(pid, signal.SIGCONT)
+    cluster.standby.wait_for_replay(cluster.primary_url)
+    _wait_for(lambda: service.retrieve(QUERIES[0], context="agent").metrics.read_from == "replica 1", seconds=10)
     service.reads.dispose()
 
 
