@@ -256,5 +256,11 @@ class DocumentOperations:
             packed_min_chunks=self.settings.bm25_packed_min_chunks,
         )
 
+    def check_not_indexing(self, collection: str) -> None:
+        """ReindexInProgressError while an ingest or reindex runs on ``collection`` (of any process)."""
+        from rag_service.db.locks import refuse_if_running
+
+        self.db.read(lambda session: refuse_if_running(session, collection))
+
     def _uploads_root(self) -> Path:
         return self.settings.data_dir / "uploads"

@@ -92,3 +92,13 @@ def lock_for_edit(session: Session, collection: str) -> None:
             f"collection {collection!r} is being indexed (an ingest or reindex is running); wait for it to finish "
             "and try again"
         )
+
+
+def refuse_if_running(session: Session, collection: str) -> None:
+    """ReindexInProgressError when an ingest or reindex holds the collection now (a job is refused up front
+    instead of failing a moment after it was accepted); an edit's brief shared hold does not count."""
+    params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
+    if session.execute(_HELD_BY_A_RUN, params).scalar_one():
+        raise ReindexInProgressError(
+            f"another ingest or reindex of collection {collection!r} is running; wait for it to finish and try again"
+        )

@@ -236,6 +236,7 @@ async def reindex_all(state: WriteState, body: Annotated[ReindexRequest | None, 
     state.jobs.check_free(collection)  # a 409 first: a first ingest still running makes the collection unknown
     if collection is not None:  # an unknown collection is a 404 now, not a job that "succeeds" with nothing
         await state.run(state.service.require_collection, collection)
+        await state.run(state.service.check_not_indexing, collection)  # a CLI run: a 409 now, not a failed job
     service = state.service
     job = state.jobs.start(
         "reindex-all", collection, lambda listen: service.reindex_all(collection=collection, listener=listen)

@@ -35,6 +35,9 @@ def test_delete_is_refused_while_a_reindex_holds_the_collection(live: LiveServer
                 "finish and try again"
             )
             assert _documents(live, collection) == 1
+            job = client.post("/api/documents/reindex-all", json={"collection": collection})  # a CLI run, say
+            assert job.status_code == 409 and job.json()["error"]["code"] == "reindex_in_progress", job.text
+            assert "another ingest or reindex" in job.json()["error"]["message"]
         gone = client.delete("/api/documents", params=params)
         assert gone.status_code == 200 and gone.json()["deleted"] == 1, gone.text
         assert _documents(live, collection) == 0
