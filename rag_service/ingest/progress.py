@@ -45,13 +45,19 @@ class Progress:
         """``items`` more items done (a batch's documents at its commit: one step, so the rate and ETA are the
         batch's, not its first document's), with ``chunks`` chunks written."""
         self._chunks += chunks
+        stop: KeyboardInterrupt | None = None
         for _ in range(items):  # the listener hears every item, as documented
             self._done += 1
             if self._listener is not None:
-                self._listener(self._done, self._total)
+                try:
+                    self._listener(self._done, self._total)
+                except KeyboardInterrupt as exc:  # a stop it raises waits until every item of the step is heard
+                    stop = stop or exc
         if self._bar is not None:
             self._bar.set_postfix_str(self._counts(), refresh=False)
             self._bar.update(items)
+        if stop is not None:
+            raise stop
 
     def embedded(self, chunks: int) -> None:
         """``chunks`` more chunks embedded (the model's thread): the bar moves while a batch of documents is

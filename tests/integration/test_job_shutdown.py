@@ -31,6 +31,8 @@ def test_a_stopping_server_cancels_its_reindex_job_between_documents(fresh_datab
 
         return service.reindex_all(collection="kb", listener=heard)
 
+    with fresh_database.transaction() as session:
+        started = session.execute(text("SELECT clock_timestamp()")).scalar_one()
     registry = JobRegistry(workers=1)
     with caplog.at_level(logging.INFO, logger="rag_service"):
         job = registry.start("reindex-all", "kb", work)
@@ -39,10 +41,15 @@ def test_a_stopping_server_cancels_its_reindex_job_between_documents(fresh_datab
         assert not job.active, "the stop waited for the job to end"
         service.close()
     assert job.state == "failed" and job.error == CANCELLED
-    assert 3 <= job.done < DOCUMENTS
+    with fresh_database.transaction() as session:  # a batch's documents commit together: each one is counted
+        rewritten = session.execute(
+            text("SELECT count(*) FROM documents WHERE collection = 'kb' AND updated_at > :t"), {"t": started}
+        ).scalar_one()
+    assert 3 <= job.done == rewritten <= DOCUMENTS, (job.done, rewritten)
     records = [r for r in caplog.records if r.name == "rag_service.server.jobs"]
     assert [r.levelno for r in records] == [logging.WARNING], [r.getMessage() for r in records]
-    assert f"job {job.id} (reindex-all) cancelled by the shutdown" in records[0].getMessage()
+    line = f"job {job.id} (reindex-all) cancelled by the shutdown after {rewritten} documents"
+    assert line in records[0].getMessage()
     with fresh_database.transaction() as session:  # every document whole: its chunks are there
         counts = session.execute(text(
             "SELECT d.source, count(c.id) FROM documents d LEFT JOIN document_chunks c ON c.document_id = d.id "
