@@ -115,6 +115,8 @@ class Replica:
         #: the primary it replicates (``ReadRouter`` sets it): its WAL position bounds a stalled stream's lag
         self.primary: Database | None = None
         self._positions = PrimaryPositions()
+        #: bytes of WAL the primary had written past what this replica replayed, at the last read (None: unknown)
+        self.behind_bytes: int | None = None
 
     def lag_ms(self) -> float | None:
         """The replay lag in ms as last read (None: unknown, or never read)."""
@@ -131,8 +133,10 @@ class Replica:
         value = None if lag is None else max(float(lag), 0.0)
         with self._lock:
             now = self._clock()
+            self.behind_bytes = None
             if value is not None and primary_lsn is not None and replayed is not None:
                 value = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now)
+                self.behind_bytes = max(primary_lsn - lsn_value(replayed), 0)
             self._lag_ms, self._read_at = value, now
         return value
 
@@ -247,13 +251,15 @@ class ReplicaStatus:
     url: str
     lag_ms: float | None
     error: str | None = None
+    behind_bytes: int | None = None
 
     def line(self) -> str:
-        """One report line."""
+        """One report line (one read: a stream stalled since shows as WAL behind the primary, not as time)."""
         if self.error is not None:
             return f"{self.name}:  {self.url} unreachable ({self.error})"
         lag = "unknown (not streaming)" if self.lag_ms is None else f"{self.lag_ms:.0f} ms"
-        return f"{self.name}:  {self.url} replay lag {lag}"
+        behind = f", {self.behind_bytes / 1024:,.0f} kB of WAL behind the primary" if self.behind_bytes else ""
+        return f"{self.name}:  {self.url} replay lag {lag}{behind}"
 
 
 def replica_statuses(replicas: Sequence[Replica]) -> list[ReplicaStatus]:
@@ -261,7 +267,8 @@ def replica_statuses(replicas: Sequence[Replica]) -> list[ReplicaStatus]:
     out = []
     for replica in replicas:
         try:
-            out.append(ReplicaStatus(replica.name, replica.database.url_for_display, replica.read_lag()))
+            lag = replica.read_lag()
+            out.append(ReplicaStatus(replica.name, replica.database.url_for_display, lag, None, replica.behind_bytes))
         except DatabaseUnavailableError as exc:
             out.append(ReplicaStatus(replica.name, replica.database.url_for_display, None, first_line(exc)))
     return out
@@ -269,9 +276,12 @@ def replica_statuses(replicas: Sequence[Replica]) -> list[ReplicaStatus]:
 
 def replica_report(settings: Settings) -> list[str]:
     """``rag db status`` lines for the replicas of ``RAG_READ_DATABASE_URL`` (none when it is unset)."""
-    replicas = open_replicas(settings)
+    from rag_service.db.engine import open_engine
+
+    primary = Database(open_engine(settings))
+    router = ReadRouter(primary, open_replicas(settings))  # each replica compared with the primary's WAL
     try:
-        return [status.line() for status in replica_statuses(replicas)]
+        return [status.line() for status in replica_statuses(router.replicas)]
     finally:
-        for replica in replicas:
-            replica.database.dispose()
+        router.dispose()
+        primary.dispose()

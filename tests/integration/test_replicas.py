@@ -228,6 +228,8 @@ def test_a_standby_whose_stream_stalled_is_skipped_under_the_lag_bound(own_stand
         stalled = service.retrieve(QUERIES[0], context="agent")
         assert stalled.metrics.read_from == "primary", stalled.metrics.degraded
         assert any("RAG_READ_MAX_LAG_MS (300)" in d for d in stalled.metrics.degraded), stalled.metrics.degraded
+        [status] = replica_statuses(service.reads.replicas)  # rag db status reads once: the WAL it lacks shows
+        assert re.search(r"replay lag \d+ ms, [\d,]+ kB of WAL behind the primary$", status.line()), status.line()
     finally:
         for pid in senders:
             os.kill(pid, signal.SIGCONT)
@@ -310,7 +312,8 @@ def test_db_status_shows_each_replica_and_its_lag(cluster, monkeypatch, capsys):
     monkeypatch.setenv("RAG_READ_DATABASE_URL", f"{cluster.standby.url}, {dead}")
     assert main(["db", "status"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^replica 1: .*port=\d+ replay lag \d+ ms$", out, re.MULTILINE), out
+    behind = r"(, [\d,]+ kB of WAL behind the primary)?"  # a write in flight, at most
+    assert re.search(rf"^replica 1: .*port=\d+ replay lag \d+ ms{behind}$", out, re.MULTILINE), out
     assert re.search(r"^replica 2: .*rag_no_such_socket.* unreachable \(.+\)$", out, re.MULTILINE), out
 
 
