@@ -236,8 +236,7 @@ class Batch:
                     with self.db.transaction() as session:
                         found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
                 except DatabaseError as exc:  # the server went away: these documents fail, as in a batch's write
-                    for doc in pending:
-                        self._fail(doc.source, self._write_failure(exc))
+                    self._fail_all([doc.source for doc in pending], self._write_failure(exc))
                     pending, texts = [], {}
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
@@ -280,8 +279,7 @@ class Batch:
             try:
                 encoded = future.result()
             except Exception as exc:  # a model failure fails these documents, not the run
-                for doc in pending:
-                    self._fail(doc.source, f"embedding failed: {type(exc).__name__}: {exc}")
+                self._fail_all([doc.source for doc in pending], f"embedding failed: {type(exc).__name__}: {exc}")
                 return
             self._embedded_unwritten.update(missing)
             found = {**found, **dict(zip(missing, encoded, strict=True))}
@@ -332,9 +330,7 @@ class Batch:
                 reason = self._write_failure(exc)
             else:
                 reason = f"could not be written ({first_line(exc)}); run the reindex again"
-            for doc in pending:
-                if id(doc) not in reported:
-                    self._fail(doc.source, reason)
+            self._fail_all([doc.source for doc in pending if id(doc) not in reported], reason)
             return
         for doc in written:
             self._count_written(doc)
@@ -371,8 +367,7 @@ class Batch:
             bulk.add(staged)
         except (DBAPIError, EmbeddingMismatchError) as exc:  # these documents are left out of the load
             reason = str(exc) if isinstance(exc, RagError) else self._write_failure(exc)
-            for doc in pending:
-                self._fail(doc.source, reason)
+            self._fail_all([doc.source for doc in pending], reason)
             return
         self._staged.extend(pending)
         for doc in pending:
@@ -430,8 +425,13 @@ class Batch:
         return f"could not be written: {mapped}" if mapped is not None else f"could not be written ({first_line(exc)})"
 
     def _fail(self, source: str, reason: str) -> None:
-        self.report.failed.append(FileProblem(source, reason))
-        self.bar.advance(chunks=0)
+        self._fail_all([source], reason)
+
+    def _fail_all(self, sources: list[str], reason: str) -> None:
+        """Report ``sources`` failed, all before the progress hears them (a stop it raises then loses none)."""
+        self.report.failed.extend(FileProblem(source, reason) for source in sources)
+        if sources:
+            self.bar.advance(chunks=0, items=len(sources))
 
 
 def _write_groups(pending: list[_Pending], chunks: int) -> list[list[_Pending]]:

@@ -447,3 +447,23 @@ def test_a_run_stopped_while_embedding_reports_the_models_seconds_and_that_it_wa
     assert report.interrupted and report.to_dict()["interrupted"] is True
     assert 0.4 <= report.embedding_seconds <= report.seconds, "the model's seconds before the stop count"
     assert not indexer.index_paths([corpus], collection="t").interrupted, "a finished run is not"
+
+
+class _FailingModel(HashingEmbedder):
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the model crashed")
+
+
+def test_a_stop_heard_while_a_batch_fails_loses_none_of_its_failures(db, settings: Settings) -> None:
+    """A job's listener raises the stop at the first document it hears; every failed document is reported."""
+
+    def stop_at_once(done: int, total: int | None) -> None:
+        if done:  # (0 is the start's call, with the total)
+            raise Interrupted(signal.SIGTERM)
+
+    items = [(f"d{i}.md", "", f"# Doc {i}\n\nParagraph {i} about tides and kites.\n") for i in range(3)]
+    with pytest.raises(Interrupted) as stopped:
+        Indexer(db, _FailingModel(), settings).index_texts(items, collection="failing", listener=stop_at_once)
+    report = stopped.value.partial
+    assert isinstance(report, IngestReport) and report.interrupted
+    assert sorted(f.source for f in report.failed) == ["d0.md", "d1.md", "d2.md"], report.failed
