@@ -127,7 +127,7 @@ class Indexer:
         keyed = {p: (sources[p], origin_for(p, base, known=roots)) for p in files}
         with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
             self._guard(collection)
-            files = claim_keys(self.db, collection, keyed, report)
+            files, new = claim_keys(self.db, collection, keyed, report)
             written = report.chunks_written
             with (
                 self._bulk_writer(collection, documents=len(files)) as bulk,
@@ -141,7 +141,7 @@ class Indexer:
                     if not _repeated(sources[path], seen, report, bar, path=str(path)):  # two checkouts' docs/a.md
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
-            record_new(self.db, collection, (keyed[p] for p in files), report)
+            record_new(self.db, collection, (keyed[p] for p in new), report)
             try:  # a lost database here leaves what the run wrote written: the report says what was not done
                 gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
                     self.db,

@@ -22,22 +22,27 @@ from rag_service.ingest.report import FileProblem, IngestReport
 
 def claim_keys(
     db: Database, collection: str, files: Mapping[Path, tuple[str, str | None]], report: IngestReport
-) -> list[Path]:
-    """The files this run may index (``files``: each one's key and origin), in order; a file whose key another
-    checkout holds is reported failed. Call under the collection's reindex lock."""
+) -> tuple[list[Path], list[Path]]:
+    """The files this run may index (``files``: each one's key and origin), in order, and those of them not
+    stored yet (``record_new`` after the run); a file whose key another checkout holds is reported failed.
+    Call under the collection's reindex lock."""
     claimed: dict[str, str] = {}
     kept: list[Path] = []
+    new: list[Path] = []
     with db.transaction() as session:
         stored = stored_origins(session, collection=collection, sources=[key for key, _ in files.values()])
         for path, (key, origin) in files.items():
-            if (holder := stored.get(key)) and origin is not None and holder != origin and _holds(holder, key):
+            holder = stored.get(key)
+            if holder and origin is not None and holder != origin and _holds(holder, key):
                 report.failed.append(FileProblem(key, _clash(path, holder)))
                 continue
             kept.append(path)
-            if origin is not None and key in stored:
+            if key not in stored:
+                new.append(path)
+            elif origin is not None and holder != origin:
                 claimed.setdefault(key, origin)  # a key repeated in this run: the first file is indexed
         record_origins(session, collection=collection, origins=claimed, only_unknown=False)
-    return kept
+    return kept, new
 
 
 def record_new(
