@@ -38,7 +38,7 @@ _HNSW_INDEXES = text(
 _EDGES = text(
     "SELECT s.content, t.content, e.kind, round(e.weight::numeric, 6) FROM chunk_edges e "
     "JOIN document_chunks s ON s.id = e.source_chunk_id JOIN document_chunks t ON t.id = e.target_chunk_id "
-    "ORDER BY 1, 2, 3"
+    "ORDER BY 1, 2, 3, 4"  # chunks of equal text (a page's paragraph, the FAQ's) have edges told apart by weight only
 )
 _CHUNK_DIMENSIONS = text("SELECT vector_dims(embedding), count(*) FROM document_chunks GROUP BY 1 ORDER BY 1")
 _CONTEXT_DIMENSIONS = text(
