@@ -20,10 +20,11 @@ def unseen_documents(
     """The sources of the documents in ``scope`` ((key, origin) of each path of the run) whose files were not
     ``seen``, and how many of them were deleted (with ``delete``, in one synchronous commit; else none)."""
     keys = [key for key, _ in scope]
+    whole = ROOT_SOURCE in keys  # a checkout's root: every document of the collection is in scope
     with db.transaction() as session:
         repo.commit_synchronously(session)
-        found = repo.documents_in_scope(session, collection=collection, prefixes=None if ROOT_SOURCE in keys else keys)
-        origins = stored_origins(session, collection=collection, sources=[d.source for d in found])
+        found = repo.documents_in_scope(session, collection=collection, prefixes=None if whole else keys)
+        origins = stored_origins(session, collection=collection, sources=None if whole else [d.source for d in found])
         gone = [
             d
             for d in found
