@@ -190,8 +190,6 @@ _QUERY_INPUTS = {
 
 def _check_query_sets(overrides: dict[str, object]) -> None:
     """One line for ``--set collection=...`` (and ``context``, ``query``): inputs of ``rag query``, not knobs."""
-    from rag_service.errors import ConfigurationError
-
     for name, fix in _QUERY_INPUTS.items():
         if name in overrides:
             value = overrides[name]

@@ -178,8 +178,7 @@ def stored_sources_like(database: Database, *, collection: str, source: str) -> 
     path for a document keyed by its absolute one), for the hint of a delete that found nothing."""
     from rag_service.db.catalog import sources_ending_with
 
-    with database.transaction() as session:
-        return sources_ending_with(session, collection=collection, path=source)
+    return database.read(lambda session: sources_ending_with(session, collection=collection, path=source))
 
 
 def _repack_after_deletes(database: Database, collection: str, *, min_chunks: int) -> None:

@@ -20,13 +20,12 @@ def only_unsupported_files(paths: Sequence[str | Path]) -> str | None:
     """One line naming ``paths`` and the supported types when every one is a file of a type not indexed
     (the run would index nothing); else None. A folder with such files among others is no error."""
     named = [Path(p) for p in paths]
-    if named and all(p.is_file() and file_suffix(p) not in SUPPORTED_SUFFIXES for p in named):
-        return unsupported_files(named)
-    return None
+    return only_unsupported_uploads(named) if all(p.is_file() for p in named) else None
 
 
-def only_unsupported_uploads(names: Sequence[str]) -> str | None:
-    """``only_unsupported_files`` for uploaded file names: one line when every one is of a type not indexed."""
+def only_unsupported_uploads(names: Sequence[str | PurePath]) -> str | None:
+    """One line naming the (uploaded) files ``names`` and the supported types when every one is of a type not
+    indexed; else None."""
     named = [PurePath(name) for name in names]
     if named and all(file_suffix(p) not in SUPPORTED_SUFFIXES for p in named):
         return unsupported_files(named)

@@ -43,7 +43,7 @@ from rag_service.ingest.origins import claim_keys, record_new, record_texts
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.prune import unseen_documents
 from rag_service.ingest.report import FileProblem, IngestReport
-from rag_service.ingest.source_keys import check_root, origin_for, source_for
+from rag_service.ingest.source_keys import check_root, keyed_source, source_for
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.llm import ChatModel
 
@@ -123,8 +123,8 @@ class Indexer:
         files = found.files
         report.skipped = [FileProblem(source_for(p, base, follow_link=False), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
-        sources = {p: source_for(p, base, known=roots) for p in files}
-        keyed = {p: (sources[p], origin_for(p, base, known=roots)) for p in files}
+        keyed = {p: keyed_source(p, base, known=roots) for p in files}  # (key, origin)
+        sources = {p: key for p, (key, _) in keyed.items()}
         with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
             self._guard(collection)
             files, new = claim_keys(self.db, collection, keyed, report)
@@ -146,7 +146,7 @@ class Indexer:
                 gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
                     self.db,
                     collection,
-                    scope=[(source_for(Path(p), base), origin_for(Path(p), base)) for p in paths],
+                    scope=[keyed_source(Path(p), base) for p in paths],
                     seen=set(sources.values()),
                     unreadable=[source_for(p, base) for p in found.unreadable],
                     delete=prune,

@@ -53,11 +53,17 @@ def source_for(
     return resolved.relative_to(base).as_posix() if base is not None else resolved.as_posix()
 
 
-def origin_for(path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None) -> str | None:
-    """The folder ``source_for`` keys ``path`` relative to (``root`` or the checkout's root), absolute and POSIX
-    style; None where the key is absolute. Two checkouts' ``docs/a.md`` share a key, not an origin."""
-    base = _base(path.resolve(), root, known)
-    return base.as_posix() if base is not None else None
+def keyed_source(
+    path: Path, root: Path | None = None, *, known: dict[Path, Path | None] | None = None
+) -> tuple[str, str | None]:
+    """``source_for(path, root)`` and its origin, from one resolve: the folder the key is relative to (``root``
+    or the checkout's root), absolute and POSIX style; None where the key is absolute. Two checkouts'
+    ``docs/a.md`` share a key, not an origin."""
+    resolved = path.resolve()
+    base = _base(resolved, root, known)
+    if base is None:
+        return resolved.as_posix(), None
+    return resolved.relative_to(base).as_posix(), base.as_posix()
 
 
 def _base(resolved: Path, root: Path | None, known: dict[Path, Path | None] | None) -> Path | None:
