@@ -29,6 +29,8 @@ class StoredDocument:
     source: str
     content_hash: str
     chunker: str
+    #: the folder its key is relative to (``db.origins``); read only by ``documents_in_scope``
+    origin: str | None = None
 
 
 @dataclass(slots=True)
@@ -345,22 +347,19 @@ def replace_document(
 
 
 def documents_in_scope(session: Session, *, collection: str, prefixes: Sequence[str] | None) -> list[StoredDocument]:
-    """Documents of ``collection`` whose source equals a prefix or lies below it (for --prune).
+    """Documents of ``collection`` whose source equals a prefix or lies below it (for --prune), with their origins.
 
-    ``prefixes=None``: every document of the collection.
+    ``prefixes=None``: every document of the collection, in one scan.
     """
+    columns = select(Document.id, Document.source, Document.content_hash, Document.chunker, Document.origin)
     found: dict[int, StoredDocument] = {}
     if prefixes is None:
-        rows = session.execute(
-            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
-                Document.collection == collection
-            )
-        )
+        rows = session.execute(columns.where(Document.collection == collection))
         found.update((row[0], StoredDocument(*row)) for row in rows)
     for prefix in prefixes or ():
         below = prefix.rstrip("/") + "/"
         rows = session.execute(
-            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+            columns.where(
                 Document.collection == collection,
                 (Document.source == prefix) | Document.source.startswith(below, autoescape=True),
             )

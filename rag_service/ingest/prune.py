@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rag_service.db import documents as repo
 from rag_service.db.database import Database
-from rag_service.db.origins import stored_origins
 from rag_service.ingest.source_keys import ROOT_SOURCE, is_pruned
 
 
@@ -24,11 +23,8 @@ def unseen_documents(
     with db.transaction() as session:
         repo.commit_synchronously(session)
         found = repo.documents_in_scope(session, collection=collection, prefixes=None if whole else keys)
-        origins = stored_origins(session, collection=collection, sources=None if whole else [d.source for d in found])
         gone = [
-            d
-            for d in found
-            if is_pruned(d.source, origin=origins.get(d.source), scope=scope, seen=seen, unreadable=unreadable)
+            d for d in found if is_pruned(d.source, origin=d.origin, scope=scope, seen=seen, unreadable=unreadable)
         ]
         deleted = repo.delete_documents(session, collection=collection, ids=[d.id for d in gone]) if delete else 0
         return [d.source for d in gone], deleted
