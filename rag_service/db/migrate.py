@@ -48,6 +48,7 @@ def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: 
         with engine.begin() as conn:
             _no_statement_timeout(conn)
             command.upgrade(alembic_config(conn), revision)
+            _require_pgvector(conn, engine)
             if revision == "head":
                 from rag_service.db.citus import distribute
 
@@ -60,6 +61,28 @@ def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: 
         if _creates_vector_extension(exc.statement):
             raise _extension_missing(engine, exc) from exc
         raise
+
+
+#: iterative index scans (``hnsw.iterative_scan``), which every filtered vector search sets, came with 0.8.0
+PGVECTOR_MINIMUM = (0, 8)
+
+
+def pgvector_too_old(version: str) -> bool:
+    """Whether pgvector ``version`` (``extversion``, e.g. '0.7.4') predates ``PGVECTOR_MINIMUM``."""
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    return parts < PGVECTOR_MINIMUM
+
+
+def _require_pgvector(conn: Connection, engine: Engine) -> None:
+    """Refuse a database whose pgvector is older than the searches need, with the fix, before the migration
+    commits (an older one failed every query with 'unrecognized configuration parameter')."""
+    version = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    if version is not None and pgvector_too_old(str(version)):
+        raise ExtensionMissingError(
+            f"pgvector {version} on {url_for_display(engine)} is older than 0.8, which rag_service needs "
+            "(iterative index scans): install pgvector >= 0.8 on the server and run ALTER EXTENSION vector UPDATE "
+            "in this database, then `rag db upgrade` again"
+        )
 
 
 def _creates_vector_extension(statement: str | None) -> bool:

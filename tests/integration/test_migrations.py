@@ -14,6 +14,7 @@ from rag_service.config import AGENT_MIN_RELEVANCE, DEFAULT_PRESETS
 from rag_service.db import migrate
 from rag_service.db.engine import make_engine
 from rag_service.db.presets import list_presets
+from rag_service.errors import ExtensionMissingError
 
 
 def test_upgrade_downgrade_upgrade(database_factory, settings):
@@ -207,3 +208,26 @@ def test_the_contexts_of_stored_documents_are_written_by_the_upgrade(database_fa
             assert_stats_consistent(conn)
     finally:
         engine.dispose()
+
+
+def test_an_upgrade_refuses_a_pgvector_older_than_the_searches_need(database_factory, settings):
+    # pgvector 0.7 has no hnsw.iterative_scan: every filtered search failed with "unrecognized configuration
+    # parameter"; the upgrade now names the version and the fix. The catalog says 0.7.4 as an older install would.
+    url = database_factory.create("rag_old_vector")
+    engine = make_engine(url, settings)
+    try:
+        migrate.upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE pg_extension SET extversion = '0.7.4' WHERE extname = 'vector'"))
+        with pytest.raises(ExtensionMissingError, match=r"pgvector 0\.7\.4 on .* older than 0\.8.*ALTER EXTENSION"):
+            migrate.upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE pg_extension SET extversion = '0.8.1' WHERE extname = 'vector'"))
+        migrate.upgrade(engine)
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(("version", "old"), [("0.7.4", True), ("0.5.1", True), ("0.8.0", False), ("0.10.2", False)])
+def test_pgvector_versions_are_compared_as_numbers(version, old):
+    assert migrate.pgvector_too_old(version) is old
