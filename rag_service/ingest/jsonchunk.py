@@ -1,10 +1,13 @@
-"""The ``json`` strategy: every chunk is one JSON value of the document, with its JSON path.
+"""The ``json`` strategy: every chunk is one JSON value of the document, or a run of members of one, with its path.
 
 The text is scanned once into a tree of value spans (the standard library's decoder gives no offsets;
 LangChain's ``RecursiveJsonSplitter`` builds new JSON objects, which are not slices of the stored
 text). A value that fits ``chunk_size`` is one chunk; a larger object or array is replaced by its
-members, recursively; a scalar longer than ``chunk_size`` is one long chunk (cutting it would not be
-valid JSON). So every chunk parses as JSON, and ``headers["h1"]`` is its path (``$.servers[2].host``).
+members, recursively, where consecutive members that fit together are one chunk (a vector of 300
+numbers was 300 one-number chunks): ``$.vector[0..86]`` for array items, ``$.model (+2 more)`` for the
+first of an object's members (keys included, as written). A scalar longer than ``chunk_size`` is one long
+chunk. A one-value chunk parses as JSON; a run does inside its container's brackets; ``headers["h1"]`` is
+the path (``$.servers[2].host``).
 JSON Lines (several values one after another) are scanned value by value; their paths start with
 the line number: ``line 3: $.user.name``. There is no overlap and no garbage filter: every value is data.
 """
@@ -34,6 +37,8 @@ class JsonValue:
     start: int
     end: int
     members: list[tuple[str, JsonValue]] = field(default_factory=list)
+    #: where each member starts: its key for an object's, its value for an array's
+    member_starts: list[int] = field(default_factory=list)
 
 
 class _Scanner:
@@ -82,6 +87,7 @@ class _Scanner:
             return node
         index = 0
         while True:
+            node.member_starts.append(pos)
             if closing == "}":
                 if not text.startswith('"', pos):
                     raise self.fail(pos, "a quoted member name was expected")
@@ -133,12 +139,34 @@ class JsonChunker(SizedChunker):
         values = scan_json(text)
         spans: list[tuple[int, int, str]] = []
 
+        def fits(start: int, end: int) -> bool:
+            return self.length(text[start:end]) <= self.chunk_size
+
+        def flush(node: JsonValue, path: str, run: list[int]) -> None:
+            if len(run) == 1:
+                step, child = node.members[run[0]]
+                spans.append((child.start, child.end, path + step))
+            elif run:
+                first, last = run[0], run[-1]
+                array = text[node.start] == "["
+                name = f"{path}[{first}..{last}]" if array else f"{path}{node.members[first][0]} (+{len(run) - 1} more)"
+                spans.append((node.member_starts[first], node.members[last][1].end, name))
+            run.clear()
+
         def visit(node: JsonValue, path: str) -> None:
-            if not node.members or self.length(text[node.start : node.end]) <= self.chunk_size:
+            if not node.members or fits(node.start, node.end):
                 spans.append((node.start, node.end, path))
                 return
-            for step, child in node.members:
-                visit(child, path + step)
+            run: list[int] = []
+            for index, (step, child) in enumerate(node.members):
+                if not fits(node.member_starts[index], child.end):
+                    flush(node, path, run)
+                    visit(child, path + step)
+                    continue
+                if run and not fits(node.member_starts[run[0]], child.end):
+                    flush(node, path, run)
+                run.append(index)
+            flush(node, path, run)
 
         line, counted = 1, 0
         for value in values:

@@ -49,6 +49,37 @@ def resolve(document: Any, path: str) -> Any:
     return node
 
 
+_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+_ARRAY_RUN = re.compile(r"^(.*)\[(\d+)\.\.(\d+)\]$")
+_OBJECT_RUN = re.compile(r"^(.*) \(\+(\d+) more\)$")
+
+
+def _parent(path: str) -> str:
+    """``path`` without its last step."""
+    ends, rest = [1], path[1:]
+    while rest:
+        match = _STEP.match(rest)
+        assert match, rest
+        ends.append(ends[-1] + match.end())
+        rest = rest[match.end() :]
+    return path[: ends[-2]]
+
+
+def at_path(document: Any, content: str, path: str) -> tuple[Any, Any]:
+    """What a chunk's path names in the parsed document, and the chunk parsed (a run of members inside its
+    container's brackets)."""
+    if match := _ARRAY_RUN.match(path):
+        first, last = int(match[2]), int(match[3])
+        assert last > first
+        return resolve(document, match[1])[first : last + 1], json.loads(f"[{content}]")
+    if match := _OBJECT_RUN.match(path):
+        run = json.loads(f"{{{content}}}")
+        assert len(run) == int(match[2]) + 1
+        parent = resolve(document, _parent(match[1]))
+        return {key: parent[key] for key in run}, run
+    return resolve(document, path), json.loads(content)
+
+
 def leaves(value: Any) -> int:
     if isinstance(value, dict):
         return sum(leaves(v) for v in value.values())
@@ -65,10 +96,13 @@ def test_json_chunks_are_valid_json_at_their_path(value: Any, indent: int | None
     assert_chunks_valid(text, doc)
     assert [c.start_char for c in doc.chunks] == sorted(c.start_char for c in doc.chunks)
     assert all(a.end_char <= b.start_char for a, b in zip(doc.chunks, doc.chunks[1:], strict=False))
+    parsed = []
     for chunk in doc.chunks:
-        assert resolve(value, chunk.headers["h1"]) == json.loads(chunk.content)
+        expected, found = at_path(value, chunk.content, chunk.headers["h1"])
+        assert expected == found
+        parsed.append(found)
     # every leaf value is in exactly one chunk (empty containers count as one leaf)
-    assert sum(leaves(json.loads(c.content)) for c in doc.chunks) == leaves(value)
+    assert sum(leaves(found) for found in parsed) == leaves(value)
 
 
 @PROPERTY_SETTINGS
@@ -80,7 +114,8 @@ def test_jsonl_paths_name_the_line(records: list[Any], size: int) -> None:
     for chunk in doc.chunks:
         line, path = chunk.headers["h1"].split(": ", 1)
         record = records[int(line.removeprefix("line ")) - 1]
-        assert resolve(record, path) == json.loads(chunk.content)
+        expected, found = at_path(record, chunk.content, path)
+        assert expected == found
 
 
 def test_json_chunk_example() -> None:
@@ -91,6 +126,15 @@ def test_json_chunk_example() -> None:
         ("$.servers[0]", '{"host": "a.example", "port": 5432}'),
         ("$.servers[1]", '{"host": "b"}'),
     ]
+
+
+def test_consecutive_members_that_fit_together_are_one_chunk() -> None:
+    # a 300-number vector was 300 chunks of one number each
+    document = {"model": "m", "description": "the widget's vector", "vector": [i / 1000 for i in range(300)]}
+    doc = make_chunker("json", chunk_size=500).split(json.dumps(document, indent=2))
+    paths = [c.header_path for c in doc.chunks]
+    assert paths[0] == "$.model (+1 more)" and doc.chunks[0].content.startswith('"model": "m",')
+    assert paths[1].startswith("$.vector[0..") and paths[-1].endswith("..299]") and len(doc.chunks) <= 9
 
 
 def test_json_strategy_on_text_that_is_not_json() -> None:
