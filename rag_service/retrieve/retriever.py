@@ -24,7 +24,7 @@ from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest
 from rag_service.db.search_request import ef_search_for, with_query_scores
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
-from rag_service.format import budget_holds_none, fit_line, format_context, layout_overhead
+from rag_service.format import budget_shortfall, fit_line, format_context, layout_overhead
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.context import add_context, context_applies
@@ -298,7 +298,7 @@ class Retriever:
         if not chunks:  # every result under the floor, or none at all: one line says which, not ""
             line = no_relevant_passages(text, dropped[0].relevance_score if dropped else None, preset.min_relevance)
             context, tokens = fit_line(line, max_tokens=preset.max_tokens, encoding=encoding)
-        elif starved := budget_holds_none(
+        elif starved := budget_shortfall(
             chunks, formatted, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
         ):
             metrics.degrade("format", starved)

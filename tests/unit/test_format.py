@@ -240,3 +240,25 @@ def test_a_line_is_cut_to_the_budget_at_a_character_boundary(budget: int) -> Non
     assert tokens == count_tokens(shown) <= budget
     assert line.startswith(shown) and "\ufffd" not in shown
     assert shown == line or budget < count_tokens(line)
+
+
+def test_a_budget_that_skips_the_first_result_for_smaller_ones_says_so() -> None:
+    # a 1% passage stood in for the 74% answer without a word (format audit): the line names the first's need
+    first = _chunk(1, "docs/guide.md", 0.74, "backups run nightly " * 400, header_path="Guide > Ops", title="Guide")
+    small = _chunk(2, "notes.txt", 0.01, "cucumbers", title="Notes")
+    need, small_need = format_module.smallest_budget(first), format_module.smallest_budget(small)
+    assert small_need < need - 2
+    budget = need - 1
+    shown = format_context([first, small], max_tokens=budget)
+    assert shown.included == [small]
+    line = format_module.budget_shortfall([first, small], shown, max_tokens=budget)
+    assert line == (
+        f"max_tokens {budget} does not hold the first result (it needs {need} tokens), so the context shows 1 "
+        f"lower-ranked of the 2 results; raise max_tokens to at least {need}"
+    )
+    roomy = format_context([first, small], max_tokens=need)
+    assert format_module.budget_shortfall([first, small], roomy, max_tokens=need) is None
+    starved = format_context([first, small], max_tokens=small_need - 1)
+    assert format_module.budget_shortfall([first, small], starved, max_tokens=small_need - 1).startswith(
+        f"max_tokens {small_need - 1} holds none of the 2 results: the first needs {need} tokens"
+    )
