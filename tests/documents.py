@@ -68,3 +68,31 @@ def make_notebook(path: Path, cells: list[tuple[str, str]]) -> Path:
     }  # fmt: skip
     path.write_text(json.dumps(notebook, indent=1))
     return path
+
+
+def make_docx_xml(path: Path, body: list[str], *, footnotes: dict[int, str] | None = None) -> Path:
+    """A Word file whose body is the raw WordprocessingML elements ``body`` (``w:`` and ``mc:`` prefixes
+    declared), with a footnotes part holding ``footnotes`` (id -> text) if given."""
+    import docx
+    from docx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml import parse_xml
+
+    namespaces = (
+        'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+        'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" xmlns:v="urn:schemas-microsoft-com:vml"'
+    )
+    document = docx.Document()
+    section = document.element.body[-1]  # w:sectPr stays last
+    for element in body:
+        tag = element[1 : element.index(" ") if " " in element[:12] else element.index(">")]
+        section.addprevious(parse_xml(element.replace(f"<{tag}", f"<{tag} {namespaces}", 1)))
+    if footnotes is not None:
+        note = '<w:footnote w:id="{}"><w:p><w:r><w:t>{}</w:t></w:r></w:p></w:footnote>'
+        notes = "".join(note.format(n, t) for n, t in footnotes.items())
+        blob = f"<w:footnotes {namespaces}>{notes}</w:footnotes>".encode()
+        part = Part(PackURI("/word/footnotes.xml"), CONTENT_TYPE.WML_FOOTNOTES, blob, document.part.package)
+        document.part.relate_to(part, RELATIONSHIP_TYPE.FOOTNOTES)
+    document.save(str(path))
+    return path
