@@ -6,8 +6,18 @@ import json
 from pathlib import Path
 
 
-def make_pdf(path: Path, pages: list[str], *, title: str = "", scanned: bool = False, password: str = "") -> Path:
-    """A PDF with one page per string (a text layer), or only drawn shapes (``scanned``), maybe encrypted."""
+def make_pdf(
+    path: Path,
+    pages: list[str],
+    *,
+    title: str = "",
+    scanned: bool = False,
+    password: str = "",
+    header: str = "",
+    footer: str = "",
+) -> Path:
+    """A PDF with one page per string (a text layer), or only drawn shapes (``scanned``), maybe encrypted; a
+    ``header`` and ``footer`` line on every page (``{page}`` in them is the page number)."""
     from fpdf import FPDF
     from fpdf.enums import EncryptionMethod
 
@@ -15,12 +25,19 @@ def make_pdf(path: Path, pages: list[str], *, title: str = "", scanned: bool = F
     if title:
         doc.set_title(title)
     doc.set_font("helvetica", size=11)
-    for text in pages:
+    for number, text in enumerate(pages, 1):
         doc.add_page()
+        if header:
+            doc.cell(0, 8, header.format(page=number), new_x="LMARGIN", new_y="NEXT")
         if scanned:  # what a scan is to a text extractor: an image, no text
             doc.rect(10, 10, 120, 60, style="F")
         else:
             doc.multi_cell(0, 6, text)
+        if footer:  # at the foot of the page, written last, as FPDF.footer() does
+            doc.set_auto_page_break(False)
+            doc.set_y(-15)
+            doc.cell(0, 8, footer.format(page=number))
+            doc.set_auto_page_break(True, margin=20)
     if password:
         doc.set_encryption(owner_password="owner", user_password=password, encryption_method=EncryptionMethod.RC4)
     doc.output(str(path))

@@ -237,3 +237,24 @@ def test_discovery_finds_the_new_types_and_skips_others(tmp_path: Path) -> None:
     assert [p.name for p in files] == ["a.py", "b.pdf", "c.docx", "d.ipynb", "e.tex", "f.jsonl", "g.yaml"]
     assert sorted(p.name for p, _ in skipped) == ["h.exe", "i.png"]
     assert all(".ipynb" in reason and ".py" in reason for _, reason in skipped)
+
+
+def test_pdf_running_header_and_footer_are_left_out(tmp_path: Path) -> None:
+    pages = ["1. Revenue\nRevenue reached 4.7 million euros.", "2. Staffing\nWe hired 23 engineers.", "3. Outlook"]
+    path = make_pdf(
+        tmp_path / "report.pdf", pages, header="ACME Confidential", footer="Page {page} of 3 - ACME Quarterly"
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == [
+        "1. Revenue\nRevenue reached 4.7 million euros.",
+        "2. Staffing\nWe hired 23 engineers.",
+        "3. Outlook",
+    ]
+
+
+def test_pdf_lines_repeated_on_two_pages_only_are_kept(tmp_path: Path) -> None:
+    pages = ["Summary\nFirst page.", "Summary\nSecond page.", "Details\nThird page."]
+    doc = load_document(make_pdf(tmp_path / "two.pdf", pages[:2], header="Draft"), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == ["Draft\nSummary\nFirst page.", "Draft\nSummary\nSecond page."]
+    doc = load_document(make_pdf(tmp_path / "three.pdf", pages), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == pages  # "Summary" tops two pages of three: not a running header
