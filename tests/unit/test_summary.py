@@ -121,3 +121,16 @@ def test_fences_inside_list_items_are_code_and_prose_after_them_is_prose():
         "- `volcano.sh/queue-name`: The Volcano queue name the cluster submits its pods to.\n"
     )
     assert _sentences(prose(page)) == ["volcano.sh/queue-name: The Volcano queue name the cluster submits its pods to."]
+
+
+def test_latex_documents_get_a_summary_of_their_prose():
+    text = (
+        "\\documentclass{article}\n\\title{Zebra Migration}\n\\begin{document}\n\\maketitle\n\\begin{abstract}\n"
+        "We study zebra migration across the Serengeti using GPS collars.\n\\end{abstract}\n"
+        "\\section{Methods \\label{sec:methods}}\nWe fitted a random walk model to the positions. % old: Brownian\n"
+        "\\begin{equation}\n  x_{t+1} = x_t + \\epsilon_t\n\\end{equation}\n\\end{document}\n"
+    )
+    assert extractive_summary(text) == (
+        "We study zebra migration across the Serengeti using GPS collars. "
+        "We fitted a random walk model to the positions."
+    )
