@@ -34,6 +34,7 @@ from rag_service.ingest.filetypes import (
     unsupported_files,
 )
 from rag_service.ingest.htmltext import html_to_text
+from rag_service.ingest.latex import latex_title
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
@@ -126,15 +127,6 @@ def _check_not_minified(path: Path, text: str) -> None:
             f"{path} has a line of {longest:,} characters (line {number}): minified or generated code is not "
             "indexed; index its source instead"
         )
-
-
-_LATEX_TITLE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
-
-
-def latex_title(text: str) -> str:
-    """The argument of ``\\title{...}`` (without nested braces), or ``""``."""
-    match = _LATEX_TITLE.search(text)
-    return " ".join(match[1].split()) if match else ""
 
 
 def _read_bytes(path: Path, *, max_bytes: int) -> bytes:

@@ -211,6 +211,26 @@ def test_latex_title(tmp_path: Path) -> None:
     assert load_document(path, max_bytes=MB).title == "On Chunking"
 
 
+def test_latex_title_skips_comments_and_reads_nested_braces(tmp_path: Path) -> None:
+    path = tmp_path / "paper.tex"
+    path.write_text(
+        "% \\title{Old Draft}\n\\documentclass{article}\n"
+        "\\title{A Study of \\emph{Zebra} Migration\\thanks{Funded by X.} 50\\% \\\\ "
+        "in \\textbf{\\textit{Kenya}}} % v2\n"
+        "\\begin{document}\nHello.\n\\end{document}\n"
+    )
+    assert load_document(path, max_bytes=MB).title == "A Study of Zebra Migration 50% in Kenya"
+
+
+def test_latex_header_paths_are_plain_words() -> None:
+    text = (
+        "\\section{Methods \\label{sec:methods}}\nWe fitted a random walk model to the data.\n"
+        "\\subsection{Data \\textit{cleaning}~and \\texttt{NaN}s}\nOutliers beyond three sigma were removed.\n"
+    )
+    chunks = make_chunker("latex", chunk_size=200, chunk_overlap=0, min_chunk_chars=0).split(text).chunks
+    assert [c.header_path for c in chunks] == ["Methods", "Methods > Data cleaning and NaNs"]
+
+
 def test_html_headings_become_header_lines(tmp_path: Path) -> None:
     path = tmp_path / "page.html"
     path.write_text(
