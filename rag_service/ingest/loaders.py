@@ -39,7 +39,7 @@ from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
 from rag_service.ingest.textdecode import decode_text
-from rag_service.markdown_lines import atx_headers, find_front_matter
+from rag_service.markdown_lines import find_front_matter, scan_lines
 
 __all__ = [
     "HTML_SUFFIXES",
@@ -169,8 +169,10 @@ def front_matter_title(text: str) -> str:
 
 
 def markdown_title(text: str) -> str:
-    """The first h1 outside fenced code, else the front matter's ``title:``, else ``""``."""
-    h1 = next((h.title for h in atx_headers(text) if h.level == 1), "")  # stops there: most files start with it
+    """The first h1 outside fenced code (``# Title``, or ``Title`` over a ``===`` underline), else the front
+    matter's ``title:``, else ``""``."""
+    lines = scan_lines(text)  # stops at the h1: most files start with it
+    h1 = next((line.header.title for line in lines if line.header is not None and line.header.level == 1), "")
     return h1 or front_matter_title(text)
 
 

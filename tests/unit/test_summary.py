@@ -61,6 +61,12 @@ def test_titles_come_from_the_h1_then_the_front_matter():
     assert markdown_title("Plain text.\n") == ""
 
 
+def test_a_setext_h1_is_the_title_and_a_dash_underline_is_not():
+    assert markdown_title("Deployment Guide\n================\n\nShip it.\n\n# Later\n") == "Deployment Guide"
+    assert markdown_title("Rollback\n--------\n\nRoll back.\n") == ""  # an h2 at most, never the title
+    assert markdown_title("```\nx\n===\n```\n# Real\n") == "Real"  # not in fenced code
+
+
 DOCS_PAGE = """Connection pooling
 ==================
 
