@@ -25,6 +25,8 @@ RUNNING_MIN_PAGES = 3
 #: a line among the first or last ``_EDGE_LINES`` of a page is a running header or footer if it is on at least
 #: this share of the pages (digits aside: "Page 2 of 9")
 RUNNING_SHARE = 0.6
+#: longer lines are text, not a running header or footer (a page of repeated prose has long lines at its edges)
+RUNNING_MAX_CHARS = 80
 _EDGE_LINES = 2
 _DIGITS = re.compile(r"\d+")
 
@@ -62,13 +64,15 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
 def without_running_lines(pages: list[str]) -> list[str]:
     """``pages`` without their running headers and footers: a line among the first or last two of a page
     that is, digits aside, among them on ``RUNNING_SHARE`` of the pages, in a document of at least
-    ``RUNNING_MIN_PAGES`` pages (fewer pages are too few to tell a running line from a repeated heading)."""
+    ``RUNNING_MIN_PAGES`` pages (fewer pages are too few to tell a running line from a repeated heading), and at
+    most ``RUNNING_MAX_CHARS`` long. A page that would lose every line keeps them, and pages that are left alike
+    (digits aside) keep all: text repeated from a template is content, not furniture."""
     if len(pages) < RUNNING_MIN_PAGES:
         return pages
     lines = [page.split("\n") for page in pages]
     seen: Counter[str] = Counter()
     for page in lines:
-        seen.update({_running_key(page[i]) for i in _edges(page)})
+        seen.update({key for i in _edges(page) if len(key := _running_key(page[i])) <= RUNNING_MAX_CHARS})
     needed = max(RUNNING_MIN_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
     running = {key for key, count in seen.items() if count >= needed}
     if not running:
@@ -76,7 +80,10 @@ def without_running_lines(pages: list[str]) -> list[str]:
     kept: list[str] = []
     for page in lines:
         dropped = {i for i in _edges(page) if _running_key(page[i]) in running}
-        kept.append("\n".join(line for i, line in enumerate(page) if i not in dropped).strip())
+        text = "\n".join(line for i, line in enumerate(page) if i not in dropped).strip()
+        kept.append(text or "\n".join(page).strip())
+    if len({_running_key(page) for page in kept}) < needed:  # the pages repeat one template: all of it is text
+        return pages
     return kept
 
 

@@ -278,3 +278,13 @@ def test_pdf_lines_repeated_on_two_pages_only_are_kept(tmp_path: Path) -> None:
     assert doc.text.split(PAGE_BREAK) == ["Draft\nSummary\nFirst page.", "Draft\nSummary\nSecond page."]
     doc = load_document(make_pdf(tmp_path / "three.pdf", pages), max_bytes=MB)
     assert doc.text.split(PAGE_BREAK) == pages  # "Summary" tops two pages of three: not a running header
+
+
+def test_pdf_pages_of_repeated_text_keep_it(tmp_path: Path) -> None:
+    long_lines = [f"Page {n} is about topic number {n}. " * 12 for n in range(1, 5)]  # long repeated lines
+    doc = load_document(make_pdf(tmp_path / "long.pdf", long_lines), max_bytes=MB)
+    pages = [" ".join(page.split()) for page in doc.text.split(PAGE_BREAK)]
+    assert [page.count(f"Page {n} is about topic number {n}.") for n, page in enumerate(pages, 1)] == [12] * 4
+    totals = [f"Total: {n}" for n in range(1, 5)]  # a page that would lose every line is no furniture
+    doc = load_document(make_pdf(tmp_path / "totals.pdf", totals), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == totals
