@@ -17,8 +17,9 @@ CommonMark where they overlap with it; where a reader needs a rule of its own, i
   end of the line; the title is the rest without its closing ``#`` run. A header without a title
   (``#``, ``## ##``) is a plain line unless ``ScanRules.empty_headers``.
 - *Setext underline*: outside fences, a line of ``=`` (level 1) or ``-`` (level 2), indented at most
-  three spaces, right under a text line, which is the header's title. Only the summary reads them;
-  no chunker or section rule splits at them.
+  three spaces, right under a text line, which is the header's title. Only the summary and the
+  loaders' titles (a ``=`` h1) read them; no chunker or section rule splits at them (a ``---`` under
+  a line is a separator in some documentation sets, e.g. anthropic-docs-qa's ticket-routing page).
 
 Indented code blocks, block quotes and list items are not parsed: a ``#`` line inside them counts as
 if it stood alone, and so does a fence unless ``ScanRules.list_fences``. Written here rather than

@@ -6,8 +6,18 @@ import json
 from pathlib import Path
 
 
-def make_pdf(path: Path, pages: list[str], *, title: str = "", scanned: bool = False, password: str = "") -> Path:
-    """A PDF with one page per string (a text layer), or only drawn shapes (``scanned``), maybe encrypted."""
+def make_pdf(
+    path: Path,
+    pages: list[str],
+    *,
+    title: str = "",
+    scanned: bool = False,
+    password: str = "",
+    header: str = "",
+    footer: str = "",
+) -> Path:
+    """A PDF with one page per string (a text layer), or only drawn shapes (``scanned``), maybe encrypted; a
+    ``header`` and ``footer`` line on every page (``{page}`` in them is the page number)."""
     from fpdf import FPDF
     from fpdf.enums import EncryptionMethod
 
@@ -15,12 +25,19 @@ def make_pdf(path: Path, pages: list[str], *, title: str = "", scanned: bool = F
     if title:
         doc.set_title(title)
     doc.set_font("helvetica", size=11)
-    for text in pages:
+    for number, text in enumerate(pages, 1):
         doc.add_page()
+        if header:
+            doc.cell(0, 8, header.format(page=number), new_x="LMARGIN", new_y="NEXT")
         if scanned:  # what a scan is to a text extractor: an image, no text
             doc.rect(10, 10, 120, 60, style="F")
         else:
             doc.multi_cell(0, 6, text)
+        if footer:  # at the foot of the page, written last, as FPDF.footer() does
+            doc.set_auto_page_break(False)
+            doc.set_y(-15)
+            doc.cell(0, 8, footer.format(page=number))
+            doc.set_auto_page_break(True, margin=20)
     if password:
         doc.set_encryption(owner_password="owner", user_password=password, encryption_method=EncryptionMethod.RC4)
     doc.output(str(path))
@@ -67,4 +84,32 @@ def make_notebook(path: Path, cells: list[tuple[str, str]]) -> Path:
         ],
     }  # fmt: skip
     path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
+def make_docx_xml(path: Path, body: list[str], *, footnotes: dict[int, str] | None = None) -> Path:
+    """A Word file whose body is the raw WordprocessingML elements ``body`` (``w:`` and ``mc:`` prefixes
+    declared), with a footnotes part holding ``footnotes`` (id -> text) if given."""
+    import docx
+    from docx.opc.constants import CONTENT_TYPE, RELATIONSHIP_TYPE
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml import parse_xml
+
+    namespaces = (
+        'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+        'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" xmlns:v="urn:schemas-microsoft-com:vml"'
+    )
+    document = docx.Document()
+    section = document.element.body[-1]  # w:sectPr stays last
+    for element in body:
+        tag = element[1 : element.index(" ") if " " in element[:12] else element.index(">")]
+        section.addprevious(parse_xml(element.replace(f"<{tag}", f"<{tag} {namespaces}", 1)))
+    if footnotes is not None:
+        note = '<w:footnote w:id="{}"><w:p><w:r><w:t>{}</w:t></w:r></w:p></w:footnote>'
+        notes = "".join(note.format(n, t) for n, t in footnotes.items())
+        blob = f"<w:footnotes {namespaces}>{notes}</w:footnotes>".encode()
+        part = Part(PackURI("/word/footnotes.xml"), CONTENT_TYPE.WML_FOOTNOTES, blob, document.part.package)
+        document.part.relate_to(part, RELATIONSHIP_TYPE.FOOTNOTES)
+    document.save(str(path))
     return path

@@ -3,19 +3,17 @@
 A paragraph styled "Title" or "Heading N" becomes ``#``×N followed by its text, so the ``markdown``
 strategy turns headings into the header path; any other paragraph or row that would read as a header
 or a fence is escaped (``\\# of ferrets``); tables become one line per row, cells joined by `` | ``.
+The body is read by ``docxbody`` (content controls, tracked insertions, text boxes, nested tables, notes).
 """
 
 from __future__ import annotations
 
-import re
 import zipfile
 from io import BytesIO
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
-from rag_service.ingest.markdown_escape import escape_plain_line
-
-_HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
+from rag_service.ingest.docxbody import body_blocks
 
 
 def read_docx(path: Path, data: bytes) -> tuple[str, str]:
@@ -28,7 +26,7 @@ def read_docx(path: Path, data: bytes) -> tuple[str, str]:
 
     try:
         document = docx.Document(BytesIO(data))
-        blocks = list(_blocks(document))
+        blocks, notes = body_blocks(document)
         title = (document.core_properties.title or "").strip()
     except (PackageNotFoundError, zipfile.BadZipFile) as err:
         why = "not a zip archive, as a .docx is" if isinstance(err, zipfile.BadZipFile) else "no Word package inside"
@@ -45,31 +43,4 @@ def read_docx(path: Path, data: bytes) -> tuple[str, str]:
         raise
     if not title:
         title = next((b[2:] for b in blocks if b.startswith("# ")), "")
-    return "\n\n".join(blocks), title
-
-
-def _blocks(document: object) -> list[str]:
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
-
-    blocks: list[str] = []
-    for item in document.iter_inner_content():  # type: ignore[attr-defined]
-        if isinstance(item, Paragraph):
-            text = " ".join(item.text.split())
-            if not text:
-                continue
-            level = _heading_level(item.style.name if item.style is not None else "")
-            blocks.append(f"{'#' * level} {text}" if level else escape_plain_line(text))
-        elif isinstance(item, Table):
-            rows = [" | ".join(" ".join(cell.text.split()) for cell in row.cells) for row in item.rows]
-            rows = [escape_plain_line(r) for r in rows if r.strip(" |")]
-            if rows:
-                blocks.append("\n".join(rows))
-    return blocks
-
-
-def _heading_level(style: str) -> int:
-    if style.lower() == "title":
-        return 1
-    match = _HEADING.match(style)
-    return min(max(int(match[1]), 1), 6) if match else 0
+    return "\n\n".join(blocks + notes), title

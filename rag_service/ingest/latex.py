@@ -2,7 +2,8 @@
 
 ``\\part``, ``\\chapter``, ``\\section``, ``\\subsection``, ``\\subsubsection`` and ``\\paragraph``
 (starred or not) at the start of a line open sections; the levels present are numbered from ``h1``
-down, so a paper's ``\\section`` is ``h1``. Each section is split by the recursive splitter, then
+down, so a paper's ``\\section`` is ``h1``; header text is plain words (``plain_latex``: no ``\\label{}``, no
+``\\textit`` around a word). Each section is split by the recursive splitter, then
 every run of pieces that overlaps a math environment (``equation``, ``align``, ``gather``,
 ``multline``, ``eqnarray``, ``displaymath``, ``math`` and their starred forms, ``\\[ \\]``, ``$$ $$``)
 is joined into one piece, so a chunk boundary never falls inside one (a math environment longer than
@@ -32,14 +33,25 @@ _MATH = re.compile(
     re.DOTALL,
 )
 
+_TITLE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{")
+#: a comment: ``%`` not escaped (preceded by an even number of backslashes) to the end of its line
+_COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
+#: a command whose argument is not text (group 1), or a text-formatting one whose argument is the text
+_FORMATTING = re.compile(
+    r"\\(?:(label|index|thanks|footnote|footnotemark|ref|cite)|emph|underline|mbox|hbox"
+    r"|text(?:it|bf|tt|sc|sf|rm|up|sl|md|normal)?|math(?:rm|bf|it|sf|tt))\*?[ \t]*(?:\[[^\]]*\])?[ \t]*\{"
+)
+_SPACING = re.compile(r"\\\\(?:\[[^\]]*\])?|(?<!\\)~")
+_ESCAPED = re.compile(r"\\([&%$#_{}])")
+
 
 def math_spans(text: str) -> list[Span]:
     """Spans of the math environments of ``text``, in order, not overlapping."""
     return [(m.start(), m.end()) for m in _MATH.finditer(text)]
 
 
-def _title(text: str, open_brace: int) -> tuple[str, int]:
-    """The braced argument starting at ``text[open_brace] == "{"`` (nested braces kept) and its end."""
+def _braced(text: str, open_brace: int) -> tuple[str, int]:
+    """The braced argument starting at ``text[open_brace] == "{"`` (nested braces kept, verbatim) and its end."""
     depth, pos = 0, open_brace
     while pos < len(text):
         char = text[pos]
@@ -51,14 +63,40 @@ def _title(text: str, open_brace: int) -> tuple[str, int]:
         elif char == "}":
             depth -= 1
             if depth == 0:
-                return " ".join(text[open_brace + 1 : pos].split()), pos + 1
+                return text[open_brace + 1 : pos], pos + 1
         pos += 1
-    return " ".join(text[open_brace + 1 :].split()), len(text)
+    return text[open_brace + 1 :], len(text)
+
+
+def plain_latex(text: str) -> str:
+    """``text`` (a title, a section name) as plain words: ``\\label{}``, ``\\index{}``, ``\\thanks{}`` and
+    ``\\footnote{}`` dropped, ``\\emph{}``, ``\\textit{}`` and the other text-formatting commands unwrapped,
+    ``\\\\`` and ``~`` read as spaces, escaped specials (``\\&``) unescaped; other commands are kept."""
+    while found := _FORMATTING.search(text):
+        argument, end = _braced(text, found.end() - 1)
+        text = text[: found.start()] + ("" if found[1] else argument) + text[end:]
+    text = _SPACING.sub(" ", text)
+    return " ".join(_ESCAPED.sub(r"\1", text).split())
+
+
+def without_comments(text: str) -> str:
+    """``text`` with every ``%`` comment removed (an escaped ``\\%`` is no comment)."""
+    return _COMMENT.sub(r"\1", text)
+
+
+def latex_title(text: str) -> str:
+    """The ``\\title{...}`` of a LaTeX document outside comments, as plain words (``plain_latex``), or ``""``."""
+    text = without_comments(text)
+    found = _TITLE.search(text)
+    return plain_latex(_braced(text, found.end() - 1)[0]) if found else ""
 
 
 def latex_sections(text: str) -> list[tuple[int, int, dict[str, str]]]:
     """``(start, end, headers)`` of the preamble-and-body text before the first section and each section."""
-    found = [(m.start(), _COMMANDS.index(m[1]), _title(text, m.end() - 1)[0]) for m in _SECTION.finditer(text)]
+    found = [
+        (m.start(), _COMMANDS.index(m[1]), plain_latex(without_comments(_braced(text, m.end() - 1)[0])))
+        for m in _SECTION.finditer(text)
+    ]
     levels = sorted({level for _, level, _ in found})
     sections: list[tuple[int, int, dict[str, str]]] = []
     first = found[0][0] if found else len(text)

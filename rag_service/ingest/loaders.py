@@ -15,7 +15,6 @@ import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, UnsupportedFileError
@@ -34,13 +33,13 @@ from rag_service.ingest.filetypes import (
     supported_kinds,
     unsupported_files,
 )
-from rag_service.ingest.links import is_relative_link
-from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
+from rag_service.ingest.htmltext import html_to_text
+from rag_service.ingest.latex import latex_title
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
 from rag_service.ingest.textdecode import decode_text
-from rag_service.markdown_lines import atx_headers, find_front_matter
+from rag_service.markdown_lines import find_front_matter, scan_lines
 
 __all__ = [
     "HTML_SUFFIXES",
@@ -49,7 +48,7 @@ __all__ = [
     "Discovery",
     "LoadedDocument",
     "discover",
-    "html_to_text",
+    "html_to_text",  # re-exported from htmltext
     "load_document",
     "markdown_title",
     "text_title",
@@ -130,15 +129,6 @@ def _check_not_minified(path: Path, text: str) -> None:
         )
 
 
-_LATEX_TITLE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
-
-
-def latex_title(text: str) -> str:
-    """The argument of ``\\title{...}`` (without nested braces), or ``""``."""
-    match = _LATEX_TITLE.search(text)
-    return " ".join(match[1].split()) if match else ""
-
-
 def _read_bytes(path: Path, *, max_bytes: int) -> bytes:
     try:
         info = path.stat()
@@ -179,8 +169,10 @@ def front_matter_title(text: str) -> str:
 
 
 def markdown_title(text: str) -> str:
-    """The first h1 outside fenced code, else the front matter's ``title:``, else ``""``."""
-    h1 = next((h.title for h in atx_headers(text) if h.level == 1), "")  # stops there: most files start with it
+    """The first h1 outside fenced code (``# Title``, or ``Title`` over a ``===`` underline), else the front
+    matter's ``title:``, else ``""``."""
+    lines = scan_lines(text)  # stops at the h1: most files start with it
+    h1 = next((line.header.title for line in lines if line.header is not None and line.header.level == 1), "")
     return h1 or front_matter_title(text)
 
 
@@ -190,114 +182,6 @@ def text_title(text: str, strategy: str) -> str:
     if strategy == "latex":
         return latex_title(text)
     return "" if strategy in ("code", "json") else markdown_title(text)
-
-
-_BLOCK_TAGS = frozenset(
-    "address article aside blockquote caption dd details div dl dt fieldset figcaption figure footer form "  # noqa: SIM905
-    "h1 h2 h3 h4 h5 h6 header hr main nav ol p pre section summary table tbody thead tfoot ul".split()
-)
-_HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
-_LINE_TAGS = {"br": "\n", "li": "\n", "tr": "\n", "td": " ", "th": " "}
-_SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg"})
-_VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())  # noqa: SIM905
-# marks in the extracted text, removed from the page's own text first (noncharacters: never visible text)
-_HEADING_MARK, _PRE_OPEN, _PRE_CLOSE = "\ufdd0", "\ufdd1", "\ufdd2"
-_MARKS = re.compile("[\ufdd0-\ufdd2]")
-_PRE_BLOCK = re.compile(f"{_PRE_OPEN}(.*?)(?:{_PRE_CLOSE}|\\Z)", re.DOTALL)
-
-
-class _TextExtractor(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title_parts: list[str] = []
-        self._skipping: list[str] = []  # open elements whose text is not shown
-        self._in_title = False
-        self._pre = 0
-        self._links: list[str | None] = []  # open ``<a>`` elements: the href written at ``</a>``, or None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag == "body" and "head" in self._skipping:  # ``</head>`` is optional
-            del self._skipping[self._skipping.index("head") :]
-        elif tag in _SKIPPED_TAGS:
-            self._skipping.append(tag)
-        elif tag in _BLOCK_TAGS:
-            self.parts.append("\n\n")
-            if tag in _HEADING_LEVELS and not self._skipping and not self._pre:  # the sections, for the html strategy
-                self.parts.append(_HEADING_MARK + "#" * _HEADING_LEVELS[tag] + " ")
-        elif tag in _LINE_TAGS:
-            self.parts.append(_LINE_TAGS[tag])
-        if tag == "pre":
-            self._pre += 1
-            if self._pre == 1:
-                self.parts.append(_PRE_OPEN)
-        href = dict(attrs).get("href") if tag == "a" and not self._skipping and not self._pre else None
-        if href and is_relative_link(href):  # kept as a markdown link, so the chunk graph can follow it
-            self._links.append(href)
-            self.parts.append("[")
-        elif tag == "a":
-            self._links.append(None)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag not in _VOID_TAGS:  # ``<div/>`` is not void: it opens nothing
-            return
-        self.handle_starttag(tag, attrs)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in _SKIPPED_TAGS:
-            if tag in self._skipping:
-                del self._skipping[self._skipping.index(tag) :]
-        elif tag in _BLOCK_TAGS and not (tag == "pre" and self._pre == 1):
-            self.parts.append("\n\n")
-        if tag == "pre" and self._pre:
-            self._pre -= 1
-            if not self._pre:
-                self.parts.append(_PRE_CLOSE + "\n\n")
-        if tag == "a" and self._links and (href := self._links.pop()) is not None:
-            self.parts.append(f"]({href})")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title_parts.append(data)
-        elif not self._skipping:
-            data = _MARKS.sub("", data)
-            self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
-
-
-def html_to_text(html: str) -> tuple[str, str]:
-    """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none).
-
-    Headings h1–h6 become ATX header lines (``## Install``), so the ``html`` and ``markdown``
-    strategies see the document's sections in the stored text; other lines that would read as
-    headers or fences are escaped (``\\# of ferrets``), and ``<pre>`` text is kept verbatim in a
-    fence. Links to relative paths or anchors become markdown links (``[text](install.html#linux)``),
-    so the chunk graph sees them too.
-    """
-    parser = _TextExtractor()
-    parser.feed(html)
-    parser.close()
-    extracted = "".join(parser.parts)
-    blocks: list[str] = []
-    prose_start = 0
-    for pre in _PRE_BLOCK.finditer(extracted):
-        blocks.append(_prose(extracted[prose_start : pre.start()]))
-        body = pre[1].removeprefix("\n").rstrip()  # HTML drops a newline right after <pre>
-        blocks.append(fence_code(body.strip("\n")) if body.strip() else "")
-        prose_start = pre.end()
-    blocks.append(_prose(extracted[prose_start:]))
-    title = " ".join("".join(parser.title_parts).split())
-    return "\n\n".join(b for b in blocks if b), title
-
-
-def _prose(extracted: str) -> str:
-    """Text outside ``<pre>``: lines stripped, runs of blank lines made one, look-alike structure escaped."""
-    lines = [line.strip() for line in extracted.split("\n")]
-    lines = [line[1:] if line.startswith(_HEADING_MARK) else escape_plain_line(line) for line in lines]
-    return _MARKS.sub("", re.sub(r"\n{3,}", "\n\n", "\n".join(lines))).strip()
 
 
 @dataclass(slots=True)

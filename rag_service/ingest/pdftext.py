@@ -10,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
+import math
+import re
+from collections import Counter
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
@@ -17,6 +20,15 @@ from rag_service.ingest.chunk import TextChunk
 
 #: what separates pages in the stored text of a PDF
 PAGE_BREAK = "\n\f\n"
+#: running headers and footers are looked for in documents of this many pages or more
+RUNNING_MIN_PAGES = 3
+#: a line among the first or last ``_EDGE_LINES`` of a page is a running header or footer if it is on at least
+#: this share of the pages (digits aside: "Page 2 of 9")
+RUNNING_SHARE = 0.6
+#: longer lines are text, not a running header or footer (a page of repeated prose has long lines at its edges)
+RUNNING_MAX_CHARS = 80
+_EDGE_LINES = 2
+_DIGITS = re.compile(r"\d+")
 
 
 def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
@@ -46,13 +58,49 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
         raise DocumentReadError(f"{path} is not a readable PDF ({why}); re-save or re-export it") from None
     if not any(page.strip() for page in pages):
         raise DocumentReadError(f"{path}: no text layer; OCR is not supported")
-    return PAGE_BREAK.join(pages), title
+    return PAGE_BREAK.join(without_running_lines(pages)), title
+
+
+def without_running_lines(pages: list[str]) -> list[str]:
+    """``pages`` without their running headers and footers: a line among the first or last two of a page
+    that is, digits aside, among them on ``RUNNING_SHARE`` of the pages, in a document of at least
+    ``RUNNING_MIN_PAGES`` pages (fewer pages are too few to tell a running line from a repeated heading), and at
+    most ``RUNNING_MAX_CHARS`` long. A page that would lose every line keeps them, and pages that are left alike
+    (digits aside) keep all: text repeated from a template is content, not furniture."""
+    if len(pages) < RUNNING_MIN_PAGES:
+        return pages
+    lines = [page.split("\n") for page in pages]
+    seen: Counter[str] = Counter()
+    for page in lines:
+        seen.update({key for i in _edges(page) if len(key := _running_key(page[i])) <= RUNNING_MAX_CHARS})
+    needed = max(RUNNING_MIN_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
+    running = {key for key, count in seen.items() if count >= needed}
+    if not running:
+        return pages
+    kept: list[str] = []
+    for page in lines:
+        dropped = {i for i in _edges(page) if _running_key(page[i]) in running}
+        text = "\n".join(line for i, line in enumerate(page) if i not in dropped).strip()
+        kept.append(text or "\n".join(page).strip())
+    if len({_running_key(page) for page in kept}) < needed:  # the pages repeat one template: all of it is text
+        return pages
+    return kept
+
+
+def _edges(page: list[str]) -> set[int]:
+    """The indexes of the first and last ``_EDGE_LINES`` non-blank lines of a page."""
+    filled = [i for i, line in enumerate(page) if line.strip()]
+    return set(filled[:_EDGE_LINES] + filled[-_EDGE_LINES:])
 
 
 def _page_text(page: object) -> str:
     text = str(page.extract_text() or "")  # type: ignore[attr-defined]
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\x00", "")
     return text.strip()
+
+
+def _running_key(line: str) -> str:
+    return _DIGITS.sub("#", " ".join(line.split()).lower())
 
 
 def page_span(text: str, start: int, end: int) -> tuple[int, int]:

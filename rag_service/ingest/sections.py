@@ -1,7 +1,7 @@
 """The ``html`` and ``semantic-markdown`` strategies: sections at ATX header lines h1–h6.
 
 Both read the section structure from header lines in the stored text. For HTML files the loader
-writes each ``<h1>``–``<h6>`` element of the DOM as such a line (``loaders.html_to_text``), so
+writes each ``<h1>``–``<h6>`` element of the DOM as such a line (``htmltext.html_to_text``), so
 ``html`` chunks follow the page's DOM sections. LangChain's ``HTMLHeaderTextSplitter`` and
 ``HTMLSectionSplitter`` are not used: they return re-assembled text with no offsets into anything,
 and the stored text must be sliceable to every chunk.

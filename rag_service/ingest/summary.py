@@ -36,9 +36,13 @@ MAX_WORDS = 80
 #: centrality is divided by ``1 + position / LEAD_WEIGHT`` (the 11th candidate counts half); the 1st is always kept
 LEAD_WEIGHT = 10.0
 
-# tables, HTML, images, footnotes, directives, link definitions, MyST targets "(label)=", and comment-like
-# "# " lines that are no header ("    # comment" in indented code)
-_SKIPPED_LINE = re.compile(r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|\.\. |\[[^\]]+\]:\s|(?:" + ANCHOR_LINE.pattern + r")\s*$)")
+# tables, HTML, images, footnotes, directives, link definitions, MyST targets "(label)=", comment-like
+# "# " lines that are no header ("    # comment" in indented code), and LaTeX lines that open with a command
+# ("\\begin{abstract}"): glued to the prose after them, they made every sentence of a LaTeX file fail the
+# prose test, so LaTeX documents got no summary
+_SKIPPED_LINE = re.compile(
+    r"^\s*(#{1,6}\s|\||<|!\[|\[\^|:::|\.\. |\[[^\]]+\]:\s|\\[A-Za-z@]|(?:" + ANCHOR_LINE.pattern + r")\s*$)"
+)
 #: fences inside list items ("  - ```shell", "    ```bash") are code too: their lines are not prose
 _PROSE_RULES = ScanRules(list_fences=True)
 #: lines of these kinds are never prose

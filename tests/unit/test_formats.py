@@ -211,6 +211,26 @@ def test_latex_title(tmp_path: Path) -> None:
     assert load_document(path, max_bytes=MB).title == "On Chunking"
 
 
+def test_latex_title_skips_comments_and_reads_nested_braces(tmp_path: Path) -> None:
+    path = tmp_path / "paper.tex"
+    path.write_text(
+        "% \\title{Old Draft}\n\\documentclass{article}\n"
+        "\\title{A Study of \\emph{Zebra} Migration\\thanks{Funded by X.} 50\\% \\\\ "
+        "in \\textbf{\\textit{Kenya}}} % v2\n"
+        "\\begin{document}\nHello.\n\\end{document}\n"
+    )
+    assert load_document(path, max_bytes=MB).title == "A Study of Zebra Migration 50% in Kenya"
+
+
+def test_latex_header_paths_are_plain_words() -> None:
+    text = (
+        "\\section{Methods \\label{sec:methods}}\nWe fitted a random walk model to the data.\n"
+        "\\subsection{Data \\textit{cleaning}~and \\texttt{NaN}s}\nOutliers beyond three sigma were removed.\n"
+    )
+    chunks = make_chunker("latex", chunk_size=200, chunk_overlap=0, min_chunk_chars=0).split(text).chunks
+    assert [c.header_path for c in chunks] == ["Methods", "Methods > Data cleaning and NaNs"]
+
+
 def test_html_headings_become_header_lines(tmp_path: Path) -> None:
     path = tmp_path / "page.html"
     path.write_text(
@@ -237,3 +257,34 @@ def test_discovery_finds_the_new_types_and_skips_others(tmp_path: Path) -> None:
     assert [p.name for p in files] == ["a.py", "b.pdf", "c.docx", "d.ipynb", "e.tex", "f.jsonl", "g.yaml"]
     assert sorted(p.name for p, _ in skipped) == ["h.exe", "i.png"]
     assert all(".ipynb" in reason and ".py" in reason for _, reason in skipped)
+
+
+def test_pdf_running_header_and_footer_are_left_out(tmp_path: Path) -> None:
+    pages = ["1. Revenue\nRevenue reached 4.7 million euros.", "2. Staffing\nWe hired 23 engineers.", "3. Outlook"]
+    path = make_pdf(
+        tmp_path / "report.pdf", pages, header="ACME Confidential", footer="Page {page} of 3 - ACME Quarterly"
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == [
+        "1. Revenue\nRevenue reached 4.7 million euros.",
+        "2. Staffing\nWe hired 23 engineers.",
+        "3. Outlook",
+    ]
+
+
+def test_pdf_lines_repeated_on_two_pages_only_are_kept(tmp_path: Path) -> None:
+    pages = ["Summary\nFirst page.", "Summary\nSecond page.", "Details\nThird page."]
+    doc = load_document(make_pdf(tmp_path / "two.pdf", pages[:2], header="Draft"), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == ["Draft\nSummary\nFirst page.", "Draft\nSummary\nSecond page."]
+    doc = load_document(make_pdf(tmp_path / "three.pdf", pages), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == pages  # "Summary" tops two pages of three: not a running header
+
+
+def test_pdf_pages_of_repeated_text_keep_it(tmp_path: Path) -> None:
+    long_lines = [f"Page {n} is about topic number {n}. " * 12 for n in range(1, 5)]  # long repeated lines
+    doc = load_document(make_pdf(tmp_path / "long.pdf", long_lines), max_bytes=MB)
+    pages = [" ".join(page.split()) for page in doc.text.split(PAGE_BREAK)]
+    assert [page.count(f"Page {n} is about topic number {n}.") for n, page in enumerate(pages, 1)] == [12] * 4
+    totals = [f"Total: {n}" for n in range(1, 5)]  # a page that would lose every line is no furniture
+    doc = load_document(make_pdf(tmp_path / "totals.pdf", totals), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == totals

@@ -61,6 +61,12 @@ def test_titles_come_from_the_h1_then_the_front_matter():
     assert markdown_title("Plain text.\n") == ""
 
 
+def test_a_setext_h1_is_the_title_and_a_dash_underline_is_not():
+    assert markdown_title("Deployment Guide\n================\n\nShip it.\n\n# Later\n") == "Deployment Guide"
+    assert markdown_title("Rollback\n--------\n\nRoll back.\n") == ""  # an h2 at most, never the title
+    assert markdown_title("```\nx\n===\n```\n# Real\n") == "Real"  # not in fenced code
+
+
 DOCS_PAGE = """Connection pooling
 ==================
 
@@ -121,3 +127,16 @@ def test_fences_inside_list_items_are_code_and_prose_after_them_is_prose():
         "- `volcano.sh/queue-name`: The Volcano queue name the cluster submits its pods to.\n"
     )
     assert _sentences(prose(page)) == ["volcano.sh/queue-name: The Volcano queue name the cluster submits its pods to."]
+
+
+def test_latex_documents_get_a_summary_of_their_prose():
+    text = (
+        "\\documentclass{article}\n\\title{Zebra Migration}\n\\begin{document}\n\\maketitle\n\\begin{abstract}\n"
+        "We study zebra migration across the Serengeti using GPS collars.\n\\end{abstract}\n"
+        "\\section{Methods \\label{sec:methods}}\nWe fitted a random walk model to the positions. % old: Brownian\n"
+        "\\begin{equation}\n  x_{t+1} = x_t + \\epsilon_t\n\\end{equation}\n\\end{document}\n"
+    )
+    assert extractive_summary(text) == (
+        "We study zebra migration across the Serengeti using GPS collars. "
+        "We fitted a random walk model to the positions."
+    )

@@ -1,0 +1,163 @@
+"""HTML reduced to its visible text, headings as ATX header lines, ``<pre>`` fenced, relative links kept.
+
+The ``html`` and ``markdown`` strategies read the sections from the header lines; the chunk graph
+follows the links written as markdown links (``[text](install.html#linux)``).
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from rag_service.ingest.links import is_relative_link
+from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
+
+__all__ = ["html_to_text"]
+
+_BLOCK_TAGS = frozenset(
+    "address article aside blockquote caption dd details div dl dt fieldset figcaption figure footer form "  # noqa: SIM905
+    "h1 h2 h3 h4 h5 h6 header hr main nav ol p pre section summary table tbody thead tfoot ul".split()
+)
+_HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
+_LINE_TAGS = {"br": "\n", "li": "\n", "tr": "\n", "td": " ", "th": " "}
+_SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg"})
+_VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())  # noqa: SIM905
+# marks in the extracted text, removed from the page's own text first (noncharacters: never visible text)
+_HEADING_MARK, _PRE_OPEN, _PRE_CLOSE = "\ufdd0", "\ufdd1", "\ufdd2"
+_MARKS = re.compile("[\ufdd0-\ufdd2]")
+_SECTIONING = frozenset({"article", "main", "section", "aside", "nav"})
+#: the whole text of a heading's permalink anchor (Sphinx ``¶``, Docusaurus a zero-width space, ``#``, an icon)
+_PERMALINK = re.compile("[\\s\u200b-\u200d\u2060\ufeff¶§#🔗]*")
+#: a page that marks its main content, so page-level header, footer and aside are furniture around it
+_MARKS_MAIN = re.compile(r"<(?:main|article)\b|\brole\s*=\s*[\"']?main\b", re.IGNORECASE)
+_PRE_BLOCK = re.compile(f"{_PRE_OPEN}(.*?)(?:{_PRE_CLOSE}|\\Z)", re.DOTALL)
+
+
+class _TextExtractor(HTMLParser):
+    def __init__(self, *, marks_main: bool) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self._marks_main = marks_main  # the page marks its content (<main>, role=main, <article>)
+        self._skipping: list[str] = []  # an element whose text is not shown, and the elements open inside it
+        self._in_title = False
+        self._heading = False
+        self._sectioning = 0  # open <article>, <main>, <section>, <aside>, <nav>
+        self._pre = 0
+        self._links: list[tuple[str | None, int]] = []  # open ``<a>``: href written at ``</a>`` or None, text start
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body" and "head" in self._skipping:  # ``</head>`` is optional
+            del self._skipping[self._skipping.index("head") :]
+        if tag == "title":  # the page's title, not an <svg>'s tooltip
+            self._in_title = set(self._skipping) <= {"head"}
+        if self._skipping or tag in _SKIPPED_TAGS or self._is_furniture(tag, dict(attrs)):
+            if tag not in _VOID_TAGS:
+                self._skipping.append(tag)
+            return
+        if tag in _SECTIONING:
+            self._sectioning += 1
+        if self._heading and tag not in _HEADING_LEVELS and (tag in _BLOCK_TAGS or tag in _LINE_TAGS):  # one line
+            self.parts.append(" ")
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n\n")
+            if tag in _HEADING_LEVELS and not self._pre:  # the sections, for the html strategy
+                self.parts.append(_HEADING_MARK + "#" * _HEADING_LEVELS[tag] + " ")
+                self._heading = True
+        elif tag in _LINE_TAGS:
+            self.parts.append(_LINE_TAGS[tag])
+        if tag == "pre":
+            self._pre += 1
+            if self._pre == 1:
+                self.parts.append(_PRE_OPEN)
+        if tag != "a":
+            return
+        href = dict(attrs).get("href") if not self._pre else None
+        # kept as a markdown link, so the chunk graph can follow it; not a heading's link into its own page
+        if href and is_relative_link(href) and not (self._heading and href.startswith("#")):
+            self.parts.append("[")
+            self._links.append((href, len(self.parts)))
+        else:
+            self._links.append((None, len(self.parts)))
+
+    def _is_furniture(self, tag: str, attrs: dict[str, str | None]) -> bool:
+        """Navigation anywhere; a page-level header, footer or aside (in no article, main, section, aside or
+        nav, as ARIA reads them) only on a page that marks its content, so a page without one keeps its h1."""
+        role = (attrs.get("role") or "").strip().lower()
+        if tag == "nav" or role in ("navigation", "search"):
+            return True
+        page_level = tag in ("header", "footer", "aside") or role in ("banner", "contentinfo", "complementary")
+        return page_level and self._marks_main and not self._sectioning
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _VOID_TAGS:  # ``<div/>`` is not void: it opens nothing
+            return
+        self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        if self._skipping:
+            if tag in self._skipping:  # the innermost open one, and what was left open inside it
+                del self._skipping[len(self._skipping) - 1 - self._skipping[::-1].index(tag) :]
+            return
+        if tag in _SECTIONING and self._sectioning:
+            self._sectioning -= 1
+        if self._heading and tag in _HEADING_LEVELS:
+            self._heading = False
+            self.parts.append("\n\n")
+        elif self._heading and (tag in _BLOCK_TAGS or tag in _LINE_TAGS):
+            self.parts.append(" ")
+        elif tag in _BLOCK_TAGS and not (tag == "pre" and self._pre == 1):
+            self.parts.append("\n\n")
+        if tag == "pre" and self._pre:
+            self._pre -= 1
+            if not self._pre:
+                self.parts.append(_PRE_CLOSE + "\n\n")
+        if tag == "a" and self._links:
+            href, start = self._links.pop()
+            if self._heading and _PERMALINK.fullmatch("".join(self.parts[start:])):  # ¶, a hash-link: not the title
+                del self.parts[start - (href is not None) :]
+            elif href is not None:
+                self.parts.append(f"]({href})")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+        elif not self._skipping:
+            data = _MARKS.sub("", data)
+            self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """The visible text of ``html`` (blocks on their own lines) and its ``<title>`` (``""`` if none).
+
+    Headings h1–h6 become ATX header lines (``## Install``), so the ``html`` and ``markdown``
+    strategies see the document's sections in the stored text; other lines that would read as
+    headers or fences are escaped (``\\# of ferrets``), and ``<pre>`` text is kept verbatim in a
+    fence. Links to relative paths or anchors become markdown links (``[text](install.html#linux)``),
+    so the chunk graph sees them too; in a heading, a permalink (``¶``) is dropped and a link into the
+    page is plain text. Navigation, and a page-level header, footer or aside around marked content
+    (``<main>``, ``<article>``), are page furniture, not text.
+    """
+    parser = _TextExtractor(marks_main=bool(_MARKS_MAIN.search(html)))
+    parser.feed(html)
+    parser.close()
+    extracted = "".join(parser.parts)
+    blocks: list[str] = []
+    prose_start = 0
+    for pre in _PRE_BLOCK.finditer(extracted):
+        blocks.append(_prose(extracted[prose_start : pre.start()]))
+        body = pre[1].removeprefix("\n").rstrip()  # HTML drops a newline right after <pre>
+        blocks.append(fence_code(body.strip("\n")) if body.strip() else "")
+        prose_start = pre.end()
+    blocks.append(_prose(extracted[prose_start:]))
+    title = " ".join("".join(parser.title_parts).split())
+    return "\n\n".join(b for b in blocks if b), title
+
+
+def _prose(extracted: str) -> str:
+    """Text outside ``<pre>``: lines stripped, runs of blank lines made one, look-alike structure escaped."""
+    lines = [line.strip() for line in extracted.split("\n")]
+    lines = [line[1:] if line.startswith(_HEADING_MARK) else escape_plain_line(line) for line in lines]
+    return _MARKS.sub("", re.sub(r"\n{3,}", "\n\n", "\n".join(lines))).strip()

@@ -1,0 +1,105 @@
+"""Word files: every piece of the body's text is indexed (content controls, tracked insertions, text boxes,
+nested tables, footnotes), merged cells once, lists with their markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.loaders import load_document
+from tests.documents import make_docx, make_docx_xml
+from tests.unit.test_chunker_properties import assert_chunks_valid
+
+MB = 1_000_000
+
+
+def _run(text: str) -> str:
+    return f'<w:r><w:t xml:space="preserve">{text}</w:t></w:r>'
+
+
+def _text(path: Path) -> str:
+    doc = load_document(path, max_bytes=MB)
+    chunked = make_chunker("markdown", chunk_size=120, chunk_overlap=0, min_chunk_chars=0).split(doc.text)
+    assert_chunks_valid(doc.text, chunked)
+    return doc.text
+
+
+def test_content_controls_insertions_links_and_text_boxes_are_kept(tmp_path: Path) -> None:
+    box = f"<w:txbxContent><w:p>{_run('Never disturb a nest, fine 5000 euros.')}</w:p></w:txbxContent>"
+    path = make_docx_xml(
+        tmp_path / "guide.docx",
+        [
+            "<w:sdt><w:sdtPr><w:alias w:val='Summary'/></w:sdtPr>"
+            f"<w:sdtContent><w:p>{_run('The colony had 412 nests.')}</w:p></w:sdtContent></w:sdt>",
+            f"<w:p>{_run('Herons return in ')}<w:ins w:id='1' w:author='x'>{_run('late March')}</w:ins>"
+            f"<w:del w:id='2' w:author='x'><w:r><w:delText>early May</w:delText></w:r></w:del>{_run('.')}</w:p>",
+            f"<w:p>{_run('See the ')}<w:hyperlink w:anchor='x'>{_run('ringing database')}</w:hyperlink>"
+            f"{_run(' now.')}</w:p>",
+            f"<w:p><w:r><mc:AlternateContent><mc:Choice Requires='wps'><w:drawing>{box}</w:drawing></mc:Choice>"
+            f"<mc:Fallback><w:pict><v:shape><v:textbox>{box}</v:textbox></v:shape></w:pict></mc:Fallback>"
+            "</mc:AlternateContent></w:r></w:p>",
+            f"<w:p>{_run('Inline control: ')}"
+            f"<w:sdt><w:sdtContent>{_run('ringed 37 chicks')}</w:sdtContent></w:sdt></w:p>",
+        ],
+    )
+    assert _text(path) == (
+        "The colony had 412 nests.\n\nHerons return in late March.\n\nSee the ringing database now.\n\n"
+        "Never disturb a nest, fine 5000 euros.\n\nInline control: ringed 37 chicks"
+    )  # the text box once, though Word writes it twice (DrawingML and a VML fallback)
+
+
+def test_nested_tables_are_kept_and_merged_cells_written_once(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 2)).text = "Spanning header"
+    for column, text in enumerate("xyz"):
+        table.cell(1, column).text = text
+    outer = document.add_table(rows=1, cols=2)
+    outer.cell(0, 0).text = "Outer cell"
+    inner = outer.cell(0, 1).add_table(rows=2, cols=2)
+    for (row, column), text in zip([(0, 0), (0, 1), (1, 0), (1, 1)], ["vault", "31-41-59", "safe", "7"], strict=True):
+        inner.cell(row, column).text = text
+    tall = document.add_table(rows=2, cols=2)
+    tall.cell(0, 0).merge(tall.cell(1, 0)).text = "Tall"
+    tall.cell(0, 1).text, tall.cell(1, 1).text = "top", "bottom"
+    document.save(str(path := tmp_path / "tables.docx"))
+    assert _text(path) == (
+        "Spanning header\nx | y | z\n\nOuter cell | vault | 31-41-59; safe | 7\n\nTall | top\nbottom"
+    )
+
+
+def test_footnotes_are_marked_and_kept_in_a_final_section(tmp_path: Path) -> None:
+    path = make_docx_xml(
+        tmp_path / "lab.docx",
+        [
+            "<w:p><w:pPr><w:pStyle w:val='Heading1'/></w:pPr><w:r><w:t>Storage</w:t></w:r></w:p>",
+            f"<w:p>{_run('Acids go in cabinet C.')}<w:r><w:footnoteReference w:id='5'/></w:r>"
+            f"{_run(' Bases in D.')}<w:r><w:footnoteReference w:id='2'/></w:r></w:p>",
+        ],
+        footnotes={2: "Bases are kept dry.", 5: "Neutralise with sodium bicarbonate."},
+    )
+    doc = load_document(path, max_bytes=MB)
+    assert doc.title == "Storage"  # not the notes section's heading
+    assert _text(path) == (
+        "# Storage\n\nAcids go in cabinet C.[1] Bases in D.[2]\n\n"
+        "# Footnotes\n\n[1] Neutralise with sodium bicarbonate.\n[2] Bases are kept dry."
+    )
+
+
+def test_lists_keep_their_markers_and_levels(tmp_path: Path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Helmets", style="List Bullet")
+    document.add_paragraph("Chin straps", style="List Bullet 2")
+    document.add_paragraph("Power down", style="List Number")
+    document.add_paragraph("Wait ninety seconds", style="List Number")
+    document.save(str(path := tmp_path / "lists.docx"))
+    assert _text(path) == "- Helmets\n\n  - Chin straps\n\n1. Power down\n\n2. Wait ninety seconds"
+
+
+def test_plain_documents_read_as_before(tmp_path: Path) -> None:
+    path = make_docx(tmp_path / "plain.docx", [("h1", "Guide"), ("p", "Body text."), ("table", "a,b;c,d")])
+    assert _text(path) == "# Guide\n\nBody text.\n\na | b\nc | d"

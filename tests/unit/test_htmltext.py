@@ -1,0 +1,78 @@
+"""HTML pages as text: page furniture left out, the page title not an icon's, headings without permalinks."""
+
+from __future__ import annotations
+
+from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.htmltext import html_to_text
+from tests.unit.test_chunker_properties import assert_chunks_valid
+
+
+def _header_paths(text: str) -> list[str]:
+    chunked = make_chunker("html", chunk_size=200, chunk_overlap=0, min_chunk_chars=0).split(text)
+    assert_chunks_valid(text, chunked)
+    return [c.header_path for c in chunked.chunks]
+
+
+def test_navigation_header_footer_and_aside_around_the_content_are_left_out() -> None:
+    links = "".join(f'<li><a href="/page{i}.html">Navigation link {i}</a></li>' for i in range(5))
+    text, _ = html_to_text(
+        "<html><body><header><div class='logo'>AcmeDocs</div><h2>Site</h2></header>"
+        f"<nav><ul>{links}</ul></nav><aside><h3>Related</h3><p>Other pages.</p></aside><main><article>"
+        "<header><h1>Install</h1></header><p>Install the widget with four bolts.</p>"
+        "<aside><p>Note: torque them to 9 Nm.</p></aside>"
+        "<nav aria-label='pagination'><a href='next.html'>Next</a></nav><footer><p>Last updated today.</p></footer>"
+        "</article></main><footer><h4>Follow us</h4><p>Copyright 2024 AcmeDocs.</p></footer></body></html>"
+    )
+    assert text == (
+        "# Install\n\nInstall the widget with four bolts.\n\nNote: torque them to 9 Nm.\n\nLast updated today."
+    )
+    assert _header_paths(text) == ["Install"]
+
+
+def test_sphinx_layout_drops_its_navigation_divs() -> None:
+    text, _ = html_to_text(
+        "<body><div class='related' role='navigation'><ul><li><a href='index.html'>Home</a></li></ul></div>"
+        "<div class='document'><div class='body' role='main'><section id='usage'><h1>Usage</h1>"
+        "<div><p>Call the widget.</p></div></section></div></div>"
+        "<div class='sphinxsidebar' role='navigation'><div><div><h3>Navigation</h3></div><p>Contents</p></div></div>"
+        "<div class='footer' role='contentinfo'>Built with Sphinx.</div></body>"
+    )
+    assert text == "# Usage\n\nCall the widget."
+
+
+def test_a_page_without_marked_content_keeps_its_header_and_footer() -> None:
+    text, _ = html_to_text(
+        "<body><header><h1>Release notes</h1></header><p>Version 2 ships today.</p>"
+        "<nav><a href='old.html'>Older notes</a></nav><footer><p>Written by the ops team.</p></footer></body>"
+    )
+    assert text == "# Release notes\n\nVersion 2 ships today.\n\nWritten by the ops team."
+
+
+def test_an_svg_title_is_not_the_page_title() -> None:
+    text, title = html_to_text(
+        "<html><head><title>Widget Docs</title></head><body>"
+        "<svg class='icon'><title>search icon</title><path d='M0 0'/></svg><p>Body text.</p></body></html>"
+    )
+    assert (text, title) == ("Body text.", "Widget Docs")
+
+
+def test_permalink_anchors_are_not_heading_text() -> None:
+    text, _ = html_to_text(
+        "<main><section id='widget-installation'><h1>Widget Installation"
+        "<a class='headerlink' href='#widget-installation' title='Permalink'>¶</a></h1><p>Mount it.</p>"
+        "<h2 class='anchor' id='install'>Install<a href='#install' class='hash-link'>\u200b</a></h2><p>Bolts.</p>"
+        "<h2 id='tune'><a class='toclink' href='#tune'>Tune</a></h2><p>Spin at 1440 rpm.</p>"
+        "<h2><a class='anchor' href='#faq'><svg><path d='M0'/></svg></a>FAQ <a href='faq.html'>page</a></h2>"
+        "<p>See <a href='#tune'>tuning</a>.</p></section></main>"
+    )
+    assert text == (
+        "# Widget Installation\n\nMount it.\n\n## Install\n\nBolts.\n\n## Tune\n\nSpin at 1440 rpm.\n\n"
+        "## FAQ [page](faq.html)\n\nSee [tuning](#tune)."
+    )
+    paths = _header_paths(text)
+    assert paths[:3] == ["Widget Installation", "Widget Installation > Install", "Widget Installation > Tune"]
+
+
+def test_a_line_break_in_a_heading_keeps_it_one_heading() -> None:
+    text, _ = html_to_text("<h2>Install<br>on Linux</h2><p>Use the package.</p>")
+    assert text == "## Install on Linux\n\nUse the package."
