@@ -7,6 +7,8 @@ members, recursively; a scalar longer than ``chunk_size`` is one long chunk (cut
 valid JSON). So every chunk parses as JSON, and ``headers["h1"]`` is its path (``$.servers[2].host``).
 JSON Lines (several values one after another) are scanned value by value; their paths start with
 the line number: ``line 3: $.user.name``. There is no overlap and no garbage filter: every value is data.
+Objects and arrays nest at most ``MAX_JSON_DEPTH`` (500) levels deep; NaN and Infinity are read, as Python's
+``json`` reads them.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from rag_service.ingest.recursive import SizedChunker
 from rag_service.ingest.spans import make_chunk
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
+#: Python's ``json`` reads NaN, Infinity and -Infinity too, and so the loader's check lets them through
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
+_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')  # strings skipped whole: their brackets are text
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: objects and arrays nested deeper than this are refused (by the loader too), with a message of their own
+MAX_JSON_DEPTH = 500
 
 
 @dataclass(slots=True)
@@ -49,21 +55,62 @@ class _Scanner:
         match = _WHITESPACE.match(self.text, pos)
         return match.end() if match else pos
 
-    def value(self, pos: int, depth: int = 0) -> JsonValue:
+    def value(self, pos: int) -> JsonValue:
+        """The value at ``pos`` and all it holds, scanned without recursion: nesting costs no stack, and deeper
+        than ``MAX_JSON_DEPTH`` objects and arrays is refused with its own message."""
         text = self.text
-        if depth > 500:
-            raise self.fail(pos, "nested more than 500 levels")
-        if pos >= len(text):
-            raise self.fail(pos, "a value was expected")
-        char = text[pos]
-        if char == '"':
-            return JsonValue(pos, self.string(pos)[1])
-        if char in "{[":
-            return self.container(pos, depth)
-        match = _SCALAR.match(text, pos)
-        if not match:
-            raise self.fail(pos, f"unexpected {char!r}")
-        return JsonValue(pos, match.end())
+        open_: list[tuple[JsonValue, str, str]] = []  # containers entered: node, closing character, next member's step
+        while True:
+            if pos >= len(text):
+                raise self.fail(pos, "a value was expected")
+            char = text[pos]
+            if char in "{[":
+                if len(open_) >= MAX_JSON_DEPTH:
+                    raise ChunkingError(f"{_depth_problem(text, pos)}; flatten it or use another strategy")
+                node = JsonValue(pos, pos)
+                closing = "}" if char == "{" else "]"
+                pos = self.skip(pos + 1)
+                if not text.startswith(closing, pos):
+                    open_.append((node, closing, ""))
+                    pos = self.member(open_, pos)
+                    continue
+                node.end = pos + 1
+            elif char == '"':
+                node = JsonValue(pos, self.string(pos)[1])
+            elif match := _SCALAR.match(text, pos):
+                node = JsonValue(pos, match.end())
+            else:
+                raise self.fail(pos, f"unexpected {char!r}")
+            while open_:  # hand the value to its container, closing every container it ends
+                parent, closing, step = open_[-1]
+                parent.members.append((step, node))
+                pos = self.skip(node.end)
+                if text.startswith(",", pos):
+                    pos = self.member(open_, self.skip(pos + 1))
+                    break
+                if not text.startswith(closing, pos):
+                    raise self.fail(pos, f"',' or {closing!r} was expected")
+                parent.end = pos + 1
+                node = open_.pop()[0]
+            else:
+                return node
+
+    def member(self, open_: list[tuple[JsonValue, str, str]], pos: int) -> int:
+        """Past the next member's name (of an object) to its value; its path step recorded in ``open_[-1]``."""
+        text = self.text
+        node, closing, _ = open_[-1]
+        if closing == "]":
+            open_[-1] = (node, closing, f"[{len(node.members)}]")
+            return pos
+        if not text.startswith('"', pos):
+            raise self.fail(pos, "a quoted member name was expected")
+        key, pos = self.string(pos)
+        pos = self.skip(pos)
+        if not text.startswith(":", pos):
+            raise self.fail(pos, "':' was expected")
+        step = f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
+        open_[-1] = (node, closing, step)
+        return self.skip(pos + 1)
 
     def string(self, pos: int) -> tuple[str, int]:
         try:
@@ -72,38 +119,26 @@ class _Scanner:
             raise self.fail(err.pos, err.msg) from None
         return str(value), int(end)
 
-    def container(self, start: int, depth: int) -> JsonValue:
-        text = self.text
-        closing = "}" if text[start] == "{" else "]"
-        node = JsonValue(start, start)
-        pos = self.skip(start + 1)
-        if text.startswith(closing, pos):
-            node.end = pos + 1
-            return node
-        index = 0
-        while True:
-            if closing == "}":
-                if not text.startswith('"', pos):
-                    raise self.fail(pos, "a quoted member name was expected")
-                key, pos = self.string(pos)
-                pos = self.skip(pos)
-                if not text.startswith(":", pos):
-                    raise self.fail(pos, "':' was expected")
-                pos = self.skip(pos + 1)
-                step = f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
-            else:
-                step = f"[{index}]"
-                index += 1
-            child = self.value(pos, depth + 1)
-            node.members.append((step, child))
-            pos = self.skip(child.end)
-            if text.startswith(",", pos):
-                pos = self.skip(pos + 1)
-            elif text.startswith(closing, pos):
-                node.end = pos + 1
-                return node
-            else:
-                raise self.fail(pos, f"',' or {closing!r} was expected")
+
+def _depth_problem(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"JSON nested more than {MAX_JSON_DEPTH} levels deep (line {line} column {column})"
+
+
+def depth_problem(text: str) -> str | None:
+    """For JSON already known to parse: where it nests objects and arrays more than ``MAX_JSON_DEPTH`` deep
+    (``"JSON nested more than 500 levels deep (line 1 column 501)"``), else None."""
+    depth = 0
+    for token in _DEPTH_TOKENS.finditer(text):
+        char = token[0]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return _depth_problem(text, token.start())
+        elif char in "]}":
+            depth -= 1
+    return None
 
 
 def scan_json(text: str) -> list[JsonValue]:
@@ -133,12 +168,14 @@ class JsonChunker(SizedChunker):
         values = scan_json(text)
         spans: list[tuple[int, int, str]] = []
 
-        def visit(node: JsonValue, path: str) -> None:
-            if not node.members or self.length(text[node.start : node.end]) <= self.chunk_size:
-                spans.append((node.start, node.end, path))
-                return
-            for step, child in node.members:
-                visit(child, path + step)
+        def visit(value: JsonValue, root: str) -> None:  # depth first, in order, on a list: no stack per level
+            todo = [(value, root)]
+            while todo:
+                node, path = todo.pop()
+                if not node.members or self.length(text[node.start : node.end]) <= self.chunk_size:
+                    spans.append((node.start, node.end, path))
+                else:
+                    todo.extend((child, path + step) for step, child in reversed(node.members))
 
         line, counted = 1, 0
         for value in values:
