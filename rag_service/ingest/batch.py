@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
@@ -25,12 +25,7 @@ from rag_service.db.bulk import StagedDocument
 from rag_service.db.database import Database, as_database_error
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import (
-    DatabaseError,
-    EmbeddingMismatchError,
-    RagError,
-    first_line,
-)
+from rag_service.errors import DatabaseError, EmbeddingMismatchError, RagError, first_line
 from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
@@ -180,6 +175,10 @@ class Batch:
             )
         except RagError as exc:
             self._fail(source, str(exc))
+        except SQLAlchemyError:  # a database failure not mapped to a DatabaseError ends the run, as before
+            raise
+        except Exception as exc:  # an error of our own met on this document fails it alone, named by its type
+            self._fail(source, f"could not be indexed ({first_line(exc, typed=True)}): a rag_service bug; report it")
         if self.pending_chunks >= EMBED_BATCH_CHUNKS:
             self.flush()
 
