@@ -4,7 +4,7 @@ The stored text is the normalised text (decoded by ``textdecode``: UTF-8, or UTF
 byte-order mark; the BOM removed, ``\\r\\n`` and lone ``\\r`` turned into ``\\n``), HTML reduced to its
 visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and Word files to their
 extracted text, notebooks to their cells; every chunk offset refers to it. JSON is checked to
-parse, and code with a line longer than ``MAX_CODE_LINE_CHARS`` (minified or generated) is refused.
+parse, and minified or generated code and style sheets are refused (``minified``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from rag_service.ingest.filetypes import (
 from rag_service.ingest.jsonchunk import depth_problem
 from rag_service.ingest.links import is_relative_link
 from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
+from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
@@ -55,10 +56,6 @@ __all__ = [
     "markdown_title",
     "text_title",
 ]
-
-#: a code line longer than this marks minified or generated code, which is not indexed
-MAX_CODE_LINE_CHARS = 20_000
-
 
 @dataclass(slots=True)
 class LoadedDocument:
@@ -111,8 +108,8 @@ def _read(path: Path, suffix: str, data: bytes) -> tuple[str, str]:
         title = markdown_title(text)
     elif suffix in JSON_SUFFIXES:
         _check_json(path, text, lines=suffix == ".jsonl")
-    elif suffix in CODE_SUFFIXES:
-        _check_not_minified(path, text)
+    elif suffix in CODE_SUFFIXES or suffix in STYLE_SUFFIXES:
+        check_not_minified(path, text)
     elif suffix in LATEX_SUFFIXES:
         title = latex_title(text)
     return text, title
@@ -136,16 +133,6 @@ def _check_json(path: Path, text: str, *, lines: bool) -> None:
             break
     if too_deep := depth_problem(text):
         raise DocumentReadError(f"{path} is {too_deep}; flatten it")
-
-
-def _check_not_minified(path: Path, text: str) -> None:
-    longest = max((len(line) for line in text.split("\n")), default=0)
-    if longest > MAX_CODE_LINE_CHARS:
-        number = next(n for n, line in enumerate(text.split("\n"), 1) if len(line) == longest)
-        raise DocumentReadError(
-            f"{path} has a line of {longest:,} characters (line {number}): minified or generated code is not "
-            "indexed; index its source instead"
-        )
 
 
 _LATEX_TITLE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{([^{}]*)\}")
