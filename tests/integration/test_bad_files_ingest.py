@@ -65,3 +65,26 @@ def test_a_database_error_met_while_chunking_still_ends_the_run(indexer, crash, 
     monkeypatch.setattr(Chunking, "split", split)
     with pytest.raises(ResourceClosedError):
         indexer.index_paths([crash / "fine.md"], collection="crash2", progress=False)
+
+
+def test_a_changed_file_that_fails_says_its_previous_version_is_kept(indexer, crash, db, monkeypatch):
+    data = crash / "data.json"
+    data.write_text('{"colony": "heron", "nests": 412}')
+    old = [data, crash / "fine.md", crash / "bug.md"]
+    assert indexer.index_paths(old, collection="kept", progress=False).added == 3
+    data.write_text('{"colony": "heron", "nests": 412,}')  # broken by an edit
+    (crash / "fine.md").write_text("# Fine\n\nHerons return in late March, and leave in October.\n")
+    (crash / "bug.md").write_text("# Bug\n\nAn edit our own chunking code fails on.\n")
+    (crash / "new").mkdir()
+    (crash / "new" / "bug.md").write_text("# Bug\n\nA new file our own chunking code fails on.\n")
+    monkeypatch.setattr(Chunking, "split", _failing_split(Chunking.split))
+    report = indexer.index_paths([*old, crash / "new" / "bug.md"], collection="kept")
+    failed = {p.source: p.reason for p in report.failed}
+    assert failed["crash/data.json"].startswith("not valid JSON (line 1 column 34")
+    assert failed["crash/data.json"].endswith("; fix the syntax; its previous version stays indexed")
+    assert failed["crash/bug.md"].endswith("report it; its previous version stays indexed")
+    assert not failed["crash/new/bug.md"].endswith("stays indexed"), "a new file had no previous version"
+    assert report.updated == 1
+    with db.transaction() as session:
+        stored = session.execute(text("SELECT content FROM documents WHERE source = 'crash/data.json'")).scalar_one()
+    assert stored == '{"colony": "heron", "nests": 412}'
