@@ -37,15 +37,14 @@ def check_not_minified(path: Path, text: str) -> None:
     if len(longest) > MAX_CODE_LINE_CHARS:
         number = lines.index(longest) + 1
         raise DocumentReadError(f"{path} has a line of {len(longest):,} characters (line {number}): {_REFUSED}")
-    if path.stem.lower().endswith(".min"):
-        raise DocumentReadError(f"{path} is minified, as its name says: {_REFUSED}")
     long = [line for line in lines if len(line) > LONG_LINE_CHARS]
     in_long = sum(len(line) for line in long)
-    if in_long < MINIFIED_MIN_CHARS or in_long < MINIFIED_SHARE * len(text):
-        return
-    spaces = sum(line.count(" ") + line.count("\t") for line in long)
-    if spaces < MINIFIED_SPACE * in_long:
-        raise DocumentReadError(
-            f"{path} has {in_long / len(text):.0%} of its text in dense lines of over {LONG_LINE_CHARS:,} characters "
-            f"(the longest: {len(longest):,}, line {lines.index(longest) + 1}): {_REFUSED}"
-        )
+    if in_long >= MINIFIED_MIN_CHARS and in_long >= MINIFIED_SHARE * len(text):
+        spaces = sum(line.count(" ") + line.count("\t") for line in long)
+        if spaces < MINIFIED_SPACE * in_long:
+            raise DocumentReadError(
+                f"{path} has {in_long / len(text):.0%} of its text in dense lines of over {LONG_LINE_CHARS:,} "
+                f"characters (the longest: {len(longest):,}, line {lines.index(longest) + 1}): {_REFUSED}"
+            )
+    if path.stem.lower().endswith(".min"):
+        raise DocumentReadError(f"{path} is named as minified code (.min): it is not indexed; index its source instead")

@@ -20,8 +20,9 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
-def test_a_one_line_bundle_under_the_line_limit_is_refused(tmp_path: Path) -> None:
-    path = _write(tmp_path / "bundle.js", BUNDLE)
+@pytest.mark.parametrize("name", ["bundle.js", "bundle.min.js"])
+def test_a_one_line_bundle_under_the_line_limit_is_refused(tmp_path: Path, name: str) -> None:
+    path = _write(tmp_path / name, BUNDLE)
     with pytest.raises(DocumentReadError) as info:
         load_document(path, max_bytes=MB)
     assert str(info.value) == (
@@ -33,7 +34,7 @@ def test_a_one_line_bundle_under_the_line_limit_is_refused(tmp_path: Path) -> No
 @pytest.mark.parametrize("name", ["tiny.min.js", "site.min.css", "App.MIN.mjs"])
 def test_a_minified_name_is_refused_whatever_the_size(tmp_path: Path, name: str) -> None:
     path = _write(tmp_path / name, "var a=1;\n")
-    with pytest.raises(DocumentReadError, match=r"is minified, as its name says: minified or generated code is not"):
+    with pytest.raises(DocumentReadError, match=r"is named as minified code \(\.min\): it is not indexed; index its"):
         load_document(path, max_bytes=MB)
 
 
