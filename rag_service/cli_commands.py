@@ -322,7 +322,9 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
     """``rag reindex`` (also used by ``scripts/reindex.py``)."""
     parser: argparse.ArgumentParser = commands.add_parser("reindex", help="index files and folders (incremental)")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
-    parser.add_argument("--collection", dest="collection_given", default=None, help="collection (default 'default')")
+    parser.add_argument(
+        "--collection", dest="collection_given", metavar="NAME", default=None, help="collection (default 'default')"
+    )
     parser.add_argument(
         "--strategy",
         choices=list_strategies(),
@@ -355,7 +357,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     query = commands.add_parser("query", help="retrieve context for a question")
     query.add_argument("text", help="the question")
     query.add_argument("--context", default="chatbot", help="preset name (rag_configurations row)")
-    query.add_argument("--collection", default="default")
+    query.add_argument("--collection", metavar="NAME", default="default")
     query.add_argument("--max-chunks", type=int, default=None)
     query.add_argument("--graph-weight", type=float, default=None, help="graph walk's share, 0..1 (0 = off)")
     query.add_argument(
@@ -383,7 +385,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument(
-        "--collection", default=None, help="collection to index into (default beir-<dir> or docs-<dir>)"
+        "--collection", metavar="NAME", default=None, help="collection to index into (default beir-<dir> or docs-<dir>)"
     )
     evaluate.add_argument(
         "--depth",

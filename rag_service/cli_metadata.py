@@ -30,6 +30,6 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     build = metadata_commands.add_parser(
         "build", help="recompute summaries and keywords of stored documents (no re-embedding)"
     )
-    build.add_argument("--collection", default=None, help="one collection (default: every collection)")
+    build.add_argument("--collection", metavar="NAME", default=None, help="one collection (default: every collection)")
     build.add_argument("--json", action="store_true", help="the report as JSON")
     build.set_defaults(handler=_build)

@@ -11,12 +11,12 @@ reported, and each commit is synchronous, so a document the report counts as wri
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
@@ -25,13 +25,8 @@ from rag_service.db.bulk import StagedDocument
 from rag_service.db.database import Database, as_database_error
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import (
-    DatabaseError,
-    EmbeddingMismatchError,
-    RagError,
-    first_line,
-)
-from rag_service.ingest.chunk import ChunkedDocument, TextChunk
+from rag_service.errors import DatabaseError, EmbeddingMismatchError, RagError, first_line
+from rag_service.ingest.chunk import TextChunk
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.embedclock import EmbedClock
@@ -39,6 +34,7 @@ from rag_service.ingest.fingerprint import content_hash
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.metadata_policy import document_metadata
+from rag_service.ingest.pending import PendingDocument, write_groups
 from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport, file_reason
 from rag_service.ingest.source_keys import legacy_source_for
@@ -61,24 +57,8 @@ EMBED_PROGRESS_CHUNKS = 256
 #: adds a version that later lookups walk past: 1,024 chunks in one transaction wrote 300 SciFact documents in
 #: 19.7 s against 12.1 s in transactions of 128 (32: 13.9, the commits' cost)
 WRITE_CHUNKS = 128
-
-
-@dataclass(slots=True)
-class _Pending:
-    """A document chunked and waiting for vectors."""
-
-    source: str
-    title: str
-    text: str
-    content_hash: str
-    chunker: str
-    chunked: ChunkedDocument
-    existed: bool
-    metadata: dict[str, Any]
-    chunk_hashes: list[str]  # content_hash of each chunk's embedded text, in chunk order
-    embed_texts: list[str]  # what the model encodes for each chunk: its search prefix and its text
-    edges: int = 0  # chunk-graph edges written with it
-    graph_seconds: float = 0.0
+#: how a failed document's line ends when its previous version stays stored and searchable
+KEPT = "; its previous version stays indexed"
 
 
 class Batch:
@@ -103,7 +83,7 @@ class Batch:
         bulk: BulkWriter | None = None,
     ) -> None:
         self.bulk = bulk  # a new collection's run as one bulk load (``bulkwrite``) instead of a commit per batch
-        self._staged: list[_Pending] = []
+        self._staged: list[PendingDocument] = []
         #: texts this run embedded whose first written chunk is not counted yet (the report counts what it wrote)
         self._embedded_unwritten: set[str] = set()
         self.metadata = dict(metadata or {})
@@ -118,7 +98,7 @@ class Batch:
         self.graph = graph
         self.summaries = summaries
         self.reuse_vectors = reuse_vectors
-        self.pending: list[_Pending] = []
+        self.pending: list[PendingDocument] = []
         self.pending_chunks = 0
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
         self.clock = EmbedClock(report)  # the model's seconds, settled at the end or when a stop signal ends the run
@@ -151,7 +131,7 @@ class Batch:
         try:
             loaded = load_document(path, max_bytes=self.settings.max_file_bytes)
         except RagError as exc:
-            self._fail(source, file_reason(path, str(exc)))
+            self._fail(source, file_reason(path, str(exc)), stored=self._known.get(source) is not None)
             return
         self.add_text(source, loaded.title, loaded.text, strategy=resolve_strategy(strategy, path), force=force)
 
@@ -169,6 +149,7 @@ class Batch:
 
         ``metadata`` (the caller's) replaces the batch's for this document; a failure is reported.
         """
+        stored = self._known.get(source) is not None  # a failure keeps its stored version (if looked up)
         try:
             self._prepare(
                 source,
@@ -179,7 +160,11 @@ class Batch:
                 metadata=self.metadata if metadata is None else metadata,
             )
         except RagError as exc:
-            self._fail(source, str(exc))
+            self._fail(source, str(exc), stored=stored)
+        except SQLAlchemyError:  # a database failure not mapped to a DatabaseError ends the run, as before
+            raise
+        except Exception as exc:  # an error of our own met on this document fails it alone, named by its type
+            self._fail(source, f"could not be indexed ({first_line(exc, typed=True)}): a bug; report it", stored=stored)
         if self.pending_chunks >= EMBED_BATCH_CHUNKS:
             self.flush()
 
@@ -207,7 +192,7 @@ class Batch:
         embed_texts = [self._embed_text(title, c) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(
-            _Pending(
+            PendingDocument(
                 source, title, text, digest, fingerprint, chunked, existing is not None, metadata, hashes, embed_texts
             )
         )
@@ -236,7 +221,7 @@ class Batch:
                     with self.db.transaction() as session:
                         found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
                 except DatabaseError as exc:  # the server went away: these documents fail, as in a batch's write
-                    self._fail_all([doc.source for doc in pending], self._write_failure(exc))
+                    self._fail_all(pending, self._write_failure(exc))
                     pending, texts = [], {}
             missing = [h for h in texts if h not in found]
             future = self._model.submit(self._embed, [texts[h] for h in missing]) if missing else None
@@ -270,7 +255,7 @@ class Batch:
 
     def _complete(
         self,
-        pending: list[_Pending],
+        pending: list[PendingDocument],
         found: dict[str, np.ndarray[Any, Any]],
         missing: list[str],
         future: Future[np.ndarray[Any, Any]] | None,
@@ -279,13 +264,13 @@ class Batch:
             try:
                 encoded = future.result()
             except Exception as exc:  # a model failure fails these documents, not the run
-                self._fail_all([doc.source for doc in pending], f"embedding failed: {type(exc).__name__}: {exc}")
+                self._fail_all(pending, f"embedding failed: {type(exc).__name__}: {exc}")
                 return
             self._embedded_unwritten.update(missing)
             found = {**found, **dict(zip(missing, encoded, strict=True))}
         self._write_all(pending, found)
 
-    def _write_all(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+    def _write_all(self, pending: list[PendingDocument], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         """The batch in transactions of about ``WRITE_CHUNKS`` chunks, a savepoint per document, each commit
         synchronous.
 
@@ -297,16 +282,16 @@ class Batch:
         report calls written survives a server crash. A stop signal (SIGINT, SIGTERM) arriving meanwhile
         takes effect once the transaction is committed and counted. A bulk load stages the whole batch.
         """
-        groups = [pending] if self.bulk is not None else _write_groups(pending, WRITE_CHUNKS)
+        groups = [pending] if self.bulk is not None else write_groups(pending, WRITE_CHUNKS)
         for group in groups:
             with deferred_stop():  # a stop signal waits for this commit and its counting: the report stays exact
                 self._write_batch(group, vectors)
 
-    def _write_batch(self, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+    def _write_batch(self, pending: list[PendingDocument], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         if self.bulk is not None:
             self._stage(self.bulk, pending, vectors)
             return
-        written: list[_Pending] = []
+        written: list[PendingDocument] = []
         reported: set[int] = set()
         try:
             with self.db.transaction() as session:
@@ -319,7 +304,7 @@ class Batch:
                     except DBAPIError as exc:  # this document keeps its previous version; the run goes on
                         if exc.connection_invalidated:
                             raise
-                        self._fail(doc.source, self._write_failure(exc))
+                        self._fail_all([doc], self._write_failure(exc))
                         reported.add(id(doc))
                         continue
                     written.append(doc)
@@ -330,7 +315,7 @@ class Batch:
                 reason = self._write_failure(exc)
             else:
                 reason = f"could not be written ({first_line(exc)}); run the reindex again"
-            self._fail_all([doc.source for doc in pending if id(doc) not in reported], reason)
+            self._fail_all([doc for doc in pending if id(doc) not in reported], reason)
             return
         for doc in written:
             self._count_written(doc)
@@ -339,7 +324,7 @@ class Batch:
         if written:
             self.bar.advance(chunks=sum(len(doc.chunked.chunks) for doc in written), items=len(written))
 
-    def _count_written(self, doc: _Pending) -> None:
+    def _count_written(self, doc: PendingDocument) -> None:
         if doc.existed:
             self.report.updated += 1
         else:
@@ -357,7 +342,9 @@ class Batch:
                 self.report.embeddings_reused += 1
         self.report.add_filtered(doc.chunked.filtered)
 
-    def _stage(self, bulk: BulkWriter, pending: list[_Pending], vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+    def _stage(
+        self, bulk: BulkWriter, pending: list[PendingDocument], vectors: dict[str, np.ndarray[Any, Any]]
+    ) -> None:
         """Stage the batch in the bulk load (counted as written only once the load commits)."""
         staged = [
             StagedDocument(d.source, d.title, d.text, d.content_hash, d.chunker, self._rows(d, vectors), d.metadata)
@@ -367,7 +354,7 @@ class Batch:
             bulk.add(staged)
         except (DBAPIError, EmbeddingMismatchError) as exc:  # these documents are left out of the load
             reason = str(exc) if isinstance(exc, RagError) else self._write_failure(exc)
-            self._fail_all([doc.source for doc in pending], reason)
+            self._fail_all(pending, reason)
             return
         self._staged.extend(pending)
         for doc in pending:
@@ -391,13 +378,13 @@ class Batch:
             )
             self.report.failed.extend(FileProblem(doc.source, reason) for doc in self._staged)
 
-    def _rows(self, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> list[repo.ChunkRow]:
+    def _rows(self, doc: PendingDocument, vectors: dict[str, np.ndarray[Any, Any]]) -> list[repo.ChunkRow]:
         return [
             from_fields(repo.ChunkRow, c, content_hash=h, embedding=vectors[h])
             for h, c in zip(doc.chunk_hashes, doc.chunked.chunks, strict=True)
         ]
 
-    def _write(self, session: Session, doc: _Pending, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
+    def _write(self, session: Session, doc: PendingDocument, vectors: dict[str, np.ndarray[Any, Any]]) -> None:
         rows = self._rows(doc, vectors)
         document_id, _ = repo.replace_document(
             session,
@@ -424,25 +411,15 @@ class Batch:
         mapped = exc if isinstance(exc, DatabaseError) else as_database_error(exc, url=self.db.url_for_display)
         return f"could not be written: {mapped}" if mapped is not None else f"could not be written ({first_line(exc)})"
 
-    def _fail(self, source: str, reason: str) -> None:
-        self._fail_all([source], reason)
+    def _fail(self, source: str, reason: str, *, stored: bool = False) -> None:
+        self._fail_all([source], reason + KEPT if stored else reason)
 
-    def _fail_all(self, sources: list[str], reason: str) -> None:
-        """Report ``sources`` failed, all before the progress hears them (a stop it raises then loses none)."""
-        self.report.failed.extend(FileProblem(source, reason) for source in sources)
-        if sources:
-            self.bar.advance(chunks=0, items=len(sources))
-
-
-def _write_groups(pending: list[_Pending], chunks: int) -> list[list[_Pending]]:
-    """``pending`` in order, cut into runs of whole documents of at most ``chunks`` chunks (a larger one alone)."""
-    groups: list[list[_Pending]] = []
-    size = 0
-    for doc in pending:
-        count = len(doc.chunked.chunks)
-        if not groups or size + count > chunks:
-            groups.append([])
-            size = 0
-        groups[-1].append(doc)
-        size += count
-    return groups
+    def _fail_all(self, failed: Sequence[str | PendingDocument], reason: str) -> None:
+        """Report ``failed`` (sources, or documents: a stored one's line says it keeps its previous version), all
+        before the progress hears them (a stop it raises then loses none)."""
+        self.report.failed.extend(
+            FileProblem(f, reason) if isinstance(f, str) else FileProblem(f.source, reason + KEPT * f.existed)
+            for f in failed
+        )
+        if failed:
+            self.bar.advance(chunks=0, items=len(failed))

@@ -31,6 +31,11 @@ def read_docx(path: Path, data: bytes) -> tuple[str, str]:
     except (PackageNotFoundError, zipfile.BadZipFile) as err:
         why = "not a zip archive, as a .docx is" if isinstance(err, zipfile.BadZipFile) else "no Word package inside"
         raise DocumentReadError(f"{path} is not a readable Word document ({why}); re-save it as .docx") from None
+    except NotImplementedError:  # zipfile: a part packed with a method it lacks (Deflate64, 9; or 12, bzip2 unbuilt)
+        raise DocumentReadError(
+            f"{path} is not a readable Word document (packed with a zip compression method Python cannot unpack); "
+            "re-save it as .docx"
+        ) from None
     except (KeyError, ValueError) as err:  # a part missing from the package, or a value out of its range
         damaged = f"a damaged part: {first_line(err, limit=80)}"
         why = "a part is missing from it" if isinstance(err, KeyError) else damaged

@@ -1,7 +1,8 @@
 """The garbage filter: which pieces of a document are not worth a chunk of their own.
 
 Every line of the document is classified once, from the markdown scanner's line kinds
-(``rag_service.markdown_lines``: fences, ATX headers, front matter):
+(``rag_service.markdown_lines``: fences, ATX headers, front matter); text that is not markdown (the
+``recursive`` strategy's YAML, config files, plain text) has no headers, fences or anchors:
 
 - *content*: any line with real text, and every line inside a fence (``# comment`` in code is content),
 - *header*: an ATX header with a title outside fences and front matter,
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate
 
 from rag_service.ingest.spans import Span
@@ -44,17 +45,22 @@ _MARKUP_START = frozenset("-=*_`~#")
 
 
 class DocumentLines:
-    """The lines of one document, classified once; answers questions about spans of it."""
+    """The lines of one document, classified once; answers questions about spans of it.
+
+    ``markdown=False`` reads text that is not markdown (YAML, config files, plain text): no line is a header,
+    fence or anchor there, so ``# Note 3: ...`` (a comment) is content; markup lines and blank ones stay what
+    they are.
+    """
 
     __slots__ = ("_content_prefix", "_kinds", "_starts", "headers", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, markdown: bool = True) -> None:
         self.text = text
         self.headers: list[Header] = []
         self._starts: list[int] = []
         kinds = bytearray()
         content_sizes: list[int] = []
-        for start, end, line_kind, header in scan_lines(text):
+        for start, end, line_kind, header in scan_lines(text) if markdown else _plain_lines(text):
             # the scanner's kinds, as the filter sees them: code is content, a fence line is markup
             self._starts.append(start)
             size, kind = 0, _MARKUP
@@ -65,7 +71,7 @@ class DocumentLines:
                 body = text[start:end].strip()
                 if not body:
                     kind = _BLANK
-                elif line_kind is not LineKind.CODE and ANCHOR_LINE.fullmatch(body):
+                elif markdown and line_kind is not LineKind.CODE and ANCHOR_LINE.fullmatch(body):
                     kind = _ANCHOR
                 elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
                     size, kind = len(body), _CONTENT
@@ -110,6 +116,14 @@ class DocumentLines:
                 whole = len(self.text[line_start:line_end].strip())
                 total += len(self.text[max(start, line_start) : min(end, line_end)].strip()) - whole
         return total
+
+
+def _plain_lines(text: str) -> Iterator[tuple[int, int, LineKind, None]]:
+    """Every line of ``text`` as plain text: ``(start, end, TEXT, None)``, the markdown scanner's shape."""
+    start = 0
+    for line in text.split("\n"):
+        yield start, start + len(line), LineKind.TEXT, None
+        start += len(line) + 1
 
 
 def empty_counts() -> dict[str, int]:

@@ -10,6 +10,8 @@ chunk. A one-value chunk parses as JSON; a run does inside its container's brack
 the path (``$.servers[2].host``).
 JSON Lines (several values one after another) are scanned value by value; their paths start with
 the line number: ``line 3: $.user.name``. There is no overlap and no garbage filter: every value is data.
+Objects and arrays nest at most ``MAX_JSON_DEPTH`` (500) levels deep; NaN and Infinity are read, as Python's
+``json`` reads them.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from rag_service.ingest.recursive import SizedChunker
 from rag_service.ingest.spans import make_chunk
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
+#: Python's ``json`` reads NaN, Infinity and -Infinity too, and so the loader's check lets them through
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
+_DEPTH_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')  # strings skipped whole: their brackets are text
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: objects and arrays nested deeper than this are refused (by the loader too), with a message of their own
+MAX_JSON_DEPTH = 500
 
 
 @dataclass(slots=True)
@@ -54,21 +60,63 @@ class _Scanner:
         match = _WHITESPACE.match(self.text, pos)
         return match.end() if match else pos
 
-    def value(self, pos: int, depth: int = 0) -> JsonValue:
+    def value(self, pos: int) -> JsonValue:
+        """The value at ``pos`` and all it holds, scanned without recursion: nesting costs no stack, and deeper
+        than ``MAX_JSON_DEPTH`` objects and arrays is refused with its own message."""
         text = self.text
-        if depth > 500:
-            raise self.fail(pos, "nested more than 500 levels")
-        if pos >= len(text):
-            raise self.fail(pos, "a value was expected")
-        char = text[pos]
-        if char == '"':
-            return JsonValue(pos, self.string(pos)[1])
-        if char in "{[":
-            return self.container(pos, depth)
-        match = _SCALAR.match(text, pos)
-        if not match:
-            raise self.fail(pos, f"unexpected {char!r}")
-        return JsonValue(pos, match.end())
+        open_: list[tuple[JsonValue, str, str]] = []  # containers entered: node, closing character, next member's step
+        while True:
+            if pos >= len(text):
+                raise self.fail(pos, "a value was expected")
+            char = text[pos]
+            if char in "{[":
+                if len(open_) >= MAX_JSON_DEPTH:
+                    raise ChunkingError(f"{_depth_problem(text, pos)}; flatten it or use another strategy")
+                node = JsonValue(pos, pos)
+                closing = "}" if char == "{" else "]"
+                pos = self.skip(pos + 1)
+                if not text.startswith(closing, pos):
+                    open_.append((node, closing, ""))
+                    pos = self.member(open_, pos)
+                    continue
+                node.end = pos + 1
+            elif char == '"':
+                node = JsonValue(pos, self.string(pos)[1])
+            elif match := _SCALAR.match(text, pos):
+                node = JsonValue(pos, match.end())
+            else:
+                raise self.fail(pos, f"unexpected {char!r}")
+            while open_:  # hand the value to its container, closing every container it ends
+                parent, closing, step = open_[-1]
+                parent.members.append((step, node))
+                pos = self.skip(node.end)
+                if text.startswith(",", pos):
+                    pos = self.member(open_, self.skip(pos + 1))
+                    break
+                if not text.startswith(closing, pos):
+                    raise self.fail(pos, f"',' or {closing!r} was expected")
+                parent.end = pos + 1
+                node = open_.pop()[0]
+            else:
+                return node
+
+    def member(self, open_: list[tuple[JsonValue, str, str]], pos: int) -> int:
+        """Past the next member's name (of an object) to its value; its path step recorded in ``open_[-1]``."""
+        text = self.text
+        node, closing, _ = open_[-1]
+        node.member_starts.append(pos)
+        if closing == "]":
+            open_[-1] = (node, closing, f"[{len(node.members)}]")
+            return pos
+        if not text.startswith('"', pos):
+            raise self.fail(pos, "a quoted member name was expected")
+        key, pos = self.string(pos)
+        pos = self.skip(pos)
+        if not text.startswith(":", pos):
+            raise self.fail(pos, "':' was expected")
+        step = f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
+        open_[-1] = (node, closing, step)
+        return self.skip(pos + 1)
 
     def string(self, pos: int) -> tuple[str, int]:
         try:
@@ -77,39 +125,26 @@ class _Scanner:
             raise self.fail(err.pos, err.msg) from None
         return str(value), int(end)
 
-    def container(self, start: int, depth: int) -> JsonValue:
-        text = self.text
-        closing = "}" if text[start] == "{" else "]"
-        node = JsonValue(start, start)
-        pos = self.skip(start + 1)
-        if text.startswith(closing, pos):
-            node.end = pos + 1
-            return node
-        index = 0
-        while True:
-            node.member_starts.append(pos)
-            if closing == "}":
-                if not text.startswith('"', pos):
-                    raise self.fail(pos, "a quoted member name was expected")
-                key, pos = self.string(pos)
-                pos = self.skip(pos)
-                if not text.startswith(":", pos):
-                    raise self.fail(pos, "':' was expected")
-                pos = self.skip(pos + 1)
-                step = f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
-            else:
-                step = f"[{index}]"
-                index += 1
-            child = self.value(pos, depth + 1)
-            node.members.append((step, child))
-            pos = self.skip(child.end)
-            if text.startswith(",", pos):
-                pos = self.skip(pos + 1)
-            elif text.startswith(closing, pos):
-                node.end = pos + 1
-                return node
-            else:
-                raise self.fail(pos, f"',' or {closing!r} was expected")
+
+def _depth_problem(text: str, pos: int) -> str:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return f"JSON nested more than {MAX_JSON_DEPTH} levels deep (line {line} column {column})"
+
+
+def depth_problem(text: str) -> str | None:
+    """For JSON already known to parse: where it nests objects and arrays more than ``MAX_JSON_DEPTH`` deep
+    (``"JSON nested more than 500 levels deep (line 1 column 501)"``), else None."""
+    depth = 0
+    for token in _DEPTH_TOKENS.finditer(text):
+        char = token[0]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return _depth_problem(text, token.start())
+        elif char in "]}":
+            depth -= 1
+    return None
 
 
 def scan_json(text: str) -> list[JsonValue]:
@@ -142,31 +177,42 @@ class JsonChunker(SizedChunker):
         def fits(start: int, end: int) -> bool:
             return self.length(text[start:end]) <= self.chunk_size
 
-        def flush(node: JsonValue, path: str, run: list[int]) -> None:
-            if len(run) == 1:
-                step, child = node.members[run[0]]
-                spans.append((child.start, child.end, path + step))
-            elif run:
-                first, last = run[0], run[-1]
-                array = text[node.start] == "["
-                name = f"{path}[{first}..{last}]" if array else f"{path}{node.members[first][0]} (+{len(run) - 1} more)"
-                spans.append((node.member_starts[first], node.members[last][1].end, name))
-            run.clear()
-
-        def visit(node: JsonValue, path: str) -> None:
-            if not node.members or fits(node.start, node.end):
-                spans.append((node.start, node.end, path))
-                return
+        def parts(node: JsonValue, path: str) -> list[tuple[JsonValue | None, int, int, str]]:
+            """A too-large container's parts in order: runs of members that fit together as spans (node None),
+            and each member too large for any run as a node to descend into."""
+            found: list[tuple[JsonValue | None, int, int, str]] = []
             run: list[int] = []
+
+            def flush() -> None:
+                if len(run) == 1:
+                    step, child = node.members[run[0]]
+                    found.append((None, child.start, child.end, path + step))
+                elif run:
+                    first, last = run[0], run[-1]
+                    more = f"{path}{node.members[first][0]} (+{len(run) - 1} more)"
+                    name = f"{path}[{first}..{last}]" if text[node.start] == "[" else more
+                    found.append((None, node.member_starts[first], node.members[last][1].end, name))
+                run.clear()
+
             for index, (step, child) in enumerate(node.members):
                 if not fits(node.member_starts[index], child.end):
-                    flush(node, path, run)
-                    visit(child, path + step)
+                    flush()
+                    found.append((child, child.start, child.end, path + step))
                     continue
                 if run and not fits(node.member_starts[run[0]], child.end):
-                    flush(node, path, run)
+                    flush()
                 run.append(index)
-            flush(node, path, run)
+            flush()
+            return found
+
+        def visit(value: JsonValue, root: str) -> None:  # depth first, in order, on a list: no stack per level
+            todo: list[tuple[JsonValue | None, int, int, str]] = [(value, value.start, value.end, root)]
+            while todo:
+                node, start, end, path = todo.pop()
+                if node is None or not node.members or fits(start, end):
+                    spans.append((start, end, path))
+                else:
+                    todo.extend(reversed(parts(node, path)))
 
         line, counted = 1, 0
         for value in values:

@@ -4,7 +4,7 @@ The stored text is the normalised text (decoded by ``textdecode``: UTF-8, or UTF
 byte-order mark; the BOM removed, ``\\r\\n`` and lone ``\\r`` turned into ``\\n``), HTML reduced to its
 visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and Word files to their
 extracted text, notebooks to their cells; every chunk offset refers to it. JSON is checked to
-parse, and code with a line longer than ``MAX_CODE_LINE_CHARS`` (minified or generated) is refused.
+parse, and minified or generated code and style sheets are refused (``minified``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_service.errors import DocumentReadError, UnsupportedFileError
+from rag_service.errors import DocumentReadError, RagError, UnsupportedFileError, first_line
 from rag_service.ingest.docxtext import read_docx
 from rag_service.ingest.filetypes import (
     CODE_SUFFIXES,
@@ -34,7 +34,9 @@ from rag_service.ingest.filetypes import (
     unsupported_files,
 )
 from rag_service.ingest.htmltext import html_to_text
+from rag_service.ingest.jsonchunk import depth_problem
 from rag_service.ingest.latex import latex_title
+from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
 from rag_service.ingest.notebook import read_notebook
 from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
@@ -53,10 +55,6 @@ __all__ = [
     "markdown_title",
     "text_title",
 ]
-
-#: a code line longer than this marks minified or generated code, which is not indexed
-MAX_CODE_LINE_CHARS = 20_000
-
 
 @dataclass(slots=True)
 class LoadedDocument:
@@ -79,12 +77,24 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     if suffix not in SUPPORTED_SUFFIXES:
         raise UnsupportedFileError(unsupported_files([path]))
     data = _read_bytes(path, max_bytes=max_bytes)
+    try:
+        text, title = _read(path, suffix, data)
+    except RagError:
+        raise
+    except Exception as exc:  # a reader's failure we did not foresee is still this file's alone, with its type
+        raise DocumentReadError(
+            f"{path} could not be read ({first_line(exc, typed=True, limit=120)}): an error of rag_service's reader, "
+            "not one it knows in files; convert or re-save the file, and report the error"
+        ) from exc
+    return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+
+
+def _read(path: Path, suffix: str, data: bytes) -> tuple[str, str]:
+    """The stored text of a file's ``data`` and its title (``""`` when it has none)."""
     if suffix in PDF_SUFFIXES:
-        text, title = read_pdf(path, data)
-        return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+        return read_pdf(path, data)
     if suffix in DOCX_SUFFIXES:
-        text, title = read_docx(path, data)
-        return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+        return read_docx(path, data)
     text = decode_text(path, data)
     title = ""
     if suffix in HTML_SUFFIXES:
@@ -97,36 +107,31 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
         title = markdown_title(text)
     elif suffix in JSON_SUFFIXES:
         _check_json(path, text, lines=suffix == ".jsonl")
-    elif suffix in CODE_SUFFIXES:
-        _check_not_minified(path, text)
+    elif suffix in CODE_SUFFIXES or suffix in STYLE_SUFFIXES:
+        check_not_minified(path, text)
     elif suffix in LATEX_SUFFIXES:
         title = latex_title(text)
-    return LoadedDocument(source=str(path), text=text, title=title or path.stem)
+    return text, title
 
 
 def _check_json(path: Path, text: str, *, lines: bool) -> None:
-    """Raise DocumentReadError naming the first syntax error of a JSON (or JSON Lines) file."""
+    """Raise DocumentReadError naming the first syntax error of a JSON (or JSON Lines) file, or where it nests
+    deeper than the ``json`` strategy reads (``MAX_JSON_DEPTH``). Blank is an empty document, as elsewhere."""
     documents = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()] if lines else [(1, text)]
-    for first_line, document in documents:
+    for first, document in documents:
+        if not document.strip():
+            continue
         try:
             json.loads(document)
         except json.JSONDecodeError as err:
             raise DocumentReadError(
-                f"{path} is not valid JSON (line {first_line + err.lineno - 1} column {err.colno}: {err.msg}); "
+                f"{path} is not valid JSON (line {first + err.lineno - 1} column {err.colno}: {err.msg}); "
                 "fix the syntax"
             ) from None
-        except RecursionError:
-            raise DocumentReadError(f"{path} nests JSON too deeply to parse; flatten it") from None
-
-
-def _check_not_minified(path: Path, text: str) -> None:
-    longest = max((len(line) for line in text.split("\n")), default=0)
-    if longest > MAX_CODE_LINE_CHARS:
-        number = next(n for n, line in enumerate(text.split("\n"), 1) if len(line) == longest)
-        raise DocumentReadError(
-            f"{path} has a line of {longest:,} characters (line {number}): minified or generated code is not "
-            "indexed; index its source instead"
-        )
+        except RecursionError:  # deeper than Python's parser goes: past the limit below, which says where
+            break
+    if too_deep := depth_problem(text):
+        raise DocumentReadError(f"{path} is {too_deep}; flatten it")
 
 
 def _read_bytes(path: Path, *, max_bytes: int) -> bytes:

@@ -2,7 +2,7 @@
 
 The stored text is the pages' text joined by ``"\\n\\f\\n"``, so the page of any offset is one plus
 the number of form feeds before it (``page_span``); chunks of PDFs carry ``page_start``/``page_end``
-in their metadata. Scanned PDFs (no text layer) and encrypted ones are refused with a one-line reason.
+in their metadata. Scanned PDFs (no text layer: run OCR first) and encrypted ones are refused with a one-line reason.
 """
 
 from __future__ import annotations
@@ -52,12 +52,17 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
         ) from None
     except DocumentReadError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as err:
-        # pypdf's own errors say what is broken ("startxref not found"); Python's from deep inside it do not
-        why = first_line(err, limit=80) if isinstance(err, PdfReadError) else "its structure is damaged"
+    except Exception as err:  # whatever a damaged or unusual PDF makes pypdf raise fails this file alone
+        # pypdf's own errors say what is broken ("startxref not found"), as does a feature it lacks ("Unsupported
+        # filter /FooDecode"); Python's from deep inside it do not
+        known = isinstance(err, (PdfReadError, NotImplementedError))
+        why = first_line(err, limit=80) if known else "its structure is damaged"
         raise DocumentReadError(f"{path} is not a readable PDF ({why}); re-save or re-export it") from None
     if not any(page.strip() for page in pages):
-        raise DocumentReadError(f"{path}: no text layer; OCR is not supported")
+        raise DocumentReadError(
+            f"{path}: no text layer (a scanned PDF?); run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) "
+            "and index the result"
+        )
     return PAGE_BREAK.join(without_running_lines(pages)), title
 
 

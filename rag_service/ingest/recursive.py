@@ -3,6 +3,8 @@
 Separators, coarsest first: blank line (paragraph), line break, sentence end (``.``, ``!`` or ``?``
 followed by whitespace), whitespace (word), and finally fixed runs of characters. A piece keeps the
 separator that ends it, so pieces are contiguous and a chunk is always one exact slice of the text.
+The text is taken as plain (YAML, config files, ``.txt``, PDF text): the garbage filter drops pieces of only
+blank or markup lines, but a ``# comment`` line is content, not a markdown header.
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ class RecursiveChunker(SizedChunker):
             length=self.length,
         )
         counts = empty_counts()
-        kept = filter_spans(DocumentLines(text), spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
+        lines = DocumentLines(text, markdown=False)  # YAML, config, plain text: ``# a comment`` is no header
+        kept = filter_spans(lines, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
         chunks: list[TextChunk] = [make_chunk(text, span, index=i, chunk_type=TEXT) for i, span in enumerate(kept)]
         return ChunkedDocument(chunks, counts)

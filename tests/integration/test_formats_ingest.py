@@ -60,7 +60,7 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
     failed = {p.source: p.reason for p in report.failed}
     assert set(failed) == {"in/broken.json", "in/scan.pdf", "in/locked.pdf", "in/corrupt.docx", "in/bundle.js"}
     assert all("\n" not in reason for reason in failed.values())
-    assert failed["in/scan.pdf"].endswith("no text layer; OCR is not supported")
+    assert failed["in/scan.pdf"].endswith("run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) and index the result")
     assert "encrypted PDF" in failed["in/locked.pdf"]
     assert "not valid JSON (line 1 column 13" in failed["in/broken.json"]
     assert "not a readable Word document" in failed["in/corrupt.docx"]

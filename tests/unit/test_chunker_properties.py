@@ -233,11 +233,18 @@ def test_separator_only_document_gives_no_chunks(strategy: str) -> None:
     assert doc.filtered["separator"] >= 1 and doc.filtered_total == doc.filtered["separator"]
 
 
-@pytest.mark.parametrize("strategy", TEXT_STRATEGIES)
+@pytest.mark.parametrize("strategy", [s for s in TEXT_STRATEGIES if s != "recursive"])
 def test_header_only_document_gives_no_chunks(strategy: str) -> None:
     doc = build(strategy).split("# Title\n\n## Sub\n\n---\n")
     assert doc.chunks == []
     assert doc.filtered["header_only"] >= 1
+
+
+def test_recursive_reads_hash_lines_as_text_not_headers() -> None:
+    """``recursive`` chunks YAML, config files and plain text, where ``# ...`` is a comment: content."""
+    doc = build("recursive").split("# Title\n\n## Sub\n\n---\n")
+    assert [c.content for c in doc.chunks] == ["# Title\n\n## Sub\n\n---"]
+    assert doc.filtered["header_only"] == 0
 
 
 # --- make_chunker, fingerprints, recommend_strategy ------------------------------------------------

@@ -60,3 +60,13 @@ def test_force_is_described_as_it_works_re_chunking_and_reusing_vectors(capsys: 
     assert "re-embed" not in force and "re-chunk unchanged documents too" in force and "vector" in force
     description = DocumentsRequest.model_fields["force"].description or ""
     assert "re-embed" not in description and "keep vectors" in description
+
+
+@pytest.mark.parametrize(
+    "argv", [["reindex"], ["query"], ["eval"], ["demo"], ["graph", "build"], ["metadata", "build"]]
+)
+def test_every_collection_option_shows_its_value_as_name(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    usage = capsys.readouterr().out
+    assert "--collection NAME" in usage and "COLLECTION" not in usage, usage

@@ -97,3 +97,30 @@ def test_windows_line_endings_still_split_paragraphs() -> None:
     text = "First paragraph here.\r\n\r\nSecond paragraph here."
     pieces = recursive_pieces(text, 0, len(text), chunk_size=30, chunk_overlap=0)
     assert [text[s:e] for s, e, _ in pieces] == ["First paragraph here.\r\n\r\n", "Second paragraph here."]
+
+
+def widget_conf() -> str:
+    """Audit 47's widget.conf: a title block, 14 comment lines of content, one setting."""
+    notes = [
+        f"# Note {i}: the pelican cluster needs {100 + i} widget connections per node during the spring migration."
+        for i in range(14)
+    ]
+    return "\n".join(["# Widget daemon configuration", "# ====", "#", *notes, "widget_connections = 113"]) + "\n"
+
+
+def test_comment_lines_of_plain_text_are_content_not_markdown_headers() -> None:
+    text = widget_conf()
+    doc = RecursiveChunker().split(text)  # the defaults a .conf file is indexed with
+    assert_chunks_valid(text, doc)
+    found = "\n".join(c.content for c in doc.chunks)
+    assert all(f"# Note {i}:" in found for i in range(14)), "every comment line is in a chunk"
+    assert "widget_connections = 113" in found and "# Widget daemon configuration" in found
+    assert doc.filtered["header_only"] == 0
+
+
+def test_plain_text_pieces_of_only_markup_lines_are_still_dropped() -> None:
+    first = "First part of the notes, long enough to stand alone as a chunk."
+    second = "Second part of the notes, which is as long as the first part is."
+    doc = RecursiveChunker(chunk_size=70, chunk_overlap=0).split(f"{first}\n\n----\n####\n\n{second}")
+    assert [c.content for c in doc.chunks] == [first, second]
+    assert doc.filtered["separator"] == 1
