@@ -120,3 +120,30 @@ def test_a_search_in_the_address_runs_renders_code_and_marks_whole_words(  # typ
     page.wait_for_selector("#collection option[value=aaa-notes]", state="attached")
     assert page.locator("#collection").input_value() == "default"
     page.close()
+
+
+# the page's first search answers late (held back in the browser), every later one at once
+SLOW_FIRST_SEARCH = """(() => { const fetch = window.fetch; let searches = 0;
+  window.fetch = (url, options) => {
+    const wait = String(url).includes('/api/rag/retrieve') && ++searches === 1 ? 1500 : 0;
+    return new Promise((resolve) => setTimeout(resolve, wait)).then(() => fetch(url, options));
+  }; })();"""
+
+
+def test_only_the_latest_search_renders_and_waiting_shows(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.add_init_script(SLOW_FIRST_SEARCH)
+    page.goto(live.url + "/")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    page.fill("#query", "streaming replica failover promotes")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#results[aria-busy=true]", state="attached")  # waiting is shown...
+    assert page.locator("#status").inner_text() == "searching…"
+    page.fill("#query", "hybrid vector keyword reciprocal rank fusion")  # ...and Enter still starts a newer search
+    page.press("#query", "Enter")
+    page.wait_for_selector("li.result")
+    page.wait_for_function("!document.querySelector('#results').hasAttribute('aria-busy')")
+    page.wait_for_timeout(2000)  # the first search's answer would have come by now
+    assert "Hybrid search" in page.locator("li.result .header-path").first.inner_text()
+    assert "result" in page.locator("#status").inner_text()
+    page.close()

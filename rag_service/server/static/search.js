@@ -171,19 +171,35 @@ async function search(event) {
   await runSearch(query);
 }
 
+// Only the latest search renders: starting one aborts the one in flight, and a response that
+// arrives after a newer search started is dropped, so a slow earlier answer never replaces a newer one.
+let inFlight = null;
+
 async function runSearch(query) {
+  if (inFlight) inFlight.abort();
+  const mine = new AbortController();
+  inFlight = mine;
+  $("results").setAttribute("aria-busy", "true");  // the old results stay, dimmed, until the new ones come
   setStatus("searching…");
   const started = performance.now();
   try {
     const body = await call("/api/rag/retrieve", {
       method: "POST",
       body: JSON.stringify({ query, context: $("preset").value, collection: $("collection").value }),
+      signal: mine.signal,
     });
+    if (inFlight !== mine) return;
     render(body, query);
     $("status").textContent += ", " + Math.round(performance.now() - started) + " ms round trip";
   } catch (err) {
+    if (inFlight !== mine) return;  // aborted by a newer search, which shows its own state
     $("results").replaceChildren();
     setStatus(err.message, true);
+  } finally {
+    if (inFlight === mine) {
+      inFlight = null;
+      $("results").removeAttribute("aria-busy");
+    }
   }
 }
 
