@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -146,4 +147,29 @@ def test_only_the_latest_search_renders_and_waiting_shows(browser, live: LiveSer
     page.wait_for_timeout(2000)  # the first search's answer would have come by now
     assert "Hybrid search" in page.locator("li.result .header-path").first.inner_text()
     assert "result" in page.locator("#status").inner_text()
+    page.close()
+
+
+def with_first_chunk(content: str, match: str):  # type: ignore[no-untyped-def]
+    """A route handler: the server's real answer, its first chunk's text replaced by ``content`` with the span
+    ``match`` as the match, in code points as the API counts them (``start_char`` 100 into the document)."""
+
+    def handle(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        chunk = body["result"]["chunks"][0]
+        start = content.index(match)
+        chunk.update(content=content, start_char=100, end_char=100 + len(content))
+        chunk.update(match_start=100 + start, match_end=100 + start + len(match))
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    return handle
+
+
+def test_the_match_is_marked_after_emoji(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    text = "Rockets 🚀🚀 and 𝔪𝔞𝔱𝔥 letters come first.\n\nThen the backups section starts here, after them."
+    page.route("**/api/rag/retrieve", with_first_chunk(text, "the backups section"))
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result mark")
+    assert page.locator("li.result").first.locator("mark").all_inner_texts() == ["the backups section"]
     page.close()

@@ -67,8 +67,8 @@ function passage(chunk, query) {
   const node = document.createElement("div");
   node.className = "passage";
   const text = chunk.content;
-  const from = Math.max(0, chunk.match_start - chunk.start_char);
-  const to = Math.min(text.length, chunk.match_end - chunk.start_char);
+  const from = utf16Index(text, chunk.match_start - chunk.start_char);
+  const to = utf16Index(text, chunk.match_end - chunk.start_char);
   const marks = from > 0 || to < text.length ? [[from, to]] : wordRanges(text, query);
   for (const block of blocks(text)) {
     const target = block.code ? document.createElement("code") : node;
@@ -81,6 +81,19 @@ function passage(chunk, query) {
     }
   }
   return node;
+}
+
+// The API counts offsets in code points (Python's str); JavaScript strings index UTF-16 units, in which
+// an emoji or any other character beyond the BMP takes two. The UTF-16 index of code point `points`
+// of text (clamped to the text).
+function utf16Index(text, points) {
+  let units = 0;
+  for (const character of text) {
+    if (points <= 0) break;
+    units += character.length;
+    points -= 1;
+  }
+  return units;
 }
 
 // [start, end) of every whole-word occurrence of the query's words (3+ letters, not stop words).
