@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import LiveServer
+from tests.server.conftest import READ_TOKEN, LiveServer
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).exists()), None)
 # as root Chromium needs --no-sandbox; the rest keeps it from reaching out to the network
@@ -134,7 +134,7 @@ SLOW_FIRST_SEARCH = """(() => { const fetch = window.fetch; let searches = 0;
 def test_only_the_latest_search_renders_and_waiting_shows(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
     page = browser.new_page()
     page.add_init_script(SLOW_FIRST_SEARCH)
-    page.goto(live.url + "/")
+    page.goto(live.url + "/?collection=default")
     page.wait_for_selector("#preset option[value=agent]", state="attached")
     page.fill("#query", "streaming replica failover promotes")
     page.press("#query", "Enter")
@@ -172,4 +172,56 @@ def test_the_match_is_marked_after_emoji(browser, live: LiveServer) -> None:  # 
     page.goto(live.url + "/?q=backups&collection=default&context=search")
     page.wait_for_selector("li.result mark")
     assert page.locator("li.result").first.locator("mark").all_inner_texts() == ["the backups section"]
+    page.close()
+
+
+def test_a_shared_link_runs_once_the_token_works(  # type: ignore[no-untyped-def]
+    browser, serve: Callable[..., LiveServer]
+) -> None:
+    guarded = serve(read_token=READ_TOKEN)
+    handbook = [("kb.md", "", "# Handbook\n\nBackups are restored with pg_restore into a fresh database.\n")]
+    assert guarded.service.index_texts(handbook, collection="kb", strategy="markdown").ok
+    page = browser.new_page()  # a fresh browser: no token remembered
+    sent: list[str | None] = []
+    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    page.goto(guarded.url + "/?q=backups&collection=kb&context=agent")
+    page.wait_for_selector("#status.error")
+    assert "reads need" in page.locator("#status").inner_text()
+    assert page.locator("#query").input_value() == "backups", "the shared query is kept while it cannot run"
+
+    page.fill("#token", "wrong")
+    page.press("#token", "Tab")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('reads need')")
+    page.wait_for_timeout(300)
+    assert page.evaluate("sessionStorage.getItem('rag-token')") is None, "a refused token is not kept"
+
+    page.fill("#token", READ_TOKEN)
+    page.press("#token", "Tab")  # the pickers load again, and the shared search runs
+    page.wait_for_selector("li.result")
+    assert page.locator("#collection").input_value() == "kb"
+    assert page.locator("#preset").input_value() == "agent"
+    assert page.locator("li.result .source").first.inner_text() == "kb.md"
+    assert page.evaluate("sessionStorage.getItem('rag-token')") == READ_TOKEN
+
+    page.fill("#token", "")  # an empty field sends no token
+    sent.clear()
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "reads need" in page.locator("#status").inner_text()
+    assert sent and all(header is None for header in sent), sent
+    page.close()
+
+
+def test_an_unknown_collection_or_preset_in_the_address_is_named(  # type: ignore[no-untyped-def]
+    browser, live: LiveServer
+) -> None:
+    page = browser.new_page()
+    page.goto(live.url + "/?q=backups&collection=defualt&context=search")
+    page.wait_for_selector("#status.error")
+    assert "collection 'defualt' does not exist" in page.locator("#status").inner_text()
+    assert page.locator("#collection").input_value() == "defualt"  # not quietly another collection
+    assert page.locator("li.result").count() == 0
+    page.goto(live.url + "/?q=backups&collection=default&context=serch")
+    page.wait_for_selector("#status.error")
+    assert "unknown context 'serch'" in page.locator("#status").inner_text()
     page.close()

@@ -4,53 +4,92 @@
 
 const $ = (id) => document.getElementById(id);
 
-function headers() {
-  const h = { "Content-Type": "application/json" };
-  const token = $("token").value || sessionStorage.getItem("rag-token") || "";
-  if (token) { h.Authorization = "Bearer " + token; sessionStorage.setItem("rag-token", token); }
-  return h;
-}
-
+// The token field alone says what is sent: an empty field sends no token. A token is kept for this tab
+// (sessionStorage, to fill the field after a reload) only once the server took it, and dropped when refused.
 async function call(path, options = {}) {
-  const response = await fetch(path, { ...options, headers: headers() });
+  const token = $("token").value;
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = "Bearer " + token;
+  const response = await fetch(path, { ...options, headers });
   const body = await response.json().catch(() => ({}));
+  if (response.status === 401) {
+    if (sessionStorage.getItem("rag-token") === token) sessionStorage.removeItem("rag-token");
+  } else if (token) {
+    sessionStorage.setItem("rag-token", token);
+  }
   if (!response.ok || body.success === false) {
     const message = body.error ? body.error.message : response.status + " " + response.statusText;
-    throw new Error(message);
+    throw Object.assign(new Error(message), { status: response.status });
   }
   return body;
 }
 
+// The names, with `preferred` selected; a preferred name the server does not know stays as an option of
+// its own, so the search says it does not exist (and what was meant) rather than quietly using another.
 function fill(select, names, preferred) {
-  select.replaceChildren(...names.map((name) => new Option(name, name, false, name === preferred)));
+  const shown = preferred && !names.includes(preferred) ? [...names, preferred] : names;
+  select.replaceChildren(...shown.map((name) => new Option(name, name, false, name === preferred)));
 }
 
 // Which collection to show: the URL's (?collection=), else the one searched last in this browser,
 // else the one with the most documents; never merely the alphabetically first.
 function pickCollection(collections, params) {
+  if (params.get("collection")) return params.get("collection");
   const names = collections.map((c) => c.name);
-  for (const wanted of [params.get("collection"), localStorage.getItem("rag-collection")]) {
-    if (wanted && names.includes(wanted)) return wanted;
-  }
+  const last = localStorage.getItem("rag-collection");
+  if (last && names.includes(last)) return last;
   const largest = collections.reduce((best, c) => (best && best.documents >= c.documents ? best : c), null);
   return largest ? largest.name : "default";
 }
 
+// The pickers filled from the server (the URL's choices kept): a promise of true, or false when they
+// could not load (the status says why). Loaded again when the token changes, and on a search while failed.
+let pickers = null;
+
+function pickersReady({ again = false } = {}) {
+  if (again || pickers === null) {
+    const loading = loadPickers();
+    pickers = loading;
+    loading.then((ok) => { if (!ok && pickers === loading) pickers = null; });
+  }
+  return pickers;
+}
+
 async function loadPickers() {
   const params = new URLSearchParams(location.search);
+  let collections, presets;
   try {
-    const [collections, presets] = await Promise.all([call("/api/collections"), call("/api/presets")]);
-    const names = collections.collections.map((c) => c.name);
-    fill($("collection"), names.length ? names : ["default"], pickCollection(collections.collections, params));
-    const contexts = presets.presets.map((p) => p.context_type);
-    fill($("preset"), contexts, contexts.includes(params.get("context")) ? params.get("context") : "search");
+    [collections, presets] = await Promise.all([call("/api/collections"), call("/api/presets")]);
   } catch (err) {
-    setStatus("could not load collections and presets: " + err.message, true);
-    return;
+    const hint = err.status === 401 ? "; enter the token" : "";
+    setStatus("could not load collections and presets: " + err.message + hint, true);
+    return false;
   }
-  const query = params.get("q");
-  if (query) {  // a shared or bookmarked search runs as soon as the page opens
-    $("query").value = query;
+  const names = collections.collections.map((c) => c.name);
+  fill($("collection"), names, pickCollection(collections.collections, params));
+  fill($("preset"), presets.presets.map((p) => p.context_type), params.get("context") || "search");
+  if ($("status").textContent.startsWith("could not load collections")) setStatus("");
+  return true;
+}
+
+// A query from the address that has not run yet because the pickers could not load (a token is missing)
+let pendingQuery = null;
+
+async function start() {
+  $("token").value = sessionStorage.getItem("rag-token") || "";
+  const query = new URLSearchParams(location.search).get("q");
+  if (query) $("query").value = query;  // kept when it cannot run yet
+  pendingQuery = query;
+  if (await pickersReady() && query && pendingQuery === query) {  // a shared or bookmarked search runs at once
+    pendingQuery = null;
+    runSearch(query);
+  }
+}
+
+async function tokenChanged() {
+  if (await pickersReady({ again: true }) && pendingQuery && $("query").value === pendingQuery) {
+    const query = pendingQuery;
+    pendingQuery = null;
     runSearch(query);
   }
 }
@@ -175,8 +214,10 @@ function render(body, query) {
 
 async function search(event) {
   event.preventDefault();
+  pendingQuery = null;
   const query = $("query").value.trim();
   if (!query) return;
+  if (!(await pickersReady())) return;  // the status says why
   // the address names the search, so it can be bookmarked, shared or reloaded
   const params = new URLSearchParams({ q: query, collection: $("collection").value, context: $("preset").value });
   history.replaceState(null, "", "?" + params);
@@ -217,4 +258,5 @@ async function runSearch(query) {
 }
 
 $("search-form").addEventListener("submit", search);
-loadPickers();
+$("token").addEventListener("change", tokenChanged);
+start();
