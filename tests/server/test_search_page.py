@@ -225,3 +225,18 @@ def test_an_unknown_collection_or_preset_in_the_address_is_named(  # type: ignor
     page.wait_for_selector("#status.error")
     assert "unknown context 'serch'" in page.locator("#status").inner_text()
     page.close()
+
+
+def test_a_phone_wide_page_does_not_scroll_sideways(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    url = "https://example.com/" + "very-long-path-segment/" * 12 + "?backups=" + "x" * 120
+    page = browser.new_page(viewport={"width": 360, "height": 640})
+    page.goto(live.url + "/?collection=default")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    fits = "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    assert page.evaluate(fits), "the empty form is wider than a phone"
+    page.route("**/api/rag/retrieve", with_first_chunk(f"Backups are listed at {url} every night.", url))
+    page.fill("#query", "backups")
+    page.press("#query", "Enter")
+    page.wait_for_selector("li.result mark")
+    assert page.evaluate(fits), page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    page.close()
