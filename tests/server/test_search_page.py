@@ -240,3 +240,27 @@ def test_a_phone_wide_page_does_not_scroll_sideways(browser, live: LiveServer) -
     page.wait_for_selector("li.result mark")
     assert page.evaluate(fits), page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
     page.close()
+
+
+def test_a_stopped_server_is_named_and_the_old_degraded_line_goes(  # type: ignore[no-untyped-def]
+    browser, serve: Callable[..., LiveServer]
+) -> None:
+    doomed = serve()
+
+    def degraded(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        body["metrics"]["degraded"] = ["reranker: model not loaded"]
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page = browser.new_page()
+    page.route("**/api/rag/retrieve", degraded)
+    page.goto(doomed.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result")
+    assert "reranker: model not loaded" in page.locator("#degraded").inner_text()
+    page.unroute("**/api/rag/retrieve")
+    doomed.stop()
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "server cannot be reached" in page.locator("#status").inner_text()
+    assert page.locator("#degraded").inner_text() == ""
+    page.close()

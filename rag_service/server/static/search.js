@@ -10,7 +10,13 @@ async function call(path, options = {}) {
   const token = $("token").value;
   const headers = { "Content-Type": "application/json" };
   if (token) headers.Authorization = "Bearer " + token;
-  const response = await fetch(path, { ...options, headers });
+  let response;
+  try {
+    response = await fetch(path, { ...options, headers });
+  } catch (err) {  // no answer at all: the browser's own words ("Failed to fetch") say nothing useful
+    if (err.name === "AbortError") throw err;
+    throw new Error("the server cannot be reached (is rag serve still running?); try again once it is");
+  }
   const body = await response.json().catch(() => ({}));
   if (response.status === 401) {
     if (sessionStorage.getItem("rag-token") === token) sessionStorage.removeItem("rag-token");
@@ -248,6 +254,7 @@ async function runSearch(query) {
   } catch (err) {
     if (inFlight !== mine) return;  // aborted by a newer search, which shows its own state
     $("results").replaceChildren();
+    $("degraded").textContent = "";  // it was the previous search's
     setStatus(err.message, true);
   } finally {
     if (inFlight === mine) {
