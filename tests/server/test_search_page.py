@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_service.retrieve.relevance import no_relevant_passages
 from tests.server.conftest import READ_TOKEN, LiveServer
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).exists()), None)
@@ -263,4 +264,25 @@ def test_a_stopped_server_is_named_and_the_old_degraded_line_goes(  # type: igno
     page.wait_for_selector("#status.error")
     assert "server cannot be reached" in page.locator("#status").inner_text()
     assert page.locator("#degraded").inner_text() == ""
+    page.close()
+
+
+def test_no_results_say_why(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    # the hashing embedder has no calibration, so min_relevance never empties a real answer here: empty it as a
+    # calibrated model's would be, with the line the library writes then
+    line = no_relevant_passages("backups", 0.12, 0.35)
+
+    def nothing_relevant(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        body["result"].update(chunks=[], formatted_context=line)
+        body["metrics"]["filtered_below_relevance"] = 3
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page = browser.new_page()
+    page.route("**/api/rag/retrieve", nothing_relevant)
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_function("/results/.test(document.querySelector('#status').textContent)")
+    assert page.locator("li.result").count() == 0
+    status = page.locator("#status").inner_text()
+    assert "no relevant passages for 'backups'" in status and "lower min_relevance" in status, status
     page.close()

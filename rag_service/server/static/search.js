@@ -213,9 +213,19 @@ function render(body, query) {
     list.append(item);
   }
   const n = result.chunks.length;
-  setStatus(n + (n === 1 ? " result" : " results") + " in " + metrics.total_time_ms.toFixed(1) + " ms" +
+  const why = n ? "" : noResultsReason(result, metrics);
+  setStatus(n + (n === 1 ? " result" : " results") + (why ? ": " + why + "; took " : " in ") +
+            metrics.total_time_ms.toFixed(1) + " ms" +
             " (server; search " + metrics.retrieval_time_ms.toFixed(1) + " ms, reranker " + metrics.reranker + ")");
   $("degraded").textContent = metrics.degraded.length ? "degraded: " + metrics.degraded.join("; ") : "";
+}
+
+// Why nothing came back: the formatted context's one line ("no relevant passages for ...: the best
+// relevance was 12%, below min_relevance 35% (ask differently, ...)"), else the count held back.
+function noResultsReason(result, metrics) {
+  if (result.formatted_context) return result.formatted_context.trim();
+  const below = metrics.filtered_below_relevance;
+  return below ? below + " below the preset's min_relevance" : "";
 }
 
 async function search(event) {
