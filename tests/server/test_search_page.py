@@ -286,3 +286,44 @@ def test_no_results_say_why(browser, live: LiveServer) -> None:  # type: ignore[
     status = page.locator("#status").inner_text()
     assert "no relevant passages for 'backups'" in status and "lower min_relevance" in status, status
     page.close()
+
+
+def test_a_blank_or_long_query_is_answered(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.goto(live.url + "/?collection=default")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    page.fill("#query", "   ")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "type a question" in page.locator("#status").inner_text()
+    page.fill("#query", "backups " * 300)  # a long paste reaches the server whole, which names its limit
+    page.press("#query", "Enter")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('send at most')")
+    assert "query: 2399 characters; send at most 2000" in page.locator("#status").inner_text()
+    page.close()
+
+
+def test_a_new_collection_or_preset_searches_again(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result")
+    page.select_option("#preset", "agent")
+    page.wait_for_function("location.search.includes('context=agent')")
+    page.wait_for_function("/result/.test(document.querySelector('#status').textContent)")
+    assert "q=backups" in page.url
+    page.close()
+
+
+def test_right_to_left_passages_and_no_missing_icon(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    page.on("console", lambda m: failed.append(m.text) if m.type == "error" else None)
+    page.route("**/api/rag/retrieve", with_first_chunk("مرحبا بالعالم: النسخ الاحتياطية كل ليلة", "النسخ"))
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result mark")
+    direction = "getComputedStyle(document.querySelector('li.result .passage')).direction"
+    assert page.evaluate(direction) == "rtl"
+    assert page.locator("link[rel=icon]").count() == 1  # no request for /favicon.ico, no 404 in the console
+    assert failed == []
+    page.close()

@@ -111,6 +111,7 @@ function setStatus(text, isError = false) {
 function passage(chunk, query) {
   const node = document.createElement("div");
   node.className = "passage";
+  node.dir = "auto";  // a passage in Arabic or Hebrew reads right to left
   const text = chunk.content;
   const from = utf16Index(text, chunk.match_start - chunk.start_char);
   const to = utf16Index(text, chunk.match_end - chunk.start_char);
@@ -205,6 +206,7 @@ function render(body, query) {
     const path = document.createElement("span");
     path.className = "header-path";
     path.textContent = chunk.header_path || "(no header)";
+    path.dir = "auto";
     const score = document.createElement("span");
     score.className = "relevance";
     score.textContent = "relevance " + Math.round(chunk.relevance_score * 100) + "%";
@@ -232,7 +234,10 @@ async function search(event) {
   event.preventDefault();
   pendingQuery = null;
   const query = $("query").value.trim();
-  if (!query) return;
+  if (!query) {  // only spaces: the browser's "required" lets them through
+    setStatus("type a question to search for", true);
+    return;
+  }
   if (!(await pickersReady())) return;  // the status says why
   // the address names the search, so it can be bookmarked, shared or reloaded
   const params = new URLSearchParams({ q: query, collection: $("collection").value, context: $("preset").value });
@@ -274,6 +279,18 @@ async function runSearch(query) {
   }
 }
 
+// A new collection or preset searches again when there is a query; the address follows either way.
+function pickerChanged() {
+  if ($("query").value.trim()) {
+    $("search-form").requestSubmit();
+    return;
+  }
+  const params = new URLSearchParams({ collection: $("collection").value, context: $("preset").value });
+  history.replaceState(null, "", "?" + params);
+}
+
 $("search-form").addEventListener("submit", search);
+$("collection").addEventListener("change", pickerChanged);
+$("preset").addEventListener("change", pickerChanged);
 $("token").addEventListener("change", tokenChanged);
 start();
