@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.server.conftest import LiveServer
+from rag_service.retrieve.relevance import no_relevant_passages
+from tests.server.conftest import READ_TOKEN, LiveServer
 
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "") if p and Path(p).exists()), None)
 # as root Chromium needs --no-sandbox; the rest keeps it from reaching out to the network
@@ -119,4 +121,209 @@ def test_a_search_in_the_address_runs_renders_code_and_marks_whole_words(  # typ
     page.goto(live.url + "/")  # the same browser remembers the collection searched last
     page.wait_for_selector("#collection option[value=aaa-notes]", state="attached")
     assert page.locator("#collection").input_value() == "default"
+    page.close()
+
+
+# the page's first search answers late (held back in the browser), every later one at once
+SLOW_FIRST_SEARCH = """(() => { const fetch = window.fetch; let searches = 0;
+  window.fetch = (url, options) => {
+    const wait = String(url).includes('/api/rag/retrieve') && ++searches === 1 ? 1500 : 0;
+    return new Promise((resolve) => setTimeout(resolve, wait)).then(() => fetch(url, options));
+  }; })();"""
+
+
+def test_only_the_latest_search_renders_and_waiting_shows(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.add_init_script(SLOW_FIRST_SEARCH)
+    page.goto(live.url + "/?collection=default")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    page.fill("#query", "streaming replica failover promotes")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#results[aria-busy=true]", state="attached")  # waiting is shown...
+    assert page.locator("#status").inner_text() == "searching…"
+    page.fill("#query", "hybrid vector keyword reciprocal rank fusion")  # ...and Enter still starts a newer search
+    page.press("#query", "Enter")
+    page.wait_for_selector("li.result")
+    page.wait_for_function("!document.querySelector('#results').hasAttribute('aria-busy')")
+    page.wait_for_timeout(2000)  # the first search's answer would have come by now
+    assert "Hybrid search" in page.locator("li.result .header-path").first.inner_text()
+    assert "result" in page.locator("#status").inner_text()
+    page.close()
+
+
+def with_first_chunk(content: str, match: str):  # type: ignore[no-untyped-def]
+    """A route handler: the server's real answer, its first chunk's text replaced by ``content`` with the span
+    ``match`` as the match, in code points as the API counts them (``start_char`` 100 into the document)."""
+
+    def handle(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        chunk = body["result"]["chunks"][0]
+        start = content.index(match)
+        chunk.update(content=content, start_char=100, end_char=100 + len(content))
+        chunk.update(match_start=100 + start, match_end=100 + start + len(match))
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    return handle
+
+
+def test_the_match_is_marked_after_emoji(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    text = "Rockets 🚀🚀 and 𝔪𝔞𝔱𝔥 letters come first.\n\nThen the backups section starts here, after them."
+    page.route("**/api/rag/retrieve", with_first_chunk(text, "the backups section"))
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result mark")
+    assert page.locator("li.result").first.locator("mark").all_inner_texts() == ["the backups section"]
+    page.close()
+
+
+def test_a_shared_link_runs_once_the_token_works(  # type: ignore[no-untyped-def]
+    browser, serve: Callable[..., LiveServer]
+) -> None:
+    guarded = serve(read_token=READ_TOKEN)
+    handbook = [("kb.md", "", "# Handbook\n\nBackups are restored with pg_restore into a fresh database.\n")]
+    assert guarded.service.index_texts(handbook, collection="kb", strategy="markdown").ok
+    page = browser.new_page()  # a fresh browser: no token remembered
+    sent: list[str | None] = []
+    page.on("request", lambda r: sent.append(r.headers.get("authorization")) if "/api/" in r.url else None)
+    page.goto(guarded.url + "/?q=backups&collection=kb&context=agent")
+    page.wait_for_selector("#status.error")
+    assert "reads need" in page.locator("#status").inner_text()
+    assert page.locator("#query").input_value() == "backups", "the shared query is kept while it cannot run"
+
+    page.fill("#token", "wrong")
+    page.press("#token", "Tab")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('reads need')")
+    page.wait_for_timeout(300)
+    assert page.evaluate("sessionStorage.getItem('rag-token')") is None, "a refused token is not kept"
+
+    page.fill("#token", READ_TOKEN)
+    page.press("#token", "Tab")  # the pickers load again, and the shared search runs
+    page.wait_for_selector("li.result")
+    assert page.locator("#collection").input_value() == "kb"
+    assert page.locator("#preset").input_value() == "agent"
+    assert page.locator("li.result .source").first.inner_text() == "kb.md"
+    assert page.evaluate("sessionStorage.getItem('rag-token')") == READ_TOKEN
+
+    page.fill("#token", "")  # an empty field sends no token
+    sent.clear()
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "reads need" in page.locator("#status").inner_text()
+    assert sent and all(header is None for header in sent), sent
+    page.close()
+
+
+def test_an_unknown_collection_or_preset_in_the_address_is_named(  # type: ignore[no-untyped-def]
+    browser, live: LiveServer
+) -> None:
+    page = browser.new_page()
+    page.goto(live.url + "/?q=backups&collection=defualt&context=search")
+    page.wait_for_selector("#status.error")
+    assert "collection 'defualt' does not exist" in page.locator("#status").inner_text()
+    assert page.locator("#collection").input_value() == "defualt"  # not quietly another collection
+    assert page.locator("li.result").count() == 0
+    page.goto(live.url + "/?q=backups&collection=default&context=serch")
+    page.wait_for_selector("#status.error")
+    assert "unknown context 'serch'" in page.locator("#status").inner_text()
+    page.close()
+
+
+def test_a_phone_wide_page_does_not_scroll_sideways(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    url = "https://example.com/" + "very-long-path-segment/" * 12 + "?backups=" + "x" * 120
+    page = browser.new_page(viewport={"width": 360, "height": 640})
+    page.goto(live.url + "/?collection=default")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    fits = "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    assert page.evaluate(fits), "the empty form is wider than a phone"
+    page.route("**/api/rag/retrieve", with_first_chunk(f"Backups are listed at {url} every night.", url))
+    page.fill("#query", "backups")
+    page.press("#query", "Enter")
+    page.wait_for_selector("li.result mark")
+    assert page.evaluate(fits), page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    page.close()
+
+
+def test_a_stopped_server_is_named_and_the_old_degraded_line_goes(  # type: ignore[no-untyped-def]
+    browser, serve: Callable[..., LiveServer]
+) -> None:
+    doomed = serve()
+
+    def degraded(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        body["metrics"]["degraded"] = ["reranker: model not loaded"]
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page = browser.new_page()
+    page.route("**/api/rag/retrieve", degraded)
+    page.goto(doomed.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result")
+    assert "reranker: model not loaded" in page.locator("#degraded").inner_text()
+    page.unroute("**/api/rag/retrieve")
+    doomed.stop()
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "server cannot be reached" in page.locator("#status").inner_text()
+    assert page.locator("#degraded").inner_text() == ""
+    page.close()
+
+
+def test_no_results_say_why(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    # the hashing embedder has no calibration, so min_relevance never empties a real answer here: empty it as a
+    # calibrated model's would be, with the line the library writes then
+    line = no_relevant_passages("backups", 0.12, 0.35)
+
+    def nothing_relevant(route) -> None:  # type: ignore[no-untyped-def]
+        body = route.fetch().json()
+        body["result"].update(chunks=[], formatted_context=line)
+        body["metrics"]["filtered_below_relevance"] = 3
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page = browser.new_page()
+    page.route("**/api/rag/retrieve", nothing_relevant)
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_function("/results/.test(document.querySelector('#status').textContent)")
+    assert page.locator("li.result").count() == 0
+    status = page.locator("#status").inner_text()
+    assert "no relevant passages for 'backups'" in status and "lower min_relevance" in status, status
+    page.close()
+
+
+def test_a_blank_or_long_query_is_answered(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.goto(live.url + "/?collection=default")
+    page.wait_for_selector("#preset option[value=agent]", state="attached")
+    page.fill("#query", "   ")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "type a question" in page.locator("#status").inner_text()
+    page.fill("#query", "backups " * 300)  # a long paste reaches the server whole, which names its limit
+    page.press("#query", "Enter")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('send at most')")
+    assert "query: 2399 characters; send at most 2000" in page.locator("#status").inner_text()
+    page.close()
+
+
+def test_a_new_collection_or_preset_searches_again(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result")
+    page.select_option("#preset", "agent")
+    page.wait_for_function("location.search.includes('context=agent')")
+    page.wait_for_function("/result/.test(document.querySelector('#status').textContent)")
+    assert "q=backups" in page.url
+    page.close()
+
+
+def test_right_to_left_passages_and_no_missing_icon(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    page.on("console", lambda m: failed.append(m.text) if m.type == "error" else None)
+    page.route("**/api/rag/retrieve", with_first_chunk("مرحبا بالعالم: النسخ الاحتياطية كل ليلة", "النسخ"))
+    page.goto(live.url + "/?q=backups&collection=default&context=search")
+    page.wait_for_selector("li.result mark")
+    direction = "getComputedStyle(document.querySelector('li.result .passage')).direction"
+    assert page.evaluate(direction) == "rtl"
+    assert page.locator("link[rel=icon]").count() == 1  # no request for /favicon.ico, no 404 in the console
+    assert failed == []
     page.close()

@@ -4,53 +4,98 @@
 
 const $ = (id) => document.getElementById(id);
 
-function headers() {
-  const h = { "Content-Type": "application/json" };
-  const token = $("token").value || sessionStorage.getItem("rag-token") || "";
-  if (token) { h.Authorization = "Bearer " + token; sessionStorage.setItem("rag-token", token); }
-  return h;
-}
-
+// The token field alone says what is sent: an empty field sends no token. A token is kept for this tab
+// (sessionStorage, to fill the field after a reload) only once the server took it, and dropped when refused.
 async function call(path, options = {}) {
-  const response = await fetch(path, { ...options, headers: headers() });
+  const token = $("token").value;
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = "Bearer " + token;
+  let response;
+  try {
+    response = await fetch(path, { ...options, headers });
+  } catch (err) {  // no answer at all: the browser's own words ("Failed to fetch") say nothing useful
+    if (err.name === "AbortError") throw err;
+    throw new Error("the server cannot be reached (is rag serve still running?); try again once it is");
+  }
   const body = await response.json().catch(() => ({}));
+  if (response.status === 401) {
+    if (sessionStorage.getItem("rag-token") === token) sessionStorage.removeItem("rag-token");
+  } else if (token) {
+    sessionStorage.setItem("rag-token", token);
+  }
   if (!response.ok || body.success === false) {
     const message = body.error ? body.error.message : response.status + " " + response.statusText;
-    throw new Error(message);
+    throw Object.assign(new Error(message), { status: response.status });
   }
   return body;
 }
 
+// The names, with `preferred` selected; a preferred name the server does not know stays as an option of
+// its own, so the search says it does not exist (and what was meant) rather than quietly using another.
 function fill(select, names, preferred) {
-  select.replaceChildren(...names.map((name) => new Option(name, name, false, name === preferred)));
+  const shown = preferred && !names.includes(preferred) ? [...names, preferred] : names;
+  select.replaceChildren(...shown.map((name) => new Option(name, name, false, name === preferred)));
 }
 
 // Which collection to show: the URL's (?collection=), else the one searched last in this browser,
 // else the one with the most documents; never merely the alphabetically first.
 function pickCollection(collections, params) {
+  if (params.get("collection")) return params.get("collection");
   const names = collections.map((c) => c.name);
-  for (const wanted of [params.get("collection"), localStorage.getItem("rag-collection")]) {
-    if (wanted && names.includes(wanted)) return wanted;
-  }
+  const last = localStorage.getItem("rag-collection");
+  if (last && names.includes(last)) return last;
   const largest = collections.reduce((best, c) => (best && best.documents >= c.documents ? best : c), null);
   return largest ? largest.name : "default";
 }
 
+// The pickers filled from the server (the URL's choices kept): a promise of true, or false when they
+// could not load (the status says why). Loaded again when the token changes, and on a search while failed.
+let pickers = null;
+
+function pickersReady({ again = false } = {}) {
+  if (again || pickers === null) {
+    const loading = loadPickers();
+    pickers = loading;
+    loading.then((ok) => { if (!ok && pickers === loading) pickers = null; });
+  }
+  return pickers;
+}
+
 async function loadPickers() {
   const params = new URLSearchParams(location.search);
+  let collections, presets;
   try {
-    const [collections, presets] = await Promise.all([call("/api/collections"), call("/api/presets")]);
-    const names = collections.collections.map((c) => c.name);
-    fill($("collection"), names.length ? names : ["default"], pickCollection(collections.collections, params));
-    const contexts = presets.presets.map((p) => p.context_type);
-    fill($("preset"), contexts, contexts.includes(params.get("context")) ? params.get("context") : "search");
+    [collections, presets] = await Promise.all([call("/api/collections"), call("/api/presets")]);
   } catch (err) {
-    setStatus("could not load collections and presets: " + err.message, true);
-    return;
+    const hint = err.status === 401 ? "; enter the token" : "";
+    setStatus("could not load collections and presets: " + err.message + hint, true);
+    return false;
   }
-  const query = params.get("q");
-  if (query) {  // a shared or bookmarked search runs as soon as the page opens
-    $("query").value = query;
+  const names = collections.collections.map((c) => c.name);
+  fill($("collection"), names, pickCollection(collections.collections, params));
+  fill($("preset"), presets.presets.map((p) => p.context_type), params.get("context") || "search");
+  if ($("status").textContent.startsWith("could not load collections")) setStatus("");
+  return true;
+}
+
+// A query from the address that has not run yet because the pickers could not load (a token is missing)
+let pendingQuery = null;
+
+async function start() {
+  $("token").value = sessionStorage.getItem("rag-token") || "";
+  const query = new URLSearchParams(location.search).get("q");
+  if (query) $("query").value = query;  // kept when it cannot run yet
+  pendingQuery = query;
+  if (await pickersReady() && query && pendingQuery === query) {  // a shared or bookmarked search runs at once
+    pendingQuery = null;
+    runSearch(query);
+  }
+}
+
+async function tokenChanged() {
+  if (await pickersReady({ again: true }) && pendingQuery && $("query").value === pendingQuery) {
+    const query = pendingQuery;
+    pendingQuery = null;
     runSearch(query);
   }
 }
@@ -66,9 +111,10 @@ function setStatus(text, isError = false) {
 function passage(chunk, query) {
   const node = document.createElement("div");
   node.className = "passage";
+  node.dir = "auto";  // a passage in Arabic or Hebrew reads right to left
   const text = chunk.content;
-  const from = Math.max(0, chunk.match_start - chunk.start_char);
-  const to = Math.min(text.length, chunk.match_end - chunk.start_char);
+  const from = utf16Index(text, chunk.match_start - chunk.start_char);
+  const to = utf16Index(text, chunk.match_end - chunk.start_char);
   const marks = from > 0 || to < text.length ? [[from, to]] : wordRanges(text, query);
   for (const block of blocks(text)) {
     const target = block.code ? document.createElement("code") : node;
@@ -81,6 +127,19 @@ function passage(chunk, query) {
     }
   }
   return node;
+}
+
+// The API counts offsets in code points (Python's str); JavaScript strings index UTF-16 units, in which
+// an emoji or any other character beyond the BMP takes two. The UTF-16 index of code point `points`
+// of text (clamped to the text).
+function utf16Index(text, points) {
+  let units = 0;
+  for (const character of text) {
+    if (points <= 0) break;
+    units += character.length;
+    points -= 1;
+  }
+  return units;
 }
 
 // [start, end) of every whole-word occurrence of the query's words (3+ letters, not stop words).
@@ -147,6 +206,7 @@ function render(body, query) {
     const path = document.createElement("span");
     path.className = "header-path";
     path.textContent = chunk.header_path || "(no header)";
+    path.dir = "auto";
     const score = document.createElement("span");
     score.className = "relevance";
     score.textContent = "relevance " + Math.round(chunk.relevance_score * 100) + "%";
@@ -155,15 +215,30 @@ function render(body, query) {
     list.append(item);
   }
   const n = result.chunks.length;
-  setStatus(n + (n === 1 ? " result" : " results") + " in " + metrics.total_time_ms.toFixed(1) + " ms" +
+  const why = n ? "" : noResultsReason(result, metrics);
+  setStatus(n + (n === 1 ? " result" : " results") + (why ? ": " + why + "; took " : " in ") +
+            metrics.total_time_ms.toFixed(1) + " ms" +
             " (server; search " + metrics.retrieval_time_ms.toFixed(1) + " ms, reranker " + metrics.reranker + ")");
   $("degraded").textContent = metrics.degraded.length ? "degraded: " + metrics.degraded.join("; ") : "";
 }
 
+// Why nothing came back: the formatted context's one line ("no relevant passages for ...: the best
+// relevance was 12%, below min_relevance 35% (ask differently, ...)"), else the count held back.
+function noResultsReason(result, metrics) {
+  if (result.formatted_context) return result.formatted_context.trim();
+  const below = metrics.filtered_below_relevance;
+  return below ? below + " below the preset's min_relevance" : "";
+}
+
 async function search(event) {
   event.preventDefault();
+  pendingQuery = null;
   const query = $("query").value.trim();
-  if (!query) return;
+  if (!query) {  // only spaces: the browser's "required" lets them through
+    setStatus("type a question to search for", true);
+    return;
+  }
+  if (!(await pickersReady())) return;  // the status says why
   // the address names the search, so it can be bookmarked, shared or reloaded
   const params = new URLSearchParams({ q: query, collection: $("collection").value, context: $("preset").value });
   history.replaceState(null, "", "?" + params);
@@ -171,21 +246,51 @@ async function search(event) {
   await runSearch(query);
 }
 
+// Only the latest search renders: starting one aborts the one in flight, and a response that
+// arrives after a newer search started is dropped, so a slow earlier answer never replaces a newer one.
+let inFlight = null;
+
 async function runSearch(query) {
+  if (inFlight) inFlight.abort();
+  const mine = new AbortController();
+  inFlight = mine;
+  $("results").setAttribute("aria-busy", "true");  // the old results stay, dimmed, until the new ones come
   setStatus("searching…");
   const started = performance.now();
   try {
     const body = await call("/api/rag/retrieve", {
       method: "POST",
       body: JSON.stringify({ query, context: $("preset").value, collection: $("collection").value }),
+      signal: mine.signal,
     });
+    if (inFlight !== mine) return;
     render(body, query);
     $("status").textContent += ", " + Math.round(performance.now() - started) + " ms round trip";
   } catch (err) {
+    if (inFlight !== mine) return;  // aborted by a newer search, which shows its own state
     $("results").replaceChildren();
+    $("degraded").textContent = "";  // it was the previous search's
     setStatus(err.message, true);
+  } finally {
+    if (inFlight === mine) {
+      inFlight = null;
+      $("results").removeAttribute("aria-busy");
+    }
   }
 }
 
+// A new collection or preset searches again when there is a query; the address follows either way.
+function pickerChanged() {
+  if ($("query").value.trim()) {
+    $("search-form").requestSubmit();
+    return;
+  }
+  const params = new URLSearchParams({ collection: $("collection").value, context: $("preset").value });
+  history.replaceState(null, "", "?" + params);
+}
+
 $("search-form").addEventListener("submit", search);
-loadPickers();
+$("collection").addEventListener("change", pickerChanged);
+$("preset").addEventListener("change", pickerChanged);
+$("token").addEventListener("change", tokenChanged);
+start();
