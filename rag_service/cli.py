@@ -14,15 +14,17 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from rag_service.config import Settings, load_settings
 from rag_service.db import admin  # cheap: each of its functions imports what it needs when called
 from rag_service.errors import RagError, did_you_mean
 from rag_service.log import configure_logging, mask_url
 from rag_service.shutdown import exit_status, signal_number, stop_signals
 
-Handler = Callable[[argparse.Namespace, Settings], int]
+if TYPE_CHECKING:
+    from rag_service.config import Settings
+
+Handler = Callable[[argparse.Namespace, "Settings"], int]
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
@@ -108,18 +110,23 @@ def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # t
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``rag``; returns the exit status."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
-        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    """Entry point of ``rag``; returns the exit status.
+
+    Stop signals are taken from its first line: a Ctrl-C while the parser is built (and its modules are
+    imported) says "interrupted" and exits 130 as one later does, with no traceback.
+    """
     joined_before = admin.joined_embedded_servers()
     try:
         with stop_signals():
-            settings = load_settings()
-            configure_logging(settings.log_level)
+            parser = build_parser()
+            args, unknown = parser.parse_known_args(argv)
+            if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
+                _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+            from rag_service.config import load_settings  # pydantic: after the stop signals are ours
             from rag_service.embed import prefer_passive_openmp
 
+            settings = load_settings()
+            configure_logging(settings.log_level)
             prefer_passive_openmp()
             handler: Handler = args.handler
             return handler(args, settings)
