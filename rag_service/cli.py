@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args, unknown = parser.parse_known_args(argv)
             if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
                 _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+            if sys.stdout is None and args.command != "serve":  # `rag query x >&-`: print() would write nowhere
+                print("rag: stdout is closed; nothing was written", file=sys.stderr)
+                return 1
             from rag_service.config import load_settings  # pydantic: after the stop signals are ours
             from rag_service.embed import prefer_passive_openmp
 
