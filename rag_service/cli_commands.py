@@ -337,7 +337,9 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
     """``rag reindex`` (also used by ``scripts/reindex.py``)."""
     parser: argparse.ArgumentParser = commands.add_parser("reindex", help="index files and folders (incremental)")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
-    parser.add_argument("--collection", dest="collection_given", default=None, help="collection (default 'default')")
+    parser.add_argument(
+        "--collection", dest="collection_given", default=None, metavar="NAME", help="collection (default 'default')"
+    )
     parser.add_argument(
         "--strategy",
         choices=list_strategies(),
@@ -369,10 +371,21 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
     query = commands.add_parser("query", help="retrieve context for a question")
     query.add_argument("text", help="the question")
-    query.add_argument("--context", default="chatbot", help="preset name (rag_configurations row)")
-    query.add_argument("--collection", default="default")
-    query.add_argument("--max-chunks", type=int, default=None)
-    query.add_argument("--graph-weight", type=float, default=None, help="graph walk's share, 0..1 (0 = off)")
+    query.add_argument(
+        "--context",
+        default="chatbot",
+        metavar="PRESET",
+        help="preset name, a rag_configurations row (default %(default)s)",
+    )
+    query.add_argument(
+        "--collection", default="default", metavar="NAME", help="collection to search (default 'default')"
+    )
+    query.add_argument(
+        "--max-chunks", type=int, default=None, metavar="N", help="at most N chunks (default: the preset's)"
+    )
+    query.add_argument(
+        "--graph-weight", type=float, default=None, metavar="W", help="graph walk's share, 0..1 (0 = off)"
+    )
     query.add_argument(
         "--set",
         action="append",
@@ -393,16 +406,19 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         help="BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or documentation (docs/, queries.jsonl, "
         "qrels/<split>.tsv over file#section ids, asked through retrieve() with max_chunks 10)",
     )
-    evaluate.add_argument("--context", default="search", help="preset whose knobs are used")
+    evaluate.add_argument(
+        "--context", default="search", metavar="PRESET", help="preset whose knobs are used (default %(default)s)"
+    )
     evaluate.add_argument("--retriever", choices=["hybrid", "vector", "fulltext"], default="hybrid")
     evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
-    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--split", default="test", help="the qrels split (default %(default)s)")
     evaluate.add_argument(
-        "--collection", default=None, help="collection to index into (default beir-<dir> or docs-<dir>)"
+        "--collection", default=None, metavar="NAME", help="collection to index into (default beir-<dir> or docs-<dir>)"
     )
     evaluate.add_argument(
         "--depth",
         type=int,
+        metavar="N",
         default=None,
         help="candidates per arm (chunks); default 300 for BEIR, the preset's for docs",
     )
