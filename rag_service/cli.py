@@ -121,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser = build_parser()
             args, unknown = parser.parse_known_args(argv)
             if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
-                _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+                chosen = _chosen(parser, args)
+                chosen.error(f"unrecognized arguments: {' '.join(unknown)}{_option_hints(chosen, unknown)}")
             if sys.stdout is None and args.command != "serve":  # `rag query x >&-`: print() would write nowhere
                 print("rag: stdout is closed; nothing was written", file=sys.stderr)
                 return 1
@@ -152,6 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # now, not after the interpreter has joined its worker threads (an embedding batch can take
         # seconds): a stopped command lets the embedded server stop at once
         admin.leave_embedded_servers(keep=joined_before)
+
+
+def _option_hints(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """``"; did you mean --json?"`` for each mistyped option among ``unknown`` (``--jsn``, ``--contxt=agent``)."""
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    hints = [did_you_mean(word.partition("=")[0], options, quoted=False) for word in unknown if word.startswith("--")]
+    return "".join(f"; {hint.rstrip()}" for hint in hints if hint)
 
 
 def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
