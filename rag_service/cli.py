@@ -116,8 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     imported) says "interrupted" and exits 130 as one later does, with no traceback.
     """
     joined_before = admin.joined_embedded_servers()
-    try:
-        with stop_signals():
+    with stop_signals():  # also around the handlers below: a stop while one reports is no traceback
+        try:
             parser = build_parser()
             args, unknown = parser.parse_known_args(argv)
             if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
@@ -134,25 +134,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             prefer_passive_openmp()
             handler: Handler = args.handler
             return handler(args, settings)
-    except RagError as exc:
-        print(f"error: {mask_url(str(exc))}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
-        return exit_status(stop)
-    except BrokenPipeError:  # `rag query ... | head`: the reader left; no traceback, and none at exit either
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
-    except Exception as exc:
-        message = admin.database_failure(exc)
-        if message is None:
-            raise
-        print(f"error: {mask_url(message)}", file=sys.stderr)
-        return 1
-    finally:
-        # now, not after the interpreter has joined its worker threads (an embedding batch can take
-        # seconds): a stopped command lets the embedded server stop at once
-        admin.leave_embedded_servers(keep=joined_before)
+        except RagError as exc:
+            print(f"error: {mask_url(str(exc))}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt as stop:
+            print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
+            return exit_status(stop)
+        except BrokenPipeError:  # `rag query ... | head`: the reader left; no traceback, and none at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
+        except Exception as exc:
+            message = admin.database_failure(exc)
+            if message is None:
+                raise
+            print(f"error: {mask_url(message)}", file=sys.stderr)
+            return 1
+        finally:
+            # now, not after the interpreter has joined its worker threads (an embedding batch can take
+            # seconds): a stopped command lets the embedded server stop at once
+            admin.leave_embedded_servers(keep=joined_before)
 
 
 def _option_hints(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
@@ -179,7 +179,11 @@ def run() -> None:
     (SQLAlchemy's and onnxruntime's objects: ~0.2 s of a cold ``rag query``) free nothing that exiting
     does not; frozen, they are skipped. Exit handlers and flushes still run.
     """
-    status = main()
+    try:
+        status = main()
+    except KeyboardInterrupt as stop:  # a second stop, while main() reported the end of its command
+        print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
+        status = exit_status(stop)
     gc.freeze()
     sys.exit(status)
 

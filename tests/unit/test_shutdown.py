@@ -139,3 +139,21 @@ def test_a_ctrl_c_while_rag_builds_its_parser_says_interrupted_and_exits_130(
     except KeyboardInterrupt:
         pytest.fail("the Ctrl-C escaped rag's main()")
     assert (code, capsys.readouterr().err) == (130, "interrupted\n")
+
+
+def test_a_second_stop_while_main_reports_its_end_is_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a Ctrl-C while main() printed a database error (its except handler) escaped as a traceback, rc -2
+    from rag_service import cli
+
+    def reporting_when_stopped(argv: object = None) -> int:
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(cli, "main", reporting_when_stopped)
+    with pytest.raises(SystemExit) as exited:
+        try:
+            cli.run()
+        except KeyboardInterrupt:
+            pytest.fail("the stop escaped run()")
+    assert (exited.value.code, capsys.readouterr().err) == (143, "terminated\n")
