@@ -14,15 +14,17 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from rag_service.config import Settings, load_settings
 from rag_service.db import admin  # cheap: each of its functions imports what it needs when called
 from rag_service.errors import RagError, did_you_mean
 from rag_service.log import configure_logging, mask_url
 from rag_service.shutdown import exit_status, signal_number, stop_signals
 
-Handler = Callable[[argparse.Namespace, Settings], int]
+if TYPE_CHECKING:
+    from rag_service.config import Settings
+
+Handler = Callable[[argparse.Namespace, "Settings"], int]
 
 
 def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
@@ -108,40 +110,56 @@ def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # t
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``rag``; returns the exit status."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
-        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    """Entry point of ``rag``; returns the exit status.
+
+    Stop signals are taken from its first line: a Ctrl-C while the parser is built (and its modules are
+    imported) says "interrupted" and exits 130 as one later does, with no traceback.
+    """
     joined_before = admin.joined_embedded_servers()
-    try:
-        with stop_signals():
-            settings = load_settings()
-            configure_logging(settings.log_level)
+    with stop_signals():  # also around the handlers below: a stop while one reports is no traceback
+        try:
+            parser = build_parser()
+            args, unknown = parser.parse_known_args(argv)
+            if unknown:  # argparse's own check names the top usage: `rag query x --bogus` showed `rag <command>`'s
+                chosen = _chosen(parser, args)
+                chosen.error(f"unrecognized arguments: {' '.join(unknown)}{_option_hints(chosen, unknown)}")
+            if sys.stdout is None and args.command != "serve":  # `rag query x >&-`: print() would write nowhere
+                print("rag: stdout is closed; nothing was written", file=sys.stderr)
+                return 1
+            from rag_service.config import load_settings  # pydantic: after the stop signals are ours
             from rag_service.embed import prefer_passive_openmp
 
+            settings = load_settings()
+            configure_logging(settings.log_level)
             prefer_passive_openmp()
             handler: Handler = args.handler
             return handler(args, settings)
-    except RagError as exc:
-        print(f"error: {mask_url(str(exc))}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt as stop:
-        print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
-        return exit_status(stop)
-    except BrokenPipeError:  # `rag query ... | head`: the reader left; no traceback, and none at exit either
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
-    except Exception as exc:
-        message = admin.database_failure(exc)
-        if message is None:
-            raise
-        print(f"error: {mask_url(message)}", file=sys.stderr)
-        return 1
-    finally:
-        # now, not after the interpreter has joined its worker threads (an embedding batch can take
-        # seconds): a stopped command lets the embedded server stop at once
-        admin.leave_embedded_servers(keep=joined_before)
+        except RagError as exc:
+            print(f"error: {mask_url(str(exc))}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt as stop:
+            print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
+            return exit_status(stop)
+        except BrokenPipeError:  # `rag query ... | head`: the reader left; no traceback, and none at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
+        except Exception as exc:
+            message = admin.database_failure(exc)
+            if message is None:
+                raise
+            print(f"error: {mask_url(message)}", file=sys.stderr)
+            return 1
+        finally:
+            # now, not after the interpreter has joined its worker threads (an embedding batch can take
+            # seconds): a stopped command lets the embedded server stop at once
+            admin.leave_embedded_servers(keep=joined_before)
+
+
+def _option_hints(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """``"; did you mean --json?"`` for each mistyped option among ``unknown`` (``--jsn``, ``--contxt=agent``)."""
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    hints = [did_you_mean(word.partition("=")[0], options, quoted=False) for word in unknown if word.startswith("--")]
+    return "".join(f"; {hint.rstrip()}" for hint in hints if hint)
 
 
 def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -161,7 +179,11 @@ def run() -> None:
     (SQLAlchemy's and onnxruntime's objects: ~0.2 s of a cold ``rag query``) free nothing that exiting
     does not; frozen, they are skipped. Exit handlers and flushes still run.
     """
-    status = main()
+    try:
+        status = main()
+    except KeyboardInterrupt as stop:  # a second stop, while main() reported the end of its command
+        print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
+        status = exit_status(stop)
     gc.freeze()
     sys.exit(status)
 

@@ -8,6 +8,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ from rag_service.config import Settings
 from rag_service.db import admin
 from rag_service.errors import ConfigurationError
 from rag_service.service_paths import check_root, only_unsupported_files
-from rag_service.shutdown import Interrupted, exit_status
+from rag_service.shutdown import Interrupted, deferred_stop, exit_status
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,8 +35,9 @@ def open_service(settings: Settings, embedder: Embedder | None = None, *, check_
     return build_service(settings, embedder=embedder, check_model=check_model)
 
 
-def _start_query_parts(settings: Settings) -> tuple[Embedder, list[threading.Thread]]:
-    """The embedder of ``settings``; its model, the token encoding and the embedded database start in threads.
+def _start_query_parts(settings: Settings, started: list[threading.Thread]) -> Embedder:
+    """The embedder of ``settings``; its model, the token encoding and the embedded database start in threads
+    (each added to ``started``, also when a stop signal comes meanwhile: the caller joins them).
 
     A cold ``rag query`` then loads them while the main thread imports SQLAlchemy, not after (ONNX
     session ~0.25 s, BPE table ~0.15 s, server start ~0.15 s, mostly waiting on ``pg_ctl``). A failure
@@ -70,9 +72,23 @@ def _start_query_parts(settings: Settings) -> tuple[Embedder, list[threading.Thr
     ]
     if settings.database_url is None:
         threads.append(threading.Thread(target=start_database, name="rag-query-database", daemon=True))
+    with deferred_stop():
+        for thread in threads:
+            thread.start()
+            started.append(thread)
+    return embedder
+
+
+#: how long a command leaving early (an error, a stop signal) waits for the threads of ``_start_query_parts``
+_STOPPED_WAIT_S = 10.0
+
+
+def _wait_for(threads: list[threading.Thread], *, bound: float | None) -> None:
+    """Join ``threads``: an early exit comes after they are done, never inside a server's start. Leaving on an
+    error or a stop, at most ``bound`` seconds in all: they are daemon threads, and a stop must end the command."""
+    deadline = None if bound is None else time.monotonic() + bound
     for thread in threads:
-        thread.start()
-    return embedder, threads
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
 
 #: options of ``rag reindex PATH...`` that ``--all`` (re-chunk what is stored) has no use for
@@ -148,9 +164,9 @@ def _print_report(report: IngestReport, *, as_json: bool) -> None:
 
 
 def _query(args: argparse.Namespace, settings: Settings) -> int:
-    embedder, starting = _start_query_parts(settings)
+    starting: list[threading.Thread] = []
     try:
-        service = open_service(settings, embedder)
+        service = open_service(settings, _start_query_parts(settings, starting))
         overrides = _parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
         _check_query_sets(overrides)
         if args.max_chunks is not None:
@@ -162,8 +178,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             service.close()
     finally:
-        for thread in starting:  # an early error exits after they are done, never inside a server's start
-            thread.join()
+        _wait_for(starting, bound=None if sys.exc_info()[0] is None else _STOPPED_WAIT_S)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -323,7 +338,7 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
     parser: argparse.ArgumentParser = commands.add_parser("reindex", help="index files and folders (incremental)")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to index")
     parser.add_argument(
-        "--collection", dest="collection_given", metavar="NAME", default=None, help="collection (default 'default')"
+        "--collection", dest="collection_given", default=None, metavar="NAME", help="collection (default 'default')"
     )
     parser.add_argument(
         "--strategy",
@@ -356,10 +371,21 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
     query = commands.add_parser("query", help="retrieve context for a question")
     query.add_argument("text", help="the question")
-    query.add_argument("--context", default="chatbot", help="preset name (rag_configurations row)")
-    query.add_argument("--collection", metavar="NAME", default="default")
-    query.add_argument("--max-chunks", type=int, default=None)
-    query.add_argument("--graph-weight", type=float, default=None, help="graph walk's share, 0..1 (0 = off)")
+    query.add_argument(
+        "--context",
+        default="chatbot",
+        metavar="PRESET",
+        help="preset name, a rag_configurations row (default %(default)s)",
+    )
+    query.add_argument(
+        "--collection", default="default", metavar="NAME", help="collection to search (default 'default')"
+    )
+    query.add_argument(
+        "--max-chunks", type=int, default=None, metavar="N", help="at most N chunks (default: the preset's)"
+    )
+    query.add_argument(
+        "--graph-weight", type=float, default=None, metavar="W", help="graph walk's share, 0..1 (0 = off)"
+    )
     query.add_argument(
         "--set",
         action="append",
@@ -380,16 +406,19 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         help="BEIR (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) or documentation (docs/, queries.jsonl, "
         "qrels/<split>.tsv over file#section ids, asked through retrieve() with max_chunks 10)",
     )
-    evaluate.add_argument("--context", default="search", help="preset whose knobs are used")
+    evaluate.add_argument(
+        "--context", default="search", metavar="PRESET", help="preset whose knobs are used (default %(default)s)"
+    )
     evaluate.add_argument("--retriever", choices=["hybrid", "vector", "fulltext"], default="hybrid")
     evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
-    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--split", default="test", help="the qrels split (default %(default)s)")
     evaluate.add_argument(
-        "--collection", metavar="NAME", default=None, help="collection to index into (default beir-<dir> or docs-<dir>)"
+        "--collection", default=None, metavar="NAME", help="collection to index into (default beir-<dir> or docs-<dir>)"
     )
     evaluate.add_argument(
         "--depth",
         type=int,
+        metavar="N",
         default=None,
         help="candidates per arm (chunks); default 300 for BEIR, the preset's for docs",
     )

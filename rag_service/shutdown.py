@@ -5,6 +5,14 @@ back, locks are released, ``finally`` blocks and exit handlers run (the last use
 PostgreSQL stops it there). SIGTERM's default action ends the process at once and skips all of that,
 yet it is how ``docker stop``, systemd and Kubernetes stop a service. ``stop_signals()`` makes
 SIGTERM raise ``Interrupted``, a ``KeyboardInterrupt``, so code that handles one handles both.
+
+Neither is raised while an import runs: importlib takes its locks (the global import lock, each
+module's lock) in Python code, so an exception between an acquire and its ``try`` left one held for
+good, and every other thread that imported then waited forever (a cold ``rag query`` stopped in its
+first half second hung: its threads load the model and start the database while the main thread
+imports). Raised in a finalizer an import ran, the stop was lost. Only the whole stack tells: a second
+stop can come inside the handler of a first that importlib's code was running. So a stop that comes
+during an import is sent again a few milliseconds later, until the import has ended.
 """
 
 from __future__ import annotations
@@ -17,6 +25,10 @@ from types import FrameType
 
 #: the signals that ask a process to stop
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the code names of importlib's frozen modules: with one of them on the stack, a stop is sent again later
+_IMPORT_MACHINERY = "<frozen importlib._bootstrap"
+#: how long a stop that came during an import waits before it is sent again
+_RESEND_AFTER_S = 0.005
 
 
 class Interrupted(KeyboardInterrupt):
@@ -44,7 +56,30 @@ def interrupted(stop: KeyboardInterrupt, partial: object) -> Interrupted:
 
 
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    if importing(frame):
+        _send_again(signum)
+        return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt  # as Python's own handler does
     raise Interrupted(signum)
+
+
+def importing(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (where a signal handler was called) or a caller of it is importlib's code: an import runs."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_IMPORT_MACHINERY):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again(signum: int) -> None:
+    """``signum`` to the main thread once more, shortly (a real signal: a blocking wait there is interrupted too)."""
+    main = threading.main_thread().ident
+    assert main is not None  # the main thread has started: it runs this handler
+    resend = threading.Timer(_RESEND_AFTER_S, signal.pthread_kill, (main, signum))
+    resend.daemon = True
+    resend.start()
 
 
 def _in_main_thread() -> bool:
@@ -53,15 +88,19 @@ def _in_main_thread() -> bool:
 
 @contextmanager
 def stop_signals() -> Iterator[None]:
-    """Within: SIGTERM raises ``Interrupted`` as SIGINT raises ``KeyboardInterrupt`` (restored after)."""
+    """Within: SIGTERM raises ``Interrupted`` as SIGINT raises ``KeyboardInterrupt``, never while an import
+    runs (restored after). A SIGINT that Python was started ignoring (``cmd &`` in a script) stays ignored."""
     if not _in_main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    ours = [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else []
+    ours.append(signal.SIGTERM)  # last: a process that catches SIGTERM has both
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in ours}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
 
 @contextmanager

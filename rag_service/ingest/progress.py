@@ -1,4 +1,8 @@
-"""A progress bar for long runs: items done, chunks written and embedded, rate and ETA (tqdm, on stderr)."""
+"""Progress of long runs on stderr: items done, chunks written and embedded, rate and ETA.
+
+A bar (tqdm) on a terminal; elsewhere (``2>file``, a CI log) plain lines at a modest rate, each
+10% of the items or every ``LINE_EVERY_S`` seconds, as a bar's ``\r`` redraws fill a file with copies.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from types import TracebackType
 #: called after each item with (items done, total or None); a listener that also has a ``phase(name)`` method
 #: hears each step of a long write too (a bulk load's, after every document is staged: the HTTP API's jobs)
 ProgressListener = Callable[[int, int | None], None]
+#: on a stderr that is no terminal, a line at least this often while items are done (and each 10% of them)
+LINE_EVERY_S = 10.0
 
 
 class Progress:
@@ -28,10 +34,13 @@ class Progress:
         listener: ProgressListener | None = None,
     ) -> None:
         self._bar = None
-        if enabled:  # tqdm only when a bar is shown: a quiet run does not import it
+        self._lines: _Lines | None = None
+        if enabled and _on_a_terminal():  # tqdm only when a bar is shown: a quiet run does not import it
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, desc=label, unit=unit, file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+        elif enabled and sys.stderr is not None:
+            self._lines = _Lines(label, unit, total)
         self._chunks = 0
         self._embedded = 0
         self._done = 0
@@ -56,6 +65,8 @@ class Progress:
         if self._bar is not None:
             self._bar.set_postfix_str(self._counts(), refresh=False)
             self._bar.update(items)
+        if self._lines is not None:
+            self._lines.done(self._done, self._counts)
         if stop is not None:
             raise stop
 
@@ -79,6 +90,8 @@ class Progress:
             heard(name)
         if self._bar is not None:
             self._bar.set_postfix_str(f"{self._chunks} chunks, {name}", refresh=True)
+        if self._lines is not None:
+            self._lines.write(self._done, f"{self._chunks} chunks, {name}")
 
     def __enter__(self) -> Progress:
         return self
@@ -88,3 +101,31 @@ class Progress:
     ) -> None:
         if self._bar is not None:
             self._bar.close()
+        if self._lines is not None and self._lines.shown != self._done:  # the last count, once
+            self._lines.write(self._done, self._counts())
+
+
+def _on_a_terminal() -> bool:
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
+class _Lines:
+    """The bar's counts as plain lines on stderr: ``indexing: 26/260 docs (10%), 310 chunks, 51.2 chunks/s``."""
+
+    def __init__(self, label: str, unit: str, total: int | None) -> None:
+        self.label, self.unit, self.total = label, unit, total
+        self.shown = 0  # the count of the last line
+        self._last = time.monotonic()
+
+    def done(self, count: int, counts: Callable[[], str]) -> None:
+        """A line when ``count`` reached the next 10% of the total, or ``LINE_EVERY_S`` passed since the last."""
+        step = None if not self.total else -(-self.total // 10)
+        crossed = step is not None and count // step > self.shown // step
+        if crossed or time.monotonic() - self._last >= LINE_EVERY_S:
+            self.write(count, counts())
+
+    def write(self, count: int, counts: str) -> None:
+        share = f" ({100 * count // self.total}%)" if self.total else ""
+        of = f"/{self.total}" if self.total is not None else ""
+        print(f"{self.label}: {count}{of} {self.unit}s{share}, {counts}", file=sys.stderr, flush=True)
+        self.shown, self._last = count, time.monotonic()

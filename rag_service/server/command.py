@@ -102,9 +102,23 @@ def _run_until_stopped(server: Any, host: str, port: int, sockets: list[socket.s
 
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``rag serve`` to the ``rag`` parser."""
-    serve = commands.add_parser("serve", help="run the HTTP API and the search page (extra 'server')")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve = commands.add_parser(
+        "serve",
+        help="run the HTTP API and the search page (extra 'server')",
+        description="Run the HTTP API and the search page (extra 'server'). Writes need RAG_API_TOKEN set "
+        "(sent as 'Authorization: Bearer <token>'); without it the server is read-only. RAG_API_READ_TOKEN, "
+        "when set, is needed for reads too.",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", metavar="ADDRESS", help="address to listen on (default 127.0.0.1)"
+    )
     serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0: any free port)")
-    serve.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument(
+        "--log-level",
+        default="warning",
+        type=str.lower,  # as `rag mcp --log-level`, either case
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's (default %(default)s)",
+    )
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)

@@ -7,6 +7,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_service.errors import first_line
@@ -124,11 +125,20 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = getattr(scope.get("route"), "path", None) or _route_template(scope)
             self.metrics.observe_request(
                 method=scope["method"], route=template, status=status, seconds=time.perf_counter() - started
             )
+
+
+def _route_template(scope: Scope) -> str:
+    """The path template of the app's route that takes ``scope`` when the router did not see it (BodyLimit's
+    413 answers before routing); ``"unmatched"`` when none takes its path and method, so the labels stay few."""
+    probe = {**scope, "method": "GET"} if scope["method"] == "HEAD" else scope  # HeadAsGet answers HEAD as GET
+    for route in getattr(getattr(scope.get("app"), "router", None), "routes", ()):
+        if route.matches(probe)[0] is Match.FULL:
+            return getattr(route, "path", None) or "unmatched"
+    return "unmatched"
 
 
 class HeadAsGet:
@@ -148,7 +158,12 @@ class HeadAsGet:
                 message = {**message, "body": b""}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_headers_only)
+        as_get = {**scope, "method": "GET"}
+        try:
+            await self.app(as_get, receive, send_headers_only)
+        finally:
+            if "route" in as_get:  # the router's match, for the metrics outside, which see the HEAD's own scope
+                scope["route"] = as_get["route"]
 
 
 class TrailingSlashWrites:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -233,6 +234,52 @@ def test_the_server_stays_while_a_user_lives_and_a_killed_user_does_not_keep_it(
     _assert_left_cleanly(data_dir, server)  # the dead pid was pruned when the last live user left
 
 
+def _catches(pid: int, stop: signal.Signals) -> bool:
+    """Whether process ``pid`` has a handler for ``stop`` (its SigCgt mask): ``rag`` sets its own first in main()."""
+    with contextlib.suppress(FileNotFoundError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (stop - 1) & 1)
+    return False
+
+
+#: when a cold ``rag query`` is stopped, counted from its main(): the parser, the model and database threads
+#: starting, the service's imports, the database's start (~1 s in all on 2 busy cores)
+EARLY_STOPS = [n * 0.04 for n in range(16)]
+#: how long a stopped query may take to exit (its threads finish their step first: ~1 s); a hang is far longer
+STOPPED_WITHIN = 15
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_a_cold_query_stopped_in_its_first_moments_exits_promptly_without_a_traceback(
+    rag, data_dir, tmp_path, stop
+) -> None:
+    # a stop raised inside importlib's code left an import lock held: the query's threads then waited on it
+    # forever, and the query on them (4 of 8 SIGINTs in its first 0.5 s); one while the parser was built
+    # printed a traceback
+    note = tmp_path / "backups.md"
+    note.write_text("# Backups\n\nBackups run every night and are kept for a week, then pruned.\n")
+    indexed: Rag = rag("reindex", str(note), "--collection", "cold", "--quiet")
+    assert indexed.finish() == 0, indexed.err.all()
+    word = "interrupted" if stop == signal.SIGINT else "terminated"
+    for delay in EARLY_STOPS:
+        query: Rag = rag("query", "how are backups kept?", "--collection", "cold")
+        while not _catches(query.pid, signal.SIGTERM):  # main() has begun: the interpreter's own start is over
+            assert query.process.poll() is None, query.err.all()
+            time.sleep(0.001)
+        time.sleep(delay)
+        query.process.send_signal(stop)
+        try:
+            code = query.process.wait(timeout=STOPPED_WITHIN)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"rag query hung after {stop.name} {delay:.2f} s into main()")
+        stderr = query.err.all()
+        if code == 0:  # it answered before the signal came
+            continue
+        assert (code, stderr) == (128 + stop, f"{word}\n"), f"{stop.name} {delay:.2f} s into main()"
+        assert _postmaster(data_dir) is None and _handles(data_dir) == [], "the embedded server outlived the query"
+
+
 # -- an interrupted reindex ------------------------------------------------------------------------
 
 DOCUMENTS = 260  # version 2 is ~3 embedding batches of 1,024 chunks, so a stop lands between batches
@@ -289,7 +336,7 @@ def test_an_interrupted_reindex_leaves_each_document_old_or_new_and_says_what_it
         (corpus / f"doc{n:03d}.txt").write_text(_new(n))
 
     second: Rag = rag("reindex", str(corpus), "--collection", collection)
-    second.wait_for(rf"\b([1-9]\d*)/{DOCUMENTS} \[")  # the progress bar: a first batch is written
+    second.wait_for(rf"\b([1-9]\d*)/{DOCUMENTS} docs")  # a progress line (stderr is a pipe): a first batch is written
     server = _postmaster(data_dir)
     assert server is not None
     second.process.send_signal(stop)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from rag_service.cli import main
+from rag_service.cli import build_parser, main
 
 
 @pytest.mark.parametrize(
@@ -70,3 +72,66 @@ def test_every_collection_option_shows_its_value_as_name(argv: list[str], capsys
         main([*argv, "--help"])
     usage = capsys.readouterr().out
     assert "--collection NAME" in usage and "COLLECTION" not in usage, usage
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["query", "x", "--jsn"], "--json"),
+        (["query", "x", "--contxt", "agent"], "--context"),
+        (["query", "x", "--contxt=agent"], "--context"),
+        (["reindex", "docs", "--colection", "kb"], "--collection"),
+    ],
+)
+def test_a_mistyped_option_names_the_one_meant(argv: list[str], meant: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # it said only "unrecognized arguments"
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert exited.value.code == 2 and error.endswith(f"; did you mean {meant}?"), error
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """Every (sub)command's parser by its name: ``"db upgrade"``, ``"query"``..."""
+    found: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        found[name] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}".strip())
+
+    walk(build_parser(), "")
+    return found
+
+
+def test_no_help_shows_an_internal_destination_name() -> None:
+    # `rag reindex --help` showed `--collection COLLECTION_GIVEN`
+    for name, parser in _commands().items():
+        for action in parser._actions:
+            longs = [o[2:] for o in action.option_strings if o.startswith("--")]
+            if longs and action.nargs != 0 and action.dest.replace("_", "-") not in longs:
+                assert action.metavar is not None, f"rag {name} {longs[0]} shows {action.dest.upper()}"
+
+
+def test_query_help_gives_the_default_preset_and_collection(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["query", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "(default chatbot)" in shown and "(default 'default')" in shown
+
+
+def test_serve_help_names_its_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = capsys.readouterr().out
+    assert "RAG_API_TOKEN" in shown and "RAG_API_READ_TOKEN" in shown
+
+
+@pytest.mark.parametrize("level", ["INFO", "info", "Info"])
+def test_serve_and_mcp_take_a_log_level_in_either_case(level: str) -> None:
+    # `rag serve --log-level INFO` was refused while `rag mcp` listed its levels in capitals
+    parser = build_parser()
+    assert parser.parse_args(["serve", "--log-level", level]).log_level == "info"
+    assert parser.parse_args(["mcp", "--log-level", level]).log_level == "INFO"

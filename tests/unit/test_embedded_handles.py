@@ -28,3 +28,11 @@ def test_a_torn_list_is_rewritten_so_the_library_can_read_it(tmp_path: Path) -> 
     (tmp_path / ".handle_pids.json").write_text("[1234, 56")
     assert clean_stale_pids(tmp_path) == []
     assert json.loads((tmp_path / ".handle_pids.json").read_text()) == []
+
+
+def test_an_empty_list_is_rewritten_too(tmp_path: Path) -> None:
+    # a stop between the library's truncation and its write left it empty: every later start failed
+    # ("did not start (JSONDecodeError ...)") until the file was removed by hand
+    (tmp_path / ".handle_pids.json").write_text("")
+    assert clean_stale_pids(tmp_path) == []
+    assert json.loads((tmp_path / ".handle_pids.json").read_text()) == []

@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,6 +47,32 @@ def test_a_stop_inside_deferred_stop_takes_effect_when_the_block_ends() -> None:
     assert finished == ["the block ran to its end"]
     assert exit_status(raised.value) == 130
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+#: code that Python reports as importlib's own (where it takes and releases its import locks)
+_IN_IMPORTLIB = compile("import sys\nframe = sys._getframe()", "<frozen importlib._bootstrap>", "exec")
+
+
+def _importlib_frame() -> Any:
+    where: dict[str, Any] = {}
+    exec(_IN_IMPORTLIB, where)
+    return where["frame"]
+
+
+@pytest.mark.usefixtures("sigint_as_usual")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_that_comes_inside_importlib_is_raised_a_moment_later_outside_it(stop: signal.Signals) -> None:
+    # raised there, it left an import lock held: a cold `rag query` stopped early hung on its threads' imports
+    with stop_signals():
+        handler = signal.getsignal(stop)
+        assert callable(handler)
+        try:
+            handler(stop, _importlib_frame())
+        except KeyboardInterrupt:
+            pytest.fail(f"{stop.name} was raised inside importlib's code")
+        with pytest.raises(KeyboardInterrupt) as raised:
+            time.sleep(10)  # the stop is sent again shortly; a real signal interrupts the sleep
+    assert exit_status(raised.value) == 128 + stop
 
 
 def test_interrupted_carries_what_was_done_and_keeps_the_signal() -> None:
@@ -90,3 +117,43 @@ def test_rag_serve_stops_on_a_signal_that_comes_before_uvicorn_listens(
     assert server._captured_signals[:1] == [stop]
     assert "rag serve: stopped" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("sigint_as_usual")
+def test_a_ctrl_c_while_rag_builds_its_parser_says_interrupted_and_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the parser (and the modules its commands import) came before the stop signals were taken: a
+    # KeyboardInterrupt traceback, and death by the signal
+    from rag_service import cli
+
+    build_parser = cli.build_parser
+
+    def interrupted_while_building() -> Any:
+        signal.raise_signal(signal.SIGINT)
+        return build_parser()
+
+    monkeypatch.setattr(cli, "build_parser", interrupted_while_building)
+    try:
+        code = cli.main(["query", "backups"])
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C escaped rag's main()")
+    assert (code, capsys.readouterr().err) == (130, "interrupted\n")
+
+
+def test_a_second_stop_while_main_reports_its_end_is_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a Ctrl-C while main() printed a database error (its except handler) escaped as a traceback, rc -2
+    from rag_service import cli
+
+    def reporting_when_stopped(argv: object = None) -> int:
+        raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(cli, "main", reporting_when_stopped)
+    with pytest.raises(SystemExit) as exited:
+        try:
+            cli.run()
+        except KeyboardInterrupt:
+            pytest.fail("the stop escaped run()")
+    assert (exited.value.code, capsys.readouterr().err) == (143, "terminated\n")
