@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tqdm import tqdm
-
 from rag_service.db.documents import documents_in_scope
 from rag_service.evaluation.docset import DocSet, SectionMapper, rank_sections
 from rag_service.evaluation.latency import LatencyRecorder
 from rag_service.evaluation.metrics import evaluate_per_query, evaluate_run
-from rag_service.evaluation.runner import EvalConfig, EvalResult
+from rag_service.evaluation.runner import EvalConfig, EvalResult, each_query
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.report import IngestReport
 from rag_service.ingest.source_keys import source_for
@@ -85,7 +83,7 @@ def run_docset(
     run: dict[str, dict[str, float]] = {}
     results = tokens = 0
     reranker, degraded = "none", set()
-    for qid, query in tqdm(docset.queries.items(), desc="queries", unit="q", disable=not progress):
+    for qid, query in each_query(docset.queries, progress=progress):
         result = service.retrieve(query, config.context, collection=collection, **overrides)
         metrics = result.metrics
         for stage in _STAGES:

@@ -9,6 +9,8 @@ chunk. Per-stage latency is recorded for every query.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,13 @@ from rag_service.service import UniversalRAGService
 
 RETRIEVERS = ("hybrid", "vector", "fulltext")
 SCHEMA_VERSION = 1
+
+
+def each_query(queries: dict[str, str], *, progress: bool) -> Iterator[tuple[str, str]]:
+    """``queries``' items, with a bar on a terminal (``progress``), none elsewhere: a bar's carriage-return
+    redraws filled ``rag eval ... 2>log`` with copies, and the queries are the short part of a run."""
+    shown = progress and sys.stderr is not None and sys.stderr.isatty()
+    return iter(tqdm(queries.items(), desc="queries", unit="q", disable=not shown))
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +160,7 @@ def run_queries(
     recorder = LatencyRecorder()
     run: dict[str, dict[str, float]] = {}
     reranker, degraded = "none", set()
-    for qid, query in tqdm(dataset.queries.items(), desc="queries", unit="q", disable=not progress):
+    for qid, query in each_query(dataset.queries, progress=progress):
         chunks, metrics = service.ranked_candidates(query, config.context, collection=collection, **overrides)
         for stage in ("embedding", "retrieval", "graph", "rerank", "total"):
             recorder.record(stage, getattr(metrics, f"{stage}_time_ms"))
