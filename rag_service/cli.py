@@ -138,8 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {mask_url(str(exc))}", file=sys.stderr)
             return 1
         except KeyboardInterrupt as stop:
-            print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
-            return exit_status(stop)
+            return _stopped(stop)
         except BrokenPipeError:  # `rag query ... | head`: the reader left; no traceback, and none at exit either
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 128 + signal.SIGPIPE
@@ -153,6 +152,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             # now, not after the interpreter has joined its worker threads (an embedding batch can take
             # seconds): a stopped command lets the embedded server stop at once
             admin.leave_embedded_servers(keep=joined_before)
+
+
+def _stopped(stop: KeyboardInterrupt) -> int:
+    """Say which stop ended the command; its exit status (130 for Ctrl-C, 143 for SIGTERM)."""
+    print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
+    return exit_status(stop)
 
 
 def _option_hints(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
@@ -182,8 +187,7 @@ def run() -> None:
     try:
         status = main()
     except KeyboardInterrupt as stop:  # a second stop, while main() reported the end of its command
-        print("interrupted" if signal_number(stop) == signal.SIGINT else "terminated", file=sys.stderr)
-        status = exit_status(stop)
+        status = _stopped(stop)
     gc.freeze()
     sys.exit(status)
 

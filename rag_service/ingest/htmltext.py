@@ -51,7 +51,8 @@ class _TextExtractor(HTMLParser):
             del self._skipping[self._skipping.index("head") :]
         if tag == "title":  # the page's title, not an <svg>'s tooltip
             self._in_title = set(self._skipping) <= {"head"}
-        if self._skipping or tag in _SKIPPED_TAGS or self._is_furniture(tag, dict(attrs)):
+        attributes = dict(attrs)
+        if self._skipping or tag in _SKIPPED_TAGS or self._is_furniture(tag, attributes):
             if tag not in _VOID_TAGS:
                 self._skipping.append(tag)
             return
@@ -72,7 +73,7 @@ class _TextExtractor(HTMLParser):
                 self.parts.append(_PRE_OPEN)
         if tag != "a":
             return
-        href = dict(attrs).get("href") if not self._pre else None
+        href = attributes.get("href") if not self._pre else None
         # kept as a markdown link, so the chunk graph can follow it; not a heading's link into its own page
         if href and is_relative_link(href) and not (self._heading and href.startswith("#")):
             self.parts.append("[")

@@ -75,16 +75,17 @@ def without_running_lines(pages: list[str]) -> list[str]:
     if len(pages) < RUNNING_MIN_PAGES:
         return pages
     lines = [page.split("\n") for page in pages]
+    edges = [{i: _running_key(page[i]) for i in _edges(page)} for page in lines]  # line index -> its key
     seen: Counter[str] = Counter()
-    for page in lines:
-        seen.update({key for i in _edges(page) if len(key := _running_key(page[i])) <= RUNNING_MAX_CHARS})
+    for keys in edges:
+        seen.update({key for key in keys.values() if len(key) <= RUNNING_MAX_CHARS})
     needed = max(RUNNING_MIN_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
     running = {key for key, count in seen.items() if count >= needed}
     if not running:
         return pages
     kept: list[str] = []
-    for page in lines:
-        dropped = {i for i in _edges(page) if _running_key(page[i]) in running}
+    for page, keys in zip(lines, edges, strict=True):
+        dropped = {i for i, key in keys.items() if key in running}
         text = "\n".join(line for i, line in enumerate(page) if i not in dropped).strip()
         kept.append(text or "\n".join(page).strip())
     if len({_running_key(page) for page in kept}) < needed:  # the pages repeat one template: all of it is text

@@ -133,7 +133,8 @@ class RequestMetrics:
 
 def _route_template(scope: Scope) -> str:
     """The path template of the app's route that takes ``scope`` when the router did not see it (BodyLimit's
-    413 answers before routing); ``"unmatched"`` when none takes its path and method, so the labels stay few."""
+    413 answers before routing; ``HeadAsGet`` routes a copy as GET); ``"unmatched"`` when none takes its path
+    and method, so the labels stay few."""
     probe = {**scope, "method": "GET"} if scope["method"] == "HEAD" else scope  # HeadAsGet answers HEAD as GET
     for route in getattr(getattr(scope.get("app"), "router", None), "routes", ()):
         if route.matches(probe)[0] is Match.FULL:
@@ -158,12 +159,8 @@ class HeadAsGet:
                 message = {**message, "body": b""}
             await send(message)
 
-        as_get = {**scope, "method": "GET"}
-        try:
-            await self.app(as_get, receive, send_headers_only)
-        finally:
-            if "route" in as_get:  # the router's match, for the metrics outside, which see the HEAD's own scope
-                scope["route"] = as_get["route"]
+        # the router's match lands in this copy: the metrics outside find a HEAD's route themselves
+        await self.app({**scope, "method": "GET"}, receive, send_headers_only)
 
 
 class TrailingSlashWrites:
