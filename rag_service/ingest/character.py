@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
-from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.garbage import empty_counts, filter_plain_spans
 from rag_service.ingest.recursive import SizedChunker
 from rag_service.ingest.spans import Span, make_chunk, trim_span
 
@@ -39,5 +39,5 @@ class CharacterChunker(SizedChunker):
             if span is not None and not (spans and span[1] <= spans[-1][1]):
                 spans.append(span)
         counts = empty_counts()
-        kept = filter_spans(DocumentLines(text), spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
+        kept = filter_plain_spans(text, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
         return ChunkedDocument([make_chunk(text, s, index=i, chunk_type=TEXT) for i, s in enumerate(kept)], counts)

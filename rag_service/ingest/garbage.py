@@ -1,8 +1,10 @@
 """The garbage filter: which pieces of a document are not worth a chunk of their own.
 
 Every line of the document is classified once, from the markdown scanner's line kinds
-(``rag_service.markdown_lines``: fences, ATX headers, front matter); text that is not markdown (the
-``recursive`` strategy's YAML, config files, plain text) has no headers, fences or anchors:
+(``rag_service.markdown_lines``: fences, ATX headers, front matter). Text read as not markdown has no
+headers, fences or anchors: that is every strategy that gives no header paths (``recursive``, ``sentence``,
+``character``, ``token``, ``semantic``), whose input may be YAML, a config file or plain text (``# a comment``),
+and where a markdown header's words would have no header path to live in if its piece were dropped:
 
 - *content*: any line with real text, and every line inside a fence (``# comment`` in code is content),
 - *header*: an ATX header with a title outside fences and front matter,
@@ -172,3 +174,8 @@ def _union(text: str, spans: Sequence[Span]) -> list[Span]:
         else:
             merged.append((start, end))
     return merged
+
+
+def filter_plain_spans(text: str, spans: Sequence[Span], *, min_chunk_chars: int, counts: dict[str, int]) -> list[Span]:
+    """``filter_spans`` over ``text`` read as not markdown, for the strategies that give no header paths."""
+    return filter_spans(DocumentLines(text, markdown=False), spans, min_chunk_chars=min_chunk_chars, counts=counts)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
-from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.garbage import empty_counts, filter_plain_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
 from rag_service.ingest.sentence import sentence_spans
 from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
@@ -89,5 +89,5 @@ class SemanticChunker(SizedChunker):
                 if span is not None:
                     spans.append(span)
         counts = empty_counts()
-        kept = filter_spans(DocumentLines(text), spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
+        kept = filter_plain_spans(text, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
         return ChunkedDocument([make_chunk(text, s, index=i, chunk_type=TEXT) for i, s in enumerate(kept)], counts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
-from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.garbage import empty_counts, filter_plain_spans
 from rag_service.ingest.recursive import recursive_pieces
 from rag_service.ingest.spans import Piece, Span, check_sizes, make_chunk, merge_pieces, trim_span
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
@@ -81,7 +81,7 @@ class SentenceChunker:
         merged = merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
         spans = [span for s, e in merged if (span := trim_span(text, s, e)) is not None]
         counts = empty_counts()
-        kept = filter_spans(DocumentLines(text), spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
+        kept = filter_plain_spans(text, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
         return ChunkedDocument(
             [make_chunk(text, span, index=i, chunk_type=TEXT) for i, span in enumerate(kept)], counts
         )

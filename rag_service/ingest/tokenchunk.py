@@ -13,7 +13,7 @@ from itertools import accumulate
 
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import TEXT, ChunkedDocument
-from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.garbage import empty_counts, filter_plain_spans
 from rag_service.ingest.spans import Span, check_sizes, make_chunk, trim_span
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
 from rag_service.tokens import DEFAULT_ENCODING, get_encoding
@@ -101,7 +101,7 @@ class TokenChunker:
             if span is not None and not (spans and span[1] <= spans[-1][1]):
                 spans.append(span)
         counts = empty_counts()
-        kept = filter_spans(DocumentLines(text), spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
+        kept = filter_plain_spans(text, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
         return ChunkedDocument(
             [make_chunk(text, span, index=i, chunk_type=TEXT) for i, span in enumerate(kept)], counts
         )

@@ -233,16 +233,23 @@ def test_separator_only_document_gives_no_chunks(strategy: str) -> None:
     assert doc.filtered["separator"] >= 1 and doc.filtered_total == doc.filtered["separator"]
 
 
-@pytest.mark.parametrize("strategy", [s for s in TEXT_STRATEGIES if s != "recursive"])
+#: the strategies that give no header paths: a ``#`` line is text there (a comment, or a header whose words
+#: would have no header path to live in)
+PLAIN_STRATEGIES = ("recursive", "sentence", "character", "token", "semantic")
+
+
+@pytest.mark.parametrize("strategy", [s for s in TEXT_STRATEGIES if s not in PLAIN_STRATEGIES])
 def test_header_only_document_gives_no_chunks(strategy: str) -> None:
     doc = build(strategy).split("# Title\n\n## Sub\n\n---\n")
     assert doc.chunks == []
     assert doc.filtered["header_only"] >= 1
 
 
-def test_recursive_reads_hash_lines_as_text_not_headers() -> None:
-    """``recursive`` chunks YAML, config files and plain text, where ``# ...`` is a comment: content."""
-    doc = build("recursive").split("# Title\n\n## Sub\n\n---\n")
+@pytest.mark.parametrize("strategy", PLAIN_STRATEGIES)
+def test_strategies_without_header_paths_read_hash_lines_as_text(strategy: str) -> None:
+    """``recursive`` chunks YAML, config files and plain text, where ``# ...`` is a comment: content. So do the
+    other strategies without header paths."""
+    doc = build(strategy).split("# Title\n\n## Sub\n\n---\n")
     assert [c.content for c in doc.chunks] == ["# Title\n\n## Sub\n\n---"]
     assert doc.filtered["header_only"] == 0
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
+
+from rag_service.embed import HashingEmbedder
 from rag_service.ingest.chunk import TEXT
+from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.recursive import RecursiveChunker, recursive_pieces
 from rag_service.tokens import count_tokens
 from tests.complexity import assert_linear
@@ -124,3 +128,16 @@ def test_plain_text_pieces_of_only_markup_lines_are_still_dropped() -> None:
     doc = RecursiveChunker(chunk_size=70, chunk_overlap=0).split(f"{first}\n\n----\n####\n\n{second}")
     assert [c.content for c in doc.chunks] == [first, second]
     assert doc.filtered["separator"] == 1
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "character", "token", "semantic"])
+def test_strategies_without_header_paths_keep_comment_lines(strategy: str) -> None:
+    """Audit 47's widget.conf under every strategy that gives no header paths: a piece of only ``#`` lines was
+    dropped as ``header_only``, and its words were in no chunk (``sentence`` kept none of the 14 notes)."""
+    text = widget_conf()
+    chunker = make_chunker(strategy, chunk_size=60 if strategy == "token" else 300, embedder=HashingEmbedder())
+    doc = chunker.split(text)
+    assert_chunks_valid(text, doc)
+    found = "\n".join(c.content for c in doc.chunks)
+    assert all(f"# Note {i}:" in found for i in range(14)), "every comment line is in a chunk"
+    assert doc.filtered["header_only"] == 0
