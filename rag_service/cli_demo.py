@@ -16,11 +16,16 @@ if TYPE_CHECKING:
 
 DEMO_QUERIES = {
     "chatbot": "How do I point the service at my own PostgreSQL server?",
-    "agent": "Which environment variable selects the reranking model?",
+    "agent": "What does RAG_EXACT_SEARCH_BELOW control?",
     "search": "hybrid search reciprocal rank fusion",
     "workflow": "What does make test do on a fresh machine?",
     "context_engineering": "How are documents chunked and what does a parent chunk contain?",
 }
+#: a question the docs cannot answer, asked of the ``agent`` preset last: its relevance floor says so instead of
+#: padding the context. (Without a cross-encoder that floor also turned away the demo's earlier agent question,
+#: "Which environment variable selects the reranking model?": the bundled model scores its table row 39%, and
+#: the row is the first result only with ``RAG_TABLE_ROWS``, docs/benchmarks.md "Session 41" and "Session 48".)
+OFF_TOPIC = ("agent", "What is the boiling point of ethanol?")
 
 
 #: the engineering journal and the measurement log: 85% of docs/ by size, and they quote the demo's own questions
@@ -73,8 +78,10 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
         print("\n".join(report.lines()))
         print(f"\n{'context':<20} {'chunks':>6} {'tokens':>6} {'total ms':>9} {'embed':>7} {'sql':>7} {'rerank':>7}")
         results = []
-        for context in service.contexts():
-            query = DEMO_QUERIES.get(context, "What is rag_service?")
+        contexts = service.contexts()
+        asked = [(context, DEMO_QUERIES.get(context, "What is rag_service?")) for context in contexts]
+        asked += [OFF_TOPIC] if OFF_TOPIC[0] in contexts else []
+        for context, query in asked:
             result = service.retrieve(query, context=context, collection=args.collection)
             results.append(result)
             m = result.metrics

@@ -70,3 +70,7 @@ def test_an_installed_wheel_migrates_and_runs_the_demo_outside_the_checkout(data
     demo = _run([str(venv / "bin" / "rag"), "demo"], cwd=elsewhere, env=env, timeout=900)
     assert "packaged README" in demo and "0 failed" in demo, demo
     assert "top: rag_service/README.md" in demo, demo
+    # the agent preset answers its question from the README and turns the off-topic one away
+    answered = "=== agent: What does RAG_EXACT_SEARCH_BELOW control?\ntop: rag_service/README.md § rag_service > Config"
+    assert answered in demo, demo
+    assert "=== agent: What is the boiling point of ethanol?\nno relevant passages" in demo, demo
