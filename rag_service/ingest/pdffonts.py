@@ -13,8 +13,10 @@ The document gets no headings at all when the signal is not clear (``font_headin
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections import Counter
+from itertools import compress
 from typing import Any
 
 from rag_service.ingest.pdfheadings import MAX_HEADING_LEVEL, Heading
@@ -75,7 +77,12 @@ def line_sizes(text: str, sizes: list[float] | None) -> list[LineSize]:
     out: list[LineSize] = []
     start = 0
     for line in lines:
-        counts = Counter(_rounded(sizes[start + i]) for i, char in enumerate(line) if not char.isspace())
+        # counted in C (compress, map, Counter) then rounded per distinct size: a Python loop per character
+        # was the most of this module's time
+        visible = Counter(compress(sizes[start : start + len(line)], map(operator.not_, map(str.isspace, line))))
+        counts: Counter[float] = Counter()
+        for size, count in visible.items():
+            counts[_rounded(size)] += count
         out.append(counts.most_common(1)[0][0] if counts else None)
         start += len(line) + 1
     return out
@@ -101,7 +108,7 @@ def font_headings(pages: list[list[str]], sizes: list[list[LineSize]]) -> list[l
         return none
     chars: Counter[float] = Counter()
     for line, size in filled:
-        chars[size] += len(line) - sum(char.isspace() for char in line)  # type: ignore[index]
+        chars[size] += len(line) - sum(map(str.isspace, line))  # type: ignore[index]
     body, body_chars = chars.most_common(1)[0]
     if body_chars < MIN_BODY_SHARE * sum(chars.values()):
         return none
