@@ -1,4 +1,5 @@
-"""Test documents in binary formats, generated on the spot: PDFs (text, scanned, encrypted) and Word files."""
+"""Test documents in binary formats, generated on the spot: PDFs (text, scanned, encrypted, with headings) and Word
+files."""
 
 from __future__ import annotations
 
@@ -40,6 +41,33 @@ def make_pdf(
             doc.set_auto_page_break(True, margin=20)
     if password:
         doc.set_encryption(owner_password="owner", user_password=password, encryption_method=EncryptionMethod.RC4)
+    doc.output(str(path))
+    return path
+
+
+#: font sizes of ``make_structured_pdf``'s blocks: two heading levels clearly larger than the body
+PDF_SIZES = {"h1": 20, "h2": 15, "p": 11}
+
+
+def make_structured_pdf(
+    path: Path, pages: list[list[tuple[str, str]]], *, outline: bool = False, sizes: dict[str, int] | None = None
+) -> Path:
+    """A PDF with one page per list of ``(kind, text)`` blocks: ``h1``/``h2`` headings and ``p`` paragraphs set
+    in ``sizes`` (``PDF_SIZES``); with ``outline`` each heading is a bookmark of its level too. A ``b1``/``b2``
+    block is a bookmark of that level alone, its text nowhere on the page."""
+    from fpdf import FPDF
+
+    sizes = PDF_SIZES if sizes is None else sizes
+    doc = FPDF()
+    for blocks in pages:
+        doc.add_page()
+        for kind, text in blocks:
+            if kind.startswith("b") or (outline and kind.startswith("h")):
+                doc.start_section(text, level=int(kind[1:]) - 1)
+            if kind.startswith("b"):
+                continue
+            doc.set_font("helvetica", size=sizes[kind])
+            doc.multi_cell(0, sizes[kind] * 0.6, text, new_x="LMARGIN", new_y="NEXT")
     doc.output(str(path))
     return path
 

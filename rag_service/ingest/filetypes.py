@@ -86,6 +86,7 @@ _BY_SUFFIX: dict[str, str] = {
     **dict.fromkeys(MARKDOWN_SUFFIXES, "markdown"),
     **dict.fromkeys(NOTEBOOK_SUFFIXES, "markdown"),  # markdown cells and fenced code cells
     **dict.fromkeys(DOCX_SUFFIXES, "markdown"),  # headings are written as ATX header lines
+    **dict.fromkeys(PDF_SUFFIXES, "markdown"),  # so are a PDF's, from its outline or its fonts (``pdftext``)
     **dict.fromkeys(HTML_SUFFIXES, "html"),
     **dict.fromkeys(JSON_SUFFIXES, "json"),
     **dict.fromkeys(LATEX_SUFFIXES, "latex"),
@@ -104,6 +105,7 @@ _MIME_TYPES: dict[str, str] = {
     "application/x-latex": "latex",
     "application/x-ipynb+json": "markdown",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "markdown",
+    "application/pdf": "markdown",
     "text/x-python": "code",
     "text/x-script.python": "code",
     "application/javascript": "code",
@@ -131,8 +133,8 @@ _MIME_TYPES: dict[str, str] = {
 def recommend_strategy(path_or_mime: str | PurePath) -> str:
     """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
 
-    Markdown, notebooks and Word files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
-    LaTeX -> ``latex``; source code -> ``code``; everything else (text, YAML, PDF) -> ``recursive``.
+    Markdown, notebooks, Word and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
+    LaTeX -> ``latex``; source code -> ``code``; everything else (text, YAML) -> ``recursive``.
     """
     value = str(path_or_mime).strip()
     if "/" in value and not isinstance(path_or_mime, PurePath):

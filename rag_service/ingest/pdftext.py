@@ -3,6 +3,11 @@
 The stored text is the pages' text joined by ``"\\n\\f\\n"``, so the page of any offset is one plus
 the number of form feeds before it (``page_span``); chunks of PDFs carry ``page_start``/``page_end``
 in their metadata. Scanned PDFs (no text layer: run OCR first) and encrypted ones are refused with a one-line reason.
+
+Headings are written as ATX header lines (``## Install``), as for Word files, so the ``markdown`` strategy (what
+``auto`` picks for a PDF) gives chunks their header path: from the outline where the PDF has one
+(``pdfoutline``), else from clearly larger fonts (``pdffonts``); every other line that would read as markdown
+structure is escaped (``pdfheadings``). Running headers and footers are dropped first, so they are never headings.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
 from rag_service.ingest.chunk import TextChunk
+from rag_service.ingest.pdffonts import LineSize, font_headings, line_sizes, sized_page_text
+from rag_service.ingest.pdfheadings import marked_page
+from rag_service.ingest.pdfoutline import OutlineEntry, outline_headings, read_outline
 
 #: what separates pages in the stored text of a PDF
 PAGE_BREAK = "\n\f\n"
@@ -44,7 +52,10 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise FileNotDecryptedError("password required")
-        pages = [_page_text(page) for page in reader.pages]
+        outline = read_outline(reader)
+        # the font signal only where there is no outline: the outline is the document's own headings, sizes a guess
+        read: list[tuple[str, list[float] | None]]
+        read = [(_page_text(page), None) for page in reader.pages] if outline is not None else _sized_pages(reader)
         title = str(reader.metadata.get("/Title") or "").strip() if reader.metadata else ""
     except (FileNotDecryptedError, DependencyError):
         raise DocumentReadError(
@@ -58,39 +69,66 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
         known = isinstance(err, (PdfReadError, NotImplementedError))
         why = first_line(err, limit=80) if known else "its structure is damaged"
         raise DocumentReadError(f"{path} is not a readable PDF ({why}); re-save or re-export it") from None
+    pages = [text for text, _ in read]
     if not any(page.strip() for page in pages):
         raise DocumentReadError(
             f"{path}: no text layer (a scanned PDF?); run OCR on it first (e.g. ocrmypdf in.pdf out.pdf) "
             "and index the result"
         )
-    return PAGE_BREAK.join(without_running_lines(pages)), title
+    return _marked_text(read, outline), title
 
 
-def without_running_lines(pages: list[str]) -> list[str]:
-    """``pages`` without their running headers and footers: a line among the first or last two of a page
-    that is, digits aside, among them on ``RUNNING_SHARE`` of the pages, in a document of at least
-    ``RUNNING_MIN_PAGES`` pages (fewer pages are too few to tell a running line from a repeated heading), and at
-    most ``RUNNING_MAX_CHARS`` long. A page that would lose every line keeps them, and pages that are left alike
-    (digits aside) keep all: text repeated from a template is content, not furniture."""
+def _marked_text(read: list[tuple[str, list[float] | None]], outline: list[OutlineEntry] | None) -> str:
+    """The stored text of pages read as ``(text, character sizes)``: running lines dropped, then the headings
+    of the ``outline`` (or, without one, of the font sizes) written as header lines, pages joined."""
+    drops = running_lines([text.split("\n") for text, _ in read])
+    kept: list[list[str]] = []
+    kept_sizes: list[list[LineSize]] = []
+    for (text, sizes), dropped in zip(read, drops, strict=True):
+        kept.append([line for i, line in enumerate(text.split("\n")) if i not in dropped])
+        kept_sizes.append([size for i, size in enumerate(line_sizes(text, sizes)) if i not in dropped])
+    headings = outline_headings(outline, kept) if outline is not None else font_headings(kept, kept_sizes)
+    return PAGE_BREAK.join(marked_page(page, found) for page, found in zip(kept, headings, strict=True))
+
+
+def _sized_pages(reader: object) -> list[tuple[str, list[float] | None]]:
+    """Each page's text (as ``_page_text``) with its characters' font sizes (None where unknown)."""
+    out: list[tuple[str, list[float] | None]] = []
+    for page in reader.pages:  # type: ignore[attr-defined]
+        raw, sizes = sized_page_text(page)
+        out.append(_cleaned(raw, sizes))
+    return out
+
+
+def running_lines(pages: list[list[str]]) -> list[set[int]]:
+    """For each page (its lines), the indexes of its running headers and footers: a line among the first or
+    last two of a page that is, digits aside, among them on ``RUNNING_SHARE`` of the pages, in a document of at
+    least ``RUNNING_MIN_PAGES`` pages (fewer pages are too few to tell a running line from a repeated heading),
+    and at most ``RUNNING_MAX_CHARS`` long. A page that would lose every line keeps them, and pages that are
+    left alike (digits aside) keep all: text repeated from a template is content, not furniture."""
+    none: list[set[int]] = [set() for _ in pages]
     if len(pages) < RUNNING_MIN_PAGES:
-        return pages
-    lines = [page.split("\n") for page in pages]
-    edges = [{i: _running_key(page[i]) for i in _edges(page)} for page in lines]  # line index -> its key
+        return none
+    edges = [{i: _running_key(page[i]) for i in _edges(page)} for page in pages]  # line index -> its key
     seen: Counter[str] = Counter()
     for keys in edges:
         seen.update({key for key in keys.values() if len(key) <= RUNNING_MAX_CHARS})
     needed = max(RUNNING_MIN_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
     running = {key for key, count in seen.items() if count >= needed}
     if not running:
-        return pages
+        return none
+    drops: list[set[int]] = []
     kept: list[str] = []
-    for page, keys in zip(lines, edges, strict=True):
+    for page, keys in zip(pages, edges, strict=True):
         dropped = {i for i, key in keys.items() if key in running}
         text = "\n".join(line for i, line in enumerate(page) if i not in dropped).strip()
-        kept.append(text or "\n".join(page).strip())
+        if not text:  # a page that would lose every line keeps them
+            dropped, text = set(), "\n".join(page).strip()
+        drops.append(dropped)
+        kept.append(text)
     if len({_running_key(page) for page in kept}) < needed:  # the pages repeat one template: all of it is text
-        return pages
-    return kept
+        return none
+    return drops
 
 
 def _edges(page: list[str]) -> set[int]:
@@ -100,9 +138,24 @@ def _edges(page: list[str]) -> set[int]:
 
 
 def _page_text(page: object) -> str:
-    text = str(page.extract_text() or "")  # type: ignore[attr-defined]
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\x00", "")
-    return text.strip()
+    return _cleaned(str(page.extract_text() or ""), None)[0]  # type: ignore[attr-defined]
+
+
+def _cleaned(raw: str, sizes: list[float] | None) -> tuple[str, list[float] | None]:
+    """A page's extracted text with line ends made ``\n``, form feeds and NULs out, stripped; ``sizes`` (one per
+    character of ``raw``, or None) kept in step with it."""
+    if sizes is not None and "\r\n" in raw:  # each step as the replacements below take it, sizes in step
+        keep = [i for i, char in enumerate(raw) if not (char == "\r" and raw[i + 1 : i + 2] == "\n")]
+        raw, sizes = "".join(raw[i] for i in keep), [sizes[i] for i in keep]
+    if sizes is not None and "\x00" in raw:
+        keep = [i for i, char in enumerate(raw) if char != "\x00"]
+        raw, sizes = "".join(raw[i] for i in keep), [sizes[i] for i in keep]
+    text = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\x00", "")
+    stripped = text.strip()
+    if sizes is not None:
+        lead = len(text) - len(text.lstrip())
+        sizes = sizes[lead : lead + len(stripped)]
+    return stripped, sizes
 
 
 def _running_key(line: str) -> str:

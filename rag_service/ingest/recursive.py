@@ -3,7 +3,7 @@
 Separators, coarsest first: blank line (paragraph), line break, sentence end (``.``, ``!`` or ``?``
 followed by whitespace), whitespace (word), and finally fixed runs of characters. A piece keeps the
 separator that ends it, so pieces are contiguous and a chunk is always one exact slice of the text.
-The text is taken as plain (YAML, config files, ``.txt``, PDF text): the garbage filter drops pieces of only
+The text is taken as plain (YAML, config files, ``.txt``): the garbage filter drops pieces of only
 blank or markup lines, but a ``# comment`` line is content, not a markdown header.
 """
 

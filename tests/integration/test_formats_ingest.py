@@ -1,5 +1,5 @@
 """Indexing every format into a real PostgreSQL: bad files fail alone with one-line reasons, PDF chunks
-know their pages, Word headings and code definitions become header paths, ``auto`` picks per file,
+know their pages, PDF and Word headings and code definitions become header paths, ``auto`` picks per file,
 ``reindex --all`` keeps each document's strategy, and PRD §8's queries find code and schema first."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from sqlalchemy import text
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
-from tests.documents import make_docx, make_notebook, make_pdf
+from tests.documents import make_docx, make_notebook, make_pdf, make_structured_pdf
 
 PROJECT = Path(__file__).resolve().parents[1] / "data" / "prd_project"
 
@@ -74,7 +74,7 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
         "in/data.json": "json",
         "in/conf.yaml": "recursive",
         "in/paper.tex": "latex",
-        "in/manual.pdf": "recursive",
+        "in/manual.pdf": "markdown",
         "in/spec.docx": "markdown",
         "in/nb.ipynb": "markdown",
     }
@@ -124,6 +124,29 @@ def test_pdf_pages_in_metadata_on_a_longer_pdf(indexer, tmp_path, monkeypatch, d
         first, last = meta["page_start"], meta["page_end"]
         assert stored.count("\f", 0, start) + 1 == first and first + stored.count("\f", start, end) == last
         assert f"Page {first} is about" in content or f"topic number {first}." in content
+
+
+def test_pdf_outline_headings_are_stored_header_paths(indexer, tmp_path, monkeypatch, db):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
+    install = "Install the service with pip on a machine with Python 3.11; the wheel brings its model files."
+    configure = "Point RAG_DATABASE_URL at the server, or leave it unset and an embedded PostgreSQL starts."
+    backups = "Backups run every night at two and keep the write-ahead log of the day for a restore to replay."
+    pages = [
+        [("h1", "Getting Started"), ("p", install), ("h2", "Configuration"), ("p", configure)],
+        [("h1", "Operations"), ("p", backups)],
+    ]
+    make_structured_pdf(tmp_path / "manual.pdf", pages, outline=True, sizes={"h1": 11, "h2": 11, "p": 11})
+    indexer.index_paths([tmp_path / "manual.pdf"], collection="pdf")
+    rows = _chunks(db, "manual.pdf")
+    assert [(r[1], r[2]["page_start"]) for r in rows] == [
+        ("Getting Started", 1),
+        ("Getting Started > Configuration", 1),
+        ("Operations", 2),
+    ]
+    for content, _, _, start, end, stored in rows:
+        assert stored[start:end] == content
+    assert [r[0].split("\n")[-1] for r in rows] == [install, configure, backups]
 
 
 def test_strategy_override_and_reindex_all_keep_each_documents_strategy(indexer, mixed, db):

@@ -334,7 +334,7 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("l.tex", "latex"),
         ("m.ipynb", "markdown"),
         ("n.docx", "markdown"),
-        ("o.pdf", "recursive"),
+        ("o.pdf", "markdown"),
         ("p.yaml", "recursive"),
     ],
 )
