@@ -242,13 +242,18 @@ def hit_columns() -> tuple[Any, ...]:
 
 def hit_from_row(row: Any, **given: Any) -> SearchHit:
     """A ``SearchHit`` from a row holding the chunk id (``id``) and ``hit_columns()``; ``given`` adds scores."""
+    return _hit(row._asdict(), **given)
+
+
+def _hit(values: dict[str, Any], **given: Any) -> SearchHit:
+    """``hit_from_row`` of a row's ``_asdict()`` (read once: a row's attributes cost ~0.4 us each)."""
     return from_fields(
         SearchHit,
-        row,
-        chunk_id=row.id,
-        headers=row.headers or {},
-        metadata=row.metadata or {},
-        embedding=vector_from_send(row.embedding_bytes),
+        values,
+        chunk_id=values["id"],
+        headers=values["headers"] or {},
+        metadata=values["metadata"] or {},
+        embedding=vector_from_send(values["embedding_bytes"]),
         **given,
     )
 
@@ -388,13 +393,13 @@ def hybrid_search(session: Session, request: SearchRequest) -> list[SearchHit]:
 
 def hits_from_rows(rows: Sequence[Any]) -> list[SearchHit]:
     """The hits of the hybrid statement's rows, best first."""
-    return [
-        hit_from_row(
-            row,
-            fused_score=float(row.fused_score),
-            context_score=None if row.context_score is None else float(row.context_score),
-            proximity_score=None if row.proximity_score is None else float(row.proximity_score),
-            context_similarity=None if row.context_similarity is None else float(row.context_similarity),
-        )
-        for row in rows
-    ]
+    return [_scored_hit(row._asdict()) for row in rows]
+
+
+def _scored_hit(values: dict[str, Any]) -> SearchHit:
+    optional = ("context_score", "proximity_score", "context_similarity")
+    return _hit(
+        values,
+        fused_score=float(values["fused_score"]),
+        **{name: None if values[name] is None else float(values[name]) for name in optional},
+    )
