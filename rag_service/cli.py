@@ -97,12 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_extra_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Subcommands defined in their own modules (ingest, retrieval, evaluation)."""
-    from rag_service import cli_commands, cli_demo, cli_graph, cli_metadata
+    from rag_service import cli_commands, cli_demo, cli_graph, cli_metadata, cli_presets
     from rag_service.integrations import mcp_server
     from rag_service.server import command as serve_command  # imports nothing of the server extra
 
     cli_commands.register(commands)
     cli_demo.register(commands)
+    cli_presets.register(commands)
     cli_metadata.register(commands)
     cli_graph.register(commands)
     mcp_server.register(commands)

@@ -167,7 +167,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     starting: list[threading.Thread] = []
     try:
         service = open_service(settings, _start_query_parts(settings, starting))
-        overrides = _parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
+        overrides = parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
         _check_query_sets(overrides)
         if args.max_chunks is not None:
             overrides["max_chunks"] = args.max_chunks
@@ -232,7 +232,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         rerank=not args.no_rerank,
         depth=args.depth if args.depth is not None or docs else 300,
         strategy=None if docs else "recursive",
-        overrides=_parse_sets(args.set),
+        overrides=parse_sets(args.set),
     )
     config.retrieval_overrides()  # --retriever, --depth: before the dataset is read
     run_eval = _eval_docset if docs else _eval_beir
@@ -317,7 +317,7 @@ def _index_and_run(
     return result
 
 
-def _parse_sets(items: list[str]) -> dict[str, object]:
+def parse_sets(items: list[str]) -> dict[str, object]:
     """``key=value`` overrides; values parsed as JSON when they can be (numbers, true/false)."""
     from rag_service.errors import ConfigurationError
 
