@@ -225,6 +225,15 @@ def test_an_unknown_collection_or_preset_in_the_address_is_named(  # type: ignor
     page.goto(live.url + "/?q=backups&collection=default&context=serch")
     page.wait_for_selector("#status.error")
     assert "unknown context 'serch'" in page.locator("#status").inner_text()
+    # without a query nothing is searched: the page says so itself, once the pickers have loaded
+    page.goto(live.url + "/?collection=defualt")
+    page.wait_for_selector("#status.error")
+    status = page.locator("#status").inner_text()
+    assert "collection 'defualt' does not exist here; the collections are " in status and "'default'" in status
+    page.goto(live.url + "/?collection=default&context=serch")
+    page.wait_for_selector("#status.error")
+    status = page.locator("#status").inner_text()
+    assert "preset 'serch' does not exist here; the presets are 'chatbot', 'agent'" in status
     page.close()
 
 

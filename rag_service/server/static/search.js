@@ -72,10 +72,21 @@ async function loadPickers() {
     return false;
   }
   const names = collections.collections.map((c) => c.name);
+  const contexts = presets.presets.map((p) => p.context_type);
   fill($("collection"), names, pickCollection(collections.collections, params));
-  fill($("preset"), presets.presets.map((p) => p.context_type), params.get("context") || "search");
+  fill($("preset"), contexts, params.get("context") || "search");
   if ($("status").textContent.startsWith("could not load collections")) setStatus("");
+  // a name from the address the server lacks is said now, not only when a search runs (it stays picked)
+  const missing = unknownName("collection", params.get("collection"), names)
+    || unknownName("preset", params.get("context"), contexts);
+  if (missing) setStatus(missing, true);
   return true;
+}
+
+function unknownName(kind, name, names) {
+  if (!name || names.includes(name)) return "";
+  const known = names.length ? names.map((n) => `'${n}'`).join(", ") : "none yet";
+  return `${kind} '${name}' does not exist here; the ${kind}s are ${known} (pick one above)`;
 }
 
 // A query from the address that has not run yet because the pickers could not load (a token is missing)
