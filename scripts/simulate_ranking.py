@@ -18,6 +18,16 @@ still has to be built and measured with `scripts/eval_sets.sh`.
 chunk's embedded text (its title and header path first, as the product embeds it) and every question are embedded
 again by that model on torch, so the replica ranks with its vectors and the same chunks, postings and questions.
 On 2 cores a 110M-parameter model takes ~2.5 hours for the three sets' 31k chunks (progress on stderr).
+
+`dump --late-chunking [--window N]` screens late chunking (Guenther et al., 2024) with the model of `--model` (the
+bundled one by default): each chunk's vector pools the final token embeddings of its own tokens, the model run over
+its context (its parent section, or its document when it has none) after its embedded text's prefix; a context
+longer than the window is cut to one centred on the chunk, the prefix kept. `vectors` pools the [CLS] token, the
+prefix and the chunk; `--vectors child` in `run` the chunk's tokens alone; `stored+late` / `stored+child` average
+each with the stored vector. `dump --sets a,b` dumps only those sets; `run` ranks the sets its folder holds.
+
+    RAG_DATA_DIR=/work/evaldata .venv/bin/python scripts/simulate_ranking.py dump bench_out/late --late-chunking
+    .venv/bin/python scripts/simulate_ranking.py run bench_out/late --vectors child
 """
 
 from __future__ import annotations
@@ -46,26 +56,33 @@ K1, B = 1.2, 0.75
 _CHUNKS = (
     "SELECT c.id, c.document_id, d.source, c.start_char, coalesce(c.parent_start, -1), c.lexeme_count, "
     "vector_send(c.embedding), md5(c.content), md5(coalesce(c.parent_content, c.content)), d.title, c.header_path, "
-    "c.content FROM document_chunks c "
+    "c.content, c.end_char, coalesce(c.parent_end, -1) FROM document_chunks c "
     "JOIN documents d ON d.collection = c.collection AND d.id = c.document_id WHERE c.collection = :c ORDER BY c.id"
 )
 
+_DOCUMENTS = "SELECT id, content FROM documents WHERE collection = :c"
 
-def dump(out: Path, model: str | None = None) -> None:
+
+def dump(out: Path, model: str | None = None, *, late: int = 0, sets: list[str] | None = None) -> None:
     """Write `<set>.pkl` for every visible set indexed in `RAG_DATA_DIR` (as `scripts/eval_sets.sh` leaves it);
-    with ``model``, the chunks' and questions' vectors are that model's instead of the stored ones."""
+    with ``model``, the chunks' and questions' vectors are that model's instead of the stored ones; with ``late``
+    (a window in tokens), the chunks' are that model's late-chunked ones (`_late_vectors`)."""
     from sqlalchemy import text
 
     from rag_service.db.documents import embedded_text
     from rag_service.db.vector_type import vector_from_send
-    from rag_service.embed import SentenceTransformerEmbedder
+    from rag_service.embed import SentenceTransformerEmbedder, bundled_model_path
     from rag_service.retrieve.query import bm25_text, parse_query
     from rag_service.service import get_universal_rag
 
     service = get_universal_rag()
+    model = model or (str(bundled_model_path()) if late else None)
     embedder = SentenceTransformerEmbedder(model) if model else service.embedder()
     out.mkdir(parents=True, exist_ok=True)
     for name, collection in SETS.items():
+        if sets and name not in sets:
+            continue
+        started = time.monotonic()
         queries, qrels = read_judged_queries(DATASETS / name, "test")
         with service.db.transaction() as session:
             rows = session.execute(text(_CHUNKS), {"c": collection}).all()
@@ -82,11 +99,21 @@ def dump(out: Path, model: str | None = None) -> None:
             vectors = session.execute(
                 text("SELECT id, content_tsv::text FROM document_chunks WHERE collection = :c"), {"c": collection}
             ).all()
+            documents = dict(session.execute(text(_DOCUMENTS), {"c": collection}).all()) if late else {}
         wanted = {lexeme for found in lexemes.values() for lexeme in found}
-        if model:
-            vectors_of_chunks = _embed_again(embedder, [embedded_text(r[9] or "", r[10] or "", r[11]) for r in rows], name)
+        stored = np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32)
+        other: dict[str, np.ndarray[Any, Any]] = {}
+        if late:
+            pooled = _late_vectors(embedder._model, rows, documents, late, name)
+            vectors_of_chunks, other["child"] = pooled["prefix"], pooled["child"]
+            unit = stored / np.linalg.norm(stored, axis=1, keepdims=True)
+            other["stored+late"], other["stored+child"] = unit + pooled["prefix"], unit + pooled["child"]
+        elif model:
+            vectors_of_chunks = _embed_again(
+                embedder, [embedded_text(r[9] or "", r[10] or "", r[11]) for r in rows], name
+            )
         else:
-            vectors_of_chunks = np.stack([vector_from_send(r[6]) for r in rows]).astype(np.float32)
+            vectors_of_chunks = stored
         data = {
             "rows": [(r[0], r[1], r[2], r[3], r[4], r[5], r[7], r[8]) for r in rows],
             "vectors": vectors_of_chunks,
@@ -95,9 +122,11 @@ def dump(out: Path, model: str | None = None) -> None:
             "lexemes": lexemes,
             "query_vectors": {qid: embedder.embed_query(q) for qid, q in queries.items()},
             "positions": {int(i): _positions(tsv or "", wanted) for i, tsv in vectors},
+            "other_vectors": other,
         }
         (out / f"{name}.pkl").write_bytes(pickle.dumps(data))
-        print(f"{name}: {len(rows)} chunks, {len(postings)} postings, {len(queries)} questions")
+        seconds = time.monotonic() - started
+        print(f"{name}: {len(rows)} chunks, {len(postings)} postings, {len(queries)} questions, {seconds:.0f} s")
 
 
 def _embed_again(embedder: Any, texts: list[str], name: str) -> np.ndarray[Any, Any]:
@@ -109,6 +138,74 @@ def _embed_again(embedder: Any, texts: list[str], name: str) -> np.ndarray[Any, 
         rate = done / (time.monotonic() - started)
         print(f"{name}: {done}/{len(texts)} chunks, {rate:.1f}/s", file=sys.stderr, flush=True)
     return np.vstack(parts).astype(np.float32)
+
+
+def _late_vectors(
+    model: Any, rows: list[Any], documents: dict[int, str], window: int, name: str
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Every chunk's late-chunked unit vectors: ``prefix`` pools [CLS], its prefix's and its own tokens' final
+    embeddings, ``child`` its own tokens'; the model runs over the prefix and the chunk's context, at most
+    ``window`` tokens with [CLS] and [SEP], a longer context cut to a window centred on the chunk (a context
+    that fits is one sequence for all its chunks)."""
+    import torch
+
+    from rag_service.db.documents import search_prefix
+
+    tokenizer, budget = model.tokenizer, window - 2
+    sequences: dict[tuple[int, ...], int] = {}
+    requests: list[tuple[int, list[int], list[int]]] = []  # (sequence, prefix positions, chunk positions)
+    groups: dict[tuple[int, int, int, str], list[int]] = defaultdict(list)
+    for k, r in enumerate(rows):
+        document = documents[r[1]]
+        start, end = (r[4], r[13]) if r[4] >= 0 else (0, len(document))
+        groups[(r[1], start, end, search_prefix(r[9] or "", r[10]) if r[10] else "")].append(k)
+    for (document_id, start, end, prefix), members in groups.items():
+        shift = len(prefix) + 1 if prefix else 0
+        encoded = tokenizer(
+            f"{prefix}\n{documents[document_id][start:end]}" if prefix else documents[document_id][start:end],
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+        )
+        ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
+        held = sum(1 for a, _ in offsets if a < shift)  # the prefix's tokens
+        for k in members:
+            lo, hi = shift + rows[k][3] - start, shift + rows[k][12] - start
+            own = [t for t, (a, b) in enumerate(offsets) if b > lo and a < hi and t >= held] or [len(ids) - 1]
+            first, last = own[0], own[-1] + 1
+            if len(ids) <= budget:
+                cut, kept, at = ids, held, held
+            else:  # the prefix (at most half the window) and the context's tokens centred on the chunk
+                kept = min(held, budget // 2)
+                room = budget - kept
+                last = min(last, first + room)
+                at = min(max(first - (room - (last - first)) // 2, held), len(ids) - room)
+                cut = ids[:kept] + ids[at : at + room]
+            sequence = sequences.setdefault(tuple(cut), len(sequences))  # token t sits at 1 + kept + t - at
+            requests.append((sequence, [0, *range(1, 1 + kept)], [1 + kept + t - at for t in range(first, last)]))
+    order = sorted(sequences, key=len)
+    out = {"prefix": np.zeros((len(rows), model.get_embedding_dimension()), np.float32)}
+    out["child"] = out["prefix"].copy()
+    by_sequence: dict[int, list[int]] = defaultdict(list)
+    for k, (sequence, _, _) in enumerate(requests):
+        by_sequence[sequence].append(k)
+    transformer, started, done, size = model[0].auto_model.eval(), time.monotonic(), 0, 8192 // window
+    for at in range(0, len(order), size):
+        batch = [[tokenizer.cls_token_id, *ids, tokenizer.sep_token_id] for ids in order[at : at + size]]
+        width = max(len(ids) for ids in batch)
+        input_ids = torch.tensor([ids + [tokenizer.pad_token_id] * (width - len(ids)) for ids in batch])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch])
+        with torch.inference_mode():
+            states = transformer(input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(mask))
+        for ids, state in zip(order[at : at + size], states.last_hidden_state.numpy(), strict=True):
+            for k in by_sequence[sequences[ids]]:
+                _, prefix_positions, chunk = requests[k]
+                out["prefix"][k] = state[prefix_positions + chunk].mean(axis=0)
+                out["child"][k] = state[chunk].mean(axis=0)
+        done += len(batch)
+        if done % (size * 50) < size or done == len(order):
+            rate = done / (time.monotonic() - started)
+            print(f"{name}: {done}/{len(order)} sequences, {rate:.1f}/s", file=sys.stderr, flush=True)
+    return {key: v / np.linalg.norm(v, axis=1, keepdims=True) for key, v in out.items()}
 
 
 def _positions(tsvector: str, wanted: set[str]) -> dict[str, list[int]]:
@@ -124,7 +221,7 @@ def _positions(tsvector: str, wanted: set[str]) -> dict[str, list[int]]:
 class Replica:
     """One set's chunks, postings and questions, with the pipeline's arms computed exactly."""
 
-    def __init__(self, name: str, data: dict[str, Any]) -> None:
+    def __init__(self, name: str, data: dict[str, Any], vectors: str = "vectors") -> None:
         self.name, self.docs = name, name != "scifact"
         rows = data["rows"]
         self.n = len(rows)
@@ -133,7 +230,7 @@ class Replica:
         self.start = [r[3] for r in rows]
         self.length = np.array([r[5] for r in rows], dtype=float)
         self.text_hash, self.parent_hash = [r[6] for r in rows], [r[7] for r in rows]
-        vectors = data["vectors"]
+        vectors = data["vectors"] if vectors == "vectors" else data["other_vectors"][vectors]
         self.unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         self.qrels, self.lexemes, self.query_vectors = data["qrels"], data["lexemes"], data["query_vectors"]
         self.positions: dict[int, dict[str, list[int]]] = data.get("positions", {})
@@ -290,6 +387,7 @@ def ndcg(s: Replica, rank: Variant) -> float:
 
 VARIANTS: dict[str, Variant] = {
     "today (linear 0.6/0.4, noisy-OR sections)": variant(),
+    "vector arm alone (linear 1.0/0.0)": variant(vector_weight=1.0),
     "linear 0.5/0.5": variant(vector_weight=0.5),
     "context BM25 0.4": variant(context_weight=0.4),
     "context BM25 0.6": variant(context_weight=0.6),
@@ -305,8 +403,12 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
-def run(folder: Path) -> None:
-    replicas = [Replica(n, pickle.loads((folder / f"{n}.pkl").read_bytes())) for n in SETS]
+def run(folder: Path, vectors: str = "vectors") -> None:
+    replicas = [
+        Replica(n, pickle.loads((folder / f"{n}.pkl").read_bytes()), vectors)
+        for n in SETS
+        if (folder / f"{n}.pkl").exists()
+    ]
     print("| variant | " + " | ".join(r.name for r in replicas) + " | mean |\n|---|" + "---:|" * (len(replicas) + 1))
     for label, rank in VARIANTS.items():
         values = [ndcg(r, rank) for r in replicas]
@@ -318,8 +420,16 @@ def main() -> None:
     parser.add_argument("command", choices=("dump", "run"))
     parser.add_argument("folder", type=Path)
     parser.add_argument("--model", help="dump: embed chunks and questions again with this sentence-transformers folder")
+    parser.add_argument("--late-chunking", action="store_true", help="dump: late-chunked chunk vectors")
+    parser.add_argument("--window", type=int, default=256, help="dump: late chunking's window in tokens")
+    parser.add_argument("--sets", help="dump: only these sets, comma-separated")
+    parser.add_argument("--vectors", default="vectors", help="run: another vector set of the dump (child, stored+late)")
     args = parser.parse_args()
-    dump(args.folder, args.model) if args.command == "dump" else run(args.folder)
+    if args.command == "dump":
+        sets = args.sets.split(",") if args.sets else None
+        dump(args.folder, args.model, late=args.window if args.late_chunking else 0, sets=sets)
+    else:
+        run(args.folder, args.vectors)
 
 
 if __name__ == "__main__":
