@@ -34,6 +34,7 @@ from rag_service.db.engine import make_engine, normalise_url
 
 if TYPE_CHECKING:
     from rag_service.embed import Embedder
+    from rag_service.ingest.indexer import Indexer
 
 REPO = Path(__file__).resolve().parents[1]
 #: the folder shared by every worker of a run (the ONNX export lives here)
@@ -241,6 +242,16 @@ def connection(engine: Engine) -> Iterator[Connection]:
 def db(engine: Engine, connection: Connection) -> Database:
     """The service's Database joined to the test's transaction (its commits become savepoints)."""
     return Database(engine, bind=connection)
+
+
+@pytest.fixture
+def indexer(db: Database, settings: Settings) -> Indexer:
+    """An indexer on the test's database with the hashing embedder (no model); a test file needing another
+    embedder or a graph defines its own."""
+    from rag_service.embed import HashingEmbedder
+    from rag_service.ingest.indexer import Indexer
+
+    return Indexer(db, HashingEmbedder(), settings)
 
 
 @pytest.fixture

@@ -9,15 +9,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import ResourceClosedError
 
-from rag_service.embed import HashingEmbedder
 from rag_service.ingest.chunking import Chunking
-from rag_service.ingest.indexer import Indexer
 from tests.unit.test_bad_files import docx_with_zip_method, filtered_pdf
-
-
-@pytest.fixture
-def indexer(db, settings) -> Indexer:
-    return Indexer(db, HashingEmbedder(), settings)
 
 
 @pytest.fixture

@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
-
-from rag_service.embed import HashingEmbedder
-from rag_service.ingest.indexer import Indexer
-
-
-@pytest.fixture
-def indexer(db, settings) -> Indexer:
-    return Indexer(db, HashingEmbedder(), settings)
 
 
 def _checkout(root: Path, *, git: bool = True) -> Path:

@@ -10,17 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from rag_service.embed import HashingEmbedder
-from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
 from tests.documents import make_docx, make_notebook, make_pdf, make_structured_pdf
 
 PROJECT = Path(__file__).resolve().parents[1] / "data" / "prd_project"
-
-
-@pytest.fixture
-def indexer(db, settings) -> Indexer:
-    return Indexer(db, HashingEmbedder(), settings)
 
 
 @pytest.fixture
