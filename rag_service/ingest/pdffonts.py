@@ -68,10 +68,9 @@ def _scaled(size: float, cm: list[float], tm: list[float]) -> float:
         return abs(float(size))
 
 
-def line_sizes(text: str, sizes: list[float] | None) -> list[LineSize]:
-    """For each line of ``text`` (split at ``\\n``; ``sizes`` per character), the size most of its visible
-    characters are set in (rounded to ``SIZE_STEP``)."""
-    lines = text.split("\n")
+def line_sizes(lines: list[str], sizes: list[float] | None) -> list[LineSize]:
+    """For each of a page's ``lines`` (its text split at ``\\n``; ``sizes`` per character of that text), the size
+    most of its visible characters are set in (rounded to ``SIZE_STEP``)."""
     if sizes is None:
         return [None] * len(lines)
     out: list[LineSize] = []

@@ -81,12 +81,13 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
 def _marked_text(read: list[tuple[str, list[float] | None]], outline: list[OutlineEntry] | None) -> str:
     """The stored text of pages read as ``(text, character sizes)``: running lines dropped, then the headings
     of the ``outline`` (or, without one, of the font sizes) written as header lines, pages joined."""
-    drops = running_lines([text.split("\n") for text, _ in read])
+    lines = [text.split("\n") for text, _ in read]
+    drops = running_lines(lines)
     kept: list[list[str]] = []
     kept_sizes: list[list[LineSize]] = []
-    for (text, sizes), dropped in zip(read, drops, strict=True):
-        kept.append([line for i, line in enumerate(text.split("\n")) if i not in dropped])
-        kept_sizes.append([size for i, size in enumerate(line_sizes(text, sizes)) if i not in dropped])
+    for page, (_, sizes), dropped in zip(lines, read, drops, strict=True):
+        kept.append([line for i, line in enumerate(page) if i not in dropped])
+        kept_sizes.append([size for i, size in enumerate(line_sizes(page, sizes)) if i not in dropped])
     headings = outline_headings(outline, kept) if outline is not None else font_headings(kept, kept_sizes)
     return PAGE_BREAK.join(marked_page(page, found) for page, found in zip(kept, headings, strict=True))
 
@@ -144,11 +145,8 @@ def _page_text(page: object) -> str:
 def _cleaned(raw: str, sizes: list[float] | None) -> tuple[str, list[float] | None]:
     """A page's extracted text with line ends made ``\n``, form feeds and NULs out, stripped; ``sizes`` (one per
     character of ``raw``, or None) kept in step with it."""
-    if sizes is not None and "\r\n" in raw:  # each step as the replacements below take it, sizes in step
-        keep = [i for i, char in enumerate(raw) if not (char == "\r" and raw[i + 1 : i + 2] == "\n")]
-        raw, sizes = "".join(raw[i] for i in keep), [sizes[i] for i in keep]
-    if sizes is not None and "\x00" in raw:
-        keep = [i for i, char in enumerate(raw) if char != "\x00"]
+    if sizes is not None and ("\r\n" in raw or "\x00" in raw):  # the characters the replacements below drop
+        keep = [i for i, char in enumerate(raw) if char != "\x00" and not (char == "\r" and raw[i + 1 : i + 2] == "\n")]
         raw, sizes = "".join(raw[i] for i in keep), [sizes[i] for i in keep]
     text = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\f", "\n").replace("\x00", "")
     stripped = text.strip()
