@@ -396,10 +396,13 @@ def hits_from_rows(rows: Sequence[Any]) -> list[SearchHit]:
     return [_scored_hit(row._asdict()) for row in rows]
 
 
+#: the hybrid statement's scores that are NULL where not asked for
+_OPTIONAL_SCORES = ("context_score", "proximity_score", "context_similarity")
+
+
 def _scored_hit(values: dict[str, Any]) -> SearchHit:
-    optional = ("context_score", "proximity_score", "context_similarity")
     return _hit(
         values,
         fused_score=float(values["fused_score"]),
-        **{name: None if values[name] is None else float(values[name]) for name in optional},
+        **{name: None if values[name] is None else float(values[name]) for name in _OPTIONAL_SCORES},
     )
