@@ -13,7 +13,7 @@ import re
 from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
-from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
+from rag_service.ingest.garbage import empty_counts, filter_plain_spans
 from rag_service.ingest.spans import (
     LengthFunction,
     Piece,
@@ -128,7 +128,7 @@ class RecursiveChunker(SizedChunker):
             length=self.length,
         )
         counts = empty_counts()
-        lines = DocumentLines(text, markdown=False)  # YAML, config, plain text: ``# a comment`` is no header
-        kept = filter_spans(lines, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
+        # YAML, config, plain text: ``# a comment`` is no header
+        kept = filter_plain_spans(text, spans, min_chunk_chars=self.min_chunk_chars, counts=counts)
         chunks: list[TextChunk] = [make_chunk(text, span, index=i, chunk_type=TEXT) for i, span in enumerate(kept)]
         return ChunkedDocument(chunks, counts)
