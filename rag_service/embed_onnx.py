@@ -75,41 +75,51 @@ def ensure_export(source: Path, cache_dir: Path) -> Path:
     return target
 
 
-#: the export children running now (``stop_exports`` ends them)
-_EXPORTS: set[subprocess.Popen[bytes]] = set()
+#: the export children running now, each with the temporary folder it writes in (``stop_exports`` ends them)
+_EXPORTS: dict[subprocess.Popen[bytes], Path] = {}
 _EXPORTS_LOCK = threading.Lock()
-#: how long ``stop_exports`` waits for a child to clean up after SIGINT before it kills it
+#: how long ``stop_exports`` waits for a child to end after SIGTERM before it kills it
 _EXPORT_STOP_WAIT_S = 10.0
 _EXPORT_CHILD = (
     "import sys; from pathlib import Path; from rag_service.embed_onnx import _export_quietly; "
-    "_export_quietly(Path(sys.argv[1]), Path(sys.argv[2]))"
+    "_export_quietly(*map(Path, sys.argv[1:4]))"
 )
 
 
 def _export_in_child(source: Path, target: Path) -> None:
-    """``export_sentence_model`` in a child process.
+    """``export_sentence_model`` in a child process, into a temporary folder this process makes and removes.
 
     torch and the exporter's native threads never enter this process: a stop signal that ends a
     process while its warm-up thread was still exporting in-process aborted it ("terminate called
     without an active exception", exit -6, from native threads torn down under it), and torch's
     memory stayed with the server. A stopping process ends the child with ``stop_exports`` (an exit
-    handler); the child removes its temporary folder, so nothing half-written is left.
+    handler). The folder is this process's to remove, not the child's: a SIGINT the child was to
+    clean up after came while the export's last steps ran, and the child finished (exit 0, CI of
+    session 48), and a child killed after the wait could not clean up at all.
     """
-    child = subprocess.Popen(
-        [sys.executable, "-c", _EXPORT_CHILD, str(source), str(target)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    with _EXPORTS_LOCK:
-        if not _EXPORTS:
-            atexit.register(stop_exports)
-        _EXPORTS.add(child)
+    _private_folder(target.parent)
+    workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700
     try:
-        _, err = child.communicate()
-    finally:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _EXPORT_CHILD, str(source), str(target), str(workdir)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         with _EXPORTS_LOCK:
-            _EXPORTS.discard(child)
+            if not _EXPORTS:
+                atexit.register(stop_exports)
+            _EXPORTS[child] = workdir
+        try:
+            _, err = child.communicate()
+        except BaseException:  # a KeyboardInterrupt in the thread that waits (a CLI's main thread)
+            _end_children([child])
+            raise
+        finally:
+            with _EXPORTS_LOCK:
+                _EXPORTS.pop(child, None)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)  # renamed into place when the export succeeded
     if child.returncode != 0:
         lines = err.decode("utf-8", errors="replace").strip().splitlines()
         last = lines[-1] if lines else "no output"  # the child's exception, after any warnings
@@ -117,12 +127,24 @@ def _export_in_child(source: Path, target: Path) -> None:
 
 
 def stop_exports() -> None:
-    """End the export children still running (SIGINT: each removes its temporary folder), waiting briefly."""
+    """End the export children still running and remove what they wrote, waiting briefly for each.
+
+    SIGTERM, whose default action no Python code in the child can catch or swallow, then SIGCONT so
+    that a stopped child (a job suspended with Ctrl-Z) ends too; SIGKILL after ``_EXPORT_STOP_WAIT_S``.
+    """
     with _EXPORTS_LOCK:
-        children = list(_EXPORTS)
+        children = dict(_EXPORTS)
+    _end_children(list(children))
+    for workdir in children.values():
+        shutil.rmtree(workdir, ignore_errors=True)  # before the process exits, whatever its export thread does
+
+
+def _end_children(children: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM and SIGCONT to each of ``children``, then SIGKILL to those still running after the wait."""
     for child in children:
         with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signal.SIGINT)
+            child.terminate()
+            child.send_signal(signal.SIGCONT)
     for child in children:
         try:
             child.wait(timeout=_EXPORT_STOP_WAIT_S)
@@ -131,18 +153,17 @@ def stop_exports() -> None:
             child.wait()
 
 
-def _export_quietly(source: Path, target: Path) -> None:
-    """The export child's body: ``export_sentence_model`` without progress bars; SIGINT ends it cleanly."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent started in the background ignores it
+def _export_quietly(source: Path, target: Path, workdir: Path) -> None:
+    """The export child's body: ``export_sentence_model`` into ``workdir``, without progress bars."""
     with quiet_progress_bars():
-        export_sentence_model(source, target)
+        export_sentence_model(source, target, workdir=workdir)
 
 
-def export_sentence_model(source: Path, target: Path) -> Path:
+def export_sentence_model(source: Path, target: Path, *, workdir: Path | None = None) -> Path:
     """Export the mean-pooled, normalised sentence model in ``source`` to ``target`` (fp32 and int8).
 
-    Written beside ``target`` and renamed into place, so a reader never sees half an export. Needs
-    torch, transformers and onnx, once.
+    Written in ``workdir`` (an empty folder beside ``target``; a new temporary one if None) and renamed
+    into place, so a reader never sees half an export. Needs torch, transformers and onnx, once.
     """
     import onnx
     import torch
@@ -151,7 +172,7 @@ def export_sentence_model(source: Path, target: Path) -> Path:
     from transformers import AutoModel, AutoTokenizer
 
     _private_folder(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700
+    tmp = workdir or Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700
     try:
         model = AutoModel.from_pretrained(str(source), attn_implementation="eager", local_files_only=True).eval()
         tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)

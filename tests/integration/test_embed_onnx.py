@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rag_service import embed_onnx
 from rag_service.db import migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
@@ -22,7 +26,7 @@ from rag_service.embed import (
     bundled_model_id,
     stop_model_exports,
 )
-from rag_service.embed_onnx import OnnxEmbedder
+from rag_service.embed_onnx import OnnxEmbedder, ensure_export, stop_exports
 from rag_service.errors import EmbeddingMismatchError
 from rag_service.ingest.indexer import Indexer
 from rag_service.service import UniversalRAGService
@@ -119,18 +123,10 @@ def test_torch_and_onnx_share_the_stored_model_but_int8_is_kept_apart(fresh_data
         UniversalRAGService(replace(settings, embedding_backend="onnx-int8"), database=fresh_database)
 
 
-@pytest.mark.slow
-def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The export runs in a child process that ``stop_exports`` (an exit handler, ``service.close``) ends; it says
-    first that it runs (a warning: a first query waits for it)."""
-    import threading
-
+def _start_export(cache: Path) -> tuple[threading.Thread, list[BaseException]]:
+    """``ensure_export`` of the bundled model into ``cache`` on a thread, as the warm-up runs it; what it raised."""
     from rag_service.embed import bundled_model_path
-    from rag_service.embed_onnx import _EXPORTS, ensure_export, stop_exports
 
-    cache = tmp_path / "embed-onnx"
     failure: list[BaseException] = []
 
     def export() -> None:
@@ -141,23 +137,80 @@ def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(
 
     thread = threading.Thread(target=export)
     thread.start()
-    started = None
-    for _ in range(600):  # until the child has its temporary folder (it imports torch first)
-        started = next(cache.glob(".sentence-model-*"), None) if cache.is_dir() else None
-        if started is not None:
+    return thread, failure
+
+
+def _the_export_child() -> tuple[subprocess.Popen[bytes], Path]:
+    """The one export child running, and its temporary folder, once it has started."""
+    for _ in range(6000):
+        children = dict(embed_onnx._EXPORTS)
+        if children:
+            assert len(children) == 1
+            ((child, workdir),) = children.items()
+            assert child.pid != os.getpid() and workdir.is_dir()
+            return child, workdir
+        time.sleep(0.01)
+    raise AssertionError("the export child never started")
+
+
+def _state(pid: int) -> str:
+    """The process state letter of ``pid`` (``T``: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_stop_during_the_first_export_ends_its_child_and_leaves_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export runs in a child process that ``stop_exports`` (an exit handler, ``service.close``) ends, and what
+    it wrote is removed; it says first that it runs (a warning: a first query waits for it). The child stops
+    itself before it exports (SIGSTOP, as a job suspended with Ctrl-Z), so it cannot finish before the stop
+    comes: a SIGINT that came during a real export's last steps once let it finish (exit 0, CI after session
+    48); a stopped child ends too."""
+    stop_first = "import os, signal; os.kill(os.getpid(), signal.SIGSTOP); "
+    monkeypatch.setattr(embed_onnx, "_EXPORT_CHILD", stop_first + embed_onnx._EXPORT_CHILD)
+    cache = tmp_path / "embed-onnx"
+    thread, failure = _start_export(cache)
+    child, workdir = _the_export_child()
+    for _ in range(6000):
+        if _state(child.pid) == "T":
             break
-        thread.join(0.1)
-    assert started is not None, "the export child never started writing"
+        time.sleep(0.01)
+    assert _state(child.pid) == "T"
+    (workdir / "traced.onnx").write_bytes(b"half a graph")  # what the export had written so far
     said = [r.getMessage() for r in caplog.records if r.name == "rag_service.embed_onnx"]
     assert said == [f"preparing the embedding model once for {cache} (an ONNX export, ~15 s)"], said
-    children = list(_EXPORTS)
-    assert len(children) == 1 and children[0].pid != os.getpid()
     stop_exports()
     thread.join(60)
     assert not thread.is_alive()
-    assert children[0].returncode not in (None, 0)
-    assert failure and "exporting" in str(failure[0]), failure
+    assert child.returncode == -signal.SIGTERM  # ended by the stop, not killed after the wait
+    assert failure and "exporting" in str(failure[0]) and "exit -15" in str(failure[0]), failure
     assert list(cache.iterdir()) == [], "the stopped export left files behind"
+
+
+def test_an_export_child_that_ignores_the_stop_is_killed_and_its_folder_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that does not end on SIGTERM is killed after ``_EXPORT_STOP_WAIT_S``; its folder goes all the same."""
+    monkeypatch.setattr(
+        embed_onnx,
+        "_EXPORT_CHILD",
+        "import signal, sys, time; from pathlib import Path; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "(Path(sys.argv[3]) / 'traced.onnx').write_bytes(b'half'); time.sleep(120)",
+    )
+    monkeypatch.setattr(embed_onnx, "_EXPORT_STOP_WAIT_S", 0.5)
+    cache = tmp_path / "embed-onnx"
+    thread, failure = _start_export(cache)
+    child, workdir = _the_export_child()
+    for _ in range(6000):
+        if (workdir / "traced.onnx").is_file():
+            break
+        time.sleep(0.01)
+    stop_exports()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert child.returncode == -signal.SIGKILL
+    assert failure and "exit -9" in str(failure[0]), failure
+    assert list(cache.iterdir()) == []
 
 
 def test_a_stop_while_another_thread_imports_the_onnx_module_is_quiet(monkeypatch):
