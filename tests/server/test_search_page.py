@@ -51,8 +51,10 @@ def test_type_a_query_and_see_results(browser, live: LiveServer) -> None:  # typ
     page.wait_for_selector("#preset option[value=agent]", state="attached")
     assert page.locator("#preset").input_value() == "search"
     assert "default" in page.locator("#collection option").all_inner_texts()
-    page.fill("#query", "how are backups restored with pg_restore")
+    # the preset first: with a query typed, a new preset searches at once, and Enter then started a second search
+    # while the first one's results showed (its status "searching…": a failed clean clone, session 49)
     page.select_option("#preset", "agent")
+    page.fill("#query", "how are backups restored with pg_restore")
     page.press("#query", "Enter")
     page.wait_for_selector("li.result")
     first = page.locator("li.result").first
