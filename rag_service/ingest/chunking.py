@@ -15,7 +15,7 @@ from rag_service.embed import Embedder
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import configured_sizes, make_chunker
 from rag_service.ingest.fingerprint import chunker_fingerprint, document_fingerprint
-from rag_service.ingest.pdftext import with_pages
+from rag_service.ingest.formats.pdftext import with_pages
 
 if TYPE_CHECKING:
     import numpy as np

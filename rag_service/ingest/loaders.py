@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, RagError, UnsupportedFileError, first_line
-from rag_service.ingest.docxtext import read_docx
 from rag_service.ingest.filetypes import (
     CODE_SUFFIXES,
     DOCX_SUFFIXES,
@@ -33,14 +32,15 @@ from rag_service.ingest.filetypes import (
     supported_kinds,
     unsupported_files,
 )
-from rag_service.ingest.htmltext import html_to_text
+from rag_service.ingest.formats.docxtext import read_docx
+from rag_service.ingest.formats.htmltext import html_to_text
+from rag_service.ingest.formats.notebook import read_notebook
+from rag_service.ingest.formats.pdftext import read_pdf
+from rag_service.ingest.formats.textdecode import decode_text
 from rag_service.ingest.jsonchunk import depth_problem
 from rag_service.ingest.latex import latex_title
 from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
-from rag_service.ingest.notebook import read_notebook
-from rag_service.ingest.pdftext import read_pdf
 from rag_service.ingest.report import SUPPORTED_TAIL
-from rag_service.ingest.textdecode import decode_text
 from rag_service.markdown_lines import find_front_matter, scan_lines
 
 __all__ = [

@@ -10,8 +10,8 @@ from rag_service import list_strategies, recommend_strategy
 from rag_service.errors import DocumentReadError
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.filetypes import CODE_SUFFIXES, SUPPORTED_SUFFIXES
+from rag_service.ingest.formats.pdftext import PAGE_BREAK, page_span, with_pages
 from rag_service.ingest.loaders import discover, load_document
-from rag_service.ingest.pdftext import PAGE_BREAK, page_span, with_pages
 from tests.documents import make_docx, make_notebook, make_pdf
 from tests.unit.test_chunker_properties import assert_chunks_valid
 

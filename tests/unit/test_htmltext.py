@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_service.ingest.chunkers import make_chunker
-from rag_service.ingest.htmltext import html_to_text
+from rag_service.ingest.formats.htmltext import html_to_text
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 

@@ -10,10 +10,10 @@ import pytest
 from rag_service import recommend_strategy
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.formats.pdfheadings import Heading
+from rag_service.ingest.formats.pdfoutline import OutlineEntry, outline_headings
+from rag_service.ingest.formats.pdftext import PAGE_BREAK, with_pages
 from rag_service.ingest.loaders import load_document
-from rag_service.ingest.pdfheadings import Heading
-from rag_service.ingest.pdfoutline import OutlineEntry, outline_headings
-from rag_service.ingest.pdftext import PAGE_BREAK, with_pages
 from tests.documents import make_structured_pdf
 from tests.unit.test_chunker_properties import assert_chunks_valid
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from rag_service.ingest.markdown_escape import escape_plain_line
+from rag_service.ingest.formats.markdown_escape import escape_plain_line
 
 #: ATX header lines go to ``######``: a deeper outline level or font size has no header line to be written as
 MAX_HEADING_LEVEL = 6

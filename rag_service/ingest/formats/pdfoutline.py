@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rag_service.ingest.pdfheadings import MAX_HEADING_LEVEL, Heading, squashed
+from rag_service.ingest.formats.pdfheadings import MAX_HEADING_LEVEL, Heading, squashed
 
 #: a title wrapped over more lines than this is not looked for further (a heading is a line or two)
 MAX_TITLE_LINES = 3

@@ -13,7 +13,7 @@ from io import BytesIO
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
-from rag_service.ingest.docxbody import body_blocks
+from rag_service.ingest.formats.docxbody import body_blocks
 
 
 def read_docx(path: Path, data: bytes) -> tuple[str, str]:

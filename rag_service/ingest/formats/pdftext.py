@@ -22,9 +22,9 @@ from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
 from rag_service.ingest.chunk import TextChunk
-from rag_service.ingest.pdffonts import LineSize, font_headings, line_sizes, sized_page_text
-from rag_service.ingest.pdfheadings import marked_page
-from rag_service.ingest.pdfoutline import OutlineEntry, outline_headings, read_outline
+from rag_service.ingest.formats.pdffonts import LineSize, font_headings, line_sizes, sized_page_text
+from rag_service.ingest.formats.pdfheadings import marked_page
+from rag_service.ingest.formats.pdfoutline import OutlineEntry, outline_headings, read_outline
 
 #: what separates pages in the stored text of a PDF
 PAGE_BREAK = "\n\f\n"

@@ -19,7 +19,7 @@ from collections import Counter
 from itertools import compress
 from typing import Any
 
-from rag_service.ingest.pdfheadings import MAX_HEADING_LEVEL, Heading
+from rag_service.ingest.formats.pdfheadings import MAX_HEADING_LEVEL, Heading
 
 #: a heading is set at least this much larger than the body: Word's Heading 2 (13 pt) over Calibri 11 pt is 1.18,
 #: LaTeX's \subsection over 10 pt text 1.2; bold alone, or a point more (12 over 11: 1.09), is no clear signal

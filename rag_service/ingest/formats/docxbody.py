@@ -17,7 +17,7 @@ from typing import Any
 
 from docx.oxml.ns import qn
 
-from rag_service.ingest.markdown_escape import escape_plain_line
+from rag_service.ingest.formats.markdown_escape import escape_plain_line
 
 __all__ = ["body_blocks"]
 

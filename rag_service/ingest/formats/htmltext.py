@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from rag_service.ingest.formats.markdown_escape import escape_plain_line, fence_code
 from rag_service.ingest.links import is_relative_link
-from rag_service.ingest.markdown_escape import escape_plain_line, fence_code
 
 __all__ = ["html_to_text"]
 
