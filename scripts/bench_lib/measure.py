@@ -59,6 +59,21 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def memory_retouch_ms(idle_s: float = 1.0, megabytes: int = 50) -> float:
+    """Milliseconds to read one byte of each 4 kB page of ``megabytes`` again after ``idle_s`` of sleep.
+
+    A probe of the host, not of the service: on the VM of session 49 this took 1-11 ms at some hours and 67-73 ms at
+    others (~5.5 us a page), and a query after a 3 s pause cost 90 ms at the first and 390-470 ms at the second
+    against ~25 back to back. Recorded beside the latencies so that runs compare only within one state.
+    """
+    pages = np.ones(megabytes * 1_000_000, dtype=np.uint8)
+    pages[::4096] += 1  # every page touched, so none is first touched in the timed read
+    time.sleep(idle_s)
+    started = time.perf_counter()
+    int(pages[::4096].sum())
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
 def latency_summary(recorder: LatencyRecorder, digits: int = 2) -> dict[str, dict[str, float]]:
     """Each retriever's p50/p95/mean/n in ms, rounded for the JSON reports."""
     return {key: {stat: round(v, digits) for stat, v in stats.items()} for key, stats in recorder.summary().items()}
