@@ -23,6 +23,7 @@ from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
 from rag_service.service_documents import DocumentOperations
+from rag_service.tokens import own_encoding
 
 if TYPE_CHECKING:  # the retrieval stack (numpy, tiktoken, rerankers) loads on the first retrieve, not for indexing
     from sqlalchemy.orm import Session  # and the ingest stack on the first indexing, not for a query
@@ -284,9 +285,7 @@ class UniversalRAGService(DocumentOperations):
     def _retrieve_executor(self) -> ThreadPoolExecutor:
         with self._executor_lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    max_workers=self.settings.pool_size, thread_name_prefix="rag-aretrieve"
-                )
+                self._executor = ThreadPoolExecutor(self.settings.pool_size, "rag-aretrieve", initializer=own_encoding)
             return self._executor
 
     def ranked_candidates(

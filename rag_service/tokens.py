@@ -74,33 +74,47 @@ _first_user: dict[str, int] = {}  # encoding name -> ident of the thread that us
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """Return the tiktoken encoding ``name`` for this thread, installing the bundled BPE files first.
 
-    a tiktoken encoding runs fastest in the thread that used it first (3,000 characters: 134 us there,
-    193 us in any other thread), so the first thread to ask uses the shared encoding and every other
-    thread builds its own copy once (~40 ms, ~20 MB), as the HTTP server's and ``aretrieve``'s
-    worker threads do. Memoised per thread; ``get_encoding.cache_clear()`` forgets the shared encoding
-    and the calling thread's copies.
+    This thread's own copy when ``own_encoding`` made one, else the shared encoding. Never builds a copy:
+    that holds the GIL for ~0.2 s (session 49), and anyio's HTTP workers, new after every burst of
+    requests, each stalled the whole server that long on their first search. Memoised per thread;
+    ``get_encoding.cache_clear()`` forgets the shared encoding and the calling thread's copies.
     """
     copies: dict[str, tiktoken.Encoding] | None = getattr(_threads, "encodings", None)
     if copies is None:
         copies = _threads.encodings = {}
     encoding = copies.get(name)
     if encoding is None:
-        shared = _shared_encoding(name)
+        encoding = copies[name] = _shared_encoding(name)
         with _lock:
-            owner = _first_user.setdefault(name, threading.get_ident())
-        if owner == threading.get_ident():
-            encoding = shared
-        else:
-            import tiktoken
-
-            encoding = tiktoken.Encoding(
-                shared.name,
-                pat_str=shared._pat_str,
-                mergeable_ranks=shared._mergeable_ranks,
-                special_tokens=shared._special_tokens,
-            )
-        copies[name] = encoding
+            _first_user.setdefault(name, threading.get_ident())
     return encoding
+
+
+def own_encoding(name: str = DEFAULT_ENCODING) -> None:
+    """Give this thread its own copy of ``name`` (~40-300 ms, ~20 MB), unless it is the shared one's first user.
+
+    A tiktoken encoding runs fastest in the thread that used it first (3,000 characters: 206 us there,
+    264 us in any other thread, session 49), so a long-lived worker thread that counts tokens for every
+    request (``aretrieve``'s pool) builds its own copy once, when it starts: call this where such a thread
+    begins, never on a request's path.
+    """
+    shared = _shared_encoding(name)
+    with _lock:
+        owner = _first_user.setdefault(name, threading.get_ident())
+    copies: dict[str, tiktoken.Encoding] | None = getattr(_threads, "encodings", None)
+    if copies is None:
+        copies = _threads.encodings = {}
+    if owner == threading.get_ident() or copies.get(name, shared) is not shared:
+        copies.setdefault(name, shared)
+        return
+    import tiktoken
+
+    copies[name] = tiktoken.Encoding(
+        shared.name,
+        pat_str=shared._pat_str,
+        mergeable_ranks=shared._mergeable_ranks,
+        special_tokens=shared._special_tokens,
+    )
 
 
 def _clear() -> None:

@@ -10,6 +10,7 @@ import pytest
 from rag_service.embed import HashingEmbedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.service import UniversalRAGService
+from rag_service.tokens import DEFAULT_ENCODING, _shared_encoding, get_encoding
 from tests.integration.knowledge import write_docs
 
 
@@ -27,6 +28,10 @@ def test_aretrieve_returns_what_retrieve_returns(db, settings, kb):
     got = asyncio.run(service.aretrieve("how are backups kept?", "agent", collection="kb", max_chunks=3))
     assert got.chunks and [c.to_dict() for c in got.chunks] == [c.to_dict() for c in expected.chunks]
     assert got.formatted_context == expected.formatted_context
+    # the pool's threads live as long as the service and count tokens at every call: each made its own copy
+    # of the BPE table as it started (``own_encoding``), not on a search's path
+    own = service._retrieve_executor().submit(lambda: get_encoding() is not _shared_encoding(DEFAULT_ENCODING))
+    assert own.result(), "an aretrieve pool thread counts tokens with the shared encoding"
     service.close()
 
 
