@@ -159,11 +159,11 @@ def _export_quietly(source: Path, target: Path, workdir: Path) -> None:
         export_sentence_model(source, target, workdir=workdir)
 
 
-def export_sentence_model(source: Path, target: Path, *, workdir: Path | None = None) -> Path:
+def export_sentence_model(source: Path, target: Path, *, workdir: Path) -> Path:
     """Export the mean-pooled, normalised sentence model in ``source`` to ``target`` (fp32 and int8).
 
-    Written in ``workdir`` (an empty folder beside ``target``; a new temporary one if None) and renamed
-    into place, so a reader never sees half an export. Needs torch, transformers and onnx, once.
+    Written in ``workdir`` (an empty folder beside ``target``, which its maker removes) and renamed into
+    place, so a reader never sees half an export. Needs torch, transformers and onnx, once.
     """
     import onnx
     import torch
@@ -171,55 +171,50 @@ def export_sentence_model(source: Path, target: Path, *, workdir: Path | None = 
     from onnxruntime.transformers import optimizer
     from transformers import AutoModel, AutoTokenizer
 
-    _private_folder(target.parent)
-    tmp = workdir or Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700
-    try:
-        model = AutoModel.from_pretrained(str(source), attn_implementation="eager", local_files_only=True).eval()
-        tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
-        texts = ["a short text", "a somewhat longer text with a few more words"]  # padded: the general mask path
-        sample = tokenizer(texts, padding=True, return_tensors="pt")
-        axes = {k: {0: "batch", 1: "sequence"} for k in _INPUTS} | {"sentence_embedding": {0: "batch"}}
-        traced = tmp / "traced.onnx"
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer notes
-            torch.onnx.export(
-                _with_pooling(model),
-                tuple(sample[k] for k in _INPUTS),
-                str(traced),
-                input_names=list(_INPUTS),
-                output_names=["sentence_embedding"],
-                dynamic_axes=axes,
-                opset_version=17,
-                dynamo=False,
-            )
-        # onnxruntime's BERT fusions (attention, skip-layer-norm, bias-GELU): 1.5x the traced graph's
-        # throughput at a cosine of 1.0000 to it (docs/benchmarks.md)
-        heads, hidden = int(model.config.num_attention_heads), int(model.config.hidden_size)
-        fused = optimizer.optimize_model(
-            str(traced), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=1
+    model = AutoModel.from_pretrained(str(source), attn_implementation="eager", local_files_only=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(source), local_files_only=True)
+    texts = ["a short text", "a somewhat longer text with a few more words"]  # padded: the general mask path
+    sample = tokenizer(texts, padding=True, return_tensors="pt")
+    axes = {k: {0: "batch", 1: "sequence"} for k in _INPUTS} | {"sentence_embedding": {0: "batch"}}
+    traced = workdir / "traced.onnx"
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer notes
+        torch.onnx.export(
+            _with_pooling(model),
+            tuple(sample[k] for k in _INPUTS),
+            str(traced),
+            input_names=list(_INPUTS),
+            output_names=["sentence_embedding"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
         )
-        fused.save_model_to_file(str(model_file(tmp, "fp32")))
-        traced.unlink()
-        with quiet_root_logger():
-            quantize_dynamic(
-                str(model_file(tmp, "fp32")),
-                str(model_file(tmp, "int8")),
-                weight_type=QuantType.QInt8,
-                per_channel=True,
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # the fused ops' outputs
-            )
-        for name in ("tokenizer.json", "sentence_bert_config.json"):
-            shutil.copy2(source / name, tmp / name)
-        (tmp / "rag_export.json").write_text(json.dumps({"source": str(source), "version": EXPORT_VERSION}) + "\n")
-        for written in tmp.iterdir():  # like the rest of the data folder: the owner's alone
-            written.chmod(0o600)
-        try:
-            tmp.rename(target)
-        except OSError:
-            if not model_file(target, "int8").is_file():  # not merely another process that won the race
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    # onnxruntime's BERT fusions (attention, skip-layer-norm, bias-GELU): 1.5x the traced graph's
+    # throughput at a cosine of 1.0000 to it (docs/benchmarks.md)
+    heads, hidden = int(model.config.num_attention_heads), int(model.config.hidden_size)
+    fused = optimizer.optimize_model(
+        str(traced), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=1
+    )
+    fused.save_model_to_file(str(model_file(workdir, "fp32")))
+    traced.unlink()
+    with quiet_root_logger():
+        quantize_dynamic(
+            str(model_file(workdir, "fp32")),
+            str(model_file(workdir, "int8")),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # the fused ops' outputs
+        )
+    for name in ("tokenizer.json", "sentence_bert_config.json"):
+        shutil.copy2(source / name, workdir / name)
+    (workdir / "rag_export.json").write_text(json.dumps({"source": str(source), "version": EXPORT_VERSION}) + "\n")
+    for written in workdir.iterdir():  # like the rest of the data folder: the owner's alone
+        written.chmod(0o600)
+    try:
+        workdir.rename(target)
+    except OSError:
+        if not model_file(target, "int8").is_file():  # not merely another process that won the race
+            raise
     return target
 
 
