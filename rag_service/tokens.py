@@ -71,6 +71,14 @@ _threads = threading.local()
 _first_user: dict[str, int] = {}  # encoding name -> ident of the thread that uses the shared copy
 
 
+def _thread_encodings() -> dict[str, tiktoken.Encoding]:
+    """The encodings this thread counts with, by name (made empty on its first ask)."""
+    copies: dict[str, tiktoken.Encoding] | None = getattr(_threads, "encodings", None)
+    if copies is None:
+        copies = _threads.encodings = {}
+    return copies
+
+
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     """Return the tiktoken encoding ``name`` for this thread, installing the bundled BPE files first.
 
@@ -79,9 +87,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     requests, each stalled the whole server that long on their first search. Memoised per thread;
     ``get_encoding.cache_clear()`` forgets the shared encoding and the calling thread's copies.
     """
-    copies: dict[str, tiktoken.Encoding] | None = getattr(_threads, "encodings", None)
-    if copies is None:
-        copies = _threads.encodings = {}
+    copies = _thread_encodings()
     encoding = copies.get(name)
     if encoding is None:
         encoding = copies[name] = _shared_encoding(name)
@@ -101,11 +107,8 @@ def own_encoding(name: str = DEFAULT_ENCODING) -> None:
     shared = _shared_encoding(name)
     with _lock:
         owner = _first_user.setdefault(name, threading.get_ident())
-    copies: dict[str, tiktoken.Encoding] | None = getattr(_threads, "encodings", None)
-    if copies is None:
-        copies = _threads.encodings = {}
-    if owner == threading.get_ident() or copies.get(name, shared) is not shared:
-        copies.setdefault(name, shared)
+    copies = _thread_encodings()
+    if owner == threading.get_ident() or copies.get(name, shared) is not shared:  # the first user, or done
         return
     import tiktoken
 
