@@ -32,14 +32,11 @@ def from_fields(cls: type[RecordT], source: object, /, **given: Any) -> RecordT:
     for name, required in _init_fields(cls):
         if name in values:
             continue
-        if mapping is not None:
-            if name in mapping:
-                values[name] = mapping[name]
-                continue
-        elif hasattr(source, name):
+        if mapping is not None and name in mapping:
+            values[name] = mapping[name]
+        elif mapping is None and hasattr(source, name):
             values[name] = getattr(source, name)
-            continue
-        if required:
+        elif required:
             raise TypeError(f"{cls.__name__}.{name} is required and {type(source).__name__} has no such field")
     return cls(**values)
 
