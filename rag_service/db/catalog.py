@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import String, delete, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from rag_service.config import Preset
@@ -26,15 +26,32 @@ def delete_by_source(session: Session, *, collection: str, source: str) -> int:
 
 def sources_ending_with(session: Session, *, collection: str, path: str, limit: int = 3) -> list[str]:
     """Stored sources of ``collection`` that end with ``/path`` (a delete given ``corpA/errors.md`` where the
-    document is stored under its absolute path), at most ``limit``, in order."""
+    document is stored under its absolute path), else those ``path`` ends with after a ``/`` (a delete given the
+    file's on-disk path where the key is relative to its checkout), at most ``limit``."""
     tail = "/" + path.lstrip("/")
-    found = session.scalars(
-        select(Document.source)
-        .where(Document.collection == collection, Document.source.endswith(tail, autoescape=True))
-        .order_by(Document.source)
-        .limit(limit)
+    found = list(
+        session.scalars(
+            select(Document.source)
+            .where(Document.collection == collection, Document.source.endswith(tail, autoescape=True))
+            .order_by(Document.source)
+            .limit(limit)
+        )
     )
-    return list(found)
+    if found:
+        return found
+    # the other way round: an on-disk path given for a key stored relative to its checkout (docs/x.md)
+    given = literal(path, String)
+    return list(
+        session.scalars(
+            select(Document.source)
+            .where(
+                Document.collection == collection,
+                func.right(given, func.length(Document.source) + 1) == literal("/", String) + Document.source,
+            )
+            .order_by(func.length(Document.source).desc(), Document.source)
+            .limit(limit)
+        )
+    )
 
 
 def update_preset(session: Session, context_type: str, values: dict[str, Any]) -> Preset:

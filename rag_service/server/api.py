@@ -223,7 +223,10 @@ async def delete_document(
     deleted = await state.run(state.service.delete_document, source, collection=collection)
     if not deleted:
         stored = await state.run(stored_sources_like, state.service.db, collection=collection, source=source)
-        hint = f"; did you mean {' or '.join(map(repr, stored))}? (the stored source, as listed in results)"
+        keyed = "the stored source, as listed in results"
+        if stored and not stored[0].endswith("/" + source.lstrip("/")):  # a checkout's file named by its disk path
+            keyed = "a file in a checkout is stored relative to it, as listed in results"
+        hint = f"; did you mean {' or '.join(map(repr, stored))}? ({keyed})"
         message = f"collection {collection!r} has no document with source {source!r}{hint if stored else ''}"
         raise ApiError(404, "not_found", message)
     return JSONResponse({"success": True, "deleted": deleted})

@@ -215,6 +215,25 @@ def test_a_delete_by_a_path_ending_a_stored_source_names_that_source(live: LiveS
         assert client.delete("/api/documents", params={"source": stored, "collection": collection}).status_code == 200
 
 
+def test_a_delete_by_a_files_disk_path_names_its_key_in_the_checkout(live: LiveServer) -> None:
+    collection = f"api-{uuid.uuid4().hex[:8]}"
+    stored = "docs/scale-out.md"  # indexed from a checkout: the key is relative to it
+    with live.client(WRITE_TOKEN) as client:
+        added = client.post("/api/documents", json={"collection": collection,
+                                                    "documents": [{"source": stored, "text": "# Scale\n\nOne line."}]})
+        assert added.status_code == 200, added.text
+        on_disk = "/home/me/proj/docs/scale-out.md"
+        missed = client.delete("/api/documents", params={"source": on_disk, "collection": collection})
+        assert missed.status_code == 404 and missed.json()["error"]["message"] == (
+            f"collection {collection!r} has no document with source {on_disk!r}; did you mean {stored!r}? "
+            "(a file in a checkout is stored relative to it, as listed in results)"
+        )
+        for unrelated in ("/home/me/proj/xdocs/scale-out.md", "/home/me/proj/docs/scale-out.md.bak"):
+            other = client.delete("/api/documents", params={"source": unrelated, "collection": collection})
+            assert other.json()["error"]["message"].endswith(f"has no document with source {unrelated!r}")
+        assert client.delete("/api/documents", params={"source": stored, "collection": collection}).status_code == 200
+
+
 def test_a_write_with_a_trailing_slash_names_its_endpoint(live: LiveServer) -> None:
     with live.client(WRITE_TOKEN) as client:
         put = client.put("/api/presets/", json={"max_chunks": 6})  # was a bare 307 to /api/presets (GET only)
