@@ -85,8 +85,6 @@ def parse_read_urls(value: str | None) -> list[str]:
             raise ConfigurationError(
                 f"RAG_READ_DATABASE_URL: {mask_url(url)} is not PostgreSQL; replicas must be PostgreSQL standbys"
             )
-        if "connect_timeout" not in parsed.query:
-            parsed = parsed.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_S)})
         urls.append(parsed.render_as_string(hide_password=False))
     return urls
 
@@ -233,7 +231,7 @@ def open_replicas(settings: Settings) -> list[Replica]:
         Replica(
             f"replica {number}",
             Database(
-                make_engine(url, settings),
+                make_engine(url, settings, connect_timeout=CONNECT_TIMEOUT_S),
                 breaker=CircuitBreaker(threshold=BREAKER_THRESHOLD, cooldown=BREAKER_COOLDOWN_S),
                 retries=0,
             ),

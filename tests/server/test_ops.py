@@ -99,3 +99,28 @@ def test_database_outage_is_503_with_retry_after_then_recovers(outage: tuple[Liv
             assert time.monotonic() < deadline
             time.sleep(0.1)
         assert client.post("/api/rag/retrieve", json=query).status_code == 200
+
+
+def test_readyz_answers_in_time_while_the_database_is_frozen(outage: tuple[LiveServer, SocketProxy]) -> None:
+    """A database that takes connections and answers nothing (SIGSTOP, an overloaded host) held /readyz forever."""
+    import time
+
+    from rag_service.server.ops import READY_TIMEOUT_S
+
+    live, proxy = outage
+    with live.client() as client:
+        assert client.get("/readyz").status_code == 200
+        proxy.freeze()
+        try:
+            for _ in range(2):  # the second finds the first check still stuck on the database
+                started = time.monotonic()
+                response = client.get("/readyz", timeout=READY_TIMEOUT_S + 10)
+                assert time.monotonic() - started < READY_TIMEOUT_S + 2
+                assert response.status_code == 503 and "retry-after" in response.headers
+                assert f"did not answer within {READY_TIMEOUT_S:g} s" in response.json()["error"]["message"]
+        finally:
+            proxy.thaw()
+        deadline = time.monotonic() + 15
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
