@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from rag_service.db.database import is_lost_connection
+from rag_service.db.database import database_errors, is_lost_connection
 from rag_service.errors import ReindexInProgressError
 
 _REINDEX_LOCK_CLASS = 0x5241  # "RA": the first key of pg_try_advisory_lock(int, int)
@@ -36,11 +36,16 @@ def reindex_lock(engine: Engine, collection: str) -> Iterator[None]:
     """Hold the collection's reindex lock on a dedicated connection: at once, after the edits that hold it for
     their transaction (up to ``EDIT_WAIT``), or fail at once when another run (an ingest or a reindex) holds it.
 
-    The lock is session-level, so it is released when the connection closes, also on a crash.
+    The lock is session-level, so it is released when the connection closes, also on a crash. A database that
+    cannot be reached for it is the one-line DatabaseUnavailableError (``database_errors``), as in a transaction.
     """
-    with engine.connect() as conn:
-        params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
-        if not _acquired(conn, params):
+    params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
+    with database_errors(engine):
+        conn = engine.connect()
+    with conn:
+        with database_errors(engine):
+            acquired = _acquired(conn, params)
+        if not acquired:
             raise ReindexInProgressError(
                 f"another ingest or reindex of collection {collection!r} is running; "
                 "wait for it to finish and run again"
