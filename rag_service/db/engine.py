@@ -11,8 +11,8 @@ from sqlalchemy.exc import ArgumentError, DisconnectionError, OperationalError
 from rag_service.config import Settings
 from rag_service.db.embedded import embedded_server_url
 from rag_service.db.messages import url_for_display
-from rag_service.errors import ConfigurationError, DatabaseUnavailableError, first_line
-from rag_service.log import mask_url
+from rag_service.errors import ConfigurationError, DatabaseUnavailableError, closest_name, first_line
+from rag_service.log import URL_TEMPLATE, mask_url
 
 
 def normalise_url(url: str) -> str:
@@ -31,9 +31,10 @@ def resolve_database_url(settings: Settings) -> str:
             parsed = make_url(url)
         except ArgumentError:
             raise ConfigurationError(
-                f"RAG_DATABASE_URL ({mask_url(url)}) is not a database URL; "
-                "use postgresql+psycopg://user:password@host:5432/dbname"
+                f"RAG_DATABASE_URL ({mask_url(url)}) is not a database URL; use {URL_TEMPLATE}"
             ) from None
+        if problem := scheme_problem(parsed.drivername):
+            raise ConfigurationError(f"RAG_DATABASE_URL ({mask_url(url)}) {problem}")
         if not parsed.drivername.startswith("postgresql"):
             raise ConfigurationError(
                 f"RAG_DATABASE_URL ({mask_url(url)}) is not PostgreSQL; rag_service needs PostgreSQL + pgvector"
@@ -61,6 +62,23 @@ def connect_defaults(url: str | URL, *, connect_timeout: int = CONNECT_TIMEOUT_S
     given = make_url(url).query
     wanted = {"connect_timeout": connect_timeout, **TCP_DEFAULTS}
     return {name: value for name, value in wanted.items() if name not in given}
+
+
+def scheme_problem(drivername: str) -> str | None:
+    """What is wrong with a URL's ``scheme+driver`` that nearly names PostgreSQL: a typo of the scheme, or a driver
+    other than psycopg 3 (the one installed; SQLAlchemy failed with a traceback); None for the right one or for
+    another database (the caller says it is not PostgreSQL)."""
+    scheme, plus, driver = drivername.partition("+")
+    if scheme != "postgresql":
+        if closest_name(scheme, ["postgresql"], cutoff=0.75) is None:
+            return None
+        return f"has the scheme {drivername}://; did you mean postgresql{plus}{driver}://? use {URL_TEMPLATE}"
+    if driver != "psycopg":
+        return (
+            f"uses the driver {driver!r}; rag_service connects with psycopg 3: start the URL with "
+            "postgresql+psycopg:// or postgresql://"
+        )
+    return None
 
 
 def make_engine(url: str, settings: Settings, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> Engine:
