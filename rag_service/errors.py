@@ -8,6 +8,8 @@
     ├── QueryError                the query text cannot be searched (empty, ...)
     ├── DatabaseError             the database cannot be reached or is not usable
     │   ├── DatabaseUnavailableError  connection refused / lost; retryable
+    │   │   └── LockLostError     a run's collection lock ended under it (a restart): the run stopped writing
+    │   ├── PoolExhaustedError    every pooled connection stayed in use for the pool's timeout; retryable
     │   ├── StatementTimeoutError a statement ran past ``RAG_STATEMENT_TIMEOUT_MS`` and was cancelled
     │   ├── DiskFullError         the server had no disk space left for a write (rolled back)
     │   ├── SchemaError           the schema is missing or not at the migration head
@@ -71,6 +73,18 @@ class DatabaseError(RagError):
 
 class DatabaseUnavailableError(DatabaseError):
     """The connection failed or was lost; retrying later may succeed."""
+
+    retryable = True
+
+
+class LockLostError(DatabaseUnavailableError):
+    """An ingest or reindex lost its collection's lock mid-run (the database restarted, or ended the lock's
+    session); it stopped before writing on unprotected. What it committed stays; running it again finishes it."""
+
+
+class PoolExhaustedError(DatabaseError):
+    """No pooled connection came free within the pool's timeout (``RAG_POOL_SIZE`` + ``RAG_POOL_MAX_OVERFLOW`` all in
+    use); the database itself may be fine, so this opens no circuit. Retrying later may succeed."""
 
     retryable = True
 

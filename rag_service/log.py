@@ -11,12 +11,22 @@ from contextlib import contextmanager
 # unescaped "/", so no match attempt scans far (unbounded, a 30,000-letter word in an error took 9.6 s)
 _PASSWORD_IN_URL = re.compile(r"(?P<head>[a-z][a-z0-9+.-]{0,31}://[^:/@\s]*:)(?P<secret>[^@\s/]*)(?=@)", re.I)
 _PASSWORD_PARAM = re.compile(r"(?P<head>password=)(?P<secret>[^&\s]+)", re.I)
+#: the URL a message shows as the form to use: its placeholder password stays readable (masked, the user could not
+#: tell that a password goes there)
+URL_TEMPLATE = "postgresql+psycopg://USER:PASSWORD@HOST:5432/DBNAME"
+_TEMPLATE_USERINFO = "psycopg://USER:PASSWORD"
 
 
 def mask_url(text: str) -> str:
     """Replace passwords in any database URL inside ``text`` with ``***``."""
-    masked = _PASSWORD_IN_URL.sub(lambda m: m.group("head") + ("***" if m.group("secret") else ""), text)
+    masked = _PASSWORD_IN_URL.sub(_masked, text)
     return _PASSWORD_PARAM.sub(lambda m: m.group("head") + "***", masked)
+
+
+def _masked(match: re.Match[str]) -> str:
+    if match.group(0).endswith(_TEMPLATE_USERINFO):  # URL_TEMPLATE's placeholder
+        return match.group(0)
+    return match.group("head") + ("***" if match.group("secret") else "")
 
 
 _base_factory = logging.getLogRecordFactory()

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rag_service.db.arm_connections import close_arm_connection
@@ -19,6 +20,7 @@ from rag_service.errors import (
     DatabaseError,
     DatabaseUnavailableError,
     DiskFullError,
+    PoolExhaustedError,
     StatementTimeoutError,
     first_line,
 )
@@ -69,14 +71,8 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """A session in one transaction: committed on success, rolled back on any error."""
-        try:
-            with self._sessions.begin() as session:
-                yield session
-        except DBAPIError as exc:
-            mapped = as_database_error(exc, url=self.url_for_display)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        with database_errors(self.engine), self._sessions.begin() as session:
+            yield session
 
     def read(self, work: Callable[[Session], T]) -> T:
         """Run a read-only ``work(session)`` in one read-only REPEATABLE READ transaction, retrying lost connections.
@@ -117,6 +113,34 @@ class Database:
 QUERY_CANCELED = "57014"
 #: SQLSTATE of a write the server had no disk space for
 DISK_FULL = "53100"
+
+
+@contextmanager
+def database_errors(engine: Engine) -> Iterator[None]:
+    """Raise the one-line library error of a driver error (``as_database_error``) or of a pool that had no
+    connection to give (``pool_exhausted``) inside the block; any other error as it is.
+
+    For work on a connection of its own (``engine.connect()``: a lock, a VACUUM) as ``Database.transaction``.
+    """
+    try:
+        yield
+    except DBAPIError as exc:
+        mapped = as_database_error(exc, url=url_for_display(engine))
+        if mapped is None:
+            raise
+        raise mapped from exc
+    except PoolTimeoutError as exc:
+        raise pool_exhausted(engine, exc) from exc
+
+
+def pool_exhausted(engine: Engine, exc: PoolTimeoutError) -> PoolExhaustedError:
+    """The line for a call that waited the pool's timeout for a connection while all of them were in use."""
+    reason = exc.args[0] if exc.args else first_line(exc)  # without SQLAlchemy's "Background on this error" link
+    return PoolExhaustedError(
+        f"no connection to {url_for_display(engine)} came free in time ({reason}): more calls use the "
+        "database at once than the pool holds; retry when the load drops, or raise RAG_POOL_SIZE / "
+        "RAG_POOL_MAX_OVERFLOW (within the server's max_connections), or lower RAG_API_THREADS"
+    )
 
 
 def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:

@@ -332,5 +332,7 @@ def _ensure_database(socket_dir: str, port: int, database: str) -> None:
     with psycopg.connect(host=socket_dir, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
         if not exists:
-            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # another process was first
+            # another process was first: after its commit DuplicateDatabase, during its CREATE the catalog's
+            # unique index (UniqueViolation on pg_database_datname_index)
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 conn.execute(psycopg.sql.SQL("CREATE DATABASE {}").format(psycopg.sql.Identifier(database)))

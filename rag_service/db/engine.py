@@ -5,14 +5,14 @@ from __future__ import annotations
 import time
 
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, OperationalError
 
 from rag_service.config import Settings
 from rag_service.db.embedded import embedded_server_url
 from rag_service.db.messages import url_for_display
-from rag_service.errors import ConfigurationError, DatabaseUnavailableError, first_line
-from rag_service.log import mask_url
+from rag_service.errors import ConfigurationError, DatabaseUnavailableError, closest_name, first_line
+from rag_service.log import URL_TEMPLATE, mask_url
 
 
 def normalise_url(url: str) -> str:
@@ -31,9 +31,10 @@ def resolve_database_url(settings: Settings) -> str:
             parsed = make_url(url)
         except ArgumentError:
             raise ConfigurationError(
-                f"RAG_DATABASE_URL ({mask_url(url)}) is not a database URL; "
-                "use postgresql+psycopg://user:password@host:5432/dbname"
+                f"RAG_DATABASE_URL ({mask_url(url)}) is not a database URL; use {URL_TEMPLATE}"
             ) from None
+        if problem := scheme_problem(parsed.drivername):
+            raise ConfigurationError(f"RAG_DATABASE_URL ({mask_url(url)}) {problem}")
         if not parsed.drivername.startswith("postgresql"):
             raise ConfigurationError(
                 f"RAG_DATABASE_URL ({mask_url(url)}) is not PostgreSQL; rag_service needs PostgreSQL + pgvector"
@@ -42,13 +43,53 @@ def resolve_database_url(settings: Settings) -> str:
     return embedded_server_url(settings.data_dir, shared_buffers=settings.embedded_shared_buffers)
 
 
-def make_engine(url: str, settings: Settings) -> Engine:
-    """A pooled engine; each new connection gets the statement timeout from the settings."""
+#: libpq gives up connecting after this many seconds (its own default waits forever: a host that accepts TCP but never
+#: answers hung every command); a ``connect_timeout`` in the URL wins
+CONNECT_TIMEOUT_S = 10
+#: TCP keepalives and a deadline for unacknowledged sends (ms): a connection to a host that vanished (power loss, a
+#: dropped route) fails within about a minute instead of the kernel's 2 h / 15 min; libpq ignores them on a unix socket
+TCP_DEFAULTS: dict[str, int] = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 60_000,
+}
+
+
+def connect_defaults(url: str | URL, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> dict[str, int]:
+    """The libpq parameters a connection of ``url`` gets unless the URL sets them: a bounded connect, keepalives."""
+    given = make_url(url).query
+    wanted = {"connect_timeout": connect_timeout, **TCP_DEFAULTS}
+    return {name: value for name, value in wanted.items() if name not in given}
+
+
+def scheme_problem(drivername: str) -> str | None:
+    """What is wrong with a URL's ``scheme+driver`` that nearly names PostgreSQL: a typo of the scheme, or a driver
+    other than psycopg 3 (the one installed; SQLAlchemy failed with a traceback); None for the right one or for
+    another database (the caller says it is not PostgreSQL)."""
+    scheme, plus, driver = drivername.partition("+")
+    if scheme != "postgresql":
+        if closest_name(scheme, ["postgresql"], cutoff=0.75) is None:
+            return None
+        return f"has the scheme {drivername}://; did you mean postgresql{plus}{driver}://? use {URL_TEMPLATE}"
+    if driver != "psycopg":
+        return (
+            f"uses the driver {driver!r}; rag_service connects with psycopg 3: start the URL with "
+            "postgresql+psycopg:// or postgresql://"
+        )
+    return None
+
+
+def make_engine(url: str, settings: Settings, *, connect_timeout: int = CONNECT_TIMEOUT_S) -> Engine:
+    """A pooled engine; each new connection gets the statement timeout from the settings, and gives up connecting
+    after ``connect_timeout`` seconds unless the URL says otherwise (``connect_defaults``)."""
     engine = create_engine(
         url,
         pool_size=settings.pool_size,
         max_overflow=settings.pool_max_overflow,
         pool_timeout=30,
+        connect_args=connect_defaults(url, connect_timeout=connect_timeout),
     )
     _ping_when_idle(engine)
     timeout_ms = int(settings.statement_timeout_ms)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from rag_service.db.database import is_lost_connection
-from rag_service.errors import ReindexInProgressError
+from rag_service.db.database import database_errors, is_lost_connection
+from rag_service.errors import LockLostError, ReindexInProgressError
 
 _REINDEX_LOCK_CLASS = 0x5241  # "RA": the first key of pg_try_advisory_lock(int, int)
 
@@ -29,24 +31,60 @@ _HELD_BY_A_RUN = text(  # a run holds it exclusively, an edit shared
     "AND classid = CAST(:cls AS oid) AND objid = CAST(hashtext(:name) AS oid) AND objsubid = 2)"
 )
 _LOCK_NOT_AVAILABLE = "55P03"
+# the server process holding a lock, and the server's start (a restart ends every session and reuses pids)
+_WHO = text("SELECT pg_backend_pid(), pg_postmaster_start_time()")
+_STILL_HELD = text(
+    "SELECT pg_postmaster_start_time() = :started AND EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+    "AND granted AND mode = 'ExclusiveLock' AND pid = :pid "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND classid = CAST(:cls AS oid) AND objid = CAST(hashtext(:name) AS oid) AND objsubid = 2)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunLock:
+    """A run's hold on its collection's lock: the session holding it, checked before each of the run's commits."""
+
+    collection: str
+    pid: int
+    started: datetime
+
+    def check(self, session: Session) -> None:
+        """LockLostError unless the run's lock session still holds the lock, in ``session``'s transaction (a write
+        about to commit). A database restart ends that session while the run's writes reconnect, and a second run
+        could take the lock: this run must not write on beside it."""
+        params = {"cls": _REINDEX_LOCK_CLASS, "name": self.collection, "pid": self.pid, "started": self.started}
+        if not session.execute(_STILL_HELD, params).scalar_one():
+            raise LockLostError(
+                f"this run lost the lock of collection {self.collection!r} (the database restarted or ended the "
+                "lock's session)"
+            )
 
 
 @contextmanager
-def reindex_lock(engine: Engine, collection: str) -> Iterator[None]:
+def reindex_lock(engine: Engine, collection: str) -> Iterator[RunLock]:
     """Hold the collection's reindex lock on a dedicated connection: at once, after the edits that hold it for
     their transaction (up to ``EDIT_WAIT``), or fail at once when another run (an ingest or a reindex) holds it.
 
-    The lock is session-level, so it is released when the connection closes, also on a crash.
+    The lock is session-level, so it is released when the connection closes, also on a crash. A database that
+    cannot be reached for it is the one-line DatabaseUnavailableError (``database_errors``), as in a transaction.
+    Yields the ``RunLock`` a run checks before each commit.
     """
-    with engine.connect() as conn:
-        params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
-        if not _acquired(conn, params):
+    params = {"cls": _REINDEX_LOCK_CLASS, "name": collection}
+    with database_errors(engine):
+        conn = engine.connect()
+    with conn:
+        with database_errors(engine):
+            acquired = _acquired(conn, params)
+            pid, started = conn.execute(_WHO).one()
+            conn.commit()
+        if not acquired:
             raise ReindexInProgressError(
                 f"another ingest or reindex of collection {collection!r} is running; "
                 "wait for it to finish and run again"
             )
         try:
-            yield
+            yield RunLock(collection, pid, started)
         finally:
             _unlock(conn, params)
 

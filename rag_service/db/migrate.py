@@ -41,12 +41,16 @@ def alembic_config(connection: Connection | None = None) -> Config:
 def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: bool = False) -> None:
     """Migrate the database to ``revision`` in one transaction; at head, on a Citus coordinator the
     tables are then distributed by collection (``db.citus``), and with ``partition_by_collection``
-    the (empty) chunk tables become LIST-partitioned by collection (``db.partitions``)."""
+    the (empty) chunk tables become LIST-partitioned by collection (``db.partitions``).
+
+    Concurrent upgrades of one database (two processes starting on a new one) take turns (``_one_at_a_time``):
+    the later one finds the revision the first committed, and has nothing left to do."""
     from alembic import command
 
     try:
         with engine.begin() as conn:
             _no_statement_timeout(conn)
+            _one_at_a_time(conn)
             command.upgrade(alembic_config(conn), revision)
             _require_pgvector(conn, engine)
             if revision == "head":
@@ -104,7 +108,18 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
 
     with engine.begin() as conn:
         _no_statement_timeout(conn)
+        _one_at_a_time(conn)
         command.downgrade(alembic_config(conn), revision)
+
+
+#: the advisory lock (class "RM", key) a migration holds until it commits; db.locks' collection locks use class "RA"
+_MIGRATION_LOCK = {"cls": 0x524D, "key": 0}
+
+
+def _one_at_a_time(conn: Connection) -> None:
+    """Wait for any other migration of this database to commit, then hold the lock until this one does. Run
+    unlocked, two first starts both created the schema: one failed on a duplicate catalog row (pg_type)."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(:cls, :key)"), _MIGRATION_LOCK)
 
 
 def _no_statement_timeout(conn: Connection) -> None:

@@ -37,7 +37,7 @@ from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.database import Database
 from rag_service.db.replica_lag import PRIMARY_LSN_SQL, PrimaryPositions, lsn_value
 from rag_service.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError, first_line
-from rag_service.log import mask_url
+from rag_service.log import URL_TEMPLATE, mask_url
 
 T = TypeVar("T")
 
@@ -67,7 +67,7 @@ _URL_SEPARATOR = re.compile(r"\s*,\s*(?=postgres(?:ql)?(?:\+\w+)?://)")
 
 def parse_read_urls(value: str | None) -> list[str]:
     """The URLs of ``RAG_READ_DATABASE_URL`` (comma-separated), each checked and made to use psycopg."""
-    from rag_service.db.engine import normalise_url
+    from rag_service.db.engine import normalise_url, scheme_problem
 
     if not value or not value.strip():
         return []
@@ -79,14 +79,14 @@ def parse_read_urls(value: str | None) -> list[str]:
         except (ArgumentError, ValueError):
             raise ConfigurationError(
                 f"RAG_READ_DATABASE_URL: {mask_url(url)!r} is not a database URL; use comma-separated "
-                "postgresql+psycopg://user:password@host:5432/dbname URLs"
+                f"{URL_TEMPLATE} URLs"
             ) from None
+        if problem := scheme_problem(parsed.drivername):
+            raise ConfigurationError(f"RAG_READ_DATABASE_URL: {mask_url(url)} {problem}")
         if not parsed.drivername.startswith("postgresql"):
             raise ConfigurationError(
                 f"RAG_READ_DATABASE_URL: {mask_url(url)} is not PostgreSQL; replicas must be PostgreSQL standbys"
             )
-        if "connect_timeout" not in parsed.query:
-            parsed = parsed.update_query_dict({"connect_timeout": str(CONNECT_TIMEOUT_S)})
         urls.append(parsed.render_as_string(hide_password=False))
     return urls
 
@@ -233,7 +233,7 @@ def open_replicas(settings: Settings) -> list[Replica]:
         Replica(
             f"replica {number}",
             Database(
-                make_engine(url, settings),
+                make_engine(url, settings, connect_timeout=CONNECT_TIMEOUT_S),
                 breaker=CircuitBreaker(threshold=BREAKER_THRESHOLD, cooldown=BREAKER_COOLDOWN_S),
                 retries=0,
             ),

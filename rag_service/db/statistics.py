@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from rag_service.db.database import Database
+from rag_service.db.database import Database, database_errors
 from rag_service.db.models import CollectionStats
 
 #: the tables retrieval reads by collection: the hybrid statement's (chunks, postings, the BM25 statistics, the
@@ -71,7 +71,7 @@ def vacuum(db: Database, statement: str) -> bool:
     run) inside a test's transaction, where VACUUM cannot run."""
     if db.is_bound:
         return False
-    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    with database_errors(db.engine), db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("SET statement_timeout = 0"))  # VACUUM runs outside a transaction: no SET LOCAL
         try:
             conn.execute(text(statement))

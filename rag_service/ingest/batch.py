@@ -23,9 +23,10 @@ from rag_service.config import Settings
 from rag_service.db import documents as repo
 from rag_service.db.bulk import StagedDocument
 from rag_service.db.database import Database, as_database_error
+from rag_service.db.locks import RunLock
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DatabaseError, EmbeddingMismatchError, RagError, first_line
+from rag_service.errors import DatabaseError, EmbeddingMismatchError, LockLostError, RagError, first_line
 from rag_service.ingest.chunk import TextChunk
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
@@ -81,8 +82,10 @@ class Batch:
         reuse_vectors: bool = True,
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
+        lock: RunLock | None = None,
     ) -> None:
         self.bulk = bulk  # a new collection's run as one bulk load (``bulkwrite``) instead of a commit per batch
+        self.lock = lock  # the run's collection lock, checked before each commit: no writes once it is lost
         self._staged: list[PendingDocument] = []
         #: texts this run embedded whose first written chunk is not counted yet (the report counts what it wrote)
         self._embedded_unwritten: set[str] = set()
@@ -308,7 +311,11 @@ class Batch:
                         reported.add(id(doc))
                         continue
                     written.append(doc)
+                if self.lock is not None:
+                    self.lock.check(session)
         except Exception as exc:  # the batch's transaction failed: none of these documents changed
+            if isinstance(exc, LockLostError):
+                self._stop(exc, [doc for doc in pending if id(doc) not in reported])
             if isinstance(exc, EmbeddingMismatchError):
                 reason = str(exc)
             elif isinstance(exc, DatabaseError):  # one line already, naming the fix (a full disk, a lost server)
@@ -323,6 +330,16 @@ class Batch:
             self.report.graph_seconds += doc.graph_seconds
         if written:
             self.bar.advance(chunks=sum(len(doc.chunked.chunks) for doc in written), items=len(written))
+
+    def _stop(self, lost: LockLostError, unwritten: list[PendingDocument]) -> None:
+        """End the run whose lock was lost, before it writes anything more; the line says what stayed."""
+        self._model.shutdown(wait=False, cancel_futures=True)
+        self._fail_all(unwritten, f"not written: {lost}")
+        written = self.report.added + self.report.updated
+        raise LockLostError(
+            f"{lost}, so it stopped: the {written} document(s) it wrote stay written, the rest keep their previous "
+            "versions; run it again (a run that took the lock meanwhile must finish first)"
+        ) from lost
 
     def _count_written(self, doc: PendingDocument) -> None:
         if doc.existed:

@@ -25,7 +25,7 @@ from rag_service.db.bulk import eligible as bulk_eligible
 from rag_service.db.collections import validate_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
-from rag_service.db.locks import reindex_lock
+from rag_service.db.locks import RunLock, reindex_lock
 from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_model_switch
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write, settle_after_write
@@ -125,7 +125,7 @@ class Indexer:
         roots: dict[Path, Path | None] = {}
         keyed = {p: keyed_source(p, base, known=roots) for p in files}  # (key, origin)
         sources = {p: key for p, (key, _) in keyed.items()}
-        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
+        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection) as lock:
             self._guard(collection)
             files, new = claim_keys(self.db, collection, keyed, report)
             written = report.chunks_written
@@ -133,7 +133,7 @@ class Indexer:
                 self._bulk_writer(collection, documents=len(files)) as bulk,
                 Progress(total=len(files), enabled=progress, label=f"indexing {collection}") as bar,
             ):
-                batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
+                batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk, lock=lock)
                 clocks.append(batch.clock)
                 batch.look_up(sources)
                 seen: dict[str, str] = {}
@@ -179,13 +179,13 @@ class Indexer:
         self.chunking.check(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
-        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection):
+        with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection) as lock:
             self._guard(collection)
             with (
                 self._bulk_writer(collection, documents=total) as bulk,
                 Progress(total=total, enabled=progress, label=f"indexing {collection}", listener=listener) as bar,
             ):
-                batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk)
+                batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk, lock=lock)
                 clocks.append(batch.clock)
                 seen: dict[str, str] = {}
                 for source, title, text in items:
@@ -245,11 +245,13 @@ class Indexer:
             Progress(total=total, enabled=progress, label="reindexing", listener=listener) as bar,
         ):
             for name in collections:
-                with reindex_lock(self.db.engine, name):
+                with reindex_lock(self.db.engine, name) as lock:
                     self._guard(name, switching=switch is not None)
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
-                        batch = self._batch(name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph)
+                        batch = self._batch(
+                            name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph, lock=lock
+                        )
                         clocks.append(batch.clock)
                         for doc in self._stored_texts(name):
                             batch.add_text(
@@ -331,9 +333,10 @@ class Indexer:
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
         graph: GraphBuilder | None = None,
+        lock: RunLock | None = None,
     ) -> Batch:
         """A batch writing into ``collection`` with this indexer's parts (``graph``: another graph builder) and a
-        new summary writer."""
+        new summary writer; it checks the run's ``lock`` before each commit."""
         return Batch(
             collection,
             report,
@@ -348,6 +351,7 @@ class Indexer:
             reuse_vectors=reuse_vectors,
             metadata=metadata,
             bulk=bulk,
+            lock=lock,
         )
 
     def _bulk_writer(

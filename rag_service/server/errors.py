@@ -10,6 +10,7 @@ ReindexInProgressError             409     reindex_in_progress
 DatabaseUnavailableError,          503     database_unavailable   (with Retry-After)
   SchemaError, other DatabaseError
 StatementTimeoutError              503     statement_timeout      (with Retry-After)
+PoolExhaustedError                 503     database_busy          (with Retry-After)
 DiskFullError                      507     disk_full              (no retry until disk space is freed)
 ModelLoadError                     503     model_unavailable      (with Retry-After)
 request validation (pydantic)      422     invalid_input
@@ -36,6 +37,7 @@ from rag_service.errors import (
     DatabaseUnavailableError,
     DiskFullError,
     ModelLoadError,
+    PoolExhaustedError,
     RagError,
     ReindexInProgressError,
     StatementTimeoutError,
@@ -88,6 +90,8 @@ def from_rag_error(exc: RagError, *, retry_after_s: int) -> ApiError:
         return ApiError(503, "database_unavailable", message, headers=retry)
     if isinstance(exc, StatementTimeoutError):
         return ApiError(503, "statement_timeout", message, headers=retry)
+    if isinstance(exc, PoolExhaustedError):
+        return ApiError(503, "database_busy", message, headers=retry)
     if isinstance(exc, DiskFullError):
         return ApiError(507, "disk_full", message)
     if isinstance(exc, DatabaseError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, TypeVar
 
 import anyio.to_thread
@@ -32,6 +32,9 @@ class ServerState:
     metrics: ApiMetrics
     jobs: JobRegistry
     limiter: CapacityLimiter
+    #: the thread of ``/readyz``'s database check, apart from the requests' (whose threads a frozen database can
+    #: all hold); one at a time, so a check stuck on such a database holds one thread, not one per probe
+    probes: CapacityLimiter = field(default_factory=lambda: CapacityLimiter(1))
     #: the model warm-up started with the app (``/readyz`` waits for it); None when no lifespan ran
     warming: asyncio.Task[str | None] | None = None
 

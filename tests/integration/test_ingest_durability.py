@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -214,3 +215,32 @@ def test_a_reindex_lock_the_server_dropped_hides_no_error_and_is_free_again(fres
         raise DatabaseUnavailableError("the run's own error")
     with reindex_lock(engine, "lost"):  # free again; a run ending after its lock's session ended raises nothing
         _end_the_reindex_lock_holder(server_url)
+
+
+def test_a_run_whose_lock_the_server_dropped_stops_before_writing_more(
+    fresh_database, settings, server_url, monkeypatch
+) -> None:
+    """A restart ended the lock's session while the run's writes reconnected: a second run took the lock and both
+    wrote at once. The run now stops at its next commit; what it committed stays, the rest keep their old versions."""
+    from rag_service.errors import LockLostError
+
+    monkeypatch.setattr(batch, "EMBED_BATCH_CHUNKS", 1)  # a write per document
+    run = Indexer(fresh_database, HashingEmbedder(), settings)
+    run.index_texts([(f"d{i}.md", "", f"# D{i}\n\nversion one of document {i}") for i in range(6)], collection="c")
+
+    def documents() -> Iterator[tuple[str, str, str]]:
+        for i in range(6):
+            if i == 3:
+                _end_the_reindex_lock_holder(server_url)
+            yield f"d{i}.md", "", f"# D{i}\n\nversion two of document {i}"
+
+    with pytest.raises(LockLostError, match=r"lost the lock of collection 'c'.*stopped: the (\d) document") as caught:
+        run.index_texts(documents(), collection="c")
+    assert "\n" not in str(caught.value)
+    with fresh_database.transaction() as session:
+        versions = session.execute(text("SELECT source, content LIKE '%two%' FROM documents ORDER BY source")).all()
+    written = int(re.search(r"the (\d) document", str(caught.value)).group(1))  # type: ignore[union-attr]
+    assert 0 < written < 4 and [new for _, new in versions] == [True] * written + [False] * (6 - written)
+    again = [(f"d{i}.md", "", f"# D{i}\n\nversion two of document {i}") for i in range(6)]
+    report = run.index_texts(again, collection="c")
+    assert report.ok and report.updated == 6 - written  # the lock is free again; running it again finishes

@@ -1,4 +1,5 @@
-"""A byte-forwarding proxy from a unix socket to PostgreSQL's: ``down()`` is an outage, ``up()`` ends it."""
+"""A byte-forwarding proxy from a unix socket to PostgreSQL's: ``down()`` is an outage, ``up()`` ends it;
+``freeze()`` is a server that accepts connections and answers nothing (SIGSTOP, a hung host), ``thaw()`` ends it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ class SocketProxy:
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._flowing = threading.Event()
+        self._flowing.set()
+
+    def freeze(self) -> None:
+        """Hold every byte in both directions (connections are still accepted) until ``thaw()``."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        """Forward again, the bytes held first."""
+        self._flowing.set()
 
     def up(self) -> None:
         """Accept connections (again)."""
@@ -60,6 +71,7 @@ class SocketProxy:
     def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                self._flowing.wait()
                 sink.sendall(data)
         except OSError:
             pass
