@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from rag_service.errors import DatabaseUnavailableError
+from rag_service.forks import after_fork_in_child
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
 
@@ -28,6 +29,10 @@ class CircuitBreaker:
         self._trial_running = False
         self._lock = threading.Lock()
         self.opened_count = 0
+        after_fork_in_child(self._new_lock)
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()  # in a forked child: a parent's thread may have held it
 
     @property
     def state(self) -> str:

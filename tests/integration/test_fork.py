@@ -1,0 +1,120 @@
+"""A service made before ``fork`` (gunicorn --preload, Celery prefork, multiprocessing "fork") works in the children,
+each on connections and threads of its own, and the parent keeps working after them (``rag_service.forks``)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import multiprocessing
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from rag_service.db import parallel_search
+from rag_service.db.database import Database
+from rag_service.db.engine import make_engine
+from rag_service.db.migrate import upgrade
+from rag_service.embed import HashingEmbedder
+from rag_service.service import UniversalRAGService
+
+pytestmark = pytest.mark.multiprocess
+
+QUERIES = ["how are backups kept?", "which port does the server use?", "rotate the signing keys"]
+TEXTS = [
+    ("backup.md", "Backups", "Backups are kept for 14 days. Snapshots are taken every night at 2am."),
+    ("server.md", "Server", "The server listens on port 8765. Set RAG_PORT to change the port it uses."),
+    ("keys.md", "Keys", "Rotate the signing keys every 90 days with the rotate command; old keys stay valid."),
+    ("misc.md", "Misc", "Unrelated notes about coffee, the office plants and the weekly team lunch."),
+]
+CHILDREN = 3
+#: a child that hangs (a pool without workers, a desynchronised connection) fails the test, not the run
+CHILD_TIMEOUT_S = 30
+
+
+@pytest.fixture
+def service(database_factory, settings, monkeypatch) -> Iterator[UniversalRAGService]:
+    """A committed database of its own, the keyword arm on its second connection and thread at every search."""
+    monkeypatch.setattr(parallel_search, "has_idle_core", lambda engine: True)  # the children inherit it
+    url = database_factory.create("rag_fork")
+    arms_at_once = dataclasses.replace(settings, parallel_arms_from=1)
+    engine = make_engine(url, arms_at_once)
+    try:
+        upgrade(engine)
+        built = UniversalRAGService(arms_at_once, database=Database(engine), embedder=HashingEmbedder(), reranker=None)
+        built.index_texts(TEXTS, collection="kb")
+        yield built
+        built.close()
+    finally:
+        engine.dispose()
+
+
+def signature(service: UniversalRAGService, query: str) -> list[tuple[str, int, int, float]]:
+    result = service.retrieve(query, "search", collection="kb", max_chunks=3)
+    assert not result.metrics.degraded, result.metrics.degraded
+    return [(c.source, c.start_char, c.end_char, round(c.relevance_score, 6)) for c in result.chunks]
+
+
+def _queries_in_child(service: UniversalRAGService, number: int) -> dict[str, object]:
+    """What a child found: each query three times, once through ``aretrieve``'s pool, and the parallel arms' pool."""
+    seen = {q: [signature(service, QUERIES[(number + n) % len(QUERIES)]) for n in range(3)] for q in QUERIES}
+    pooled = asyncio.run(service.aretrieve(QUERIES[0], "search", collection="kb", max_chunks=3))
+    arm_pool = parallel_search._KEYWORD_ARM_THREADS.submit(lambda: "ran").result(timeout=10)
+    return {"seen": seen, "pooled": [(c.source, c.start_char) for c in pooled.chunks], "arm_pool": arm_pool}
+
+
+def test_forked_children_query_on_their_own_connections_and_the_parent_keeps_working(service):
+    expected = {q: signature(service, q) for q in QUERIES}
+    asyncio.run(service.aretrieve(QUERIES[0], "search", collection="kb"))  # the parent's pool has its threads
+    assert parallel_search._KEYWORD_ARM_THREADS.submit(lambda: "ran").result() == "ran"
+
+    def child(number: int) -> dict[str, object]:
+        return _queries_in_child(service, number)
+
+    fork = multiprocessing.get_context("fork")
+    global _CHILD
+    _CHILD = child
+    with fork.Pool(CHILDREN) as pool:
+        found = pool.map_async(_run_child, range(CHILDREN)).get(timeout=CHILD_TIMEOUT_S)
+
+    for number, got in enumerate(found):  # each child's answers are the parent's, query for query
+        assert got["seen"] == {q: [expected[QUERIES[(number + k) % len(QUERIES)]] for k in range(3)] for q in QUERIES}
+        assert got["pooled"] == [(source, start) for source, start, _, _ in expected[QUERIES[0]]]
+        assert got["arm_pool"] == "ran"
+    # and the parent's own connections were never touched
+    assert {q: signature(service, q) for q in QUERIES} == expected
+    assert parallel_search._KEYWORD_ARM_THREADS.submit(lambda: "ran").result(timeout=10) == "ran"
+
+
+_CHILD = None
+
+
+def _run_child(number: int) -> dict[str, object]:
+    assert _CHILD is not None
+    return _CHILD(number)
+
+
+def test_a_child_of_a_process_that_loaded_onnx_runtime_is_warned_once_at_its_first_use(service):
+    pytest.importorskip("onnxruntime")
+    assert "onnxruntime" in sys.modules
+    signature(service, QUERIES[0])
+
+    def child(number: int) -> dict[str, object]:
+        heard: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda record: heard.append(record.getMessage())  # type: ignore[method-assign]
+        logging.getLogger("rag_service").addHandler(handler)
+        for query in QUERIES:
+            signature(service, query)
+        return {"heard": heard}
+
+    global _CHILD
+    _CHILD = child
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        (got,) = pool.map_async(_run_child, [0]).get(timeout=CHILD_TIMEOUT_S)
+    heard = got["heard"]
+    assert isinstance(heard, list)
+    warnings = [line for line in heard if "ONNX Runtime" in line]
+    assert len(warnings) == 1, heard
+    assert "sys.exit" in warnings[0] and "--preload" in warnings[0] and "\n" not in warnings[0]
