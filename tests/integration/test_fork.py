@@ -4,11 +4,19 @@ each on connections and threads of its own, and the parent keeps working after t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import json
 import logging
 import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +26,7 @@ from rag_service.db.engine import make_engine
 from rag_service.db.migrate import upgrade
 from rag_service.embed import HashingEmbedder
 from rag_service.service import UniversalRAGService
+from tests.integration.test_embedded_server import _server_pid, _wait_exited
 
 pytestmark = pytest.mark.multiprocess
 
@@ -118,3 +127,66 @@ def test_a_child_of_a_process_that_loaded_onnx_runtime_is_warned_once_at_its_fir
     warnings = [line for line in heard if "ONNX Runtime" in line]
     assert len(warnings) == 1, heard
     assert "sys.exit" in warnings[0] and "--preload" in warnings[0] and "\n" not in warnings[0]
+
+
+FORKING_USER = """
+import json, os, sys
+from pathlib import Path
+from rag_service.db.embedded import leave_embedded_servers
+from rag_service.service import build_service
+
+data = Path(sys.argv[1])
+handles, lock_file = data / "pg" / ".handle_pids.json", data / "pg" / "postmaster.pid"
+pids = lambda: sorted(json.loads(handles.read_text()))
+rag = build_service()
+rag.index_texts([("a.md", "A", "Backups are kept for 14 days.")], collection="kb")
+answer = lambda: [c.content for c in rag.retrieve("backups kept", "search", collection="kb").chunks]
+expected = answer()
+assert expected and "onnxruntime" not in sys.modules  # its exit handler would hang a child's sys.exit
+exit_code = lambda pid: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+out = {}
+pid = os.fork()
+if pid == 0:  # a worker that queries and leaves through sys.exit (atexit runs) while the parent stays
+    sys.exit(0 if answer() == expected and pids() == sorted([os.getppid(), os.getpid()]) else 3)
+out["worker"] = [exit_code(pid), pids() == [os.getpid()], lock_file.exists(), answer() == expected]
+joined, left = os.pipe(), os.pipe()
+pid = os.fork()
+if pid == 0:  # a daemon's child: its parent leaves first; it is a user of its own, and the last
+    ok = answer() == expected
+    os.write(joined[1], b"j")
+    os.read(left[0], 1)
+    sys.exit(0 if ok and answer() == expected and pids() == [os.getpid()] else 3)
+os.read(joined[0], 1)
+rag.close()
+leave_embedded_servers()
+out["parent_left"] = [pids() == [pid], lock_file.exists()]
+os.write(left[1], b"l")
+out["daemon"] = [exit_code(pid), pids(), lock_file.exists()]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A throwaway data folder; its server is stopped and its files removed after the test, whatever happened."""
+    path = Path(tempfile.mkdtemp(prefix="rag_fork_", dir="/tmp"))  # short: the server's socket lives there
+    yield path
+    pid = _server_pid(path)
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        _wait_exited(pid)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_forked_user_of_the_embedded_server_counts_as_its_own_and_its_exit_leaves_the_parents_entry(data_dir):
+    env = {**os.environ, "RAG_DATA_DIR": str(data_dir), "RAG_EMBEDDING_MODEL": "hashing", "RAG_RERANK_MODEL": "none"}
+    env.pop("RAG_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", FORKING_USER, str(data_dir)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["worker"] == [0, True, True, True], "a worker's exit took the parent's entry or the server"
+    assert out["parent_left"] == [True, True], "the parent's leave stopped the server under its child"
+    assert out["daemon"] == [0, [], False], "the last user (the child) did not stop the server"
