@@ -104,8 +104,9 @@ def _run_child(number: int) -> dict[str, object]:
     return _CHILD(number)
 
 
-def test_a_child_of_a_process_that_loaded_onnx_runtime_is_warned_once_at_its_first_use(service):
+def test_a_child_of_a_process_that_loaded_onnx_runtime_is_warned_once_at_its_first_use(service, monkeypatch):
     pytest.importorskip("onnxruntime")
+    monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
     assert "onnxruntime" in sys.modules
     signature(service, QUERIES[0])
 
@@ -127,6 +128,23 @@ def test_a_child_of_a_process_that_loaded_onnx_runtime_is_warned_once_at_its_fir
     warnings = [line for line in heard if "ONNX Runtime" in line]
     assert len(warnings) == 1, heard
     assert "sys.exit" in warnings[0] and "--preload" in warnings[0] and "\n" not in warnings[0]
+
+
+ONNX_PARENT = """
+import os, sys
+import onnxruntime
+if os.fork() == 0:
+    sys.exit(0)
+print(os.waitstatus_to_exitcode(os.wait()[1]))
+"""
+
+
+def test_with_onnx_runtime_telemetry_off_a_forked_child_exits_through_sys_exit():
+    """The README's way out of ONNX Runtime's hang at a forked child's exit (its telemetry thread, 1.32)."""
+    pytest.importorskip("onnxruntime")
+    env = {**os.environ, "ORT_DISABLE_TELEMETRY": "1"}
+    done = subprocess.run([sys.executable, "-c", ONNX_PARENT], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
 
 
 FORKING_USER = """
