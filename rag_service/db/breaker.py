@@ -56,9 +56,10 @@ class CircuitBreaker:
                 return
             assert self._opened_at is not None
             wait = max(self.cooldown - (self._clock() - self._opened_at), 0.0)
-            raise DatabaseUnavailableError(
-                f"{target} is unreachable (circuit open after {self._failures} failed calls); "
-                f"not trying again for {wait:.1f} s - check that the database is running"
+            attempts = "attempt" if self._failures == 1 else f"{self._failures} attempts in a row"
+            raise DatabaseUnavailableError(  # attempts, not calls: one call retries a lost connection (Database.read)
+                f"{target} is unreachable (circuit open: the last {attempts} to reach it failed, retries included); "
+                f"calls fail at once for {wait:.1f} s more - check that the database is running, then retry"
             )
 
     def success(self) -> None:
