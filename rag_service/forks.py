@@ -78,7 +78,7 @@ def first_use_in_child() -> None:
 def _run_in_child() -> None:
     global _lock
     _lock = threading.Lock()  # a parent's thread may have held it
-    _first_use.clear()  # a grandchild's parent may not have used its connections yet: its own list
+    _first_use.clear()  # an unused parent's list: the callbacks below add again what this child needs
     if "onnxruntime" in sys.modules and os.environ.get(_NO_TELEMETRY) != "1":
         at_first_use_in_child(_warn_onnx_exit)
     for held in list(_callbacks):

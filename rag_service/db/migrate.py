@@ -115,7 +115,6 @@ def _no_statement_timeout(conn: Connection) -> None:
     conn.execute(text("SET LOCAL statement_timeout = 0"))
 
 
-@lru_cache(maxsize=1)
 def _revisions() -> tuple[frozenset[str], frozenset[str]]:
     """Every revision of the migration files, and those a migration names as its ``down_revision``."""
     revisions: set[str] = set()
@@ -128,8 +127,9 @@ def _revisions() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(revisions), frozenset(parents)
 
 
+@lru_cache(maxsize=1)
 def known_revisions() -> frozenset[str]:
-    """Every revision this release's migrations know."""
+    """Every revision this release's migrations know (read once per process, as ``head_revision``)."""
     return _revisions()[0]
 
 
