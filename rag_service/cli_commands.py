@@ -317,6 +317,14 @@ def _index_and_run(
     return result
 
 
+def set_item(item: str) -> str:
+    """``--set``'s argparse type: a ``key=value`` item, else a usage error (exit 2) naming it."""
+    key, sep, _ = item.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{item!r} must look like key=value, e.g. --set max_chunks=6")
+    return item
+
+
 def parse_sets(items: list[str]) -> dict[str, object]:
     """``key=value`` overrides; values parsed as JSON when they can be (numbers, true/false)."""
     from rag_service.errors import ConfigurationError
@@ -390,6 +398,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         "--set",
         action="append",
         default=[],
+        type=set_item,
         metavar="KEY=VALUE",
         help="a per-call override of retrieve(), e.g. max_tokens=500, min_relevance=0, "
         'filters=\'{"source_prefix": "docs/"}\'',
@@ -423,7 +432,12 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         help="candidates per arm (chunks); default 300 for BEIR, the preset's for docs",
     )
     evaluate.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="a preset override, e.g. expand_query=false"
+        "--set",
+        action="append",
+        default=[],
+        type=set_item,
+        metavar="KEY=VALUE",
+        help="a preset override, e.g. expand_query=false",
     )
     evaluate.add_argument("--run-out", default=None, metavar="FILE", help="write the TREC run file")
     evaluate.add_argument("--json", action="store_true", help="print the numbers as JSON")

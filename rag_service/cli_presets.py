@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
-from rag_service.cli_commands import open_service, parse_sets
+from rag_service.cli_commands import open_service, parse_sets, set_item
 from rag_service.config import Preset, Settings
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         "--set",
         action="append",
         default=[],
+        type=set_item,
         metavar="KEY=VALUE",
         help="change a knob of NAME, e.g. --set max_chunks=6 --set min_relevance=0.4",
     )

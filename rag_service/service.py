@@ -22,6 +22,8 @@ from rag_service.db.presets import CallPreset, list_presets, read_call_preset
 from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
+from rag_service.forks import after_fork_in_child
+from rag_service.pools import LazyThreadPool
 from rag_service.service_documents import DocumentOperations
 from rag_service.tokens import own_encoding
 
@@ -68,13 +70,16 @@ class UniversalRAGService(DocumentOperations):
         )
         self._rerankers: RerankerCache | None = None
         self._fixed_reranker = reranker
-        self._executor: ThreadPoolExecutor | None = None
-        self._executor_lock = threading.Lock()
+        self._aretrieve_pool = LazyThreadPool(settings.pool_size, "rag-aretrieve", initializer=own_encoding)
         self._chat: OpenAICompatibleChat | None = None
         if check_model:
             self._check_embedding_record()
         self._retriever_instance: Retriever | None = None
-        self._parts_lock = threading.RLock()
+        self._new_locks()
+        after_fork_in_child(self._new_locks)  # and new connections and pools: the parts' own (``forks``)
+
+    def _new_locks(self) -> None:
+        self._chat_lock, self._parts_lock = threading.Lock(), threading.RLock()  # a forked child's: never held
 
     # -- parts, built lazily -------------------------------------------------------------------------
 
@@ -139,7 +144,7 @@ class UniversalRAGService(DocumentOperations):
         """The LLM of ``RAG_LLM_BASE_URL`` (built on first use), or None when none is configured."""
         if not self.settings.llm_configured:
             return None
-        with self._executor_lock:
+        with self._chat_lock:
             if self._chat is None:
                 from rag_service.llm import chat_model_for
 
@@ -283,10 +288,7 @@ class UniversalRAGService(DocumentOperations):
         return await asyncio.get_running_loop().run_in_executor(self._retrieve_executor(), call)
 
     def _retrieve_executor(self) -> ThreadPoolExecutor:
-        with self._executor_lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self.settings.pool_size, "rag-aretrieve", initializer=own_encoding)
-            return self._executor
+        return self._aretrieve_pool.get()
 
     def ranked_candidates(
         self,
@@ -387,10 +389,7 @@ class UniversalRAGService(DocumentOperations):
     def close(self) -> None:
         """End a model export; release the ``aretrieve`` threads (after their calls finish) and the connections."""
         self.stop_warm_up()
-        with self._executor_lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
+        self._aretrieve_pool.shutdown()
         self.reads.dispose()
         if self._chat is not None:
             self._chat.close()
@@ -431,7 +430,8 @@ _instance_lock = threading.Lock()
 
 
 def get_universal_rag() -> UniversalRAGService:
-    """The process-wide service, built from the environment on first call (thread-safe)."""
+    """The process-wide service, built from the environment on first call (thread-safe); a forked child gets the
+    same object, on connections and threads of its own (``rag_service.forks``)."""
     global _instance
     if _instance is None:
         with _instance_lock:

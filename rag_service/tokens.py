@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_service.forks import after_fork_in_child
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -118,6 +120,14 @@ def own_encoding(name: str = DEFAULT_ENCODING) -> None:
         mergeable_ranks=shared._mergeable_ranks,
         special_tokens=shared._special_tokens,
     )
+
+
+def _new_lock() -> None:
+    global _lock
+    _lock = threading.Lock()  # in a forked child: a parent's thread may have held it
+
+
+after_fork_in_child(_new_lock)
 
 
 def _clear() -> None:

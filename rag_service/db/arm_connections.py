@@ -2,7 +2,7 @@
 
 One per engine, opened on first use through the engine's pool (so with its connect settings) and then
 detached from it, REPEATABLE READ and read-only (it imports a session's snapshot); closed with the engine
-(``Database.dispose``) or when the engine is collected.
+(``Database.dispose``) or when the engine is collected; dropped unclosed in a forked child (the parent's).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from sqlalchemy.pool import QueuePool
+
+from rag_service.forks import after_fork_in_child
 
 
 class ArmConnection:
@@ -56,6 +58,11 @@ class ArmConnection:
             self.connection.close()
             self.connection = None
 
+    def forget(self) -> None:
+        """In a forked child: drop the parent's connection unclosed (the next ``open`` makes the child's own)."""
+        self.lock = threading.Lock()  # a parent's search may have held it
+        self.connection = None
+
 
 _ARM_CONNECTIONS: weakref.WeakKeyDictionary[Engine, ArmConnection] = weakref.WeakKeyDictionary()
 _REGISTRY_LOCK = threading.Lock()
@@ -78,3 +85,13 @@ def close_arm_connection(engine: Engine) -> None:
     if found is not None:
         with found.lock:
             found.close()
+
+
+def _forget_inherited() -> None:
+    global _REGISTRY_LOCK
+    _REGISTRY_LOCK = threading.Lock()
+    for found in list(_ARM_CONNECTIONS.values()):
+        found.forget()
+
+
+after_fork_in_child(_forget_inherited)

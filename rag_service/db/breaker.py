@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from rag_service.errors import DatabaseUnavailableError
+from rag_service.forks import after_fork_in_child
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
 
@@ -28,6 +29,10 @@ class CircuitBreaker:
         self._trial_running = False
         self._lock = threading.Lock()
         self.opened_count = 0
+        after_fork_in_child(self._new_lock)
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()  # in a forked child: a parent's thread may have held it
 
     @property
     def state(self) -> str:
@@ -51,9 +56,10 @@ class CircuitBreaker:
                 return
             assert self._opened_at is not None
             wait = max(self.cooldown - (self._clock() - self._opened_at), 0.0)
-            raise DatabaseUnavailableError(
-                f"{target} is unreachable (circuit open after {self._failures} failed calls); "
-                f"not trying again for {wait:.1f} s - check that the database is running"
+            attempts = "attempt" if self._failures == 1 else f"{self._failures} attempts in a row"
+            raise DatabaseUnavailableError(  # attempts, not calls: one call retries a lost connection (Database.read)
+                f"{target} is unreachable (circuit open: the last {attempts} to reach it failed, retries included); "
+                f"calls fail at once for {wait:.1f} s more - check that the database is running, then retry"
             )
 
     def success(self) -> None:

@@ -6,6 +6,10 @@ never unregisters, which would keep the server running forever and confuse the c
 and every leave first drops the pids of processes that no longer exist. A process leaves at exit, or
 earlier with ``leave_embedded_servers`` (the ``rag`` command does, so the server does not wait for
 worker threads the interpreter joins before its exit handlers run).
+
+A child forked from a process that joined a server has not joined it: its exit neither stops the server nor
+removes the parent's pid. At its first database connection it joins as a user of its own (``rag_service.forks``),
+so a parent that leaves first (a daemon's double fork) does not stop the server under it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import psycopg
 from rag_service.config import DEFAULT_SHARED_BUFFERS
 from rag_service.db.server_user import adopt_orphaned_files, ensure_server_user
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
+from rag_service.forks import after_fork_in_child, at_first_use_in_child
 from rag_service.shutdown import deferred_stop
 
 logger = logging.getLogger(__name__)
@@ -244,6 +249,40 @@ def leave_embedded_servers(keep: frozenset[Path] = frozenset()) -> list[Path]:
     for pgdata in left:
         _leave(pgdata)
     return left
+
+
+#: servers a forked child's parent had joined, which the child joins at its first connection
+_inherited: dict[Path, Any] = {}
+
+
+def _forget_inherited_servers() -> None:
+    """In a forked child: the parent's servers are not this process's (their exit handlers find nothing to do)."""
+    global _urls_lock
+    _urls_lock = threading.Lock()  # a parent's thread may have held it
+    for server in _joined.values():
+        atexit.unregister(server._cleanup)  # the library's: it would leave on this process's behalf
+    _inherited.update(_joined)
+    _joined.clear()
+    if _inherited:
+        at_first_use_in_child(_join_inherited_servers)
+
+
+def _join_inherited_servers() -> None:
+    """Add this (forked) process to the handle list of each server its parent had joined."""
+    while _inherited:
+        pgdata, server = _inherited.popitem()
+        try:
+            with type(server)._lock:
+                clean_stale_pids(pgdata)
+                server.global_process_id_list.get_and_add(os.getpid())
+        except Exception as exc:  # the library raises bare errors; the connection works without the entry
+            logger.warning("embedded server in %s: this process could not join its users (%s)", pgdata, exc)
+            continue
+        _joined[pgdata] = server
+        atexit.register(_leave, pgdata)
+
+
+after_fork_in_child(_forget_inherited_servers)
 
 
 def _leave(pgdata: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
@@ -12,6 +13,7 @@ from rag_service.config import Settings
 from rag_service.db.embedded import embedded_server_url
 from rag_service.db.messages import url_for_display
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError, closest_name, first_line
+from rag_service.forks import after_fork_in_child, first_use_in_child
 from rag_service.log import URL_TEMPLATE, mask_url
 
 
@@ -92,6 +94,7 @@ def make_engine(url: str, settings: Settings, *, connect_timeout: int = CONNECT_
         connect_args=connect_defaults(url, connect_timeout=connect_timeout),
     )
     _ping_when_idle(engine)
+    _ENGINES.add(engine)
     timeout_ms = int(settings.statement_timeout_ms)
 
     @event.listens_for(engine, "connect")
@@ -109,8 +112,23 @@ def make_engine(url: str, settings: Settings, *, connect_timeout: int = CONNECT_
                 (str(timeout_ms),),
             )
         dbapi_connection.commit()
+        first_use_in_child()  # a forked child's first connection: what its fork left for it (``rag_service.forks``)
 
     return engine
+
+
+#: every engine ``make_engine`` built and not yet collected (the main one and the replicas')
+_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _forget_inherited_connections() -> None:
+    """In a forked child: new pools for every engine, the parent's connections dropped unclosed (SQLAlchemy's
+    recipe, ``dispose(close=False)``; psycopg closes no connection of another process when it collects one)."""
+    for engine in list(_ENGINES):
+        engine.dispose(close=False)
+
+
+after_fork_in_child(_forget_inherited_connections)
 
 
 #: a pooled connection idle for longer than this is pinged before it is handed out (seconds)

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from rag_service.db.messages import url_for_display
-from rag_service.errors import ExtensionMissingError, first_line
+from rag_service.errors import ExtensionMissingError, SchemaError, first_line
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -49,6 +49,7 @@ def upgrade(engine: Engine, revision: str = "head", *, partition_by_collection: 
 
     try:
         with engine.begin() as conn:
+            refuse_newer_schema(conn, engine)
             _no_statement_timeout(conn)
             _one_at_a_time(conn)
             command.upgrade(alembic_config(conn), revision)
@@ -107,6 +108,7 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     from alembic import command
 
     with engine.begin() as conn:
+        refuse_newer_schema(conn, engine)
         _no_statement_timeout(conn)
         _one_at_a_time(conn)
         command.downgrade(alembic_config(conn), revision)
@@ -128,13 +130,8 @@ def _no_statement_timeout(conn: Connection) -> None:
     conn.execute(text("SET LOCAL statement_timeout = 0"))
 
 
-@lru_cache(maxsize=1)
-def head_revision() -> str:
-    """The newest revision the code knows: the one no migration names as its ``down_revision``.
-
-    Read from the migration files' ``revision``/``down_revision`` lines (a test checks it against
-    alembic's own answer); once per process, ``head_revision.cache_clear()`` resets.
-    """
+def _revisions() -> tuple[frozenset[str], frozenset[str]]:
+    """Every revision of the migration files, and those a migration names as its ``down_revision``."""
     revisions: set[str] = set()
     parents: set[str] = set()
     for path in (MIGRATIONS / "versions").glob("*.py"):
@@ -142,10 +139,49 @@ def head_revision() -> str:
             value = match.group(2) or match.group(3)
             if value:
                 (parents if match.group(1) else revisions).add(value)
+    return frozenset(revisions), frozenset(parents)
+
+
+@lru_cache(maxsize=1)
+def known_revisions() -> frozenset[str]:
+    """Every revision this release's migrations know (read once per process, as ``head_revision``)."""
+    return _revisions()[0]
+
+
+def newer_schema_error(revision: str | None, *, url: str) -> SchemaError | None:
+    """The error for a database at a revision this release does not know (a newer release migrated it), or None.
+
+    Such a database is never migrated: alembic cannot place the revision, and going back would lose what the
+    newer release stored.
+    """
+    unknown = sorted(set((revision or "").split(",")) - known_revisions() - {""})
+    if not unknown:
+        return None
+    return SchemaError(
+        f"the database at {url} has schema revision {revision}, newer than this release's {head_revision()} "
+        "(a newer rag_service migrated it); upgrade rag_service, or use the release that wrote it"
+    )
+
+
+def refuse_newer_schema(conn: Connection, engine: Engine) -> None:
+    """Raise ``newer_schema_error`` for the database of ``conn`` if it has one (before any migration)."""
+    error = newer_schema_error(current_revision(conn), url=url_for_display(engine))
+    if error is not None:
+        raise error
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest revision the code knows: the one no migration names as its ``down_revision``.
+
+    Read from the migration files' ``revision``/``down_revision`` lines (a test checks it against
+    alembic's own answer); once per process, ``head_revision.cache_clear()`` resets.
+    """
+    revisions, parents = _revisions()
     heads = revisions - parents
     if len(heads) != 1:
         raise RuntimeError(f"the migrations in {MIGRATIONS} have {len(heads)} heads ({sorted(heads)}); expected one")
-    return heads.pop()
+    return next(iter(heads))
 
 
 def current_revision(connection: Connection) -> str | None:

@@ -36,6 +36,7 @@ from rag_service.db.search import (
     search_parameters,
 )
 from rag_service.db.search_arms import ArmRow, given_arm_values
+from rag_service.forks import after_fork_in_child
 
 # the snapshot, where another connection can import it: no writes of the session's own (a test's outer
 # transaction), not a standby, not Citus (its workers' snapshots are not the coordinator's)
@@ -45,6 +46,15 @@ _EXPORT = text(
 )
 _LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1"})
 _KEYWORD_ARM_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-keyword-arm")
+
+
+def _new_keyword_arm_threads() -> None:
+    """In a forked child: a pool of its own (the inherited one counts workers that exist only in the parent)."""
+    global _KEYWORD_ARM_THREADS
+    _KEYWORD_ARM_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-keyword-arm")
+
+
+after_fork_in_child(_new_keyword_arm_threads)
 
 
 def fused_search(session: Session, request: SearchRequest) -> list[SearchHit]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, text
 
 from rag_service.db.messages import url_for_display
-from rag_service.db.migrate import current_revision, head_revision
+from rag_service.db.migrate import current_revision, head_revision, newer_schema_error
 from rag_service.db.shared_memory import SharedMemory, read_shared_memory
 from rag_service.errors import SchemaError
 
@@ -50,8 +50,7 @@ class DatabaseStatus:
             f"database:   {self.url}",
             f"server:     {self.server_version}",
             f"pgvector:   {self.pgvector_version or 'not installed (run `rag db upgrade`)'}",
-            f"schema:     {self.revision or 'empty'} (head {self.head})"
-            + ("" if self.up_to_date else " - run `rag db upgrade`"),
+            f"schema:     {self.revision or 'empty'} (head {self.head}){self._schema_advice()}",
         ]
         if self.embedding_model:
             out.append(f"embeddings: {self.embedding_model} ({self.embedding_dim}-d), fts '{self.fts_config}'")
@@ -81,6 +80,14 @@ class DatabaseStatus:
         for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")
             out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
+
+
+    def _schema_advice(self) -> str:
+        if self.up_to_date:
+            return ""
+        if newer_schema_error(self.revision, url=self.url) is not None:
+            return " - newer than this release (a newer rag_service migrated it): upgrade rag_service"
+        return " - run `rag db upgrade`"
 
 
 def _pretty(size: int) -> str:
@@ -193,6 +200,9 @@ def require_current_schema(engine: Engine) -> None:
     with engine.connect() as conn:
         revision = current_revision(conn)
     head = head_revision()
+    newer = newer_schema_error(revision, url=url_for_display(engine))
+    if newer is not None:
+        raise newer
     if revision != head:
         raise SchemaError(
             f"the database schema is at {revision or 'nothing'} but this code needs {head}; run `rag db upgrade`"

@@ -68,3 +68,42 @@ def test_other_database_refusals_are_one_line(plain_role):
     # no CREATE on schema public: alembic's own version table is refused before any migration runs
     result = rag(plain_role[0], "db", "upgrade")
     assert_one_line_error(result, "permission denied for schema public", "SQLSTATE 42501")
+
+
+def test_a_schema_from_a_newer_release_is_refused_in_one_line_and_never_migrated(cli_env):  # noqa: F811
+    """A database a newer release migrated (its revision unknown here): query, upgrade and status name both
+    revisions and the fix (upgrade rag_service), never `rag db upgrade`, and nothing is migrated."""
+    from rag_service.db.migrate import head_revision
+
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    newer = f"{int(head_revision()) + 1:04d}"
+    with psycopg.connect(**admin_params(cli_env["RAG_DATABASE_URL"])) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = %s", (newer,))
+    for command in (("query", "presets"), ("db", "upgrade"), ("reindex", "--all")):
+        assert_one_line_error(
+            rag(cli_env, *command), f"revision {newer}", f"release's {head_revision()}", "upgrade rag_service"
+        )
+    status = rag(cli_env, "db", "status")
+    assert status.returncode == 1 and "rag db upgrade" not in status.stdout + status.stderr, status.stdout
+    assert f"{newer} (head {head_revision()}) - newer than this release" in status.stdout
+    with psycopg.connect(**admin_params(cli_env["RAG_DATABASE_URL"])) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [(newer,)]
+
+
+def test_the_embedded_database_of_a_newer_release_is_not_migrated_by_the_service(database_factory, settings):
+    """``build_service`` migrates its own embedded database on demand: ``migrate.upgrade`` refuses this one."""
+    from rag_service.db import migrate
+    from rag_service.db.engine import make_engine
+    from rag_service.errors import SchemaError
+
+    engine = make_engine(database_factory.create("rag_newer"), settings)
+    try:
+        migrate.upgrade(engine)
+        with engine.begin() as conn:
+            conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+        with pytest.raises(SchemaError, match=r"revision 9999, newer than this release's \d{4} .*upgrade rag_service"):
+            migrate.upgrade(engine)
+        with pytest.raises(SchemaError, match="revision 9999, newer"):
+            migrate.downgrade(engine, "0001")
+    finally:
+        engine.dispose()

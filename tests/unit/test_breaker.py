@@ -26,7 +26,9 @@ def test_opens_fails_fast_then_half_opens_and_closes():
     breaker.failure()
     assert breaker.state == OPEN and breaker.opened_count == 1
     with pytest.raises(
-        DatabaseUnavailableError, match=r"circuit open after 3 failed calls\); not trying again for 10\.0 s"
+        DatabaseUnavailableError,
+        match=r"circuit open: the last 3 attempts in a row to reach it failed, retries included\); "
+        r"calls fail at once for 10\.0 s more - check that the database is running, then retry",
     ):
         breaker.check("db")
     clock.now = 10.0

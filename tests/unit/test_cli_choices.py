@@ -135,3 +135,17 @@ def test_serve_and_mcp_take_a_log_level_in_either_case(level: str) -> None:
     parser = build_parser()
     assert parser.parse_args(["serve", "--log-level", level]).log_level == "info"
     assert parser.parse_args(["mcp", "--log-level", level]).log_level == "INFO"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["presets", "search", "--set", "max_chunks"], ["query", "backups", "--set", "=6"], ["eval", "d", "--set", "x"]],
+)
+def test_a_set_item_without_key_and_value_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Found before any database is opened, and exit 2 as every usage error (README: "usage errors exit 2")."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert exited.value.code == 2
+    assert f"argument --set: invalid set_item value: {argv[-1]!r}" not in error, "argparse's own wording, not ours"
+    assert f"{argv[-1]!r} must look like key=value" in error, error

@@ -1,0 +1,91 @@
+"""What a process forked after the service was made (gunicorn ``--preload``, Celery prefork, multiprocessing's
+"fork") must not share with its parent, and the one warning such a child gets.
+
+A child inherits the parent's memory but only the thread that forked: pooled connections whose sockets the
+parent still uses, thread pools whose workers do not exist in the child, and locks another thread may have held.
+Each module that keeps such state registers a callback with ``after_fork_in_child``; the callbacks run in the
+child right after ``os.fork()`` and only drop or replace state, never close what the parent uses. Work that may
+block (joining the embedded server, the warning) waits for the child's first new database connection
+(``first_use_in_child``, called by every engine ``db.engine.make_engine`` built).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from types import MethodType
+
+log = logging.getLogger(__name__)
+
+_callbacks: list[Callable[[], Callable[[], None] | None]] = []  # each gives its callback, or None once collected
+_first_use: list[Callable[[], None]] = []  # run once, at the first connection a child makes
+_hooked = False
+_lock = threading.Lock()
+
+#: the warning of a child whose parent had loaded ONNX Runtime (README, "Pre-forking servers")
+ONNX_EXIT_WARNING = (
+    "this process (pid %d) was forked from one that had loaded ONNX Runtime: it may hang when it exits through "
+    "sys.exit (ONNX Runtime's telemetry thread); set ORT_DISABLE_TELEMETRY=1 in the environment the parent starts "
+    "with, or create the service in each worker (gunicorn without --preload or in post_fork, Celery's "
+    "worker_process_init) - README, 'Pre-forking servers'"
+)
+#: with it set when ONNX Runtime loads, no telemetry thread starts, and a forked child exits (1.32, measured)
+_NO_TELEMETRY = "ORT_DISABLE_TELEMETRY"
+
+
+def after_fork_in_child(callback: Callable[[], None]) -> None:
+    """Call ``callback`` in every child forked from now on, before anything else runs there.
+
+    A bound method is held weakly (its object may be collected; the callback then stops); a function strongly.
+    The callback must not block or do I/O: it only drops or replaces state.
+    """
+    global _hooked
+    held: Callable[[], Callable[[], None] | None] = (
+        weakref.WeakMethod(callback) if isinstance(callback, MethodType) else functools.partial(_same, callback)
+    )
+    with _lock:
+        _callbacks[:] = [c for c in _callbacks if c() is not None]  # forget the collected ones
+        _callbacks.append(held)
+        if not _hooked:
+            os.register_at_fork(after_in_child=_run_in_child)
+            _hooked = True
+
+
+def _same(callback: Callable[[], None]) -> Callable[[], None]:
+    return callback
+
+
+def at_first_use_in_child(callback: Callable[[], None]) -> None:
+    """Run ``callback`` once at this (forked) process's first new database connection (from a fork callback)."""
+    _first_use.append(callback)
+
+
+def first_use_in_child() -> None:
+    """Run what forked-child callbacks left for the first connection (nothing in a process that did not fork)."""
+    while _first_use:
+        try:
+            callback = _first_use.pop(0)
+        except IndexError:  # another thread's first connection took it
+            return
+        callback()
+
+
+def _run_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a parent's thread may have held it
+    _first_use.clear()  # an unused parent's list: the callbacks below add again what this child needs
+    if "onnxruntime" in sys.modules and os.environ.get(_NO_TELEMETRY) != "1":
+        at_first_use_in_child(_warn_onnx_exit)
+    for held in list(_callbacks):
+        callback = held()
+        if callback is not None:
+            callback()
+
+
+def _warn_onnx_exit() -> None:
+    log.warning(ONNX_EXIT_WARNING, os.getpid())
