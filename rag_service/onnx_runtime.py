@@ -9,11 +9,31 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import onnxruntime as ort
+
+#: ONNX Runtime (1.32) starts a telemetry thread when it loads unless this is set; a process forked after that
+#: (gunicorn --preload, Celery prefork) hangs when it exits through sys.exit (README, "Pre-forking servers")
+NO_TELEMETRY = "ORT_DISABLE_TELEMETRY"
+
+
+def load_onnxruntime() -> ModuleType:
+    """``onnxruntime``, loaded with its telemetry off unless the environment says otherwise (``NO_TELEMETRY``).
+
+    Every path of the product that loads ONNX Runtime (the embedder, both cross-encoders) comes through here. When
+    the application loaded it first, the setting would come too late and is left alone (a forked child warns then).
+    """
+    if "onnxruntime" not in sys.modules:
+        os.environ.setdefault(NO_TELEMETRY, "1")
+    import onnxruntime  # noqa: F401
+
+    return sys.modules["onnxruntime"]
 
 
 @functools.cache
@@ -34,7 +54,7 @@ def intra_op_threads() -> int:
 
 def session_options(threads: int | None = None) -> ort.SessionOptions:
     """Options of every session: ``intra_op_threads()`` threads that spin within a run and stop at its end."""
-    import onnxruntime as ort
+    ort = load_onnxruntime()
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or intra_op_threads()
@@ -51,7 +71,7 @@ def session_options(threads: int | None = None) -> ort.SessionOptions:
 
 def cpu_session(model_file: Path, threads: int | None = None) -> ort.InferenceSession:
     """An inference session of ``model_file`` on the CPU with ``session_options``."""
-    import onnxruntime as ort
+    ort = load_onnxruntime()
 
     return ort.InferenceSession(str(model_file), session_options(threads), providers=["CPUExecutionProvider"])
 

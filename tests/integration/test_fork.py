@@ -147,6 +147,25 @@ def test_with_onnx_runtime_telemetry_off_a_forked_child_exits_through_sys_exit()
     assert done.returncode == 0 and done.stdout.strip() == "0", done.stderr
 
 
+PRODUCT_PARENT = """
+import os, sys
+os.environ.pop("ORT_DISABLE_TELEMETRY", None)
+from rag_service.onnx_runtime import load_onnxruntime
+load_onnxruntime()
+if os.fork() == 0:
+    sys.exit(0)
+print(os.waitstatus_to_exitcode(os.wait()[1]), os.environ.get("ORT_DISABLE_TELEMETRY"))
+"""
+
+
+def test_onnx_runtime_loaded_by_the_product_lets_a_forked_child_exit_through_sys_exit():
+    """The product loads ONNX Runtime with its telemetry off (unless the environment says otherwise), so a worker
+    forked after the first query (gunicorn --preload) does not hang at its exit."""
+    pytest.importorskip("onnxruntime")
+    done = subprocess.run([sys.executable, "-c", PRODUCT_PARENT], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout.split() == ["0", "1"], done.stderr
+
+
 FORKING_USER = """
 import json, os, sys
 from pathlib import Path

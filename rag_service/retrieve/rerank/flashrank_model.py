@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rag_service.errors import ModelLoadError, first_line
 from rag_service.log import quiet_root_logger
+from rag_service.onnx_runtime import load_onnxruntime
 from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, relevance
 from rag_service.retrieve.rerank.hub import (
     DOWNLOAD_TIMEOUT_S,
@@ -36,6 +37,7 @@ class FlashRankReranker:
         max_length: int = RERANK_MAX_LENGTH,
         batch_size: int = RERANK_BATCH_SIZE,
     ) -> None:
+        load_onnxruntime()  # flashrank loads it: with the product's settings first
         from flashrank import Ranker
         from flashrank.Config import listwise_rankers, model_file_map
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rag_service.errors import ModelLoadError
 from rag_service.log import quiet_root_logger
-from rag_service.onnx_runtime import cpu_session, files_key
+from rag_service.onnx_runtime import cpu_session, files_key, load_onnxruntime
 from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, check_labels, relevance
 from rag_service.retrieve.rerank.hub import (
     load_errors,
@@ -186,6 +186,7 @@ def export_onnx(model: Any, tokenizer: Any, target: Path, *, quantize: bool = Tr
                 dynamo=False,
             )
         if quantize:
+            load_onnxruntime()
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             with quiet_root_logger():
