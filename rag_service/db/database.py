@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from rag_service.db.arm_connections import close_arm_connection
 from rag_service.db.breaker import CircuitBreaker
-from rag_service.db.embedded import embedded_disk_note
+from rag_service.db.embedded import embedded_disk_note, revive_embedded_server
 from rag_service.db.messages import url_for_display
 from rag_service.errors import (
     DatabaseError,
@@ -96,6 +96,9 @@ class Database:
                 self.breaker.failure()
                 if attempt >= self.retries:
                     raise
+                if revive_embedded_server(self.engine.url.query.get("host")):  # our embedded server had died
+                    attempt += 1
+                    continue
                 time.sleep(self.backoff * 2**attempt)
                 attempt += 1
                 continue

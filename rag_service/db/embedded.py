@@ -111,6 +111,10 @@ def _pid_alive(pid: int) -> bool:
 
 _urls_lock = threading.Lock()
 _urls: dict[str, str] = {}
+_sockets: dict[str, Path] = {}  # each joined server's socket folder: its data folder (``revive_embedded_server``)
+_revived: dict[Path, float] = {}
+#: a server found down is started again at most this often (a call's retries and concurrent calls share one start)
+REVIVE_EVERY_S = 5.0
 
 
 def embedded_server_url(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> str:
@@ -129,6 +133,37 @@ def forget_embedded_server_urls() -> None:
     """Forget the URLs ``embedded_server_url`` remembered (the next call starts or joins again)."""
     with _urls_lock:
         _urls.clear()
+
+
+def revive_embedded_server(socket_dir: object) -> bool:
+    """Start the embedded server reached at ``socket_dir`` again when this process joined it and its postmaster is
+    gone (the OOM killer, a ``kill -9``, a stop by another process); True when it started it.
+
+    ``rag serve`` and ``rag mcp`` outlive such a death; without this they answered 503 until some other command
+    started the server. At most once per ``REVIVE_EVERY_S`` a server; its socket and port stay, so URLs hold.
+    """
+    pgdata = _sockets.get(socket_dir) if isinstance(socket_dir, str) else None
+    server = _joined.get(pgdata) if pgdata is not None else None
+    if pgdata is None or server is None:
+        return False
+    with _urls_lock:
+        now = time.monotonic()
+        if now - _revived.get(pgdata, -REVIVE_EVERY_S) < REVIVE_EVERY_S:
+            return False
+        _revived[pgdata] = now
+        module = _server_module()
+        info = module.utils.PostmasterInfo.read_from_pgdata(pgdata)
+        if info is not None and info.is_running():
+            return False
+        logger.warning("the embedded PostgreSQL in %s is not running; starting it again", pgdata)
+        try:
+            with type(server)._lock:
+                clean_stale_pids(pgdata)
+                server.ensure_postgres_running()
+        except Exception as exc:  # the library raises bare subprocess/assert errors
+            logger.warning("the embedded PostgreSQL in %s did not start again: %s: %s", pgdata, type(exc).__name__, exc)
+            return False
+    return True
 
 
 def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> str:
@@ -162,6 +197,7 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
             f"see {log_file}, or set RAG_DATABASE_URL to use your own server"
         ) from exc
     socket_dir = str(info.socket_dir)
+    _sockets[socket_dir] = pgdata
     harden_permissions(data_dir, pgdata, Path(socket_dir))
     _size_shared_buffers(server, pgdata, socket_dir, info.port or 5432, shared_buffers)
     _ensure_database(socket_dir, info.port or 5432, DATABASE_NAME)

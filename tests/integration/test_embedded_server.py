@@ -201,3 +201,40 @@ def test_a_data_dir_left_to_a_vanished_uid_still_starts(data_dir):
     finally:
         _stop(holder)
     _wait_stopped(data_dir)
+
+
+REVIVING_USER = """
+import os, signal, sys, time
+from pathlib import Path
+from rag_service.service import build_service
+data = Path(sys.argv[1])
+rag = build_service()
+rag.index_texts([("a.md", "A", "Backups are kept for 14 days.")], collection="kb")
+answer = lambda: [c.content for c in rag.retrieve("backups kept", "search", collection="kb").chunks]
+expected = answer()
+killed = int((data / "pg" / "postmaster.pid").read_text().split()[0])
+os.kill(killed, signal.SIGKILL)  # as the OOM killer would
+while True:
+    try:
+        os.kill(killed, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.05)  # polling a condition
+again = answer()
+started = int((data / "pg" / "postmaster.pid").read_text().split()[0])
+print(again == expected, started != killed, flush=True)
+rag.close()
+"""
+
+
+def test_a_long_running_user_starts_the_embedded_server_again_after_its_postmaster_was_killed(data_dir):
+    """`rag serve` and `rag mcp` outlive the server's death (the OOM killer, kill -9): the next call starts it again
+    instead of answering 'unreachable' until some other command does."""
+    env = {**os.environ, "RAG_DATA_DIR": str(data_dir), "RAG_EMBEDDING_MODEL": "hashing", "RAG_RERANK_MODEL": "none"}
+    env.pop("RAG_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", REVIVING_USER, str(data_dir)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"], done.stdout + done.stderr
+    assert "not running; starting it again" in done.stderr
