@@ -14,11 +14,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Callable
 from types import MethodType
+
+from rag_service.onnx_runtime import telemetry_thread_may_run
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,6 @@ ONNX_EXIT_WARNING = (
     "with, or create the service in each worker (gunicorn without --preload or in post_fork, Celery's "
     "worker_process_init) - README, 'Pre-forking servers'"
 )
-#: with it set when ONNX Runtime loads, no telemetry thread starts, and a forked child exits (1.32, measured)
-_NO_TELEMETRY = "ORT_DISABLE_TELEMETRY"
 
 
 def after_fork_in_child(callback: Callable[[], None]) -> None:
@@ -79,7 +78,7 @@ def _run_in_child() -> None:
     global _lock
     _lock = threading.Lock()  # a parent's thread may have held it
     _first_use.clear()  # an unused parent's list: the callbacks below add again what this child needs
-    if "onnxruntime" in sys.modules and os.environ.get(_NO_TELEMETRY) != "1":
+    if telemetry_thread_may_run():
         at_first_use_in_child(_warn_onnx_exit)
     for held in list(_callbacks):
         callback = held()

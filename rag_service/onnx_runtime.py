@@ -21,19 +21,32 @@ if TYPE_CHECKING:
 #: ONNX Runtime (1.32) starts a telemetry thread when it loads unless this is set; a process forked after that
 #: (gunicorn --preload, Celery prefork) hangs when it exits through sys.exit (README, "Pre-forking servers")
 NO_TELEMETRY = "ORT_DISABLE_TELEMETRY"
+_loaded_quiet = False  # this module loaded ONNX Runtime with its telemetry off
 
 
 def load_onnxruntime() -> ModuleType:
     """``onnxruntime``, loaded with its telemetry off unless the environment says otherwise (``NO_TELEMETRY``).
 
-    Every path of the product that loads ONNX Runtime (the embedder, both cross-encoders) comes through here. When
-    the application loaded it first, the setting would come too late and is left alone (a forked child warns then).
+    Every path of the product that loads ONNX Runtime (the embedder, both cross-encoders) comes through here. The
+    setting is read once, as the library loads: it is in the environment for the import alone, so the caller's
+    process keeps its environment. An application that loaded ONNX Runtime first keeps what it loaded.
     """
+    global _loaded_quiet
     if "onnxruntime" not in sys.modules:
-        os.environ.setdefault(NO_TELEMETRY, "1")
-    import onnxruntime  # noqa: F401
-
+        given = os.environ.get(NO_TELEMETRY)
+        os.environ[NO_TELEMETRY] = "1" if given is None else given
+        try:
+            import onnxruntime  # noqa: F401
+        finally:
+            if given is None:
+                os.environ.pop(NO_TELEMETRY, None)
+        _loaded_quiet = os.environ.get(NO_TELEMETRY, "1") == "1"
     return sys.modules["onnxruntime"]
+
+
+def telemetry_thread_may_run() -> bool:
+    """ONNX Runtime is loaded and may have started its telemetry thread (a forked child may hang at its exit)."""
+    return "onnxruntime" in sys.modules and not _loaded_quiet and os.environ.get(NO_TELEMETRY) != "1"
 
 
 @functools.cache
