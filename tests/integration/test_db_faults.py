@@ -97,8 +97,10 @@ def test_restart_during_retrieve_loop(own_server, tmp_path, monkeypatch):
     engine.dispose()
 
 
-def test_dead_database_opens_the_circuit(own_server, tmp_path):
+def test_dead_database_opens_the_circuit(own_server, tmp_path, monkeypatch):
     url, pgdata = own_server
+    # this process started the server, so a read would start it again (test_embedded_server); here it stays dead
+    monkeypatch.setattr("rag_service.db.database.revive_embedded_server", lambda socket_dir: False)
     settings = Settings(database_url=url, data_dir=tmp_path)
     engine = make_engine(url, settings)
     migrate.upgrade(engine)
