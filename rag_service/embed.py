@@ -258,8 +258,14 @@ def _bundled_onnx(backend: str, *, batch_size: int, cache_dir: Path | None) -> E
     )
 
 
-def stop_model_exports() -> None:
-    """End a first ONNX export still running in its child process (``embed_onnx.stop_exports``)."""
+def stop_model_exports(*, for_good: bool = False) -> None:
+    """End a first ONNX export still running in its child process (``embed_onnx.stop_exports``); ``for_good``:
+    a command leaving early, whose model thread must not start one afterwards either."""
+    if for_good:  # the thread may be importing the module right now: the refusal must be there when it exports
+        from rag_service import embed_onnx
+
+        embed_onnx.stop_exports(for_good=True)
+        return
     # none was started in a process that has not loaded the module, nor while another thread still imports it
     stop = getattr(sys.modules.get("rag_service.embed_onnx"), "stop_exports", None)
     if stop is not None:

@@ -78,6 +78,7 @@ def ensure_export(source: Path, cache_dir: Path) -> Path:
 #: the export children running now, each with the temporary folder it writes in (``stop_exports`` ends them)
 _EXPORTS: dict[subprocess.Popen[bytes], Path] = {}
 _EXPORTS_LOCK = threading.Lock()
+_exports_refused = False  # a command leaving early: an export its model thread starts after the stop ends at once
 #: how long ``stop_exports`` waits for a child to end after SIGTERM before it kills it
 _EXPORT_STOP_WAIT_S = 10.0
 _EXPORT_CHILD = (
@@ -100,13 +101,15 @@ def _export_in_child(source: Path, target: Path) -> None:
     _private_folder(target.parent)
     workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))  # 0700
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-c", _EXPORT_CHILD, str(source), str(target), str(workdir)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        with _EXPORTS_LOCK:
+        with _EXPORTS_LOCK:  # one step with the refusal: a stop never misses a child that starts meanwhile
+            if _exports_refused:
+                raise RuntimeError(f"exporting {source} to ONNX was not started: the command is leaving")
+            child = subprocess.Popen(
+                [sys.executable, "-c", _EXPORT_CHILD, str(source), str(target), str(workdir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
             if not _EXPORTS:
                 atexit.register(stop_exports)
             _EXPORTS[child] = workdir
@@ -126,13 +129,16 @@ def _export_in_child(source: Path, target: Path) -> None:
         raise RuntimeError(f"exporting {source} to ONNX failed (exit {child.returncode}): {last}")
 
 
-def stop_exports() -> None:
+def stop_exports(*, for_good: bool = False) -> None:
     """End the export children still running and remove what they wrote, waiting briefly for each.
 
     SIGTERM, whose default action no Python code in the child can catch or swallow, then SIGCONT so
     that a stopped child (a job suspended with Ctrl-Z) ends too; SIGKILL after ``_EXPORT_STOP_WAIT_S``.
+    ``for_good`` (a command leaving early): no export starts in this process after it either.
     """
+    global _exports_refused
     with _EXPORTS_LOCK:
+        _exports_refused = _exports_refused or for_good
         children = dict(_EXPORTS)
     _end_children(list(children))
     for workdir in children.values():

@@ -220,3 +220,30 @@ def test_a_stop_while_another_thread_imports_the_onnx_module_is_quiet(monkeypatc
 
     monkeypatch.setitem(sys.modules, "rag_service.embed_onnx", types.ModuleType("rag_service.embed_onnx"))
     stop_model_exports()
+
+
+def test_a_query_that_fails_during_the_first_export_ends_it_instead_of_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrong RAG_DATABASE_URL on a first run: ``rag query`` says so without waiting for the export its model
+    thread started (it waited up to 10 s, then the export was thrown away anyway). The export child stops itself
+    before it exports, so only the command's own stop can end it."""
+    import argparse
+
+    from rag_service.cli_commands import _query
+    from rag_service.config import load_settings
+    from rag_service.errors import DatabaseUnavailableError
+
+    stop_first = "import os, signal; os.kill(os.getpid(), signal.SIGSTOP); "
+    monkeypatch.setattr(embed_onnx, "_EXPORT_CHILD", stop_first + embed_onnx._EXPORT_CHILD)
+    settings = replace(
+        load_settings(), database_url="postgresql://nobody@127.0.0.1:1/none", data_dir=tmp_path,
+        embedding_backend="onnx-int8",
+    )
+    args = argparse.Namespace(text="x", context="search", collection=None, set=[], max_chunks=None,
+                              graph_weight=None, json=False)
+    monkeypatch.setattr(embed_onnx, "_exports_refused", False)  # the command's refusal is its process's
+    with pytest.raises(DatabaseUnavailableError, match=r"127\.0\.0\.1:1"):
+        _query(args, settings)
+    assert not embed_onnx._EXPORTS, "the export child outlived the command"
+    assert not [p for p in (tmp_path / "models").rglob("*") if p.is_file()], "the stopped export left files"
