@@ -85,9 +85,8 @@ _STOPPED_WAIT_S = 10.0
 
 def _wait_for(threads: list[threading.Thread], *, bound: float | None) -> None:
     """Join ``threads``: an early exit comes after they are done, never inside a server's start. Leaving on an
-    error or a stop, at most ``bound`` seconds in all: they are daemon threads, and a stop must end the command.
-    A first model export still running is ended first (it would hold the exit ~10 s, then be thrown away: a
-    wrong ``RAG_DATABASE_URL`` on a first run took 11.7 s to say so)."""
+    error or a stop, at most ``bound`` seconds in all (daemon threads; a stop must end the command), after ending
+    a first model export (it held the exit ~10 s, then was thrown away anyway)."""
     if bound is not None:
         from rag_service.embed import stop_model_exports
 
