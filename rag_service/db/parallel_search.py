@@ -17,7 +17,7 @@ searches never hold more than one extra connection.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from typing import Any
 
 import psycopg
@@ -36,7 +36,7 @@ from rag_service.db.search import (
     search_parameters,
 )
 from rag_service.db.search_arms import ArmRow, given_arm_values
-from rag_service.forks import after_fork_in_child
+from rag_service.pools import LazyThreadPool
 
 # the snapshot, where another connection can import it: no writes of the session's own (a test's outer
 # transaction), not a standby, not Citus (its workers' snapshots are not the coordinator's)
@@ -45,16 +45,8 @@ _EXPORT = text(
     "AND NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN pg_export_snapshot() END"
 )
 _LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1"})
-_KEYWORD_ARM_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-keyword-arm")
-
-
-def _new_keyword_arm_threads() -> None:
-    """In a forked child: a pool of its own (the inherited one counts workers that exist only in the parent)."""
-    global _KEYWORD_ARM_THREADS
-    _KEYWORD_ARM_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-keyword-arm")
-
-
-after_fork_in_child(_new_keyword_arm_threads)
+#: made anew in a forked child (``pools.LazyThreadPool``): an inherited pool counts workers only the parent has
+_KEYWORD_ARM_THREADS = LazyThreadPool(4, "rag-keyword-arm")
 
 
 def fused_search(session: Session, request: SearchRequest) -> list[SearchHit]:
@@ -121,7 +113,7 @@ def _rows_with_parallel_arms(
     parameters = search_parameters(request)
     keyword_sql = STATEMENTS.compiled_arm(request, "keyword_arm", engine.dialect)
     keyword_parameters = dict(keyword_sql.construct_params(parameters) or {})  # every bound value, as psycopg takes
-    keyword_rows = _KEYWORD_ARM_THREADS.submit(
+    keyword_rows = _KEYWORD_ARM_THREADS.get().submit(
         _run_keyword_arm, connection, snapshot, str(keyword_sql), keyword_parameters
     )
     try:

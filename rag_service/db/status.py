@@ -81,7 +81,6 @@ class DatabaseStatus:
             out.append(f"size:       {name} ({kind}): {_pretty(size)}")
         return out
 
-
     def _schema_advice(self) -> str:
         if self.up_to_date:
             return ""

@@ -70,14 +70,14 @@ def _queries_in_child(service: UniversalRAGService, number: int) -> dict[str, ob
     """What a child found: each query three times, once through ``aretrieve``'s pool, and the parallel arms' pool."""
     seen = {q: [signature(service, QUERIES[(number + n) % len(QUERIES)]) for n in range(3)] for q in QUERIES}
     pooled = asyncio.run(service.aretrieve(QUERIES[0], "search", collection="kb", max_chunks=3))
-    arm_pool = parallel_search._KEYWORD_ARM_THREADS.submit(lambda: "ran").result(timeout=10)
+    arm_pool = parallel_search._KEYWORD_ARM_THREADS.get().submit(lambda: "ran").result(timeout=10)
     return {"seen": seen, "pooled": [(c.source, c.start_char) for c in pooled.chunks], "arm_pool": arm_pool}
 
 
 def test_forked_children_query_on_their_own_connections_and_the_parent_keeps_working(service):
     expected = {q: signature(service, q) for q in QUERIES}
     asyncio.run(service.aretrieve(QUERIES[0], "search", collection="kb"))  # the parent's pool has its threads
-    assert parallel_search._KEYWORD_ARM_THREADS.submit(lambda: "ran").result() == "ran"
+    assert parallel_search._KEYWORD_ARM_THREADS.get().submit(lambda: "ran").result() == "ran"
 
     def child(number: int) -> dict[str, object]:
         return _queries_in_child(service, number)
@@ -94,7 +94,7 @@ def test_forked_children_query_on_their_own_connections_and_the_parent_keeps_wor
         assert got["arm_pool"] == "ran"
     # and the parent's own connections were never touched
     assert {q: signature(service, q) for q in QUERIES} == expected
-    assert parallel_search._KEYWORD_ARM_THREADS.submit(lambda: "ran").result(timeout=10) == "ran"
+    assert parallel_search._KEYWORD_ARM_THREADS.get().submit(lambda: "ran").result(timeout=10) == "ran"
 
 
 _CHILD = None
