@@ -5,7 +5,8 @@ A switch is the pair (from, to) in ``index_settings`` (``embedding_model``, ``sw
 while it is recorded the database holds vectors of both models, so reads and ordinary writes refuse
 (``index_settings.check_stored_model``). ``end_model_switch`` stores ``to`` as the model and clears
 the marker in one statement, once every document of every collection was re-embedded without a
-failure; a run that stops or fails leaves the marker, and ``rag reindex --all`` again finishes it.
+failure; a run that stops or fails leaves the marker, and ``rag reindex --all`` again finishes it, reusing the
+vectors the stopped run embedded (``db.switch_vectors``).
 
 Every batch of vectors is written after ``check_vectors_writable`` in the batch's own transaction: it
 holds the settings row shared, so the marker's update waits for batches in flight and every batch
@@ -27,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.index_settings import check_dimension, fts_mismatch_message, unfinished_switch_message
 from rag_service.db.models import IndexSettings
+from rag_service.db.switch_vectors import drop_switch_vectors
 from rag_service.db.vector_columns import close_vector_columns, open_vector_columns, schema_embedding_dim
 from rag_service.errors import EmbeddingMismatchError
 
@@ -85,6 +87,7 @@ def begin_model_switch(
     if column_dim not in (None, dim):
         open_vector_columns(session, model_id=model_id, dim=dim)
     stored.embedding_model, stored.switching_to = switch.from_model, switch.to_model
+    drop_switch_vectors(session, except_model=switch.to_model)  # a resumed switch keeps what it embedded
     session.flush()
     return replace(switch, resizes=column_dim != dim)
 
@@ -103,6 +106,7 @@ def end_model_switch(
         return False
     close_vector_columns(session, dim=dim, phase=phase)
     stored.embedding_model, stored.switching_to = switch.to_model, None
+    drop_switch_vectors(session)
     session.flush()
     return True
 

@@ -376,3 +376,15 @@ class IndexSettings(Base):
     switching_to: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: the vector indexes' definitions while a switch to another dimension has dropped them (migration 0018)
     vector_indexes: Mapped[list[str] | None] = mapped_column(ARRAY(Text), nullable=True)
+
+
+class SwitchVector(Base):
+    """A vector a switch of the embedding model embedded, kept until the switch ends (migration 0020), so a run
+    stopped midway does not embed it again (``db.switch_vectors``)."""
+
+    __tablename__ = "model_switch_vectors"
+
+    model: Mapped[str] = mapped_column(Text, primary_key=True)
+    #: the hash of the text the vector embeds, as ``document_chunks.content_hash``
+    content_hash: Mapped[str] = mapped_column(Text, primary_key=True)
+    embedding: Mapped[Any] = mapped_column(BinaryVector(None), nullable=False)

@@ -1,8 +1,8 @@
 """One run's batches: chunked documents gathered, embedded together, written in transactions of whole documents.
 
-Chunks are gathered across documents into calls of up to ``EMBED_BATCH_CHUNKS``, stored vectors are reused
-by the hash of the text they embed, and writing batch N overlaps with embedding batch N+1. A batch is
-written in transactions of whole documents, about ``WRITE_CHUNKS`` chunks each, with a savepoint per
+Chunks are gathered across documents into calls of up to ``EMBED_BATCH_CHUNKS``, vectors held already are
+reused by the hash of the text they embed (``vector_sources``), and writing batch N overlaps with embedding batch
+N+1. A batch is written in transactions of whole documents, about ``WRITE_CHUNKS`` chunks each, with a savepoint per
 document: readers see a document's old or new version, a failing document keeps its old version and is
 reported, and each commit is synchronous, so a document the report counts as written is durable. A bulk load
 (``bulkwrite``) keeps these guarantees with one transaction for the whole run: all or nothing.
@@ -41,6 +41,7 @@ from rag_service.ingest.report import FileProblem, IngestReport, file_reason
 from rag_service.ingest.source_keys import legacy_source_for
 from rag_service.ingest.storable import check_storable
 from rag_service.ingest.summary import SummaryWriter
+from rag_service.ingest.vector_sources import VectorSource
 from rag_service.records import from_fields
 from rag_service.shutdown import deferred_stop
 
@@ -79,7 +80,7 @@ class Batch:
         keywords: repo.ChunkKeywords,
         graph: GraphBuilder,
         summaries: SummaryWriter,
-        reuse_vectors: bool = True,
+        vectors: VectorSource | None = None,
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
         lock: RunLock | None = None,
@@ -100,7 +101,7 @@ class Batch:
         self.keywords = keywords
         self.graph = graph
         self.summaries = summaries
-        self.reuse_vectors = reuse_vectors
+        self.vectors = vectors  # where vectors are found instead of embedded (None: every text is embedded)
         self.pending: list[PendingDocument] = []
         self.pending_chunks = 0
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rag-embed")
@@ -219,10 +220,10 @@ class Batch:
             pending, self.pending, self.pending_chunks = self.pending, [], 0
             texts = {h: t for p in pending for h, t in zip(p.chunk_hashes, p.embed_texts, strict=True)}
             found: dict[str, np.ndarray[Any, Any]] = {}
-            if self.reuse_vectors:
+            if self.vectors is not None:
                 try:
                     with self.db.transaction() as session:
-                        found = repo.stored_embeddings(session, collection=self.collection, hashes=list(texts))
+                        found = self.vectors.look_up(session, list(texts))
                 except DatabaseError as exc:  # the server went away: these documents fail, as in a batch's write
                     self._fail_all(pending, self._write_failure(exc))
                     pending, texts = [], {}
@@ -270,7 +271,10 @@ class Batch:
                 self._fail_all(pending, f"embedding failed: {type(exc).__name__}: {exc}")
                 return
             self._embedded_unwritten.update(missing)
-            found = {**found, **dict(zip(missing, encoded, strict=True))}
+            embedded = dict(zip(missing, encoded, strict=True))
+            if self.vectors is not None:
+                self.vectors.keep(self.db, embedded)
+            found = {**found, **embedded}
         self._write_all(pending, found)
 
     def _write_all(self, pending: list[PendingDocument], vectors: dict[str, np.ndarray[Any, Any]]) -> None:

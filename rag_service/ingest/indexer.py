@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rag_service.config import Settings
 from rag_service.db import documents as repo
@@ -45,6 +45,7 @@ from rag_service.ingest.prune import unseen_documents
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import check_root, keyed_source, source_for
 from rag_service.ingest.summary import SummaryWriter
+from rag_service.ingest.vector_sources import StoredVectors, SwitchVectors, VectorSource
 from rag_service.llm import ChatModel
 
 _log = logging.getLogger(__name__)
@@ -237,6 +238,9 @@ class Indexer:
         # there is no HNSW index to find neighbours with, and no distance between the sizes: the similarity edges are
         # written once the switch has ended
         graph = dataclasses.replace(self.graph, replay=True)
+        # a switch keeps each vector as it embeds it, so a run stopped midway does not embed it again; a plain
+        # reindex embeds every text again
+        vectors = SwitchVectors(switch.to_model) if switch is not None else None
         if switch is not None and switch.resizes:
             graph = dataclasses.replace(graph, neighbours=0)
         started = time.perf_counter()
@@ -250,7 +254,7 @@ class Indexer:
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
                         batch = self._batch(
-                            name, report, bar, reuse_vectors=False, bulk=bulk, graph=graph, lock=lock
+                            name, report, bar, vectors=vectors, bulk=bulk, graph=graph, lock=lock
                         )
                         clocks.append(batch.clock)
                         for doc in self._stored_texts(name):
@@ -329,14 +333,15 @@ class Indexer:
         report: IngestReport,
         bar: Progress,
         *,
-        reuse_vectors: bool = True,
+        vectors: VectorSource | Literal["stored"] | None = "stored",
         metadata: dict[str, Any] | None = None,
         bulk: BulkWriter | None = None,
         graph: GraphBuilder | None = None,
         lock: RunLock | None = None,
     ) -> Batch:
         """A batch writing into ``collection`` with this indexer's parts (``graph``: another graph builder) and a
-        new summary writer; it checks the run's ``lock`` before each commit."""
+        new summary writer; it checks the run's ``lock`` before each commit. ``vectors``: where vectors are found
+        instead of embedded ("stored": the stored chunks'; None: nowhere)."""
         return Batch(
             collection,
             report,
@@ -348,7 +353,7 @@ class Indexer:
             keywords=self.keywords,
             graph=graph or self.graph,
             summaries=self.summary_writer(),
-            reuse_vectors=reuse_vectors,
+            vectors=StoredVectors(collection) if vectors == "stored" else vectors,
             metadata=metadata,
             bulk=bulk,
             lock=lock,
