@@ -10,13 +10,13 @@ import hashlib
 import os
 import re
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rag_service.config import BUNDLED_MINILM, DEFAULT_DATA_DIR, DEFAULT_EMBEDDING_BACKEND, SCHEMA_EMBEDDING_DIM
 from rag_service.errors import ModelLoadError, first_line
+from rag_service.forks import ChildLock
 from rag_service.knobs import EMBEDDING_BATCH_SIZE
 from rag_service.log import quiet_progress_bars
 
@@ -111,7 +111,7 @@ class SentenceTransformerEmbedder:
         if self._query_prompt or self._document_prompt:  # e5's "query: " / "passage: ", bge's query instruction
             self.model_id += PROMPTS_SUFFIX
         self.batch_size = batch_size
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
         #: set when this model stands in for the ONNX backend that could not load (``load_embedder``)
         self.degraded: str | None = None
 
@@ -289,7 +289,7 @@ class LazyEmbedder:
         self.dim = dim
         self._load = load
         self._model: Embedder | None = None
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
 
     @property
     def loaded(self) -> bool:
@@ -357,7 +357,7 @@ class CachedQueryEmbedder:
         self.dim = inner.dim
         self._maxsize = maxsize
         self._cache: OrderedDict[str, Vectors] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
 
     @property
     def degraded(self) -> str | None:

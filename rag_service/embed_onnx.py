@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.errors import ModelLoadError
+from rag_service.forks import ChildLock
 from rag_service.knobs import EMBEDDING_BATCH_SIZE
 from rag_service.log import quiet_progress_bars, quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key, intra_op_threads
@@ -77,7 +77,7 @@ def ensure_export(source: Path, cache_dir: Path) -> Path:
 
 #: the export children running now, each with the temporary folder it writes in (``stop_exports`` ends them)
 _EXPORTS: dict[subprocess.Popen[bytes], Path] = {}
-_EXPORTS_LOCK = threading.Lock()
+_EXPORTS_LOCK = ChildLock()
 _exports_refused = False  # a command leaving early: an export its model thread starts after the stop ends at once
 #: how long ``stop_exports`` waits for a child to end after SIGTERM before it kills it
 _EXPORT_STOP_WAIT_S = 10.0
@@ -278,9 +278,9 @@ class OnnxEmbedder:
         self._query_session = cpu_session(file, threads=1)  # short queries (QUERY_ONE_THREAD_TOKENS)
         self._feeds = [i.name for i in self._query_session.get_inputs()]
         self._threaded: Any = None  # the session on intra_op_threads(), made on first use
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
         self._workers: queue.SimpleQueue[Any] | None = None  # one-thread sessions for batches, made on first use
-        self._workers_lock = threading.Lock()
+        self._workers_lock = ChildLock()
         self.model_id = model_id
         self.dim = dim
         self.batch_size = batch_size

@@ -88,3 +88,39 @@ def _run_in_child() -> None:
 
 def _warn_onnx_exit() -> None:
     log.warning(ONNX_EXIT_WARNING, os.getpid())
+
+
+class ChildLock:
+    """A ``threading.Lock`` (``RLock`` with ``reentrant``) that a forked child gets anew, free.
+
+    A lock another thread of the parent held at the fork stays held in the child for good (that thread does not
+    exist there), and the child's first use waits forever: a model loading on a warm-up thread when gunicorn
+    ``--preload`` or Celery forks, an embedding call in flight. Use it as the lock it stands for.
+    """
+
+    __slots__ = ("__weakref__", "_lock", "_reentrant")
+
+    def __init__(self, *, reentrant: bool = False) -> None:
+        self._reentrant = reentrant
+        self._lock = self._new()
+        after_fork_in_child(self._renew)
+
+    def _new(self) -> threading.Lock | threading.RLock:
+        return threading.RLock() if self._reentrant else threading.Lock()
+
+    def _renew(self) -> None:
+        self._lock = self._new()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Acquire the lock, as ``threading.Lock.acquire``."""
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        """Release the lock."""
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()

@@ -22,7 +22,7 @@ from rag_service.db.presets import CallPreset, list_presets, read_call_preset
 from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
 from rag_service.errors import ConfigurationError, first_line
-from rag_service.forks import after_fork_in_child
+from rag_service.forks import ChildLock, after_fork_in_child
 from rag_service.pools import LazyThreadPool
 from rag_service.service_documents import DocumentOperations
 from rag_service.tokens import own_encoding
@@ -426,7 +426,7 @@ def build_service(
 
 
 _instance: UniversalRAGService | None = None
-_instance_lock = threading.Lock()
+_instance_lock = ChildLock()
 
 
 def get_universal_rag() -> UniversalRAGService:

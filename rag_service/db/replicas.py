@@ -21,7 +21,6 @@ N counting from 1 in ``RAG_READ_DATABASE_URL``) and every fallback is an entry o
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.database import Database
 from rag_service.db.replica_lag import PRIMARY_LSN_SQL, PrimaryPositions, lsn_value
 from rag_service.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError, first_line
+from rag_service.forks import ChildLock
 from rag_service.log import URL_TEMPLATE, mask_url
 
 T = TypeVar("T")
@@ -108,7 +108,7 @@ class Replica:
         self.max_lag_ms = max_lag_ms
         self.lag_check_interval = lag_check_interval
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
         self._lag_ms: float | None = None
         self._read_at: float | None = None  # when the lag was last read
         self._checked_at: float | None = None  # when a call last set out to read it

@@ -253,9 +253,7 @@ class Indexer:
                     self._guard(name, switching=switch is not None)
                     written = report.chunks_written
                     with self._bulk_writer(name, documents=self._count(name), replace=True, graph=graph) as bulk:
-                        batch = self._batch(
-                            name, report, bar, vectors=vectors, bulk=bulk, graph=graph, lock=lock
-                        )
+                        batch = self._batch(name, report, bar, vectors=vectors, bulk=bulk, graph=graph, lock=lock)
                         clocks.append(batch.clock)
                         for doc in self._stored_texts(name):
                             batch.add_text(

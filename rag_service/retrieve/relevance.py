@@ -36,7 +36,6 @@ answerable questions low, and their rare words are the evidence it misses (docs/
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +50,7 @@ from rag_service.db.coverage import best_held_share
 from rag_service.db.replicas import ReadRoute
 from rag_service.db.vector_type import vector_from_send
 from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
+from rag_service.forks import ChildLock
 from rag_service.result import RetrievedChunk
 from rag_service.retrieve.query import bm25_text, parse_query
 
@@ -151,7 +151,7 @@ class ReferenceCache:
 
     def __init__(self, ttl_s: float = REFERENCE_TTL_S) -> None:
         self._ttl_s = ttl_s
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
         self._entries: dict[str, tuple[float, CollectionReference]] = {}
 
     def get(self, session: Session, collection: str) -> CollectionReference:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_service.forks import ChildLock
 from rag_service.retrieve.rerank.base import RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, check_labels, relevance
 from rag_service.retrieve.rerank.hub import load_errors, load_local_or_hub, resolve_source
 
@@ -35,7 +35,7 @@ class CrossEncoderReranker:
         self.name = f"cross-encoder:{name_or_path}"
         self.returns_logits = True
         self._batch_size = batch_size
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
         """Score all pairs in batches of ``batch_size``."""

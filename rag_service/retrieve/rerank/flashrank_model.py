@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from rag_service.errors import ModelLoadError, first_line
+from rag_service.forks import ChildLock
 from rag_service.log import quiet_root_logger
 from rag_service.onnx_runtime import load_onnxruntime
 from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, relevance
@@ -55,7 +55,7 @@ class FlashRankReranker:
         self._tokenizer = ranker.tokenizer
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._batch_size = batch_size
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
         self.name = f"flashrank:{model_name}"
         self.returns_logits = True
 

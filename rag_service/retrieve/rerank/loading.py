@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from rag_service.config import Settings, load_settings
 from rag_service.errors import ModelLoadError
+from rag_service.forks import ChildLock
 from rag_service.knobs import RERANK_MODEL
 from rag_service.retrieve.rerank.base import FIX, RERANK_MAX_LENGTH, Reranker
 from rag_service.retrieve.rerank.cross_encoder import CrossEncoderReranker
@@ -69,8 +69,8 @@ class RerankerCache:
         self._cache_dir = cache_dir
         self._max_length = max_length
         self._loader = loader
-        self._lock = threading.Lock()
-        self._spec_locks: dict[_Key, threading.Lock] = {}
+        self._lock = ChildLock()
+        self._spec_locks: dict[_Key, ChildLock] = {}
         self._loaded: dict[_Key, Reranker | None] = {}
         self._failed: dict[_Key, str] = {}
 
@@ -78,7 +78,7 @@ class RerankerCache:
         """Return the reranker for ``spec``, loading it on first use; options default to the cache's."""
         key = self._key(spec, cache_dir, max_length)
         with self._lock:
-            spec_lock = self._spec_locks.setdefault(key, threading.Lock())
+            spec_lock = self._spec_locks.get(key) or self._spec_locks.setdefault(key, ChildLock())
         with spec_lock:
             if key in self._loaded:
                 return self._loaded[key]

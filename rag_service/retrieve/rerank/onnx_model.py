@@ -7,13 +7,13 @@ import json
 import re
 import shutil
 import tempfile
-import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rag_service.errors import ModelLoadError
+from rag_service.forks import ChildLock
 from rag_service.log import quiet_root_logger
 from rag_service.onnx_runtime import cpu_session, files_key, load_onnxruntime
 from rag_service.retrieve.rerank.base import FIX, RERANK_BATCH_SIZE, RERANK_MAX_LENGTH, check_labels, relevance
@@ -52,7 +52,7 @@ class OnnxReranker:
             self._session = cpu_session(model_file, intra_op_threads or None)  # 0: the process-wide count
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._batch_size = batch_size
-        self._lock = threading.Lock()
+        self._lock = ChildLock()
         self.name = name or f"onnx:{path}"
         self.returns_logits = True
 
