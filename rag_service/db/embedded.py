@@ -64,6 +64,16 @@ def _check_location(data_dir: Path) -> None:
             )
 
 
+def _make_data_dir(data_dir: Path) -> None:
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a path under a file, a read-only or /proc path, no permission
+        raise ConfigurationError(
+            f"RAG_DATA_DIR ({data_dir}) cannot be made or used as a folder ({exc.strerror or exc}); set RAG_DATA_DIR "
+            "to a writable folder, e.g. /var/lib/rag, or RAG_DATABASE_URL to use your own server"
+        ) from exc
+
+
 #: below this much free space on the data folder's disk, a failed start names the disk as the likely cause
 LOW_DISK_BYTES = 512 * 2**20
 
@@ -174,7 +184,7 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
     """
     data_dir = data_dir.expanduser().resolve()
     _check_location(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    _make_data_dir(data_dir)
     pgdata = data_dir / _PGDATA
     module = _server_module()
     server_cls = module.postgres_server.PostgresServer

@@ -107,3 +107,12 @@ def test_the_embedded_database_of_a_newer_release_is_not_migrated_by_the_service
             migrate.downgrade(engine, "0001")
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("command", [("db", "status"), ("query", "hello")])
+def test_a_data_folder_that_cannot_be_made_is_one_line_naming_rag_data_dir(cli_env, tmp_path, command):  # noqa: F811
+    (tmp_path / "a-file").write_text("not a folder")
+    env = {k: v for k, v in cli_env.items() if k != "RAG_DATABASE_URL"}  # the embedded server, under the folder
+    env["RAG_DATA_DIR"] = str(tmp_path / "a-file" / "rag")
+    result = rag(env, *command)
+    assert_one_line_error(result, f"RAG_DATA_DIR ({tmp_path / 'a-file' / 'rag'})", "Not a directory", "writable folder")
