@@ -20,12 +20,8 @@ from rag_service.service_paths import check_root, only_unsupported_files
 from rag_service.shutdown import Interrupted, deferred_stop, exit_status
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from rag_service.embed import Embedder
-    from rag_service.evaluation.runner import EvalConfig, EvalResult
     from rag_service.result import RAGResult
-    from rag_service.service import UniversalRAGService
 
 
 def open_service(settings: Settings, embedder: Embedder | None = None, *, check_model: bool = True):  # type: ignore[no-untyped-def]
@@ -225,101 +221,9 @@ def answer_text(result: RAGResult) -> str:
 
 
 def _eval(args: argparse.Namespace, settings: Settings) -> int:
-    from rag_service.evaluation.docset import is_docset
-    from rag_service.evaluation.runner import EvalConfig
-    from rag_service.evaluation.trec import write_trec_run
+    from rag_service.cli_eval import evaluate_command
 
-    dataset_dir = Path(args.dataset_dir)
-    docs = is_docset(dataset_dir)
-    config = EvalConfig(
-        context=args.context,
-        retriever=args.retriever,
-        rerank=not args.no_rerank,
-        depth=args.depth if args.depth is not None or docs else 300,
-        strategy=None if docs else "recursive",
-        overrides=parse_sets(args.set),
-    )
-    config.retrieval_overrides()  # --retriever, --depth: before the dataset is read
-    run_eval = _eval_docset if docs else _eval_beir
-    result = run_eval(dataset_dir, args, config, settings)
-    if result is None:
-        return 1
-    if args.run_out:
-        write_trec_run(result.run, Path(args.run_out), tag=f"rag-{config.retriever}")
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, sort_keys=False))
-    else:
-        print("\n".join(result.lines()))
-    return 0
-
-
-def _eval_beir(
-    dataset_dir: Path, args: argparse.Namespace, config: EvalConfig, settings: Settings
-) -> EvalResult | None:
-    from rag_service.evaluation.beir import load_beir
-    from rag_service.evaluation.runner import collection_for, ensure_indexed, run_queries
-
-    dataset = load_beir(dataset_dir, split=args.split)
-    return _index_and_run(
-        settings,
-        args,
-        config,
-        args.collection or collection_for(dataset_dir),
-        index=lambda service, collection, progress: ensure_indexed(
-            service, dataset, collection=collection, strategy=config.strategy or "recursive", progress=progress
-        ),
-        run=lambda service, collection, progress: run_queries(
-            service, dataset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
-        ),
-    )
-
-
-def _eval_docset(
-    dataset_dir: Path, args: argparse.Namespace, config: EvalConfig, settings: Settings
-) -> EvalResult | None:
-    from rag_service.evaluation.docrun import docset_collection, index_docset, run_docset
-    from rag_service.evaluation.docset import load_docset
-
-    docset = load_docset(dataset_dir, split=args.split, max_bytes=settings.max_file_bytes)
-    return _index_and_run(
-        settings,
-        args,
-        config,
-        args.collection or docset_collection(dataset_dir),
-        index=lambda service, collection, progress: index_docset(
-            service, docset, collection=collection, strategy=config.strategy, progress=progress
-        ),
-        run=lambda service, collection, progress: run_docset(
-            service, docset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
-        ),
-    )
-
-
-def _index_and_run(
-    settings: Settings,
-    args: argparse.Namespace,
-    config: EvalConfig,
-    collection: str,
-    *,
-    index: Callable[[UniversalRAGService, str, bool], IngestReport],
-    run: Callable[[UniversalRAGService, str, bool], EvalResult],
-) -> EvalResult | None:
-    """Check the whole configuration, index the dataset (a failed document ends the run: None), run its queries."""
-    service = open_service(settings)
-    progress = not args.quiet
-    try:
-        # --context, --set, --depth and --no-rerank on the stored preset, as every query will apply them:
-        # a mistake fails here, before minutes of indexing
-        service.preset(config.context, **config.retrieval_overrides())
-        report = index(service, collection, progress)
-        if not report.ok:
-            print("\n".join(report.lines()), file=sys.stderr)
-            return None
-        result = run(service, collection, progress)
-    finally:
-        service.close()
-    result.ingest = report.to_dict()
-    return result
+    return evaluate_command(args, settings)
 
 
 def set_item(item: str) -> str:

@@ -79,7 +79,11 @@ def read_judged_queries(root: Path, split: str) -> tuple[dict[str, str], dict[st
     qrels_path = _qrels_path(root, split)
     queries_path = _required_file(root, "queries.jsonl")
     qrels = _read_qrels(qrels_path)
-    all_queries = _read_queries(queries_path)
+    if not qrels.grades:
+        raise DocumentReadError(
+            f"{qrels_path} has no judged rows; add 'query-id<TAB>corpus-id<TAB>score' rows, or choose another --split"
+        )
+    all_queries, query_lines = _read_queries(queries_path)
     for qid, line_number in qrels.first_lines.items():
         if qid not in all_queries:
             raise DocumentReadError(
@@ -87,6 +91,12 @@ def read_judged_queries(root: Path, split: str) -> tuple[dict[str, str], dict[st
                 "add the query or remove its qrels rows"
             )
     queries = {qid: text for qid, text in all_queries.items() if qid in qrels.grades}
+    for qid, text in queries.items():
+        if not text.strip():
+            raise DocumentReadError(
+                f"{queries_path} line {query_lines[qid]}: query {qid!r} has no text; write its question, or remove "
+                "the query and its qrels rows"
+            )
     return queries, qrels.grades
 
 
@@ -162,14 +172,17 @@ def _read_corpus(path: Path) -> dict[str, BeirDoc]:
     return corpus
 
 
-def _read_queries(path: Path) -> dict[str, str]:
+def _read_queries(path: Path) -> tuple[dict[str, str], dict[str, int]]:
+    """The queries by id, and the line of each."""
     queries: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for line_number, record in _json_records(path):
         qid = _string_field(record, "_id", path, line_number, required=True)
         if qid in queries:
             raise DocumentReadError(f"{path} line {line_number}: duplicate _id {qid!r}; make ids unique")
         queries[qid] = _string_field(record, "text", path, line_number, required=True)
-    return queries
+        lines[qid] = line_number
+    return queries, lines
 
 
 @dataclass(slots=True)

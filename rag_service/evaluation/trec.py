@@ -10,12 +10,13 @@ back therefore lacks it, which :func:`~rag_service.evaluation.metrics.evaluate_r
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 from rag_service.errors import ConfigurationError, DocumentReadError
 from rag_service.evaluation.metrics import Run, rank_scores
 
-__all__ = ["read_trec_run", "write_trec_run"]
+__all__ = ["check_run_file", "check_run_ids", "read_trec_run", "write_trec_run"]
 
 
 def write_trec_run(run: Run, path: Path, *, tag: str) -> None:
@@ -32,6 +33,32 @@ def write_trec_run(run: Run, path: Path, *, tag: str) -> None:
             handle.writelines(lines)
     except OSError as err:
         raise ConfigurationError(f"cannot write run file {path} ({err.strerror}); choose a writable path") from None
+
+
+def check_run_file(path: Path) -> None:
+    """Raise ``ConfigurationError`` now when no run file can be written at ``path`` (``rag eval`` checks before its
+    work: a failed write at the end would throw the finished evaluation away). Leaves no file behind."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigurationError(f"cannot write run file {path} (it is a folder); choose a file path")
+    existed = path.exists()
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise ConfigurationError(f"cannot write run file {path} ({err.strerror}); choose a writable path") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def check_run_ids(ids: Iterable[str], *, what: str, source: Path) -> None:
+    """Raise ``ConfigurationError`` naming the first of ``ids`` (``what`` in ``source``) a TREC run cannot hold."""
+    for value in ids:
+        if not value or any(ch.isspace() for ch in value):
+            raise ConfigurationError(
+                f"{what} {value!r} in {source} is empty or has whitespace, which a TREC run (--run-out) cannot "
+                "hold; rename it, or leave out --run-out"
+            )
 
 
 def read_trec_run(path: Path) -> dict[str, dict[str, float]]:

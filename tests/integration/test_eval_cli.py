@@ -64,3 +64,20 @@ def test_eval_errors_are_one_line(cli_env, tmp_path):  # noqa: F811
     assert bad_split.returncode == 1 and "test" in bad_split.stderr
     bad_set = rag(cli_env, "eval", str(dataset), "--set", "nonsense")
     assert bad_set.returncode == 2 and "key=value" in bad_set.stderr  # a usage error (test_cli_choices)
+
+
+def test_a_run_file_or_ids_it_cannot_hold_fail_before_the_dataset_is_indexed(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    dataset = make_dataset(tmp_path / "tiny")
+    unwritable = rag(cli_env, "eval", str(dataset), "--quiet", "--run-out", str(tmp_path / "missing" / "x.run"))
+    assert unwritable.returncode == 1 and unwritable.stderr.strip() == (
+        f"error: cannot write run file {tmp_path / 'missing' / 'x.run'} (No such file or directory); "
+        "choose a writable path"
+    )
+    queries = dataset / "queries.jsonl"
+    queries.write_text(queries.read_text().replace('"q1"', '"q 1"'))
+    (dataset / "qrels" / "test.tsv").write_text("q 1\td1\t1\n")
+    spaced = rag(cli_env, "eval", str(dataset), "--quiet", "--run-out", str(tmp_path / "x.run"))
+    assert spaced.returncode == 1 and "query id 'q 1'" in spaced.stderr and "--run-out" in spaced.stderr
+    listed = rag(cli_env, "db", "status")
+    assert "collection:" not in listed.stdout, "nothing was indexed before the errors"

@@ -141,3 +141,19 @@ def test_error_messages_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(DocumentReadError) as info:
         load_beir(_write_dataset(tmp_path, corpus='{"_id": "d1",\n'))
     assert "\n" not in str(info.value)
+
+
+def test_a_judged_query_without_text_names_its_line_before_any_work(tmp_path: Path) -> None:
+    queries = '{"_id": "q2", "text": ""}\n{"_id": "q1", "text": "  "}\n'  # q2 is not judged: left out, not refused
+    with pytest.raises(DocumentReadError) as raised:
+        load_beir(_write_dataset(tmp_path, queries=queries))
+    assert str(raised.value) == (
+        f"{tmp_path / 'queries.jsonl'} line 2: query 'q1' has no text; write its question, or remove the query and "
+        "its qrels rows"
+    )
+
+
+def test_qrels_without_a_judged_row_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(DocumentReadError) as raised:
+        load_beir(_write_dataset(tmp_path, qrels={"test": "query-id\tcorpus-id\tscore\n"}))
+    assert str(raised.value).startswith(f"{tmp_path / 'qrels' / 'test.tsv'} has no judged rows;")

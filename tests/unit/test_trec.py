@@ -81,3 +81,27 @@ def test_malformed_run_files(tmp_path: Path, text: str, message: str) -> None:
 def test_missing_run_file(tmp_path: Path) -> None:
     with pytest.raises(DocumentReadError, match="does not exist"):
         read_trec_run(tmp_path / "absent.trec")
+
+
+def test_a_run_file_path_is_checked_before_the_work_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    from rag_service.evaluation.trec import check_run_file
+
+    check_run_file(tmp_path / "new.run")
+    assert not (tmp_path / "new.run").exists(), "the check makes no file"
+    kept = tmp_path / "kept.run"
+    kept.write_text("q1 Q0 d1 1 1.0 tag\n")
+    check_run_file(kept)
+    assert kept.read_text() == "q1 Q0 d1 1 1.0 tag\n", "an existing file is left as it was until the run is written"
+    with pytest.raises(ConfigurationError, match=r"\(it is a folder\); choose a file path"):
+        check_run_file(tmp_path)
+    with pytest.raises(ConfigurationError, match=r"\(No such file or directory\); choose a writable path"):
+        check_run_file(tmp_path / "missing" / "x.run")
+
+
+def test_ids_a_run_cannot_hold_are_named_with_their_file(tmp_path: Path) -> None:
+    from rag_service.evaluation.trec import check_run_ids
+
+    check_run_ids(["q1", "doc#2"], what="query id", source=tmp_path / "queries.jsonl")
+    with pytest.raises(ConfigurationError) as raised:
+        check_run_ids(["q1", "q 2"], what="query id", source=tmp_path / "queries.jsonl")
+    assert str(raised.value).startswith(f"query id 'q 2' in {tmp_path / 'queries.jsonl'} is empty or has whitespace")
