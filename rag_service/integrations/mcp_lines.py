@@ -4,7 +4,9 @@ The SDK's stdio transport drops a line it cannot validate (it logs at DEBUG only
 for the answer to a request it sent: a query holding an escaped lone surrogate (valid JSON, which pydantic's
 parser refuses), ``"params": "x"``, text that is no JSON. Here a line that is no JSON gets JSON-RPC's parse
 error (-32700, id null), a message the SDK would refuse gets invalid request (-32600) with its id, and lone
-surrogates become U+FFFD so the request is served.
+surrogates become U+FFFD so the request is served. A request whose id is neither a string nor an integer (the SDK
+takes it for a notification and never answers) and a line nested too deeply to parse (it ended the server) get
+invalid request too.
 """
 
 from __future__ import annotations
@@ -36,9 +38,17 @@ async def checked_line(line: str, reply: Reply) -> str | None:
         return None
     try:
         jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return line  # the usual case: read once more by the SDK, and nothing else
     except ValueError as exc:  # pydantic's ValidationError
         log.debug("the SDK's reason: %s", exc)  # a union's four dumps: no line for a client
+    else:
+        if (problem := _request_id_problem(line)) is None:
+            return line  # the usual case: read once more by the SDK, and nothing else
+        await reply(None, INVALID_REQUEST, problem)
+        return None
+    if (depth := nesting_depth(line)) > MAX_DEPTH:  # json.loads would recurse past Python's limit: the server ended
+        too_deep = f"Invalid Request: the message nests {depth} levels of objects and arrays; send at most {MAX_DEPTH}"
+        await reply(None, INVALID_REQUEST, too_deep)
+        return None
     try:
         message = json.loads(line)
     except ValueError as exc:
@@ -54,6 +64,50 @@ async def checked_line(line: str, reply: Reply) -> str | None:
     batch = "; batches are not supported, send one message per line" if isinstance(cleaned, list) else ""
     await reply(request_id if valid_id else None, INVALID_REQUEST, f"{_NOT_A_MESSAGE}{batch}")
     return None
+
+
+#: objects and arrays a line the SDK refused may nest before it is parsed here (json.loads recurses ~1,000 deep; the
+#: SDK's own parser refuses more than ~200 levels, so a line it reads is never that deep)
+MAX_DEPTH = 64
+
+
+def nesting_depth(line: str) -> int:
+    """How deeply ``line``'s JSON nests objects and arrays (brackets inside strings not counted)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _request_id_problem(line: str) -> str | None:
+    """Why a message the SDK reads is a request it would never answer (an id neither a string nor an integer: the
+    SDK takes it for a notification), else None. The SDK read ``line``, so it nests too little to recurse far."""
+    if '"id"' not in line:
+        return None
+    message = json.loads(line)
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    request_id = message["id"]
+    if isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool)):
+        return None
+    return (
+        f"Invalid Request: a request's id must be a string or an integer, not {json.dumps(request_id)[:40]}; "
+        "a notification has no id"
+    )
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins a pair into one character: any left is lone

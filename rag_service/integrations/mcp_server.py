@@ -33,6 +33,7 @@ from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 from rag_service.integrations.mcp_lines import Reply, checked_line, sender
+from rag_service.integrations.mcp_pending import PendingRequests, forward_answers
 from rag_service.log import configure_logging
 
 if TYPE_CHECKING:
@@ -107,7 +108,8 @@ def build_server(
             known = list(properties)
             if unknown := sorted(set(arguments or {}) - set(known)):
                 hint = did_you_mean(unknown[0], known)
-                raise ToolError(f"{name}: unknown argument(s) {unknown}; {hint}the arguments are {', '.join(known)}")
+                takes = f"the arguments are {', '.join(known)}" if known else "it takes no arguments"
+                raise ToolError(f"{name}: unknown argument(s) {unknown}; {hint}{takes}")
             for argument, value in (arguments or {}).items():
                 if expected := wrong_kind(properties[argument], value):
                     raise ToolError(f"{name}: {argument} must be {expected}, not {json.dumps(value)[:60]}")
@@ -240,13 +242,22 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _serve_stdio(server: MCPServer) -> None:
     """``server.run("stdio")``, reading stdin on a daemon thread (see ``_StdinLines``)."""
+    import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
     lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, given our stdin
     stdin = _StdinLines(sys.stdin.fileno())
     async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
         stdin.reply = sender(write_stream)  # before the reader's first line: it runs at the next await
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        # the SDK's messages pass through ``forward_answers``, which tells stdin's end what is still unanswered
+        answers, observed = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as forwarding:
+            forwarding.start_soon(forward_answers, observed, write_stream, stdin.pending)
+            try:
+                await lowlevel.run(read_stream, answers, lowlevel.create_initialization_options())
+            finally:
+                await answers.aclose()
 
 
 class _StdinLines:
@@ -262,6 +273,7 @@ class _StdinLines:
         self._fd = os.dup(fd)
         self._lines: asyncio.Queue[str] | None = None
         self.reply: Reply | None = None  # answers a line the SDK would drop (``mcp_lines``)
+        self.pending = PendingRequests()  # the requests the end of stdin waits for (``mcp_pending``)
 
     def __aiter__(self) -> _StdinLines:
         return self
@@ -274,7 +286,9 @@ class _StdinLines:
         while line := await self._lines.get():
             checked = line if self.reply is None else await checked_line(line, self.reply)
             if checked is not None:
+                self.pending.read(checked)
                 return checked
+        await self.pending.all_answered()  # stdin ended: the SDK would cancel the calls still running
         raise StopAsyncIteration
 
     def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str]) -> None:

@@ -205,3 +205,64 @@ def test_a_wrong_or_unknown_argument_is_one_line_naming_it():
         with pytest.raises(ToolError) as raised:
             asyncio.run(server.call_tool("search_knowledge", arguments))
         assert str(raised.value) == message
+
+
+def test_a_deep_line_or_a_request_with_an_id_the_sdk_drops_is_answered_and_the_server_lives_on(mcp_env, tmp_path):
+    """A line nested ~1,000 deep ended the server (json.loads' RecursionError); a request whose id is null, a bool,
+    a float or a list was taken for a notification by the SDK and never answered."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rag_service.cli", "mcp"],
+        env=mcp_env, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+
+    def answer(line: str) -> dict[str, Any]:
+        process.stdin.write(line + "\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
+        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    assert answer(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
+    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    deep = "[" * 1000 + "]" * 1000
+    call = '{"name": "search_knowledge", "arguments": {"query": "x", "collection": %s}}' % deep
+    nested = answer('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": %s}' % call)
+    assert nested["id"] is None and nested["error"]["code"] == -32600
+    assert "nests 1003 levels of objects and arrays; send at most 64" in nested["error"]["message"]
+    for request_id in ("null", "true", "1.5", "[1]", "2.0"):
+        dropped = answer('{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % request_id)
+        assert dropped["error"]["code"] == -32600, dropped
+        assert f"a request's id must be a string or an integer, not {request_id}" in dropped["error"]["message"]
+    assert answer('{"jsonrpc": "2.0", "id": 5, "method": "ping"}') == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    process.communicate(timeout=60)
+    assert process.returncode == 0
+
+
+def test_requests_sent_before_stdin_ends_are_answered_not_cancelled(mcp_env, tmp_path):
+    """``rag mcp < requests.jsonl``: every call still running when stdin ended was answered -32000 "Connection
+    closed", since the SDK ends its session with the stream it reads."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    search = {"name": "search_knowledge", "arguments": {"query": "kites", "collection": "nowhere"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": search},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_collections", "arguments": {}}},
+    ]
+    piped = subprocess.run(
+        [sys.executable, "-m", "rag_service.cli", "mcp"], env=mcp_env, cwd=tmp_path, capture_output=True, text=True,
+        input="".join(json.dumps(line) + "\n" for line in lines), timeout=120,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    answers = {message["id"]: message for message in map(json.loads, piped.stdout.splitlines())}
+    assert set(answers) == {1, 2, 3} and not any("error" in answers[i] for i in (2, 3)), piped.stdout
+    assert answers[2]["result"]["isError"] and "nowhere" in answers[2]["result"]["content"][0]["text"]
+    assert '"collections"' in answers[3]["result"]["content"][0]["text"]
+
+
+def test_an_unknown_argument_of_a_tool_without_arguments_says_it_takes_none():
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    with pytest.raises(ToolError) as raised:
+        asyncio.run(build_server(None).call_tool("list_collections", {"x": 1}))  # type: ignore[arg-type]
+    assert str(raised.value) == "list_collections: unknown argument(s) ['x']; it takes no arguments"
