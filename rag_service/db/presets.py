@@ -12,7 +12,7 @@ from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
 from rag_service.db.models import CollectionStats, Document, IndexSettings, PackedSnapshot, RagConfiguration
 from rag_service.errors import ConfigurationError, UnknownContextError, did_you_mean
-from rag_service.knobs import PRESET_KNOBS
+from rag_service.knobs import MAX_PRESET_NAME_CHARS, PRESET_KNOBS
 from rag_service.records import from_fields
 
 
@@ -60,16 +60,34 @@ def list_presets(session: Session) -> list[Preset]:
 
 def load_preset(session: Session, context_type: str) -> Preset:
     """The preset named ``context_type``; UnknownContextError lists the valid names."""
-    if not isinstance(context_type, str):  # an int reached the SQL: "operator does not exist: varchar = integer"
-        raise UnknownContextError(f"context must be a preset name (text), not {type(context_type).__name__}")
+    check_context_name(context_type)
     row = session.execute(
         select(RagConfiguration).where(RagConfiguration.context_type == context_type)
     ).scalar_one_or_none()
     if row is None:
         names = list(session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars())
         hint = did_you_mean(context_type, names)
-        raise UnknownContextError(f"unknown context {context_type!r}; {hint}valid contexts: {', '.join(names)}")
+        raise UnknownContextError(f"unknown context {_shown(context_type)}; {hint}valid contexts: {', '.join(names)}")
     return _to_preset(row)
+
+
+def check_context_name(context_type: object) -> None:
+    """Raise UnknownContextError for a context no preset can be named: not text, or holding a control character
+    (a NUL reached the SQL as a raw DataError)."""
+    if not isinstance(context_type, str):  # an int reached the SQL: "operator does not exist: varchar = integer"
+        raise UnknownContextError(f"context must be a preset name (text), not {type(context_type).__name__}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in context_type):
+        raise UnknownContextError(
+            f"context {_shown(context_type)} holds a control character, which no preset name has; "
+            "`rag presets` lists the names"
+        )
+
+
+def _shown(name: str) -> str:
+    """``name`` quoted for a message, cut to a preset name's length (a 100 KB name echoed whole flooded an agent)."""
+    if len(name) <= MAX_PRESET_NAME_CHARS:
+        return repr(name)
+    return f"{name[:MAX_PRESET_NAME_CHARS]!r}... ({len(name)} characters)"
 
 
 class CallPreset(NamedTuple):
@@ -122,6 +140,7 @@ def read_call_preset(
     network round trip each elsewhere: docs/benchmarks.md, session 10). Without ``collection``,
     ``collection_exists`` is False and the count 0. The stored values are checked (``check_stored``),
     but for the ``overridden`` ones, which this call replaces."""
+    check_context_name(context_type)
     statement = _CALL_PRESET[collection is not None]
     row = session.execute(statement, {"context_type": context_type, "collection": collection}).first()
     if row is None:

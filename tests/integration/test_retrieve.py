@@ -143,6 +143,21 @@ def test_unknown_context_lists_valid_ones(service):
         service.retrieve("backups", context="nope")
 
 
+
+def test_a_context_with_a_nul_or_of_any_length_is_one_short_line(service):
+    """A NUL reached the SQL as a raw DataError (an MCP agent saw "Error executing tool"); a 100 KB name was echoed
+    whole into the agent's context."""
+    with pytest.raises(UnknownContextError) as nul:
+        service.retrieve("backups", context="ag\x00ent")
+    assert str(nul.value) == (
+        "context 'ag\\x00ent' holds a control character, which no preset name has; `rag presets` lists the names"
+    )
+    with pytest.raises(UnknownContextError) as long:
+        service.retrieve("backups", context="c" * 100_000)
+    assert str(long.value).startswith(f"unknown context {'c' * 64!r}... (100000 characters); ")
+    assert len(str(long.value)) < 300
+
+
 def test_token_budget_is_exact(service):
     for budget in (40, 60, 100, 150, 250):
         result = service.retrieve("backups replica search reranking", context="search", max_tokens=budget)
