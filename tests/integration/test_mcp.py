@@ -225,12 +225,12 @@ def test_a_deep_line_or_a_request_with_an_id_the_sdk_drops_is_answered_and_the_s
     assert answer(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
     process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
     deep = "[" * 1000 + "]" * 1000
-    call = '{"name": "search_knowledge", "arguments": {"query": "x", "collection": %s}}' % deep
-    nested = answer('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": %s}' % call)
+    call = '{"name": "search_knowledge", "arguments": {"query": "x", "collection": ' + deep + "}}"
+    nested = answer('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ' + call + "}")
     assert nested["id"] is None and nested["error"]["code"] == -32600
     assert "nests 1003 levels of objects and arrays; send at most 64" in nested["error"]["message"]
     for request_id in ("null", "true", "1.5", "[1]", "2.0"):
-        dropped = answer('{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % request_id)
+        dropped = answer('{"jsonrpc": "2.0", "id": ' + request_id + ', "method": "tools/list"}')
         assert dropped["error"]["code"] == -32600, dropped
         assert f"a request's id must be a string or an integer, not {request_id}" in dropped["error"]["message"]
     assert answer('{"jsonrpc": "2.0", "id": 5, "method": "ping"}') == {"jsonrpc": "2.0", "id": 5, "result": {}}
