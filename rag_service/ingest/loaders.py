@@ -69,7 +69,7 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
     """Read ``path`` into its stored text (see the module doc) with a title.
 
     Raises UnsupportedFileError for a suffix not in ``SUPPORTED_SUFFIXES`` and DocumentReadError for
-    a file that is missing, unreadable, larger than ``max_bytes``, binary (NUL bytes), not UTF-8
+    a file that is missing, unreadable, larger than ``max_bytes`` (or whose text is), binary (NUL bytes), not UTF-8
     (nor UTF-16/32 with a byte-order mark), malformed (JSON, notebook, PDF, Word), without a text
     layer (scanned PDF), encrypted, or minified code.
     """
@@ -78,7 +78,7 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
         raise UnsupportedFileError(unsupported_files([path]))
     data = _read_bytes(path, max_bytes=max_bytes)
     try:
-        text, title = _read(path, suffix, data)
+        text, title = _read(path, suffix, data, max_bytes=max_bytes)
     except RagError:
         raise
     except Exception as exc:  # a reader's failure we did not foresee is still this file's alone, with its type
@@ -86,15 +86,20 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
             f"{path} could not be read ({first_line(exc, typed=True, limit=120)}): an error of rag_service's reader, "
             "not one it knows in files; convert or re-save the file, and report the error"
         ) from exc
+    if len(text) > max_bytes:  # a .docx or a PDF unpacks: the limit holds for the text stored, not the file alone
+        raise DocumentReadError(
+            f"{path} holds {len(text):,} characters of text, over the limit of {max_bytes:,} (RAG_MAX_FILE_BYTES); "
+            "set it higher to index it"
+        )
     return LoadedDocument(source=str(path), text=text, title=title or path.stem)
 
 
-def _read(path: Path, suffix: str, data: bytes) -> tuple[str, str]:
+def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str, str]:
     """The stored text of a file's ``data`` and its title (``""`` when it has none)."""
     if suffix in PDF_SUFFIXES:
         return read_pdf(path, data)
     if suffix in DOCX_SUFFIXES:
-        return read_docx(path, data)
+        return read_docx(path, data, max_bytes=max_bytes)
     text = decode_text(path, data)
     title = ""
     if suffix in HTML_SUFFIXES:

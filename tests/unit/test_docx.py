@@ -103,3 +103,28 @@ def test_lists_keep_their_markers_and_levels(tmp_path: Path) -> None:
 def test_plain_documents_read_as_before(tmp_path: Path) -> None:
     path = make_docx(tmp_path / "plain.docx", [("h1", "Guide"), ("p", "Body text."), ("table", "a,b;c,d")])
     assert _text(path) == "# Guide\n\nBody text.\n\na | b\nc | d"
+
+
+def test_a_docx_unpacking_past_the_limit_is_refused_before_it_is_unpacked(tmp_path: Path) -> None:
+    """A 131 KB .docx held 34 MB of XML that became 27 million characters: the file limit alone let it through."""
+    import zipfile
+
+    import pytest
+
+    from rag_service.errors import DocumentReadError
+
+    path = make_docx_xml(tmp_path / "packed.docx", ["<w:p>" + _run("lorem ipsum dolor sit amet " * 5) + "</w:p>"] * 5000)
+    with zipfile.ZipFile(path) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    limit = unpacked // 6
+    assert path.stat().st_size < limit, "precondition: the file is within the limit, its parts are not"
+    with pytest.raises(DocumentReadError) as refused:
+        load_document(path, max_bytes=limit)
+    assert str(refused.value) == (
+        f"{path} unpacks to {unpacked:,} bytes, over 5 x the limit of {limit:,} bytes (RAG_MAX_FILE_BYTES); "
+        "set it higher to index it"
+    )
+
+    text = load_document(path, max_bytes=unpacked).text  # its text, past a limit its parts are within
+    with pytest.raises(DocumentReadError, match=f"holds {len(text):,} characters of text, over the limit of"):
+        load_document(path, max_bytes=len(text) - 1)

@@ -15,16 +15,28 @@ from pathlib import Path
 from rag_service.errors import DocumentReadError, first_line
 from rag_service.ingest.formats.docxbody import body_blocks
 
+#: what a .docx's parts may unpack to, as a multiple of the file limit: text XML packs 5-10x, so more is a zip
+#: bomb's (a 131 KB file held 34 MB of XML that became 27 million characters)
+UNPACKED_PER_LIMIT = 5
 
-def read_docx(path: Path, data: bytes) -> tuple[str, str]:
+
+def read_docx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
     """The text of the Word document ``data`` and its title (core property, else the first h1).
 
-    Raises DocumentReadError for a file that is not a readable .docx.
+    Raises DocumentReadError for a file that is not a readable .docx, or whose parts unpack to more than
+    ``UNPACKED_PER_LIMIT`` x ``max_bytes`` (checked from the zip's directory, before anything is unpacked).
     """
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
     try:
+        with zipfile.ZipFile(BytesIO(data)) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+        if unpacked > UNPACKED_PER_LIMIT * max_bytes:
+            raise DocumentReadError(
+                f"{path} unpacks to {unpacked:,} bytes, over {UNPACKED_PER_LIMIT} x the limit of {max_bytes:,} bytes "
+                "(RAG_MAX_FILE_BYTES); set it higher to index it"
+            )
         document = docx.Document(BytesIO(data))
         blocks, notes = body_blocks(document)
         title = (document.core_properties.title or "").strip()
