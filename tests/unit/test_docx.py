@@ -113,7 +113,8 @@ def test_a_docx_unpacking_past_the_limit_is_refused_before_it_is_unpacked(tmp_pa
 
     from rag_service.errors import DocumentReadError
 
-    path = make_docx_xml(tmp_path / "packed.docx", ["<w:p>" + _run("lorem ipsum dolor sit amet " * 5) + "</w:p>"] * 5000)
+    paragraph = "<w:p>" + _run("lorem ipsum dolor sit amet " * 5) + "</w:p>"
+    path = make_docx_xml(tmp_path / "packed.docx", [paragraph] * 5000)
     with zipfile.ZipFile(path) as archive:
         unpacked = sum(info.file_size for info in archive.infolist())
     limit = unpacked // 6
