@@ -17,6 +17,7 @@ from rag_service.knobs import (
     SUMMARY_SENTENCES,
     Knob,
     check_knobs,
+    plain_knobs,
 )
 from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
 from rag_service.knobs import DEFAULT_FUSION_METHOD as DEFAULT_FUSION_METHOD
@@ -360,7 +361,8 @@ class Preset:
     min_relevance: float = DEFAULT_MIN_RELEVANCE
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
-        """Return a copy with per-call overrides applied and validated."""
+        """Return a copy with per-call overrides applied as the knobs' plain types (``knobs.plain_knobs``) and
+        validated."""
         known = {f.name for f in fields(self)} - {"context_type"}
         unknown = sorted(set(overrides) - known)
         if unknown:
@@ -368,7 +370,7 @@ class Preset:
             raise ConfigurationError(
                 f"unknown override(s) {', '.join(unknown)}; {hint}valid ones: {', '.join(sorted(known))}"
             )
-        updated = replace(self, **overrides)
+        updated = replace(self, **plain_knobs(overrides))  # np.int64(6) is stored and returned as 6
         updated.validate()
         return updated
 
