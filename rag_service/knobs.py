@@ -176,6 +176,24 @@ def plain_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: PRESET_KNOBS[name].plain(v) if name in PRESET_KNOBS else v for name, v in values.items()}
 
 
+#: other libraries' names for the number of results (LangChain's ``search_kwargs={"k": 4}``): our ``max_chunks``
+COUNT_ALIASES = {"k": "max_chunks", "top_k": "max_chunks"}
+
+
+def check_knob_names(names: Iterable[object]) -> None:
+    """Raise ConfigurationError naming the ``names`` that are no preset knob, with a did-you-mean for one."""
+    from rag_service.errors import ConfigurationError, did_you_mean
+
+    unknown = sorted({str(name) for name in names if name not in PRESET_KNOBS})
+    if unknown:
+        alias = COUNT_ALIASES.get(unknown[0])
+        hint = f"did you mean {alias}? " if alias and len(unknown) == 1 else ""
+        hint = hint or (did_you_mean(unknown[0], PRESET_KNOBS, quoted=False) if len(unknown) == 1 else "")
+        raise ConfigurationError(
+            f"unknown override(s) {', '.join(unknown)}; {hint}valid ones: {', '.join(sorted(PRESET_KNOBS))}"
+        )
+
+
 def check_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` as plain types (``plain_knobs``), or ConfigurationError naming the first knob of the wrong
     type or out of range."""
