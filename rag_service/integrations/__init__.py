@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib import import_module
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 from rag_service.errors import ConfigurationError, MissingExtraError
 from rag_service.knobs import call_arguments_in, check_knob_names, check_knobs
@@ -48,17 +48,6 @@ def check_overrides(owner: str, overrides: object) -> dict[str, Any]:
         )
     check_knob_names(overrides)
     return check_knobs(overrides)
-
-
-def check_filters(filters: object) -> dict[str, Any] | None:
-    """``filters`` as a dict (None stays None), checked as ``retrieve()`` checks them (``ChunkFilters.parse``):
-    a retriever with a wrong filter fails where it is built, not at its first query."""
-    if filters is None:
-        return None
-    from rag_service.db.search_request import ChunkFilters
-
-    ChunkFilters.parse(filters)  # type: ignore[arg-type]  # not a mapping: its own one-line error
-    return dict(cast(Mapping[str, Any], filters))
 
 
 def check_picklable(owner: object) -> None:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_service.db.collections import validate_collection
 from rag_service.errors import ConfigurationError, closest_name
 from rag_service.integrations import (
-    check_filters,
     check_overrides,
     check_picklable,
     require_extra,
@@ -111,15 +109,16 @@ def _checked(cls: type[UniversalRAGRetriever], data: dict[str, Any]) -> dict[str
     for name in ("context", "collection"):
         if name in data and not isinstance(data[name], str):
             raise ConfigurationError(f"{name} must be a name (text), not {type(data[name]).__name__}")
-    if "collection" in data:
-        validate_collection(data["collection"])
     service = data.get("service")
     if service is not None and not isinstance(service, UniversalRAGService):
         raise ConfigurationError(
             f"service must be a UniversalRAGService (get_universal_rag()), not {type(service).__name__}"
         )
+    filters = UniversalRAGService.check_call_options(
+        collection=data.get("collection", "default"), filters=data.get("filters")
+    )
     if "filters" in data:
-        checked["filters"] = check_filters(data["filters"])
+        checked["filters"] = filters
     if "overrides" in data:
         checked["overrides"] = check_overrides(cls.__name__, data["overrides"])
     return checked

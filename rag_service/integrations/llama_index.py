@@ -17,9 +17,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from rag_service.db.collections import validate_collection
 from rag_service.errors import ConfigurationError
-from rag_service.integrations import check_filters, check_overrides, check_picklable, require_extra, share_service
+from rag_service.integrations import check_overrides, check_picklable, require_extra, share_service
 
 require_extra("llama_index.core.retrievers", extra="llamaindex", feature="rag_service.integrations.llama_index")
 
@@ -59,8 +58,9 @@ class UniversalRAGRetriever(BaseRetriever):
             )
         if not isinstance(context, str):
             raise ConfigurationError(f"context must be a name (text), not {type(context).__name__}")
-        self.collection = validate_collection(collection)
-        self.filters = check_filters(filters)  # a bad filter or knob fails here, at start-up, not at the first query
+        # a bad name, filter or knob fails here, at start-up, not at the first query
+        self.filters = UniversalRAGService.check_call_options(collection=collection, filters=filters)
+        self.collection = collection
         self.overrides = check_overrides(type(self).__name__, {} if overrides is None else overrides)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.service = service
