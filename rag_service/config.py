@@ -18,7 +18,6 @@ from rag_service.knobs import (
     Knob,
     check_knob_names,
     check_knobs,
-    plain_knobs,
 )
 from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
 from rag_service.knobs import DEFAULT_FUSION_METHOD as DEFAULT_FUSION_METHOD
@@ -365,7 +364,7 @@ class Preset:
         """Return a copy with per-call overrides applied as the knobs' plain types (``knobs.plain_knobs``) and
         validated."""
         check_knob_names(overrides)  # the knobs are this dataclass's fields but context_type (tests/unit/test_knobs.py)
-        updated = replace(self, **plain_knobs(overrides))  # np.int64(6) is stored and returned as 6
+        updated = replace(self, **check_knobs(overrides))  # np.int64(6) is stored and returned as 6
         updated.validate()
         return updated
 

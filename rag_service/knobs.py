@@ -202,9 +202,9 @@ def check_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
     plain = plain_knobs(values)
     for name, value in plain.items():
         knob = PRESET_KNOBS.get(name)
-        message = knob.problem(value) if knob is not None else None
-        if message is not None:
-            raise ConfigurationError(message)
+        wrong = knob.requirement(value) if knob is not None else None
+        if wrong is not None:  # named as given: diversity=3 is "diversity (3)", not its float 3.0
+            raise ConfigurationError(f"{name} ({values[name]!r}) {wrong}")
     return plain
 
 

@@ -64,7 +64,7 @@ def test_numpy_and_fraction_values_become_the_knobs_plain_types():
     [
         ({"max_chunks": 3.0}, "max_chunks (3.0) must be an int, not float; pass 3"),
         ({"max_chunks": np.float64(4.5)}, "max_chunks (np.float64(4.5)) must be a whole number"),
-        ({"max_chunks": np.int64(0)}, "max_chunks (0) must be between 1 and 1000"),
+        ({"max_chunks": np.int64(0)}, "max_chunks (np.int64(0)) must be between 1 and 1000"),
         ({"expand_query": np.int64(1)}, "expand_query (np.int64(1)) must be true or false"),
         ({"diversity": Decimal("0.1")}, "diversity (Decimal('0.1')) must be a number"),
     ],
@@ -73,3 +73,9 @@ def test_values_that_do_not_convert_exactly_are_refused_in_one_line(overrides, m
     with pytest.raises(ConfigurationError) as raised:
         CHATBOT.with_overrides(overrides)
     assert str(raised.value) == message
+
+
+def test_a_refused_value_is_named_as_given_not_as_converted():
+    with pytest.raises(ConfigurationError) as raised:
+        CHATBOT.with_overrides({"diversity": 3})
+    assert str(raised.value) == "diversity (3) must be between 0 and 1"
