@@ -6,6 +6,11 @@
 here; ``tests/unit/test_knobs.py`` holds the API schema, ``Settings`` and the stages to these
 definitions. To add a preset knob: add a ``Knob`` to ``PRESET_KNOBS`` and the field to ``Preset`` (and
 to ``server/schemas.PresetValues``). A setting only ``Settings`` reads is defined there alone.
+
+One rule for the type of every knob value (``check_knobs``, before any search or write): a value of the
+knob's kind (``numbers.Integral`` for an int knob, ``numbers.Real`` for a float one, ``bool`` or numpy's
+``bool_`` for a switch) is converted to the plain Python type (``Knob.plain``), so presets hold and store
+plain values; any other value (``3.0`` or ``5.5`` for a count, ``1`` for a switch) is refused in one line.
 """
 
 from __future__ import annotations
