@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from rag_service.errors import ConfigurationError, did_you_mean
+from rag_service.errors import ConfigurationError
 from rag_service.knobs import (
     CHUNK_KEYWORDS,
     EMBEDDING_BATCH_SIZE,
@@ -16,6 +16,7 @@ from rag_service.knobs import (
     RERANK_MODEL,
     SUMMARY_SENTENCES,
     Knob,
+    check_knob_names,
     check_knobs,
 )
 from rag_service.knobs import DEFAULT_CANDIDATE_K as DEFAULT_CANDIDATE_K
@@ -360,15 +361,10 @@ class Preset:
     min_relevance: float = DEFAULT_MIN_RELEVANCE
 
     def with_overrides(self, overrides: dict[str, Any]) -> Preset:
-        """Return a copy with per-call overrides applied and validated."""
-        known = {f.name for f in fields(self)} - {"context_type"}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            hint = did_you_mean(unknown[0], known, quoted=False) if len(unknown) == 1 else ""
-            raise ConfigurationError(
-                f"unknown override(s) {', '.join(unknown)}; {hint}valid ones: {', '.join(sorted(known))}"
-            )
-        updated = replace(self, **overrides)
+        """Return a copy with per-call overrides applied as the knobs' plain types (``knobs.plain_knobs``) and
+        validated."""
+        check_knob_names(overrides)  # the knobs are this dataclass's fields but context_type (tests/unit/test_knobs.py)
+        updated = replace(self, **check_knobs(overrides))  # np.int64(6) is stored and returned as 6
         updated.validate()
         return updated
 

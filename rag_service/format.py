@@ -33,6 +33,7 @@ the end, the whole string is counted, and the last admitted chunk is cut or drop
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -265,8 +266,10 @@ def format_context(
     An empty ``chunks`` gives an empty text with 0 tokens. ``sources`` lists only the sources that
     appear in the text, numbered as cited. ``show_metadata`` adds summaries and keywords.
     """
+    if isinstance(max_tokens, numbers.Integral) and not isinstance(max_tokens, bool):
+        max_tokens = int(max_tokens)  # np.int64(500), as the max_tokens knob takes it
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-        raise ConfigurationError(f"max_tokens ({max_tokens!r}) must be a positive integer; pass e.g. 2000")
+        raise ConfigurationError(f"max_tokens ({max_tokens!r}) must be an int of at least 1; pass e.g. 2000")
     if isinstance(min_cut_tokens, bool) or not isinstance(min_cut_tokens, int) or min_cut_tokens < 1:
         raise ConfigurationError(f"min_cut_tokens ({min_cut_tokens!r}) must be an integer >= 1")
     builder = _Builder(get_encoding(encoding), max_tokens, min_cut_tokens, show_metadata)

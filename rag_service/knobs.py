@@ -6,6 +6,11 @@
 here; ``tests/unit/test_knobs.py`` holds the API schema, ``Settings`` and the stages to these
 definitions. To add a preset knob: add a ``Knob`` to ``PRESET_KNOBS`` and the field to ``Preset`` (and
 to ``server/schemas.PresetValues``). A setting only ``Settings`` reads is defined there alone.
+
+One rule for the type of every knob value (``check_knobs``, before any search or write): a value of the
+knob's kind (``numbers.Integral`` for an int knob, ``numbers.Real`` for a float one, ``bool`` or numpy's
+``bool_`` for a switch) is converted to the plain Python type (``Knob.plain``), so presets hold and store
+plain values; any other value (``3.0`` or ``5.5`` for a count, ``1`` for a switch) is refused in one line.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -68,6 +73,8 @@ class Knob:
         if self.choices:
             return None if value in self.choices else f"must be one of {', '.join(map(repr, self.choices))}"
         if not _is_kind(value, self.kind):
+            if self.kind is int and isinstance(value, float) and value.is_integer():  # 3.0: a whole number, not an int
+                return f"must be an int, not {type(value).__name__}; pass {int(value)}"
             return f"must be {_WORDS[self.kind]}"
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return None
@@ -85,6 +92,18 @@ class Knob:
             return f"is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
         return None
 
+    def plain(self, value: object) -> object:
+        """``value`` as this knob's plain Python type (numpy scalars, ``Fraction``: ``int``, ``float``, ``bool``,
+        ``str``) when it is of the right kind, else ``value`` as it is, for ``requirement`` to name."""
+        if self.choices or not _is_kind(value, self.kind):
+            return str(value) if isinstance(value, str) else value
+        if self.kind is float:
+            return _plain_float(value)
+        try:
+            return self.kind(value)
+        except (TypeError, ValueError):  # an exotic subclass: left for requirement() to judge
+            return value
+
     def field_bounds(self) -> dict[str, Any]:
         """Keyword arguments of a pydantic ``Field`` with this knob's bounds and meaning."""
         bounds: dict[str, Any] = {"description": self.description}
@@ -99,13 +118,29 @@ class Knob:
 
 
 def _is_kind(value: object, kind: type) -> bool:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or _is_numpy_bool(value):
         return kind is bool
     if kind is int:
         return isinstance(value, numbers.Integral)
     if kind is float:
         return isinstance(value, numbers.Real)
     return isinstance(value, kind)
+
+
+def _is_numpy_bool(value: object) -> bool:
+    numpy = sys.modules.get("numpy")  # not imported: value cannot be one (and importing it costs ~0.1 s)
+    return numpy is not None and isinstance(value, numpy.bool_)
+
+
+def _plain_float(value: object) -> object:
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.floating) and not isinstance(value, float):
+        # float32(0.1) is 0.10000000149011612 as a float: keep the number meant, its shortest repr
+        return float(str(value))
+    try:
+        return float(value)  # type: ignore[arg-type]  # a Real: int, Fraction, float subclasses
+    except OverflowError:  # an int beyond any float: requirement() calls it out of range
+        return value
 
 
 def _num(bound: float | None) -> str:
@@ -141,15 +176,41 @@ PRESET_KNOBS: dict[str, Knob] = {
 }
 
 
-def check_knobs(values: dict[str, Any]) -> None:
-    """Raise ConfigurationError naming the first knob in ``values`` of the wrong type or out of range."""
+def plain_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with each knob's value as its plain Python type (``Knob.plain``); other names as they are."""
+    return {name: PRESET_KNOBS[name].plain(v) if name in PRESET_KNOBS else v for name, v in values.items()}
+
+
+#: other libraries' names for the number of results (LangChain's ``search_kwargs={"k": 4}``): our ``max_chunks``
+COUNT_ALIASES = {"k": "max_chunks", "top_k": "max_chunks"}
+
+
+def check_knob_names(names: Iterable[object]) -> None:
+    """Raise ConfigurationError naming the ``names`` that are no preset knob, with a did-you-mean for one."""
+    from rag_service.errors import ConfigurationError, did_you_mean
+
+    unknown = sorted({str(name) for name in names if name not in PRESET_KNOBS})
+    if unknown:
+        alias = COUNT_ALIASES.get(unknown[0])
+        hint = f"did you mean {alias}? " if alias and len(unknown) == 1 else ""
+        hint = hint or (did_you_mean(unknown[0], PRESET_KNOBS, quoted=False) if len(unknown) == 1 else "")
+        raise ConfigurationError(
+            f"unknown override(s) {', '.join(unknown)}; {hint}valid ones: {', '.join(sorted(PRESET_KNOBS))}"
+        )
+
+
+def check_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as plain types (``plain_knobs``), or ConfigurationError naming the first knob of the wrong
+    type or out of range."""
     from rag_service.errors import ConfigurationError
 
-    for name, value in values.items():
+    plain = plain_knobs(values)
+    for name, value in plain.items():
         knob = PRESET_KNOBS.get(name)
-        message = knob.problem(value) if knob is not None else None
-        if message is not None:
-            raise ConfigurationError(message)
+        wrong = knob.requirement(value) if knob is not None else None
+        if wrong is not None:  # named as given: diversity=3 is "diversity (3)", not its float 3.0
+            raise ConfigurationError(f"{name} ({values[name]!r}) {wrong}")
+    return plain
 
 
 #: ``retrieve()``'s own arguments beside the knobs: an override of one of these names would be given twice

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from rag_service.errors import ConfigurationError, RagError, UnknownCollectionError
 from rag_service.ingest.loaders import text_title
@@ -196,7 +196,8 @@ def _repack_after_deletes(database: Database, collection: str, *, min_chunks: in
 
 
 class DocumentOperations:
-    """Add uploaded or in-memory documents, delete one; every method is public on ``UniversalRAGService``."""
+    """Add uploaded or in-memory documents, delete one, check names and filters ahead of a call; every method is
+    public on ``UniversalRAGService``."""
 
     settings: Settings
     db: Database
@@ -208,6 +209,20 @@ class DocumentOperations:
         from rag_service.db.collections import validate_collection
 
         return validate_collection(collection)
+
+    @staticmethod
+    def check_call_options(*, collection: object, filters: object) -> dict[str, Any] | None:
+        """``filters`` as a dict (None stays None) when ``collection`` and ``filters`` pass the checks ``retrieve()``
+        makes before any work; ConfigurationError (one line) otherwise. Static: the framework retrievers run it
+        where they are built, before any service exists."""
+        from rag_service.db.collections import validate_collection
+        from rag_service.db.search_request import ChunkFilters
+
+        validate_collection(collection)  # type: ignore[arg-type]  # names a non-text value's type
+        if filters is None:
+            return None
+        ChunkFilters.parse(filters)  # type: ignore[arg-type]  # not a mapping: its own one-line error
+        return dict(cast(Mapping[str, Any], filters))
 
     def read_uploads(self, uploads: Iterable[tuple[str, bytes]], *, strategy: str | None = None) -> DocumentBatch:
         """Uploaded files, ``(file name, content)``, as documents keyed by file name, for ``index_documents``.

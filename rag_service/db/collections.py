@@ -16,14 +16,34 @@ from rag_service.knobs import MAX_COLLECTION_CHARS
 
 
 def validate_collection(collection: str) -> str:
-    """Collections are non-empty names of at most ``MAX_COLLECTION_CHARS`` characters, without NUL."""
+    """Collections are non-empty names of at most ``MAX_COLLECTION_CHARS`` characters, without NUL (PostgreSQL's
+    text cannot hold it; other control characters are stored as they are)."""
     if not isinstance(collection, str):
         raise ConfigurationError(f"collection must be a name (text), not {type(collection).__name__}")
-    if not collection or not collection.strip() or len(collection) > MAX_COLLECTION_CHARS or "\x00" in collection:
+    if "\x00" in collection:
+        raise ConfigurationError(
+            f"collection name {shown_name(collection)} contains a NUL character (\\x00), which PostgreSQL "
+            "cannot store; remove it"
+        )
+    if len(collection) > MAX_COLLECTION_CHARS:
+        raise ConfigurationError(
+            f"collection name {shown_name(collection)} has {len(collection)} characters; "
+            f"it must be 1-{MAX_COLLECTION_CHARS} characters"
+        )
+    if not collection.strip():
         raise ConfigurationError(
             f"collection name {collection[:50]!r} must be 1-{MAX_COLLECTION_CHARS} characters, not blank"
         )
     return collection
+
+
+#: longest part of a collection name an error shows (a 200-character name in every message made it unreadable)
+SHOWN_NAME_CHARS = 60
+
+
+def shown_name(name: str) -> str:
+    """``name`` quoted for an error line, cut to ``SHOWN_NAME_CHARS`` characters with an ellipsis."""
+    return repr(name if len(name) <= SHOWN_NAME_CHARS else name[: SHOWN_NAME_CHARS - 1] + "\u2026")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +88,17 @@ def require_collection(session: Session, name: str) -> None:
 
 
 def unknown_collection_message(name: str, existing: list[str]) -> str:
-    """One line: the unknown name, the closest existing ones (at most ``NAMED_COLLECTIONS``) and the fix."""
+    """One line: the unknown name, the closest existing ones (at most ``NAMED_COLLECTIONS``, each cut to
+    ``SHOWN_NAME_CHARS``) and the fix."""
     if not existing:
-        return f"collection {name!r} does not exist: the database holds no documents yet; index documents into it first"
+        return (
+            f"collection {shown_name(name)} does not exist: the database holds no documents yet; "
+            "index documents into it first"
+        )
     near = closest_name(name, existing)  # first among the names shown, then difflib's others
     close = list(dict.fromkeys(c for c in (near, *difflib.get_close_matches(name, existing, n=3)) if c))[:3]
     shown = close + [c for c in existing if c not in close][: max(NAMED_COLLECTIONS - len(close), 0)]
     more = f" and {len(existing) - len(shown)} more" if len(existing) > len(shown) else ""
-    hint = f"did you mean {near!r}? " if near else ""
-    listed = ", ".join(repr(c) for c in shown)
-    return f"collection {name!r} does not exist; {hint}the collections are {listed}{more}"
+    hint = f"did you mean {shown_name(near)}? " if near else ""
+    listed = ", ".join(shown_name(c) for c in shown)
+    return f"collection {shown_name(name)} does not exist; {hint}the collections are {listed}{more}"

@@ -4,6 +4,7 @@ and the SQL conditions the filters become (every value a bound parameter)."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -121,6 +122,8 @@ class ChunkFilters:
                 f"filter 'chunk_type' {kind!r} is no chunk type; {hint}use {FILTER_KEYS['chunk_type']}"
             )
         doc_id = filters.get("document_id")
+        if isinstance(doc_id, numbers.Integral) and not isinstance(doc_id, bool):
+            doc_id = int(doc_id)  # np.int64 from a dataframe: the rule of the int knobs (knobs.Knob.plain)
         if doc_id is not None and (
             isinstance(doc_id, bool) or not isinstance(doc_id, int) or not 1 <= doc_id <= MAX_DOCUMENT_ID
         ):
@@ -129,6 +132,8 @@ class ChunkFilters:
                 f"filter 'document_id' ({shown}) must be a document id, a whole number 1..{MAX_DOCUMENT_ID}"
             )
         values = {k: filters[k] for k in FILTER_KEYS if k in filters}
+        if doc_id is not None:
+            values["document_id"] = doc_id
         if kind is not None:
             values["chunk_type"] = CHUNK_TYPE_FILTERS[kind]
         if "keywords" in values:

@@ -30,9 +30,10 @@ from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_mod
 from rag_service.db.partitions import prepare_collection
 from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write, settle_after_write
 from rag_service.embed import Embedder
-from rag_service.errors import ConfigurationError, DatabaseError
+from rag_service.errors import DatabaseError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
+from rag_service.ingest.call_checks import check_call, text_items
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.embedclock import reported_if_stopped
 from rag_service.ingest.fingerprint import fingerprint_strategy
@@ -112,7 +113,7 @@ class Indexer:
         validate_collection(collection)
         if isinstance(paths, str | Path):  # a string was walked letter by letter ("." of "./x": the whole folder)
             paths = [paths]
-        _check_call(paths, metadata)
+        check_call(paths, metadata)
         if root is not None:
             check_root(root, paths)
         if strategy is not None:
@@ -176,7 +177,8 @@ class Indexer:
         ``listener(done, total)`` hears ``total`` at the start and each document as its batch commits.
         """
         validate_collection(collection)
-        _check_call(items, metadata)
+        check_call(items, metadata)
+        items = text_items(items)  # a malformed list item is refused before any work
         self.chunking.check(strategy)
         report = IngestReport(collection=collection)
         started = time.perf_counter()
@@ -436,11 +438,3 @@ def _repeated(source: str, seen: dict[str, str], report: IngestReport, bar: Prog
         return True
     seen[source] = path
     return False
-
-
-def _check_call(items: object, metadata: object) -> None:
-    """One line for arguments of the wrong kind (they failed deep inside with Python's words)."""
-    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
-        raise ConfigurationError(f"paths or items must be a list, not {type(items).__name__}")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise ConfigurationError(f"metadata must be a JSON object (a dict), not {type(metadata).__name__}")

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_service.integrations import check_overrides, require_extra
+from rag_service.errors import ConfigurationError, closest_name
+from rag_service.integrations import (
+    check_overrides,
+    check_picklable,
+    require_extra,
+    share_service,
+)
+from rag_service.knobs import COUNT_ALIASES, PRESET_KNOBS
 
 require_extra("langchain_core.retrievers", extra="langchain", feature="rag_service.integrations.langchain")
 
@@ -24,7 +31,7 @@ from langchain_core.callbacks import (  # noqa: E402  (after the extra check, fo
 )
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from pydantic import Field, model_validator  # noqa: E402
+from pydantic import Field, ValidationError, model_validator  # noqa: E402
 
 from rag_service.integrations.metadata import result_metadata  # noqa: E402
 from rag_service.result import RAGResult  # noqa: E402
@@ -47,19 +54,30 @@ class UniversalRAGRetriever(BaseRetriever):
     filters: dict[str, Any] | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
 
+    def __init__(self, **data: Any) -> None:
+        # checked before pydantic's validation: an error raised inside it comes wrapped in a ValidationError
+        # of 3-4 lines ("1 validation error for ...", "[type=value_error, ...]", a URL)
+        try:
+            super().__init__(**_checked(type(self), data))
+        except ValidationError as exc:  # a field of BaseRetriever (tags=, metadata=): its first error, one line
+            raise ConfigurationError(_one_line(type(self).__name__, exc)) from None
+
     @model_validator(mode="before")
     @classmethod
     def _known_fields_only(cls, data: Any) -> Any:
-        """LangChain's models ignore unknown fields: ``max_chunks=2`` was dropped and 12 documents came back."""
-        unknown = sorted(set(data) - set(cls.model_fields)) if isinstance(data, dict) else []
-        if unknown:
-            raise ValueError(
-                f"UniversalRAGRetriever has no field {unknown[0]!r}; preset knobs go in overrides, e.g. "
-                f"overrides={{{unknown[0]!r}: ...}}; the fields are {', '.join(cls.model_fields)}"
-            )
-        if isinstance(data, dict) and isinstance(data.get("overrides"), dict):
-            check_overrides(cls.__name__, data["overrides"])  # collection=, filters=: before the first call
-        return data
+        """``model_validate`` skips ``__init__``: the same checks (LangChain's models ignore unknown fields)."""
+        return _checked(cls, data) if isinstance(data, dict) else data
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickled without a service only (``integrations.check_picklable``)."""
+        check_picklable(self)
+        return super().__getstate__()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> UniversalRAGRetriever:
+        """A deep copy shares the service: its connections and models are not copied."""
+        memo = {} if memo is None else memo
+        share_service(self, memo)
+        return super().__deepcopy__(memo)
 
     def _service(self) -> UniversalRAGService:
         return self.service if self.service is not None else get_universal_rag()
@@ -79,6 +97,51 @@ class UniversalRAGRetriever(BaseRetriever):
             query, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_documents(result)
+
+
+def _checked(cls: type[UniversalRAGRetriever], data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``filters`` and ``overrides`` as dicts, or ConfigurationError (one line) for an unknown
+    field or a value of the wrong kind; a knob given as a field is pointed to ``overrides``."""
+    unknown = sorted(set(data) - set(cls.model_fields), key=str)
+    if unknown:
+        raise ConfigurationError(_unknown_field(cls, str(unknown[0])))
+    checked = dict(data)
+    for name in ("context", "collection"):
+        if name in data and not isinstance(data[name], str):
+            raise ConfigurationError(f"{name} must be a name (text), not {type(data[name]).__name__}")
+    service = data.get("service")
+    if service is not None and not isinstance(service, UniversalRAGService):
+        raise ConfigurationError(
+            f"service must be a UniversalRAGService (get_universal_rag()), not {type(service).__name__}"
+        )
+    filters = UniversalRAGService.check_call_options(
+        collection=data.get("collection", "default"), filters=data.get("filters")
+    )
+    if "filters" in data:
+        checked["filters"] = filters
+    if "overrides" in data:
+        checked["overrides"] = check_overrides(cls.__name__, data["overrides"])
+    return checked
+
+
+def _unknown_field(cls: type[UniversalRAGRetriever], name: str) -> str:
+    """The one line for a field ``cls`` lacks: ``overrides=`` only for a real knob, else the closest name."""
+    fields = list(cls.model_fields)
+    start = f"{cls.__name__} has no field {name!r}"
+    if name in PRESET_KNOBS:
+        return f"{start}; preset knobs go in overrides, e.g. overrides={{{name!r}: ...}}"
+    knob = COUNT_ALIASES.get(name) or closest_name(name, PRESET_KNOBS)
+    if knob is not None:
+        return f"{start}; did you mean the preset knob {knob}? pass overrides={{{knob!r}: ...}}"
+    near = closest_name(name, fields)
+    hint = f"did you mean {near}=...? " if near is not None else ""
+    return f"{start}; {hint}the fields are {', '.join(fields)}; preset knobs go in overrides={{...}}"
+
+
+def _one_line(owner: str, exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(map(str, error["loc"])) or "arguments"
+    return f"{owner}({where}=...): {error['msg']}, not {error.get('input')!r:.60}"
 
 
 def to_documents(result: RAGResult) -> list[Document]:

@@ -13,10 +13,12 @@ title, header path and citation number are shown to the LLM and to embedders.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
-from rag_service.integrations import check_overrides, require_extra
+from rag_service.errors import ConfigurationError
+from rag_service.integrations import check_overrides, check_picklable, require_extra, share_service
 
 require_extra("llama_index.core.retrievers", extra="llamaindex", feature="rag_service.integrations.llama_index")
 
@@ -50,12 +52,38 @@ class UniversalRAGRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
+        if service is not None and not isinstance(service, UniversalRAGService):
+            raise ConfigurationError(
+                f"service must be a UniversalRAGService (get_universal_rag()), not {type(service).__name__}"
+            )
+        if not isinstance(context, str):
+            raise ConfigurationError(f"context must be a name (text), not {type(context).__name__}")
+        # a bad name, filter or knob fails here, at start-up, not at the first query
+        self.filters = UniversalRAGService.check_call_options(collection=collection, filters=filters)
+        self.collection = collection
+        self.overrides = check_overrides(type(self).__name__, {} if overrides is None else overrides)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.service = service
         self.context = context
-        self.collection = collection
-        self.filters = dict(filters) if filters is not None else None
-        self.overrides = check_overrides(type(self).__name__, overrides or {})
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without a service only (``integrations.check_picklable``)."""
+        check_picklable(self)
+        return self.__dict__.copy()
+
+    def __copy__(self) -> UniversalRAGRetriever:
+        """A shallow copy, with the same service (pickling, which ``copy`` would use, refuses one)."""
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> UniversalRAGRetriever:
+        """A deep copy shares the service: its connections and models are not copied."""
+        share_service(self, memo)
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        copied.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return copied
 
     def _service(self) -> UniversalRAGService:
         return self.service if self.service is not None else get_universal_rag()

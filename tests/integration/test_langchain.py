@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 from typing import Any
 from uuid import UUID
 
+import numpy as np
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
@@ -119,3 +122,54 @@ def test_in_an_lcel_chain_the_model_receives_the_retrieved_context(service):
     assert human.content == "How long is a nightly backup kept?"
     assert system.content.startswith("Answer from this context only:\n[1] kb/ops.md\n## Backups\n")
     assert "kept for thirty days" in system.content and "Replication" not in system.content
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"k": 2}, "has no field 'k'; did you mean the preset knob max_chunks? pass overrides={'max_chunks': ...}"),
+        ({"max_chunks": 2}, "has no field 'max_chunks'; preset knobs go in overrides, e.g. overrides={'max_chunks'"),
+        ({"colection": "kb"}, "has no field 'colection'; did you mean collection=...? the fields are name, tags"),
+        ({"collection": 123}, "collection must be a name (text), not int"),
+        ({"context": None}, "context must be a name (text), not NoneType"),
+        ({"service": "rag"}, "service must be a UniversalRAGService (get_universal_rag()), not str"),
+        ({"filters": "x"}, "filters must be a mapping of filter keys to values, e.g. {'source_prefix': 'docs/'}"),
+        ({"filters": {"sourc": "a"}}, "unknown filter key(s) 'sourc'; did you mean 'source'?"),
+        ({"overrides": [("max_chunks", 1)]}, "overrides must be a mapping of preset knobs to values"),
+        ({"overrides": {"collection": "x"}}, "overrides['collection'] is not a preset override; pass it as Universal"),
+        ({"overrides": {"max_chunk": 2}}, "unknown override(s) max_chunk; did you mean max_chunks? valid ones: "),
+        ({"overrides": {"k": 2}}, "unknown override(s) k; did you mean max_chunks? valid ones: "),
+        ({"overrides": {"max_chunks": "3"}}, "max_chunks ('3') must be a whole number"),
+        ({"tags": "x"}, "UniversalRAGRetriever(tags=...): Input should be a valid list, not 'x'"),
+    ],
+)
+def test_construction_errors_are_one_line_configuration_errors(arguments, message):
+    """D6/D8: these were pydantic ValidationErrors of 3-4 lines, 'k' was pointed to overrides={'k': ...}, and
+    overrides with a typo or a wrong type were taken, to fail at the first query."""
+    with pytest.raises(ConfigurationError) as raised:
+        UniversalRAGRetriever(**{"collection": "kb", **arguments})
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert "overrides={'k'" not in str(raised.value)
+
+
+def test_overrides_are_stored_as_the_knobs_plain_values():
+    retriever = UniversalRAGRetriever(collection="kb", overrides={"max_chunks": np.int64(2)})
+    assert isinstance(retriever, BaseRetriever) and type(retriever.overrides["max_chunks"]) is int
+
+
+def test_a_retriever_given_a_service_refuses_pickling_and_deep_copies_share_it(service):
+    """D13: pickling failed with "Can't pickle local object 'create_engine.<locals>.connect'", a deep copy with
+    "cannot pickle 'module' object"."""
+    bound = UniversalRAGRetriever(service=service, context="search", collection="kb", overrides={"max_chunks": 1})
+    with pytest.raises(ConfigurationError) as raised:
+        pickle.dumps(bound)
+    assert str(raised.value) == (
+        "a UniversalRAGRetriever given service= cannot be pickled (the service holds this process's database "
+        "connections and models); leave service unset, and the unpickled UniversalRAGRetriever uses "
+        "get_universal_rag() of its process"
+    )
+    copied = copy.deepcopy(bound)
+    assert copied.service is service and copied.overrides == bound.overrides and copied.overrides is not bound.overrides
+    assert len(copied.invoke("backups")) == 1
+    unbound = pickle.loads(pickle.dumps(UniversalRAGRetriever(collection="kb", overrides={"max_chunks": 1})))
+    assert unbound.service is None and unbound.overrides == {"max_chunks": 1}

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import pickle
 
+import numpy as np
 import pytest
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -73,3 +76,38 @@ def test_a_query_engine_answers_from_the_retrieved_nodes(service):
     prompt = str(response)
     assert "kept for thirty days" in prompt and "source: kb/ops.md" in prompt
     assert "How long is a nightly backup kept?" in prompt and "Replication" not in prompt
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"filters": "source_prefix=docs/"}, "filters must be a mapping of filter keys to values, e.g. {'source_"),
+        ({"overrides": "max_chunks"}, "overrides must be a mapping of preset knobs to values, e.g. {'max_chunks'"),
+        ({"overrides": [("max_chunks", 1)]}, "overrides must be a mapping of preset knobs to values"),
+        ({"overrides": {"k": 2}}, "unknown override(s) k; did you mean max_chunks? valid ones: "),
+        ({"overrides": {"max_chunks": "3"}}, "max_chunks ('3') must be a whole number"),
+        ({"filters": {"sourc": "a"}}, "unknown filter key(s) 'sourc'; did you mean 'source'?"),
+        ({"collection": 123}, "collection must be a name (text), not int"),
+        ({"context": None}, "context must be a name (text), not NoneType"),
+    ],
+)
+def test_construction_errors_are_one_line(arguments, message):
+    """D7/D8: a string for filters or overrides gave Python's "dictionary update sequence element #0 has length 1",
+    a list of pairs was taken, and unknown or wrong overrides failed only at the first query."""
+    arguments = {"collection": "kb", **arguments}
+    with pytest.raises(ConfigurationError) as raised:
+        UniversalRAGRetriever(**arguments)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_retriever_given_a_service_refuses_pickling_and_copies_share_it(service):
+    """D13: pickling failed with "Can't pickle local object 'create_engine.<locals>.connect'"."""
+    bound = UniversalRAGRetriever(service, context="search", collection="kb", overrides={"max_chunks": np.int64(1)})
+    assert type(bound.overrides["max_chunks"]) is int
+    with pytest.raises(ConfigurationError, match=r"^a UniversalRAGRetriever given service= cannot be pickled \("):
+        pickle.dumps(bound)
+    for copied in (copy.copy(bound), copy.deepcopy(bound)):
+        assert copied.service is service and copied.overrides == {"max_chunks": 1}
+        assert len(copied.retrieve("backups")) == 1
+    unbound = pickle.loads(pickle.dumps(UniversalRAGRetriever(collection="kb", overrides={"max_chunks": 1})))
+    assert unbound.service is None and unbound.overrides == {"max_chunks": 1}

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import Connection, text
 
@@ -99,6 +101,41 @@ def test_update_preset_is_validated_and_what_the_next_call_uses(service: Univers
     with pytest.raises(ConfigurationError, match="no values to change for preset 'search'; give one"):
         service.update_preset("search")
     assert service.preset("search") == edited, "a refused edit changes nothing"
+
+
+def test_update_preset_stores_numpy_and_fraction_values_as_plain_types(
+    service: UniversalRAGService, connection: Connection
+) -> None:
+    """D3: a Fraction ended in psycopg's "cannot adapt type" with the SQL statement, np.int64 came back in the
+    Preset, and np.float32(0.1) was stored as 0.10000000149011612."""
+    edited = service.update_preset(
+        "workflow", diversity=Fraction(1, 10), max_chunks=np.int64(6), graph_weight=np.float32(0.1)
+    )
+    assert (edited.diversity, edited.max_chunks, edited.graph_weight) == (0.1, 6, 0.1)
+    assert (type(edited.diversity), type(edited.max_chunks), type(edited.graph_weight)) == (float, int, float)
+    assert service.preset("workflow") == edited
+    stored = connection.execute(
+        text("SELECT diversity, graph_weight FROM rag_configurations WHERE context_type = 'workflow'")
+    ).one()
+    assert tuple(stored) == (0.1, 0.1)
+
+
+def test_numpy_overrides_and_document_id_take_the_plain_rule(service: UniversalRAGService) -> None:
+    """D4: max_tokens=np.int64(500) ran the whole search, then failed in the formatter ("must be a positive
+    integer"); np.bool_ and a numpy document_id were refused."""
+    collection = f"np-{uuid.uuid4().hex[:8]}"
+    service.index_documents([NewDocument("kites.md", KITES)], collection=collection)
+    plain = service.retrieve("kite wind", "search", collection=collection, max_tokens=500, expand_query=True)
+    found = service.retrieve(
+        "kite wind",
+        "search",
+        collection=collection,
+        max_tokens=np.int64(500),
+        expand_query=np.bool_(True),
+        filters={"document_id": np.int64(plain.chunks[0].document_id)},
+    )
+    assert [c.chunk_id for c in found.chunks] == [c.chunk_id for c in plain.chunks]
+    assert found.formatted_context == plain.formatted_context
 
 
 def test_presets_and_contexts_list_the_stored_rows(service: UniversalRAGService) -> None:
@@ -221,9 +258,11 @@ def test_arguments_of_the_wrong_kind_are_one_line_each(service: UniversalRAGServ
 
 def test_collection_names_are_checked_before_any_work(service: UniversalRAGService) -> None:
     assert service.check_collection_name("../../x") == "../../x"
-    for bad in ("", "   ", "x" * 201, "a\x00b"):
+    for bad in ("", "   ", "x" * 201):
         with pytest.raises(ConfigurationError, match="must be 1-200 characters"):
             service.check_collection_name(bad)
+    with pytest.raises(ConfigurationError, match="contains a NUL character"):
+        service.index_texts([("a.md", "", "text")], collection="a\x00b")
 
 
 def test_readiness_and_health_of_a_migrated_database(service: UniversalRAGService) -> None:

@@ -1,10 +1,14 @@
-"""``service.index_texts`` stores metadata like ``index_paths`` does."""
+"""``service.index_texts`` stores metadata like ``index_paths`` does, and refuses malformed items and metadata."""
 
 from __future__ import annotations
 
+import datetime
+
+import pytest
 from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
+from rag_service.errors import ConfigurationError
 from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.service import UniversalRAGService
 
@@ -17,3 +21,57 @@ def test_index_texts_stores_metadata(db, settings, connection):
     stored = connection.execute(text("SELECT metadata FROM documents WHERE collection = 'm'")).scalar_one()
     assert user_metadata(stored) == {"team": "storage"}
     assert stored["summary_source"] == "extractive", "ingestion adds its summary beside the caller's keys"
+
+
+def _documents(connection, collection: str) -> int:
+    query = text("SELECT count(*) FROM documents WHERE collection = :c")
+    return int(connection.execute(query, {"c": collection}).scalar_one())
+
+
+GOOD = ("good.md", "", "# Good\n\nA document that comes before the malformed one.\n")
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (("w.md", "# W\n\ntext\n"), "items[1] has 2 values; pass a (source, title, text) tuple"),
+        ("w.md", "items[1] is a str; pass a (source, title, text) tuple"),
+        ({"source": "w.md", "title": "", "text": "x"}, "items[1] is a dict; pass a (source, title, text) tuple"),
+    ],
+)
+def test_a_malformed_item_is_one_line_before_anything_is_written(db, settings, connection, bad, message):
+    """D9: a 2-tuple raised Python's "not enough values to unpack (expected 3, got 2)"."""
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    with pytest.raises(ConfigurationError) as raised:
+        service.index_texts([GOOD, bad], collection="t9")
+    assert str(raised.value) == message
+    assert _documents(connection, "t9") == 0, "the good item before it is not written either"
+    lazy = (item for item in [("w.md", "text")])
+    with pytest.raises(ConfigurationError, match=r"^items\[0\] has 2 values"):
+        service.index_texts(lazy, collection="t9")
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        ({"when": datetime.date(2024, 1, 1)}, "metadata['when'] (date) is not JSON; pass strings, numbers"),
+        ({"tags": {1, 2}}, "metadata['tags'] (set) is not JSON; pass strings"),
+        ({"a": [1, {"b": float("nan")}]}, "metadata['a'][1]['b'] (nan) is not JSON; pass a finite number"),
+        ({"a": {1: "x"}}, "metadata['a'] key 1 (int) is not JSON; use string keys"),
+    ],
+)
+def test_metadata_that_is_not_json_is_refused_up_front(db, settings, connection, tmp_path, metadata, message):
+    """D10: every document failed as "could not be indexed (TypeError: ...): a bug; report it", and the call
+    returned normally."""
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    with pytest.raises(ConfigurationError) as raised:
+        service.index_texts([GOOD], collection="t4", metadata=metadata)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+    (tmp_path / "a.md").write_text("# A\n\ntext\n")
+    with pytest.raises(ConfigurationError, match=r"^metadata\["):
+        service.index_paths([tmp_path / "a.md"], collection="t4", metadata=metadata)
+    assert _documents(connection, "t4") == 0
+    cycle: dict = {}
+    cycle["self"] = cycle
+    with pytest.raises(ConfigurationError, match=r"^metadata\['self'\] contains itself"):
+        service.index_texts([GOOD], collection="t4", metadata=cycle)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rag_service.db.search_request import ChunkFilters
@@ -30,3 +31,11 @@ def test_a_chunk_type_is_one_stored_or_shown_and_a_header_key_a_level() -> None:
     with pytest.raises(UnknownFilterError, match="filter 'headers' key\\(s\\) 'h9' name no header level: use h1"):
         ChunkFilters.parse({"headers": {"h1": "Guide", "h9": "x"}})
     assert ChunkFilters.parse({"headers": {"h6": "x"}}) == ChunkFilters(headers={"h6": "x"})
+
+
+def test_a_numpy_document_id_is_taken_as_a_plain_int() -> None:
+    """D4: np.int64(1) was refused as "must be a document id, a whole number"."""
+    parsed = ChunkFilters.parse({"document_id": np.int64(7)})
+    assert parsed == ChunkFilters(document_id=7) and type(parsed.document_id) is int
+    with pytest.raises(UnknownFilterError, match=r"filter 'document_id' \(np.True_\) must be a document id"):
+        ChunkFilters.parse({"document_id": np.True_})

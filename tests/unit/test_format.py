@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 import tiktoken
 from hypothesis import HealthCheck, given, settings
@@ -104,8 +105,13 @@ def test_empty_input_gives_empty_context() -> None:
 
 @pytest.mark.parametrize("max_tokens", [0, -5, True, 2.5])
 def test_invalid_budget_raises(max_tokens: object) -> None:
-    with pytest.raises(ConfigurationError, match=r"max_tokens .* must be a positive integer"):
+    with pytest.raises(ConfigurationError, match=r"max_tokens .* must be an int of at least 1"):
         format_context(_sample(), max_tokens=max_tokens)  # type: ignore[arg-type]
+
+
+def test_a_numpy_integer_budget_is_taken_as_the_int_it_is() -> None:
+    """D4: np.int64(500) was refused as "must be a positive integer", after the whole search had run."""
+    assert format_context(_sample(), max_tokens=np.int64(500)) == format_context(_sample(), max_tokens=500)  # type: ignore[arg-type]
 
 
 def test_long_chunk_is_cut_at_a_token_boundary_with_marker() -> None:
