@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, cast
 
 from rag_service.errors import ConfigurationError, RagError, UnknownCollectionError
+from rag_service.ingest.call_checks import nul_in_source
 from rag_service.ingest.loaders import text_title
 from rag_service.ingest.report import FileProblem, IngestReport
 
@@ -130,6 +131,10 @@ def _check_documents(batch: DocumentBatch) -> None:
         if not isinstance(document.source, str) or not isinstance(document.text, str) or not document.source.strip():
             raise ConfigurationError(
                 f"documents[{i}]: source {document.source!r:.60} and text must be text, the source not blank"
+            )
+        if nul_in_source(document.source):
+            raise ConfigurationError(
+                f"documents[{i}]: source {document.source!r:.60} holds a NUL, which a source cannot; remove it"
             )
     counts = collections.Counter(document.source for document in batch.documents)
     repeated = [f"{source!r} ({count} times)" for source, count in counts.items() if count > 1]

@@ -51,6 +51,22 @@ def _check_json(value: object, where: str, open_containers: set[int]) -> None:
     open_containers.discard(id(value))
 
 
+def checked_paths(paths: Iterable[Any]) -> list[Any]:
+    """``index_paths``' paths as a list, or ConfigurationError naming the first holding a NUL (no file name has one;
+    ``stat`` raised Python's "embedded null byte")."""
+    paths = list(paths)
+    for i, path in enumerate(paths):
+        if "\x00" in str(path):
+            shown = f"{str(path)!r:.60}"
+            raise ConfigurationError(f"paths[{i}] {shown} holds a NUL byte, which no file name has; remove it")
+    return paths
+
+
+def nul_in_source(source: object) -> bool:
+    """Whether ``source`` is text holding a NUL, which PostgreSQL text cannot store (a raw DataError before)."""
+    return isinstance(source, str) and "\x00" in source
+
+
 def text_items(items: Iterable[Any]) -> Iterator[tuple[Any, Any, Any]]:
     """``items`` of ``index_texts`` as (source, title, text) triples, or ConfigurationError naming the first
     item of another shape. A list or tuple is checked whole now (before any work); a lazy iterable (a
@@ -66,4 +82,6 @@ def _check_item(i: int, item: object) -> tuple[Any, Any, Any]:
     if len(item) != 3:
         raise ConfigurationError(f"items[{i}] has {len(item)} values; pass a (source, title, text) tuple")
     source, title, text = item
+    if nul_in_source(source):
+        raise ConfigurationError(f"items[{i}]: source {source!r:.60} holds a NUL, which a source cannot; remove it")
     return source, title, text

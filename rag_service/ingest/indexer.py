@@ -33,7 +33,7 @@ from rag_service.embed import Embedder
 from rag_service.errors import DatabaseError
 from rag_service.ingest.batch import Batch
 from rag_service.ingest.bulkwrite import BULK_MIN_DOCUMENTS, BulkWriter
-from rag_service.ingest.call_checks import check_call, text_items
+from rag_service.ingest.call_checks import check_call, checked_paths, text_items
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.embedclock import reported_if_stopped
 from rag_service.ingest.fingerprint import fingerprint_strategy
@@ -114,6 +114,7 @@ class Indexer:
         if isinstance(paths, str | Path):  # a string was walked letter by letter ("." of "./x": the whole folder)
             paths = [paths]
         check_call(paths, metadata)
+        paths = checked_paths(paths)
         if root is not None:
             check_root(root, paths)
         if strategy is not None:

@@ -75,3 +75,27 @@ def test_metadata_that_is_not_json_is_refused_up_front(db, settings, connection,
     cycle["self"] = cycle
     with pytest.raises(ConfigurationError, match=r"^metadata\['self'\] contains itself"):
         service.index_texts([GOOD], collection="t4", metadata=cycle)
+
+
+def test_a_nul_in_a_source_or_a_path_is_one_line_before_anything_is_written(db, settings, connection, tmp_path):
+    """Audit 51a item 2: a NUL in a source reached the SQL (a raw DataError; MCP said "Error executing tool
+    index_text" and printed a 400-line traceback), one in a path raised Python's "embedded null byte"."""
+    from rag_service import NewDocument
+
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    calls = {
+        "items[1]: source 'm\\x003.md' holds a NUL, which a source cannot; remove it": lambda: service.index_texts(
+            [GOOD, ("m\x003.md", "", "text")], collection="t9"
+        ),
+        "documents[0]: source 'm\\x003.md' holds a NUL, which a source cannot; remove it": lambda: (
+            service.index_documents([NewDocument("m\x003.md", "text")], collection="t9")
+        ),
+        "paths[1] 'docs/a\\x00b.md' holds a NUL byte, which no file name has; remove it": lambda: (
+            service.index_paths([tmp_path, "docs/a\x00b.md"], collection="t9")
+        ),
+    }
+    for message, call in calls.items():
+        with pytest.raises(ConfigurationError) as raised:
+            call()
+        assert str(raised.value) == message
+    assert _documents(connection, "t9") == 0
