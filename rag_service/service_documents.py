@@ -9,7 +9,6 @@ Python callers go through the same methods, so each does the same thing.
 from __future__ import annotations
 
 import collections
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -113,10 +112,11 @@ def index_documents(
     done = len(batch.failed)
     if listener is not None:
         listener(done, total)
+    hear = None if listener is None else _Shifted(listener, done, total)
     for chosen, items in groups.items():
-        hear = None if listener is None else functools.partial(_shifted, listener, done, total)
         report.merge(index_texts(items, collection=collection, strategy=chosen, force=force, listener=hear))
-        done += len(items)
+        if hear is not None:
+            hear.next_part(len(items))
     return report
 
 
@@ -145,9 +145,33 @@ def _check_documents(batch: DocumentBatch) -> None:
         )
 
 
-def _shifted(listen: ProgressListener, before: int, total: int, done: int, _part_total: int | None) -> None:
-    """One strategy's progress as progress of the whole batch."""
-    listen(before + done, total)
+class _Shifted:
+    """Each strategy's progress as progress of the whole batch: documents, and (for a listener that hears them,
+    ``ingest.progress``) the write's phase and the chunks embedded and written."""
+
+    def __init__(self, listen: ProgressListener, before: int, total: int) -> None:
+        self.listen, self.before, self.total = listen, before, total
+        self.chunks_before = self.chunks_now = (0, 0)
+
+    def __call__(self, done: int, _part_total: int | None) -> None:
+        self.listen(self.before + done, self.total)
+
+    def phase(self, name: str) -> None:
+        """The write's step, passed on."""
+        if callable(heard := getattr(self.listen, "phase", None)):
+            heard(name)
+
+    def chunks(self, embedded: int, written: int) -> None:
+        """One part's chunks, after the parts before it."""
+        self.chunks_now = (embedded, written)
+        if callable(heard := getattr(self.listen, "chunks", None)):
+            heard(self.chunks_before[0] + embedded, self.chunks_before[1] + written)
+
+    def next_part(self, documents: int) -> None:
+        """The next strategy's run starts after ``documents`` more."""
+        self.before += documents
+        self.chunks_before = (self.chunks_before[0] + self.chunks_now[0], self.chunks_before[1] + self.chunks_now[1])
+        self.chunks_now = (0, 0)
 
 
 def delete_document(

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from types import TracebackType
 
 #: called after each item with (items done, total or None); a listener that also has a ``phase(name)`` method
-#: hears each step of a long write too (a bulk load's, after every document is staged: the HTTP API's jobs)
+#: hears each step of a long write too (a bulk load's, after every document is staged: the HTTP API's jobs), and
+#: one with a ``chunks(embedded, written)`` method the chunks as they are embedded and written (a job of one large
+#: document showed 0 of 1 for minutes)
 ProgressListener = Callable[[int, int | None], None]
 #: on a stderr that is no terminal, a line at least this often while items are done (and each 10% of them)
 LINE_EVERY_S = 10.0
@@ -62,6 +64,7 @@ class Progress:
                     self._listener(self._done, self._total)
                 except KeyboardInterrupt as exc:  # a stop it raises waits until every item of the step is heard
                     stop = stop or exc
+        self._tell_chunks()
         if self._bar is not None:
             self._bar.set_postfix_str(self._counts(), refresh=False)
             self._bar.update(items)
@@ -74,8 +77,14 @@ class Progress:
         """``chunks`` more chunks embedded (the model's thread): the bar moves while a batch of documents is
         still being embedded, before any of them is written (the first 1,024 chunks take ~20 s here)."""
         self._embedded += chunks
+        self._tell_chunks()
         if self._bar is not None:
             self._bar.set_postfix_str(self._counts(), refresh=True)
+
+    def _tell_chunks(self) -> None:
+        heard = getattr(self._listener, "chunks", None)
+        if callable(heard):
+            heard(self._embedded, self._chunks)
 
     def _counts(self) -> str:
         """Chunks written and embedded, and the rate of the slower of the two (the model's, unless reused)."""

@@ -58,6 +58,8 @@ class Job:
     done: int = 0
     total: int | None = None
     phase: str | None = None  # the step of a bulk load's write, once every document is staged
+    chunks_embedded: int = 0  # chunks embedded and written so far: a large document's job moves before it is done
+    chunks_written: int = 0
     report: dict[str, Any] | None = None
     error: str | None = None
 
@@ -84,7 +86,14 @@ class Job:
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
-            "progress": {"done": self.done, "total": self.total, "fraction": round(fraction, 4), "phase": self.phase},
+            "progress": {
+                "done": self.done,
+                "total": self.total,
+                "fraction": round(fraction, 4),
+                "phase": self.phase,
+                "chunks_embedded": self.chunks_embedded,
+                "chunks_written": self.chunks_written,
+            },
             "counts": counts,
             "failures": None if self.report is None else self.report["failed"],
             "error": self.error,
@@ -106,6 +115,10 @@ class _JobListener:
     def phase(self, name: str) -> None:
         """The step the write is in (None again once the job ends)."""
         self.job.phase = name
+
+    def chunks(self, embedded: int, written: int) -> None:
+        """Chunks embedded and written so far (the model's thread calls it too: two plain assignments)."""
+        self.job.chunks_embedded, self.job.chunks_written = embedded, written
 
 
 def _overlaps(a: str | None, b: str | None) -> bool:

@@ -27,7 +27,14 @@ def test_a_running_job_shows_the_write_phase_and_clears_it_when_done() -> None:
         job = registry.start("reindex-all", "kb", work)
         assert in_phase.wait(10)
         during = job.to_dict()["progress"]
-        assert during == {"done": 2, "total": 2, "fraction": 1.0, "phase": "build index ix_hnsw"}
+        assert during == {
+            "done": 2,
+            "total": 2,
+            "fraction": 1.0,
+            "phase": "build index ix_hnsw",
+            "chunks_embedded": 0,
+            "chunks_written": 7,
+        }
         release.set()
         deadline = time.monotonic() + 10
         while job.active and time.monotonic() < deadline:
@@ -44,3 +51,33 @@ def test_a_plain_listener_still_hears_the_counts() -> None:
         bar.phase("contexts")  # a listener without ``phase`` is not told, and nothing fails
         bar.advance(chunks=1)
     assert heard == [(0, 1), (1, 1)]
+
+
+def test_a_job_of_one_large_document_shows_its_chunks_move_before_the_document_is_done() -> None:
+    """A 12.6 MB upload (31,306 chunks, 210 s) showed {done: 0, total: 1} for its whole run (audit 51a)."""
+    embedding, release = threading.Event(), threading.Event()
+
+    def work(listen: ProgressListener) -> IngestReport:
+        with Progress(total=1, enabled=False, label="indexing", listener=listen) as bar:
+            bar.embedded(256)
+            bar.embedded(256)
+            embedding.set()
+            release.wait(10)
+            bar.advance(chunks=512)
+        return IngestReport(collection="kb")
+
+    registry = JobRegistry(workers=1)
+    try:
+        job = registry.start("ingest", "kb", work)
+        assert embedding.wait(10)
+        during = job.to_dict()["progress"]
+        assert (during["done"], during["chunks_embedded"], during["chunks_written"]) == (0, 512, 0)
+        release.set()
+        deadline = time.monotonic() + 10
+        while job.active and time.monotonic() < deadline:
+            time.sleep(0.01)
+        after = job.to_dict()["progress"]
+        assert (after["done"], after["chunks_embedded"], after["chunks_written"]) == (1, 512, 512)
+    finally:
+        release.set()
+        registry.shutdown(wait=True)
