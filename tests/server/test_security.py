@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import httpx
+import pytest
 
+from rag_service.errors import ConfigurationError
+from rag_service.server.config import load_server_config
 from tests.server.conftest import READ_TOKEN, WRITE_TOKEN, LiveServer
 
 WRITES: list[tuple[str, str, dict[str, object]]] = [
@@ -90,3 +93,25 @@ def test_cors_is_off_unless_configured(live: LiveServer, serve: Callable[..., Li
         assert response.headers["access-control-allow-origin"] == "https://app.example"
         other = client.get("/api/presets", headers={"Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("RAG_API_TOKEN", "tok\n", "RAG_API_TOKEN ends with a newline, which no Authorization header can carry"),
+        ("RAG_API_TOKEN", " tok", "RAG_API_TOKEN starts with whitespace"),
+        ("RAG_API_READ_TOKEN", "   ", "RAG_API_READ_TOKEN is only whitespace"),
+        ("RAG_API_READ_TOKEN", "to\nk", "RAG_API_READ_TOKEN holds a control character"),
+    ],
+)
+def test_a_token_no_header_can_carry_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str
+) -> None:
+    """A secret written from a file ends with a newline: the server started, and every request got 401."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError) as refused:
+        load_server_config()
+    assert str(refused.value).startswith(says) and "\n" not in str(refused.value)
+    monkeypatch.setenv(variable, "")  # empty stays "unset"
+    config = load_server_config()
+    assert (config.write_token if variable == "RAG_API_TOKEN" else config.reads_token) is None
