@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -59,16 +60,28 @@ class BodyLimit:
     """Refuse bodies over a limit with 413: at once by Content-Length, else by reading first.
 
     The HTTP server holds a request to its Content-Length, so only bodies without one (chunked) are
-    read here, up to the limit, and then handed on. ``limit_for(scope)`` gives each request's limit.
+    read here, up to the limit, and then handed on. ``limit_for(scope)`` gives each request's limit;
+    ``refuse(scope)``, when given, an answer sent before any of the body is read (None: go on).
     """
 
-    def __init__(self, app: ASGIApp, *, limit_for: Callable[[Scope], int]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limit_for: Callable[[Scope], int],
+        refuse: Callable[[Scope], Awaitable[Response | None]] | None = None,
+    ) -> None:
         self.app = app
         self.limit_for = limit_for
+        self.refuse = refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        refusal = await self.refuse(scope) if self.refuse is not None else None
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
         limit = self.limit_for(scope)
         declared = dict(scope["headers"]).get(b"content-length")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 
 import httpx
@@ -115,3 +116,40 @@ def test_a_token_no_header_can_carry_refuses_to_start(
     monkeypatch.setenv(variable, "")  # empty stays "unset"
     config = load_server_config()
     assert (config.write_token if variable == "RAG_API_TOKEN" else config.reads_token) is None
+
+
+def _unfinished_chunked_upload(live: LiveServer, token: str | None) -> bytes:
+    """What the server answers to the head and first MiB of a chunked multipart upload whose body never ends."""
+    host, port = live.url.removeprefix("http://").split(":")
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        head = "POST /api/documents HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+        sock.sendall(f"{head}{auth}Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"a" * (1 << 20)
+        sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        try:
+            return sock.recv(4096)
+        except TimeoutError:
+            return b""
+
+
+def test_an_upload_without_the_write_token_is_refused_before_its_body(
+    live: LiveServer, serve: Callable[..., LiveServer]
+) -> None:
+    """The 401 came only after up to RAG_API_MAX_UPLOAD_BYTES of chunked body were held in memory."""
+    for token in (None, "wrong"):
+        answer = _unfinished_chunked_upload(live, token)
+        assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]
+        assert b"writes need 'Authorization: Bearer <RAG_API_TOKEN>'" in answer
+    assert _unfinished_chunked_upload(serve(token=None), WRITE_TOKEN).startswith(b"HTTP/1.1 403 ")
+    assert _unfinished_chunked_upload(live, WRITE_TOKEN) == b"", "with the token, the server waits for the body"
+
+    def chunks() -> Iterator[bytes]:  # a chunked upload with the token is still read and indexed
+        yield b'--zz\r\nContent-Disposition: form-data; name="files"; filename="chunked.md"\r\n\r\n'
+        yield b"# Chunked\n\nA chunked upload about lighthouses.\r\n--zz--\r\n"
+
+    with live.client(WRITE_TOKEN) as client:
+        response = client.post(
+            "/api/documents", content=chunks(), headers={"content-type": "multipart/form-data; boundary=zz"}
+        )
+    assert response.status_code == 200 and response.json()["report"]["added"] == 1, response.text
