@@ -18,6 +18,7 @@ from rag_service.errors import did_you_mean
 from rag_service.server.errors import ApiError, ErrorResponseDoc, unreadable_body
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
+    MAX_SOURCE_CHARS,
     NO_NUL,
     CollectionsResponse,
     DeleteResponse,
@@ -215,7 +216,9 @@ def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
 
 @router.delete("/documents", response_model=DeleteResponse, tags=["documents"])
 async def delete_document(
-    source: Annotated[str, Query(min_length=1, max_length=1000, pattern=NO_NUL, description="the document's source")],
+    source: Annotated[
+        str, Query(min_length=1, max_length=MAX_SOURCE_CHARS, pattern=NO_NUL, description="the document's source")
+    ],
     state: WriteState,
     collection: Annotated[str, Query(min_length=1, max_length=MAX_COLLECTION_CHARS, pattern=NO_NUL)] = "default",
 ) -> JSONResponse:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
+from rag_service import NewDocument
 from rag_service.embed import HashingEmbedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.server import ServerConfig
@@ -422,3 +423,23 @@ def test_a_broken_multipart_body_is_one_422_and_no_stray_log_line(live: LiveServ
         refused = client.post("/api/documents", content=b"--xx\r\ngarbage\r\n", headers=broken)
     assert refused.status_code == 422 and "multipart body could not be read" in refused.json()["error"]["message"]
     assert not [record.getMessage() for record in caplog.records if record.name.startswith("python_multipart")]
+
+
+def test_a_source_is_4096_characters_at_most_on_every_path_and_deletable(live: LiveServer) -> None:
+    """MCP, Python and `rag reindex` stored sources of 5,000 characters that DELETE (max 1000) then refused."""
+    collection = f"long-{uuid.uuid4().hex[:8]}"
+    longest, over = "é" * 4093 + ".md", "s" * 4094 + ".md"  # é: a URL of 24 KB still reaches the route
+    report = live.service.index_documents(
+        [NewDocument(longest, "# Long\n\nThe longest source."), NewDocument(over, "# Over\n\nOne character more.")],
+        collection=collection,
+    )
+    assert report.added == 1 and [p.source for p in report.failed] == [over]
+    assert "its source is 4097 characters; a source may have at most 4096" in report.failed[0].reason
+    with live.client(WRITE_TOKEN) as client:
+        refused = client.post("/api/documents", json={"collection": collection,
+                                                      "documents": [{"source": over, "text": "x"}]})  # fmt: skip
+        too_long = client.delete("/api/documents", params={"source": over, "collection": collection})
+        gone = client.delete("/api/documents", params={"source": longest, "collection": collection})
+    assert refused.status_code == 422 and "at most 4096 characters" in refused.json()["error"]["message"]
+    assert too_long.status_code == 422 and "at most 4096 characters" in too_long.json()["error"]["message"]
+    assert gone.status_code == 200 and gone.json()["deleted"] == 1, gone.text
