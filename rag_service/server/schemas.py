@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_service import knobs
-from rag_service.ingest.storable import MAX_SOURCE_CHARS
+from rag_service.service_documents import MAX_SOURCE_CHARS
 
 #: the most ``RAG_API_MAX_QUERY_CHARS`` may allow: the longest query the library reads (``knobs``); the
 #: route enforces the configured limit (default 2000)
