@@ -18,7 +18,6 @@ from rag_service.errors import did_you_mean
 from rag_service.server.errors import ApiError, ErrorResponseDoc, unreadable_body
 from rag_service.server.schemas import (
     MAX_COLLECTION_CHARS,
-    MAX_SOURCE_CHARS,
     NO_NUL,
     CollectionsResponse,
     DeleteResponse,
@@ -33,8 +32,9 @@ from rag_service.server.schemas import (
     RetrieveResponse,
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
-from rag_service.service_documents import DocumentBatch, NewDocument, stored_sources_like
+from rag_service.service_documents import MAX_SOURCE_CHARS, DocumentBatch, NewDocument, stored_sources_like
 from rag_service.service_paths import only_unsupported_uploads
+from rag_service.uploads import safe_filename
 
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
@@ -162,7 +162,7 @@ def _documents_body(raw: bytes) -> DocumentsRequest:
         error["ctx"] = {"error": exc.msg}
         raise RequestValidationError([error]) from None
     except (RecursionError, ValueError) as exc:  # nesting too deep, a number with too many digits, not UTF-8
-        raise ApiError(400, "bad_request", unreadable_body(exc)) from None  # as the other routes say it
+        raise ApiError(400, "bad_request", unreadable_body(exc, "/api/documents")) from None  # as other routes say
     try:
         return DocumentsRequest.model_validate(data)
     except ValidationError as exc:
@@ -180,7 +180,7 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
             message = f"more than {max_files} files in one call; send at most {max_files} (RAG_API_MAX_DOCUMENTS)"
             raise ApiError(413, "too_large", message) from None
         message = f"multipart body could not be read ({reason}); send each file in the multipart field 'files'"
-        raise ApiError(422, "invalid_input", message) from None
+        raise ApiError(400, "bad_request", message) from None  # a malformed body, as broken JSON is
     try:
         fields = ("files", "collection", "strategy")
         unknown = sorted(set(form.keys()) - set(fields))
@@ -195,6 +195,8 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
         collection = state.service.check_collection_name(collection)
         strategy = _form_text(form, "strategy", limit=64)
         names = [upload.filename or "" for upload in files if isinstance(upload, UploadFile)]
+        if any(not name.strip() for name in names):  # the type check below read "" as a file named "."
+            safe_filename("")  # its line: the file has no name
         if unsupported := only_unsupported_uploads(names):  # nothing would be indexed: as the CLI's exit 2
             raise ApiError(422, "unsupported_file_type", unsupported)
         uploads = [(upload.filename or "", await upload.read()) for upload in files if isinstance(upload, UploadFile)]
