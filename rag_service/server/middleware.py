@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from starlette.responses import Response
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_service.errors import first_line
@@ -149,10 +149,18 @@ def _route_template(scope: Scope) -> str:
     413 answers before routing; ``HeadAsGet`` routes a copy as GET); ``"unmatched"`` when none takes its path
     and method, so the labels stay few."""
     probe = {**scope, "method": "GET"} if scope["method"] == "HEAD" else scope  # HeadAsGet answers HEAD as GET
-    for route in getattr(getattr(scope.get("app"), "router", None), "routes", ()):
-        if route.matches(probe)[0] is Match.FULL:
-            return getattr(route, "path", None) or "unmatched"
-    return "unmatched"
+    return _template(getattr(getattr(scope.get("app"), "router", None), "routes", ()), probe) or "unmatched"
+
+
+def _template(routes: Iterable[BaseRoute], scope: Scope) -> str | None:
+    """The path of the first of ``routes`` taking ``scope``, looking into included routers (FastAPI keeps each
+    ``include_router`` as one route without a path, whose own routes carry the full paths)."""
+    for route in routes:
+        if route.matches(scope)[0] is not Match.FULL:
+            continue
+        inner = getattr(getattr(route, "original_router", None), "routes", None)
+        return getattr(route, "path", None) or (_template(inner, scope) if inner is not None else None)
+    return None
 
 
 class HeadAsGet:
