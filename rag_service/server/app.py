@@ -26,7 +26,14 @@ from rag_service.server.config import ServerConfig
 from rag_service.server.errors import install_error_handlers
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
-from rag_service.server.middleware import BodyLimit, HeadAsGet, RequestMetrics, TrailingSlashWrites, UnexpectedErrors
+from rag_service.server.middleware import (
+    BodyLimit,
+    HeadAsGet,
+    RequestMetrics,
+    SecurityHeaders,
+    TrailingSlashWrites,
+    UnexpectedErrors,
+)
 from rag_service.server.state import ServerState, need_read, write_refusal
 from rag_service.service import UniversalRAGService
 
@@ -110,7 +117,8 @@ def create_app(
     app.add_middleware(HeadAsGet)  # innermost but one: the metrics and error layers see the HEAD as sent
     app.add_middleware(BodyLimit, limit_for=limit_for, refuse=refuse)
     app.add_middleware(RequestMetrics, metrics=metrics)
-    app.add_middleware(UnexpectedErrors)  # outermost of ours: the one place an unexpected error is logged
+    app.add_middleware(UnexpectedErrors)  # outermost of ours but one: the one place an unexpected error is logged
+    app.add_middleware(SecurityHeaders)  # outermost: its 500 gets them too
     return app
 
 

@@ -198,3 +198,43 @@ class TrailingSlashWrites:
                 await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+#: the search page's policy (its script and styles are files of /static) and, for every other answer, framing
+#: refused: the page takes a token, so no other site may frame it (clickjacking)
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+]
+
+
+class SecurityHeaders:
+    """Security headers on every answer, and its caching: the page and its files are revalidated each time
+    (``no-cache``: a server upgraded under a browser's cache serves its new script, not a stale one by the ETag),
+    everything else (API answers, which may be a token's) is never stored (``no-store``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        page = scope["path"] == "/" or scope["path"].startswith("/static/")
+        caching = (b"cache-control", b"no-cache" if page else b"no-store")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                headers += [header for header in (*_SECURITY_HEADERS, caching) if header[0] not in names]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

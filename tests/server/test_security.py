@@ -153,3 +153,19 @@ def test_an_upload_without_the_write_token_is_refused_before_its_body(
             "/api/documents", content=chunks(), headers={"content-type": "multipart/form-data; boundary=zz"}
         )
     assert response.status_code == 200 and response.json()["report"]["added"] == 1, response.text
+
+
+def test_answers_carry_security_and_caching_headers(live: LiveServer) -> None:
+    """The page (it takes a token) could be framed; API answers could be stored by a shared cache; the script,
+    with only Last-Modified, could be served stale by a browser after an upgrade."""
+    with live.client() as client:
+        answers = {path: client.get(path) for path in ("/", "/static/search.js", "/api/collections", "/healthz")}
+        answers["401"] = client.put("/api/presets/search", json={"max_chunks": 6})
+    for name, response in answers.items():
+        assert response.headers["x-content-type-options"] == "nosniff", name
+        assert response.headers["x-frame-options"] == "DENY", name
+        assert response.headers["referrer-policy"] == "no-referrer", name
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"], name
+    assert answers["/"].headers["cache-control"] == answers["/static/search.js"].headers["cache-control"] == "no-cache"
+    assert answers["/static/search.js"].headers["etag"]  # no-cache: revalidated by it, each time
+    assert answers["/api/collections"].headers["cache-control"] == answers["401"].headers["cache-control"] == "no-store"
