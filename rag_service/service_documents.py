@@ -18,6 +18,7 @@ from rag_service.errors import ConfigurationError, RagError, UnknownCollectionEr
 from rag_service.ingest.call_checks import nul_in_source
 from rag_service.ingest.loaders import text_title
 from rag_service.ingest.report import FileProblem, IngestReport
+from rag_service.ingest.storable import MAX_SOURCE_CHARS as _MAX_SOURCE_CHARS
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 
 #: ``UniversalRAGService.index_texts``: (items, collection=, strategy=, force=, listener=) -> report
 IndexTexts = Callable[..., IngestReport]
+
+#: the longest source of a document (``ingest.storable``), for the HTTP API's schemas
+MAX_SOURCE_CHARS = _MAX_SOURCE_CHARS
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,8 @@ def store_upload(folder: Path, filename: str, data: bytes) -> Path:
 
 def forget_upload(uploads_root: Path, collection: str, source: str) -> None:
     """Remove the file an older server kept for a now deleted document, if there is one."""
+    if len(source.encode("utf-8", errors="replace")) > MAX_NAME_BYTES:
+        return  # no upload's name (``safe_filename``); its path would be an OSError (name too long): a 500
     folder = collection_folder(uploads_root.resolve(), collection)
     target = (folder / source).resolve()
     if target.parent == folder and target.is_file():

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from rag_service.errors import DocumentReadError
 
+#: the longest source a document may have, everywhere (Linux's PATH_MAX): a file's key never exceeds it, and
+#: ``DELETE /api/documents`` takes a source this long, so no document is stored that cannot be named to delete it
+MAX_SOURCE_CHARS = 4096
+
 
 def check_storable(source: object, title: object, text: object) -> None:
     """Raise ``DocumentReadError`` (one line naming the fix) unless the three can be stored: text, no NUL, no lone
-    surrogate (a text decoded wrongly: the whole batch failed on ``UnicodeEncodeError``), a source not blank."""
+    surrogate (a text decoded wrongly: the whole batch failed on ``UnicodeEncodeError``), a source not blank and
+    at most ``MAX_SOURCE_CHARS`` characters."""
     fields = {"source": _text("source", source), "title": _text("title", title), "text": _text("text", text)}
     if not fields["source"].strip():
         raise DocumentReadError("its source is blank, so no result could cite it; give it a name, e.g. 'notes.md'")
+    if len(fields["source"]) > MAX_SOURCE_CHARS:
+        raise DocumentReadError(
+            f"its source is {len(fields['source'])} characters; a source may have at most {MAX_SOURCE_CHARS} (a "
+            "path's limit), so a delete can name it: shorten it"
+        )
     for name, value in fields.items():
         if "\x00" in value:
             raise DocumentReadError(f"its {name} contains NUL bytes, which PostgreSQL text cannot store; remove them")

@@ -32,8 +32,9 @@ from rag_service.server.schemas import (
     RetrieveResponse,
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
-from rag_service.service_documents import DocumentBatch, NewDocument, stored_sources_like
+from rag_service.service_documents import MAX_SOURCE_CHARS, DocumentBatch, NewDocument, stored_sources_like
 from rag_service.service_paths import only_unsupported_uploads
+from rag_service.uploads import safe_filename
 
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
@@ -161,7 +162,7 @@ def _documents_body(raw: bytes) -> DocumentsRequest:
         error["ctx"] = {"error": exc.msg}
         raise RequestValidationError([error]) from None
     except (RecursionError, ValueError) as exc:  # nesting too deep, a number with too many digits, not UTF-8
-        raise ApiError(400, "bad_request", unreadable_body(exc)) from None  # as the other routes say it
+        raise ApiError(400, "bad_request", unreadable_body(exc, "/api/documents")) from None  # as other routes say
     try:
         return DocumentsRequest.model_validate(data)
     except ValidationError as exc:
@@ -179,7 +180,7 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
             message = f"more than {max_files} files in one call; send at most {max_files} (RAG_API_MAX_DOCUMENTS)"
             raise ApiError(413, "too_large", message) from None
         message = f"multipart body could not be read ({reason}); send each file in the multipart field 'files'"
-        raise ApiError(422, "invalid_input", message) from None
+        raise ApiError(400, "bad_request", message) from None  # a malformed body, as broken JSON is
     try:
         fields = ("files", "collection", "strategy")
         unknown = sorted(set(form.keys()) - set(fields))
@@ -194,6 +195,8 @@ async def _upload(request: Request, state: ServerState) -> tuple[str, DocumentBa
         collection = state.service.check_collection_name(collection)
         strategy = _form_text(form, "strategy", limit=64)
         names = [upload.filename or "" for upload in files if isinstance(upload, UploadFile)]
+        if any(not name.strip() for name in names):  # the type check below read "" as a file named "."
+            safe_filename("")  # its line: the file has no name
         if unsupported := only_unsupported_uploads(names):  # nothing would be indexed: as the CLI's exit 2
             raise ApiError(422, "unsupported_file_type", unsupported)
         uploads = [(upload.filename or "", await upload.read()) for upload in files if isinstance(upload, UploadFile)]
@@ -215,7 +218,9 @@ def _form_text(form: FormData, name: str, *, limit: int) -> str | None:
 
 @router.delete("/documents", response_model=DeleteResponse, tags=["documents"])
 async def delete_document(
-    source: Annotated[str, Query(min_length=1, max_length=1000, pattern=NO_NUL, description="the document's source")],
+    source: Annotated[
+        str, Query(min_length=1, max_length=MAX_SOURCE_CHARS, pattern=NO_NUL, description="the document's source")
+    ],
     state: WriteState,
     collection: Annotated[str, Query(min_length=1, max_length=MAX_COLLECTION_CHARS, pattern=NO_NUL)] = "default",
 ) -> JSONResponse:

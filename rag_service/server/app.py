@@ -16,6 +16,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
 from starlette.types import Scope
 
 from rag_service.server import api, ops
@@ -24,8 +26,15 @@ from rag_service.server.config import ServerConfig
 from rag_service.server.errors import install_error_handlers
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
-from rag_service.server.middleware import BodyLimit, HeadAsGet, RequestMetrics, TrailingSlashWrites, UnexpectedErrors
-from rag_service.server.state import ServerState, need_read
+from rag_service.server.middleware import (
+    BodyLimit,
+    HeadAsGet,
+    RequestMetrics,
+    SecurityHeaders,
+    TrailingSlashWrites,
+    UnexpectedErrors,
+)
+from rag_service.server.state import ServerState, need_read, write_refusal
 from rag_service.service import UniversalRAGService
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -84,11 +93,18 @@ def create_app(
     if config.reads_token is None:
         _document_open_reads(app)
 
+    def is_upload(scope: Scope) -> bool:
+        content_type: bytes = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip().lower()
+        return bool(scope["path"] == "/api/documents" and content_type == b"multipart/form-data")
+
     def limit_for(scope: Scope) -> int:
         """Multipart uploads of documents get the upload limit; every other body (JSON too) the body limit."""
-        content_type = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip().lower()
-        upload = scope["path"] == "/api/documents" and content_type == b"multipart/form-data"
-        return config.max_upload_bytes if upload else config.max_body_bytes
+        return config.max_upload_bytes if is_upload(scope) else config.max_body_bytes
+
+    async def refuse(scope: Scope) -> Response | None:
+        """An upload without the write token: its 401 (403 read-only) at once, before ``BodyLimit`` holds up to
+        the upload limit of its (chunked) body in memory; the route would refuse it only after that."""
+        return await write_refusal(state, HTTPConnection(scope)) if is_upload(scope) else None
 
     if config.cors_origins:
         app.add_middleware(
@@ -99,9 +115,10 @@ def create_app(
         )
     app.add_middleware(TrailingSlashWrites)
     app.add_middleware(HeadAsGet)  # innermost but one: the metrics and error layers see the HEAD as sent
-    app.add_middleware(BodyLimit, limit_for=limit_for)
+    app.add_middleware(BodyLimit, limit_for=limit_for, refuse=refuse)
     app.add_middleware(RequestMetrics, metrics=metrics)
-    app.add_middleware(UnexpectedErrors)  # outermost of ours: the one place an unexpected error is logged
+    app.add_middleware(UnexpectedErrors)  # outermost of ours but one: the one place an unexpected error is logged
+    app.add_middleware(SecurityHeaders)  # outermost: its 500 gets them too
     return app
 
 

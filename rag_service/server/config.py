@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_service.errors import ConfigurationError
@@ -32,6 +32,15 @@ class ServerConfig(BaseSettings):
     )
     retry_after_s: int = Field(default=5, ge=1, description="Retry-After of a 503 when no better hint exists")
 
+    @field_validator("token", "read_token")
+    @classmethod
+    def _sendable(cls, value: SecretStr | None) -> SecretStr | None:
+        """Refuse a token no Authorization header can carry (every request would get 401); empty means unset."""
+        problem = token_problem(value.get_secret_value()) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @property
     def write_token(self) -> str | None:
         """The write token's value, or None when writes are disabled."""
@@ -44,6 +53,23 @@ class ServerConfig(BaseSettings):
         return value or None
 
 
+def token_problem(token: str) -> str | None:
+    """Why no client can send ``token`` in an ``Authorization`` header (HTTP strips a value's outer whitespace and
+    refuses control characters); None when one can. A trailing newline is what a secret written from a file gets."""
+    if not token:
+        return None
+    if not token.strip():
+        return "is only whitespace, which no Authorization header can carry; set a real token, or unset it"
+    if token != token.strip():
+        end = "ends" if token[-1].isspace() else "starts"
+        if token[-1] in "\r\n":  # `echo` or a file's last line
+            return "ends with a newline, which no Authorization header can carry; remove it (printf '%s', not echo)"
+        return f"{end} with whitespace, which no Authorization header can carry; remove it"
+    if any(ord(c) < 32 or ord(c) == 127 for c in token):
+        return "holds a control character (a newline?), which no Authorization header can carry; remove it"
+    return None
+
+
 def load_server_config(**overrides: object) -> ServerConfig:
     """Read the server settings; a bad value becomes a one-line ConfigurationError."""
     from pydantic import ValidationError
@@ -53,4 +79,8 @@ def load_server_config(**overrides: object) -> ServerConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "RAG_API_" + str(first["loc"][0]).upper() if first["loc"] else "server settings"
-        raise ConfigurationError(f"{name}: {first['msg']}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigurationError(f"{name} {message}" if name in _TOKENS else f"{name}: {message}") from None
+
+
+_TOKENS = ("RAG_API_TOKEN", "RAG_API_READ_TOKEN")

@@ -14,7 +14,8 @@ PoolExhaustedError                 503     database_busy          (with Retry-Af
 DiskFullError                      507     disk_full              (no retry until disk space is freed)
 ModelLoadError                     503     model_unavailable      (with Retry-After)
 request validation (pydantic)      422     invalid_input
-a body that cannot be parsed       400     bad_request
+a body that cannot be parsed       400     bad_request            (broken JSON encoding or multipart too)
+a body not sent as JSON            415     unsupported_media_type (its Content-Type says another type)
 an unknown path / a wrong method   404/405 not_found / method_not_allowed (the nearest endpoint, Allow)
 anything else                      500     internal_error (one log line: UnexpectedErrors, middleware.py)
 """
@@ -31,6 +32,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Mount, Route
 
 from rag_service.errors import (
     DatabaseError,
@@ -101,7 +103,38 @@ def from_rag_error(exc: RagError, *, retry_after_s: int) -> ApiError:
     return ApiError(422, "invalid_input", message)
 
 
-_SEND_JSON = 'send one JSON object, e.g. {"query": "backups"}, with the header Content-Type: application/json'
+#: the smallest body of each JSON route, the example of a fix that names the body
+_EXAMPLES = {
+    "/api/rag/retrieve": '{"query": "backups"}',
+    "/api/documents": '{"documents": [{"source": "notes.md", "text": "# Notes"}]}',
+    "/api/documents/reindex-all": '{"collection": "default"}',
+    "/api/presets/{context}": '{"max_chunks": 6}',
+}
+
+
+def send_json(route: str | None) -> str:
+    """The fix of a body that was not one JSON object, with the body of ``route`` (a path template) as example."""
+    example = _EXAMPLES.get(route or "")
+    shown = f", e.g. {example}," if example else ""
+    return f"send one JSON object{shown} with the header Content-Type: application/json"
+
+
+def _route(request: Request) -> str | None:
+    return getattr(request.scope.get("route"), "path", None)
+
+
+def content_type_refusal(exc: RequestValidationError, request: Request) -> str | None:
+    """A 415's line when the body was not read as JSON for its Content-Type (the documents route answers so too);
+    None for any other problem."""
+    first: dict[str, Any] = exc.errors()[0] if exc.errors() else {}
+    kinds = ("model_attributes_type", "model_type", "dict_type")
+    content_type = request.headers.get("content-type")
+    if tuple(first.get("loc", ())) != ("body",) or first.get("type") not in kinds:
+        return None
+    if content_type is not None and "json" in content_type.lower():
+        return None
+    shown = repr(content_type[:80]) if content_type else "missing"
+    return f"Content-Type is {shown}, so the body was not read as JSON; {send_json(_route(request))}"
 
 
 def _validation_message(exc: RequestValidationError, request: Request) -> str:
@@ -109,18 +142,15 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     first: dict[str, Any] = exc.errors()[0] if exc.errors() else {}
     loc = tuple(first.get("loc", ()))
     kind = first.get("type", "")
+    fix = send_json(_route(request))
     if kind == "json_invalid":
         reason = (first.get("ctx") or {}).get("error") or first.get("msg", "invalid")
         at = f" at character {loc[1]}" if len(loc) > 1 and isinstance(loc[1], int) else ""
-        return f"body is not valid JSON ({reason}{at}); {_SEND_JSON}"
-    if loc == ("body",) and kind in ("missing", "model_attributes_type", "model_type", "dict_type"):
-        content_type = request.headers.get("content-type")
-        if kind == "missing":
-            return f"body is missing; {_SEND_JSON}"
-        if content_type is None or "json" not in content_type.lower():
-            shown = repr(content_type[:80]) if content_type else "missing"
-            return f"Content-Type is {shown}, so the body was not read as JSON; {_SEND_JSON}"
-        return f"body must be a JSON object, not {type(first.get('input')).__name__}; {_SEND_JSON}"
+        return f"body is not valid JSON ({reason}{at}); {fix}"
+    if loc == ("body",) and kind == "missing":
+        return f"body is missing; {fix}"
+    if loc == ("body",) and kind in ("model_attributes_type", "model_type", "dict_type"):
+        return f"body must be a JSON object, not {type(first.get('input')).__name__}; {fix}"
     if len(loc) == 2 and loc[0] == "query" and kind == "missing":
         return _missing_parameter(str(loc[1]), request)
     where = ".".join(str(part) for part in loc if part != "body")
@@ -157,22 +187,26 @@ def _body_fields(request: Request) -> list[str]:
     """The top-level fields of the route's JSON body, from the OpenAPI document (empty when it has none)."""
     document, operation = _operation(request)
     schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    # an optional body (reindex-all's) is ``anyOf: [{$ref}, {type: null}]``: its object's fields
+    schema = next((s for s in schema.get("anyOf", []) if "$ref" in s), schema)
     if "$ref" in schema:
         schema = document.get("components", {}).get("schemas", {}).get(schema["$ref"].rsplit("/", 1)[-1], {})
     return list(schema.get("properties", {}))
 
 
-def unreadable_body(cause: BaseException | None) -> str:
-    """A 400 for a body that could not be parsed, with the parser's reason (e.g. nesting too deep)."""
+def unreadable_body(cause: BaseException | None, route: str | None = None) -> str:
+    """A 400 for a body that could not be parsed, with the parser's reason (e.g. nesting too deep); ``route``, the
+    path template, gives the example of the fix."""
+    fix = send_json(route)
     if isinstance(cause, RecursionError):
         return "body nests objects or arrays too deeply to read; send at most 16 levels"
     if isinstance(cause, UnicodeDecodeError):
         bad = cause.object[cause.start : cause.start + 1].hex()
-        return f"body is not UTF-8 (byte 0x{bad} at offset {cause.start}); encode it as UTF-8 and {_SEND_JSON}"
+        return f"body is not UTF-8 (byte 0x{bad} at offset {cause.start}); encode it as UTF-8 and {fix}"
     if isinstance(cause, ValueError) and "integer string conversion" in str(cause):  # Python's digit limit
-        return f"body holds a number of over {sys.get_int_max_str_digits()} digits, which no field takes; {_SEND_JSON}"
+        return f"body holds a number of over {sys.get_int_max_str_digits()} digits, which no field takes; {fix}"
     reason = first_line(cause, limit=200) if cause is not None else "no reason given"
-    return f"body could not be read as JSON ({reason}); {_SEND_JSON}"
+    return f"body could not be read as JSON ({reason}); {fix}"
 
 
 def _no_route(request: Request, exc: StarletteHTTPException) -> tuple[str, dict[str, str]] | None:
@@ -185,13 +219,26 @@ def _no_route(request: Request, exc: StarletteHTTPException) -> tuple[str, dict[
     # the OpenAPI document, not app.routes: it is built once, and included routers stay whole in app.routes
     endpoints = {route: sorted(m.upper() for m in ops) for route, ops in request.app.openapi()["paths"].items()}
     if exc.status_code == 405:
-        allowed = ", ".join(sorted({m for r, ms in endpoints.items() if _route_pattern(r).fullmatch(path) for m in ms}))
+        every = endpoints | _unlisted_endpoints(request.app)
+        allowed = ", ".join(sorted({m for r, ms in every.items() if _route_pattern(r).fullmatch(path) for m in ms}))
         headers = {**(exc.headers or {}), **({"Allow": allowed} if allowed else {})}
         return f"{asked} is not allowed; {path} takes {allowed or 'other methods'}", headers
     near = closest_name(path, endpoints, cutoff=0.75)
     hint = f"did you mean {'|'.join(endpoints[near])} {near}? " if near else ""
     message = f"{asked}: no such endpoint; {hint}search is POST /api/rag/retrieve, every endpoint is in /openapi.json"
     return message, dict(exc.headers or {})
+
+
+def _unlisted_endpoints(app: FastAPI) -> dict[str, list[str]]:
+    """The routes the OpenAPI document leaves out (the search page, ``/openapi.json``) and the static files' mount
+    (``/static/{path}``), with their methods; HEAD is left out, as the document leaves it out."""
+    found: dict[str, list[str]] = {}
+    for route in app.routes:
+        if isinstance(route, Mount):
+            found[f"{route.path}/{{path}}"] = ["GET"]
+        elif isinstance(route, Route) and not route.include_in_schema:
+            found[route.path] = sorted((route.methods or set()) - {"HEAD"})
+    return found
 
 
 def trailing_slash_refusal(app: FastAPI, method: str, path: str) -> JSONResponse | None:
@@ -227,13 +274,16 @@ def install_error_handlers(app: FastAPI, *, retry_after_s: int) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        if (refusal := content_type_refusal(exc, request)) is not None:  # as POST /api/documents answers it
+            return error_response(415, "unsupported_media_type", refusal)
         return error_response(422, "invalid_input", _validation_message(exc, request))
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         if exc.status_code == 400 and exc.__cause__ is not None:
-            return error_response(400, code, unreadable_body(exc.__cause__), dict(exc.headers or {}))
+            message = unreadable_body(exc.__cause__, _route(request))
+            return error_response(400, code, message, dict(exc.headers or {}))
         detail, headers = _no_route(request, exc) or (str(exc.detail), dict(exc.headers or {}))
         return error_response(exc.status_code, code, detail, headers)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 
-from starlette.routing import Match
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_service.errors import first_line
@@ -59,16 +60,28 @@ class BodyLimit:
     """Refuse bodies over a limit with 413: at once by Content-Length, else by reading first.
 
     The HTTP server holds a request to its Content-Length, so only bodies without one (chunked) are
-    read here, up to the limit, and then handed on. ``limit_for(scope)`` gives each request's limit.
+    read here, up to the limit, and then handed on. ``limit_for(scope)`` gives each request's limit;
+    ``refuse(scope)``, when given, an answer sent before any of the body is read (None: go on).
     """
 
-    def __init__(self, app: ASGIApp, *, limit_for: Callable[[Scope], int]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limit_for: Callable[[Scope], int],
+        refuse: Callable[[Scope], Awaitable[Response | None]] | None = None,
+    ) -> None:
         self.app = app
         self.limit_for = limit_for
+        self.refuse = refuse
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        refusal = await self.refuse(scope) if self.refuse is not None else None
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
         limit = self.limit_for(scope)
         declared = dict(scope["headers"]).get(b"content-length")
@@ -136,10 +149,18 @@ def _route_template(scope: Scope) -> str:
     413 answers before routing; ``HeadAsGet`` routes a copy as GET); ``"unmatched"`` when none takes its path
     and method, so the labels stay few."""
     probe = {**scope, "method": "GET"} if scope["method"] == "HEAD" else scope  # HeadAsGet answers HEAD as GET
-    for route in getattr(getattr(scope.get("app"), "router", None), "routes", ()):
-        if route.matches(probe)[0] is Match.FULL:
-            return getattr(route, "path", None) or "unmatched"
-    return "unmatched"
+    return _template(getattr(getattr(scope.get("app"), "router", None), "routes", ()), probe) or "unmatched"
+
+
+def _template(routes: Iterable[BaseRoute], scope: Scope) -> str | None:
+    """The path of the first of ``routes`` taking ``scope``, looking into included routers (FastAPI keeps each
+    ``include_router`` as one route without a path, whose own routes carry the full paths)."""
+    for route in routes:
+        if route.matches(scope)[0] is not Match.FULL:
+            continue
+        inner = getattr(getattr(route, "original_router", None), "routes", None)
+        return getattr(route, "path", None) or (_template(inner, scope) if inner is not None else None)
+    return None
 
 
 class HeadAsGet:
@@ -177,3 +198,43 @@ class TrailingSlashWrites:
                 await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+#: the search page's policy (its script and styles are files of /static) and, for every other answer, framing
+#: refused: the page takes a token, so no other site may frame it (clickjacking)
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+]
+
+
+class SecurityHeaders:
+    """Security headers on every answer, and its caching: the page and its files are revalidated each time
+    (``no-cache``: a server upgraded under a browser's cache serves its new script, not a stale one by the ETag),
+    everything else (API answers, which may be a token's) is never stored (``no-store``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        page = scope["path"] == "/" or scope["path"].startswith("/static/")
+        caching = (b"cache-control", b"no-cache" if page else b"no-store")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                headers += [header for header in (*_SECURITY_HEADERS, caching) if header[0] not in names]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_service import knobs
+from rag_service.service_documents import MAX_SOURCE_CHARS
 
 #: the most ``RAG_API_MAX_QUERY_CHARS`` may allow: the longest query the library reads (``knobs``); the
 #: route enforces the configured limit (default 2000)
@@ -158,7 +159,9 @@ class RetrieveResponse(BaseModel):
 class TextDocument(_Strict):
     """One in-memory document to index."""
 
-    source: str = Field(min_length=1, max_length=1000, description="the document's key in its collection")
+    source: str = Field(
+        min_length=1, max_length=MAX_SOURCE_CHARS, description="the document's key in its collection"
+    )
     text: str = Field(description="the document's full text")
     title: str = Field(default="", max_length=1000)
 

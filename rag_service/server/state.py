@@ -11,10 +11,13 @@ from typing import Annotated, TypeVar
 import anyio.to_thread
 from anyio import CapacityLimiter
 from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import HTTPConnection
 
 from rag_service.server.auth import Guard
 from rag_service.server.config import ServerConfig
+from rag_service.server.errors import ApiError, error_response
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
 from rag_service.service import UniversalRAGService
@@ -71,6 +74,16 @@ def need_write(request: Request, credentials: Credentials) -> ServerState:
     state = server_state(request)
     state.guard.write(_token(credentials))
     return state
+
+
+async def write_refusal(state: ServerState, connection: HTTPConnection) -> JSONResponse | None:
+    """The answer ``need_write`` would give ``connection`` (401, or 403 on a read-only server); None when it may
+    write. For middleware that must not read a body (an upload's) before the token is checked."""
+    try:
+        state.guard.write(_token(await _bearer(connection)))
+    except ApiError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
+    return None
 
 
 #: a route parameter that is the shared state, after the read check

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
+from rag_service import NewDocument
 from rag_service.embed import HashingEmbedder
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.server import ServerConfig
@@ -422,10 +423,102 @@ def test_min_relevance_is_a_per_call_override_and_nothing_passing_is_said(live: 
     assert bad.status_code == 422 and "min_relevance" in bad.text
 
 
-def test_a_broken_multipart_body_is_one_422_and_no_stray_log_line(live: LiveServer, caplog) -> None:  # type: ignore[no-untyped-def]
-    """The parser logged "Expected boundary character 45, got 103 at index 2" to stderr, without the request."""
+def test_a_broken_multipart_body_is_one_400_and_no_stray_log_line(live: LiveServer, caplog) -> None:  # type: ignore[no-untyped-def]
+    """The parser logged "Expected boundary character 45, got 103 at index 2" to stderr, without the request; the
+    answer was a 422, while the error table and the OpenAPI document say 400 for a broken multipart body."""
     broken = {"content-type": "multipart/form-data; boundary=yy"}
     with caplog.at_level(logging.DEBUG), live.client(WRITE_TOKEN) as client:
         refused = client.post("/api/documents", content=b"--xx\r\ngarbage\r\n", headers=broken)
-    assert refused.status_code == 422 and "multipart body could not be read" in refused.json()["error"]["message"]
+        unbounded = client.post("/api/documents", content=b"--xx\r\n", headers={"content-type": "multipart/form-data"})
+    assert refused.status_code == 400 and "multipart body could not be read" in refused.json()["error"]["message"]
+    assert unbounded.status_code == 400 and refused.json()["error"]["code"] == "bad_request", unbounded.text
     assert not [record.getMessage() for record in caplog.records if record.name.startswith("python_multipart")]
+
+
+def test_a_source_is_4096_characters_at_most_on_every_path_and_deletable(live: LiveServer) -> None:
+    """MCP, Python and `rag reindex` stored sources of 5,000 characters that DELETE (max 1000) then refused."""
+    collection = f"long-{uuid.uuid4().hex[:8]}"
+    longest, over = "é" * 4093 + ".md", "s" * 4094 + ".md"  # é: a URL of 24 KB still reaches the route
+    report = live.service.index_documents(
+        [NewDocument(longest, "# Long\n\nThe longest source."), NewDocument(over, "# Over\n\nOne character more.")],
+        collection=collection,
+    )
+    assert report.added == 1 and [p.source for p in report.failed] == [over]
+    assert "its source is 4097 characters; a source may have at most 4096" in report.failed[0].reason
+    with live.client(WRITE_TOKEN) as client:
+        refused = client.post("/api/documents", json={"collection": collection,
+                                                      "documents": [{"source": over, "text": "x"}]})  # fmt: skip
+        too_long = client.delete("/api/documents", params={"source": over, "collection": collection})
+        gone = client.delete("/api/documents", params={"source": longest, "collection": collection})
+    assert refused.status_code == 422 and "at most 4096 characters" in refused.json()["error"]["message"]
+    assert too_long.status_code == 422 and "at most 4096 characters" in too_long.json()["error"]["message"]
+    assert gone.status_code == 200 and gone.json()["deleted"] == 1, gone.text
+
+
+def test_a_body_fix_names_the_routes_own_body(live: LiveServer) -> None:
+    """Every route said 'e.g. {"query": "backups"}', which the presets route then refused as an unknown field."""
+    with live.client(WRITE_TOKEN) as client:
+        preset = client.put("/api/presets/search", json=[])
+        json_type = {"content-type": "application/json"}
+        documents = client.post("/api/documents", content=b'{"documents": [', headers=json_type)
+        reindex = client.post("/api/documents/reindex-all", json=[1])
+        retrieve = client.post("/api/rag/retrieve", json=[])
+    assert preset.status_code == 422 and preset.json()["error"]["message"] == (
+        'body must be a JSON object, not list; send one JSON object, e.g. {"max_chunks": 6}, with the header '
+        "Content-Type: application/json"
+    )
+    assert 'e.g. {"documents": [{"source": "notes.md", "text": "# Notes"}]}' in documents.json()["error"]["message"]
+    assert 'e.g. {"collection": "default"}' in reindex.json()["error"]["message"], reindex.text
+    assert 'e.g. {"query": "backups"}' in retrieve.json()["error"]["message"]
+
+
+def test_a_body_not_sent_as_json_is_415_on_every_route(live: LiveServer) -> None:
+    """POST /api/documents answered 415, the other JSON routes 422 for the same mistake."""
+    sent = {"content": b"query=backups", "headers": {"content-type": "application/x-www-form-urlencoded"}}
+    with live.client(WRITE_TOKEN) as client:
+        answers = {
+            "retrieve": client.post("/api/rag/retrieve", **sent),  # type: ignore[arg-type]
+            "preset": client.put("/api/presets/search", **sent),  # type: ignore[arg-type]
+            "reindex": client.post("/api/documents/reindex-all", **sent),  # type: ignore[arg-type]
+            "documents": client.post("/api/documents", **sent),  # type: ignore[arg-type]
+            "plain": client.post("/api/rag/retrieve", content=b'{"q": 1}', headers={"content-type": "text/plain"}),
+        }
+    assert {name: a.status_code for name, a in answers.items()} == dict.fromkeys(answers, 415)
+    assert {a.json()["error"]["code"] for a in answers.values()} == {"unsupported_media_type"}
+    assert answers["preset"].json()["error"]["message"] == (
+        "Content-Type is 'application/x-www-form-urlencoded', so the body was not read as JSON; send one JSON "
+        'object, e.g. {"max_chunks": 6}, with the header Content-Type: application/json'
+    )
+
+
+def test_an_upload_without_a_file_name_is_named_so(live: LiveServer) -> None:
+    """It was 'cannot index .: a file without a suffix is not supported' (the empty name read as a path)."""
+    body = b'--zz\r\nContent-Disposition: form-data; name="files"; filename=""\r\n\r\n# Notes\r\n--zz--\r\n'
+    with live.client(WRITE_TOKEN) as client:
+        multipart = {"content-type": "multipart/form-data; boundary=zz"}
+        response = client.post("/api/documents", content=body, headers=multipart)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["message"] == (
+        "an uploaded file has no file name; send each file with a name such as notes.md"
+    )
+
+
+def test_a_405_outside_the_api_names_the_methods_its_allow_header_names(live: LiveServer) -> None:
+    """'/ takes other methods' came with 'Allow: GET' for the page, /openapi.json and the static files."""
+    with live.client() as client:
+        asked = (("OPTIONS", "/"), ("POST", "/"), ("OPTIONS", "/openapi.json"), ("POST", "/static/search.js"))
+        for method, path in asked:
+            response = client.request(method, path)
+            assert response.status_code == 405, (method, path)
+            assert response.headers["allow"] == "GET", (path, response.headers)
+            assert response.json()["error"]["message"] == f"{method} {path} is not allowed; {path} takes GET"
+
+
+def test_an_unknown_field_of_reindex_all_gets_the_hint(live: LiveServer) -> None:
+    """The optional body's schema (anyOf) hid its fields: 'colection: Extra inputs are not permitted'."""
+    with live.client(WRITE_TOKEN) as client:
+        response = client.post("/api/documents/reindex-all", json={"colection": "default"})
+    assert response.status_code == 422
+    assert response.json()["error"]["message"] == (
+        "colection: unknown field; did you mean collection? the fields are collection"
+    )

@@ -49,6 +49,10 @@ def test_head_answers_as_get_without_a_body(live: LiveServer) -> None:
             assert head.content == b"" and head.headers["content-type"] == got.headers["content-type"]
             assert head.headers["content-length"] == str(len(got.content)), path
         assert client.head("/api/rag/retrieve").status_code == 405  # a POST route answers no HEAD either
+        exposition = client.get("/metrics").text
+    # counted under their routes, not "unmatched" (the app's routers are routes without a path of their own)
+    for route in ("/healthz", "/api/collections"):
+        assert f'rag_http_requests_total{{method="HEAD",route="{route}",status="200"}}' in exposition, route
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +28,25 @@ MISSING = "no /usr/bin/chromium: `make browser` installs Debian's package (as ro
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")  # then missing = failure
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None and not IN_CI, reason=MISSING)
+
+
+#: how long a wait for the page may take (wait_for_function's default); its string predicates ran through eval,
+#: which the page's Content-Security-Policy refuses, so the waits are locators'
+WAIT_MS = 30_000
+
+
+def _status_says(page, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the status line contains ``text`` (case-sensitive)."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#status")).to_contain_text(text, timeout=WAIT_MS)
+
+
+def _url_has(page, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the page's address contains ``text``."""
+    from playwright.sync_api import expect
+
+    expect(page).to_have_url(re.compile(re.escape(text)), timeout=WAIT_MS)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +90,7 @@ def test_type_a_query_and_see_results(browser, live: LiveServer) -> None:  # typ
     page.fill("#query", "zzzz qqqq")
     page.select_option("#collection", "default")
     page.press("#query", "Enter")
-    page.wait_for_function("document.querySelector('#status').textContent.includes('result')")
+    _status_says(page, "result")
     assert errors == [] and outside == []
     page.close()
 
@@ -118,7 +138,7 @@ def test_a_search_in_the_address_runs_renders_code_and_marks_whole_words(  # typ
     page.select_option("#collection", "default")
     page.fill("#query", "backups")
     page.press("#query", "Enter")
-    page.wait_for_function("location.search.includes('q=backups')")
+    _url_has(page, "q=backups")
     assert "collection=default" in page.url and "context=search" in page.url
     page.goto(live.url + "/")  # the same browser remembers the collection searched last
     page.wait_for_selector("#collection option[value=aaa-notes]", state="attached")
@@ -146,7 +166,7 @@ def test_only_the_latest_search_renders_and_waiting_shows(browser, live: LiveSer
     page.fill("#query", "hybrid vector keyword reciprocal rank fusion")  # ...and Enter still starts a newer search
     page.press("#query", "Enter")
     page.wait_for_selector("li.result")
-    page.wait_for_function("!document.querySelector('#results').hasAttribute('aria-busy')")
+    page.wait_for_selector("#results:not([aria-busy])", state="attached")
     page.wait_for_timeout(2000)  # the first search's answer would have come by now
     assert "Hybrid search" in page.locator("li.result .header-path").first.inner_text()
     assert "result" in page.locator("#status").inner_text()
@@ -194,7 +214,7 @@ def test_a_shared_link_runs_once_the_token_works(  # type: ignore[no-untyped-def
 
     page.fill("#token", "wrong")
     page.press("#token", "Tab")
-    page.wait_for_function("document.querySelector('#status').textContent.includes('reads need')")
+    _status_says(page, "reads need")
     page.wait_for_timeout(300)
     assert page.evaluate("sessionStorage.getItem('rag-token')") is None, "a refused token is not kept"
 
@@ -292,7 +312,7 @@ def test_no_results_say_why(browser, live: LiveServer) -> None:  # type: ignore[
     page = browser.new_page()
     page.route("**/api/rag/retrieve", nothing_relevant)
     page.goto(live.url + "/?q=backups&collection=default&context=search")
-    page.wait_for_function("/results/.test(document.querySelector('#status').textContent)")
+    _status_says(page, "results")
     assert page.locator("li.result").count() == 0
     status = page.locator("#status").inner_text()
     assert "no relevant passages for 'backups'" in status and "lower min_relevance" in status, status
@@ -309,7 +329,7 @@ def test_a_blank_or_long_query_is_answered(browser, live: LiveServer) -> None:  
     assert "type a question" in page.locator("#status").inner_text()
     page.fill("#query", "backups " * 300)  # a long paste reaches the server whole, which names its limit
     page.press("#query", "Enter")
-    page.wait_for_function("document.querySelector('#status').textContent.includes('send at most')")
+    _status_says(page, "send at most")
     assert "query: 2399 characters; send at most 2000" in page.locator("#status").inner_text()
     page.close()
 
@@ -319,8 +339,8 @@ def test_a_new_collection_or_preset_searches_again(browser, live: LiveServer) ->
     page.goto(live.url + "/?q=backups&collection=default&context=search")
     page.wait_for_selector("li.result")
     page.select_option("#preset", "agent")
-    page.wait_for_function("location.search.includes('context=agent')")
-    page.wait_for_function("/result/.test(document.querySelector('#status').textContent)")
+    _url_has(page, "context=agent")
+    _status_says(page, "result")
     assert "q=backups" in page.url
     page.close()
 
@@ -337,4 +357,20 @@ def test_right_to_left_passages_and_no_missing_icon(browser, live: LiveServer) -
     assert page.evaluate(direction) == "rtl"
     assert page.locator("link[rel=icon]").count() == 1  # no request for /favicon.ico, no 404 in the console
     assert failed == []
+    page.close()
+
+
+def test_the_page_works_under_its_content_security_policy(browser, live: LiveServer) -> None:  # type: ignore[no-untyped-def]
+    """The page's policy allows only its own files: its styles moved out of the page, and nothing is refused."""
+    page = browser.new_page()
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    response = page.goto(live.url + "/")
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    page.fill("#query", "how are backups restored")
+    page.press("#query", "Enter")
+    page.wait_for_selector("li.result")
+    assert page.eval_on_selector("#results", "e => getComputedStyle(e).listStyleType") == "none"  # search.css
+    assert page.eval_on_selector("body", "e => getComputedStyle(e).maxWidth") != "none"
+    assert refused == []
     page.close()

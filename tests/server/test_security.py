@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 
 import httpx
+import pytest
 
+from rag_service.errors import ConfigurationError
+from rag_service.server.config import load_server_config
 from tests.server.conftest import READ_TOKEN, WRITE_TOKEN, LiveServer
 
 WRITES: list[tuple[str, str, dict[str, object]]] = [
@@ -90,3 +94,78 @@ def test_cors_is_off_unless_configured(live: LiveServer, serve: Callable[..., Li
         assert response.headers["access-control-allow-origin"] == "https://app.example"
         other = client.get("/api/presets", headers={"Origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("RAG_API_TOKEN", "tok\n", "RAG_API_TOKEN ends with a newline, which no Authorization header can carry"),
+        ("RAG_API_TOKEN", " tok", "RAG_API_TOKEN starts with whitespace"),
+        ("RAG_API_READ_TOKEN", "   ", "RAG_API_READ_TOKEN is only whitespace"),
+        ("RAG_API_READ_TOKEN", "to\nk", "RAG_API_READ_TOKEN holds a control character"),
+    ],
+)
+def test_a_token_no_header_can_carry_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str
+) -> None:
+    """A secret written from a file ends with a newline: the server started, and every request got 401."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigurationError) as refused:
+        load_server_config()
+    assert str(refused.value).startswith(says) and "\n" not in str(refused.value)
+    monkeypatch.setenv(variable, "")  # empty stays "unset"
+    config = load_server_config()
+    assert (config.write_token if variable == "RAG_API_TOKEN" else config.reads_token) is None
+
+
+def _unfinished_chunked_upload(live: LiveServer, token: str | None) -> bytes:
+    """What the server answers to the head and first MiB of a chunked multipart upload whose body never ends."""
+    host, port = live.url.removeprefix("http://").split(":")
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        head = "POST /api/documents HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+        sock.sendall(f"{head}{auth}Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"a" * (1 << 20)
+        sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        try:
+            return sock.recv(4096)
+        except TimeoutError:
+            return b""
+
+
+def test_an_upload_without_the_write_token_is_refused_before_its_body(
+    live: LiveServer, serve: Callable[..., LiveServer]
+) -> None:
+    """The 401 came only after up to RAG_API_MAX_UPLOAD_BYTES of chunked body were held in memory."""
+    for token in (None, "wrong"):
+        answer = _unfinished_chunked_upload(live, token)
+        assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]
+        assert b"writes need 'Authorization: Bearer <RAG_API_TOKEN>'" in answer
+    assert _unfinished_chunked_upload(serve(token=None), WRITE_TOKEN).startswith(b"HTTP/1.1 403 ")
+    assert _unfinished_chunked_upload(live, WRITE_TOKEN) == b"", "with the token, the server waits for the body"
+
+    def chunks() -> Iterator[bytes]:  # a chunked upload with the token is still read and indexed
+        yield b'--zz\r\nContent-Disposition: form-data; name="files"; filename="chunked.md"\r\n\r\n'
+        yield b"# Chunked\n\nA chunked upload about lighthouses.\r\n--zz--\r\n"
+
+    with live.client(WRITE_TOKEN) as client:
+        response = client.post(
+            "/api/documents", content=chunks(), headers={"content-type": "multipart/form-data; boundary=zz"}
+        )
+    assert response.status_code == 200 and response.json()["report"]["added"] == 1, response.text
+
+
+def test_answers_carry_security_and_caching_headers(live: LiveServer) -> None:
+    """The page (it takes a token) could be framed; API answers could be stored by a shared cache; the script,
+    with only Last-Modified, could be served stale by a browser after an upgrade."""
+    with live.client() as client:
+        answers = {path: client.get(path) for path in ("/", "/static/search.js", "/api/collections", "/healthz")}
+        answers["401"] = client.put("/api/presets/search", json={"max_chunks": 6})
+    for name, response in answers.items():
+        assert response.headers["x-content-type-options"] == "nosniff", name
+        assert response.headers["x-frame-options"] == "DENY", name
+        assert response.headers["referrer-policy"] == "no-referrer", name
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"], name
+    assert answers["/"].headers["cache-control"] == answers["/static/search.js"].headers["cache-control"] == "no-cache"
+    assert answers["/static/search.js"].headers["etag"]  # no-cache: revalidated by it, each time
+    assert answers["/api/collections"].headers["cache-control"] == answers["401"].headers["cache-control"] == "no-store"

@@ -17,6 +17,7 @@ from rag_service.ingest.storable import check_storable
         ("  ", "", "text", "its source is blank, so no result could cite it"),
         ("a.md", None, "text", "its title is NoneType, not text; pass a string"),
         ("a.md", "", b"bytes", "its text is bytes, not text; pass a string"),
+        ("s" * 4094 + ".md", "", "text", "its source is 4097 characters; a source may have at most 4096"),
     ],
 )
 def test_what_text_cannot_store_is_one_line(source: object, title: object, text: object, message: str) -> None:
@@ -27,3 +28,4 @@ def test_what_text_cannot_store_is_one_line(source: object, title: object, text:
 
 def test_ordinary_text_passes() -> None:
     check_storable("docs/é.md", "Título", "# Guide\n\nUnicode — fine, even 𝄞.")
+    check_storable("s" * 4093 + ".md", "", "the longest source a delete can name")
