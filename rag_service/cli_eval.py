@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,11 +62,7 @@ def _eval_beir(
     from rag_service.evaluation.runner import collection_for, ensure_indexed, run_queries
 
     dataset = load_beir(dataset_dir, split=args.split)
-    if args.run_out:
-        from rag_service.evaluation.trec import check_run_ids
-
-        check_run_ids(dataset.queries, what="query id", source=dataset_dir / "queries.jsonl")
-        check_run_ids(dataset.corpus, what="document id", source=dataset_dir / "corpus.jsonl")
+    _check_run_ids(args, dataset_dir, dataset.queries, ("document id", dataset.corpus, dataset_dir / "corpus.jsonl"))
     return _index_and_run(
         settings,
         args,
@@ -88,11 +84,7 @@ def _eval_docset(
     from rag_service.evaluation.docset import load_docset
 
     docset = load_docset(dataset_dir, split=args.split, max_bytes=settings.max_file_bytes)
-    if args.run_out:  # a run names sections as file#N
-        from rag_service.evaluation.trec import check_run_ids
-
-        check_run_ids(docset.queries, what="query id", source=dataset_dir / "queries.jsonl")
-        check_run_ids(docset.files, what="file", source=docset.docs_dir)
+    _check_run_ids(args, dataset_dir, docset.queries, ("file", docset.files, docset.docs_dir))  # ids are file#N
     return _index_and_run(
         settings,
         args,
@@ -105,6 +97,19 @@ def _eval_docset(
             service, docset, config, collection=collection, name=dataset_dir.resolve().name, progress=progress
         ),
     )
+
+
+def _check_run_ids(
+    args: argparse.Namespace, dataset_dir: Path, queries: Iterable[str], documents: tuple[str, Iterable[str], Path]
+) -> None:
+    """With ``--run-out``: the query ids and the ``documents`` ids (what they are, the ids, their file) a run
+    names, each one a TREC run can hold, checked before any work."""
+    if args.run_out:
+        from rag_service.evaluation.trec import check_run_ids
+
+        check_run_ids(queries, what="query id", source=dataset_dir / "queries.jsonl")
+        what, ids, source = documents
+        check_run_ids(ids, what=what, source=source)
 
 
 def _index_and_run(

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,12 +157,13 @@ def test_stderr_is_quiet_by_default_and_info_logs_each_request_once(mcp_env, tmp
         assert len(lines) == len(set(lines)), stderr
 
 
-def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
-    """The SDK's transport dropped such lines: a client waited forever for request 903, or for a query holding an
-    escaped lone surrogate (valid JSON that pydantic's parser refuses)."""
+def _initialized_raw_server(
+    env: dict[str, str], cwd: Path
+) -> tuple[subprocess.Popen[str], Callable[[str], dict[str, Any]]]:
+    """``rag mcp`` after ``initialize`` over raw JSON-RPC lines, and ``answer(line)``: the line's one answer."""
     process = subprocess.Popen(
         [sys.executable, "-m", "rag_service.cli", "mcp"],
-        env=mcp_env, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdin is not None and process.stdout is not None
 
@@ -172,7 +174,14 @@ def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
 
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
     assert answer(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
-    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n\n')  # and a blank line
+    return process, answer
+
+
+def test_a_line_the_sdk_cannot_read_is_answered_not_dropped(mcp_env, tmp_path):
+    """The SDK's transport dropped such lines: a client waited forever for request 903, or for a query holding an
+    escaped lone surrogate (valid JSON that pydantic's parser refuses)."""
+    process, answer = _initialized_raw_server(mcp_env, tmp_path)
+    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n\n')  # type: ignore[union-attr]  # and a blank line
     parse = answer("this is not json")
     assert parse["id"] is None and parse["error"]["code"] == -32700
     invalid = answer('{"jsonrpc": "2.0", "id": 903, "method": "ping", "params": "x"}')
@@ -210,20 +219,8 @@ def test_a_wrong_or_unknown_argument_is_one_line_naming_it():
 def test_a_deep_line_or_a_request_with_an_id_the_sdk_drops_is_answered_and_the_server_lives_on(mcp_env, tmp_path):
     """A line nested ~1,000 deep ended the server (json.loads' RecursionError); a request whose id is null, a bool,
     a float or a list was taken for a notification by the SDK and never answered."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rag_service.cli", "mcp"],
-        env=mcp_env, cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert process.stdin is not None and process.stdout is not None
-
-    def answer(line: str) -> dict[str, Any]:
-        process.stdin.write(line + "\n")  # type: ignore[union-attr]
-        process.stdin.flush()  # type: ignore[union-attr]
-        return json.loads(process.stdout.readline())  # type: ignore[union-attr]
-
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
-    assert answer(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
-    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    process, answer = _initialized_raw_server(mcp_env, tmp_path)
+    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')  # type: ignore[union-attr]
     deep = "[" * 1000 + "]" * 1000
     call = '{"name": "search_knowledge", "arguments": {"query": "x", "collection": ' + deep + "}}"
     nested = answer('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ' + call + "}")
