@@ -4,6 +4,10 @@ A client that writes its requests and closes its side of the pipe (``rag mcp < r
 ``... | rag mcp``, a client half-closing after its last request) used to get "Connection closed" for every call
 still running: the SDK ends its session when the stream it reads ends, cancelling what is in flight. Here the
 stream of lines ends only once every request handed to the SDK was answered (or cancelled by the client).
+
+The SDK answers a request before ``initialize``, or one whose params miss the schema (``tools/call`` without a name,
+``arguments`` not an object), with a bare "-32602 Invalid request parameters"; the forwarder, which knows the
+request, names what was wrong (``explained``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,13 @@ import json
 from typing import Any
 
 _CANCELLED = "notifications/cancelled"
+INVALID_PARAMS = -32602
+_BARE = "Invalid request parameters"
+#: the params of the methods a client sends most, as the bare error's fix
+_TAKES = {
+    "tools/call": '{"name": "<a tool of tools/list>", "arguments": {...}}',
+    "initialize": '{"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": ..., "version": ...}}',
+}
 
 
 class PendingRequests:
@@ -20,6 +31,8 @@ class PendingRequests:
 
     def __init__(self) -> None:
         self._ids: set[tuple[bool, Any]] = set()
+        self._methods: dict[tuple[bool, Any], str] = {}  # the method of each request not answered yet
+        self._initialized = False  # an initialize request was answered with a result
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -36,6 +49,7 @@ class PendingRequests:
             self._discard(params.get("requestId") if isinstance(params, dict) else None)
         elif "id" in message:
             self._ids.add(_key(message["id"]))
+            self._methods[_key(message["id"])] = message["method"]
             self._idle.clear()
 
     def answered(self, message: Any) -> None:
@@ -43,7 +57,29 @@ class PendingRequests:
         from mcp_types import JSONRPCError, JSONRPCResponse
 
         if isinstance(message, JSONRPCResponse | JSONRPCError):
+            if isinstance(message, JSONRPCResponse) and self._methods.get(_key(message.id)) == "initialize":
+                self._initialized = True
             self._discard(message.id)
+
+    def explained(self, message: Any) -> Any:
+        """``message``, or the SDK's bare invalid-params error of a request named: before ``initialize``, or its
+        params not what the method takes."""
+        from mcp_types import ErrorData, JSONRPCError
+
+        if not isinstance(message, JSONRPCError):
+            return message
+        error = message.error
+        if (error.code, error.message) != (INVALID_PARAMS, _BARE) or error.data not in (None, ""):
+            return message
+        method = self._methods.get(_key(message.id), "the request")
+        if not self._initialized and method != "initialize":
+            why = f"{method} came before initialize; send initialize, then notifications/initialized, first"
+        elif method in _TAKES:
+            why = f"{method} takes params {_TAKES[method]}"
+        else:
+            why = f"the params of {method} are not what the MCP schema has for it (params must be an object)"
+        named = ErrorData(code=INVALID_PARAMS, message=f"{_BARE}: {why}", data=error.data)
+        return JSONRPCError(jsonrpc=message.jsonrpc, id=message.id, error=named)
 
     async def all_answered(self) -> None:
         """Return once every request read so far was answered."""
@@ -51,6 +87,7 @@ class PendingRequests:
 
     def _discard(self, request_id: Any) -> None:
         self._ids.discard(_key(request_id))
+        self._methods.pop(_key(request_id), None)
         if not self._ids:
             self._idle.set()
 
@@ -65,5 +102,8 @@ async def forward_answers(answers: Any, client: Any, pending: PendingRequests) -
     close ``client`` when the SDK is done (the transport's writer ends with it)."""
     async with answers, client:
         async for session_message in answers:
+            explained = pending.explained(session_message.message)
             pending.answered(session_message.message)
+            if explained is not session_message.message:
+                session_message = type(session_message)(explained, session_message.metadata)
             await client.send(session_message)

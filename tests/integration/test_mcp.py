@@ -158,9 +158,10 @@ def test_stderr_is_quiet_by_default_and_info_logs_each_request_once(mcp_env, tmp
 
 
 def _initialized_raw_server(
-    env: dict[str, str], cwd: Path
+    env: dict[str, str], cwd: Path, *, before: Callable[[Callable[[str], dict[str, Any]]], None] = lambda _: None
 ) -> tuple[subprocess.Popen[str], Callable[[str], dict[str, Any]]]:
-    """``rag mcp`` after ``initialize`` over raw JSON-RPC lines, and ``answer(line)``: the line's one answer."""
+    """``rag mcp`` after ``initialize`` over raw JSON-RPC lines, and ``answer(line)``: the line's one answer;
+    ``before(answer)`` runs first, before ``initialize``."""
     process = subprocess.Popen(
         [sys.executable, "-m", "rag_service.cli", "mcp"],
         env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -172,6 +173,7 @@ def _initialized_raw_server(
         process.stdin.flush()  # type: ignore[union-attr]
         return json.loads(process.stdout.readline())  # type: ignore[union-attr]
 
+    before(answer)
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
     assert answer(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))["id"] == 1
     return process, answer
@@ -263,3 +265,26 @@ def test_an_unknown_argument_of_a_tool_without_arguments_says_it_takes_none():
     with pytest.raises(ToolError) as raised:
         asyncio.run(build_server(None).call_tool("list_collections", {"x": 1}))  # type: ignore[arg-type]
     assert str(raised.value) == "list_collections: unknown argument(s) ['x']; it takes no arguments"
+
+
+def test_the_sdks_bare_invalid_params_error_names_what_was_wrong(mcp_env, tmp_path):
+    """The SDK answers these "-32602 Invalid request parameters" with empty data, naming neither cause nor fix."""
+    early: list[dict[str, Any]] = []
+
+    def too_early(answer: Callable[[str], dict[str, Any]]) -> None:
+        early.append(answer('{"jsonrpc": "2.0", "id": "a", "method": "tools/list"}'))
+        early.append(answer('{"jsonrpc": "2.0", "id": "b", "method": "initialize", "params": {}}'))
+
+    process, answer = _initialized_raw_server(mcp_env, tmp_path, before=too_early)
+    process.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')  # type: ignore[union-attr]
+    nameless = answer('{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"arguments": {}}}')
+    process.communicate(timeout=60)
+    messages = [reply["error"]["message"] for reply in (*early, nameless)]
+    assert messages == [
+        "Invalid request parameters: tools/list came before initialize; send initialize, then "
+        "notifications/initialized, first",
+        'Invalid request parameters: initialize takes params {"protocolVersion": "2025-06-18", "capabilities": {}, '
+        '"clientInfo": {"name": ..., "version": ...}}',
+        'Invalid request parameters: tools/call takes params {"name": "<a tool of tools/list>", "arguments": {...}}',
+    ]
+    assert all(reply["error"]["code"] == -32602 for reply in (*early, nameless))
