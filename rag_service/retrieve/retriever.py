@@ -195,11 +195,9 @@ class Retriever:
         preset = setup.preset
         parsed = parse_query(variant)
         any_terms, required = websearch_parts(parsed)
-        depth = (
-            max(preset.candidate_k, min(CHILDREN_PER_SECTION * preset.max_chunks, MAX_CANDIDATE_K))
-            if preset.return_parents
-            else preset.candidate_k
-        )
+        # never fewer candidates than results asked for: max_chunks=50 of a preset reading 20 returned 20
+        asked = CHILDREN_PER_SECTION * preset.max_chunks if preset.return_parents else preset.max_chunks
+        depth = max(preset.candidate_k, min(asked, MAX_CANDIDATE_K))
         return SearchRequest(
             collection=options.collection,
             query_vector=vector,
