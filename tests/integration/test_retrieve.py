@@ -161,7 +161,8 @@ def test_a_context_with_a_nul_or_of_any_length_is_one_short_line(service):
 def test_more_chunks_asked_for_than_the_preset_reads_are_returned(db, settings):
     """``max_chunks=50`` of a preset whose arms read ``candidate_k`` 20 returned 20, saying nothing."""
     svc = make_service(db, settings)
-    texts = [(f"n{i}.md", "", f"# Note {i}\n\nBackups of the database number {i} are kept offsite.\n") for i in range(9)]
+    note = "# Note {0}\n\nBackups of the database number {0} are kept offsite.\n"
+    texts = [(f"n{i}.md", "", note.format(i)) for i in range(9)]
     assert svc.index_texts(texts, collection="many").added == 9
     overrides = {"candidate_k": 3, "max_tokens": 100_000, "expand_query": False, "diversity": 0.0}
     found = svc.retrieve("database backups", "search", collection="many", max_chunks=8, **overrides)
