@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rag_service.errors import ConfigurationError, RagError, UnknownCollectionError
 from rag_service.ingest.call_checks import nul_in_source
-from rag_service.ingest.loaders import text_title
+from rag_service.ingest.loaders import given_text, text_title
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.storable import MAX_SOURCE_CHARS as _MAX_SOURCE_CHARS
 
@@ -109,8 +109,9 @@ def index_documents(
     groups: dict[str, list[tuple[str, str, str]]] = {}
     for document in batch.documents:
         kind = resolve_strategy(document.strategy or strategy, document.source)
-        title = document.title or text_title(document.text, kind) or PurePosixPath(document.source).stem
-        groups.setdefault(kind, []).append((document.source, title, document.text))  # titled as a file would be
+        text, markup_title = given_text(document.text, kind)  # HTML markup: stored as an .html file's text
+        title = document.title or markup_title or text_title(text, kind) or PurePosixPath(document.source).stem
+        groups.setdefault(kind, []).append((document.source, title, text))  # titled as a file would be
     report = IngestReport(collection=collection, failed=list(batch.failed))
     total = len(batch.failed) + len(batch.documents)
     done = len(batch.failed)

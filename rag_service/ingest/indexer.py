@@ -38,7 +38,7 @@ from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.embedclock import reported_if_stopped
 from rag_service.ingest.fingerprint import fingerprint_strategy
 from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
-from rag_service.ingest.loaders import discover, text_title
+from rag_service.ingest.loaders import discover, given_text, text_title
 from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.origins import claim_keys, record_new, record_texts
 from rag_service.ingest.progress import Progress, ProgressListener
@@ -192,9 +192,10 @@ class Indexer:
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk, lock=lock)
                 clocks.append(batch.clock)
                 seen: dict[str, str] = {}
-                for source, title, text in items:
+                for source, title, given in items:
                     if not _repeated(source, seen, report, bar):
-                        title = title or (text_title(text, strategy) if isinstance(text, str) else "")  # as a file
+                        text, markup_title = given_text(given, strategy)  # HTML markup: as an .html file's
+                        title = title or markup_title or (text_title(text, strategy) if isinstance(text, str) else "")
                         batch.add_text(source, title, text, strategy=strategy, force=force)
                 batch.finish()
             record_texts(self.db, collection, seen, report)

@@ -186,6 +186,20 @@ def markdown_title(text: str) -> str:
     return h1 or front_matter_title(text)
 
 
+#: a tag of a document's body: a text given for the ``html`` strategy holding one is markup, not converted text
+_MARKUP = re.compile(r"<(?:html|body|head|h[1-6]|p|div|section|article|main|table|ul|ol|pre|br)\b", re.IGNORECASE)
+
+
+def given_text(text: str, strategy: str) -> tuple[str, str]:
+    """A text given (not read from a file) as an .html file would be stored: for the ``html`` strategy, markup
+    becomes its visible text with ATX headings, and its ``<title>`` the title (it was stored and shown with its
+    tags, as one chunk); any other text as it is, with no title. Converted text has no tags: it stays as it is."""
+    if strategy != "html" or not isinstance(text, str) or not _MARKUP.search(text):  # not text: refused later
+        return text, ""
+    converted, title = html_to_text(text)
+    return converted, title or markdown_title(converted)
+
+
 def text_title(text: str, strategy: str) -> str:
     """The title a text given without one carries itself, read as a file chunked by ``strategy`` would be:
     ``\\title{}`` for LaTeX, none for code and JSON (a ``# comment`` is no title), else ``markdown_title``."""

@@ -99,3 +99,26 @@ def test_a_nul_in_a_source_or_a_path_is_one_line_before_anything_is_written(db, 
             call()
         assert str(raised.value) == message
     assert _documents(connection, "t9") == 0
+
+
+def test_html_given_as_text_is_stored_as_the_same_html_file_is(db, settings, connection, tmp_path):
+    """Audit 51a: HTML posted as text (HTTP, MCP's index_text, ``index_documents``) was stored and shown with its
+    tags, as one chunk; a file of the same markup is stored as its visible text with ATX headings."""
+    from rag_service import NewDocument
+
+    html = (
+        "<html><head><title>Zoo</title></head><body><h1>Zebras</h1><p>Zebra stripes are unique to each animal.</p>"
+        "<h2>Food</h2><p>Zebras eat <b>grass</b>.</p></body></html>"
+    )
+    (tmp_path / "zoo.html").write_text(html)
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    assert service.index_paths([tmp_path / "zoo.html"], collection="html-file").added == 1
+    assert service.index_documents([NewDocument("zoo.html", html)], collection="html-doc").added == 1
+    assert service.index_texts([("zoo.html", "", html)], collection="html-text", strategy="html").added == 1
+    stored = connection.execute(
+        text("SELECT collection, title, content FROM documents WHERE collection LIKE 'html-%' ORDER BY collection")
+    ).all()
+    assert len(stored) == 3 and len({(title, content) for _, title, content in stored}) == 1, stored
+    assert stored[0].title == "Zoo" and "<" not in stored[0].content and "## Food" in stored[0].content
+    found = service.retrieve("what do zebras eat", "search", collection="html-doc").chunks
+    assert found and all("<" not in chunk.content for chunk in found)
