@@ -39,6 +39,7 @@ from rag_service.log import configure_logging
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from rag_service import IngestReport
     from rag_service.service import UniversalRAGService
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -163,7 +164,8 @@ def build_server(
             """Index files and folders (paths on the server's machine) into a collection; incremental."""
             with _tool_errors():
                 report = service.index_paths(paths, collection=collection)
-            return "\n".join(report.lines())
+            missing = [p for p in paths if isinstance(p, str) and not os.path.lexists(p)]
+            return _reported(report, missing)
 
         @server.tool()
         def index_text(source: str, text: str, title: str = "", collection: str = "default") -> str:
@@ -173,9 +175,23 @@ def build_server(
 
             with _tool_errors():
                 report = service.index_documents([NewDocument(source, text, title)], collection=collection)
-            return "\n".join(report.lines())
+            return _reported(report, [])
 
     return server
+
+
+def _reported(report: IngestReport, missing: list[str]) -> str:
+    """An indexing tool's report, as an error (the tool result's ``isError``) when a document failed or a path
+    does not exist, as ``rag reindex`` exits 1 then: an agent reading only the flag saw success."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    lines = report.lines()
+    if missing:
+        names = ", ".join(map(repr, missing[:5]))
+        lines.append(f"error: {names} {'do' if len(missing) > 1 else 'does'} not exist (any other path was indexed)")
+    if missing or not report.ok:
+        raise ToolError("\n".join(lines))
+    return "\n".join(lines)
 
 
 def unknown_tool_message(name: str, tools: list[str]) -> str:

@@ -57,7 +57,7 @@ async def session(params: StdioServerParameters, calls: list[tuple[str, dict[str
 def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
     write_docs(tmp_path / "kb")
     (tmp_path / ".git").mkdir()  # sources are relative to the checkout root
-    tools, (indexed, noted, listed, found, narrowed, unknown) = asyncio.run(
+    tools, (indexed, noted, listed, found, narrowed, unknown, missing, failed) = asyncio.run(
         session(
             server(mcp_env, tmp_path, "--allow-indexing"),
             [
@@ -69,6 +69,8 @@ def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
                 ("search_knowledge", {"query": "reranking", "collection": "kb", "context": "search",
                                       "max_chunks": 1}),
                 ("search_knowledge", {"query": "backups", "context": "nope", "collection": "kb"}),
+                ("index_paths", {"paths": ["nowhere"], "collection": "kb"}),
+                ("index_text", {"source": "bad.md", "text": "a\u0000b", "collection": "notes"}),
             ],
         )
     )
@@ -90,6 +92,10 @@ def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
     assert unknown.is_error  # the SDK puts "Error executing tool search_knowledge: " before our one line
     assert text_of(unknown).endswith(": unknown context 'nope'; valid contexts: chatbot, agent, search, workflow, "
                                      "context_engineering")
+    # a path that does not exist and a failed document are errors, as rag reindex exits 1: isError was false
+    assert missing.is_error
+    assert text_of(missing).endswith("error: 'nowhere' does not exist (any other path was indexed)")
+    assert failed.is_error and "failed: bad.md: its text contains NUL bytes" in text_of(failed)
 
 
 def test_without_the_flag_an_agent_cannot_index(mcp_env, tmp_path):
