@@ -14,9 +14,8 @@ WORKDIR /app
 # CPU torch first, pinned as in the Makefile: a plain `torch` requirement would pull a multi-GB CUDA build
 RUN pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md alembic.ini ./
+# the migrations ship inside the package (rag_service/migrations); alembic.ini names them from here
 COPY rag_service ./rag_service
-COPY migrations ./migrations
-# editable: alembic.ini and migrations/ are found next to the package
 RUN pip install -e ".[server]"
 
 RUN useradd --create-home --uid 10001 rag && mkdir -p /data && chown rag /data

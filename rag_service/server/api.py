@@ -145,6 +145,7 @@ async def add_documents(request: Request, state: WriteState) -> JSONResponse:
             "ingest",
             collection,
             lambda listen: service.index_documents(batch, collection=collection, force=force, listener=listen),
+            total=len(batch.failed) + len(batch.documents),  # the 202 answer knows it, as the README says
         )
         return JSONResponse(
             {"success": True, "job": job.to_dict()}, status_code=202, headers={"Location": f"/api/jobs/{job.id}"}

@@ -153,11 +153,12 @@ class JobRegistry:
                     f"wait for it (GET /api/jobs/{other.id}) and try again"
                 )
 
-    def start(self, kind: str, collection: str | None, work: JobWork) -> Job:
-        """Queue ``work``; JobConflictError when an overlapping job is queued or running."""
+    def start(self, kind: str, collection: str | None, work: JobWork, *, total: int | None = None) -> Job:
+        """Queue ``work`` (``total`` documents, where known now); JobConflictError when an overlapping job is queued
+        or running."""
         with self._lock:
             self._refuse_overlap(collection)
-            job = Job(id=uuid.uuid4().hex, kind=kind, collection=collection)
+            job = Job(id=uuid.uuid4().hex, kind=kind, collection=collection, total=total)
             self._jobs[job.id] = job
             self._forget_old()
         self._pool.submit(self._run, job, work)

@@ -68,6 +68,7 @@ def test_large_ingest_is_a_job_whose_progress_counts_documents(
         with live.client(WRITE_TOKEN) as client:
             started = client.post("/api/documents", json={"collection": collection, "documents": documents})
             assert started.status_code == 202, started.text
+            assert started.json()["job"]["progress"]["total"] == 10, "the 202 answer knows the total (README)"
             location = started.headers["location"]
             assert first[0].wait(timeout=60)
             before = client.get(location).json()["job"]

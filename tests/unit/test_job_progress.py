@@ -81,3 +81,21 @@ def test_a_job_of_one_large_document_shows_its_chunks_move_before_the_document_i
     finally:
         release.set()
         registry.shutdown(wait=True)
+
+
+def test_a_queued_job_knows_the_total_it_was_started_with() -> None:
+    """The 202 answer of a large POST /api/documents showed total null until the job's listener first ran."""
+    release = threading.Event()
+
+    def blocking(listen: ProgressListener) -> IngestReport:
+        release.wait(10)
+        return IngestReport(collection="a")
+
+    registry = JobRegistry(workers=1)
+    try:
+        registry.start("ingest", "a", blocking)
+        queued = registry.start("ingest", "b", lambda listen: IngestReport(collection="b"), total=7)
+        assert queued.state == "queued" and queued.to_dict()["progress"]["total"] == 7
+    finally:
+        release.set()
+        registry.shutdown(wait=True)
