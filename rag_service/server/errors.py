@@ -153,7 +153,7 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
         return f"body must be a JSON object, not {type(first.get('input')).__name__}; {fix}"
     if len(loc) == 2 and loc[0] == "query" and kind == "missing":
         return _missing_parameter(str(loc[1]), request)
-    where = ".".join(str(part) for part in loc if part != "body")
+    where = ".".join(_shown_part(part) for part in loc if part != "body")
     if kind == "string_pattern_mismatch" and (first.get("ctx") or {}).get("pattern") == NO_NUL:
         return f"{where}: must not contain NUL (\\x00) characters; remove them"  # as every body field says
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
@@ -163,6 +163,14 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
         return f"{where}: must be true or false (JSON booleans), not {first.get('input')!r:.60}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
+
+
+def _shown_part(part: object) -> str:
+    """A field name of the request as a message shows it: as it is when plain, else quoted and cut (a JSON key may
+    hold a newline, which broke the one-line message, or be 10,000 characters long)."""
+    text = str(part)
+    plain = text.isprintable() and not any(ch.isspace() for ch in text) and len(text) <= 60
+    return text if plain else repr(text[:60]) + ("..." if len(text) > 60 else "")
 
 
 def _operation(request: Request) -> tuple[dict[str, Any], dict[str, Any]]:

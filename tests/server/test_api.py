@@ -522,3 +522,14 @@ def test_an_unknown_field_of_reindex_all_gets_the_hint(live: LiveServer) -> None
     assert response.json()["error"]["message"] == (
         "colection: unknown field; did you mean collection? the fields are collection"
     )
+
+
+def test_a_field_name_that_is_not_plain_is_quoted_and_cut_in_the_one_line(live: LiveServer) -> None:
+    """The fuzz test found a key holding a newline echoed raw, so the 'one line' held two."""
+    with live.client(WRITE_TOKEN) as client:
+        newline = client.post("/api/documents/reindex-all", json={"\n": 1})
+        long = client.post("/api/rag/retrieve", json={"query": "x", "k" * 500: 1})
+    assert newline.status_code == long.status_code == 422
+    assert newline.json()["error"]["message"] == "'\\n': unknown field; the fields are collection"
+    message = long.json()["error"]["message"]
+    assert message.startswith(f"{'k' * 60!r}...: unknown field;") and "\n" not in message
