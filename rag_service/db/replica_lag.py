@@ -32,9 +32,14 @@ class PrimaryPositions:
     def __init__(self, kept: int = KEPT_SAMPLES) -> None:
         self._samples: deque[tuple[int, float]] = deque(maxlen=kept)
 
-    def behind_ms(self, primary_lsn: int, replayed_lsn: int, now: float) -> float:
-        """Record the primary at ``primary_lsn`` now; how long the primary has been past ``replayed_lsn`` (0: not)."""
+    def behind_ms(self, primary_lsn: int, replayed_lsn: int, now: float) -> float | None:
+        """Record the primary at ``primary_lsn`` now; how long the primary has been past ``replayed_lsn`` (0: not);
+        None when it is past and no earlier sample says since when: a process's first look (each ``rag query``)
+        read a standby minutes behind as 0 ms here."""
+        first_look = not self._samples
         self._samples.append((primary_lsn, now))
         while self._samples and self._samples[0][0] <= replayed_lsn:  # replayed: no longer a mark of being behind
             self._samples.popleft()
-        return (now - self._samples[0][1]) * 1000 if self._samples else 0.0
+        if not self._samples:
+            return 0.0
+        return None if first_look else (now - self._samples[0][1]) * 1000

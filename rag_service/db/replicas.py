@@ -124,10 +124,11 @@ class Replica:
 
     def read_lag(self) -> float | None:
         """Read the replay lag now (one short read-only transaction here, one on the primary first when it is
-        known): with the primary, the time since it passed what the standby has replayed (``replica_lag``);
-        without it, the standby's own measure, which a stalled stream reads as 0 and WAL without a commit
-        (a read's page pruning) as the age of the last commit. DatabaseUnavailableError if the replica is
-        unreachable; an unreachable primary leaves the standby's own measure."""
+        known): with the primary, the time since it passed what the standby has replayed (``replica_lag``; at a
+        process's first look at a standby behind it, the standby's own measure); without it, the standby's own
+        measure, which a stalled stream reads as 0 and WAL without a commit (a read's page pruning) as the age of
+        the last commit. DatabaseUnavailableError if the replica is unreachable; an unreachable primary leaves
+        the standby's own measure."""
         primary_lsn = self._primary_lsn()
         lag, replayed = self.database.read(lambda session: session.execute(_LAG_SQL).one())
         value = None if lag is None else max(float(lag), 0.0)
@@ -135,7 +136,8 @@ class Replica:
             now = self._clock()
             self.behind_bytes = None
             if value is not None and primary_lsn is not None and replayed is not None:
-                value = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now)
+                estimate = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now)
+                value = value if estimate is None else estimate  # a first look behind: the standby's own measure
                 self.behind_bytes = max(primary_lsn - lsn_value(replayed), 0)
             self._lag_ms, self._read_at = value, now
         return value

@@ -207,6 +207,28 @@ def test_a_lagging_standby_is_skipped_under_the_lag_bound(cluster):
     service.reads.dispose()
 
 
+def test_a_process_first_look_at_a_lagging_standby_skips_it(cluster):
+    """Each process (each ``rag query``) looked at a standby minutes behind as 0 ms behind: the primary's WAL
+    positions had no earlier sample to tell since when the primary was past it (audit 51d)."""
+    _primary_only(cluster).index_texts([("warm.md", "Warm", "# Warm\n\nA first replayed commit.\n")], collection="lag")
+    cluster.standby.wait_for_replay(cluster.primary_url)
+    with cluster.standby.connect() as conn:
+        conn.execute("SELECT pg_wal_replay_pause()")
+        try:
+            _primary_only(cluster).index_texts(
+                [("late.md", "Late", "# Late\n\nWritten while the standby's replay is paused.\n")], collection="lag"
+            )
+            time.sleep(0.5)  # the standby's last replayed commit is older than the bound now
+            fresh = _service(cluster, max_lag_ms=200, lag_check_interval=0.0)  # a new process: no samples yet
+            first = fresh.retrieve(QUERIES[0], context="agent")
+            assert first.metrics.read_from == "primary", first.metrics.degraded
+            assert any("RAG_READ_MAX_LAG_MS (200)" in d for d in first.metrics.degraded), first.metrics.degraded
+            fresh.reads.dispose()
+        finally:
+            conn.execute("SELECT pg_wal_replay_resume()")
+    cluster.standby.wait_for_replay(cluster.primary_url)
+
+
 def test_a_standby_whose_stream_stalled_is_skipped_under_the_lag_bound(own_standby):
     """A stalled stream (here: the primary's WAL sender stopped) leaves the standby "caught up" on what it has:
     its own lag reads 0 while the primary moves on. The bound holds by the primary's WAL position."""
