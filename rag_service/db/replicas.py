@@ -35,7 +35,13 @@ from rag_service.config import Settings
 from rag_service.db.breaker import CircuitBreaker
 from rag_service.db.database import Database
 from rag_service.db.replica_lag import PRIMARY_LSN_SQL, PrimaryPositions, lsn_value
-from rag_service.errors import ConfigurationError, DatabaseError, DatabaseUnavailableError, first_line
+from rag_service.errors import (
+    ConfigurationError,
+    DatabaseError,
+    DatabaseUnavailableError,
+    UnknownCollectionError,
+    first_line,
+)
 from rag_service.forks import ChildLock
 from rag_service.log import URL_TEMPLATE, mask_url
 
@@ -193,6 +199,8 @@ class ReadRoute:
                 if getattr(exc.orig, "sqlstate", None) not in _RECOVERY_CONFLICTS:
                     raise
                 reason = f"read cancelled ({first_line(exc)})"
+            except UnknownCollectionError:  # indexed on the primary, not replayed here yet: the primary decides
+                reason = "lacks the collection (behind the primary)"
             self._failed.add(replica.name)
             self.notes.append(f"{replica.name} {reason}; read from the next replica or the primary")
         result = self.router.primary.read(work)

@@ -209,7 +209,8 @@ def test_a_lagging_standby_is_skipped_under_the_lag_bound(cluster):
 
 def test_a_process_first_look_at_a_lagging_standby_skips_it(cluster):
     """Each process (each ``rag query``) looked at a standby minutes behind as 0 ms behind: the primary's WAL
-    positions had no earlier sample to tell since when the primary was past it (audit 51d)."""
+    positions had no earlier sample to tell since when the primary was past it; and a collection indexed on the
+    primary but not replayed yet was "does not exist" (audit 51d)."""
     _primary_only(cluster).index_texts([("warm.md", "Warm", "# Warm\n\nA first replayed commit.\n")], collection="lag")
     cluster.standby.wait_for_replay(cluster.primary_url)
     with cluster.standby.connect() as conn:
@@ -224,6 +225,13 @@ def test_a_process_first_look_at_a_lagging_standby_skips_it(cluster):
             assert first.metrics.read_from == "primary", first.metrics.degraded
             assert any("RAG_READ_MAX_LAG_MS (200)" in d for d in first.metrics.degraded), first.metrics.degraded
             fresh.reads.dispose()
+            unbounded = _service(cluster)  # no lag bound: the standby serves, but it lacks the new collection
+            new = [("new.md", "New", "# New\n\nOnly the primary has it.\n")]
+            _primary_only(cluster).index_texts(new, collection="fresh")
+            found = unbounded.retrieve("only the primary", context="agent", collection="fresh")
+            assert found.metrics.read_from == "primary" and [c.source for c in found.chunks] == ["new.md"]
+            assert any("lacks the collection (behind the primary)" in d for d in found.metrics.degraded)
+            unbounded.reads.dispose()
         finally:
             conn.execute("SELECT pg_wal_replay_resume()")
     cluster.standby.wait_for_replay(cluster.primary_url)
