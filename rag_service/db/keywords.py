@@ -15,9 +15,12 @@ recomputes them against the whole collection (``backfill_keywords``).
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from rag_service.db.citus import has_citus
 from rag_service.knobs import CHUNK_KEYWORDS
 
 #: keywords per chunk unless ``RAG_CHUNK_KEYWORDS`` says otherwise (``knobs.CHUNK_KEYWORDS``)
@@ -131,14 +134,20 @@ FROM kw
 _BACKFILL_SQL = (
     "UPDATE document_chunks c SET metadata = c.metadata || jsonb_build_object('keywords', "  # noqa: S608
     + KEYWORDS_SQL.replace(":content", "c.content")
-    + ") WHERE c.id = :chunk_id"
+    + ") WHERE c.id = :chunk_id AND c.collection = :collection"  # the collection: one shard on Citus
 )
 _BACKFILL = text(_BACKFILL_SQL)
 _PREVIEW_SQL = "SELECT " + KEYWORDS_SQL
 _PREVIEW = text(_PREVIEW_SQL)
 
+_CONTENTS = text("SELECT id, content FROM document_chunks WHERE collection = :collection AND id = ANY(:ids)")
+_SET_KEYWORDS = text(
+    "UPDATE document_chunks SET metadata = metadata || jsonb_build_object('keywords', CAST(:keywords AS jsonb)) "
+    "WHERE id = :chunk_id AND collection = :collection"
+)
 _CLEAR = text(
-    "UPDATE document_chunks SET metadata = metadata - 'keywords' WHERE id = :chunk_id AND metadata ? 'keywords'"
+    "UPDATE document_chunks SET metadata = metadata - 'keywords' "
+    "WHERE id = :chunk_id AND collection = :collection AND metadata ? 'keywords'"
 )
 
 
@@ -159,7 +168,7 @@ def backfill_keywords(
     if not chunk_ids:
         return
     if keyword_count <= 0:
-        session.execute(_CLEAR, [{"chunk_id": i} for i in chunk_ids])
+        session.execute(_CLEAR, [{"chunk_id": i, "collection": collection} for i in chunk_ids])
         return
     values = {
         "fts_config": fts_config,
@@ -169,7 +178,17 @@ def backfill_keywords(
         "bm25_b": float(bm25_b),
         "keyword_count": keyword_count,
     }
-    session.execute(_BACKFILL, [{**values, "chunk_id": i} for i in chunk_ids])
+    if not has_citus(session.connection()):
+        session.execute(_BACKFILL, [{**values, "chunk_id": i} for i in chunk_ids])
+        return
+    # Citus plans the UPDATE with its correlated statistics subquery as multi-shard, and refuses it ("CTEs that
+    # refer to other subqueries are not supported in multi-shard queries"): each chunk's keywords are read by
+    # a router SELECT, as an ingest computes them, then written by a plain single-shard UPDATE
+    contents = session.execute(_CONTENTS, {"collection": collection, "ids": list(chunk_ids)}).all()
+    for chunk_id, content in contents:
+        keywords = session.execute(_PREVIEW, {**values, "content": content}).scalar_one()
+        params = {"chunk_id": chunk_id, "collection": collection, "keywords": json.dumps(list(keywords or []))}
+        session.execute(_SET_KEYWORDS, params)
 
 
 def keywords_of(

@@ -184,6 +184,11 @@ def test_ingest_reindex_prune_and_retrieve_on_citus(citus_engine, tmp_path, monk
 
         reindexed = service.reindex_all(collection="kb")
         assert reindexed.failed == [] and reindexed.updated == 4
+        # its keyword UPDATE named no collection: "CTEs that refer to other subqueries are not supported in
+        # multi-shard queries" (audit 51d)
+        for scope in ("kb", None):
+            built = service.build_metadata(collection=scope)
+            assert built.collections == ["kb"] and built.chunks > 0 and built.degraded == [], built.lines()
         (tmp_path / "ops/citus.md").unlink()
         assert service.index_paths([tmp_path / "ops"], collection="kb", prune=True).deleted == 1
         result = service.retrieve("which column shards tables?", context="search", collection="kb")

@@ -203,6 +203,29 @@ def test_backfill_rebuilds_keywords_and_summaries_without_embedding(db, settings
     assert sorted(after) == sorted(vectors), "vectors and tsvectors untouched"
 
 
+def test_the_citus_backfill_path_gives_the_keywords_of_the_one_statement_path(
+    db, settings, docs_dir, connection, monkeypatch
+):
+    """On Citus the backfill's UPDATE is refused (a multi-shard correlated subquery), so it reads each chunk's
+    keywords with a router SELECT and writes them: the same keywords, here on one node with that path forced."""
+    from rag_service.db import keywords as keyword_module
+
+    svc = _service(db, settings)
+    svc.index_paths([docs_dir])
+    svc.build_metadata(collection="default")
+    one_statement = {m["id"]: m["keywords"] for m in _keywords_by_chunk(connection)}
+    connection.execute(text("UPDATE document_chunks SET metadata = metadata - 'keywords'"))
+    monkeypatch.setattr(keyword_module, "has_citus", lambda _connection: True)
+    svc.build_metadata(collection="default")
+    assert {m["id"]: m["keywords"] for m in _keywords_by_chunk(connection)} == one_statement
+    assert all(one_statement.values())
+
+
+def _keywords_by_chunk(connection) -> list[dict]:
+    rows = connection.execute(text("SELECT id, metadata->'keywords' FROM document_chunks ORDER BY id")).all()
+    return [{"id": chunk_id, "keywords": keywords} for chunk_id, keywords in rows]
+
+
 def test_keywords_in_bm25_rewrite_the_tsvector_and_keep_vectors(db, settings, docs_dir, connection):
     _service(db, settings).index_paths([docs_dir])
     before = dict(
