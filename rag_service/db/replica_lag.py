@@ -31,15 +31,17 @@ class PrimaryPositions:
 
     def __init__(self, kept: int = KEPT_SAMPLES) -> None:
         self._samples: deque[tuple[int, float]] = deque(maxlen=kept)
+        self._looked = False  # any sample yet: a replica caught up at the last look has been behind since then
 
-    def behind_ms(self, primary_lsn: int, replayed_lsn: int, now: float) -> float | None:
-        """Record the primary at ``primary_lsn`` now; how long the primary has been past ``replayed_lsn`` (0: not);
-        None when it is past and no earlier sample says since when: a process's first look (each ``rag query``)
-        read a standby minutes behind as 0 ms here."""
-        first_look = not self._samples
-        self._samples.append((primary_lsn, now))
+    def behind_ms(self, primary_lsn: int, replayed_lsn: int, now: float, *, standby_ms: float) -> float:
+        """Record the primary at ``primary_lsn`` now; how long the primary has been past ``replayed_lsn`` (0: not).
+
+        At this process's first look no earlier sample says since when: ``standby_ms``, the standby's own measure,
+        is taken (the sample is dated back by it, so later looks go on from it). Without it, each process (each
+        ``rag query``) read a standby minutes behind as 0 ms.
+        """
+        first_look, self._looked = not self._looked, True
+        self._samples.append((primary_lsn, now - standby_ms / 1000 if first_look else now))
         while self._samples and self._samples[0][0] <= replayed_lsn:  # replayed: no longer a mark of being behind
             self._samples.popleft()
-        if not self._samples:
-            return 0.0
-        return None if first_look else (now - self._samples[0][1]) * 1000
+        return (now - self._samples[0][1]) * 1000 if self._samples else 0.0

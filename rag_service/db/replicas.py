@@ -142,8 +142,7 @@ class Replica:
             now = self._clock()
             self.behind_bytes = None
             if value is not None and primary_lsn is not None and replayed is not None:
-                estimate = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now)
-                value = value if estimate is None else estimate  # a first look behind: the standby's own measure
+                value = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now, standby_ms=value)
                 self.behind_bytes = max(primary_lsn - lsn_value(replayed), 0)
             self._lag_ms, self._read_at = value, now
         return value
