@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, TextClause, bindparam, delete, func, select, text, true, update
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
@@ -16,9 +18,12 @@ from rag_service.db import contexts, graph
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import CollectionStats, Document, DocumentChunk
 from rag_service.db.vector_type import BinaryVector
+from rag_service.errors import first_line
 
 if TYPE_CHECKING:
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +196,9 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
     same documents indexed into a second collection are not embedded again.
 
     The collection's own look-up stays on one shard (Citus) or partition; the rest is asked of each other
-    collection in turn, by the ``(collection, content_hash)`` index, only for hashes the collection lacks.
+    collection in turn, by the ``(collection, content_hash)`` index, only for hashes the collection lacks. That
+    part reaches every shard, so a Citus worker that is down fails it: the texts are embedded instead (it failed
+    the ingest into every collection).
     """
     if not hashes:
         return {}
@@ -214,7 +221,11 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
             .join(held, true())
             .where(CollectionStats.collection != collection)
         )
-        found.update(_first_vectors(session, elsewhere))
+        try:
+            with session.begin_nested():  # a savepoint: a failure here leaves the caller's transaction usable
+                found.update(_first_vectors(session, elsewhere))
+        except DBAPIError as exc:  # another collection's Citus worker is down: embed instead of failing the ingest
+            log.warning("vectors of other collections not reused (%s); embedding them", first_line(exc))
     return found
 
 

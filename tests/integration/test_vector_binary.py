@@ -69,3 +69,28 @@ def test_vectors_are_sent_and_read_in_binary(fresh_database: Database, settings,
         assert all(isinstance(h.embedding, np.ndarray) and h.embedding.dtype == np.float32 for h in hits)
     finally:
         event.remove(fresh_database.engine, "before_cursor_execute", record)
+
+
+def test_a_failing_lookup_of_other_collections_embeds_instead_of_failing_the_ingest(
+    fresh_database: Database, settings, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """On Citus that lookup reaches every shard, so one worker down failed the ingest into every collection (audit
+    51d): here it fails with a real server error, in a savepoint, and the texts are embedded instead."""
+    from rag_service.db import documents as repo
+
+    (tmp_path / "ops.md").write_text("# Operations\n\n## Restores\n\nBackups restore the primary from a base copy.\n")
+    indexer = Indexer(fresh_database, HashingEmbedder(), settings)
+    assert indexer.index_paths([tmp_path], collection="one").added == 1
+    real = repo._first_vectors
+
+    def shard_down(session, statement):  # type: ignore[no-untyped-def]
+        if "collection_stats" in str(statement):  # the other collections' branch
+            session.execute(text("SELECT 1 / 0"))  # a server error: the transaction is aborted without a savepoint
+        return real(session, statement)
+
+    monkeypatch.setattr(repo, "_first_vectors", shard_down)
+    report = indexer.index_paths([tmp_path], collection="two")
+    assert report.ok and report.added == 1 and report.embeddings_reused == 0 and report.chunks_embedded > 0
+    assert any("vectors of other collections not reused" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(repo, "_first_vectors", real)
+    assert indexer.index_paths([tmp_path], collection="three").embeddings_reused > 0, "reused again once it works"
