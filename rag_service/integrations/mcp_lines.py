@@ -30,8 +30,9 @@ _NOT_A_MESSAGE = (
 Reply = Callable[[Any, int, str], Awaitable[None]]
 
 
-async def checked_line(line: str, reply: Reply) -> str | None:
-    """``line`` as the SDK's transport can read it, or None once it was answered here with an error."""
+async def checked_line(line: str, reply: Reply) -> tuple[str, Any] | None:
+    """``line`` as the SDK's transport can read it and the message it holds (parsed once, here: the end of stdin
+    tracks it, ``mcp_pending``), or None once it was answered here with an error."""
     from mcp_types import jsonrpc_message_adapter
 
     if not line.strip():  # a blank line between messages: nothing to answer
@@ -41,8 +42,9 @@ async def checked_line(line: str, reply: Reply) -> str | None:
     except ValueError as exc:  # pydantic's ValidationError
         log.debug("the SDK's reason: %s", exc)  # a union's four dumps: no line for a client
     else:
-        if (problem := _request_id_problem(line)) is None:
-            return line  # the usual case: read once more by the SDK, and nothing else
+        message = json.loads(line)  # the SDK read it, so it nests too little to recurse far
+        if (problem := _request_id_problem(message)) is None:
+            return line, message  # the usual case: read once more by the SDK
         await reply(None, INVALID_REQUEST, problem)
         return None
     if (depth := nesting_depth(line)) > MAX_DEPTH:  # json.loads would recurse past Python's limit: the server ended
@@ -58,7 +60,7 @@ async def checked_line(line: str, reply: Reply) -> str | None:
         line = json.dumps(cleaned, ensure_ascii=False) + "\n"
         with contextlib.suppress(ValueError):
             jsonrpc_message_adapter.validate_json(line, by_name=False)
-            return line
+            return line, cleaned
     request_id = cleaned.get("id") if isinstance(cleaned, dict) else None
     valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
     batch = "; batches are not supported, send one message per line" if isinstance(cleaned, list) else ""
@@ -93,12 +95,9 @@ def nesting_depth(line: str) -> int:
     return deepest
 
 
-def _request_id_problem(line: str) -> str | None:
+def _request_id_problem(message: Any) -> str | None:
     """Why a message the SDK reads is a request it would never answer (an id neither a string nor an integer: the
-    SDK takes it for a notification), else None. The SDK read ``line``, so it nests too little to recurse far."""
-    if '"id"' not in line:
-        return None
-    message = json.loads(line)
+    SDK takes it for a notification), else None."""
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return None
     request_id = message["id"]

@@ -13,7 +13,6 @@ request, names what was wrong (``explained``).
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 _CANCELLED = "notifications/cancelled"
@@ -30,25 +29,20 @@ class PendingRequests:
     """The ids of requests handed to the SDK whose response or error has not been written yet."""
 
     def __init__(self) -> None:
-        self._ids: set[tuple[bool, Any]] = set()
-        self._methods: dict[tuple[bool, Any], str] = {}  # the method of each request not answered yet
+        self._methods: dict[tuple[bool, Any], str] = {}  # each request not answered yet, by id: its method
         self._initialized = False  # an initialize request was answered with a result
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def read(self, line: str) -> None:
-        """Note a line handed to the SDK: a request's id, or a client's cancellation of one."""
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):  # the SDK answers what it cannot read
-            return
+    def read(self, message: Any) -> None:
+        """Note a message handed to the SDK (as ``mcp_lines.checked_line`` parsed it): a request's id, or a
+        client's cancellation of one."""
         if not isinstance(message, dict) or not isinstance(message.get("method"), str):
             return
         if message["method"] == _CANCELLED:  # a cancelled request gets no answer (MCP): nothing to wait for
             params = message.get("params")
             self._discard(params.get("requestId") if isinstance(params, dict) else None)
         elif "id" in message:
-            self._ids.add(_key(message["id"]))
             self._methods[_key(message["id"])] = message["method"]
             self._idle.clear()
 
@@ -86,9 +80,8 @@ class PendingRequests:
         await self._idle.wait()
 
     def _discard(self, request_id: Any) -> None:
-        self._ids.discard(_key(request_id))
         self._methods.pop(_key(request_id), None)
-        if not self._ids:
+        if not self._methods:
             self._idle.set()
 
 

@@ -300,10 +300,10 @@ class _StdinLines:
             loop = asyncio.get_running_loop()
             threading.Thread(target=self._read, args=(loop, self._lines), name="rag-mcp-stdin", daemon=True).start()
         while line := await self._lines.get():
-            checked = line if self.reply is None else await checked_line(line, self.reply)
+            checked = (line, None) if self.reply is None else await checked_line(line, self.reply)
             if checked is not None:
-                self.pending.read(checked)
-                return checked
+                self.pending.read(checked[1])
+                return checked[0]
         await self.pending.all_answered()  # stdin ended: the SDK would cancel the calls still running
         raise StopAsyncIteration
 
