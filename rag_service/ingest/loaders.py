@@ -103,8 +103,7 @@ def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str,
     text = decode_text(path, data)
     title = ""
     if suffix in HTML_SUFFIXES:
-        text, title = html_to_text(text)
-        title = title or markdown_title(text)
+        text, title = _html_document(text)
     elif suffix in MARKDOWN_SUFFIXES:
         title = markdown_title(text)
     elif suffix in NOTEBOOK_SUFFIXES:
@@ -196,8 +195,13 @@ def given_text(text: str, strategy: str) -> tuple[str, str]:
     tags, as one chunk); any other text as it is, with no title. Converted text has no tags: it stays as it is."""
     if strategy != "html" or not isinstance(text, str) or not _MARKUP.search(text):  # not text: refused later
         return text, ""
-    converted, title = html_to_text(text)
-    return converted, title or markdown_title(converted)
+    return _html_document(text)
+
+
+def _html_document(html: str) -> tuple[str, str]:
+    """The stored text of HTML markup and its title: ``<title>``, else the text's first heading."""
+    text, title = html_to_text(html)
+    return text, title or markdown_title(text)
 
 
 def text_title(text: str, strategy: str) -> str:
