@@ -159,6 +159,16 @@ def did_you_mean(name: str, names: Iterable[str], *, cutoff: float = 0.6, quoted
     return "" if near is None else f"did you mean {near!r}? " if quoted else f"did you mean {near}? "
 
 
+#: longest part of a name (a collection's, a preset's, a field's) an error shows: a 200-character name in every
+#: message made it unreadable, a 100 KB one flooded an agent's context
+SHOWN_NAME_CHARS = 60
+
+
+def shown_name(name: str) -> str:
+    """``name`` quoted for an error line, cut to ``SHOWN_NAME_CHARS`` characters with an ellipsis."""
+    return repr(name if len(name) <= SHOWN_NAME_CHARS else name[: SHOWN_NAME_CHARS - 1] + "\u2026")
+
+
 def first_line(exc: object, *, limit: int = 300, typed: bool = False) -> str:
     """How another library's exception shows inside one of our one-line messages.
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.documents import collection_names
 from rag_service.db.models import Document
-from rag_service.errors import ConfigurationError, UnknownCollectionError, closest_name
+from rag_service.errors import ConfigurationError, UnknownCollectionError, closest_name, shown_name
 from rag_service.knobs import MAX_COLLECTION_CHARS
 
 
@@ -35,15 +35,6 @@ def validate_collection(collection: str) -> str:
             f"collection name {collection[:50]!r} must be 1-{MAX_COLLECTION_CHARS} characters, not blank"
         )
     return collection
-
-
-#: longest part of a collection name an error shows (a 200-character name in every message made it unreadable)
-SHOWN_NAME_CHARS = 60
-
-
-def shown_name(name: str) -> str:
-    """``name`` quoted for an error line, cut to ``SHOWN_NAME_CHARS`` characters with an ellipsis."""
-    return repr(name if len(name) <= SHOWN_NAME_CHARS else name[: SHOWN_NAME_CHARS - 1] + "\u2026")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +80,7 @@ def require_collection(session: Session, name: str) -> None:
 
 def unknown_collection_message(name: str, existing: list[str]) -> str:
     """One line: the unknown name, the closest existing ones (at most ``NAMED_COLLECTIONS``, each cut to
-    ``SHOWN_NAME_CHARS``) and the fix."""
+    ``errors.SHOWN_NAME_CHARS``) and the fix."""
     if not existing:
         return (
             f"collection {shown_name(name)} does not exist: the database holds no documents yet; "

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from rag_service.config import Preset
 from rag_service.db.index_settings import StoredModel
 from rag_service.db.models import CollectionStats, Document, IndexSettings, PackedSnapshot, RagConfiguration
-from rag_service.errors import ConfigurationError, UnknownContextError, did_you_mean
-from rag_service.knobs import MAX_PRESET_NAME_CHARS, PRESET_KNOBS
+from rag_service.errors import ConfigurationError, UnknownContextError, did_you_mean, shown_name
+from rag_service.knobs import PRESET_KNOBS
 from rag_service.records import from_fields
 
 
@@ -67,7 +67,8 @@ def load_preset(session: Session, context_type: str) -> Preset:
     if row is None:
         names = list(session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars())
         hint = did_you_mean(context_type, names)
-        raise UnknownContextError(f"unknown context {_shown(context_type)}; {hint}valid contexts: {', '.join(names)}")
+        shown = shown_name(context_type)
+        raise UnknownContextError(f"unknown context {shown}; {hint}valid contexts: {', '.join(names)}")
     return _to_preset(row)
 
 
@@ -78,16 +79,9 @@ def check_context_name(context_type: object) -> None:
         raise UnknownContextError(f"context must be a preset name (text), not {type(context_type).__name__}")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in context_type):
         raise UnknownContextError(
-            f"context {_shown(context_type)} holds a control character, which no preset name has; "
+            f"context {shown_name(context_type)} holds a control character, which no preset name has; "
             "`rag presets` lists the names"
         )
-
-
-def _shown(name: str) -> str:
-    """``name`` quoted for a message, cut to a preset name's length (a 100 KB name echoed whole flooded an agent)."""
-    if len(name) <= MAX_PRESET_NAME_CHARS:
-        return repr(name)
-    return f"{name[:MAX_PRESET_NAME_CHARS]!r}... ({len(name)} characters)"
 
 
 class CallPreset(NamedTuple):

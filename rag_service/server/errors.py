@@ -35,6 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Mount, Route
 
 from rag_service.errors import (
+    SHOWN_NAME_CHARS,
     DatabaseError,
     DatabaseUnavailableError,
     DiskFullError,
@@ -48,6 +49,7 @@ from rag_service.errors import (
     closest_name,
     did_you_mean,
     first_line,
+    shown_name,
 )
 from rag_service.log import mask_url
 from rag_service.server.schemas import NO_NUL
@@ -169,8 +171,8 @@ def _shown_part(part: object) -> str:
     """A field name of the request as a message shows it: as it is when plain, else quoted and cut (a JSON key may
     hold a newline, which broke the one-line message, or be 10,000 characters long)."""
     text = str(part)
-    plain = text.isprintable() and not any(ch.isspace() for ch in text) and len(text) <= 60
-    return text if plain else repr(text[:60]) + ("..." if len(text) > 60 else "")
+    plain = text.isprintable() and not any(ch.isspace() for ch in text) and len(text) <= SHOWN_NAME_CHARS
+    return text if plain else shown_name(text)
 
 
 def _operation(request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
