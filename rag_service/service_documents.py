@@ -216,14 +216,18 @@ def stored_sources_like(database: Database, *, collection: str, source: str) -> 
 
 
 def _repack_after_deletes(database: Database, collection: str, *, min_chunks: int) -> None:
-    """Pack the collection's postings again once deletes alone passed ``REBUILD_SHARE`` of its snapshot (each one
-    is a tombstone every query skips), under the reindex lock; skipped when another run holds it (it refreshes)."""
+    """Drop an emptied collection's partitions; pack the collection's postings again once deletes alone passed
+    ``REBUILD_SHARE`` of its snapshot (each one is a tombstone every query skips). Under the reindex lock; skipped
+    when another run holds it (it does both at its end)."""
     from rag_service.db import packed_postings
     from rag_service.db.locks import reindex_lock
+    from rag_service.db.partitions import drop_if_empty
     from rag_service.errors import ReindexInProgressError
 
     try:
         with reindex_lock(database.engine, collection):
+            with database.transaction() as session:
+                drop_if_empty(session, collection)
             packed_postings.refresh(database, collection, min_chunks=min_chunks)
     except ReindexInProgressError:
         pass

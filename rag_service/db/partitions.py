@@ -18,11 +18,16 @@ a new database (index the data afterwards).
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import Connection, MetaData, Table, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from rag_service.db.models import ChunkTerm, ContextTerm, Document, DocumentChunk, DocumentContext
 from rag_service.errors import SchemaError
+
+_log = logging.getLogger(__name__)
 
 #: partitions are named <table>_<md5 of the collection>: any collection name gives a valid identifier
 PARTITION_NAME_PATTERN = r"^(documents|document_chunks|chunk_terms)_[0-9a-f]{32}$"
@@ -127,6 +132,39 @@ def prepare_collection(session: Session, collection: str) -> None:
     ensure = session.execute(text("SELECT to_regproc('rag_ensure_collection_partitions')")).scalar()
     if ensure is not None:
         session.execute(text("SELECT rag_ensure_collection_partitions(:c)"), {"c": collection})
+
+
+#: the longest an emptied collection's partitions wait for the parents' lock (queries of other collections hold it
+#: shared); past it they stay, empty and harmless, until the collection is emptied again
+DROP_LOCK_WAIT = "2s"
+_PARTITIONS = ("chunk_terms", "document_chunks", "documents")  # referencing tables first
+_EMPTY_PARTITION = text(
+    "SELECT to_regclass(quote_ident('documents_' || md5(:c))) IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM documents WHERE collection = :c)"
+)
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
+def drop_if_empty(session: Session, collection: str) -> bool:
+    """Drop ``collection``'s partitions when the tables are partitioned and it holds no document any more (its
+    last one deleted or pruned); True when dropped. The caller holds the collection's reindex lock, so no run
+    writes into them meanwhile. A drop that cannot get the parents' lock within ``DROP_LOCK_WAIT`` leaves them (the
+    wait holds to the end of ``session``'s transaction: give it one of its own)."""
+    if not is_partitioned(session.connection()) or not session.execute(_EMPTY_PARTITION, {"c": collection}).scalar():
+        return False
+    digest = session.execute(text("SELECT md5(:c)"), {"c": collection}).scalar_one()
+    try:
+        with session.begin_nested():
+            session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": DROP_LOCK_WAIT})
+            for table in _PARTITIONS:  # detached first: the foreign keys to the parents hold each partition
+                session.execute(text(f'ALTER TABLE {table} DETACH PARTITION "{table}_{digest}"'))
+                session.execute(text(f'DROP TABLE "{table}_{digest}"'))
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+            raise
+        _log.warning("collection %r is empty; its partitions stay (the tables were busy): %s", collection, exc.orig)
+        return False
+    return True
 
 
 def add_packed_triggers(connection: Connection) -> list[str]:

@@ -27,7 +27,7 @@ from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings
 from rag_service.db.locks import RunLock, reindex_lock
 from rag_service.db.model_switch import ModelSwitch, begin_model_switch, end_model_switch
-from rag_service.db.partitions import prepare_collection
+from rag_service.db.partitions import drop_if_empty, prepare_collection
 from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write, settle_after_write
 from rag_service.embed import Embedder
 from rag_service.errors import DatabaseError
@@ -409,6 +409,8 @@ class Indexer:
             )
 
     def _refresh(self, collection: str, chunks_written: int) -> None:
+        with self.db.transaction() as session:  # pruned or never written: an empty collection keeps no partitions
+            drop_if_empty(session, collection)
         with self.db.transaction() as session:
             analysed = refresh_after_write(session, collection=collection, chunks_written=chunks_written)
         if analysed:

@@ -10,7 +10,7 @@ import pytest
 from alembic import command
 from sqlalchemy import text
 
-from rag_service.db import migrate
+from rag_service.db import migrate, partitions
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.partitions import is_partitioned, partition_by_collection
@@ -97,6 +97,58 @@ def test_a_collection_gets_its_partitions_with_its_first_data_and_stats_stay_exa
     service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
     result = service.retrieve("how do replicas replay the write-ahead log?", context="search", collection="alpha")
     assert result.chunks and result.chunks[0].source == "ops/wal.md"
+
+
+def test_an_emptied_collection_drops_its_partitions_and_no_other(partitioned, settings, tmp_path):
+    """docs/scale-out.md: dropping a collection drops its partitions (its last document deleted or pruned)."""
+    for name, body in TEXTS.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body * 3)
+    service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
+    assert service.index_paths([tmp_path / "ops"], collection="alpha", root=tmp_path).added == 4
+    assert service.index_paths([tmp_path / "ops/wal.md"], collection="tenant b", root=tmp_path).added == 1
+    assert service.index_paths([tmp_path / "ops/citus.md"], collection="c", root=tmp_path).added == 1
+    bounds = ["FOR VALUES IN ('alpha')", "FOR VALUES IN ('c')", "FOR VALUES IN ('tenant b')"]
+    with partitioned.connect() as conn:
+        assert _partitions(conn) == {t: bounds for t in ("chunk_terms", "document_chunks", "documents")}
+
+    assert service.delete_document("ops/wal.md", collection="tenant b") == 1  # its only document
+    (tmp_path / "ops/citus.md").unlink()  # a prune that removes the collection's last document
+    report = service.index_paths([tmp_path / "ops/citus.md"], collection="c", root=tmp_path, prune=True)
+    assert report.deleted == 1
+    with partitioned.connect() as conn:
+        left = ["FOR VALUES IN ('alpha')"]
+        assert _partitions(conn) == {t: left for t in ("chunk_terms", "document_chunks", "documents")}
+        assert_stats_consistent(conn)
+    assert service.delete_document("ops/bm25.md", collection="alpha") == 1  # not emptied: kept
+    with partitioned.connect() as conn:
+        assert _partitions(conn)["documents"] == ["FOR VALUES IN ('alpha')"]
+    assert service.index_texts([("back", "", "# Back\n\nA tenant returns.\n")], collection="tenant b").added == 1
+    assert [c.source for c in service.retrieve("tenant returns", context="search", collection="tenant b").chunks] == [
+        "back"
+    ]
+
+
+def test_an_emptied_collection_keeps_its_partitions_while_the_tables_are_busy(
+    partitioned, settings, monkeypatch, caplog
+):
+    """A query holding the parents keeps the drop from waiting on: the delete is done, the partitions stay."""
+    monkeypatch.setattr(partitions, "DROP_LOCK_WAIT", "200ms")
+    service = UniversalRAGService(settings, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
+    service.index_texts([("a", "", "# A\n\nOne section.\n")], collection="a")
+    service.index_texts([("b", "", "# B\n\nAnother section.\n")], collection="b")
+    with partitioned.connect() as reader:
+        reader.execute(text("SELECT count(*) FROM documents WHERE collection = 'b'"))  # holds the parent shared
+        assert service.delete_document("a", collection="a") == 1
+        reader.rollback()
+    assert "partitions stay (the tables were busy)" in caplog.text
+    with partitioned.connect() as conn:
+        assert len(_partitions(conn)["documents"]) == 2
+    assert [c.name for c in service.collections()] == ["b"]
+    service.index_texts([("a2", "", "# A\n\nBack again.\n")], collection="a")  # the partitions are still usable
+    service.delete_document("a2", collection="a")
+    with partitioned.connect() as conn:
+        assert _partitions(conn)["documents"] == ["FOR VALUES IN ('b')"]
 
 
 def test_a_collections_partition_keeps_the_vectors_in_the_row(partitioned, settings, tmp_path):
