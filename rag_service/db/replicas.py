@@ -11,7 +11,9 @@ replica
   the read still needed);
 * lags behind the primary by more than ``RAG_READ_MAX_LAG_MS`` (when set). Its replay lag is read at
   most once per ``lag_check_interval`` seconds per replica, by whichever call finds it stale, so a
-  search pays no extra round trip.
+  search pays no extra round trip;
+* has left recovery (promoted) while the primary, another server, runs on: it no longer replays the primary's
+  writes. Checked with the lag, at most once per ``lag_check_interval``, also without a lag bound.
 
 The call's result says where it was served (``metrics.read_from``: ``primary`` or ``replica N``,
 N counting from 1 in ``RAG_READ_DATABASE_URL``) and every fallback is an entry of
@@ -59,14 +61,18 @@ _RECOVERY_CONFLICTS = ("40001", "40P01")
 # WAL receiver runs (the standby lost its primary: its lag is unknown), 0 on a server not in recovery.
 # A standby that has replayed no commit since it started has no replay timestamp: while it streams,
 # what it is replaying then is WAL without a commit yet (seen right after pg_basebackup), counted 0.
-# With it, the WAL position replayed (compared with the primary's: ``replica_lag``).
+# With it, the WAL position replayed (compared with the primary's: ``replica_lag``), whether the server is a
+# standby at all and when it started (a server not in recovery is the primary itself or one split off from it).
 _LAG_SQL = text(
     "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "
     "WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN NULL "
     "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
     "ELSE coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000, 0) END, "
-    "pg_last_wal_replay_lsn()::text"
+    "pg_last_wal_replay_lsn()::text, pg_is_in_recovery(), pg_postmaster_start_time()"
 )
+_STARTED_SQL = text("SELECT pg_postmaster_start_time()")
+#: why a replica that left recovery while its primary runs on is skipped (with or without a lag bound)
+SPLIT_OFF = "is not a standby of the primary (promoted?): it no longer replays the primary's writes"
 # a comma followed by the next URL's scheme separates URLs (a password may hold a comma)
 _URL_SEPARATOR = re.compile(r"\s*,\s*(?=postgres(?:ql)?(?:\+\w+)?://)")
 
@@ -123,6 +129,8 @@ class Replica:
         self._positions = PrimaryPositions()
         #: bytes of WAL the primary had written past what this replica replayed, at the last read (None: unknown)
         self.behind_bytes: int | None = None
+        #: at the last read: not in recovery while the primary, another server, answered (a promoted standby)
+        self.split_off = False
 
     def lag_ms(self) -> float | None:
         """The replay lag in ms as last read (None: unknown, or never read)."""
@@ -134,13 +142,16 @@ class Replica:
         process's first look at a standby behind it, the standby's own measure); without it, the standby's own
         measure, which a stalled stream reads as 0 and WAL without a commit (a read's page pruning) as the age of
         the last commit. DatabaseUnavailableError if the replica is unreachable; an unreachable primary leaves
-        the standby's own measure."""
+        the standby's own measure. A server not in recovery reads 0, and ``split_off`` says whether it is another
+        server than the primary (a standby promoted while the primary runs on)."""
         primary_lsn = self._primary_lsn()
-        lag, replayed = self.database.read(lambda session: session.execute(_LAG_SQL).one())
+        lag, replayed, standby, started = self.database.read(lambda session: session.execute(_LAG_SQL).one())
         value = None if lag is None else max(float(lag), 0.0)
+        split_off = not standby and self._other_than_primary(started)
         with self._lock:
             now = self._clock()
             self.behind_bytes = None
+            self.split_off = split_off
             if value is not None and primary_lsn is not None and replayed is not None:
                 value = self._positions.behind_ms(primary_lsn, lsn_value(replayed), now, standby_ms=value)
                 self.behind_bytes = max(primary_lsn - lsn_value(replayed), 0)
@@ -155,16 +166,29 @@ class Replica:
         except DatabaseError:
             return None
 
+    def _other_than_primary(self, started: object) -> bool:
+        """Whether the primary answers and is not the server that started at ``started`` (no primary, or one that
+        cannot be reached: a failover may have promoted this server to replace it, so it is not called split off)."""
+        if self.primary is None:
+            return False
+        try:
+            return bool(self.primary.read(lambda session: session.execute(_STARTED_SQL).scalar_one()) != started)
+        except DatabaseError:
+            return False
+
     def skip_reason(self) -> str | None:
-        """Why this call should not read here (lag over the bound, or unknown); None when it may."""
-        if self.max_lag_ms is None:
-            return None
+        """Why this call should not read here (split off from the primary; lag over the bound, or unknown); None
+        when it may. The state is read at most once per ``lag_check_interval``, also without a lag bound."""
         with self._lock:
             never_read = self._read_at is None
             due = self._checked_at is None or self._clock() - self._checked_at >= self.lag_check_interval
             if due:  # this call refreshes the value; concurrent calls use the one read before
                 self._checked_at = self._clock()
         lag = self.read_lag() if due or never_read else self._lag_ms
+        if self.split_off:
+            return SPLIT_OFF
+        if self.max_lag_ms is None:
+            return None
         if lag is None:
             return "replay lag unknown (no WAL receiver: the standby is not streaming from its primary)"
         if lag > self.max_lag_ms:
@@ -261,11 +285,14 @@ class ReplicaStatus:
     lag_ms: float | None
     error: str | None = None
     behind_bytes: int | None = None
+    split_off: bool = False
 
     def line(self) -> str:
         """One report line (one read: a stream stalled since shows as WAL behind the primary, not as time)."""
         if self.error is not None:
             return f"{self.name}:  {self.url} unreachable ({self.error})"
+        if self.split_off:
+            return f"{self.name}:  {self.url} {SPLIT_OFF}; reads skip it"
         lag = "unknown (not streaming)" if self.lag_ms is None else f"{self.lag_ms:.0f} ms"
         behind = f", {self.behind_bytes / 1024:,.0f} kB of WAL behind the primary" if self.behind_bytes else ""
         return f"{self.name}:  {self.url} replay lag {lag}{behind}"
@@ -277,7 +304,11 @@ def replica_statuses(replicas: Sequence[Replica]) -> list[ReplicaStatus]:
     for replica in replicas:
         try:
             lag = replica.read_lag()
-            out.append(ReplicaStatus(replica.name, replica.database.url_for_display, lag, None, replica.behind_bytes))
+            out.append(
+                ReplicaStatus(
+                    replica.name, replica.database.url_for_display, lag, None, replica.behind_bytes, replica.split_off
+                )
+            )
         except DatabaseUnavailableError as exc:
             out.append(ReplicaStatus(replica.name, replica.database.url_for_display, None, first_line(exc)))
     return out

@@ -268,6 +268,41 @@ def test_a_standby_whose_stream_stalled_is_skipped_under_the_lag_bound(own_stand
     service.reads.dispose()
 
 
+def test_a_promoted_standby_is_skipped_without_a_lag_bound(own_standby):
+    """A standby promoted while the primary runs on no longer sees its writes: its own lag reads 0, so it was read
+    on with ``degraded: []`` (and shown as "replay lag 0 ms") unless a bound happened to catch it."""
+    cluster = own_standby
+    service = _service(cluster, lag_check_interval=0.0)  # no RAG_READ_MAX_LAG_MS
+    assert service.retrieve(QUERIES[0], context="agent").metrics.read_from == "replica 1"
+    with cluster.standby.connect() as standby:
+        standby.execute("SELECT pg_promote()")
+    result = service.retrieve(QUERIES[0], context="agent")
+    assert result.metrics.read_from == "primary", result.metrics.degraded
+    assert result.metrics.degraded == [
+        "read: replica 1 is not a standby of the primary (promoted?): it no longer replays the primary's writes; "
+        "read from the next replica or the primary"
+    ]
+    [status] = replica_statuses(service.reads.replicas)
+    assert status.line().endswith(
+        f"port={cluster.standby.port} is not a standby of the primary (promoted?): it no longer replays the primary's "
+        "writes; reads skip it"
+    ), status.line()
+    service.reads.dispose()
+
+
+def test_the_primary_given_as_a_replica_is_read_as_one(cluster):
+    """A server not in recovery that is the primary itself (a read URL of the same server) is no split-off."""
+    settings = _settings(cluster.primary_url, cluster.settings.data_dir, read_database_url=cluster.primary_url)
+    primary_as_replica = open_read_router(cluster.primary, settings)
+    service = UniversalRAGService(
+        cluster.settings, database=cluster.primary, embedder=HashingEmbedder(), reranker=None, reads=primary_as_replica
+    )
+    result = service.retrieve(QUERIES[0], context="agent")
+    assert (result.metrics.read_from, result.metrics.degraded) == ("replica 1", [])
+    assert replica_statuses(primary_as_replica.replicas)[0].line().endswith("replay lag 0 ms")
+    primary_as_replica.dispose()
+
+
 def test_no_replicas_configured_reads_from_the_primary(cluster):
     router = open_read_router(cluster.primary, cluster.settings)
     assert router.replicas == []
