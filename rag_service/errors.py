@@ -77,6 +77,11 @@ class DatabaseUnavailableError(DatabaseError):
     retryable = True
 
 
+class NodeUnavailableError(DatabaseUnavailableError):
+    """The database answered, but a node it reaches for the data did not (a Citus worker down): the calls that
+    need that node fail, the others are served, so it does not count against the database's circuit breaker."""
+
+
 class LockLostError(DatabaseUnavailableError):
     """An ingest or reindex lost its collection's lock mid-run (the database restarted, or ended the lock's
     session); it stopped before writing on unprotected. What it committed stays; running it again finishes it."""

@@ -225,6 +225,17 @@ class CitusCluster:
                 node.started = False
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def stop_node(self, node: Node) -> None:
+        """Stop one node (a fast shutdown), leaving its data directory for ``stop``."""
+        subprocess.run(
+            [str(BIN / "pg_ctl"), "-D", node.data, "-m", "fast", "-w", "stop"],
+            check=True,
+            capture_output=True,
+            env=_env(),
+            **_as_server_user(),
+        )
+        node.started = False
+
     def save(self, path: Path) -> None:
         """Write the cluster's description (for ``scripts/citus_cluster.py stop``)."""
         path.write_text(json.dumps(asdict(self), indent=2))

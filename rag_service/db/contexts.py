@@ -27,6 +27,7 @@ from sqlalchemy.types import BigInteger
 
 from rag_service.db.bulk_replace import REPLACED_SCOPE
 from rag_service.db.bulk_staging import run_in_parallel
+from rag_service.db.citus import has_citus
 
 #: a context longer than this (characters) is not stored, so its chunks have no context score: PostgreSQL's
 #: tsvector holds at most 1 MB, and a document this long without sections says little as one unit
@@ -82,7 +83,7 @@ _INSERT_TERMS = (
 # the first chunks, each context's text built for them only (MATERIALIZED: else the length filter is planned
 # below the first-chunk DISTINCT, and a 1 MB document of 2,500 chunks took 14 s building its text per chunk),
 # then its tsvector computed once (MATERIALIZED) for both the context row and its postings
-_WRITE_SQL = f"""
+_VECTORS_SQL = f"""
 WITH firsts AS ({_FIRST_CHUNKS_SQL.format(scope="c.document_id = ANY(:document_ids)")}
 ), heads AS MATERIALIZED (
     SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start, {_BODY} AS body
@@ -92,11 +93,12 @@ WITH firsts AS ({_FIRST_CHUNKS_SQL.format(scope="c.document_id = ANY(:document_i
 ), vectors AS MATERIALIZED (
     SELECT document_id, context_start, to_tsvector(CAST(:fts_config AS regconfig), body) AS tsv
     FROM heads WHERE length(body) <= :max_chars
-), contexts AS ({{insert}}
+)"""  # noqa: S608 (constants of this module only)
+_WRITE_SQL = f"""{_VECTORS_SQL}, contexts AS ({{insert}}
     RETURNING document_id
 )
 {_INSERT_TERMS.format(vectors="vectors")}
-"""  # noqa: S608 (constants of this module only)
+"""
 _WRITE, _WRITE_0013 = (
     text(_WRITE_SQL.format(insert=_insert_contexts("vectors", mean_vector=mean))).bindparams(
         bindparam("document_ids", type_=ARRAY(BigInteger))
@@ -137,16 +139,69 @@ def write_contexts(
 ) -> None:
     """Write the contexts and postings of ``document_ids`` from their stored chunks (none stored yet);
     ``schema_0013``: without the mean vectors, whose column migration 0015 adds (for migration 0013's backfill)."""
-    if document_ids:
-        session.execute(
-            _WRITE_0013 if schema_0013 else _WRITE,
-            {
-                "collection": collection,
-                "document_ids": list(document_ids),
-                "fts_config": fts_config,
-                "max_chars": MAX_CONTEXT_CHARS,
-            },
-        )
+    if not document_ids:
+        return
+    params = {
+        "collection": collection,
+        "document_ids": list(document_ids),
+        "fts_config": fts_config,
+        "max_chars": MAX_CONTEXT_CHARS,
+    }
+    if has_citus(session if isinstance(session, Connection) else session.connection()):
+        _write_contexts_on_citus(session, params, mean=not schema_0013)
+    else:
+        session.execute(_WRITE_0013 if schema_0013 else _WRITE, params)
+
+
+# Citus: the same rows read by one single-shard SELECT, then inserted from arrays, which Citus routes to the
+# collection's shard. _WRITE's data-modifying CTEs are planned in steps whose intermediate results go to every
+# worker, so one worker down failed each document's write into every collection.
+_CITUS_ROWS_SQL = f"""{_VECTORS_SQL}
+SELECT v.document_id, v.context_start, {TSV_LENGTH.format(tsv="v.tsv")}, CAST({{mean}} AS text),
+    ARRAY(SELECT u.lexeme FROM unnest(v.tsv) AS u),
+    ARRAY(SELECT greatest(coalesce(cardinality(u.positions), 0), 1) FROM unnest(v.tsv) AS u)
+FROM vectors v
+"""  # noqa: S608 (constants of this module only)
+_CITUS_ROWS, _CITUS_ROWS_0013 = (
+    text(_CITUS_ROWS_SQL.format(mean=mean)).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
+    for mean in (CONTEXT_MEAN_VECTOR.format(collection=":collection"), "NULL")
+)
+_CITUS_CONTEXTS = (
+    "INSERT INTO document_contexts (collection, document_id, context_start, length, embedding) "
+    "SELECT CAST(:collection AS varchar), u.d, u.s, u.l, CAST(u.e AS vector) FROM unnest(CAST(:documents AS bigint[]), "
+    "CAST(:starts AS integer[]), CAST(:lengths AS integer[]), CAST(:vectors AS text[])) AS u(d, s, l, e)"
+)
+_CITUS_TERMS = text(
+    "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
+    "SELECT CAST(:collection AS varchar), u.d, u.s, u.x, u.t FROM unnest(CAST(:documents AS bigint[]), "
+    "CAST(:starts AS integer[]), CAST(:lexemes AS text[]), CAST(:tfs AS integer[])) AS u(d, s, x, t)"
+)
+
+
+def _write_contexts_on_citus(session: Session | Connection, params: dict[str, object], *, mean: bool) -> None:
+    rows = session.execute(_CITUS_ROWS if mean else _CITUS_ROWS_0013, params).all()
+    if not rows:
+        return
+    contexts = text(
+        _CITUS_CONTEXTS if mean else _CITUS_CONTEXTS.replace(", embedding", "").replace(", CAST(u.e AS vector)", "")
+    )
+    documents, starts, lengths, vectors = ([row[i] for row in rows] for i in range(4))
+    session.execute(
+        contexts,
+        {
+            "collection": params["collection"],
+            "documents": documents,
+            "starts": starts,
+            "lengths": lengths,
+            "vectors": vectors,
+        },
+    )
+    terms = [(row[0], row[1], lexeme, tf) for row in rows for lexeme, tf in zip(row[4], row[5], strict=True)]
+    documents, starts, lexemes, tfs = ([term[i] for term in terms] for i in range(4))
+    session.execute(
+        _CITUS_TERMS,
+        {"collection": params["collection"], "documents": documents, "starts": starts, "lexemes": lexemes, "tfs": tfs},
+    )
 
 
 def write_collection_contexts(

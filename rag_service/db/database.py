@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from rag_service.errors import (
     DatabaseError,
     DatabaseUnavailableError,
     DiskFullError,
+    NodeUnavailableError,
     PoolExhaustedError,
     StatementTimeoutError,
     first_line,
@@ -92,11 +94,13 @@ class Database:
                     if not self._bound:  # a test's outer transaction has its isolation fixed already
                         session.connection(execution_options=_ONE_SNAPSHOT)
                     result = work(session)
-            except DatabaseUnavailableError:
-                self.breaker.failure()
+            except DatabaseUnavailableError as exc:
+                reached = not isinstance(exc, NodeUnavailableError)  # a Citus worker down: this server answered
+                if reached:
+                    self.breaker.failure()
                 if attempt >= self.retries:
                     raise
-                if revive_embedded_server(self.engine.url.query.get("host")):  # our embedded server had died
+                if reached and revive_embedded_server(self.engine.url.query.get("host")):  # our embedded server died
                     attempt += 1
                     continue
                 time.sleep(self.backoff * 2**attempt)
@@ -153,6 +157,12 @@ def as_database_error(exc: DBAPIError, *, url: str) -> DatabaseError | None:
     by ``statement_timeout`` becomes StatementTimeoutError naming ``RAG_STATEMENT_TIMEOUT_MS``; a write the
     server had no disk space for becomes DiskFullError.
     """
+    if (node := failed_node(exc)) is not None:
+        return NodeUnavailableError(
+            f"{url} answered, but the node {node} it reaches for this data did not ({first_line(exc)}): the "
+            "collections placed on that node (a Citus worker) fail until it is back, the others are served; "
+            "start the node, then retry"
+        )
     if is_lost_connection(exc):
         return DatabaseUnavailableError(
             f"lost the connection to {url} ({first_line(exc)}){embedded_disk_note()}; the call can be retried once "
@@ -177,10 +187,27 @@ def sqlstate(exc: DBAPIError) -> str:
     return getattr(exc.orig, "sqlstate", None) or ""
 
 
+#: how Citus names the worker it could not reach: a query's connection, a size's, a transaction's at COMMIT
+_REMOTE_NODE = re.compile(r"(?:remote node |could not connect to |marked as essential: )(?:\S*@)?(\S+:\d+)")
+
+
+def failed_node(exc: DBAPIError) -> str | None:
+    """The ``host:port`` of a node the server itself failed to reach (Citus: a worker; "another node" when the
+    message names none): a connection failure the server reported over a connection that still works. None for
+    any other error, a lost connection to the server included."""
+    diag = getattr(exc.orig, "diag", None)
+    if exc.connection_invalidated or diag is None or diag.severity is None:  # not sent by the server
+        return None
+    found = _REMOTE_NODE.search(str(diag.message_primary or ""))
+    if found:
+        return found.group(1)
+    return "another node" if sqlstate(exc).startswith("08") else None
+
+
 def is_lost_connection(exc: DBAPIError) -> bool:
     """The driver error says the connection is gone (refused, closed, terminated by the server)."""
     return isinstance(exc, (OperationalError, InterfaceError)) and (
-        exc.connection_invalidated or _is_connection_error(exc)
+        exc.connection_invalidated or (_is_connection_error(exc) and failed_node(exc) is None)
     )
 
 

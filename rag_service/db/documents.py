@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
 from rag_service.db import contexts, graph
+from rag_service.db.citus import has_citus
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import CollectionStats, Document, DocumentChunk
 from rag_service.db.vector_type import BinaryVector
@@ -197,8 +198,8 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
 
     The collection's own look-up stays on one shard (Citus) or partition; the rest is asked of each other
     collection in turn, by the ``(collection, content_hash)`` index, only for hashes the collection lacks. That
-    part reaches every shard, so a Citus worker that is down fails it: the texts are embedded instead (it failed
-    the ingest into every collection).
+    part reaches every shard, so a Citus worker that is down fails it: the texts are embedded instead. On Citus it
+    has a transaction of its own: a worker failing in the caller's failed its COMMIT after the savepoint's rollback.
     """
     if not hashes:
         return {}
@@ -222,8 +223,12 @@ def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str
             .where(CollectionStats.collection != collection)
         )
         try:
-            with session.begin_nested():  # a savepoint: a failure here leaves the caller's transaction usable
-                found.update(_first_vectors(session, elsewhere))
+            if has_citus(session.connection()):
+                with Session(session.connection().engine) as apart:
+                    found.update(_first_vectors(apart, elsewhere))
+            else:
+                with session.begin_nested():  # a savepoint: a failure here leaves the caller's transaction usable
+                    found.update(_first_vectors(session, elsewhere))
         except DBAPIError as exc:  # another collection's Citus worker is down: embed instead of failing the ingest
             log.warning("vectors of other collections not reused (%s); embedding them", first_line(exc))
     return found

@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger, Text
 
+from rag_service.db.citus import has_citus
 from rag_service.db.local_settings import local_settings
 from rag_service.db.models import Document, DocumentChunk
 
@@ -163,9 +164,7 @@ def links_to(session: Session, *, collection: str, target_key: str) -> list[tupl
     return [(int(chunk_id), str(anchor)) for chunk_id, anchor in rows.all()]
 
 
-_SIMILAR_EDGES = text(
-    """
-    WITH nearest AS (
+_NEAREST_SQL = """
         SELECT n.id AS a, nb.id AS b, 1.0 - nb.distance AS similarity
         FROM document_chunks n
         CROSS JOIN LATERAL (
@@ -182,6 +181,10 @@ _SIMILAR_EDGES = text(
         ) nb
         WHERE n.collection = :collection AND n.id = ANY(:ids)
           AND nb.distance <= 1.0 - :min_similarity AND nb.distance < 1.0
+"""
+_SIMILAR_EDGES = text(
+    f"""
+    WITH nearest AS ({_NEAREST_SQL}
     ), inserted AS (
         INSERT INTO chunk_edges (collection, source_chunk_id, target_chunk_id, kind, weight)
         SELECT :collection, a, b, :kind, similarity FROM nearest
@@ -191,8 +194,17 @@ _SIMILAR_EDGES = text(
         RETURNING 1
     )
     SELECT count(*) FROM inserted
-    """
+    """  # noqa: S608 (constants of this module only)
 ).bindparams(bindparam("ids", type_=_IDS))
+# Citus: the pairs read by a single-shard SELECT, then inserted from arrays (routed to the collection's shard):
+# the data-modifying CTE above is planned in steps whose intermediate results go to every worker, so one worker
+# down failed each document's write into every collection
+_CITUS_NEAREST = text(_NEAREST_SQL).bindparams(bindparam("ids", type_=_IDS))
+_CITUS_EDGES = text(
+    "INSERT INTO chunk_edges (collection, source_chunk_id, target_chunk_id, kind, weight) "
+    "SELECT CAST(:collection AS varchar), u.s, u.t, :kind, u.w FROM unnest(CAST(:sources AS bigint[]), "
+    "CAST(:targets AS bigint[]), CAST(:weights AS float8[])) AS u(s, t, w) ON CONFLICT DO NOTHING"
+)
 #: chunks whose neighbours one statement looks up (a 10,000-chunk document stays within statement_timeout)
 SIMILAR_BATCH = 256
 #: nearest chunks read per chunk before those of its own document are dropped: a bounded scan even when
@@ -255,6 +267,7 @@ def _write_similar_batches(
     up_to: int,
 ) -> int:
     written = 0
+    citus = has_citus(session.connection())
     for start in range(0, len(chunk_ids), SIMILAR_BATCH):
         params: dict[str, Any] = {
             "collection": collection,
@@ -266,7 +279,15 @@ def _write_similar_batches(
             "kind": SIMILAR,
             "up_to": up_to,
         }
-        written += int(session.execute(_SIMILAR_EDGES, params).scalar_one())
+        if not citus:
+            written += int(session.execute(_SIMILAR_EDGES, params).scalar_one())
+            continue
+        pairs = session.execute(_CITUS_NEAREST, params).all()
+        if pairs:
+            a, b, weights = ([pair[i] for pair in pairs] for i in range(3))
+            both_ways = {"sources": a + b, "targets": b + a, "weights": [float(w) for w in weights * 2]}
+            inserted = session.execute(_CITUS_EDGES, {"collection": collection, "kind": SIMILAR, **both_ways})
+            written += int(inserted.rowcount)  # type: ignore[attr-defined]
     return written
 
 

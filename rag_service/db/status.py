@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 
+from rag_service.db.database import as_database_error, failed_node
+from rag_service.db.layout import Layout, citus_sizes, read_layout
 from rag_service.db.messages import url_for_display
 from rag_service.db.migrate import current_revision, head_revision, newer_schema_error
 from rag_service.db.shared_memory import SharedMemory, read_shared_memory
 from rag_service.errors import SchemaError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,10 @@ class DatabaseStatus:
     packed: frozenset[str] = frozenset()
     #: the server's shared memory (``SharedMemory``), None when not read
     memory: SharedMemory | None = None
+    #: how the tables are laid out (``db.layout``): one node, partitioned, Citus; None when not read
+    layout: Layout | None = None
+    #: what could not be read, one line each (a Citus worker down fails what reaches its shards)
+    unread: tuple[str, ...] = ()
 
     @property
     def up_to_date(self) -> bool:
@@ -62,9 +73,17 @@ class DatabaseStatus:
                 )
         else:
             out.append("embeddings: none stored yet")
-        if not self.collections:
+        if self.layout is not None:
+            out.append(f"layout:     {self.layout.line}")
+        out.extend(f"unread:     {line}" for line in self.unread)
+        if not self.collections and not self.unread:
             out.append("documents:  none")
-        if self.rag_bm25 is None:
+        if self.layout is not None and self.layout.citus:
+            out.append(
+                "rag_bm25:   not used on Citus (packed postings are not distributed): every collection uses the "
+                "bounded BM25 arm"
+            )
+        elif self.rag_bm25 is None:
             out.append(
                 "rag_bm25:   not in this server: large collections use the bounded BM25 arm and bulk loads rank "
                 "keywords in SQL (`make install`)"
@@ -129,7 +148,9 @@ _SIZES_SQL = text(
 
 
 def read_status(engine: Engine) -> DatabaseStatus:
-    """Collect the status; works on an empty (unmigrated) database too."""
+    """Collect the status; works on an empty (unmigrated) database too. What reaches a Citus worker that does not
+    answer (the collections, the sizes) is an ``unread`` line; the rest is still read."""
+    unread: list[str] = []
     with engine.connect() as conn:
         version = conn.execute(text("SHOW server_version")).scalar_one()
         vector = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
@@ -140,6 +161,7 @@ def read_status(engine: Engine) -> DatabaseStatus:
         sizes: tuple[tuple[str, str, int], ...] = ()
         packed: frozenset[str] = frozenset()
         memory = read_shared_memory(conn)
+        layout = read_layout(conn)
         rag_bm25 = conn.execute(
             text(
                 "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'rag_bm25'), "
@@ -155,20 +177,11 @@ def read_status(engine: Engine) -> DatabaseStatus:
             ).first()
             if settings_row is not None:
                 model, dim, cfg, switching_to, resizing = settings_row
-            for name, docs, chunks in conn.execute(
-                text(
-                    "SELECT d.collection, count(DISTINCT d.id), coalesce(sum(d.chunk_count), 0) "
-                    "FROM documents d GROUP BY d.collection"
-                )
-            ):
-                collections[name] = (int(docs), int(chunks))
             if conn.execute(text("SELECT to_regclass('bm25_packed_snapshots')")).scalar() is not None:
                 ready = conn.execute(text("SELECT collection FROM bm25_packed_snapshots WHERE ready"))
                 packed = frozenset(str(name) for (name,) in ready)
-            sizes = tuple(
-                (str(kind), str(name), int(size))
-                for kind, name, size in conn.execute(_SIZES_SQL, {"tables": list(_SIZED_TABLES)})
-            )
+            collections = _apart(engine, _collections, "collections", unread) or {}
+            sizes = _apart(engine, citus_sizes if layout.citus else _local_sizes, "sizes", unread) or ()
     return DatabaseStatus(
         url=url_for_display(engine),
         server_version=str(version),
@@ -185,7 +198,37 @@ def read_status(engine: Engine) -> DatabaseStatus:
         rag_bm25=rag_bm25,
         packed=packed,
         memory=memory,
+        layout=layout,
+        unread=tuple(unread),
     )
+
+
+def _collections(conn: Connection) -> dict[str, tuple[int, int]]:
+    rows = conn.execute(
+        text(
+            "SELECT d.collection, count(DISTINCT d.id), coalesce(sum(d.chunk_count), 0) "
+            "FROM documents d GROUP BY d.collection"
+        )
+    )
+    return {str(name): (int(docs), int(chunks)) for name, docs, chunks in rows}
+
+
+def _local_sizes(conn: Connection) -> tuple[tuple[str, str, int], ...]:
+    rows = conn.execute(_SIZES_SQL, {"tables": list(_SIZED_TABLES)})
+    return tuple((str(kind), str(name), int(size)) for kind, name, size in rows)
+
+
+def _apart(engine: Engine, read: Callable[[Connection], T], what: str, unread: list[str]) -> T | None:
+    """``read`` on a connection of its own (on Citus a worker failing in a transaction fails the rest of it);
+    None, and a line in ``unread``, when a node it reaches does not answer."""
+    try:
+        with engine.connect() as conn:
+            return read(conn)
+    except DBAPIError as exc:
+        if failed_node(exc) is None:
+            raise
+        unread.append(f"{what}: {as_database_error(exc, url=url_for_display(engine))}")
+        return None
 
 
 def schema_is_current(engine: Engine) -> bool:

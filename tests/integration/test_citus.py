@@ -26,6 +26,7 @@ from rag_service.db import citus, migrate
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.search import configure_vector_scan, explain
+from rag_service.db.status import read_status
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import EmbeddingMismatchError
 from rag_service.evaluation import doc_text
@@ -86,6 +87,21 @@ def _stats(conn: Connection) -> dict[str, list[Any]]:
         "contexts": conn.execute(
             text("SELECT collection, context_start, lexeme, tf FROM context_terms ORDER BY 1, 2, 3, 4")
         ).all(),
+        "context vectors": conn.execute(
+            text("SELECT collection, context_start, length, embedding::text FROM document_contexts ORDER BY 1, 2, 3, 4")
+        ).all(),
+        # by the chunks' texts (each database numbers its chunks itself); the nearest of near-equal chunks depend on
+        # each HNSW graph's build, so the similarity edges are compared by their number
+        "edges": conn.execute(
+            text(
+                "SELECT e.collection, e.kind, CASE WHEN e.kind = 'similar' THEN count(*) OVER w END, "
+                "CASE WHEN e.kind <> 'similar' THEN s.content END, CASE WHEN e.kind <> 'similar' THEN t.content END "
+                "FROM chunk_edges e "
+                "JOIN document_chunks s ON s.collection = e.collection AND s.id = e.source_chunk_id "
+                "JOIN document_chunks t ON t.collection = e.collection AND t.id = e.target_chunk_id "
+                "WINDOW w AS (PARTITION BY e.collection, e.kind) ORDER BY 1, 2, 3, 4, 5"
+            )
+        ).all(),
     }
 
 
@@ -109,6 +125,8 @@ def _write_everything(db: Database, settings: Settings, folder: Path) -> None:
         session.execute(text("DELETE FROM documents WHERE collection = 'beta' AND source = 'ops/bm25.md'"))
     (folder / "ops/hnsw.md").unlink()
     assert indexer.index_paths([folder / "ops"], collection="alpha", prune=True).deleted == 1
+    twins = [("twin-a.md", "", LONG_SECTION), ("twin-b.md", "", LONG_SECTION.replace("order", "sequence"))]
+    assert indexer.index_texts(twins, collection="beta", strategy="markdown").added == 2  # edges, both kinds
 
 
 def test_upgrade_distributes_the_tables_by_collection_colocated(citus_engine):
@@ -134,6 +152,22 @@ def test_upgrade_distributes_the_tables_by_collection_colocated(citus_engine):
         assert citus.distribute(conn) == []
 
 
+def test_status_describes_the_cluster_and_sizes_the_shards(citus_engine, tmp_path):
+    """``rag db status`` on a coordinator: its workers, the shards' sizes (the coordinator's own tables are empty
+    shells), and no claim of the rag_bm25 extension, which Citus never uses."""
+    Indexer(Database(citus_engine), HashingEmbedder(), Settings()).index_texts(
+        [("sized.md", "", f"# Sized\n\n{LONG_SECTION}\n")], collection="sized"
+    )
+    lines = read_status(citus_engine).lines()
+    layout = r"^layout: +Citus coordinator, 2 workers \(\S+ up, \S+ up\), 8 shards of each table"
+    assert re.search(layout, "\n".join(lines), re.MULTILINE), lines
+    assert any(line.startswith("rag_bm25:   not used on Citus") for line in lines)
+    sizes = {kind_name: size for kind, kind_name, size in read_status(citus_engine).sizes if kind == "on the workers"}
+    assert sizes["document_chunks"] > 64 * 1024 and sizes["indexes of document_chunks"] > sizes["document_chunks"]
+    with citus_engine.begin() as conn:
+        conn.execute(text("DELETE FROM documents WHERE collection = 'sized'"))
+
+
 def test_row_triggers_keep_the_statistics_the_statement_triggers_keep(
     database_factory, settings, citus_engine, tmp_path, monkeypatch
 ):
@@ -156,6 +190,7 @@ def test_row_triggers_keep_the_statistics_the_statement_triggers_keep(
             engine.dispose()
     assert found["row"] == found["statement"]
     assert len(found["row"]["postings"]) > 100 and {r[0] for r in found["row"]["sizes"]} == {"alpha", "beta"}
+    assert found["row"]["edges"] and found["row"]["context vectors"]
 
     # the same writes on Citus (row triggers on the shards) end in the same statistics
     citus_settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2)

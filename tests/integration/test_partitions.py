@@ -74,6 +74,7 @@ def test_a_collection_gets_its_partitions_with_its_first_data_and_stats_stay_exa
         ).scalar()
         assert hnsw == 2  # one HNSW graph per collection
         assert_stats_consistent(conn)
+    assert "layout:     one node, partitioned by collection (2 collections)" in read_status(partitioned).lines()
     sizes = {name: size for kind, name, size in read_status(partitioned).sizes}  # summed over the partitions
     assert sizes["ix_document_chunks_embedding_hnsw"] > 0 and sizes["document_chunks"] > 0
 
