@@ -134,7 +134,8 @@ class RetrievalMetrics:
 
     ``reranker`` names what actually ran (``"none"``, ``"cross-encoder:<model>"``,
     ``"flashrank:<model>"``). ``degraded`` lists stages that could not run as configured, each as
-    ``"<stage>: <reason>"``; it is empty when every stage ran.
+    ``"<stage>: <reason>"``; it is empty when every stage ran. ``total_candidates`` counts what the reranker (or
+    the order of the fusion) ranks, the graph walk's ``graph_added`` included, so ``after_rerank`` never exceeds it.
     """
 
     embedding_time_ms: float = 0.0

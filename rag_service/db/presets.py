@@ -95,6 +95,8 @@ class CallPreset(NamedTuple):
     collection_chunks: int = 0
     #: the collection's postings are packed (``db.packed_postings``): its BM25 arm runs in the extension
     packed_postings: bool = False
+    #: the call gave ``min_relevance`` itself (a floor it cannot have is then said, ``relevance.applied_floor``)
+    floor_given: bool = False
 
 
 def _call_preset_statement(with_collection: bool) -> Select[Any]:
@@ -145,12 +147,14 @@ def read_call_preset(
         if row.call_stored_model is None
         else StoredModel(row.call_stored_model, row.call_switching_to, row.call_fts_config)
     )
+    overridden = frozenset(overridden)
     return CallPreset(
         check_stored(from_fields(Preset, row), replaced=overridden),
         bool(row.call_collection_exists),
         stored,
         int(row.call_collection_chunks),
         bool(row.call_packed_postings),
+        "min_relevance" in overridden,
     )
 
 

@@ -144,9 +144,7 @@ def build_server(
         overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
         with _tool_errors():
             result = await service.aretrieve(query, context, collection=collection, **overrides)
-        answer = result.formatted_context
-        if not result.metrics.total_candidates:  # else the floor's line, or the budget's degraded line below
-            answer = f"No passages in collection {collection!r} match {query!r}."
+        answer = result.formatted_context  # "no relevant passages ..." as every entry says it, within the budget
         # the agent must know when a stage (reranking, expansion, ...) did not run: one line each
         notes = [f"degraded: {reason}" for reason in result.metrics.degraded]
         return "\n\n".join(part for part in (answer, "\n".join(notes)) if part)

@@ -51,7 +51,7 @@ from rag_service.db.replicas import ReadRoute
 from rag_service.db.vector_type import vector_from_send
 from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
 from rag_service.forks import ChildLock
-from rag_service.result import RetrievedChunk
+from rag_service.result import RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.query import bm25_text, parse_query
 
 #: chunks of a collection sampled for its reference (spread evenly over its ids)
@@ -217,6 +217,22 @@ def section_evidence(chunks: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
     return list(chunks)
 
 
+def applied_floor(floor: float, metrics: RetrievalMetrics, *, given: bool) -> float:
+    """The ``min_relevance`` a call's results are held to: ``floor`` on a calibrated (or a reranker's) relevance,
+    else none. A floor the call itself gave that cannot apply is a ``relevance`` line of ``metrics.degraded``; a
+    preset's own floor (the stock ``agent`` and ``chatbot`` ones) stays quiet, ``metrics.relevance`` saying why."""
+    if metrics.relevance != "uncalibrated":
+        return floor
+    if given and floor > 0:
+        metrics.degrade(
+            "relevance",
+            f"min_relevance {floor:g} not applied: this embedding model's relevance is not calibrated (only the "
+            f"bundled {BUNDLED_MINILM_ID}'s is), so no floor can tell an answerable question from another; enable a "
+            "reranker (its scores take the floor) or leave min_relevance out",
+        )
+    return 0.0
+
+
 def finalize(
     chunks: Sequence[RetrievedChunk],
     *,
@@ -285,15 +301,16 @@ def held_share_reader(
 
 def no_relevant_passages(query: str, best: float | None, min_relevance: float) -> str:
     """The one line a context holds when the first result (at ``best``) was below ``min_relevance``, or when no
-    chunk matched at all (``best`` None: stop words only, filters that hold nothing)."""
+    chunk matched at all (``best`` None: stop words only, filters that hold nothing). The question is quoted as asked
+    (its whitespace folded), not as a Python literal: the line is read by people and LLMs."""
     shown = " ".join(query.split())
     shown = shown if len(shown) <= 200 else shown[:199] + "…"
     if best is None:
         return (
-            f"no relevant passages for {shown!r}: no chunk matched it (ask with other words, widen the filters, "
+            f"no relevant passages for '{shown}': no chunk matched it (ask with other words, widen the filters, "
             "or search another collection)"
         )
     return (
-        f"no relevant passages for {shown!r}: the best relevance was {best:.0%}, below min_relevance "
+        f"no relevant passages for '{shown}': the best relevance was {best:.0%}, below min_relevance "
         f"{min_relevance:.0%} (ask differently, search another collection, or lower min_relevance)"
     )

@@ -45,6 +45,7 @@ from rag_service.retrieve.relevance import (
     CALIBRATIONS,
     Calibration,
     ReferenceCache,
+    applied_floor,
     finalize,
     held_share_reader,
     no_relevant_passages,
@@ -120,7 +121,7 @@ class Retriever:
         options: RetrievalOptions,
         metrics: RetrievalMetrics,
         route: ReadRoute | None = None,
-    ) -> tuple[Preset, list[RetrievedChunk]]:
+    ) -> tuple[CallPreset, list[RetrievedChunk]]:
         """The call's preset and the fused candidates of every query variant, merged and de-duplicated, best first.
 
         One read transaction: the preset and the collection's size (``read_setup``), then the query
@@ -129,7 +130,7 @@ class Retriever:
         """
         prepared: list[_Prepared] = []  # a retried read reuses the first attempt's embeddings
 
-        def search(session: Session) -> tuple[Preset, list[RetrievedChunk]]:  # one snapshot throughout
+        def search(session: Session) -> tuple[CallPreset, list[RetrievedChunk]]:  # one snapshot throughout
             setup = read_setup(session)
             preset = setup.preset
             if not prepared or prepared[0].setup != setup:
@@ -140,20 +141,20 @@ class Retriever:
             chunks = _merge(per_variant, preset, options.collection)
             if not preset.return_parents:  # results are chunks: each one's context joins its fused relevance
                 chunks = add_context(chunks, self.settings.context_weights)
-            metrics.total_candidates = len(chunks)
             if preset.graph_weight > 0:
                 graph_started = time.perf_counter()
                 chunks, metrics.graph_added = graph_rerank(
                     session, chunks, request=requests[0], weight=preset.graph_weight
                 )
                 metrics.graph_time_ms = _ms(graph_started)
+            metrics.total_candidates = len(chunks)  # what the later stages rank: the graph's additions included
             if calibration is not None and vector is not None:  # the calibrated relevance: retrieve/relevance.py
                 metrics.relevance = "calibrated"
                 if chunks:
                     reference = self.references.get(session, options.collection)
                     chunks = score_candidates(chunks, vector, reference, calibration)
             metrics.retrieval_time_ms = _ms(started) - metrics.graph_time_ms  # the SQL, as before the graph
-            return preset, chunks
+            return setup, chunks
 
         route = route or self.reads.route()
         found = route.read(search)
@@ -235,15 +236,15 @@ class Retriever:
 
     def _ranked(
         self, text: str, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
-    ) -> tuple[Preset, list[RetrievedChunk], RetrievalMetrics]:
+    ) -> tuple[CallPreset, list[RetrievedChunk], RetrievalMetrics]:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
-        preset, chunks = self.search_candidates(text, read_setup, options, metrics, route)
-        chunks = self._rerank(text, chunks, preset, metrics)
+        setup, chunks = self.search_candidates(text, read_setup, options, metrics, route)
+        chunks = self._rerank(text, chunks, setup.preset, metrics)
         chunks = self._llm_rerank(text, chunks, metrics)
         metrics.after_rerank = len(chunks)
         metrics.total_time_ms = _ms(total_started)
-        return preset, chunks, metrics
+        return setup, chunks, metrics
 
     def retrieve(
         self,
@@ -259,7 +260,8 @@ class Retriever:
         total_started = time.perf_counter()
         text = validate_query(query)
         route = route or self.reads.route()  # the search and the relevance floor's read on the same server
-        preset, chunks, metrics = self._ranked(text, read_setup, options, route)
+        setup, chunks, metrics = self._ranked(text, read_setup, options, route)
+        preset = setup.preset
 
         started = time.perf_counter()
         if preset.return_parents:
@@ -274,7 +276,7 @@ class Retriever:
         # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one, if any
         if metrics.reranker != NO_RERANKER:
             metrics.relevance = "reranker"
-        floor = preset.min_relevance if metrics.relevance != "uncalibrated" else 0.0
+        floor = applied_floor(preset.min_relevance, metrics, given=setup.floor_given)
         held = held_share_reader(route, options.collection, self.settings.fts_config, text)
         calibrated = metrics.relevance == "calibrated"
         chunks, dropped = finalize(chunks, calibrate=calibrated, min_relevance=floor, held_share=held)

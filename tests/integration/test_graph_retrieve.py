@@ -74,6 +74,7 @@ def test_graph_weight_zero_is_off_and_the_walk_brings_in_the_linked_document(ser
     sources = [c.source for c in on.chunks]
     assert sources[0] == "kb/zebra.md" and "kb/runbook.md" in sources, sources
     assert on.metrics.graph_added >= 1 and on.metrics.graph_time_ms > 0
+    assert on.metrics.after_rerank == on.metrics.total_candidates  # the walk's additions counted in (no reranker)
     assert on.metrics.to_dict()["graph_added"] == on.metrics.graph_added
     runbook = next(c for c in on.chunks if c.source == "kb/runbook.md")
     assert runbook.scores.graph is not None and runbook.scores.graph > 0 and runbook.scores.vector is None

@@ -159,3 +159,7 @@ def test_the_no_relevant_passages_line_names_the_query_and_the_floor() -> None:
     line = no_relevant_passages("what   causes\nscurvy?", 0.12, 0.3)
     assert line.startswith("no relevant passages for 'what causes scurvy?'")
     assert "12%" in line and "min_relevance 30%" in line and "\n" not in line
+    # as asked, not as a Python literal (it read 'what\'s the "weather"' and C:\\Users)
+    assert no_relevant_passages('what\'s the "weather" in C:\\Users', None, 0.3).startswith(
+        'no relevant passages for \'what\'s the "weather" in C:\\Users\': no chunk matched it'
+    )
