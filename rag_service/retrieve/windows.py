@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rag_service.result import RetrievedChunk
-from rag_service.text_breaks import PARAGRAPH_BREAK, SENTENCE_END
+from rag_service.text_breaks import PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
 
 TokenCounter = Callable[[str], int]
 #: where a window may start or end, most wanted first: a paragraph break, a sentence's end, a line break (the bare
-#: line break: a window keeps a line's indentation). Hard-wrapped prose breaks lines mid-sentence, so a sentence
-#: comes before a line; a paragraph on one line has no line break at all
-_EDGES = (PARAGRAPH_BREAK, SENTENCE_END, re.compile(r"\n"))
+#: line break: a window keeps a line's indentation), a space. Hard-wrapped prose breaks lines mid-sentence, so a
+#: sentence comes before a line; a paragraph on one line has no line break at all; a long sentence has words (a
+#: window began "fer fine-tuning" and ended "143 (SI")
+_EDGES = (PARAGRAPH_BREAK, SENTENCE_END, re.compile(r"\n"), WORD_BREAK)
 
 
 def _start_edge(text: str, lo: int, hi: int, default: int) -> int:
@@ -65,8 +66,8 @@ def window_span(start: int, end: int, match_start: int, match_end: int, text: st
 
     ``text`` is the parent's text (``start`` is its offset in the document). The room left beside the
     match is split evenly, a side that reaches the parent's edge gives its rest to the other side,
-    and both ends move inward to the nearest paragraph break, else sentence end, else line break within a fifth of
-    the window, so a window starts and ends on whole paragraphs, sentences or lines where it can.
+    and both ends move inward to the nearest paragraph break, else sentence end, else line break, else space within
+    a fifth of the window, so a window starts and ends on whole paragraphs, sentences, lines or words where it can.
     """
     match_start, match_end = max(start, match_start), min(end, max(match_end, match_start))
     room = max(chars - (match_end - match_start), 0)

@@ -91,3 +91,13 @@ def test_a_window_in_a_paragraph_on_one_line_starts_and_ends_at_sentences() -> N
     assert window.start_char <= match[0] and window.end_char >= match[1]
     assert window.content.startswith("Sentence ") and window.content.endswith(").")
     assert window.start_char > 0 and window.end_char < len(doc)
+
+
+def test_a_window_in_one_long_sentence_starts_and_ends_on_whole_words() -> None:
+    words = [f"word{'x' * (i % 5)}{i:03d}" for i in range(400)]  # words of uneven lengths
+    doc = "Please " + " ".join(words) + " end."  # no sentence, line or paragraph break to move to
+    match = (doc.index(words[200]), doc.index(words[201]) + len(words[201]))
+    window = fit_to_budget([_parent(doc, 0, len(doc), match)], budget=60, count=_count)[0]
+    assert 0 < window.start_char <= match[0] and match[1] <= window.end_char < len(doc)
+    assert doc[window.start_char - 1] == " " and doc[window.end_char] == " "  # it began mid-word ("rd117 ...")
+    assert window.content.split()[0] in words and window.content.split()[-1] in words
