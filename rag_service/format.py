@@ -32,10 +32,11 @@ the end, the whole string is counted, and the last admitted chunk is cut or drop
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tiktoken
 
@@ -53,9 +54,10 @@ _SEPARATOR = "\n\n"
 class FormattedContext:
     """The formatter's output.
 
-    ``included`` lists the chunks that appear in ``text``, in text order (group by group);
-    ``cut_chunk_id`` names the one shown only in part, if any. ``truncated`` is true when any chunk
-    was cut or left out.
+    ``included`` lists the chunks that appear in ``text``, in text order (group by group); the one shown only in
+    part (``cut_chunk_id``, if any) holds only that part: its ``content`` and ``end_char`` end where the text stops
+    (``document[start_char:end_char] == content`` still holds) and its ``match_*`` are kept inside them.
+    ``truncated`` is true when any chunk was cut or left out.
     """
 
     text: str
@@ -289,7 +291,7 @@ def format_context(
         Source(number, group.source, group.title, [entry.chunk.chunk_id for entry in group.entries])
         for number, group in enumerate(groups, start=1)
     ]
-    included = [entry.chunk for group in groups for entry in group.entries]
+    included = [_as_shown(entry) for group in groups for entry in group.entries]
     cut = builder.cut_entry
     return FormattedContext(
         text=text,
@@ -298,6 +300,26 @@ def format_context(
         included=included,
         truncated=omitted or dropped or cut is not None,
         cut_chunk_id=cut.chunk.chunk_id if cut is not None else None,
+    )
+
+
+def _as_shown(entry: _Entry) -> RetrievedChunk:
+    """The chunk of ``entry`` as its block shows it: a cut one holds only the part before the marker (it was
+    returned whole, so a caller handing ``content`` on gave an LLM text the budget had left out)."""
+    chunk = entry.chunk
+    if not entry.cut:
+        return chunk
+    shown = entry.block.partition("\n")[2].removesuffix(f"\n{TRUNCATION_MARKER}")
+    lead = len(chunk.content) - len(chunk.content.lstrip())  # the body is shown stripped
+    content = chunk.content[: lead + len(shown)]
+    end = chunk.start_char + len(content)
+    return replace(
+        chunk,
+        content=content,
+        end_char=end,
+        match_start=min(chunk.match_start, end),
+        match_end=min(chunk.match_end, end),
+        content_hash=hashlib.sha256(content.encode()).hexdigest(),
     )
 
 
