@@ -24,6 +24,9 @@ whole is cut at a token boundary (never inside a character) and followed by the 
 ``[… truncated]`` if at least ``min_cut_tokens`` of its tokens fit; the cut chunk is the last one
 admitted. Otherwise it is left out and the next, less relevant chunks are still tried whole.
 
+A chunk's text that leaves a fenced code block open (a passage cut out of one, or the cut itself) gets the
+block's fence on a line after it, so no header, citation or marker line is ever read as code.
+
 The budget is exact: the returned text, counted by tiktoken as one string, never has more than
 ``max_tokens`` tokens, and ``total_tokens`` is that count. Parts are counted once each to decide
 quickly (joining rarely changes a count by more than a token per seam); near the limit, and always at
@@ -35,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -73,6 +77,8 @@ class _Entry:
     chunk: RetrievedChunk
     block: str  # chunk header line + "\n" + shown text
     cut: bool = False
+    #: a cut entry's characters of the chunk's (stripped) text shown
+    shown_chars: int = 0
 
 
 @dataclass(slots=True)
@@ -90,6 +96,28 @@ def _clean(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", errors="replace").decode("utf-8")
     return text
+
+
+#: a fenced code block's fence line (CommonMark: up to 3 spaces, then 3+ backticks or tildes)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def _closed_fences(body: str) -> str:
+    """``body`` with the code block it leaves open closed on a line of its own. A passage cut out of a document (a
+    chunk, a window, the budget's cut) can open a fence it does not close; the section, citation and marker lines
+    after it were then read as code."""
+    opened: str | None = None
+    for fence, rest in _FENCE.findall(body):
+        if opened is None:
+            opened = fence
+        elif fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():
+            opened = None
+    return body if opened is None else f"{body}\n{opened}"
+
+
+def _shown_body(chunk: RetrievedChunk) -> str:
+    """The text a chunk's block shows: valid UTF-8, stripped, its code fences closed."""
+    return _closed_fences(_clean(chunk.content).strip())
 
 
 def _one_line(text: str) -> str:
@@ -211,7 +239,8 @@ class _Builder:
 
         def entry_at(index: int) -> _Entry:
             shown = data[: offsets[index]].decode("utf-8").rstrip()
-            return _Entry(chunk, f"{header}\n{shown}\n{TRUNCATION_MARKER}", cut=True)
+            block = f"{header}\n{_closed_fences(shown)}\n{TRUNCATION_MARKER}"
+            return _Entry(chunk, block, cut=True, shown_chars=len(shown))
 
         def fits(index: int) -> int | None:
             entry = entry_at(index)
@@ -282,7 +311,7 @@ def format_context(
         if builder.cut_entry is not None:
             omitted = True
             continue
-        if not builder.offer(chunk, _chunk_header(chunk, show_metadata), _clean(chunk.content).strip()):
+        if not builder.offer(chunk, _chunk_header(chunk, show_metadata), _shown_body(chunk)):
             omitted = True
     text, total, dropped = builder.settle()
 
@@ -309,9 +338,8 @@ def _as_shown(entry: _Entry) -> RetrievedChunk:
     chunk = entry.chunk
     if not entry.cut:
         return chunk
-    shown = entry.block.partition("\n")[2].removesuffix(f"\n{TRUNCATION_MARKER}")
     lead = len(chunk.content) - len(chunk.content.lstrip())  # the body is shown stripped
-    content = chunk.content[: lead + len(shown)]
+    content = chunk.content[: lead + entry.shown_chars]
     end = chunk.start_char + len(content)
     return replace(
         chunk,
@@ -352,7 +380,7 @@ def smallest_budget(
     budget that held no result has to grow to. Found by bisection over ``format_context`` itself."""
     whole = layout_overhead([chunk], encoding=encoding, show_metadata=show_metadata)
     # the chunk whole, with slack for the seams the count of its parts can miss: shown at this budget
-    high = whole + len(get_encoding(encoding).encode(_clean(chunk.content), disallowed_special=())) + 8
+    high = whole + len(get_encoding(encoding).encode(_shown_body(chunk), disallowed_special=())) + 8
     low = 1  # invariant: ``high`` shows the chunk, ``low - 1`` does not
     while low < high:
         mid = (low + high) // 2

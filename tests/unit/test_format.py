@@ -273,3 +273,67 @@ def test_a_budget_that_skips_the_first_result_for_smaller_ones_says_so() -> None
     assert format_module.budget_shortfall([first, small], starved, max_tokens=small_need - 1).startswith(
         f"max_tokens {small_need - 1} holds none of the 2 results: the first needs {need} tokens"
     )
+
+
+def _lines_in_code(text: str) -> list[str]:
+    """The lines of ``text`` a markdown reader takes for code (inside a fenced block), fences excluded."""
+    inside: str | None = None
+    out = []
+    for line in text.split("\n"):
+        fence = line.lstrip(" ")[:3]
+        if fence in ("```", "~~~") and len(line) - len(line.lstrip(" ")) <= 3:
+            if inside is None:
+                inside = fence
+                continue
+            if fence == inside and not line.strip().strip(fence[0]):
+                inside = None
+                continue
+        if inside is not None:
+            out.append(line)
+    return out
+
+
+def _layout_lines(text: str) -> list[str]:
+    layout = ("§ ", "(relevance", "[")
+    return [line for line in text.split("\n") if line.startswith(layout) or line == TRUNCATION_MARKER]
+
+
+def test_a_passage_that_opens_a_code_block_closes_it_before_the_next_line_of_the_layout() -> None:
+    """A chunk cut from a fenced block left it open: later section and citation lines were read as code."""
+    code = "Setup:\n\n```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(12))  # never closed
+    chunks = [
+        _chunk(1, GUIDE, 0.9, code, header_path="Guide > Setup"),
+        _chunk(2, GUIDE, 0.8, "Run it nightly.", header_path="Guide > Ops"),
+        _chunk(3, FAQ, 0.7, "~~~~\nlisting\n```\nstill code\n", header_path="FAQ"),  # a ``` inside ~~~~
+    ]
+    result = format_context(chunks, max_tokens=2000)
+    assert [c.chunk_id for c in result.included] == [1, 2, 3]
+    assert _layout_lines(result.text) and not set(_layout_lines(result.text)) & set(_lines_in_code(result.text))
+    assert "value_11 = compute(11)\n```\n\n§ Guide > Ops" in result.text and result.text.endswith("still code\n~~~~")
+    assert result.total_tokens == count_tokens(result.text)
+
+
+def test_a_cut_inside_a_code_block_closes_it_before_the_marker() -> None:
+    code = "```sql\n" + "\n".join(f"SELECT {i} FROM backups WHERE night = {i};" for i in range(300)) + "\n```"
+    result = format_context([_chunk(1, GUIDE, 0.9, code, header_path="Guide")], max_tokens=120)
+    assert result.cut_chunk_id == 1 and result.text.endswith(f"\n```\n{TRUNCATION_MARKER}")
+    assert TRUNCATION_MARKER not in _lines_in_code(result.text)
+    assert result.total_tokens == count_tokens(result.text) <= 120
+    [cut] = result.included  # its content is the part shown, without the closing fence the layout added
+    assert code.startswith(cut.content) and cut.content.count("```") == 1 and cut.content in result.text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["```", "~~~", "````", "x", " ", "\n", "py"]), max_size=60).map("".join),
+        min_size=1,
+        max_size=5,
+    ),
+    st.integers(20, 400),
+)
+def test_no_layout_line_is_ever_inside_a_code_block(texts: list[str], max_tokens: int) -> None:
+    chunks = [_chunk(i, f"doc{i % 2}.md", 1 - i / 10, text or "x", header_path=f"H{i}") for i, text in enumerate(texts)]
+    result = format_context(chunks, max_tokens=max_tokens)
+    assert not set(_layout_lines(result.text)) & set(_lines_in_code(result.text)), result.text
+    assert result.total_tokens == count_tokens(result.text) <= max_tokens
