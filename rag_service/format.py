@@ -24,6 +24,7 @@ whole is cut at a token boundary (never inside a character) and followed by the 
 ``[… truncated]`` if at least ``min_cut_tokens`` of its tokens fit; the cut chunk is the last one
 admitted. Otherwise it is left out and the next, less relevant chunks are still tried whole.
 
+Results of one document that overlap are shown once, joined into the better one (``overlaps``).
 A chunk's text that leaves a fenced code block open (a passage cut out of one, or the cut itself) gets the
 block's fence on a line after it, so no header, citation or marker line is ever read as code.
 
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field, replace
 import tiktoken
 
 from rag_service.errors import ConfigurationError
+from rag_service.overlaps import joined_overlaps
 from rag_service.result import RetrievedChunk, Source
 from rag_service.tokens import DEFAULT_ENCODING, get_encoding
 
@@ -304,10 +306,8 @@ def format_context(
     if isinstance(min_cut_tokens, bool) or not isinstance(min_cut_tokens, int) or min_cut_tokens < 1:
         raise ConfigurationError(f"min_cut_tokens ({min_cut_tokens!r}) must be an integer >= 1")
     builder = _Builder(get_encoding(encoding), max_tokens, min_cut_tokens, show_metadata)
-    order = sorted(range(len(chunks)), key=lambda i: (-_relevance(chunks[i]), i))
     omitted = False
-    for i in order:
-        chunk = chunks[i]
+    for chunk in joined_overlaps(sorted(chunks, key=lambda c: -_relevance(c))):  # stable: ties keep their order
         if builder.cut_entry is not None:
             omitted = True
             continue

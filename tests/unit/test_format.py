@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -186,8 +187,11 @@ chunk_specs = st.lists(
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chunk_specs, st.integers(1, 700))
 def test_budget_is_never_exceeded(specs: list[tuple[str, float, str]], max_tokens: int) -> None:
-    chunks = [
-        _chunk(i, source, rel, text, header_path="H > Sub" if i % 2 else "", title="T" if i % 3 else "")
+    chunks = [  # each a document of its own: none joins another (``overlaps``)
+        replace(
+            _chunk(i, source, rel, text, header_path="H > Sub" if i % 2 else "", title="T" if i % 3 else ""),
+            document_id=i,
+        )
         for i, (source, rel, text) in enumerate(specs)
     ]
     result = format_context(chunks, max_tokens=max_tokens)
@@ -277,15 +281,16 @@ def test_a_budget_that_skips_the_first_result_for_smaller_ones_says_so() -> None
 
 def _lines_in_code(text: str) -> list[str]:
     """The lines of ``text`` a markdown reader takes for code (inside a fenced block), fences excluded."""
-    inside: str | None = None
+    inside: str | None = None  # the opening fence (CommonMark: a closer is as long at least, with nothing after)
     out = []
     for line in text.split("\n"):
-        fence = line.lstrip(" ")[:3]
-        if fence in ("```", "~~~") and len(line) - len(line.lstrip(" ")) <= 3:
+        bare = line.lstrip(" ")
+        fence = bare[: len(bare) - len(bare.lstrip(bare[:1]))] if bare[:1] in ("`", "~") else ""
+        if len(fence) >= 3 and len(line) - len(bare) <= 3:
             if inside is None:
                 inside = fence
                 continue
-            if fence == inside and not line.strip().strip(fence[0]):
+            if fence[0] == inside[0] and len(fence) >= len(inside) and not bare[len(fence) :].strip():
                 inside = None
                 continue
         if inside is not None:
