@@ -182,8 +182,7 @@ _NEAREST_SQL = """
         WHERE n.collection = :collection AND n.id = ANY(:ids)
           AND nb.distance <= 1.0 - :min_similarity AND nb.distance < 1.0
 """
-_SIMILAR_EDGES = text(
-    f"""
+_SIMILAR_EDGES_SQL = f"""
     WITH nearest AS ({_NEAREST_SQL}
     ), inserted AS (
         INSERT INTO chunk_edges (collection, source_chunk_id, target_chunk_id, kind, weight)
@@ -195,7 +194,7 @@ _SIMILAR_EDGES = text(
     )
     SELECT count(*) FROM inserted
     """  # noqa: S608 (constants of this module only)
-).bindparams(bindparam("ids", type_=_IDS))
+_SIMILAR_EDGES = text(_SIMILAR_EDGES_SQL).bindparams(bindparam("ids", type_=_IDS))
 # Citus: the pairs read by a single-shard SELECT, then inserted from arrays (routed to the collection's shard):
 # the data-modifying CTE above is planned in steps whose intermediate results go to every worker, so one worker
 # down failed each document's write into every collection

@@ -143,6 +143,12 @@ _EMPTY_PARTITION = text(
     "AND NOT EXISTS (SELECT 1 FROM documents WHERE collection = :c)"
 )
 _LOCK_NOT_AVAILABLE = "55P03"
+# the statements dropping a collection's partition of a table, quoted by the server (a partition's name is the
+# table's and the md5 of the collection, as rag_ensure_collection_partitions names it)
+_DROP_PARTITION = text(
+    "SELECT format(s, CAST(:table AS text), CAST(:table AS text) || '_' || md5(CAST(:c AS text))) FROM unnest(ARRAY["
+    "'ALTER TABLE %I DETACH PARTITION %I', 'DROP TABLE %2$I']) WITH ORDINALITY AS u(s, n) ORDER BY n"
+)
 
 
 def drop_if_empty(session: Session, collection: str) -> bool:
@@ -152,13 +158,12 @@ def drop_if_empty(session: Session, collection: str) -> bool:
     wait holds to the end of ``session``'s transaction: give it one of its own)."""
     if not is_partitioned(session.connection()) or not session.execute(_EMPTY_PARTITION, {"c": collection}).scalar():
         return False
-    digest = session.execute(text("SELECT md5(:c)"), {"c": collection}).scalar_one()
     try:
         with session.begin_nested():
             session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": DROP_LOCK_WAIT})
             for table in _PARTITIONS:  # detached first: the foreign keys to the parents hold each partition
-                session.execute(text(f'ALTER TABLE {table} DETACH PARTITION "{table}_{digest}"'))
-                session.execute(text(f'DROP TABLE "{table}_{digest}"'))
+                for statement in session.execute(_DROP_PARTITION, {"table": table, "c": collection}).scalars():
+                    session.execute(text(statement))
     except DBAPIError as exc:
         if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
             raise
