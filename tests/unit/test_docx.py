@@ -129,3 +129,13 @@ def test_a_docx_unpacking_past_the_limit_is_refused_before_it_is_unpacked(tmp_pa
     text = load_document(path, max_bytes=unpacked).text  # its text, past a limit its parts are within
     with pytest.raises(DocumentReadError, match=f"holds {len(text):,} characters of text, over the limit of"):
         load_document(path, max_bytes=len(text) - 1)
+
+
+
+def test_a_non_breaking_hyphen_is_kept(tmp_path: Path) -> None:
+    """Word's Ctrl+Shift+- (``w:noBreakHyphen``): "555-0199" was stored as "5550199"."""
+    run = '<w:r><w:t>Call 555</w:t><w:noBreakHyphen/><w:t xml:space="preserve">0199 about the e</w:t>' + (
+        "<w:noBreakHyphen/><w:t>mail outage.</w:t></w:r>"
+    )
+    path = make_docx_xml(tmp_path / "phone.docx", [f"<w:p>{run}</w:p>"])
+    assert _text(path) == "Call 555-0199 about the e-mail outage."

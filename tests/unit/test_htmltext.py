@@ -67,10 +67,23 @@ def test_permalink_anchors_are_not_heading_text() -> None:
     )
     assert text == (
         "# Widget Installation\n\nMount it.\n\n## Install\n\nBolts.\n\n## Tune\n\nSpin at 1440 rpm.\n\n"
-        "## FAQ [page](faq.html)\n\nSee [tuning](#tune)."
+        "## FAQ page\n\nSee [tuning](#tune)."  # a heading's link to another page was kept: "FAQ [page](faq.html)"
     )
     paths = _header_paths(text)
-    assert paths[:3] == ["Widget Installation", "Widget Installation > Install", "Widget Installation > Tune"]
+    assert paths == [
+        "Widget Installation",
+        "Widget Installation > Install",
+        "Widget Installation > Tune",
+        "Widget Installation > FAQ page",
+    ]
+
+
+def test_a_page_without_a_body_tag_or_a_closed_head_keeps_its_text() -> None:
+    """Both are optional: the first element that cannot be in the head starts the body (the text was all lost)."""
+    page = "<!doctype html><html><head><meta charset='utf-8'><title>No Body</title>\n<h1>Ocelots</h1><p>Spotted.</p>"
+    assert html_to_text(page) == ("# Ocelots\n\nSpotted.", "No Body")
+    styled = "<html><head><style>h1 { color: red }</style><script>var h = '<p>';</script><p>Kept.</p></html>"
+    assert html_to_text(styled) == ("Kept.", "")
 
 
 def test_a_line_break_in_a_heading_keeps_it_one_heading() -> None:

@@ -24,6 +24,7 @@ __all__ = ["body_blocks"]
 _HEADING = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 _LIST_STYLE_LEVEL = re.compile(r"list\b.*\s([2-9])$", re.IGNORECASE)
 _W_T, _W_TAB, _W_BR, _W_CR = qn("w:t"), qn("w:tab"), qn("w:br"), qn("w:cr")
+_W_NO_BREAK_HYPHEN = qn("w:noBreakHyphen")  # Word's Ctrl+Shift+-: a hyphen shown ("555-0199", "e-mail")
 _W_P, _W_TBL, _W_SDT, _W_TC, _W_TR = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:tc"), qn("w:tr")
 _W_TXBX = qn("w:txbxContent")
 _W_FOOTREF, _W_ENDREF = qn("w:footnoteReference"), qn("w:endnoteReference")
@@ -96,6 +97,8 @@ def _inline_text(element: Any, walk: _Walk) -> str:
                 parts.append(child.text or "")
             elif tag in (_W_TAB, _W_BR, _W_CR):
                 parts.append(" ")
+            elif tag == _W_NO_BREAK_HYPHEN:
+                parts.append("-")
             elif tag in (_W_FOOTREF, _W_ENDREF):
                 cited = walk.cited["footnotes" if tag == _W_FOOTREF else "endnotes"]
                 cited.append(child.get(_W_ID))

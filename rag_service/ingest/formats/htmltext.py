@@ -21,6 +21,8 @@ _BLOCK_TAGS = frozenset(
 _HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 _LINE_TAGS = {"br": "\n", "li": "\n", "tr": "\n", "td": " ", "th": " "}
 _SKIPPED_TAGS = frozenset({"script", "style", "head", "noscript", "template", "svg"})
+#: what ``<head>`` may hold: any other element starts the body (``</head>`` and ``<body>`` are both optional)
+_HEAD_CONTENT = frozenset({"title", "meta", "link", "style", "script", "base", "noscript", "template"})
 _VOID_TAGS = frozenset("area base br col embed hr img input link meta source track wbr".split())  # noqa: SIM905
 # marks in the extracted text, removed from the page's own text first (noncharacters: never visible text)
 _HEADING_MARK, _PRE_OPEN, _PRE_CLOSE = "\ufdd0", "\ufdd1", "\ufdd2"
@@ -47,8 +49,8 @@ class _TextExtractor(HTMLParser):
         self._links: list[tuple[str | None, int]] = []  # open ``<a>``: href written at ``</a>`` or None, text start
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "body" and "head" in self._skipping:  # ``</head>`` is optional
-            del self._skipping[self._skipping.index("head") :]
+        if "head" in self._skipping and (tag == "body" or (self._skipping[-1] == "head" and tag not in _HEAD_CONTENT)):
+            del self._skipping[self._skipping.index("head") :]  # ``</head>`` and ``<body>`` are optional
         if tag == "title":  # the page's title, not an <svg>'s tooltip
             self._in_title = set(self._skipping) <= {"head"}
         attributes = dict(attrs)
@@ -74,8 +76,8 @@ class _TextExtractor(HTMLParser):
         if tag != "a":
             return
         href = attributes.get("href") if not self._pre else None
-        # kept as a markdown link, so the chunk graph can follow it; not a heading's link into its own page
-        if href and is_relative_link(href) and not (self._heading and href.startswith("#")):
+        # kept as a markdown link, so the chunk graph can follow it; not in a heading, whose text is a header path
+        if href and is_relative_link(href) and not self._heading:
             self.parts.append("[")
             self._links.append((href, len(self.parts)))
         else:
@@ -137,9 +139,9 @@ def html_to_text(html: str) -> tuple[str, str]:
     strategies see the document's sections in the stored text; other lines that would read as
     headers or fences are escaped (``\\# of ferrets``), and ``<pre>`` text is kept verbatim in a
     fence. Links to relative paths or anchors become markdown links (``[text](install.html#linux)``),
-    so the chunk graph sees them too; in a heading, a permalink (``¶``) is dropped and a link into the
-    page is plain text. Navigation, and a page-level header, footer or aside around marked content
-    (``<main>``, ``<article>``), are page furniture, not text.
+    so the chunk graph sees them too; in a heading, a permalink (``¶``) is dropped and a link is plain
+    text (a heading's text is its section's header path). Navigation, and a page-level header, footer or
+    aside around marked content (``<main>``, ``<article>``), are page furniture, not text.
     """
     parser = _TextExtractor(marks_main=bool(_MARKS_MAIN.search(html)))
     parser.feed(html)
