@@ -12,7 +12,7 @@ from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.filetypes import CODE_SUFFIXES, SUPPORTED_SUFFIXES
 from rag_service.ingest.formats.pdftext import PAGE_BREAK, page_span, with_pages
 from rag_service.ingest.loaders import discover, load_document
-from tests.documents import make_docx, make_notebook, make_pdf
+from tests.documents import make_docx, make_notebook, make_pdf, make_structured_pdf
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 MB = 1_000_000
@@ -273,6 +273,28 @@ def test_pdf_running_header_and_footer_are_left_out(tmp_path: Path) -> None:
         "2. Staffing\nWe hired 23 engineers.",
         "3. Outlook",
     ]
+
+
+def test_pdf_edge_lines_numbered_unlike_pages_or_set_as_headings_are_kept(tmp_path: Path) -> None:
+    """Digits aside, "Total sightings: 3 / 6 / 9" and a large "Chapter 1" ... "Chapter 3" atop each page read as
+    running lines and were dropped, and the chapters' loss took the document's font headings with them."""
+    tallies = [
+        f"Entry {n}: we watched {bird}.\nTotal sightings: {3 * n}"
+        for n, bird in enumerate(["owls", "kites", "terns"], 1)
+    ]
+    doc = load_document(make_pdf(tmp_path / "diary.pdf", tallies, footer="Page {page}"), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == tallies  # the page numbers alone left out
+    chapters = [
+        [
+            ("h1", f"Chapter {n}"),
+            ("h2", f"Section {n}.1 on {topic}"),
+            *[("p", f"How {topic} work, step {step} of three, in detail.") for step in (1, 2, 3)],
+        ]
+        for n, topic in enumerate(["installs", "upgrades", "backups"], 1)
+    ]
+    doc = load_document(make_structured_pdf(tmp_path / "book.pdf", chapters), max_bytes=MB)
+    page = doc.text.split(PAGE_BREAK)[1]
+    assert page.startswith("# Chapter 2\n## Section 2.1 on upgrades\nHow upgrades work, step 1 of three"), page
 
 
 def test_pdf_lines_repeated_on_two_pages_only_are_kept(tmp_path: Path) -> None:

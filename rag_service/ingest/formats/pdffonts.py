@@ -103,13 +103,8 @@ def font_headings(pages: list[list[str]], sizes: list[list[LineSize]]) -> list[l
         for line, size in zip(page, page_sizes, strict=True)
         if line.strip()
     ]
-    if not filled or any(size is None for _, size in filled):
-        return none
-    chars: Counter[float] = Counter()
-    for line, size in filled:
-        chars[size] += len(line) - sum(map(str.isspace, line))  # type: ignore[index]
-    body, body_chars = chars.most_common(1)[0]
-    if body_chars < MIN_BODY_SHARE * sum(chars.values()):
+    body = _body_size(filled)
+    if body is None:
         return none
     threshold = body * HEADING_RATIO
     large = sum(1 for _, size in filled if size is not None and size >= threshold)
@@ -121,6 +116,32 @@ def font_headings(pages: list[list[str]], sizes: list[list[LineSize]]) -> list[l
         return none
     rank = {size: level for level, size in enumerate(levels, 1)}
     return [[Heading(first, last, rank[size]) for first, last, size in page_runs] for page_runs in runs]
+
+
+def large_lines(pages: list[list[str]], sizes: list[list[LineSize]]) -> list[set[int]]:
+    """Per page, the indexes of its lines set at least ``HEADING_RATIO`` times larger than the body (none when the
+    body size is not clear): such a line is a heading, not a running header or footer, even when every page
+    has one ("Chapter 1" ... "Chapter 4", a chapter a page)."""
+    filled = [(line, size) for page, ps in zip(pages, sizes, strict=True) for line, size in zip(page, ps, strict=True)]
+    body = _body_size([(line, size) for line, size in filled if line.strip()])
+    if body is None:
+        return [set() for _ in pages]
+    return [
+        {i for i, size in enumerate(page_sizes) if size is not None and size >= body * HEADING_RATIO}
+        for page_sizes in sizes
+    ]
+
+
+def _body_size(filled: list[tuple[str, LineSize]]) -> float | None:
+    """The size most characters of the non-blank ``filled`` lines are set in; None when a size is unknown or no
+    size holds ``MIN_BODY_SHARE`` of them."""
+    if not filled or any(size is None for _, size in filled):
+        return None
+    chars: Counter[float] = Counter()
+    for line, size in filled:
+        chars[size] += len(line) - sum(map(str.isspace, line))  # type: ignore[index]
+    body, body_chars = chars.most_common(1)[0]
+    return body if body_chars >= MIN_BODY_SHARE * sum(chars.values()) else None
 
 
 def _heading_runs(lines: list[str], sizes: list[LineSize], threshold: float) -> list[tuple[int, int, float]]:

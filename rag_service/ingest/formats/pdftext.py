@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import logging
 import math
 import re
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
 from rag_service.ingest.chunk import TextChunk
-from rag_service.ingest.formats.pdffonts import LineSize, font_headings, line_sizes, sized_page_text
+from rag_service.ingest.formats.pdffonts import LineSize, font_headings, large_lines, line_sizes, sized_page_text
 from rag_service.ingest.formats.pdfheadings import marked_page
 from rag_service.ingest.formats.pdfoutline import OutlineEntry, outline_headings, read_outline
 
@@ -82,12 +83,13 @@ def _marked_text(read: list[tuple[str, list[float] | None]], outline: list[Outli
     """The stored text of pages read as ``(text, character sizes)``: running lines dropped, then the headings
     of the ``outline`` (or, without one, of the font sizes) written as header lines, pages joined."""
     lines = [text.split("\n") for text, _ in read]
-    drops = running_lines(lines)
+    sized = [line_sizes(page, sizes) for page, (_, sizes) in zip(lines, read, strict=True)]
+    drops = running_lines(lines, headings=large_lines(lines, sized))
     kept: list[list[str]] = []
     kept_sizes: list[list[LineSize]] = []
-    for page, (_, sizes), dropped in zip(lines, read, drops, strict=True):
+    for page, page_sizes, dropped in zip(lines, sized, drops, strict=True):
         kept.append([line for i, line in enumerate(page) if i not in dropped])
-        kept_sizes.append([size for i, size in enumerate(line_sizes(page, sizes)) if i not in dropped])
+        kept_sizes.append([size for i, size in enumerate(page_sizes) if i not in dropped])
     headings = outline_headings(outline, kept) if outline is not None else font_headings(kept, kept_sizes)
     return PAGE_BREAK.join(marked_page(page, found) for page, found in zip(kept, headings, strict=True))
 
@@ -101,21 +103,25 @@ def _sized_pages(reader: object) -> list[tuple[str, list[float] | None]]:
     return out
 
 
-def running_lines(pages: list[list[str]]) -> list[set[int]]:
+def running_lines(pages: list[list[str]], *, headings: list[set[int]] | None = None) -> list[set[int]]:
     """For each page (its lines), the indexes of its running headers and footers: a line among the first or
     last two of a page that is, digits aside, among them on ``RUNNING_SHARE`` of the pages, in a document of at
     least ``RUNNING_MIN_PAGES`` pages (fewer pages are too few to tell a running line from a repeated heading),
-    and at most ``RUNNING_MAX_CHARS`` long. A page that would lose every line keeps them, and pages that are
-    left alike (digits aside) keep all: text repeated from a template is content, not furniture."""
+    and at most ``RUNNING_MAX_CHARS`` long. Its numbers stay or grow from page to page, no faster than the pages,
+    as page and chapter numbers do (``_numbers_grow``); a line in ``headings`` (set large: ``large_lines``) is a
+    heading, also when every page has one. A page that would lose every line keeps them, and pages that are left
+    alike (digits aside) keep all: text repeated from a template is content, not furniture. Left: a date that
+    grows by a day a page reads as a page number."""
     none: list[set[int]] = [set() for _ in pages]
     if len(pages) < RUNNING_MIN_PAGES:
         return none
-    edges = [{i: _running_key(page[i]) for i in _edges(page)} for page in pages]  # line index -> its key
+    large = headings or none
+    edges = [{i: _running_key(page[i]) for i in _edges(page) - big} for page, big in zip(pages, large, strict=True)]
     seen: Counter[str] = Counter()
     for keys in edges:
         seen.update({key for key in keys.values() if len(key) <= RUNNING_MAX_CHARS})
     needed = max(RUNNING_MIN_PAGES, math.ceil(RUNNING_SHARE * len(pages)))
-    running = {key for key, count in seen.items() if count >= needed}
+    running = {key for key, count in seen.items() if count >= needed and _numbers_grow(key, pages, edges)}
     if not running:
         return none
     drops: list[set[int]] = []
@@ -130,6 +136,22 @@ def running_lines(pages: list[list[str]]) -> list[set[int]]:
     if len({_running_key(page) for page in kept}) < needed:  # the pages repeat one template: all of it is text
         return none
     return drops
+
+
+def _numbers_grow(key: str, pages: list[list[str]], edges: list[dict[int, str]]) -> bool:
+    """Whether each number of the lines of ``key`` stays or grows, page after page, by at most the pages between:
+    a page number, a chapter's ("Total sightings: 3", then 6 on the next page, is content)."""
+    found = [
+        (number, tuple(int(n) for n in _DIGITS.findall(page[i])))
+        for number, (page, keys) in enumerate(zip(pages, edges, strict=True))
+        for i in sorted(keys)
+        if keys[i] == key
+    ]
+    return all(
+        0 <= b - a <= later - page
+        for (page, before), (later, after) in itertools.pairwise(found)
+        for a, b in zip(before, after, strict=False)
+    )
 
 
 def _edges(page: list[str]) -> set[int]:
