@@ -20,10 +20,13 @@ from rag_service.ingest.tables import Table, find_tables, table_children
 #: up to 100,338 characters): cut here, every visible set's nDCG@10 is unchanged; cut at 16,000, ray-docs-qa lost
 #: 0.0015 and anthropic-docs-qa 0.0037 (docs/benchmarks.md "Session 41")
 MAX_PARENT_CHARS = 64_000
+#: a section's headers: one stack for all of it, or ``(offset, stack)`` pairs in order, each stack shown on the
+#: children that start from its offset on (a short section joined to its neighbour: ``ingest/markdown.py``)
+SectionHeaders = dict[str, str] | Sequence[tuple[int, dict[str, str]]]
 
 
 def split_sections(
-    chunker: SizedChunker, lines: DocumentLines, sections: Iterable[tuple[int, int, dict[str, str]]]
+    chunker: SizedChunker, lines: DocumentLines, sections: Iterable[tuple[int, int, SectionHeaders]]
 ) -> ChunkedDocument:
     """Each ``(start, end, headers)`` section a parent and its recursive pieces ``CHILD`` chunks.
 
@@ -68,7 +71,7 @@ def _add_children(
     chunker: SizedChunker,
     lines: DocumentLines,
     parent: Span,
-    headers: dict[str, str],
+    headers: SectionHeaders,
     tables: list[Table],
     chunks: list[TextChunk],
     counts: dict[str, int],
@@ -79,9 +82,22 @@ def _add_children(
     shared = (parent, text[parent[0] : parent[1]])
     for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
         lead = children[child]
+        shown = _headers_at(headers, child[0])
         chunks.append(
-            make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=headers, parent=shared, lead=lead)
+            make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=shown, parent=shared, lead=lead)
         )
+
+
+def _headers_at(headers: SectionHeaders, offset: int) -> dict[str, str]:
+    """The header stack of a child starting at ``offset``: the last part's that starts at or before it."""
+    if isinstance(headers, dict):
+        return headers
+    shown = headers[0][1]
+    for start, stack in headers:
+        if start > offset:
+            break
+        shown = stack
+    return shown
 
 
 def _children(chunker: SizedChunker, text: str, parent: Span, tables: list[Table]) -> list[tuple[Span, str]]:
