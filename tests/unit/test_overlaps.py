@@ -4,27 +4,15 @@ from __future__ import annotations
 
 from rag_service.format import format_context
 from rag_service.overlaps import joined_overlaps
-from rag_service.result import ChunkScores, RetrievedChunk
+from rag_service.result import RetrievedChunk
 from rag_service.tokens import count_tokens
+from tests.retrieved import span_chunk
 
 DOC = " ".join(f"Sentence {i} tells the reader about backup number {i}." for i in range(40))
 
 
 def _piece(chunk_id: int, start: int, end: int, relevance: float, *, document_id: int = 7) -> RetrievedChunk:
-    return RetrievedChunk(
-        chunk_id=chunk_id,
-        document_id=document_id,
-        source="notes.txt",
-        content=DOC[start:end],
-        headers={},
-        header_path="",
-        start_char=start,
-        end_char=end,
-        relevance_score=relevance,
-        scores=ChunkScores(fused=relevance),
-        collection="kb",
-        chunk_type="child",
-    )
+    return span_chunk(DOC, start, end, chunk_id=chunk_id, relevance=relevance, document_id=document_id)
 
 
 def test_an_overlapping_result_joins_the_better_one_and_the_shared_text_shows_once() -> None:

@@ -4,24 +4,19 @@ from __future__ import annotations
 
 from rag_service.result import ChunkScores, RetrievedChunk
 from rag_service.retrieve.parents import expand_to_parents
+from tests.retrieved import span_chunk
 
 DOC = "# A\none two three\n# B\nfour five six\n"
 
 
 def _child(chunk_id: int, start: int, end: int, relevance: float, proximity: float | None = None) -> RetrievedChunk:
-    return RetrievedChunk(
+    return span_chunk(
+        DOC,
+        start,
+        end,
         chunk_id=chunk_id,
-        document_id=1,
-        source="doc.md",
-        content=DOC[start:end],
-        headers={},
-        header_path="",
-        start_char=start,
-        end_char=end,
-        relevance_score=relevance,
+        relevance=relevance,
         scores=ChunkScores(fused=relevance, proximity=proximity),
-        collection="c",
-        chunk_type="child",
     )
 
 

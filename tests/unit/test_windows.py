@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from rag_service.result import ChunkScores, RetrievedChunk
 from rag_service.retrieve.windows import fit_to_budget, water_level, window_span
+from tests.retrieved import span_chunk
 
 
 def _count(text: str) -> int:
@@ -16,18 +17,12 @@ def _count(text: str) -> int:
 
 
 def _parent(doc: str, start: int, end: int, match: tuple[int, int], chunk_id: int = 1) -> RetrievedChunk:
-    return RetrievedChunk(
+    return span_chunk(
+        doc,
+        start,
+        end,
         chunk_id=chunk_id,
-        document_id=1,
-        source="doc.md",
-        content=doc[start:end],
-        headers={},
-        header_path="",
-        start_char=start,
-        end_char=end,
-        relevance_score=0.5,
         scores=ChunkScores(),
-        collection="c",
         chunk_type="parent",
         is_parent=True,
         match_start=match[0],
