@@ -147,6 +147,10 @@ def test_a_first_result_under_the_floor_passes_when_its_results_hold_the_questio
     assert 0.43 <= LEXICAL_MAX_FLOOR < 0.9
     kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.9, held_share=held(1.0))
     assert kept == [] and asked == []  # a floor over LEXICAL_MAX_FLOOR: the model's score alone decides
+    asked.clear()
+    mixed = [_chunk(1, 0.9, 0.19), _chunk(2, 0.8, 0.1)]  # a chunk of several topics holding the answer's words
+    kept, _ = finalize(mixed, calibrate=True, min_relevance=0.45, held_share=held(0.51))
+    assert [c.chunk_id for c in kept] == [1] and asked == [[1, 2]]  # the stock agent refused it at 0.7 x 0.45
 
 
 def test_without_calibration_the_pipelines_relevance_stays() -> None:
