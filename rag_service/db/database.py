@@ -95,12 +95,14 @@ class Database:
                         session.connection(execution_options=_ONE_SNAPSHOT)
                     result = work(session)
             except DatabaseUnavailableError as exc:
-                reached = not isinstance(exc, NodeUnavailableError)  # a Citus worker down: this server answered
-                if reached:
-                    self.breaker.failure()
+                # a Citus worker down: this server answered, and it waited its own connect timeout for the worker
+                # already (30 s by default when the worker does not answer at all): neither counted nor retried
+                if isinstance(exc, NodeUnavailableError):
+                    raise
+                self.breaker.failure()
                 if attempt >= self.retries:
                     raise
-                if reached and revive_embedded_server(self.engine.url.query.get("host")):  # our embedded server died
+                if revive_embedded_server(self.engine.url.query.get("host")):  # our embedded server had died
                     attempt += 1
                     continue
                 time.sleep(self.backoff * 2**attempt)

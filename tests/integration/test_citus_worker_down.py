@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, event, text
 
 from rag_service.config import Settings
 from rag_service.db import migrate
@@ -67,9 +67,20 @@ def down() -> Iterator[Down]:
 
 
 def test_a_worker_down_fails_only_its_collections_and_names_it(down):
-    for _ in range(6):  # past the breaker's threshold of 5: the coordinator's circuit stays closed
-        with pytest.raises(NodeUnavailableError, match=f"the node {down.worker} it reaches for this data did not"):
-            down.service.retrieve("write-ahead log", context="search", collection=down.lost)
+    statements: list[str] = []
+
+    def sent(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(down.engine, "before_cursor_execute", sent)
+    try:
+        for _ in range(6):  # past the breaker's threshold of 5: the coordinator's circuit stays closed
+            with pytest.raises(NodeUnavailableError, match=f"the node {down.worker} it reaches for this data did"):
+                down.service.retrieve("write-ahead log", context="search", collection=down.lost)
+    finally:
+        event.remove(down.engine, "before_cursor_execute", sent)
+    # each call sent its one read once: not retried (a worker that does not answer costs Citus' connect timeout)
+    assert len([s for s in statements if "rag_configurations" in s]) == 6
     result = down.service.retrieve("write-ahead log", context="search", collection=down.healthy)
     assert [c.source for c in result.chunks] == [f"{down.healthy}.md"] and result.metrics.degraded == []
     assert down.service.db.breaker.check(down.service.db.url_for_display) is None
