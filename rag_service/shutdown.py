@@ -55,10 +55,20 @@ def interrupted(stop: KeyboardInterrupt, partial: object) -> Interrupted:
     return Interrupted(signal_number(stop), partial)
 
 
+#: the stop signals raised in this process (``stop_received``)
+_RAISED: list[int] = []
+
+
+def stop_received() -> bool:
+    """Whether a stop signal was raised in this process (as ``KeyboardInterrupt`` or ``Interrupted``)."""
+    return bool(_RAISED)
+
+
 def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
     if importing(frame):
         _send_again(signum)
         return
+    _RAISED.append(signum)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt  # as Python's own handler does
     raise Interrupted(signum)

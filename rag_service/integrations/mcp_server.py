@@ -35,6 +35,7 @@ from rag_service.integrations import require_extra
 from rag_service.integrations.mcp_lines import Reply, checked_line, sender
 from rag_service.integrations.mcp_pending import PendingRequests, forward_answers
 from rag_service.log import configure_logging
+from rag_service.shutdown import stop_received
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -246,6 +247,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         freeze_startup_objects()
         anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:  # SIGINT or SIGTERM (rag_service.shutdown): a client stopping its server
+        print("rag mcp: stopped", file=sys.stderr)
+    except BaseExceptionGroup:
+        # the stop, raised inside the event loop, can leave anyio's cancel scopes out of order as the task groups
+        # unwind (the SDK's stdout writer mid-flush: "exit a cancel scope that isn't the current task's"), and
+        # that error replaces it; a clean-clone run exited 1 with its traceback. After a stop it is the stop's.
+        if not stop_received():
+            raise
         print("rag mcp: stopped", file=sys.stderr)
     finally:
         service.close()  # ends an unfinished model export first
