@@ -18,7 +18,11 @@ The shard count is Citus' own ``citus.shard_count`` (default 32); set it before 
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, text
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, TextClause, text
+from sqlalchemy.orm import Session
 
 #: distributed by collection in this order (documents first: the chunks' foreign key refers to it)
 DISTRIBUTED_TABLES = (
@@ -50,15 +54,28 @@ _ROW_TRIGGER = (
 )
 
 
+_HAS_CITUS = "rag_service.has_citus"
+
+
 def has_citus(connection: Connection) -> bool:
-    """True when the database has the citus extension (we are on a Citus coordinator)."""
+    """True when the database has the citus extension (we are on a Citus coordinator). Read once per database
+    connection (``Connection.info`` lives as long as it): the extension is created before `rag db upgrade`
+    distributes the tables, and ``distribute`` reads it afresh."""
+    known = connection.info.get(_HAS_CITUS)
+    if known is None:
+        known = _read_has_citus(connection)
+    return bool(known)
+
+
+def _read_has_citus(connection: Connection) -> bool:
     found = connection.execute(text("SELECT count(*) FROM pg_extension WHERE extname = 'citus'")).scalar_one()
+    connection.info[_HAS_CITUS] = bool(found)
     return bool(found)
 
 
 def distributed_tables(connection: Connection) -> set[str]:
     """Our tables already distributed (empty without Citus)."""
-    if not has_citus(connection):
+    if not _read_has_citus(connection):
         return set()
     rows = connection.execute(
         text("SELECT logicalrelid::regclass::text FROM pg_dist_partition WHERE logicalrelid::regclass::text = ANY(:t)"),
@@ -81,7 +98,7 @@ def use_row_level_stats(connection: Connection) -> None:
 def distribute(connection: Connection) -> list[str]:
     """On a Citus coordinator, distribute our tables by collection, co-located; returns the tables
     distributed now (none when Citus is absent or all already are)."""
-    if not has_citus(connection):
+    if not _read_has_citus(connection):
         return []
     done = distributed_tables(connection)
     todo = [t for t in DISTRIBUTED_TABLES if t not in done]
@@ -98,3 +115,20 @@ def distribute(connection: Connection) -> list[str]:
             {"t": table, "c": colocate},
         )
     return todo
+
+
+def insert_columns(
+    session: Session | Connection,
+    insert: TextClause,
+    names: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    **fixed: Any,
+) -> int:
+    """Run ``insert``, an ``INSERT ... SELECT FROM unnest(:name arrays)``, with ``rows`` passed as one array per
+    column (``names`` in row order) plus the ``fixed`` parameters; returns the rows inserted. On Citus this writes a
+    collection's rows single-shard, after a router SELECT read them: a data-modifying CTE doing both sends its
+    intermediate results to every worker, so one worker down would fail every collection's write."""
+    if not rows:
+        return 0
+    arrays = {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    return int(session.execute(insert, {**fixed, **arrays}).rowcount)  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ from sqlalchemy.types import BigInteger
 
 from rag_service.db.bulk_replace import REPLACED_SCOPE
 from rag_service.db.bulk_staging import run_in_parallel
-from rag_service.db.citus import has_citus
+from rag_service.db.citus import has_citus, insert_columns
 
 #: a context longer than this (characters) is not stored, so its chunks have no context score: PostgreSQL's
 #: tsvector holds at most 1 MB, and a document this long without sections says little as one unit
@@ -166,11 +166,15 @@ _CITUS_ROWS, _CITUS_ROWS_0013 = (
     text(_CITUS_ROWS_SQL.format(mean=mean)).bindparams(bindparam("document_ids", type_=ARRAY(BigInteger)))
     for mean in (CONTEXT_MEAN_VECTOR.format(collection=":collection"), "NULL")
 )
-_CITUS_CONTEXTS = (
+_CITUS_CONTEXTS_SQL = (
     "INSERT INTO document_contexts (collection, document_id, context_start, length, embedding) "
     "SELECT CAST(:collection AS varchar), u.d, u.s, u.l, CAST(u.e AS vector) FROM unnest(CAST(:documents AS bigint[]), "
     "CAST(:starts AS integer[]), CAST(:lengths AS integer[]), CAST(:vectors AS text[])) AS u(d, s, l, e)"
 )
+_CITUS_CONTEXTS = text(_CITUS_CONTEXTS_SQL)
+_CITUS_CONTEXTS_0013 = text(
+    _CITUS_CONTEXTS_SQL.replace(", embedding", "").replace(", CAST(u.e AS vector)", "")
+)  # below migration 0015: no mean vectors
 _CITUS_TERMS = text(
     "INSERT INTO context_terms (collection, document_id, context_start, lexeme, tf) "
     "SELECT CAST(:collection AS varchar), u.d, u.s, u.x, u.t FROM unnest(CAST(:documents AS bigint[]), "
@@ -180,28 +184,11 @@ _CITUS_TERMS = text(
 
 def _write_contexts_on_citus(session: Session | Connection, params: dict[str, object], *, mean: bool) -> None:
     rows = session.execute(_CITUS_ROWS if mean else _CITUS_ROWS_0013, params).all()
-    if not rows:
-        return
-    contexts = text(
-        _CITUS_CONTEXTS if mean else _CITUS_CONTEXTS.replace(", embedding", "").replace(", CAST(u.e AS vector)", "")
-    )
-    documents, starts, lengths, vectors = ([row[i] for row in rows] for i in range(4))
-    session.execute(
-        contexts,
-        {
-            "collection": params["collection"],
-            "documents": documents,
-            "starts": starts,
-            "lengths": lengths,
-            "vectors": vectors,
-        },
-    )
+    collection = params["collection"]
+    contexts = ("documents", "starts", "lengths", "vectors")
+    insert_columns(session, _CITUS_CONTEXTS if mean else _CITUS_CONTEXTS_0013, contexts, rows, collection=collection)
     terms = [(row[0], row[1], lexeme, tf) for row in rows for lexeme, tf in zip(row[4], row[5], strict=True)]
-    documents, starts, lexemes, tfs = ([term[i] for term in terms] for i in range(4))
-    session.execute(
-        _CITUS_TERMS,
-        {"collection": params["collection"], "documents": documents, "starts": starts, "lexemes": lexemes, "tfs": tfs},
-    )
+    insert_columns(session, _CITUS_TERMS, ("documents", "starts", "lexemes", "tfs"), terms, collection=collection)
 
 
 def write_collection_contexts(

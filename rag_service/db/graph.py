@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger, Text
 
-from rag_service.db.citus import has_citus
+from rag_service.db.citus import has_citus, insert_columns
 from rag_service.db.local_settings import local_settings
 from rag_service.db.models import Document, DocumentChunk
 
@@ -282,11 +282,10 @@ def _write_similar_batches(
             written += int(session.execute(_SIMILAR_EDGES, params).scalar_one())
             continue
         pairs = session.execute(_CITUS_NEAREST, params).all()
-        if pairs:
-            a, b, weights = ([pair[i] for pair in pairs] for i in range(3))
-            both_ways = {"sources": a + b, "targets": b + a, "weights": [float(w) for w in weights * 2]}
-            inserted = session.execute(_CITUS_EDGES, {"collection": collection, "kind": SIMILAR, **both_ways})
-            written += int(inserted.rowcount)  # type: ignore[attr-defined]
+        edges = [(a, b, float(w)) for a, b, w in pairs] + [(b, a, float(w)) for a, b, w in pairs]
+        written += insert_columns(
+            session, _CITUS_EDGES, ("sources", "targets", "weights"), edges, collection=collection, kind=SIMILAR
+        )
     return written
 
 

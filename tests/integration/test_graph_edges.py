@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from rag_service.db import catalog, documents
 from rag_service.db import graph as store
@@ -330,3 +330,21 @@ def test_a_full_reindex_on_the_row_path_keeps_the_graph_a_first_index_wrote(
                 assert conn.execute(_EDGES).all() == first
     finally:
         engine.dispose()
+
+
+def test_the_citus_catalog_is_read_once_per_connection_not_per_document(indexer, corpus, engine):
+    """The write path asks whether it is on Citus (contexts, graph, vector reuse): a catalog read per document on
+    the row path of one node, unless the answer is kept with the connection."""
+    reads: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        if "extname = 'citus'" in statement:
+            reads.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        report = indexer.index_paths([corpus], collection="g")
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert report.ok and report.added == 3, report.lines()
+    assert len(reads) <= 1, reads
