@@ -180,8 +180,11 @@ def read_status(engine: Engine) -> DatabaseStatus:
             if conn.execute(text("SELECT to_regclass('bm25_packed_snapshots')")).scalar() is not None:
                 ready = conn.execute(text("SELECT collection FROM bm25_packed_snapshots WHERE ready"))
                 packed = frozenset(str(name) for (name,) in ready)
-            collections = _apart(engine, _collections, "collections", unread) or {}
-            sizes = _apart(engine, citus_sizes if layout.citus else _local_sizes, "sizes", unread) or ()
+            if layout.citus:  # each on a connection of its own: a worker down fails only its part
+                collections = _apart(engine, _collections, "collections", unread) or {}
+                sizes = _apart(engine, citus_sizes, "sizes", unread) or ()
+            else:
+                collections, sizes = _collections(conn), _local_sizes(conn)
     return DatabaseStatus(
         url=url_for_display(engine),
         server_version=str(version),
