@@ -33,6 +33,17 @@ def joined_overlaps(ranked: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
     return out
 
 
+def first_passages(ordered: Sequence[RetrievedChunk], count: int) -> list[RetrievedChunk]:
+    """The shortest prefix of ``ordered`` that shows ``count`` passages once overlapping results are joined (all of
+    it when it shows fewer): a preset's ``max_chunks`` counts what is shown, not results a join folds away."""
+    taken = list(ordered[:count])
+    for chunk in ordered[count:]:
+        if len(joined_overlaps(taken)) >= count:
+            break
+        taken.append(chunk)
+    return taken
+
+
 def _overlapping(out: list[RetrievedChunk], chunk: RetrievedChunk, *, besides: int) -> int | None:
     return next((i for i, kept in enumerate(out) if i != besides and _joinable(chunk, kept)), None)
 

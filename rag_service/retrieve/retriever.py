@@ -25,6 +25,7 @@ from rag_service.db.search_request import ef_search_for, with_query_scores
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
 from rag_service.format import budget_shortfall, fit_line, format_context, layout_overhead
+from rag_service.overlaps import first_passages
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.context import add_context, context_applies
@@ -271,7 +272,7 @@ class Retriever:
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
-        chunks = _diversify(chunks, k=preset.max_chunks, diversity=preset.diversity)
+        chunks = first_passages(_mmr_order(chunks, diversity=preset.diversity), preset.max_chunks)
         metrics.mmr_time_ms = _ms(started)
         # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one, if any
         if metrics.reranker != NO_RERANKER:
@@ -440,10 +441,10 @@ def _fit_parents(
     return fit_to_budget(chunks, budget=budget, count=count)
 
 
-def _diversify(chunks: list[RetrievedChunk], *, k: int, diversity: float) -> list[RetrievedChunk]:
+def _mmr_order(chunks: list[RetrievedChunk], *, diversity: float) -> list[RetrievedChunk]:
     if len(chunks) <= 1 or all(c.embedding is None for c in chunks):
-        return chunks[:k]
+        return chunks
     dim = next(c.embedding.shape[0] for c in chunks if c.embedding is not None)
     vectors = np.stack([c.embedding if c.embedding is not None else np.zeros(dim) for c in chunks])
-    picked = mmr_select([c.relevance_score for c in chunks], vectors, k=k, diversity=diversity)
+    picked = mmr_select([c.relevance_score for c in chunks], vectors, k=len(chunks), diversity=diversity)
     return [chunks[i] for i in picked]

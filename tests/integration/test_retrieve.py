@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 from pathlib import Path
 
@@ -479,3 +480,19 @@ def test_result_chunks_are_in_rank_order_while_the_context_groups_them_by_source
     assert scores == sorted(scores, reverse=True) and len(scores) == 3, scores
     assert [c.source for c in result.chunks] == ["a.md", "b.md", "a.md"]
     assert [s.source for s in result.sources] == ["a.md", "b.md"], "the context cites by source, best first"
+
+
+def test_max_chunks_counts_passages_when_overlapping_results_of_one_document_are_joined(db, settings, docs_dir):
+    """The ``search`` preset on plain text whose chunks overlap: the formatter joins overlapping results into one
+    passage; ``max_chunks`` still gets as many passages as asked (it got fewer: the joined ones were lost)."""
+    for n in range(4):  # four documents of a few overlapping chunks each
+        sentences = [f"Backup note {i} of site {n}: restore drill {i} for the red cluster." for i in range(14)]
+        (docs_dir / f"drills{n}.txt").write_text(" ".join(sentences))
+    svc = make_service(db, settings)
+    report = svc.index_paths([docs_dir], collection="drills", strategy="recursive")
+    assert report.failed == [] and report.chunks_written >= 12, report.lines()
+    asked = 6
+    result = svc.retrieve("backup restore drill red cluster", context="search", collection="drills", max_chunks=asked)
+    spans = sorted((c.source, c.start_char, c.end_char) for c in result.chunks)
+    assert all(a[0] != b[0] or a[2] < b[1] for a, b in itertools.pairwise(spans)), spans  # joined: apart
+    assert len(result.chunks) == asked, spans

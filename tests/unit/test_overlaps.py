@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag_service.format import format_context
-from rag_service.overlaps import joined_overlaps
+from rag_service.overlaps import first_passages, joined_overlaps
 from rag_service.result import RetrievedChunk
 from rag_service.tokens import count_tokens
 from tests.retrieved import span_chunk
@@ -44,3 +44,11 @@ def test_spans_whose_texts_disagree_are_not_joined() -> None:
     stray = _piece(2, 100, 300, 0.5)
     stray.content = "x" * 200  # offsets that do not describe this document's text
     assert [c.chunk_id for c in joined_overlaps([_piece(1, 0, 200, 0.9), stray])] == [1, 2]
+
+
+def test_max_chunks_counts_passages_so_results_a_join_folds_away_are_made_up_by_the_next() -> None:
+    ordered = [_piece(1, 0, 200, 0.9), _piece(2, 150, 400, 0.8), _piece(3, 900, 1000, 0.7), _piece(4, 1500, 1600, 0.6)]
+    taken = first_passages(ordered, 2)  # 1 and 2 are one passage: 3 makes the second
+    assert [c.chunk_id for c in taken] == [1, 2, 3] and len(joined_overlaps(taken)) == 2
+    assert [c.chunk_id for c in first_passages(ordered, 9)] == [1, 2, 3, 4]  # fewer than asked: all of them
+    assert [c.chunk_id for c in first_passages(ordered[2:], 1)] == [3]
