@@ -10,7 +10,8 @@ is cut into parents of at most that size (``ingest/children.py``), each with the
 A section with real text shorter than ``min_chunk_chars`` (its own header line not counted) joins the
 next section if that one lies under the same parent header, else the previous one if it does; the
 joined section shows the headers its parts share (a tiny h3 joined to its sibling shows h1 and h2); text
-before the first header (front matter, a badge) has none of its own and shows the headers of the section it joins.
+before the first header (front matter, a badge) has none of its own and shows the headers of the first section
+with text it joins (past a title without text of its own).
 Each child of a joined section shows the headers of the part it starts in: a one-line intro joined to the long
 section after it took that section's own header from every chunk of it (128 of ray-docs-qa's 12,430 chunks).
 If neither neighbour qualifies it stays a short section of its own, never dropped: nothing findable
@@ -93,7 +94,9 @@ def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> li
     """Join each section with real text under ``min_chunk_chars`` to a neighbour (see module doc)."""
     out: list[_Section] = []
     pending: _Section | None = None
-    preamble = sections[0] if sections and not sections[0].path else None
+    # text before the first header (front matter, say), and header-only sections joined after it, have no headers
+    # of their own: they take those of the first section with text that joins them
+    borrowing = False
 
     def settle(small: _Section) -> None:
         if out and out[-1].under(small.parent):
@@ -104,11 +107,11 @@ def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> li
     for section in sections:
         if pending is not None:
             if section.under(pending.parent):
-                # text before the first header (front matter, say) has no headers of its own: it takes the next one's
                 joined = pending.join(section)
-                if pending is preamble:
-                    parts = tuple((start, path or section.path) for start, path in joined.parts)
+                if borrowing:
+                    parts = tuple((at, section.path if at < section.start else path) for at, path in joined.parts)
                     joined = replace(joined, path=section.path, parts=parts)
+                    borrowing = section.content == 0
                 pending = joined
                 if pending.content >= min_chunk_chars:
                     out.append(pending)
@@ -117,7 +120,7 @@ def join_small_sections(sections: list[_Section], *, min_chunk_chars: int) -> li
             settle(pending)
             pending = None
         if 0 < section.content < min_chunk_chars:
-            pending = section
+            pending, borrowing = section, not section.path
         else:
             out.append(section)
     if pending is not None:

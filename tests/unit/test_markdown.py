@@ -198,6 +198,17 @@ def test_front_matter_before_the_title_takes_the_titles_header() -> None:
     assert doc.chunks[0].start_char == 0  # the front matter is still in the chunk: nothing findable is lost
 
 
+def test_front_matter_joined_past_a_title_without_text_takes_the_headers_of_the_text_it_joins() -> None:
+    """Ray's configuration overview: front matter, an h1 alone, then the h2 holding all the text. The first of its
+    chunks showed the h1 alone: the preamble took the empty title's headers, not those of the text."""
+    body = "\n\n".join(f"RunConfig option {i} sets where results and checkpoints are kept." for i in range(30))
+    text = f"---\norphan: true\n---\n\n# Configuration Overview\n\n## Run Configuration\n\n{body}\n"
+    doc = MarkdownChunker().split(text)
+    assert_chunks_valid(text, doc)
+    assert len(doc.chunks) > 2 and doc.chunks[0].start_char == 0  # the front matter is still in the first chunk
+    assert all(c.headers == {"h1": "Configuration Overview", "h2": "Run Configuration"} for c in doc.chunks)
+
+
 def test_small_sibling_sections_joined_after_the_preamble_show_the_part_each_chunk_starts_in() -> None:
     text = "Intro.\n\n# A\n\nshort\n\n# B\n\ntiny\n\n# C\n\n" + "long enough text for a section of its own. " * 3
     doc = MarkdownChunker().split(text)
