@@ -297,6 +297,18 @@ def test_pdf_edge_lines_numbered_unlike_pages_or_set_as_headings_are_kept(tmp_pa
     assert page.startswith("# Chapter 2\n## Section 2.1 on upgrades\nHow upgrades work, step 1 of three"), page
 
 
+def test_pdf_a_date_that_changes_a_day_a_page_is_kept_and_one_repeated_on_every_page_is_not(tmp_path: Path) -> None:
+    """A diary's date heads each page, a day on: its numbers grow no faster than the pages, like a page number's,
+    and the dates were dropped as a running header (the only place each day was named)."""
+    entries = [f"We counted {bird} at the pond." for bird in ["owls", "kites", "terns", "geese"]]
+    for header in ("Field log 2024-03-{page:02d}", "Field log March {page}, 2024", "Field log {page}.03.2024"):
+        doc = load_document(make_pdf(tmp_path / "diary.pdf", entries, header=header), max_bytes=MB)
+        days = [header.format(page=n) + "\n" + entry for n, entry in enumerate(entries, 1)]
+        assert doc.text.split(PAGE_BREAK) == days, header
+    doc = load_document(make_pdf(tmp_path / "issued.pdf", entries, header="Issued 2024-03-01"), max_bytes=MB)
+    assert doc.text.split(PAGE_BREAK) == entries  # one date on every page: a running header
+
+
 def test_pdf_lines_repeated_on_two_pages_only_are_kept(tmp_path: Path) -> None:
     pages = ["Summary\nFirst page.", "Summary\nSecond page.", "Details\nThird page."]
     doc = load_document(make_pdf(tmp_path / "two.pdf", pages[:2], header="Draft"), max_bytes=MB)

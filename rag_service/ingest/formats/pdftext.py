@@ -38,6 +38,12 @@ RUNNING_SHARE = 0.6
 RUNNING_MAX_CHARS = 80
 _EDGE_LINES = 2
 _DIGITS = re.compile(r"\d+")
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+#: a calendar date (ISO, numeric with a four-digit year, or with an English month's name)
+_DATE = re.compile(
+    r"\b(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./]\d{1,2}[./]\d{4}"
+    rf"|{_MONTH} \d{{1,2}},? \d{{4}}|\d{{1,2}} {_MONTH} \d{{4}})\b"
+)
 
 
 def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
@@ -110,8 +116,8 @@ def running_lines(pages: list[list[str]], *, headings: list[set[int]] | None = N
     and at most ``RUNNING_MAX_CHARS`` long. Its numbers stay or grow from page to page, no faster than the pages,
     as page and chapter numbers do (``_numbers_grow``); a line in ``headings`` (set large: ``large_lines``) is a
     heading, also when every page has one. A page that would lose every line keeps them, and pages that are left
-    alike (digits aside) keep all: text repeated from a template is content, not furniture. Left: a date that
-    grows by a day a page reads as a page number."""
+    alike (digits aside) keep all: text repeated from a template is content, not furniture. A date that
+    changes from page to page is content."""
     none: list[set[int]] = [set() for _ in pages]
     if len(pages) < RUNNING_MIN_PAGES:
         return none
@@ -140,7 +146,13 @@ def running_lines(pages: list[list[str]], *, headings: list[set[int]] | None = N
 
 def _numbers_grow(key: str, pages: list[list[str]], edges: list[dict[int, str]]) -> bool:
     """Whether each number of the lines of ``key`` stays or grows, page after page, by at most the pages between:
-    a page number, a chapter's ("Total sightings: 3", then 6 on the next page, is content)."""
+    a page number, a chapter's ("Total sightings: 3", then 6 on the next page, is content). A date that changes
+    (a diary's day a page) is content too, though it may grow by one a page."""
+    dates = {
+        tuple(_DATE.findall(page[i])) for page, keys in zip(pages, edges, strict=True) for i in keys if keys[i] == key
+    }
+    if len(dates) > 1:
+        return False
     found = [
         (number, tuple(int(n) for n in _DIGITS.findall(page[i])))
         for number, (page, keys) in enumerate(zip(pages, edges, strict=True))
