@@ -11,7 +11,7 @@ offsets that do not describe one document's text are left alone.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rag_service.result import RetrievedChunk
@@ -33,15 +33,17 @@ def joined_overlaps(ranked: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
     return out
 
 
-def first_passages(ordered: Sequence[RetrievedChunk], count: int) -> list[RetrievedChunk]:
-    """The shortest prefix of ``ordered`` that shows ``count`` passages once overlapping results are joined (all of
-    it when it shows fewer): a preset's ``max_chunks`` counts what is shown, not results a join folds away."""
-    taken = list(ordered[:count])
-    for chunk in ordered[count:]:
-        if len(joined_overlaps(taken)) >= count:
-            break
-        taken.append(chunk)
-    return taken
+def first_passages(pick: Callable[[int], Sequence[RetrievedChunk]], count: int, available: int) -> list[RetrievedChunk]:
+    """The first results ``pick(k)`` gives (its first ``k`` of ``available``, each ``k`` extending the last) that show
+    ``count`` passages once overlapping results are joined, or all when they show fewer: a preset's ``max_chunks``
+    counts what is shown, not results a join folds away. More are picked only where results overlapped."""
+    k = count
+    while True:
+        taken = list(pick(k))
+        shown = len(joined_overlaps(taken))
+        if shown >= count or k >= available:
+            return taken
+        k += count - shown  # each result more shows at most one passage more
 
 
 def _overlapping(out: list[RetrievedChunk], chunk: RetrievedChunk, *, besides: int) -> int | None:

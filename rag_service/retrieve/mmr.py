@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag_service.errors import ConfigurationError
+from rag_service.result import RetrievedChunk
 
 
 def check_diversity(diversity: float) -> float:
@@ -82,3 +83,13 @@ def mmr_select(
         selected.append(pick)
         np.maximum(max_sim, unit @ unit[pick], out=max_sim)
     return selected
+
+
+def diversified(chunks: Sequence[RetrievedChunk], k: int, *, diversity: float) -> list[RetrievedChunk]:
+    """The first ``k`` of ``chunks`` (best first) in MMR order, by their embeddings (relevance order without any)."""
+    if len(chunks) <= 1 or all(c.embedding is None for c in chunks):
+        return list(chunks[:k])
+    dim = next(c.embedding.shape[0] for c in chunks if c.embedding is not None)
+    vectors = np.stack([c.embedding if c.embedding is not None else np.zeros(dim) for c in chunks])
+    picked = mmr_select([c.relevance_score for c in chunks], vectors, k=k, diversity=diversity)
+    return [chunks[i] for i in picked]

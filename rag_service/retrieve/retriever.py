@@ -10,6 +10,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMet
 from rag_service.retrieve.context import add_context, context_applies
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.graph import graph_rerank
-from rag_service.retrieve.mmr import mmr_select
+from rag_service.retrieve.mmr import diversified
 from rag_service.retrieve.parents import dedupe, expand_to_parents
 from rag_service.retrieve.query import (
     bm25_text,
@@ -272,7 +273,8 @@ class Retriever:
         metrics.parents_time_ms = _ms(started)
 
         started = time.perf_counter()
-        chunks = first_passages(_mmr_order(chunks, diversity=preset.diversity), preset.max_chunks)
+        pick = partial(diversified, chunks, diversity=preset.diversity)
+        chunks = first_passages(pick, preset.max_chunks, len(chunks))
         metrics.mmr_time_ms = _ms(started)
         # the cross-encoder's (or the LLM's) relevance stands; else each result's calibrated one, if any
         if metrics.reranker != NO_RERANKER:
@@ -439,12 +441,3 @@ def _fit_parents(
 
     budget = max_tokens - layout_overhead(chunks, encoding=encoding, show_metadata=show_metadata)
     return fit_to_budget(chunks, budget=budget, count=count)
-
-
-def _mmr_order(chunks: list[RetrievedChunk], *, diversity: float) -> list[RetrievedChunk]:
-    if len(chunks) <= 1 or all(c.embedding is None for c in chunks):
-        return chunks
-    dim = next(c.embedding.shape[0] for c in chunks if c.embedding is not None)
-    vectors = np.stack([c.embedding if c.embedding is not None else np.zeros(dim) for c in chunks])
-    picked = mmr_select([c.relevance_score for c in chunks], vectors, k=len(chunks), diversity=diversity)
-    return [chunks[i] for i in picked]

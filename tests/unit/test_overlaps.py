@@ -48,7 +48,14 @@ def test_spans_whose_texts_disagree_are_not_joined() -> None:
 
 def test_max_chunks_counts_passages_so_results_a_join_folds_away_are_made_up_by_the_next() -> None:
     ordered = [_piece(1, 0, 200, 0.9), _piece(2, 150, 400, 0.8), _piece(3, 900, 1000, 0.7), _piece(4, 1500, 1600, 0.6)]
-    taken = first_passages(ordered, 2)  # 1 and 2 are one passage: 3 makes the second
-    assert [c.chunk_id for c in taken] == [1, 2, 3] and len(joined_overlaps(taken)) == 2
-    assert [c.chunk_id for c in first_passages(ordered, 9)] == [1, 2, 3, 4]  # fewer than asked: all of them
-    assert [c.chunk_id for c in first_passages(ordered[2:], 1)] == [3]
+    picked: list[int] = []
+
+    def pick(k: int) -> list[RetrievedChunk]:
+        picked.append(k)
+        return ordered[:k]
+
+    taken = first_passages(pick, 2, len(ordered))  # 1 and 2 are one passage: 3 makes the second
+    assert [c.chunk_id for c in taken] == [1, 2, 3] and len(joined_overlaps(taken)) == 2 and picked == [2, 3]
+    assert [c.chunk_id for c in first_passages(pick, 9, len(ordered))] == [1, 2, 3, 4]  # fewer than asked: all
+    picked.clear()
+    assert [c.chunk_id for c in first_passages(lambda k: ordered[2:][:k], 1, 2)] == [3] and picked == []
