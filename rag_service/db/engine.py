@@ -10,6 +10,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, OperationalError
 
 from rag_service.config import Settings
+from rag_service.db import packed_vector  # noqa: F401 (its dumper registered before any connection opens)
 from rag_service.db.embedded import embedded_server_url
 from rag_service.db.messages import url_for_display
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError, closest_name, first_line

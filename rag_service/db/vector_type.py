@@ -15,43 +15,16 @@ works on a fresh database, through poolers and on Citus.
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING, Any
 
 from pgvector.sqlalchemy import Vector
-from psycopg import adapters
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 from sqlalchemy import func
 from sqlalchemy.types import TypeDecorator
 
+from rag_service.db.packed_vector import PackedVector
+
 if TYPE_CHECKING:
     import numpy as np
-
-_HEADER = struct.Struct(">HH")  # dimensions, unused
-
-
-class PackedVector:
-    """A vector in pgvector's binary form, ready to send (psycopg dumps it as it is)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, values: Any) -> None:
-        import numpy as np  # when a vector is written: a no-op reindex never loads numpy
-
-        array = np.asarray(values, dtype=">f4").reshape(-1)
-        self.data = _HEADER.pack(array.shape[0], 0) + array.tobytes()
-
-
-class _PackedVectorDumper(Dumper):
-    format = Format.BINARY
-    oid = 0  # unknown: the server infers ``vector`` from the statement, as for an untyped literal
-
-    def dump(self, obj: PackedVector) -> bytes:
-        return obj.data
-
-
-adapters.register_dumper(PackedVector, _PackedVectorDumper)
 
 
 def vector_from_send(data: bytes) -> np.ndarray[Any, Any]:

@@ -85,3 +85,29 @@ def test_a_model_over_hnsws_limit_is_one_line_and_changes_nothing(db: Database, 
 def test_reindex_all_of_a_new_database_with_a_wider_model_is_not_refused(db: Database, settings: Any) -> None:
     report = Indexer(db, HashingEmbedder(dim=768, model_id="test/wide"), settings).reindex_all(switch_model=True)
     assert report.ok and report.failed == []
+
+
+_OPENED_FIRST = """
+import sys
+from rag_service.config import Settings
+from rag_service.db.engine import make_engine
+from sqlalchemy import text
+engine = make_engine(sys.argv[1], Settings())
+with engine.connect() as conn:  # a pooled connection opened before anything wrote a vector
+    conn.execute(text("SELECT 1"))
+from rag_service.db.vector_type import PackedVector  # the writing modules come later (a lazy import)
+with engine.connect() as conn:
+    print(conn.execute(text("SELECT vector_dims(CAST(:v AS vector))"), {"v": PackedVector([0.5] * 3)}).scalar())
+"""
+
+
+def test_a_connection_opened_before_the_vector_modules_were_imported_sends_vectors(engine, migrated_url):
+    """psycopg copies its adapters into a connection as it opens: one opened before the vector dumper was
+    registered failed every write ("cannot adapt type 'PackedVector'"; a test file run alone)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _OPENED_FIRST, migrated_url], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "3", done.stderr[-2000:]
