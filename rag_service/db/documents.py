@@ -35,7 +35,7 @@ class StoredDocument:
     source: str
     content_hash: str
     chunker: str
-    #: the folder its key is relative to (``db.origins``); read only by ``documents_in_scope``
+    #: the folder its key is relative to (``db.origins``)
     origin: str | None = None
 
 
@@ -176,7 +176,7 @@ def find_documents(session: Session, *, collection: str, sources: Sequence[str])
     found: dict[str, StoredDocument] = {}
     for start in range(0, len(sources), 5000):
         rows = session.execute(
-            select(Document.id, Document.source, Document.content_hash, Document.chunker).where(
+            select(Document.id, Document.source, Document.content_hash, Document.chunker, Document.origin).where(
                 Document.collection == collection, Document.source.in_(sources[start : start + 5000])
             )
         )
@@ -184,10 +184,12 @@ def find_documents(session: Session, *, collection: str, sources: Sequence[str])
     return found
 
 
-def rename_document(session: Session, *, collection: str, document_id: int, source: str) -> None:
-    """Give a stored document a new source key (its chunks follow through the document id)."""
+def rename_document(session: Session, *, collection: str, document_id: int, source: str, origin: str | None) -> None:
+    """Give a stored document a new source key and origin (its chunks follow through the document id)."""
     session.execute(
-        update(Document).where(Document.collection == collection, Document.id == document_id).values(source=source)
+        update(Document)
+        .where(Document.collection == collection, Document.id == document_id)
+        .values(source=source, origin=origin)
     )
 
 

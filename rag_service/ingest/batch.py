@@ -32,13 +32,13 @@ from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
 from rag_service.ingest.embedclock import EmbedClock
 from rag_service.ingest.fingerprint import content_hash
+from rag_service.ingest.former_keys import rekey_former_documents
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.metadata_policy import document_metadata
 from rag_service.ingest.pending import PendingDocument, write_groups
 from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport, file_reason
-from rag_service.ingest.source_keys import legacy_source_for
 from rag_service.ingest.storable import check_storable
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.ingest.vector_sources import VectorSource
@@ -109,25 +109,17 @@ class Batch:
         self._inflight: tuple[Any, ...] | None = None
         self._known: dict[str, repo.StoredDocument | None] = {}
 
-    def look_up(self, sources: dict[Path, str]) -> None:
-        """Fetch what is stored for these files in one query, instead of one round trip per document.
-
-        A file not stored under its key but under the working-directory-relative key of earlier
-        versions has that document re-keyed (counted in ``report.rekeyed``), not indexed twice.
-        """
-        keys = list(sources.values())
+    def look_up(self, files: dict[Path, tuple[str, str | None]]) -> None:
+        """Fetch what is stored for these files (each one's key and origin) in one query, instead of one round
+        trip per document; a file stored under an earlier key has that document re-keyed (``former_keys``),
+        counted in ``report.rekeyed``, not indexed twice."""
+        keys = [key for key, _ in files.values()]
         with self.db.transaction() as session:
             found = repo.find_documents(session, collection=self.collection, sources=keys)
-            legacy = {
-                old: new
-                for path, new in sources.items()
-                if new not in found and (old := legacy_source_for(path)) is not None and old != new
-            }
-            if legacy:
-                for old, doc in repo.find_documents(session, collection=self.collection, sources=list(legacy)).items():
-                    repo.rename_document(session, collection=self.collection, document_id=doc.id, source=legacy[old])
-                    found[legacy[old]] = repo.StoredDocument(doc.id, legacy[old], doc.content_hash, doc.chunker)
-                    self.report.rekeyed += 1
+            missing = {path: keyed for path, keyed in files.items() if keyed[0] not in found}
+            rekeyed = rekey_former_documents(session, self.collection, missing, current=set(keys))
+            found.update(rekeyed)
+            self.report.rekeyed += len(rekeyed)
         self._known.update((source, found.get(source)) for source in keys)
 
     def add_file(self, path: Path, source: str, *, strategy: str | None, force: bool) -> None:

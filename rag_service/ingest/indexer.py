@@ -138,7 +138,7 @@ class Indexer:
             ):
                 batch = self._batch(collection, report, bar, metadata=metadata, bulk=bulk, lock=lock)
                 clocks.append(batch.clock)
-                batch.look_up(sources)
+                batch.look_up(keyed)
                 seen: dict[str, str] = {}
                 for path in files:
                     if not _repeated(sources[path], seen, report, bar, path=str(path)):  # two checkouts' docs/a.md

@@ -37,7 +37,7 @@ class IngestReport:
     updated: int = 0
     unchanged: int = 0
     deleted: int = 0
-    rekeyed: int = 0  # documents found under their old working-directory-relative source and renamed
+    rekeyed: int = 0  # documents found under an earlier key of their file and renamed (``former_keys``)
     failed: list[FileProblem] = field(default_factory=list)
     skipped: list[FileProblem] = field(default_factory=list)
     chunks_written: int = 0
@@ -116,7 +116,7 @@ class IngestReport:
             f"{self.chunking_seconds:.2f} s chunking, {self.graph_seconds:.2f} s graph: {self.edges_written} edges)",
         ]
         if self.rekeyed:
-            out.append(f"re-keyed: {self.rekeyed} documents from working-directory-relative sources (issue 13)")
+            out.append(f"re-keyed: {self.rekeyed} documents stored under an earlier key of their file")
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += skipped_lines(self.skipped)
         if self.without_chunks:

@@ -114,17 +114,25 @@ def is_pruned(
 
     ``scope`` holds the run's paths as (key, origin) pairs. A document is deleted when its file was not
     ``seen`` and it lies in one of them: at or below its folder, or, for ``"."`` (the checkout root or
-    ``--root`` itself), anywhere relative (absolute sources lie outside it); and it came from that
-    path's origin, or from where is not known (NULL: written before origins were kept). So another
-    checkout's documents and documents given as text (origin '') are kept. Documents at or below an
-    ``unreadable`` folder are kept too: their files may well exist.
+    ``--root`` itself), anywhere relative; and it came from that path's origin, or from where is not known
+    (NULL: written before origins were kept). An absolute key below a path's origin (stored before a ``git init``
+    or without ``--root``) is taken as relative to it. So another checkout's documents and documents given as
+    text (origin '') are kept. Documents at or below an ``unreadable`` folder are kept too: their files may well
+    exist.
     """
-    return (
-        source not in seen
-        and any(
-            (origin is None or origin == base)
-            and (_below_any(source, [key]) if key != ROOT_SOURCE else not source.startswith("/"))
-            for key, base in scope
-        )
-        and not _below_any(source, unreadable)
-    )
+    if source in seen:
+        return False
+    for key, base in scope:
+        relative, known = _below_root(source, origin, base)
+        in_path = _below_any(relative, [key]) if key != ROOT_SOURCE else not relative.startswith("/")
+        if (known is None or known == base) and in_path and not _below_any(relative, unreadable):
+            return True
+    return False
+
+
+def _below_root(source: str, origin: str | None, base: str | None) -> tuple[str, str | None]:
+    """``source`` and ``origin`` as relative to ``base`` where ``source`` is an absolute key of a file below it."""
+    root = (base or "").rstrip("/") + "/"
+    if origin is None and base and source.startswith(root):
+        return source[len(root) :], base
+    return source, origin

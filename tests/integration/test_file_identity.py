@@ -53,12 +53,60 @@ def test_documents_under_old_working_directory_keys_are_rekeyed_not_duplicated(
     monkeypatch.chdir(tmp_path)
     indexer.index_paths(["docs"], collection="t")
     # what earlier versions stored when run from docs/: keys relative to the working directory
-    connection.execute(text("UPDATE documents SET source = substr(source, 6) WHERE collection = 't'"))
+    connection.execute(text("UPDATE documents SET source = substr(source, 6), origin = NULL WHERE collection = 't'"))
     assert _sources(connection) == ["a.md", "b.md"]
     monkeypatch.chdir(docs)
     report = indexer.index_paths(["."], collection="t")
     assert (report.rekeyed, report.unchanged, report.added) == (2, 2, 0), report.lines()
     assert _sources(connection) == ["docs/a.md", "docs/b.md"]
+
+
+def test_another_folders_document_under_the_same_relative_key_is_not_taken_over(
+    indexer, connection, tmp_path, monkeypatch
+):
+    """Folder x indexed with --root x stores ``a.md``; folder y's own ``a.md``, indexed from inside y, was taken for
+    x's document under the old working-directory key: renamed to y's key and overwritten, x's text gone."""
+    x, y = tmp_path / "x", tmp_path / "y"
+    for folder, words in ((x, "the deploy key rotates on Mondays"), (y, "lunch is at noon")):
+        folder.mkdir()
+        (folder / "a.md").write_text(f"# {folder.name}\n\nTeam {folder.name}: {words}.\n")
+    assert indexer.index_paths([x], collection="t", root=x).added == 1
+    monkeypatch.chdir(y)
+    report = indexer.index_paths(["."], collection="t")
+    assert (report.added, report.updated, report.rekeyed) == (1, 0, 0), report.lines()
+    assert _sources(connection) == sorted(["a.md", (y / "a.md").resolve().as_posix()])
+
+
+def test_a_file_keyed_anew_by_a_git_init_or_a_root_keeps_its_document(indexer, connection, tmp_path):
+    """Outside a checkout a file is keyed by its absolute path; after ``git init`` by its path in the checkout. The
+    file's document was indexed again under the new key and the old one stayed searchable with the old text: a
+    prune did not reach it (absolute keys lay outside every relative scope)."""
+    docs = _checkout(tmp_path, git=False)
+    indexer.index_paths([docs], collection="t")
+    absolute = sorted(p.resolve().as_posix() for p in docs.glob("*.md"))
+    assert _sources(connection) == absolute
+    (tmp_path / ".git").mkdir()
+    (docs / "a.md").write_text("# a\n\nChanged notes about replication slots after the checkout was made.\n")
+    report = indexer.index_paths([docs], collection="t")
+    assert (report.rekeyed, report.updated, report.unchanged, report.added) == (2, 1, 1, 0), report.lines()
+    root = tmp_path.resolve().as_posix()
+    assert _origins(connection) == {"docs/a.md": root, "docs/b.md": root}
+
+    again = indexer.index_paths([docs], collection="t", root=docs)  # --root given: keyed below it, still one each
+    assert (again.rekeyed, again.unchanged, again.added) == (2, 2, 0), again.lines()
+    assert _sources(connection) == ["a.md", "b.md"]
+
+    # a duplicate an earlier version left (the file's absolute key beside its new one) is pruned as stale
+    connection.execute(
+        text(
+            "INSERT INTO documents (collection, source, title, content, content_hash, chunker, chunk_count) "
+            "SELECT collection, :old, title, content, content_hash, chunker, 0 FROM documents "
+            "WHERE collection = 't' AND source = 'b.md'"
+        ),
+        {"old": absolute[1]},
+    )
+    pruned = indexer.index_paths([docs], collection="t", root=docs, prune=True)
+    assert pruned.deleted == 1 and _sources(connection) == ["a.md", "b.md"], pruned.lines()
 
 
 def _origins(connection) -> dict[str, str | None]:  # type: ignore[no-untyped-def]
