@@ -45,6 +45,7 @@ from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.prune import unseen_documents
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import check_root, keyed_source, source_for
+from rag_service.ingest.storable import storable_names
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.ingest.vector_sources import StoredVectors, SwitchVectors, VectorSource
 from rag_service.llm import ChatModel
@@ -127,6 +128,7 @@ class Indexer:
         report.skipped = [FileProblem(source_for(p, base, follow_link=False), reason) for p, reason in found.skipped]
         roots: dict[Path, Path | None] = {}
         keyed = {p: keyed_source(p, base, known=roots) for p in files}  # (key, origin)
+        keyed, report.failed = storable_names(keyed)
         sources = {p: key for p, (key, _) in keyed.items()}
         with reported_if_stopped(report, started) as clocks, reindex_lock(self.db.engine, collection) as lock:
             self._guard(collection)
@@ -149,7 +151,7 @@ class Indexer:
                 gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
                     self.db,
                     collection,
-                    scope=[keyed_source(Path(p), base) for p in paths],
+                    scope=list(storable_names({Path(p): keyed_source(Path(p), base) for p in paths})[0].values()),
                     seen=set(sources.values()),
                     unreadable=[source_for(p, base) for p in found.unreadable],
                     delete=prune,
@@ -433,9 +435,13 @@ def _repeated(source: str, seen: dict[str, str], report: IngestReport, bar: Prog
     written over the first. ``seen`` maps each source to its file's ``path`` (files: both are named)."""
     if source in seen:
         kept = seen[source]
-        reason = REPEATED_SOURCE if not (path and kept) else (
-            f"{path} has the same source as {kept}, indexed earlier in this run (a collection holds one document "
-            "per source): index each checkout into a collection of its own, or pass --root above both; not indexed"
+        reason = (
+            REPEATED_SOURCE
+            if not (path and kept)
+            else (
+                f"{path} has the same source as {kept}, indexed earlier in this run (a collection holds one document "
+                "per source): index each checkout into a collection of its own, or pass --root above both; not indexed"
+            )
         )
         report.failed.append(FileProblem(source, reason))
         bar.advance(chunks=0)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from rag_service.errors import DocumentReadError
+from rag_service.ingest.report import FileProblem
 
 #: the longest source a document may have, everywhere (Linux's PATH_MAX): a file's key never exceeds it, and
 #: ``DELETE /api/documents`` takes a source this long, so no document is stored that cannot be named to delete it
@@ -39,3 +43,23 @@ def _text(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise DocumentReadError(f"its {name} is {type(value).__name__}, not text; pass a string")
     return value
+
+
+def storable_names(
+    keyed: Mapping[Path, tuple[str, str | None]],
+) -> tuple[dict[Path, tuple[str, str | None]], list[FileProblem]]:
+    """The files whose key (``keyed``: key and origin) can be stored, and one failure for each other: a name that
+    is not UTF-8 (a Latin-1 archive's, a Windows share's) holds lone surrogates once Python decodes it, and one
+    such key sent to the database ended the whole run with a traceback."""
+    kept: dict[Path, tuple[str, str | None]] = {}
+    failed: list[FileProblem] = []
+    for path, (key, origin) in keyed.items():
+        try:
+            key.encode()
+        except UnicodeEncodeError:
+            shown = key.encode(errors="surrogateescape").decode(errors="replace")
+            fix = "its name is not UTF-8, so no source can name it; rename it to UTF-8 (e.g. convmv -f latin1 -t utf8)"
+            failed.append(FileProblem(shown, fix))
+            continue
+        kept[path] = (key, origin)
+    return kept, failed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sqlalchemy import text
@@ -149,3 +150,17 @@ def test_a_moved_checkout_takes_its_keys_over_and_documents_given_as_text_are_ne
     assert (moved.updated, moved.unchanged, moved.deleted, moved.failed) == (1, 1, 0, []), moved.lines()
     new = (tmp_path / "new").resolve().as_posix()
     assert _origins(connection) == {"docs/a.md": new, "docs/b.md": new, "notes.md": ""}
+
+
+def test_a_file_whose_name_is_not_utf8_fails_alone_and_the_others_index(indexer, connection, tmp_path):
+    """A Latin-1 name (an old archive, a Windows share) decodes to lone surrogates, which the database refuses:
+    the first query holding its key ended the whole run with a traceback, nothing indexed."""
+    docs = _checkout(tmp_path)
+    os.mkdir(os.path.join(os.fsencode(docs), b"r\xe9sum\xe9s"))
+    for name in (b"caf\xe9.md", b"r\xe9sum\xe9s/in.md"):
+        with open(os.path.join(os.fsencode(docs), name), "w") as file:
+            file.write("# Latin\n\nA page whose name is Latin-1, about a gecko.\n")
+    report = indexer.index_paths([docs], collection="t", prune=True)
+    assert report.added == 2 and _sources(connection) == ["docs/a.md", "docs/b.md"], report.lines()
+    assert sorted(f.source for f in report.failed) == ["docs/caf\ufffd.md", "docs/r\ufffdsum\ufffds/in.md"]
+    assert all("not UTF-8" in f.reason and "rename" in f.reason for f in report.failed)
