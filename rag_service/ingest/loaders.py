@@ -56,6 +56,7 @@ __all__ = [
     "text_title",
 ]
 
+
 @dataclass(slots=True)
 class LoadedDocument:
     """One file's normalised text, ready to chunk; ``source`` is the path as given."""
@@ -228,8 +229,10 @@ def discover(paths: Sequence[Path]) -> Discovery:
     """Expand ``paths`` (directories recursively, sorted) into supported files and skipped ones.
 
     Hidden files and directories and ``__pycache__`` inside directories are passed over silently; a
-    path given explicitly is always considered. A folder that cannot be listed (permissions, a path
-    too long, removed meanwhile) is skipped with the reason and listed in ``unreadable``.
+    path given explicitly is always considered. A followed link is its target's file (as ``source_for``
+    keys it): listed by the target's path, so its suffix and name, not the link's, decide how it is read.
+    A folder that cannot be listed (permissions, a path too long, removed meanwhile) is skipped with the
+    reason and listed in ``unreadable``.
     """
     found = Discovery([], [], [])
     seen: set[Path] = set()
@@ -258,8 +261,12 @@ def discover(paths: Sequence[Path]) -> Discovery:
         if stat.S_ISDIR(mode):
             walked, errors = _walk(path)
             inside = path.resolve()
-            for file in sorted(walked):
-                if (left := _link_not_followed(file, inside)) is not None:
+            met: dict[Path, str | None] = {}  # each file by the path it is read by, and why it is skipped
+            for file in walked:
+                left = _link_not_followed(file, inside)
+                met.setdefault(file if left is not None else _read_by(file, path, inside), left)
+            for file, left in sorted(met.items()):
+                if left is not None:
                     found.skipped.append((file, left))
                 else:
                     consider(file)
@@ -268,7 +275,7 @@ def discover(paths: Sequence[Path]) -> Discovery:
                 found.unreadable.append(folder)
                 found.skipped.append((folder, _unreadable_reason(error, "folder")))
         elif stat.S_ISREG(mode):
-            consider(path)
+            consider(path.resolve() if path.is_symlink() else path)
         else:
             found.skipped.append((path, "not a regular file"))
     return found
@@ -283,6 +290,12 @@ def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
         found.extend(Path(directory, d) for d in dirnames if os.path.islink(os.path.join(directory, d)))
         found.extend(Path(directory, name) for name in filenames if not name.startswith("."))
     return found, errors
+
+
+def _read_by(file: Path, root: Path, inside: Path) -> Path:
+    """The path a walk over ``root`` (resolved: ``inside``) reads ``file`` by: a followed link's target, spelled
+    below ``root`` as the walk spells its files; any other file itself."""
+    return root / file.resolve().relative_to(inside) if file.is_symlink() else file
 
 
 def _link_not_followed(path: Path, root: Path) -> str | None:

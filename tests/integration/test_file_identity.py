@@ -164,3 +164,19 @@ def test_a_file_whose_name_is_not_utf8_fails_alone_and_the_others_index(indexer,
     assert report.added == 2 and _sources(connection) == ["docs/a.md", "docs/b.md"], report.lines()
     assert sorted(f.source for f in report.failed) == ["docs/caf\ufffd.md", "docs/r\ufffdsum\ufffds/in.md"]
     assert all("not UTF-8" in f.reason and "rename" in f.reason for f in report.failed)
+
+
+def test_a_link_to_a_file_of_the_folder_leaves_its_document_as_it_is(indexer, connection, tmp_path):
+    """The document of a link's target is the target read as itself: a link sorting first (``0notes.txt``) made
+    it plain text titled "0notes", re-written when the link came and again when it went."""
+    docs = _checkout(tmp_path)
+    (docs / "guide.md").write_text("# Install guide\n\n## Steps\n\nRun the installer for the heron package.\n")
+    indexer.index_paths([docs], collection="t")
+    rows = "SELECT source, title, chunker, chunk_count FROM documents WHERE collection = 't' ORDER BY source"
+    stored = connection.execute(text(rows)).all()
+    (docs / "0notes.txt").symlink_to("guide.md")
+    for given in ([docs], [docs / "0notes.txt"]):
+        again = indexer.index_paths(given, collection="t")
+        assert (again.added, again.updated, again.failed) == (0, 0, []), again.lines()
+        assert connection.execute(text(rows)).all() == stored
+    assert ("docs/guide.md", "Install guide") in [(source, title) for source, title, *_ in stored]

@@ -222,7 +222,7 @@ def test_a_walk_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
     (docs / "loop-a.md").symlink_to(docs / "loop-b.md")
     (docs / "loop-b.md").symlink_to(docs / "loop-a.md")
     found = discover([docs])
-    assert found.files == [docs / "a-latest.md"]  # guide.md itself is the same file: once
+    assert found.files == [target]  # a-latest.md is the same file: once, as itself
     reasons = {path.name: reason for path, reason in found.skipped}
     assert reasons == {
         "gone.md": f"a symbolic link to {tmp_path / 'none.md'}, which does not exist: mend or remove the link",
@@ -231,7 +231,23 @@ def test_a_walk_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
         "more": f"a symbolic link to the folder {tmp_path / 'private'}: not followed; name that folder to index it",
         "passwd.md": f"a symbolic link to {secret}, outside {docs}: not followed; name that file to index it",
     }
-    assert discover([docs / "passwd.md"]).files == [docs / "passwd.md"]  # named itself, it is the user's choice
+    assert discover([docs / "passwd.md"]).files == [secret]  # named itself, it is the user's choice
+
+
+def test_a_link_to_a_file_of_the_folder_is_that_file_read_as_itself(tmp_path: Path) -> None:
+    """A link is keyed by its target, so the document is the target read by its own name (suffix: the chunking;
+    stem: the title), whichever sorts first; a link to a file the walk skips does not index it under its name."""
+    tmp_path = tmp_path.resolve()
+    guide = write(tmp_path / "guide.md", "# Install guide\n\n## Steps\n\nRun the installer.\n")
+    write(tmp_path / "data.csv", "a,b\n1,2\n")
+    for name, to in [("0notes.txt", "guide.md"), ("zz.txt", "guide.md"), ("0table.md", "data.csv")]:
+        (tmp_path / name).symlink_to(to)
+    found = discover([tmp_path])
+    assert found.files == [guide]
+    assert [(p.name, r.split(";")[0]) for p, r in found.skipped] == [("data.csv", "unsupported file type '.csv'")]
+    assert discover([tmp_path / "0notes.txt"]).files == [guide]  # named itself: still the target's document
+    assert discover([tmp_path / "0table.md"]).files == []
+    assert load_document(found.files[0], max_bytes=MB).title == "Install guide"
 
 
 def test_a_repository_is_read_whole_but_its_data_and_secrets(tmp_path: Path) -> None:
