@@ -286,10 +286,15 @@ def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
     found: list[Path] = []
     errors: list[OSError] = []
     for directory, dirnames, filenames in os.walk(root, onerror=errors.append):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+        dirnames[:] = [d for d in dirnames if not _passed_over(d, folder=True)]
         found.extend(Path(directory, d) for d in dirnames if os.path.islink(os.path.join(directory, d)))
-        found.extend(Path(directory, name) for name in filenames if not name.startswith("."))
+        found.extend(Path(directory, name) for name in filenames if not _passed_over(name, folder=False))
     return found, errors
+
+
+def _passed_over(name: str, *, folder: bool) -> bool:
+    """Whether a walk leaves out a file or folder of this name: hidden ones, and ``__pycache__`` folders."""
+    return name.startswith(".") or (folder and name == "__pycache__")
 
 
 def _read_by(file: Path, root: Path, inside: Path) -> Path:
@@ -300,8 +305,9 @@ def _read_by(file: Path, root: Path, inside: Path) -> Path:
 
 def _link_not_followed(path: Path, root: Path) -> str | None:
     """Why a walk over ``root`` (resolved) does not follow the symbolic link ``path``, or None: it is not a link,
-    or a link to a file inside ``root``. A link out of the folder would index, and let anyone who may search
-    read, a file the user never named (``/etc/passwd`` under ``docs/``)."""
+    or a link to a file inside ``root`` the walk reads. A link out of the folder would index, and let anyone who
+    may search read, a file the user never named (``/etc/passwd`` under ``docs/``); one to a hidden file, a file
+    the walk never reads (``settings.toml -> .env``)."""
     if not path.is_symlink():
         return None
     try:
@@ -317,6 +323,9 @@ def _link_not_followed(path: Path, root: Path) -> str | None:
         return f"a symbolic link to the folder {target}: not followed; name that folder to index it"
     if not target.is_relative_to(root):
         return f"a symbolic link to {target}, outside {root}: not followed; name that file to index it"
+    *folders, name = target.relative_to(root).parts
+    if _passed_over(name, folder=False) or any(_passed_over(f, folder=True) for f in folders):
+        return f"a symbolic link to {target}, which a walk passes over (hidden, or in __pycache__): not followed"
     return None
 
 

@@ -250,6 +250,26 @@ def test_a_link_to_a_file_of_the_folder_is_that_file_read_as_itself(tmp_path: Pa
     assert load_document(found.files[0], max_bytes=MB).title == "Install guide"
 
 
+def test_a_walk_reads_no_hidden_file_through_a_link(tmp_path: Path) -> None:
+    """Hidden files are never read by a walk (``.env``), nor files in the folders it passes over, through a link
+    in the folder either; hidden counts below the folder walked, which may itself be hidden."""
+    root = tmp_path.resolve() / ".team"
+    secret = write(root / ".env", "DB_PASSWORD=hunter2\n")
+    hook = write(root / ".git" / "notes.md", "text")
+    cached = write(root / "sub" / "__pycache__" / "c.md", "text")
+    readme = write(root / "readme.md", "# Readme\n")
+    links = {"settings.toml": secret, "hooks.md": hook, "cached.md": cached, "a-readme.md": readme}
+    for name, to in links.items():
+        (root / name).symlink_to(to)
+    found = discover([root])
+    assert found.files == [readme]
+    assert dict(found.skipped) == {
+        root / name: f"a symbolic link to {links[name]}, which a walk passes over (hidden, or in __pycache__): "
+        "not followed"
+        for name in ["settings.toml", "hooks.md", "cached.md"]
+    }
+
+
 def test_a_repository_is_read_whole_but_its_data_and_secrets(tmp_path: Path) -> None:
     """Configuration, infrastructure and files known by name (Dockerfile, LICENSE) are text a team searches; a
     folder's data dumps are skipped, and its ``.env`` never read (hidden)."""
