@@ -60,7 +60,9 @@ def update_preset(session: Session, context_type: str, values: dict[str, Any]) -
     UnknownContextError for a missing row, ConfigurationError for an unknown column or a bad value, or
     for a bad stored value (a row edited in SQL) that ``values`` leave as it is.
     """
-    stored = load_preset(session, context_type)
+    # the row locked as it is read: two edits of one preset at once each wrote back the knobs it read, so the
+    # later one undid the earlier's change (both told it was stored)
+    stored = load_preset(session, context_type, for_update=True)
     try:
         updated = stored.with_overrides(values)
     except ConfigurationError:

@@ -58,12 +58,12 @@ def list_presets(session: Session) -> list[Preset]:
     return [_to_preset(row) for row in rows]
 
 
-def load_preset(session: Session, context_type: str) -> Preset:
-    """The preset named ``context_type``; UnknownContextError lists the valid names."""
+def load_preset(session: Session, context_type: str, *, for_update: bool = False) -> Preset:
+    """The preset named ``context_type``; UnknownContextError lists the valid names. ``for_update``: its row
+    locked until the transaction ends (an edit reads what the edit before it committed)."""
     check_context_name(context_type)
-    row = session.execute(
-        select(RagConfiguration).where(RagConfiguration.context_type == context_type)
-    ).scalar_one_or_none()
+    query = select(RagConfiguration).where(RagConfiguration.context_type == context_type)
+    row = session.execute(query.with_for_update() if for_update else query).scalar_one_or_none()
     if row is None:
         names = list(session.execute(select(RagConfiguration.context_type).order_by(RagConfiguration.id)).scalars())
         hint = did_you_mean(context_type, names)

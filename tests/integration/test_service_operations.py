@@ -7,6 +7,8 @@ health: what ``server/`` calls, so a Python caller gets the same behaviour.
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 import uuid
 from fractions import Fraction
 from pathlib import Path
@@ -17,6 +19,7 @@ from sqlalchemy import Connection, text
 
 from rag_service import NewDocument
 from rag_service.config import Settings
+from rag_service.db.catalog import update_preset
 from rag_service.db.database import Database
 from rag_service.db.locks import reindex_lock
 from rag_service.embed import HashingEmbedder
@@ -321,3 +324,23 @@ def test_a_preset_row_edited_out_of_limits_is_named_as_stored(
     fixed = service.update_preset("wild", max_chunks=8, vector_weight=0.5)
     assert (fixed.max_chunks, fixed.vector_weight) == (8, 0.5)
     assert service.retrieve("kite", "wild", collection=collection).chunks
+
+
+def test_two_edits_of_one_preset_at_once_keep_both_changes(fresh_database: Database, settings: Settings) -> None:
+    """Each edit wrote back every knob as it had read it: the later undid the earlier's change, and both callers
+    were told their change was stored (39 of 40 concurrent pairs lost one)."""
+    svc = UniversalRAGService(settings, database=fresh_database, embedder=HashingEmbedder())
+    before = svc.preset("workflow")
+    edited: dict[str, object] = {}
+    later = threading.Thread(target=lambda: edited.update(b=svc.update_preset("workflow", diversity=0.5)))
+    with fresh_database.transaction() as session:
+        update_preset(session, "workflow", {"max_chunks": before.max_chunks + 2})  # held open: not committed yet
+        later.start()
+        waiting = text("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        deadline = time.monotonic() + 30
+        with fresh_database.engine.connect() as watch:
+            while not watch.execute(waiting).scalar_one() and time.monotonic() < deadline:
+                time.sleep(0.02)  # the later edit waits on the row
+    later.join(timeout=30)
+    after = svc.preset("workflow")
+    assert (after.max_chunks, after.diversity) == (before.max_chunks + 2, 0.5), edited
