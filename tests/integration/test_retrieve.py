@@ -496,3 +496,18 @@ def test_max_chunks_counts_passages_when_overlapping_results_of_one_document_are
     spans = sorted((c.source, c.start_char, c.end_char) for c in result.chunks)
     assert all(a[0] != b[0] or a[2] < b[1] for a, b in itertools.pairwise(spans)), spans  # joined: apart
     assert len(result.chunks) == asked, spans
+
+
+def test_max_chunks_is_filled_when_documents_share_boilerplate(db, settings):
+    """The search read max(candidate_k, max_chunks) rows and dedupe kept one of each text: 30 documents opening
+    with one shared paragraph gave the search preset 2 results of 12, many distinct matches unread."""
+    boiler = "Prompt caching note: caching stores the prompt prefix so a repeated prompt costs less to run again."
+    filler = "filler text about other things. " * 20
+    docs = [
+        (f"dup/doc{i:02}.txt", "", f"{boiler}\n\n{filler}\n\nTopic {i}: prompt caching example {i} and breakpoint {i}.")
+        for i in range(30)
+    ]
+    svc = make_service(db, settings)
+    svc.index_texts(docs, collection="dup", strategy="recursive")
+    result = svc.retrieve("prompt caching", context="search", collection="dup", max_tokens=100_000)
+    assert len(result.chunks) == 12 and len({c.content for c in result.chunks}) == 12, result.metrics
