@@ -160,7 +160,15 @@ PRESET_KNOBS: dict[str, Knob] = {
         Knob("rerank_enabled", bool, "rerank the fused candidates with the cross-encoder", True),
         Knob("rrf_k", int, "rank offset of reciprocal rank fusion", DEFAULT_RRF_K, 1, 10_000),
         Knob("fusion_method", str, "how the arms are merged", DEFAULT_FUSION_METHOD, choices=("rrf", "linear")),
-        Knob("candidate_k", int, "candidates per arm", DEFAULT_CANDIDATE_K, 1, MAX_CANDIDATE_K),
+        Knob(
+            "candidate_k",
+            int,
+            "candidates per arm; never fewer than max_chunks (4 x max_chunks with return_parents), and read deeper "
+            "where identical texts leave fewer distinct ones",
+            DEFAULT_CANDIDATE_K,
+            1,
+            MAX_CANDIDATE_K,
+        ),
         Knob("keyword_scorer", str, "the keyword arm's score", DEFAULT_KEYWORD_SCORER, choices=("bm25", "ts_rank_cd")),
         Knob("show_metadata", bool, "the formatted context shows summaries and keywords", False),
         Knob("graph_weight", float, "the graph walk's share of the ranking; 0 = off", 0.0, 0.0, 1.0),
