@@ -315,6 +315,14 @@ NEIGHBOURHOOD_SQL = """
 _NEIGHBOURHOOD = text(NEIGHBOURHOOD_SQL)
 
 
+_HAS_EDGES = text("SELECT EXISTS (SELECT 1 FROM chunk_edges WHERE collection = :collection)")
+
+
+def has_edges(session: Session, *, collection: str) -> bool:
+    """Whether ``collection`` has a chunk graph at all (an index made before the graph has none)."""
+    return bool(session.execute(_HAS_EDGES, {"collection": collection}).scalar_one())
+
+
 def neighbourhood(
     session: Session, *, collection: str, seeds: Sequence[int], per_node: int
 ) -> list[tuple[int, int, float]]:

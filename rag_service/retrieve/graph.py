@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from rag_service.db import graph as store
 from rag_service.db.search_request import SearchHit, SearchRequest
 from rag_service.records import from_fields
-from rag_service.result import ChunkScores, RetrievedChunk
+from rag_service.result import ChunkScores, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.parents import dedupe
 
 #: fused results the walk restarts from
@@ -59,15 +59,19 @@ def personalised_pagerank(
 
 
 def graph_rerank(
-    session: Session, chunks: list[RetrievedChunk], *, request: SearchRequest, weight: float
+    session: Session, chunks: list[RetrievedChunk], *, request: SearchRequest, weight: float, metrics: RetrievalMetrics
 ) -> tuple[list[RetrievedChunk], int]:
-    """The candidates re-scored with the walk (and joined by what it reached); ``(chunks, how many joined)``."""
+    """The candidates re-scored with the walk (and joined by what it reached); ``(chunks, how many joined)``. A
+    collection without a chunk graph is a ``metrics.degraded`` line (the weight did nothing, and said nothing)."""
     seeds = chunks[:SEEDS]
     if not seeds or weight <= 0:
         return chunks, 0
     restart = {c.chunk_id: max(c.relevance_score, 1e-6) for c in seeds}
     edges = store.neighbourhood(session, collection=request.collection, seeds=list(restart), per_node=PER_NODE)
     if not edges:
+        if not store.has_edges(session, collection=request.collection):
+            reason = f"collection {request.collection!r} has no chunk graph, so graph_weight did nothing"
+            metrics.degrade("graph", f"{reason}; run `rag graph build --collection {request.collection}`")
         return chunks, 0
     walk = personalised_pagerank(edges, restart, damping=DAMPING, iterations=ITERATIONS)
     top = max(walk.values())

@@ -150,7 +150,7 @@ class Retriever:
             if preset.graph_weight > 0:
                 graph_started = time.perf_counter()
                 chunks, metrics.graph_added = graph_rerank(
-                    session, chunks, request=requests[0], weight=preset.graph_weight
+                    session, chunks, request=requests[0], weight=preset.graph_weight, metrics=metrics
                 )
                 metrics.graph_time_ms = _ms(graph_started)
             metrics.total_candidates = len(chunks)  # what the later stages rank: the graph's additions included

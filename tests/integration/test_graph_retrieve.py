@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sqlalchemy import text
 
 from rag_service.db.presets import load_preset
 from rag_service.embed import HashingEmbedder
@@ -79,6 +80,16 @@ def test_graph_weight_zero_is_off_and_the_walk_brings_in_the_linked_document(ser
     runbook = next(c for c in on.chunks if c.source == "kb/runbook.md")
     assert runbook.scores.graph is not None and runbook.scores.graph > 0 and runbook.scores.vector is None
     assert 0.0 <= runbook.relevance_score <= 1.0
+
+
+def test_graph_weight_on_a_collection_without_a_graph_says_it_did_nothing(service, connection):
+    """An index made before the chunk graph has no edges: the weight did nothing and metrics said nothing."""
+    assert not any(line.startswith("graph:") for line in _ask(service, graph_weight=0.5).metrics.degraded)
+    connection.execute(text("DELETE FROM chunk_edges WHERE collection = :c"), {"c": COLLECTION})
+    lone = _ask(service, graph_weight=0.5)
+    assert lone.metrics.graph_added == 0 and lone.chunks == _ask(service).chunks
+    [line] = [line for line in lone.metrics.degraded if line.startswith("graph:")]
+    assert "no chunk graph" in line and f"rag graph build --collection {COLLECTION}" in line, line
 
 
 def test_the_walk_respects_filters(service):
