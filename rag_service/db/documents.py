@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, TextClause, bindparam, delete, func, select, text, true, update
+from sqlalchemy import Select, TextClause, bindparam, delete, func, select, text, true
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -182,15 +182,6 @@ def find_documents(session: Session, *, collection: str, sources: Sequence[str])
         )
         found.update((row.source, StoredDocument(*row)) for row in rows)
     return found
-
-
-def rename_document(session: Session, *, collection: str, document_id: int, source: str, origin: str | None) -> None:
-    """Give a stored document a new source key and origin (its chunks follow through the document id)."""
-    session.execute(
-        update(Document)
-        .where(Document.collection == collection, Document.id == document_id)
-        .values(source=source, origin=origin)
-    )
 
 
 def stored_embeddings(session: Session, *, collection: str, hashes: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import Text
@@ -52,3 +52,12 @@ def record_origins(session: Session, *, collection: str, origins: Mapping[str, s
     statement = _RECORD_UNKNOWN if only_unknown else _RECORD
     for origin, sources in by_origin.items():
         session.execute(statement, {"collection": collection, "origin": origin, "sources": sources})
+
+
+def rename_document(session: Session, *, collection: str, document_id: int, source: str, origin: str | None) -> None:
+    """Give a stored document a new source key and origin (its chunks follow through the document id)."""
+    session.execute(
+        update(Document)
+        .where(Document.collection == collection, Document.id == document_id)
+        .values(source=source, origin=origin)
+    )

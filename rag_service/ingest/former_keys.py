@@ -16,6 +16,8 @@ from pathlib import Path, PurePosixPath
 from sqlalchemy.orm import Session
 
 from rag_service.db import documents as repo
+from rag_service.db.collections import collection_exists
+from rag_service.db.origins import rename_document
 from rag_service.ingest.source_keys import legacy_source_for
 
 
@@ -43,6 +45,8 @@ def rekey_former_documents(
     """Re-key the stored documents of the ``missing`` files (each one's key and origin, not stored under that key)
     found under a former key of the same file; returns them by their new key. Keys in ``current`` (this run's)
     are other files' documents, never taken."""
+    if not missing or not collection_exists(session, collection):  # a first index: nothing stored to re-key
+        return {}
     former = {path: former_keys(path) for path in missing}
     candidates = sorted({key for keys in former.values() for key in keys} - current)
     stored = repo.find_documents(session, collection=collection, sources=candidates) if candidates else {}
@@ -54,6 +58,6 @@ def rekey_former_documents(
         if match is None or key in rekeyed:  # a key repeated in this run: the first file's
             continue
         doc = stored.pop(match)
-        repo.rename_document(session, collection=collection, document_id=doc.id, source=key, origin=origin)
+        rename_document(session, collection=collection, document_id=doc.id, source=key, origin=origin)
         rekeyed[key] = repo.StoredDocument(doc.id, key, doc.content_hash, doc.chunker, origin)
     return rekeyed
