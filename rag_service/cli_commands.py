@@ -16,6 +16,7 @@ from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
 from rag_service.db import admin
 from rag_service.errors import ConfigurationError
+from rag_service.knobs import SHOWN_VALUE_CHARS, shown_value
 from rag_service.service_paths import check_root, only_unsupported_files
 from rag_service.shutdown import Interrupted, deferred_stop, exit_status
 
@@ -208,7 +209,8 @@ def _check_query_sets(overrides: dict[str, object]) -> None:
     """One line for ``--set collection=...`` (and ``context``, ``query``): inputs of ``rag query``, not knobs."""
     for name, fix in _QUERY_INPUTS.items():
         if name in overrides:
-            value = overrides[name]
+            given = overrides[name]
+            value = given if isinstance(given, str) and len(given) <= SHOWN_VALUE_CHARS else shown_value(given)
             hint = fix if name == "query" else f"use {fix} {value}"
             raise ConfigurationError(f"--set {name}={value}: {name} is not a preset override; {hint}")
 
@@ -244,10 +246,21 @@ def parse_sets(items: list[str]) -> dict[str, object]:
         if not sep or not key:
             raise ConfigurationError(f"--set {item!r} must look like key=value, e.g. --set keyword_scorer=ts_rank_cd")
         try:
-            out[key] = json.loads(raw)
+            out[key] = json.loads(raw, parse_int=_json_int)
         except json.JSONDecodeError:
             out[key] = raw
     return out
+
+
+def _json_int(text: str) -> int:
+    """A JSON integer of any length: ``int()`` refuses over 4,300 digits (``sys.get_int_max_str_digits``), and
+    its ValueError was a traceback; the knob's check names the number instead (``knobs.shown_value``)."""
+    digits = text.lstrip("-")
+    value = 0
+    for start in range(0, len(digits), 4000):
+        part = digits[start : start + 4000]
+        value = value * 10 ** len(part) + int(part)
+    return -value if text.startswith("-") else value
 
 
 def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]

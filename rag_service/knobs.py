@@ -66,7 +66,7 @@ class Knob:
     def problem(self, value: object) -> str | None:
         """One line naming the knob and what is wrong with ``value``; None when it is fine."""
         wrong = self.requirement(value)
-        return None if wrong is None else f"{self.name} ({value!r}) {wrong}"
+        return None if wrong is None else f"{self.name} ({shown_value(value)}) {wrong}"
 
     def requirement(self, value: object) -> str | None:
         """What ``value`` fails (``must be between 0 and 1``), without the knob's name; None when it is fine."""
@@ -115,6 +115,32 @@ class Knob:
         if self.le is not None:
             bounds["le"] = self.kind(self.le)
         return bounds
+
+
+#: longest value an error line shows whole: a 10,000-character text or a 5,000-digit int is cut to its start
+SHOWN_VALUE_CHARS = 60
+
+
+def shown_value(value: object) -> str:
+    """``value``'s repr for an error line: a long one cut to its first characters and its length. An int of more
+    digits than ``repr`` converts (``sys.get_int_max_str_digits``) is shown so too, not a ValueError."""
+    if isinstance(value, int) and not isinstance(value, bool) and (digits := _digits(value)) > SHOWN_VALUE_CHARS:
+        lead = abs(value) // 10 ** (digits - 12)  # its first 12 digits, without converting the whole number
+        return f"{'-' if value < 0 else ''}{lead}\u2026, {digits} digits"
+    text = repr(value)
+    if len(text) <= SHOWN_VALUE_CHARS:
+        return text
+    if isinstance(value, str):
+        start = repr(value[: SHOWN_VALUE_CHARS - 20])
+        return f"{start[:-1]}\u2026{start[-1]}, {len(value)} characters"
+    return f"{text[: SHOWN_VALUE_CHARS - 1]}\u2026"
+
+
+def _digits(value: int) -> int:
+    """How many decimal digits ``value`` has (``len(str(value))`` fails over 4,300 of them)."""
+    bits = max(abs(value).bit_length(), 1)
+    at_least = int((bits - 1) * math.log10(2)) + 1  # 2**(bits-1) <= |value| < 2**bits
+    return at_least if abs(value) < 10**at_least else at_least + 1
 
 
 def _is_kind(value: object, kind: type) -> bool:
@@ -217,7 +243,7 @@ def check_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
         knob = PRESET_KNOBS.get(name)
         wrong = knob.requirement(value) if knob is not None else None
         if wrong is not None:  # named as given: diversity=3 is "diversity (3)", not its float 3.0
-            raise ConfigurationError(f"{name} ({values[name]!r}) {wrong}")
+            raise ConfigurationError(f"{name} ({shown_value(values[name])}) {wrong}")
     return plain
 
 

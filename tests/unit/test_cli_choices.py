@@ -7,6 +7,9 @@ import argparse
 import pytest
 
 from rag_service.cli import build_parser, main
+from rag_service.cli_commands import parse_sets
+from rag_service.errors import ConfigurationError
+from rag_service.knobs import check_knobs
 
 
 @pytest.mark.parametrize(
@@ -149,3 +152,17 @@ def test_a_set_item_without_key_and_value_is_a_usage_error(argv: list[str], caps
     assert exited.value.code == 2
     assert f"argument --set: invalid set_item value: {argv[-1]!r}" not in error, "argparse's own wording, not ours"
     assert f"{argv[-1]!r} must look like key=value" in error, error
+
+
+@pytest.mark.parametrize(
+    ("digits", "shown"), [("9" * 5000, "999999999999…, 5000 digits"), ("-" + "1" * 9000, "-111111111111…, 9000 digits")]
+)
+def test_a_set_number_of_any_length_is_read_not_a_traceback(digits: str, shown: str) -> None:
+    """json.loads raised ValueError over 4,300 digits and parse_sets caught only JSONDecodeError (audit 53b 8)."""
+    value = parse_sets([f"max_chunks={digits}"])["max_chunks"]
+    assert isinstance(value, int) and value == (1 if digits[0] == "9" else -1) * sum(
+        10**power for power in range(len(digits.lstrip("-")))
+    ) * int(digits[-1])
+    with pytest.raises(ConfigurationError) as raised:
+        check_knobs({"max_chunks": value})
+    assert str(raised.value) == f"max_chunks ({shown}) must be between 1 and 1000"

@@ -10,6 +10,7 @@ import pytest
 
 from rag_service.config import DEFAULT_PRESETS
 from rag_service.errors import ConfigurationError
+from rag_service.integrations import check_overrides
 from rag_service.knobs import PRESET_KNOBS
 
 CHATBOT = DEFAULT_PRESETS[0]
@@ -79,3 +80,25 @@ def test_a_refused_value_is_named_as_given_not_as_converted():
     with pytest.raises(ConfigurationError) as raised:
         CHATBOT.with_overrides({"diversity": 3})
     assert str(raised.value) == "diversity (3) must be between 0 and 1"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        # repr() of an int over 4,300 digits raises ValueError: the message itself failed (audit 53b 8)
+        ({"max_chunks": 10**5000}, "max_chunks (100000000000\u2026, 5001 digits) must be between 1 and 1000"),
+        ({"diversity": -(10**5000)}, "diversity (-100000000000\u2026, 5001 digits) must be between 0 and 1"),
+        ({"fusion_method": "a" * 10_000}, f"fusion_method ('{'a' * 40}\u2026', 10000 characters) must be one of"),
+    ],
+)
+def test_a_huge_value_is_refused_in_one_short_line(overrides, message):
+    with pytest.raises(ConfigurationError) as raised:
+        CHATBOT.with_overrides(overrides)
+    assert str(raised.value).startswith(message) and len(str(raised.value)) < 120
+    ((name, value),) = overrides.items()
+    assert PRESET_KNOBS[name].problem(value) == str(raised.value)
+
+
+def test_the_integrations_refuse_a_huge_override_in_one_line():
+    with pytest.raises(ConfigurationError, match=r"^max_chunks \(100000000000…, 5001 digits\) must be between"):
+        check_overrides("UniversalRAGRetriever", {"max_chunks": 10**5000})
