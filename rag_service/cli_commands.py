@@ -16,7 +16,7 @@ from rag_service import IngestReport, list_strategies
 from rag_service.config import Settings
 from rag_service.db import admin
 from rag_service.errors import ConfigurationError
-from rag_service.knobs import SHOWN_VALUE_CHARS, shown_value
+from rag_service.knobs import PRESET_KNOBS, SHOWN_VALUE_CHARS, shown_value
 from rag_service.service_paths import check_root, only_unsupported_files
 from rag_service.shutdown import Interrupted, deferred_stop, exit_status
 
@@ -166,15 +166,10 @@ def _print_report(report: IngestReport, *, as_json: bool) -> None:
 
 
 def _query(args: argparse.Namespace, settings: Settings) -> int:
+    overrides = _query_overrides(args)  # before anything starts: a mistyped --set loads no model
     starting: list[threading.Thread] = []
     try:
         service = open_service(settings, _start_query_parts(settings, starting))
-        overrides = parse_sets(args.set)  # every per-call override of retrieve(), checked by the service
-        _check_query_sets(overrides)
-        if args.max_chunks is not None:
-            overrides["max_chunks"] = args.max_chunks
-        if args.graph_weight is not None:
-            overrides["graph_weight"] = args.graph_weight
         try:
             result = service.retrieve(args.text, context=args.context, collection=args.collection, **overrides)
         finally:
@@ -205,12 +200,33 @@ _QUERY_INPUTS = {
 }
 
 
+#: ``rag query``'s options that give a knob, which ``--set`` can give too
+_KNOB_OPTIONS = {"max_chunks": "--max-chunks", "graph_weight": "--graph-weight"}
+
+
+def _query_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """Every per-call override of retrieve() (``--set``, ``--max-chunks``, ``--graph-weight``), checked by the
+    service; ConfigurationError for a knob given by an option and by ``--set`` (one silently won)."""
+    overrides = parse_sets(args.set)
+    _check_query_sets(overrides)
+    for name, option in _KNOB_OPTIONS.items():
+        value = getattr(args, name)
+        if value is not None and name in overrides:
+            typed = next(item for item in reversed(args.set) if item.partition("=")[0] == name)
+            raise ConfigurationError(
+                f"{name} is given twice, by {option} {value} and by --set {_shown_text(typed)}; give it once"
+            )
+        if value is not None:
+            overrides[name] = value
+    return overrides
+
+
 def _check_query_sets(overrides: dict[str, object]) -> None:
     """One line for ``--set collection=...`` (and ``context``, ``query``): inputs of ``rag query``, not knobs."""
     for name, fix in _QUERY_INPUTS.items():
         if name in overrides:
             given = overrides[name]
-            value = given if isinstance(given, str) and len(given) <= SHOWN_VALUE_CHARS else shown_value(given)
+            value = _shown_text(given) if isinstance(given, str) else shown_value(given)
             hint = fix if name == "query" else f"use {fix} {value}"
             raise ConfigurationError(f"--set {name}={value}: {name} is not a preset override; {hint}")
 
@@ -237,19 +253,33 @@ def set_item(item: str) -> str:
 
 
 def parse_sets(items: list[str]) -> dict[str, object]:
-    """``key=value`` overrides; values parsed as JSON when they can be (numbers, true/false)."""
-    from rag_service.errors import ConfigurationError
-
+    """``key=value`` overrides, each value read as JSON (numbers, true/false, objects), a bare word as text
+    (``fusion_method=rrf``). ConfigurationError for a key given twice (the last silently won) and for text given
+    to a number or switch knob, naming the JSON wanted ("True" read as text was "must be true or false")."""
     out: dict[str, object] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ConfigurationError(f"--set {item!r} must look like key=value, e.g. --set keyword_scorer=ts_rank_cd")
+        if key in out:
+            earlier = next(given for given in items if given.partition("=")[0] == key)
+            raise ConfigurationError(
+                f"{key} is given twice, by --set {_shown_text(earlier)} and by --set {_shown_text(item)}; give it once"
+            )
         try:
             out[key] = json.loads(raw, parse_int=_json_int)
         except json.JSONDecodeError:
             out[key] = raw
+        knob = PRESET_KNOBS.get(key)
+        if knob is not None and knob.kind is not str and isinstance(out[key], str):
+            spelling = knob.spelling(str(out[key]))
+            raise ConfigurationError(f"{key} ({shown_value(raw)}): --set takes JSON values; write {spelling}")
     return out
+
+
+def _shown_text(text: str) -> str:
+    """``text`` as typed, or cut (``knobs.shown_value``) when too long for an error line."""
+    return text if len(text) <= SHOWN_VALUE_CHARS else shown_value(text)
 
 
 def _json_int(text: str) -> int:
@@ -322,7 +352,7 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
         default=[],
         type=set_item,
         metavar="KEY=VALUE",
-        help="a per-call override of retrieve(), e.g. max_tokens=500, min_relevance=0, "
+        help="a per-call override of retrieve(), VALUE as JSON (true, 0.5), e.g. max_tokens=500, min_relevance=0, "
         'filters=\'{"source_prefix": "docs/"}\'',
     )
     query.add_argument("--json", action="store_true", help="the whole result as JSON")

@@ -39,10 +39,11 @@ def _presets(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.set and args.name is None:
         raise ConfigurationError("--set changes one preset: name it first, e.g. rag presets agent --set max_chunks=6")
+    changes = parse_sets(args.set)  # before the database opens: a mistyped --set costs nothing
     service = open_service(settings)
     try:
         if args.set:
-            shown = [service.update_preset(args.name, **parse_sets(args.set))]
+            shown = [service.update_preset(args.name, **changes)]
         elif args.name is not None:
             shown = [service.preset(args.name)]
         else:

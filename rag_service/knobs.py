@@ -92,6 +92,23 @@ class Knob:
             return f"is too close to 0 to store; send 0 or at least {sys.float_info.min:g}"
         return None
 
+    def spelling(self, text: str) -> str:
+        """The JSON of the value ``text`` stands for (``5`` for "05", ``0.5`` for ".5", ``true`` for "True"), else
+        what this knob takes ("true or false", "a whole number from 1 to 1000"): the fix of a value sent as text."""
+        word = text.strip()
+        if self.choices:
+            return " or ".join(self.choices)
+        if self.kind is bool:
+            return word.lower() if word.lower() in ("true", "false") else "true or false"
+        try:
+            number = int(word) if self.kind is int else float(word)
+        except ValueError:  # no number, or an int of over 4,300 digits
+            number = math.nan
+        if self.requirement(number) is None:  # one it takes: written as JSON writes it
+            return repr(number)
+        kind = "a whole number" if self.kind is int else "a number"
+        return kind if self.ge is None or self.le is None else f"{kind} from {_num(self.ge)} to {_num(self.le)}"
+
     def plain(self, value: object) -> object:
         """``value`` as this knob's plain Python type (numpy scalars, ``Fraction``: ``int``, ``float``, ``bool``,
         ``str``) when it is of the right kind, else ``value`` as it is, for ``requirement`` to name."""

@@ -17,7 +17,7 @@ BAD_OPTIONS = {
     "unknown --context": (("--context", "nope"), "unknown context 'nope'; valid contexts: chatbot"),
     "--depth too deep": (("--depth", "5000"), "--depth (5000) must be between 1 and 1000"),
     "--depth zero": (("--depth", "0"), "--depth (0) must be between 1 and 1000"),
-    "--set text for a number": (("--set", "max_chunks=ten"), "max_chunks ('ten') must be a whole number"),
+    "--set text for a number": (("--set", "max_chunks=ten"), "max_chunks ('ten'): --set takes JSON values; write a"),
     "--set a fraction for a count": (("--set", "max_chunks=5.5"), "max_chunks (5.5) must be a whole number"),
     "--set a number for a switch": (("--set", "expand_query=1"), "expand_query (1) must be true or false"),
     "--set out of range": (("--set", "diversity=3"), "diversity (3) must be between 0 and 1"),

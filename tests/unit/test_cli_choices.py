@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,41 @@ def test_a_set_number_of_any_length_is_read_not_a_traceback(digits: str, shown: 
     with pytest.raises(ConfigurationError) as raised:
         check_knobs({"max_chunks": value})
     assert str(raised.value) == f"max_chunks ({shown}) must be between 1 and 1000"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # read as text, these were "expand_query ('True') must be true or false", "... must be a number" (audit 53b 9)
+        (["query", "x", "--set", "expand_query=True"], "expand_query ('True'): --set takes JSON values; write true"),
+        (["presets", "agent", "--set", "return_parents=False"], "return_parents ('False'): --set takes JSON values; "),
+        (["query", "x", "--set", "min_relevance=.5"], "min_relevance ('.5'): --set takes JSON values; write 0.5"),
+        (["query", "x", "--set", "max_chunks=05"], "max_chunks ('05'): --set takes JSON values; write 5"),
+        (
+            ["eval", "d", "--set", "max_chunks=ten"],
+            "max_chunks ('ten'): --set takes JSON values; write a whole number ",
+        ),
+        # one of the two silently won
+        (
+            ["query", "x", "--max-chunks", "3", "--set", "max_chunks=7"],
+            "max_chunks is given twice, by --max-chunks 3 and by --set max_chunks=7; give it once",
+        ),
+        (
+            ["query", "x", "--set", "graph_weight=0.1", "--graph-weight", "0.5"],
+            "graph_weight is given twice, by --graph-weight 0.5 and by --set graph_weight=0.1; give it once",
+        ),
+        (
+            ["presets", "agent", "--set", "max_chunks=3", "--set", "max_chunks=7"],
+            "max_chunks is given twice, by --set max_chunks=3 and by --set max_chunks=7; give it once",
+        ),
+    ],
+)
+def test_a_set_value_is_refused_with_the_spelling_wanted(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Found before any database or model is opened: one line, exit 1."""
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path))
+    assert main(argv) == 1
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith(f"error: {message}"), error
+    assert not any(tmp_path.iterdir()), "nothing started: no embedded database, no model export"
