@@ -236,15 +236,26 @@ def plain_knobs(values: Mapping[str, Any]) -> dict[str, Any]:
 COUNT_ALIASES = {"k": "max_chunks", "top_k": "max_chunks"}
 
 
+def name_hint(name: str, names: Iterable[str], *, quoted: bool = False) -> str:
+    """``"did you mean max_chunks? "`` for a name that is not one of ``names``: the knob of a count alias
+    (``COUNT_ALIASES``: ``top_k``) when ``names`` has it, else the closest name (``errors.did_you_mean``), else ``""``.
+    Every entry's unknown-name error (Python, CLI, HTTP fields, MCP arguments) hints so."""
+    from rag_service.errors import did_you_mean
+
+    known = list(names)
+    alias = COUNT_ALIASES.get(name)
+    if alias in known:
+        return f"did you mean {alias!r}? " if quoted else f"did you mean {alias}? "
+    return did_you_mean(name, known, quoted=quoted)
+
+
 def check_knob_names(names: Iterable[object]) -> None:
     """Raise ConfigurationError naming the ``names`` that are no preset knob, with a did-you-mean for one."""
-    from rag_service.errors import ConfigurationError, did_you_mean
+    from rag_service.errors import ConfigurationError
 
     unknown = sorted({str(name) for name in names if name not in PRESET_KNOBS})
     if unknown:
-        alias = COUNT_ALIASES.get(unknown[0])
-        hint = f"did you mean {alias}? " if alias and len(unknown) == 1 else ""
-        hint = hint or (did_you_mean(unknown[0], PRESET_KNOBS, quoted=False) if len(unknown) == 1 else "")
+        hint = name_hint(unknown[0], PRESET_KNOBS) if len(unknown) == 1 else ""
         raise ConfigurationError(
             f"unknown override(s) {', '.join(unknown)}; {hint}valid ones: {', '.join(sorted(PRESET_KNOBS))}"
         )

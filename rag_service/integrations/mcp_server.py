@@ -34,6 +34,7 @@ from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 from rag_service.integrations.mcp_lines import Reply, checked_line, sender
 from rag_service.integrations.mcp_pending import PendingRequests, forward_answers
+from rag_service.knobs import name_hint
 from rag_service.log import configure_logging
 from rag_service.shutdown import stop_received
 
@@ -109,7 +110,7 @@ def build_server(
             properties = tools[name].input_schema.get("properties", {})
             known = list(properties)
             if unknown := sorted(set(arguments or {}) - set(known)):
-                hint = did_you_mean(unknown[0], known)
+                hint = name_hint(unknown[0], known, quoted=True)  # top_k: max_chunks, as every entry says
                 takes = f"the arguments are {', '.join(known)}" if known else "it takes no arguments"
                 raise ToolError(f"{name}: unknown argument(s) {unknown}; {hint}{takes}")
             for argument, value in (arguments or {}).items():

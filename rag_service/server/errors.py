@@ -47,10 +47,10 @@ from rag_service.errors import (
     UnknownCollectionError,
     UnknownContextError,
     closest_name,
-    did_you_mean,
     first_line,
     shown_name,
 )
+from rag_service.knobs import name_hint
 from rag_service.log import mask_url
 from rag_service.server.schemas import NO_NUL
 
@@ -159,7 +159,7 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     if kind == "string_pattern_mismatch" and (first.get("ctx") or {}).get("pattern") == NO_NUL:
         return f"{where}: must not contain NUL (\\x00) characters; remove them"  # as every body field says
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
-        hint = did_you_mean(str(loc[1]), fields, quoted=False)
+        hint = name_hint(str(loc[1]), fields)  # top_k: max_chunks, as Python and the CLI say
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
     if kind == "bool_type":  # strict: "yes", "off", 1 are no booleans
         return f"{where}: must be true or false (JSON booleans), not {first.get('input')!r:.60}"

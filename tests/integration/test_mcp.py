@@ -215,6 +215,8 @@ def test_a_wrong_or_unknown_argument_is_one_line_naming_it():
         "search_knowledge: query: Field required": {},
         "search_knowledge: unknown argument(s) ['max_chunk']; did you mean 'max_chunks'? the arguments are query, "
         "context, collection, max_chunks, min_relevance, max_tokens": {"query": "x", "max_chunk": 2},
+        "search_knowledge: unknown argument(s) ['top_k']; did you mean 'max_chunks'? the arguments are query, "
+        "context, collection, max_chunks, min_relevance, max_tokens": {"query": "x", "top_k": 2},  # audit 53b 6
         'search_knowledge: max_chunks must be integer or null, not "3"': {"query": "x", "max_chunks": "3"},  # was 3
         "search_knowledge: max_chunks must be integer or null, not true": {"query": "x", "max_chunks": True},
     }  # fmt: skip

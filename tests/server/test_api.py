@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import text
 
 from rag_service import NewDocument
@@ -119,6 +120,18 @@ def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
         assert wrong.status_code == 405 and wrong.headers["allow"] == "DELETE, POST"
         message = wrong.json()["error"]["message"]
         assert message == "GET /api/documents is not allowed; /api/documents takes DELETE, POST"
+
+
+@pytest.mark.parametrize("alias", ["k", "top_k"])
+def test_a_count_alias_is_pointed_to_max_chunks(live: LiveServer, alias: str) -> None:
+    """Python and the CLI hinted max_chunks for another library's name of the count; the API did not (audit 53b 6)."""
+    with live.client(WRITE_TOKEN) as client:
+        retrieve = client.post("/api/rag/retrieve", json={"query": "x", alias: 3})
+        put = client.put("/api/presets/workflow", json={alias: 3})
+    for response in (retrieve, put):
+        assert response.status_code == 422
+        message = response.json()["error"]["message"]
+        assert message.startswith(f"{alias}: unknown field; did you mean max_chunks? the fields are "), message
 
 
 def test_documents_json_then_delete(live: LiveServer) -> None:
