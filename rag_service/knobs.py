@@ -68,6 +68,14 @@ class Knob:
         wrong = self.requirement(value)
         return None if wrong is None else f"{self.name} ({shown_value(value)}) {wrong}"
 
+    def sent_problem(self, value: object) -> str | None:
+        """``problem`` of a value sent as JSON (the HTTP API, MCP): text sent for a number or a switch also names the
+        JSON wanted (``max_chunks ('3') must be a whole number; send 3 without quotes``)."""
+        problem = self.problem(value)
+        if problem is not None and isinstance(value, str) and self.kind is not str:
+            return f"{problem}; send {self.spelling(value)} without quotes"
+        return problem
+
     def requirement(self, value: object) -> str | None:
         """What ``value`` fails (``must be between 0 and 1``), without the knob's name; None when it is fine."""
         if self.choices:

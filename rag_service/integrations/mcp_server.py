@@ -7,7 +7,7 @@ that did not run as configured; ``list_collections()`` returns ``{"collections":
 With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
 
-Library errors reach the client as tool errors (``is_error``) carrying the one-line message; so does a call of
+Library errors reach the client as tool errors (``is_error``): ``<tool>: <the one-line message>``; so does a call of
 a tool the server lacks, naming the nearest tool and every tool (``unknown_tool_message``). Nothing
 but the protocol is written to stdout; logs go to stderr, warnings only unless ``--log-level`` (or
 ``RAG_LOG_LEVEL``) asks for more.
@@ -34,7 +34,7 @@ from rag_service.heap import freeze_startup_objects
 from rag_service.integrations import require_extra
 from rag_service.integrations.mcp_lines import Reply, checked_line, sender
 from rag_service.integrations.mcp_pending import PendingRequests, forward_answers
-from rag_service.knobs import name_hint
+from rag_service.knobs import PRESET_KNOBS, name_hint
 from rag_service.log import configure_logging
 from rag_service.shutdown import stop_received
 
@@ -114,11 +114,16 @@ def build_server(
                 takes = f"the arguments are {', '.join(known)}" if known else "it takes no arguments"
                 raise ToolError(f"{name}: unknown argument(s) {unknown}; {hint}{takes}")
             for argument, value in (arguments or {}).items():
+                knob = PRESET_KNOBS.get(argument)
+                if knob is not None and value is not None and (problem := knob.sent_problem(value)):
+                    raise ToolError(f"{name}: {problem}")  # the library's line, as every entry gives it
                 if expected := wrong_kind(properties[argument], value):
                     raise ToolError(f"{name}: {argument} must be {expected}, not {json.dumps(value)[:60]}")
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
+                if type(exc.__cause__) is ToolError:  # ours (_tool_errors): "search_knowledge: ", not the SDK's
+                    raise ToolError(f"{name}: {exc.__cause__}") from exc.__cause__  # "Error executing tool ...: "
                 if not isinstance(exc.__cause__, ValidationError):
                     raise
                 wrong = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.__cause__.errors()[:3]]
@@ -141,6 +146,7 @@ def build_server(
         collection: which collection to search; max_chunks: at most this many passages;
         min_relevance: no passages unless the best reaches this relevance (0..1), and none below 0.4
         of it (the preset's floor by default); max_tokens: the passages' token budget (tiktoken), exact.
+        A knob left out or null takes the preset's value.
         """
         given = {"max_chunks": max_chunks, "min_relevance": min_relevance, "max_tokens": max_tokens}
         overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not None}

@@ -50,7 +50,7 @@ from rag_service.errors import (
     first_line,
     shown_name,
 )
-from rag_service.knobs import name_hint
+from rag_service.knobs import PRESET_KNOBS, name_hint
 from rag_service.log import mask_url
 from rag_service.server.schemas import NO_NUL
 
@@ -161,6 +161,9 @@ def _validation_message(exc: RequestValidationError, request: Request) -> str:
     if kind == "extra_forbidden" and len(loc) == 2 and (fields := _body_fields(request)):
         hint = name_hint(str(loc[1]), fields)  # top_k: max_chunks, as Python and the CLI say
         return f"{where}: unknown field; {hint}the fields are {', '.join(fields)}"
+    knob = PRESET_KNOBS.get(str(loc[1])) if len(loc) == 2 and loc[0] == "body" else None
+    if knob is not None and kind != "missing" and (problem := knob.sent_problem(first.get("input"))) is not None:
+        return problem  # the library's line, as Python and the CLI give it (pydantic's named one bound, no fix)
     if kind == "bool_type":  # strict: "yes", "off", 1 are no booleans
         return f"{where}: must be true or false (JSON booleans), not {first.get('input')!r:.60}"
     message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")

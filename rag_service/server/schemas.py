@@ -113,7 +113,7 @@ class PresetValues(_Strict):
 
 
 class RetrieveRequest(PresetValues):
-    """``POST /api/rag/retrieve``: the query, its preset and any per-call override."""
+    """``POST /api/rag/retrieve``: the query, its preset and any per-call override (null: the preset's value)."""
 
     # the route refuses a query over RAG_API_MAX_QUERY_CHARS (at most MAX_QUERY_CHARS) with a message naming
     # that setting; a max_length here would answer a longer one with "at most 8000" whatever the setting says
@@ -159,9 +159,7 @@ class RetrieveResponse(BaseModel):
 class TextDocument(_Strict):
     """One in-memory document to index."""
 
-    source: str = Field(
-        min_length=1, max_length=MAX_SOURCE_CHARS, description="the document's key in its collection"
-    )
+    source: str = Field(min_length=1, max_length=MAX_SOURCE_CHARS, description="the document's key in its collection")
     text: str = Field(description="the document's full text")
     title: str = Field(default="", max_length=1000)
 

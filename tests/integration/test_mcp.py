@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
@@ -18,6 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from rag_service.db.admin import admin_params
+from rag_service.errors import ConfigurationError
 from rag_service.integrations.mcp_server import build_server, unknown_tool_message
 from tests.integration.knowledge import write_docs
 
@@ -89,9 +91,9 @@ def test_search_and_list_with_indexing_allowed(mcp_env, tmp_path):
     assert not found.is_error and context.startswith("[1] kb/ops.md")
     assert "§ Operations > Backups" in context and "kept for thirty days" in context
     assert text_of(narrowed).startswith("[1] kb/search.md") and text_of(narrowed).count("§") == 1
-    assert unknown.is_error  # the SDK puts "Error executing tool search_knowledge: " before our one line
-    assert text_of(unknown).endswith(": unknown context 'nope'; valid contexts: chatbot, agent, search, workflow, "
-                                     "context_engineering")
+    assert unknown.is_error  # the tool's name before our one line (the SDK's was "Error executing tool ...: ")
+    assert text_of(unknown) == ("search_knowledge: unknown context 'nope'; valid contexts: chatbot, agent, search, "
+                                "workflow, context_engineering")
     # a path that does not exist and a failed document are errors, as rag reindex exits 1: isError was false
     assert missing.is_error
     assert text_of(missing).endswith("error: 'nowhere' does not exist (any other path was indexed)")
@@ -217,13 +219,48 @@ def test_a_wrong_or_unknown_argument_is_one_line_naming_it():
         "context, collection, max_chunks, min_relevance, max_tokens": {"query": "x", "max_chunk": 2},
         "search_knowledge: unknown argument(s) ['top_k']; did you mean 'max_chunks'? the arguments are query, "
         "context, collection, max_chunks, min_relevance, max_tokens": {"query": "x", "top_k": 2},  # audit 53b 6
-        'search_knowledge: max_chunks must be integer or null, not "3"': {"query": "x", "max_chunks": "3"},  # was 3
-        "search_knowledge: max_chunks must be integer or null, not true": {"query": "x", "max_chunks": True},
+        # a knob's value: the library's line, as Python, the CLI and HTTP give it (audit 53b 7); "3" was taken as 3
+        "search_knowledge: max_chunks ('3') must be a whole number; send 3 without quotes": {"query": "x",
+                                                                                           "max_chunks": "3"},
+        "search_knowledge: max_chunks (True) must be a whole number": {"query": "x", "max_chunks": True},
+        "search_knowledge: max_chunks (3.0) must be an int, not float; pass 3": {"query": "x", "max_chunks": 3.0},
+        "search_knowledge: max_chunks (0) must be between 1 and 1000": {"query": "x", "max_chunks": 0},
+        "search_knowledge: min_relevance (2) must be between 0 and 1": {"query": "x", "min_relevance": 2},
+        "search_knowledge: context must be string, not 3": {"query": "x", "context": 3},
     }  # fmt: skip
     for message, arguments in calls.items():
         with pytest.raises(ToolError) as raised:
             asyncio.run(server.call_tool("search_knowledge", arguments))
         assert str(raised.value) == message
+
+
+class _Recording:
+    """A service whose ``aretrieve`` records its overrides, or raises ``error``."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+        self.overrides: dict[str, Any] | None = None
+
+    async def aretrieve(self, query: str, context: str, *, collection: str, **overrides: Any) -> Any:
+        if self.error is not None:
+            raise self.error
+        self.overrides = overrides
+        return SimpleNamespace(formatted_context="[1] a.md", metrics=SimpleNamespace(degraded=[]))
+
+
+def test_a_null_knob_is_not_given_and_a_library_error_has_the_tools_prefix():
+    """null is the preset's value, as the tool's schema (integer or null) and POST /api/rag/retrieve say (README);
+    a library error read "Error executing tool search_knowledge: ...", an argument's error "search_knowledge: ..."."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    service = _Recording()
+    arguments = {"query": "x", "max_chunks": None, "min_relevance": None, "max_tokens": 50}
+    asyncio.run(build_server(service).call_tool("search_knowledge", arguments))  # type: ignore[arg-type]
+    assert service.overrides == {"max_tokens": 50}
+    failing = _Recording(ConfigurationError("vector_weight and keyword_weight are both 0; give at least one arm"))
+    with pytest.raises(ToolError) as raised:
+        asyncio.run(build_server(failing).call_tool("search_knowledge", {"query": "x"}))  # type: ignore[arg-type]
+    assert str(raised.value) == "search_knowledge: vector_weight and keyword_weight are both 0; give at least one arm"
 
 
 def test_a_deep_line_or_a_request_with_an_id_the_sdk_drops_is_answered_and_the_server_lives_on(mcp_env, tmp_path):

@@ -17,6 +17,7 @@ from sqlalchemy import text
 
 from rag_service import NewDocument
 from rag_service.embed import HashingEmbedder
+from rag_service.errors import ConfigurationError
 from rag_service.retrieve.rerank import FunctionReranker
 from rag_service.server import ServerConfig
 from rag_service.server.uploads import collection_folder
@@ -269,11 +270,45 @@ def test_booleans_are_json_true_or_false(live: LiveServer) -> None:
             refused = client.post("/api/rag/retrieve", json={"query": "x", "expand_query": value})
             assert refused.status_code == 422, refused.text
             message = refused.json()["error"]["message"]
-            assert message == f"expand_query: must be true or false (JSON booleans), not {value!r}"
+            fix = "; send true or false without quotes" if isinstance(value, str) else ""
+            assert message == f"expand_query ({value!r}) must be true or false{fix}"  # the library's line
         put = client.put("/api/presets/workflow", json={"rerank_enabled": "off"})
-        assert put.status_code == 422 and put.json()["error"]["message"].startswith("rerank_enabled: must be true")
+        assert put.status_code == 422 and put.json()["error"]["message"].startswith("rerank_enabled ('off') must be")
         forced = client.post("/api/documents", json={"documents": [{"source": "a", "text": "b"}], "force": 1})
         assert forced.status_code == 422 and forced.json()["error"]["message"].startswith("force: must be true")
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "message"),
+    [  # pydantic's "Input should be greater than or equal to 1" named one bound and no fix (audit 53b 7)
+        ("max_chunks", 0, "max_chunks (0) must be between 1 and 1000"),
+        ("max_chunks", 3.0, "max_chunks (3.0) must be an int, not float; pass 3"),
+        ("max_chunks", "3", "max_chunks ('3') must be a whole number; send 3 without quotes"),
+        ("max_tokens", 10**30, "max_tokens (1000000000000000000000000000000) must be between 1 and 1000000"),
+        ("diversity", ".5", "diversity ('.5') must be a number; send 0.5 without quotes"),
+        ("min_relevance", -0.5, "min_relevance (-0.5) must be between 0 and 1"),
+        ("fusion_method", "RRF", "fusion_method ('RRF') must be one of 'rrf', 'linear'"),
+    ],
+)
+def test_a_bad_knob_value_gets_the_librarys_line(live: LiveServer, knob: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        live.service.preset("workflow", **{knob: value})
+    assert str(raised.value) == message.partition("; send")[0]  # Python's line, but the fix of a JSON string
+    with live.client(WRITE_TOKEN) as client:
+        retrieve = client.post("/api/rag/retrieve", json={"query": "backups", knob: value})
+        put = client.put("/api/presets/workflow", json={knob: value})
+    for response in (retrieve, put):
+        assert response.status_code == 422 and response.json()["error"]["message"] == message, response.text
+
+
+def test_a_null_override_of_a_retrieve_call_is_not_given(live: LiveServer) -> None:
+    """Documented (README, HTTP API): generated clients and LLM tool calls send an optional field as null; the
+    preset's value applies. PUT refuses null (test_presets_list_and_validated_edit): a stored value must be one."""
+    with live.client() as client:
+        given = client.post("/api/rag/retrieve", json={"query": "backups", "max_chunks": None, "diversity": None})
+        plain = client.post("/api/rag/retrieve", json={"query": "backups"})
+    assert given.status_code == plain.status_code == 200, given.text
+    assert given.json()["result"]["chunks"] == plain.json()["result"]["chunks"]
 
 
 def test_presets_list_and_validated_edit(live: LiveServer) -> None:
