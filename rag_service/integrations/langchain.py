@@ -4,6 +4,7 @@
 
     retriever = UniversalRAGRetriever(context="agent", collection="kb", overrides={"max_chunks": 4})
     docs = retriever.invoke("How do backups work?")          # list[Document], most relevant first
+    docs = retriever.invoke("How do backups work?", k=2)     # per-call knobs over overrides (k, top_k: max_chunks)
     chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | llm
 
 Each ``Document`` carries the chunk text and the metadata of ``integrations.metadata.chunk_metadata``
@@ -21,7 +22,7 @@ from rag_service.integrations import (
     require_extra,
     share_service,
 )
-from rag_service.knobs import COUNT_ALIASES, PRESET_KNOBS
+from rag_service.knobs import CALL_ARGUMENTS, COUNT_ALIASES, PRESET_KNOBS
 
 require_extra("langchain_core.retrievers", extra="langchain", feature="rag_service.integrations.langchain")
 
@@ -44,7 +45,8 @@ class UniversalRAGRetriever(BaseRetriever):
     """``retrieve()`` as a LangChain ``BaseRetriever``: ``invoke``, ``ainvoke``, ``batch``, LCEL.
 
     ``context`` is the preset (a row of ``rag_configurations``), ``collection`` and ``filters`` select
-    the chunks, ``overrides`` are per-call preset overrides (``max_chunks``, ``rerank_enabled``, ...).
+    the chunks, ``overrides`` are per-call preset overrides (``max_chunks``, ``rerank_enabled``, ...), and
+    ``invoke(query, k=2)``'s keyword arguments override them for that call (``k``, ``top_k``: ``max_chunks``).
     ``service`` defaults to the process-wide ``get_universal_rag()``.
     """
 
@@ -82,21 +84,50 @@ class UniversalRAGRetriever(BaseRetriever):
     def _service(self) -> UniversalRAGService:
         return self.service if self.service is not None else get_universal_rag()
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        overrides = check_overrides(type(self).__name__, self.overrides)  # the dict may have changed since
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        overrides = self._call_overrides(kwargs)
         result = self._service().retrieve(
             query, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_documents(result)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        overrides = check_overrides(type(self).__name__, self.overrides)
+        overrides = self._call_overrides(kwargs)
         result = await self._service().aretrieve(
             query, self.context, collection=self.collection, filters=self.filters, **overrides
         )
         return to_documents(result)
+
+    def _call_overrides(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``overrides`` with the knobs of this call over them: ``invoke(query, k=2)`` (``BaseRetriever`` passes
+        invoke's keyword arguments on, as ``VectorStoreRetriever`` takes them over its ``search_kwargs``; they were
+        dropped unread). ``k`` / ``top_k`` are ``max_chunks``; each is checked as ``overrides`` is, in one line."""
+        owner = type(self).__name__
+        overrides = check_overrides(owner, self.overrides)  # the dict may have changed since
+        per_call: dict[str, Any] = {}
+        typed: dict[str, str] = {}
+        for name, value in kwargs.items():
+            if name in _LANGCHAIN_KWARGS:
+                continue
+            if name in CALL_ARGUMENTS:  # as check_overrides says it of overrides
+                where = "the query text" if name == "query" else f"{owner}({name}=...)"
+                raise ConfigurationError(f"invoke({name}=...) is not a preset override; pass it as {where} instead")
+            knob = COUNT_ALIASES.get(name, name)
+            if knob in per_call:
+                raise ConfigurationError(f"invoke({typed[knob]}=..., {name}=...) gives {knob} twice; pass one")
+            per_call[knob], typed[knob] = value, name
+        try:
+            return {**overrides, **check_overrides(owner, per_call)}
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"invoke(): {exc}") from None
+
+
+#: keyword arguments of ``invoke`` that LangChain reads itself and passes on too
+_LANGCHAIN_KWARGS = frozenset({"verbose"})
 
 
 def _checked(cls: type[UniversalRAGRetriever], data: dict[str, Any]) -> dict[str, Any]:

@@ -82,6 +82,34 @@ def test_overrides_naming_its_own_fields_are_one_line(service):
         asyncio.run(retriever.ainvoke("x"))
 
 
+def test_invoke_keyword_arguments_are_per_call_overrides(service):
+    """BaseRetriever.invoke(input, config, **kwargs) passes kwargs on only to a _get_relevant_documents that takes
+    them; ours took none, so invoke(q, k=2) or a misspelt knob came back as invoke(q) did (audit 53b 5)."""
+    retriever = UniversalRAGRetriever(service=service, context="search", collection="kb", overrides={"max_chunks": 3})
+    query = "backups and reranking"
+    assert len(retriever.invoke(query)) == 3
+    for kwargs in ({"k": 1}, {"top_k": 1}, {"max_chunks": 1}, {"max_chunks": 1, "verbose": False}):
+        assert len(retriever.invoke(query, **kwargs)) == 1, kwargs
+        assert len(asyncio.run(retriever.ainvoke(query, **kwargs))) == 1, kwargs
+    one_at_a_time = {"max_concurrency": 1}  # the test's session is one connection
+    assert [len(docs) for docs in retriever.batch([query, query], one_at_a_time, k=2)] == [2, 2]
+    assert len(retriever.bind(k=1).invoke(query)) == 1
+    assert retriever.overrides == {"max_chunks": 3}  # a call's knobs do not stay
+    refused = {
+        "invoke(): unknown override(s) max_chunkz; did you mean max_chunks? valid ones: ": {"max_chunkz": 2},
+        "invoke(): max_chunks (0) must be between 1 and 1000": {"k": 0},
+        "invoke(): rerank_enabled ('no') must be true or false": {"rerank_enabled": "no"},
+        "invoke(k=..., max_chunks=...) gives max_chunks twice; pass one": {"k": 2, "max_chunks": 3},
+        "invoke(filters=...) is not a preset override; pass it as UniversalRAGRetriever(filters=...) instead": {
+            "filters": {"source": "kb/ops.md"}
+        },
+    }
+    for message, kwargs in refused.items():
+        with pytest.raises(ConfigurationError) as raised:
+            retriever.invoke(query, **kwargs)
+        assert str(raised.value).startswith(message), kwargs
+
+
 def test_ainvoke_matches_invoke(service):
     retriever = UniversalRAGRetriever(service=service, context="search", collection="kb")
     expected = retriever.invoke("replica failover")
