@@ -271,6 +271,8 @@ def parse_sets(items: list[str]) -> dict[str, object]:
         except json.JSONDecodeError:
             out[key] = raw
         knob = PRESET_KNOBS.get(key)
+        if knob is not None and out[key] is None:  # as PUT /api/presets says it; "(None) must be a number" was Python's
+            raise ConfigurationError(f"{key}: null is no value; give one, or leave --set {key} out")
         if knob is not None and knob.kind is not str and isinstance(out[key], str):
             spelling = knob.spelling(str(out[key]))
             raise ConfigurationError(f"{key} ({shown_value(raw)}): --set takes JSON values; write {spelling}")

@@ -177,6 +177,8 @@ def test_a_set_number_of_any_length_is_read_not_a_traceback(digits: str, shown: 
         (["presets", "agent", "--set", "return_parents=False"], "return_parents ('False'): --set takes JSON values; "),
         (["query", "x", "--set", "min_relevance=.5"], "min_relevance ('.5'): --set takes JSON values; write 0.5"),
         (["query", "x", "--set", "max_chunks=05"], "max_chunks ('05'): --set takes JSON values; write 5"),
+        # "max_chunks (None) must be a whole number": Python's word for what was typed as null
+        (["query", "x", "--set", "max_chunks=null"], "max_chunks: null is no value; give one, or leave --set max_"),
         (
             ["eval", "d", "--set", "max_chunks=ten"],
             "max_chunks ('ten'): --set takes JSON values; write a whole number ",
