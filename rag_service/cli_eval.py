@@ -17,10 +17,25 @@ from typing import TYPE_CHECKING
 from rag_service import IngestReport
 from rag_service.cli_commands import open_service, parse_sets
 from rag_service.config import Settings
+from rag_service.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from rag_service.evaluation.runner import EvalConfig, EvalResult
     from rag_service.service import UniversalRAGService
+
+
+def _eval_sets(args: argparse.Namespace) -> dict[str, object]:
+    """``--set``'s overrides; ConfigurationError for a knob an option also gives (``--set`` silently won)."""
+    sets = parse_sets(args.set)
+    options = {"candidate_k": ("--depth", args.depth), "rerank_enabled": ("--no-rerank", args.no_rerank or None)}
+    if args.retriever != "hybrid":  # the arm's weights
+        options.update(dict.fromkeys(("vector_weight", "keyword_weight"), (f"--retriever {args.retriever}", "")))
+    for knob, (option, value) in options.items():
+        if value is not None and knob in sets:
+            shown = f"{option} {value}" if value not in ("", True) else option
+            typed = next(item for item in reversed(args.set) if item.partition("=")[0] == knob)
+            raise ConfigurationError(f"{knob} is given twice, by {shown} and by --set {typed}; give it once")
+    return sets
 
 
 def evaluate_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -39,7 +54,7 @@ def evaluate_command(args: argparse.Namespace, settings: Settings) -> int:
         rerank=not args.no_rerank,
         depth=args.depth if args.depth is not None or docs else 300,
         strategy=None if docs else "recursive",
-        overrides=parse_sets(args.set),
+        overrides=_eval_sets(args),
     )
     config.retrieval_overrides()  # --retriever, --depth: before the dataset is read
     run_eval = _eval_docset if docs else _eval_beir

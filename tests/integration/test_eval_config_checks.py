@@ -21,6 +21,19 @@ BAD_OPTIONS = {
     "--set a fraction for a count": (("--set", "max_chunks=5.5"), "max_chunks (5.5) must be a whole number"),
     "--set a number for a switch": (("--set", "expand_query=1"), "expand_query (1) must be true or false"),
     "--set out of range": (("--set", "diversity=3"), "diversity (3) must be between 0 and 1"),
+    # an option and --set giving one knob: --set silently won
+    "--depth and --set": (
+        ("--depth", "50", "--set", "candidate_k=10"),
+        "candidate_k is given twice, by --depth 50 and by --set candidate_k=10; give it once",
+    ),
+    "--no-rerank and --set": (
+        ("--set", "rerank_enabled=true"),
+        "rerank_enabled is given twice, by --no-rerank and by --set rerank_enabled=true; give it once",
+    ),
+    "--retriever and --set": (
+        ("--retriever", "vector", "--set", "keyword_weight=0.5"),
+        "keyword_weight is given twice, by --retriever vector and by --set keyword_weight=0.5; give it once",
+    ),
 }
 
 
