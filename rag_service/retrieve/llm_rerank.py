@@ -43,7 +43,15 @@ def llm_rerank(
         for i, (chunk, rating) in enumerate(zip(head, ratings, strict=True))
     ]
     order = sorted(range(len(rescored)), key=lambda i: (-rescored[i].relevance_score, i))
-    return [rescored[i] for i in order] + tail
+    return [rescored[i] for i in order] + _below(tail, min(c.relevance_score for c in rescored))
+
+
+def _below(tail: Sequence[RetrievedChunk], lowest: float) -> list[RetrievedChunk]:
+    """The unrated candidates in their order, their relevance scaled under the lowest rated one's: on their own
+    scale (fused) they were mixed with the rated ones by every later sort, and could rank above them."""
+    top = max((c.relevance_score for c in tail), default=0.0)
+    scale = 0.99 * lowest / top if top > 0 else 0.0
+    return [replace(c, relevance_score=c.relevance_score * scale) for c in tail]
 
 
 def _passage(chunk: RetrievedChunk) -> str:

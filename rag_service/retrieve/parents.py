@@ -39,9 +39,12 @@ def expand_to_parents(
     parent stay as they are. A section keeps its best child's scores (but its children's best proximity), span
     of the match (``match_start``/``match_end``) and takes the section's offsets; its relevance is
     ``1 - (1 - r1) * prod(1 - w * ri)`` over its children's relevances (best ``r1`` first, ``w`` the
-    sibling weight), so a section where several children matched ranks above one where one did.
+    sibling weight), so a section where several children matched ranks above one where one did. Where an LLM rated
+    the children (``scores.llm``), a section is its best child, in the LLM's order: summed, a section of many
+    children rated 1/10 ranked above the one rated 10/10.
     """
-    weight = SIBLING_WEIGHT if sibling_weight is None else sibling_weight
+    rated = any(c.scores.llm is not None for c in chunks)
+    weight = (0.0 if rated else SIBLING_WEIGHT) if sibling_weight is None else sibling_weight
     out: list[RetrievedChunk] = []
     index: dict[tuple[int, int, int], int] = {}
     miss: list[float] = []  # per output entry: product of (1 - weighted relevance) of its children
