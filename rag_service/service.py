@@ -11,6 +11,7 @@ import functools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,8 +101,11 @@ class UniversalRAGService(DocumentOperations):
             prewarm_search_servers(self.reads)  # the HNSW graphs, so the first searches read no disk
             # a stored collection: searching an unknown one stops before the retrieval stack has loaded
             collection = next((info.name for info in self.collections()), "default")
-            self.retrieve("warm up", context, collection=collection)
-            self._retrieve_executor().submit(self.retrieve, "warm up", context, collection=collection).result()
+            options = replace(self._options(collection, None), ask_llm=False)  # no LLM call nobody asked for
+            setup = self._setup_reader(context, {}, collection=collection)
+            warm = functools.partial(self._retriever().retrieve, "warm up", setup, options)
+            warm(route=self.reads.route())
+            self._retrieve_executor().submit(lambda: warm(route=self.reads.route())).result()
         except Exception as exc:  # a model or database problem: the first real call reports it again
             return first_line(exc)
         return None
@@ -321,12 +325,9 @@ class UniversalRAGService(DocumentOperations):
         self, context: str, overrides: Mapping[str, Any], *, collection: str | None = None
     ) -> SetupReader:
         """Reads the preset (and the collection's size), in one statement with the check that ``collection``
-        exists (when given).
-
-        ``retrieve()`` runs it in its search transaction. The check is not cached: a collection
-        created or emptied by another process is seen at once; it costs one primary-key probe in a
-        read the call makes anyway (docs/benchmarks.md, issue 23).
-        """
+        exists (when given); ``retrieve()`` runs it in its search transaction. The check is not cached: a collection
+        created or emptied by another process is seen at once; it costs one primary-key probe in a read the call
+        makes anyway (docs/benchmarks.md, issue 23)."""
 
         def read(session: Session) -> CallPreset:
             found = read_call_preset(session, context, collection=collection, overridden=overrides)  # one statement

@@ -93,6 +93,7 @@ class RetrievalOptions:
 
     collection: str = "default"
     filters: ChunkFilters = field(default_factory=ChunkFilters)
+    ask_llm: bool = True  #: False: no LLM rerank (a warm-up makes no call nobody asked for)
 
 
 class Retriever:
@@ -247,7 +248,8 @@ class Retriever:
         metrics = RetrievalMetrics()
         setup, chunks = self.search_candidates(text, read_setup, options, metrics, route)
         chunks = self._rerank(text, chunks, setup.preset, metrics)
-        chunks = self._llm_rerank(text, chunks, metrics)
+        if setup.preset.rerank_enabled and options.ask_llm:  # rerank_enabled false is no rerank, by the LLM neither
+            chunks = self._llm_rerank(text, chunks, metrics)
         metrics.after_rerank = len(chunks)
         metrics.total_time_ms = _ms(total_started)
         return setup, chunks, metrics
