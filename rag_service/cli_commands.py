@@ -183,8 +183,8 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
     print(answer_text(result))
     print(
         f"\n-- {len(result.chunks)} chunks, {result.total_tokens} tokens, {m.total_time_ms:.1f} ms "
-        f"(embed {m.embedding_time_ms:.1f}, sql {m.retrieval_time_ms:.1f}, rerank {m.rerank_time_ms:.1f}); "
-        f"reranker: {m.reranker}",
+        f"(embed {m.embedding_time_ms:.1f}, sql {m.retrieval_time_ms:.1f}, rerank {m.rerank_time_ms:.1f}"
+        f"{f', llm {m.llm_time_ms:.1f}' if m.llm_time_ms else ''}); reranker: {m.reranker}",
         file=sys.stderr,
     )
     for reason in m.degraded:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 #: seconds; retrieval runs from ~1 ms (cached SQL) to seconds (a cold reranker)
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-_STAGES = ("embedding", "retrieval", "graph", "rerank", "expansion", "parents", "mmr", "format", "total")
+_STAGES = ("embedding", "retrieval", "graph", "rerank", "llm", "expansion", "parents", "mmr", "format", "total")
 
 
 class _PoolCollector(Collector):
