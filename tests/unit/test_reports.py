@@ -130,3 +130,15 @@ def test_a_loaders_error_becomes_a_reason_without_the_path():
     )
     assert file_reason("s.pdf", "s.pdf: no text layer; OCR is not supported") == "no text layer; OCR is not supported"
     assert file_reason("a.md", "its title contains NUL bytes") == "its title contains NUL bytes"
+
+
+def test_the_llm_stage_is_timed_in_the_metrics_endpoint() -> None:
+    """A 60 s LLM wait showed in no stage of /metrics (nor of `rag query`'s timing line)."""
+    from rag_service.db.health import DatabaseHealth
+    from rag_service.result import RetrievalMetrics
+    from rag_service.server.metrics import ApiMetrics
+
+    metrics = ApiMetrics(lambda: DatabaseHealth(None, None, None, "closed", 5.0))
+    metrics.observe_retrieval(RetrievalMetrics(llm_time_ms=1500.0, total_time_ms=1600.0))
+    text = metrics.render().decode()
+    assert 'rag_retrieval_stage_duration_seconds_sum{stage="llm"} 1.5' in text
