@@ -3,7 +3,8 @@
 Modes (``FakeLLM.mode``): ``ok`` answers summaries with ``"LLM summary: <first words>"`` and rating
 requests with 10 for each passage containing ``FakeLLM.relevant_word``, else 0; ``slow`` sleeps
 ``FakeLLM.delay_s`` before answering; ``error`` answers HTTP 500; ``nonsense`` answers text that is not
-a JSON array. Every request body and its Authorization header are recorded.
+a JSON array. ``FakeLLM.summary``, when set, answers every summary request. Every request body and its
+Authorization header are recorded.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class FakeLLM:
         self.mode = "ok"
         self.delay_s = 2.0
         self.relevant_word = "replica"
+        self.summary: str | None = None
         self.requests: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -50,7 +52,7 @@ class FakeLLM:
         if self.mode == "nonsense":
             return "I think the second one is best."
         if system == SUMMARY_PROMPT:
-            return "LLM summary: " + " ".join(user.split()[:6])
+            return self.summary if self.summary is not None else "LLM summary: " + " ".join(user.split()[:6])
         if system == RERANK_PROMPT:
             passages = re.split(r"\n\n\[\d+\] ", "\n\n" + user.split("Passages:\n", 1)[1])[1:]
             return json.dumps([10 if self.relevant_word in p.lower() else 0 for p in passages])

@@ -57,6 +57,8 @@ _NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|]|\\[a-z]"
 # at least this share of a sentence's non-space characters are letters
 _MIN_LETTER_SHARE = 0.8
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+#: what PostgreSQL cannot store (``jsonb`` refuses ``\u0000``; a lone surrogate is no UTF-8 character)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def prose(text: str) -> str:
@@ -122,6 +124,15 @@ def extractive_summary(text: str, *, sentences: int = SUMMARY_SENTENCES.default)
     return summary
 
 
+def llm_summary(chat: ChatModel, text: str) -> str:
+    """``chat``'s summary of ``text`` as it can be stored: NUL and lone surrogates dropped (our own derived text, so
+    cleaned rather than refused); ``LLMError`` when nothing is left."""
+    summary = " ".join(_UNSTORABLE.sub("", summarize(chat, text)).split())
+    if not summary:
+        raise LLMError(f"{chat.name} answered a summary with no storable text")
+    return summary
+
+
 class SummaryWriter:
     """Writes one run's document summaries: by the LLM when one is configured, else extractive.
 
@@ -144,7 +155,7 @@ class SummaryWriter:
         """``{"summary": ..., "summary_source": "extractive" | "llm:<model>"}``, or ``{}`` when none."""
         if self.chat is not None and self._consecutive < self.MAX_CONSECUTIVE_FAILURES and text.strip():
             try:
-                summary = summarize(self.chat, text)
+                summary = llm_summary(self.chat, text)
             except LLMError as exc:
                 self.failures += 1
                 self._consecutive += 1

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import text
 
 from rag_service.config import Settings, load_settings
 from rag_service.embed import HashingEmbedder
@@ -40,8 +41,6 @@ def _service(db, settings: Settings, llm: FakeLLM | None, **changes: object) -> 
 
 
 def _summaries(connection) -> dict[str, tuple[str, str]]:  # type: ignore[no-untyped-def]
-    from sqlalchemy import text
-
     rows = connection.execute(
         text("SELECT source, metadata->>'summary', metadata->>'summary_source' FROM documents WHERE collection='t'")
     )
@@ -69,6 +68,25 @@ def test_a_failing_llm_degrades_ingestion_to_extractive_summaries(db, settings, 
     assert f"degraded: {report.degraded[0]}" in report.lines()
     assert len(llm.requests) == 3, "after three failures in a row the run stops asking"
     assert {source for _, source in _summaries(connection).values()} == {"extractive"}
+
+
+@pytest.mark.parametrize(
+    "answer", ["A summary with a NUL \x00 inside.", "A summary with a lone surrogate \ud800 inside."]
+)
+def test_an_llm_summary_postgresql_cannot_store_is_cleaned_and_the_document_indexed(
+    db, settings, llm, connection, answer
+):
+    service = _service(db, settings, llm)
+    service.index_texts(TEXTS[:1], collection="t")
+    llm.summary = answer  # valid JSON escapes (\u0000, \ud800) that jsonb refuses
+    edited = (TEXTS[0][0], TEXTS[0][1], TEXTS[0][2] + " An edit.")
+    report = service.index_texts([edited, TEXTS[1]], collection="t")
+    assert report.ok and (report.updated, report.added) == (1, 1) and report.degraded == []
+    summaries = _summaries(connection)
+    cleaned = " ".join(answer.replace("\x00", "").replace("\ud800", "").split())
+    assert summaries["serve.md"] == summaries["nodes.md"] == (cleaned, "llm:fake-model")
+    stored = connection.execute(text("SELECT content FROM documents WHERE collection='t' AND source='serve.md'"))
+    assert stored.scalar_one() == edited[2], "the edit is applied"
 
 
 def test_llm_rerank_orders_by_the_multi_factor_score(db, settings, llm):
