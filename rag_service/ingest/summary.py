@@ -27,7 +27,8 @@ from rag_service.markdown_lines import ANCHOR_LINE, LineKind, ScanRules, scan_li
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
-#: a summary is cut at a word boundary past this many characters
+#: a summary (extractive or the LLM's) is cut at a word boundary past this many characters: three sentences
+#: fit (the LLM's are asked for in 200 tokens, ~800 characters), and a stored summary stays small
 MAX_SUMMARY_CHARS = 800
 #: sentences with fewer words are not summary material ("See below.", list stubs)
 MIN_WORDS = 5
@@ -118,19 +119,23 @@ def extractive_summary(text: str, *, sentences: int = SUMMARY_SENTENCES.default)
     if len(found) > sentences:
         picked = central_sentences(found, sentences, words=_WORD.findall, lead_weight=LEAD_WEIGHT)
         found = [s for s in found if s in picked][:sentences]
-    summary = " ".join(found)
-    if len(summary) > MAX_SUMMARY_CHARS:
-        summary = summary[:MAX_SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
-    return summary
+    return bounded(" ".join(found))
+
+
+def bounded(summary: str) -> str:
+    """``summary`` cut at the last word boundary within ``MAX_SUMMARY_CHARS``, marked `` …``, when longer."""
+    if len(summary) <= MAX_SUMMARY_CHARS:
+        return summary
+    return summary[:MAX_SUMMARY_CHARS].rsplit(" ", 1)[0] + " …"
 
 
 def llm_summary(chat: ChatModel, text: str) -> str:
     """``chat``'s summary of ``text`` as it can be stored: NUL and lone surrogates dropped (our own derived text, so
-    cleaned rather than refused); ``LLMError`` when nothing is left."""
+    cleaned rather than refused) and ``bounded``; ``LLMError`` when nothing is left."""
     summary = " ".join(_UNSTORABLE.sub("", summarize(chat, text)).split())
     if not summary:
         raise LLMError(f"{chat.name} answered a summary with no storable text")
-    return summary
+    return bounded(summary)
 
 
 class SummaryWriter:

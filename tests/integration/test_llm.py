@@ -13,6 +13,7 @@ from sqlalchemy import text
 from rag_service.config import Settings, load_settings
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ConfigurationError
+from rag_service.ingest.summary import MAX_SUMMARY_CHARS
 from rag_service.retrieve.llm_rerank import multi_factor_score
 from rag_service.service import UniversalRAGService
 from tests.llm_server import FakeLLM
@@ -87,6 +88,14 @@ def test_an_llm_summary_postgresql_cannot_store_is_cleaned_and_the_document_inde
     assert summaries["serve.md"] == summaries["nodes.md"] == (cleaned, "llm:fake-model")
     stored = connection.execute(text("SELECT content FROM documents WHERE collection='t' AND source='serve.md'"))
     assert stored.scalar_one() == edited[2], "the edit is applied"
+
+
+def test_an_llm_summary_is_cut_at_a_word_edge_like_an_extractive_one(db, settings, llm, connection):
+    llm.summary = "Sentence one is long. " * 100_000  # 2.2 MB: an endpoint that ignores max_tokens
+    report = _service(db, settings, llm).index_texts(TEXTS[:1], collection="t")
+    assert report.ok and report.degraded == []
+    summary, source = _summaries(connection)["serve.md"]
+    assert len(summary) <= MAX_SUMMARY_CHARS + 2 and summary.endswith("long. …") and source == "llm:fake-model"
 
 
 def test_llm_rerank_orders_by_the_multi_factor_score(db, settings, llm):
