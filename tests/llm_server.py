@@ -3,8 +3,9 @@
 Modes (``FakeLLM.mode``): ``ok`` answers summaries with ``"LLM summary: <first words>"`` and rating
 requests with 10 for each passage containing ``FakeLLM.relevant_word``, else 0; ``slow`` sleeps
 ``FakeLLM.delay_s`` before answering; ``error`` answers HTTP 500; ``nonsense`` answers text that is not
-a JSON array. ``FakeLLM.summary``, when set, answers every summary request. Every request body and its
-Authorization header are recorded.
+a JSON array. ``FakeLLM.summary``, when set, answers every summary request; ``FakeLLM.on_request``, when set,
+is called with each request's body before it is answered. Every request body and its Authorization header
+are recorded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,6 +29,7 @@ class FakeLLM:
         self.delay_s = 2.0
         self.relevant_word = "replica"
         self.summary: str | None = None
+        self.on_request: Callable[[dict[str, Any]], None] | None = None
         self.requests: list[dict[str, Any]] = []
         self.auth: list[str | None] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -69,6 +72,8 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.requests.append(body)
                 fake.auth.append(self.headers.get("Authorization"))
+                if fake.on_request is not None:
+                    fake.on_request(body)
                 if self.path != "/v1/chat/completions":
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                 elif fake.mode == "error":

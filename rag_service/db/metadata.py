@@ -41,10 +41,22 @@ def document_refs(session: Session, collection: str) -> list[DocumentRef]:
     return [DocumentRef(*row) for row in rows]
 
 
-def document_text(session: Session, document_id: int) -> tuple[str, dict[str, Any]]:
-    """A document's stored text and metadata."""
-    row = session.execute(select(Document.content, Document.meta).where(Document.id == document_id)).one()
-    return str(row[0]), dict(row[1] or {})
+@dataclass(frozen=True, slots=True)
+class DocumentText:
+    """A stored document's text as the backfill reads it (``content_hash``: the version it summarises)."""
+
+    id: int
+    text: str
+    content_hash: str
+    metadata: dict[str, Any]
+
+
+def document_text(session: Session, document_id: int) -> DocumentText | None:
+    """A document's stored text, hash and metadata; None when it is gone."""
+    row = session.execute(
+        select(Document.id, Document.content, Document.content_hash, Document.meta).where(Document.id == document_id)
+    ).first()
+    return DocumentText(row[0], str(row[1]), row[2], dict(row[3] or {})) if row else None
 
 
 def chunk_ids(session: Session, document_ids: Sequence[int]) -> list[int]:
@@ -55,11 +67,16 @@ def chunk_ids(session: Session, document_ids: Sequence[int]) -> list[int]:
     return list(session.execute(query).scalars())
 
 
-_SET_METADATA = text("UPDATE documents SET metadata = :metadata WHERE id = :id").bindparams(
-    bindparam("metadata", type_=JSONB)
-)
+_SET_GENERATED = text(
+    "UPDATE documents SET metadata = (metadata - CAST(:keys AS text[])) || :generated "
+    "WHERE id = :id AND content_hash = :content_hash"
+).bindparams(bindparam("generated", type_=JSONB))
 
 
-def set_document_metadata(session: Session, document_id: int, metadata: dict[str, Any]) -> None:
-    """Replace a document's metadata (its text, hash and chunks stay as they are)."""
-    session.execute(_SET_METADATA, {"id": document_id, "metadata": metadata})
+def set_generated_metadata(
+    session: Session, document_id: int, generated: dict[str, Any], *, keys: Sequence[str], content_hash: str
+) -> bool:
+    """Replace a document's ``keys`` of its metadata by ``generated`` (the rest, its text and chunks stay), unless its
+    text is no longer the version of ``content_hash`` (then False: it changed since it was read)."""
+    params = {"id": document_id, "keys": list(keys), "generated": generated, "content_hash": content_hash}
+    return bool(session.execute(_SET_GENERATED, params).rowcount)  # type: ignore[attr-defined]

@@ -3,12 +3,15 @@
 Each document's summary is made again from its stored text and each chunk's keywords are recomputed
 against the collection's current BM25 statistics (so a collection's first documents get the keywords
 the whole collection would give them). Vectors, tsvectors and postings are not touched. Documents are
-written in transactions of ``BATCH_DOCUMENTS``, under the collection's reindex lock.
+written in transactions of ``BATCH_DOCUMENTS``, under the collection's reindex lock. Each text is read in a
+short transaction of its own and summarised outside any (an LLM may take ``RAG_LLM_TIMEOUT_S`` per document:
+no snapshot or row is held meanwhile); a summary is written only if its document's text is still the one read.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +20,7 @@ from rag_service.db import metadata as repo
 from rag_service.db.database import Database
 from rag_service.db.keywords import backfill_keywords
 from rag_service.db.locks import reindex_lock
-from rag_service.ingest.metadata_policy import document_metadata
+from rag_service.ingest.metadata_policy import GENERATED_METADATA_KEYS
 from rag_service.ingest.summary import SummaryWriter
 
 #: documents per transaction
@@ -72,12 +75,13 @@ def build_metadata(
                 refs = repo.document_refs(session, name)
             for start in range(0, len(refs), BATCH_DOCUMENTS):
                 batch = refs[start : start + BATCH_DOCUMENTS]
+                made = [(doc, summaries.metadata(doc.text)) for doc in _texts(db, batch)]
                 with db.transaction() as session:
-                    for ref in batch:
-                        text, stored = repo.document_text(session, ref.id)
-                        metadata = document_metadata(stored, text, summaries)
-                        report.summaries += 1 if metadata.get("summary") else 0
-                        repo.set_document_metadata(session, ref.id, metadata)
+                    for doc, generated in made:
+                        if repo.set_generated_metadata(
+                            session, doc.id, generated, keys=GENERATED_METADATA_KEYS, content_hash=doc.content_hash
+                        ):
+                            report.summaries += 1 if generated.get("summary") else 0
                     ids = repo.chunk_ids(session, [ref.id for ref in batch])
                     backfill_keywords(
                         session,
@@ -93,3 +97,12 @@ def build_metadata(
     report.degraded = summaries.degraded()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _texts(db: Database, refs: list[repo.DocumentRef]) -> Iterator[repo.DocumentText]:
+    """The stored texts of ``refs`` (those still there), each read in a transaction closed before it is yielded."""
+    for ref in refs:
+        with db.transaction() as session:
+            found = repo.document_text(session, ref.id)
+        if found is not None:
+            yield found

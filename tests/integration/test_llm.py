@@ -6,6 +6,7 @@ import dataclasses
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -96,6 +97,36 @@ def test_an_llm_summary_is_cut_at_a_word_edge_like_an_extractive_one(db, setting
     assert report.ok and report.degraded == []
     summary, source = _summaries(connection)["serve.md"]
     assert len(summary) <= MAX_SUMMARY_CHARS + 2 and summary.endswith("long. …") and source == "llm:fake-model"
+
+
+def test_metadata_build_asks_the_llm_outside_any_transaction_and_keeps_a_text_changed_meanwhile(
+    fresh_database, settings, llm
+):
+    service = _service(fresh_database, settings, llm)
+    service.index_texts(TEXTS[:3], collection="t")
+    waiting: list[str] = []
+
+    def during_the_call(body: dict[str, Any]) -> None:  # another session, while the run waits on the LLM
+        with fresh_database.transaction() as session:
+            waiting.extend(session.execute(_IDLE_IN_TRANSACTION).scalars())
+            if body["messages"][1]["content"].startswith("Jobs are"):
+                session.execute(_CHANGE_JOBS)
+
+    llm.summary, llm.on_request = "A new summary.", during_the_call
+    report = service.build_metadata(collection="t")
+    assert waiting == [], "no transaction is open while the LLM is asked"
+    with fresh_database.transaction() as session:
+        summaries = _summaries(session)
+    assert summaries["serve.md"] == summaries["nodes.md"] == ("A new summary.", "llm:fake-model")
+    assert summaries["jobs.md"][0].startswith("LLM summary: Jobs are"), "not the old text's summary for the new text"
+    assert (report.documents, report.summaries) == (3, 2)
+
+
+_CHANGE_JOBS = text("UPDATE documents SET content = 'Jobs changed.', content_hash = 'changed' WHERE source = 'jobs.md'")
+_IDLE_IN_TRANSACTION = text(
+    "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+    "AND state LIKE 'idle in transaction%'"
+)
 
 
 def test_llm_rerank_orders_by_the_multi_factor_score(db, settings, llm):
