@@ -1,4 +1,5 @@
-"""SQL for the metadata backfill: documents to visit, their chunks, and writing a document's metadata."""
+"""SQL for a document's generated metadata (the backfill's and ingestion's summaries): documents to visit, their
+texts and chunks, and writing the generated keys."""
 
 from __future__ import annotations
 
@@ -57,6 +58,21 @@ def document_text(session: Session, document_id: int) -> DocumentText | None:
         select(Document.id, Document.content, Document.content_hash, Document.meta).where(Document.id == document_id)
     ).first()
     return DocumentText(row[0], str(row[1]), row[2], dict(row[3] or {})) if row else None
+
+
+def stored_metadata(session: Session, document_id: int) -> dict[str, Any]:
+    """A document's stored metadata (``{}`` when it is gone)."""
+    found = session.execute(select(Document.meta).where(Document.id == document_id)).scalar_one_or_none()
+    return dict(found or {})
+
+
+def holding_key(session: Session, document_ids: Sequence[int], key: str) -> set[int]:
+    """Those of ``document_ids`` whose metadata has ``key``, in one query per 5,000 ids."""
+    found: set[int] = set()
+    for start in range(0, len(document_ids), 5000):
+        ids = list(document_ids[start : start + 5000])
+        found.update(session.scalars(select(Document.id).where(Document.id.in_(ids), Document.meta.has_key(key))))
+    return found
 
 
 def chunk_ids(session: Session, document_ids: Sequence[int]) -> list[int]:

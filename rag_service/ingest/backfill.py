@@ -1,6 +1,7 @@
 """``rag metadata build``: keywords and summaries for documents already stored, without re-embedding.
 
-Each document's summary is made again from its stored text and each chunk's keywords are recomputed
+Each document's summary is made again from its stored text (a stored LLM summary the LLM fails to renew is
+kept: ``SummaryWriter``) and each chunk's keywords are recomputed
 against the collection's current BM25 statistics (so a collection's first documents get the keywords
 the whole collection would give them). Vectors, tsvectors and postings are not touched. Documents are
 written in transactions of ``BATCH_DOCUMENTS``, under the collection's reindex lock. Each text is read in a
@@ -75,7 +76,9 @@ def build_metadata(
                 refs = repo.document_refs(session, name)
             for start in range(0, len(refs), BATCH_DOCUMENTS):
                 batch = refs[start : start + BATCH_DOCUMENTS]
-                made = [(doc, summaries.metadata(doc.text)) for doc in _texts(db, batch)]
+                made = [
+                    (doc, summaries.metadata(doc.text, stored=doc.metadata, again=True)) for doc in _texts(db, batch)
+                ]
                 with db.transaction() as session:
                     for doc, generated in made:
                         if repo.set_generated_metadata(

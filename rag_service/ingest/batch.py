@@ -40,6 +40,7 @@ from rag_service.ingest.pending import PendingDocument, write_groups
 from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport, file_reason
 from rag_service.ingest.storable import check_storable
+from rag_service.ingest.stored_summaries import StoredSummaries
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.ingest.vector_sources import VectorSource
 from rag_service.records import from_fields
@@ -101,6 +102,7 @@ class Batch:
         self.keywords = keywords
         self.graph = graph
         self.summaries = summaries
+        self.stored_summaries = StoredSummaries(db, summaries, lock)  # kept for unchanged text, or asked again
         self.vectors = vectors  # where vectors are found instead of embedded (None: every text is embedded)
         self.pending: list[PendingDocument] = []
         self.pending_chunks = 0
@@ -120,6 +122,7 @@ class Batch:
             rekeyed = rekey_former_documents(session, self.collection, missing, current=set(keys))
             found.update(rekeyed)
             self.report.rekeyed += len(rekeyed)
+            self.stored_summaries.look_up(session, list(found.values()))
         self._known.update((source, found.get(source)) for source in keys)
 
     def add_file(self, path: Path, source: str, *, strategy: str | None, force: bool) -> None:
@@ -179,12 +182,13 @@ class Batch:
         if existing and not force and existing.content_hash == digest and existing.chunker == fingerprint:
             self.report.unchanged += 1
             self.bar.advance(chunks=0)
+            self.stored_summaries.retry(existing, text)
             return
         started = time.perf_counter()
         chunked, model_seconds = self.chunking.split(strategy, text, source)
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
-        metadata = document_metadata(metadata, text, self.summaries)
+        metadata = document_metadata(metadata, text, self.summaries, stored=self.stored_summaries.of(existing, digest))
         embed_texts = [self._embed_text(title, c) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]
         self.pending.append(

@@ -17,6 +17,8 @@ pair of sentences, so only the first ``MAX_SENTENCES`` candidates are ranked.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from rag_service.errors import LLMError
 from rag_service.ingest.lexrank import central_sentences
@@ -27,6 +29,8 @@ from rag_service.markdown_lines import ANCHOR_LINE, LineKind, ScanRules, scan_li
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
+#: the generated key marking an extractive summary made because the LLM failed: the LLM is asked again
+RETRY = "summary_retry"
 #: a summary (extractive or the LLM's) is cut at a word boundary past this many characters: three sentences
 #: fit (the LLM's are asked for in 200 tokens, ~800 characters), and a stored summary stays small
 MAX_SUMMARY_CHARS = 800
@@ -141,10 +145,12 @@ def llm_summary(chat: ChatModel, text: str) -> str:
 class SummaryWriter:
     """Writes one run's document summaries: by the LLM when one is configured, else extractive.
 
-    An LLM failure (timeout, error status, empty answer) gives that document the extractive summary;
-    after ``MAX_CONSECUTIVE_FAILURES`` failures in a row the run stops asking the LLM, so a dead
-    endpoint costs a few timeouts, not one per document. ``degraded()`` says what happened, for the
-    ingest report.
+    A summary depends on its document's text only: a stored LLM summary of the same text is kept without a call
+    (a re-chunk, ``reindex --all``), unless asked ``again`` (``rag metadata build``), and kept too when the LLM
+    fails then. Any other LLM failure (timeout, error status, empty answer) gives that document the extractive
+    summary marked ``summary_retry``, whose LLM summary the next run asks for, also of unchanged text. After
+    ``MAX_CONSECUTIVE_FAILURES`` failures in a row the run stops asking the LLM, so a dead endpoint costs a few
+    timeouts, not one per document. ``degraded()`` says what happened, for the run's report.
     """
 
     MAX_CONSECUTIVE_FAILURES = 3
@@ -153,30 +159,69 @@ class SummaryWriter:
         self.sentences = sentences
         self.chat = chat
         self.failures = 0
+        self.retries = 0  # extractive summaries marked for the LLM's next try
+        self.kept = 0  # stored LLM summaries kept when the LLM failed to renew them
         self._consecutive = 0
         self._first_reason = ""
 
-    def metadata(self, text: str) -> dict[str, str]:
-        """``{"summary": ..., "summary_source": "extractive" | "llm:<model>"}``, or ``{}`` when none."""
-        if self.chat is not None and self._consecutive < self.MAX_CONSECUTIVE_FAILURES and text.strip():
+    @property
+    def asks_llm(self) -> bool:
+        """Whether the next summary is asked of the LLM (one is configured and the run has not stopped asking)."""
+        return self.chat is not None and self._consecutive < self.MAX_CONSECUTIVE_FAILURES
+
+    def metadata(self, text: str, *, stored: Mapping[str, Any] | None = None, again: bool = False) -> dict[str, Any]:
+        """The generated keys of a document of ``text``: ``summary`` and ``summary_source`` (``extractive`` or
+        ``llm:<model>``), and ``summary_retry: true`` where the LLM failed; ``{}`` when there is no summary.
+
+        ``stored``: the metadata stored for this same text (None when the text is new or changed); ``again``: ask
+        the LLM even where ``stored`` holds its summary (``rag metadata build``).
+        """
+        kept = _llm_keys(stored)
+        if kept is not None and not again:
+            return kept
+        asks = self.chat is not None and bool(text.strip()) and (stored is None or again or bool(stored.get(RETRY)))
+        chat = self.chat if asks and self.asks_llm else None
+        if chat is not None:
             try:
-                summary = llm_summary(self.chat, text)
+                summary = llm_summary(chat, text)
             except LLMError as exc:
                 self.failures += 1
                 self._consecutive += 1
                 self._first_reason = self._first_reason or str(exc)
             else:
                 self._consecutive = 0
-                return {"summary": summary, "summary_source": self.chat.name}
+                return {"summary": summary, "summary_source": chat.name}
+        if asks and kept is not None:
+            self.kept += 1
+            return kept
+        if asks:
+            self.retries += 1
         summary = extractive_summary(text, sentences=self.sentences)
-        return {"summary": summary, "summary_source": "extractive"} if summary else {}
+        generated: dict[str, Any] = {"summary": summary, "summary_source": "extractive"} if summary else {}
+        return {**generated, RETRY: True} if asks else generated
 
     def degraded(self) -> list[str]:
         """One line per problem, e.g. ``summary: the LLM failed for 3 documents ...``; empty when none."""
         if not self.failures:
             return []
         stopped = " and was not asked again in this run" if self._consecutive >= self.MAX_CONSECUTIVE_FAILURES else ""
+        outcomes = []
+        if self.retries:
+            outcomes.append(
+                f"{self.retries} document(s) got extractive summaries; the LLM is asked again for them at their "
+                "next ingest or `rag metadata build`"
+            )
+        if self.kept:
+            outcomes.append(f"{self.kept} kept their stored LLM summary")
         return [
-            f"summary: the LLM failed for {self.failures} document(s){stopped}; they got extractive summaries "
+            f"summary: the LLM failed for {self.failures} document(s){stopped}; {'; '.join(outcomes)} "
             f"(first error: {self._first_reason})"
         ]
+
+
+def _llm_keys(stored: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The LLM summary in ``stored`` (``bounded``: one stored before the cut may be longer), or None."""
+    source, summary = (stored or {}).get("summary_source"), (stored or {}).get("summary")
+    if not isinstance(source, str) or not source.startswith("llm:") or not isinstance(summary, str) or not summary:
+        return None
+    return {"summary": bounded(summary), "summary_source": source}

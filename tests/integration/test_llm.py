@@ -14,6 +14,7 @@ from sqlalchemy import text
 from rag_service.config import Settings, load_settings
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ConfigurationError
+from rag_service.ingest.report import IngestReport
 from rag_service.ingest.summary import MAX_SUMMARY_CHARS
 from rag_service.retrieve.llm_rerank import multi_factor_score
 from rag_service.service import UniversalRAGService
@@ -127,6 +128,53 @@ _IDLE_IN_TRANSACTION = text(
     "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
     "AND state LIKE 'idle in transaction%'"
 )
+
+
+def test_a_rechunk_of_unchanged_text_keeps_its_llm_summary_without_asking(db, settings, llm, connection):
+    service = _service(db, settings, llm)
+    service.index_texts(TEXTS, collection="t")
+    before, llm.summary = _summaries(connection), "A summary asked again."
+    llm.requests.clear()
+    assert service.index_texts(TEXTS, collection="t", force=True).updated == len(TEXTS)
+    assert _service(db, settings, llm, chunk_size=300).index_texts(TEXTS, collection="t").updated == len(TEXTS)
+    assert service.reindex_all(collection="t").ok
+    assert _service(db, settings, None).index_texts(TEXTS, collection="t", force=True).ok, "also with no LLM"
+    assert llm.requests == [] and _summaries(connection) == before
+
+
+@pytest.mark.parametrize("via", ["texts", "paths"])
+def test_a_summary_the_llm_failed_is_asked_again_and_a_stored_one_is_kept_on_failure(
+    db, settings, llm, connection, tmp_path, monkeypatch, via
+):
+    monkeypatch.chdir(tmp_path)
+    for source, _, body in TEXTS:
+        (tmp_path / source).write_text(body)
+    service = _service(db, settings, llm)
+
+    def ingest() -> IngestReport:
+        if via == "texts":
+            return service.index_texts(TEXTS, collection="t")
+        return service.index_paths([tmp_path], collection="t")
+
+    llm.mode = "error"
+    report = ingest()
+    assert report.ok and "5 document(s) got extractive summaries; the LLM is asked again" in report.degraded[0]
+    assert connection.execute(_MARKED).scalar_one() == len(TEXTS)
+    llm.mode, llm.requests = "ok", []
+    report = ingest()
+    assert report.unchanged == len(TEXTS) and report.degraded == [] and len(llm.requests) == len(TEXTS)
+    assert {s for _, s in _summaries(connection).values()} == {"llm:fake-model"}
+    assert connection.execute(_MARKED).scalar_one() == 0
+    llm.requests = []
+    assert ingest().unchanged == len(TEXTS) and llm.requests == [], "asked again once"
+
+    before, llm.mode = _summaries(connection), "error"
+    report = service.build_metadata(collection="t")
+    assert _summaries(connection) == before, "rag metadata build keeps a stored LLM summary the LLM fails to renew"
+    assert "5 kept their stored LLM summary" in report.degraded[0]
+
+
+_MARKED = text("SELECT count(*) FROM documents WHERE collection = 't' AND metadata->'summary_retry' = 'true'")
 
 
 def test_llm_rerank_orders_by_the_multi_factor_score(db, settings, llm):
