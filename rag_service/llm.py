@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_service.errors import LLMError
+from rag_service.forks import ChildLock, after_fork_in_child
 from rag_service.knobs import LLM_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -46,7 +47,10 @@ class ChatModel(Protocol):
 
 
 class OpenAICompatibleChat:
-    """``/chat/completions`` of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, ...)."""
+    """``/chat/completions`` of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, ...).
+
+    Its HTTP client is built at the first call; a forked child builds its own (``rag_service.forks``).
+    """
 
     def __init__(
         self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = LLM_TIMEOUT_S.default
@@ -57,15 +61,28 @@ class OpenAICompatibleChat:
         self.model = model
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.timeout_s = timeout_s
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._httpx = httpx
+        self._client: httpx.Client | None = None
+        self._client_lock = ChildLock()
+        after_fork_in_child(self._forget_client)
+
+    def _forget_client(self) -> None:
+        # in a forked child: the parent's keep-alive sockets would carry this process's requests and hand it the
+        # parent's answers; dropped, not closed (the parent still uses them)
+        self._client = None
+
+    def _http(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                self._client = self._httpx.Client(timeout=self.timeout_s, headers=self._headers)
+            return self._client
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
         """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong."""
         body = {"model": self.model, "messages": list(messages), "max_tokens": max_tokens, "temperature": 0}
         try:
-            response = self._client.post(self.url, json=body)
+            response = self._http().post(self.url, json=body)
         except self._httpx.TimeoutException:
             raise LLMError(f"{self.url} did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
         except self._httpx.HTTPError as exc:
@@ -82,7 +99,10 @@ class OpenAICompatibleChat:
 
     def close(self) -> None:
         """Close the HTTP connections."""
-        self._client.close()
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
 
 def chat_model_for(settings: Settings) -> OpenAICompatibleChat | None:

@@ -1,0 +1,118 @@
+"""The LLM client (``rag_service.llm``) against a real local HTTP server that misbehaves on demand (the audit's
+``fake_llm.py`` in spirit): every failure is one ``LLMError`` line, and no call outlives its deadline."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from rag_service.errors import LLMError
+from rag_service.llm import OpenAICompatibleChat
+
+CHILD_TIMEOUT_S = 20
+#: a handler's behaviour: it answers the request (its JSON body given) through the handler's helpers
+Behaviour = Callable[["Handler", dict[str, Any]], None]
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Keep-alive HTTP/1.1; ``server.behaviour`` decides the answer."""
+
+    protocol_version = "HTTP/1.1"
+    server: Endpoint
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.auth.append(self.headers.get("Authorization"))
+        self.server.behaviour(self, body)
+
+    def send(self, status: int, data: bytes, **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def completion(self, content: str) -> None:
+        self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode())
+
+
+def echo(handler: Handler, body: dict[str, Any]) -> None:
+    """The user message back, with the client's port (which connection asked)."""
+    handler.completion(f"{body['messages'][-1]['content']} via port {handler.client_address[1]}")
+
+
+class Endpoint(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.behaviour: Behaviour = echo
+        self.auth: list[str | None] = []
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    server = Endpoint()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def chat(endpoint: Endpoint) -> Iterator[OpenAICompatibleChat]:
+    client = OpenAICompatibleChat(endpoint.base_url, "fake", timeout_s=0.5)
+    yield client
+    client.close()
+
+
+def ask(chat: OpenAICompatibleChat, text: str) -> str:
+    return chat.complete([{"role": "system", "content": "s"}, {"role": "user", "content": text}], max_tokens=5)
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_asks_on_a_connection_of_its_own(chat):
+    parents = ask(chat, "parent")
+    assert parents.startswith("parent via port ")
+
+    def in_child() -> None:
+        answer = ask(chat, "child")  # the parent's keep-alive socket would carry it (and another's answer back)
+        raise SystemExit(0 if answer.startswith("child via port ") and answer[6:] != parents[7:] else 1)
+
+    child = multiprocessing.get_context("fork").Process(target=in_child, daemon=True)
+    child.start()
+    child.join(CHILD_TIMEOUT_S)
+    assert child.exitcode == 0, "the child asked on its parent's connection (or failed)"
+    assert ask(chat, "parent") == parents, "the parent keeps its connection"
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_a_refused_connection_is_an_llm_error():
+    chat = OpenAICompatibleChat(f"http://127.0.0.1:{_unused_port()}/v1", "fake", timeout_s=0.5)
+    with pytest.raises(LLMError, match="could not be reached"):
+        ask(chat, "anyone?")
+    chat.close()
