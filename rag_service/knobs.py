@@ -305,4 +305,4 @@ SUMMARY_SENTENCES = Knob(
     "summary_sentences", int, "sentences of each document's extractive metadata.summary; 0: none", 3, 0, 20
 )
 EMBEDDING_BATCH_SIZE = Knob("embedding_batch_size", int, "texts embedded per model call", 64, 1, 4096)
-LLM_TIMEOUT_S = Knob("llm_timeout_s", float, "seconds per LLM call before it degrades", 30.0, 0.001, 600)
+LLM_TIMEOUT_S = Knob("llm_timeout_s", float, "seconds an LLM call may take in all before it degrades", 30.0, 0.001, 600)

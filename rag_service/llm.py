@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+import threading
+import weakref
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rag_service.errors import LLMError
 from rag_service.forks import ChildLock, after_fork_in_child
@@ -20,6 +22,8 @@ from rag_service.knobs import LLM_TIMEOUT_S
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
+
+_T = TypeVar("_T")
 
 #: characters of a document sent for its summary (the start of a page says what it is about)
 SUMMARY_INPUT_CHARS = 12_000
@@ -49,7 +53,9 @@ class ChatModel(Protocol):
 class OpenAICompatibleChat:
     """``/chat/completions`` of an OpenAI-compatible server (vLLM, llama.cpp, Ollama, OpenAI, ...).
 
-    Its HTTP client is built at the first call; a forked child builds its own (``rag_service.forks``).
+    ``timeout_s`` bounds each call as a whole: connecting, waiting and reading the answer. The calls run on an
+    event loop of the client's own (``_CallLoop``), built at the first call; a forked child builds its own
+    (``rag_service.forks``).
     """
 
     def __init__(
@@ -63,27 +69,36 @@ class OpenAICompatibleChat:
         self.timeout_s = timeout_s
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._httpx = httpx
-        self._client: httpx.Client | None = None
-        self._client_lock = ChildLock()
-        after_fork_in_child(self._forget_client)
+        self._calls: _CallLoop | None = None
+        self._calls_lock = ChildLock()
+        after_fork_in_child(self._forget_calls)
 
-    def _forget_client(self) -> None:
+    def _forget_calls(self) -> None:
         # in a forked child: the parent's keep-alive sockets would carry this process's requests and hand it the
-        # parent's answers; dropped, not closed (the parent still uses them)
-        self._client = None
+        # parent's answers, and its loop's thread does not exist here; kept as they are (the parent uses them)
+        if self._calls is not None:
+            _INHERITED.append(self._calls.forget())
+        self._calls = None
 
-    def _http(self) -> Any:
-        with self._client_lock:
-            if self._client is None:
-                self._client = self._httpx.Client(timeout=self.timeout_s, headers=self._headers)
-            return self._client
+    def _call_loop(self) -> _CallLoop:
+        with self._calls_lock:
+            if self._calls is None:
+                self._calls = _CallLoop(self, self._httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers))
+            return self._calls
+
+    async def _post(self, client: Any, body: dict[str, Any]) -> Any:
+        import asyncio
+
+        async with asyncio.timeout(self.timeout_s):  # httpx's timeouts bound each read, not the call
+            return await client.post(self.url, json=body)
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
         """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong."""
         body = {"model": self.model, "messages": list(messages), "max_tokens": max_tokens, "temperature": 0}
         try:
-            response = self._http().post(self.url, json=body)
-        except self._httpx.TimeoutException:
+            calls = self._call_loop()
+            response = calls.run(self._post(calls.client, body))
+        except (TimeoutError, self._httpx.TimeoutException):
             raise LLMError(f"{self.url} did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
         except self._httpx.HTTPError as exc:
             raise LLMError(f"{self.url} could not be reached: {type(exc).__name__}: {exc}") from None
@@ -98,11 +113,60 @@ class OpenAICompatibleChat:
         return content.strip()
 
     def close(self) -> None:
-        """Close the HTTP connections."""
-        with self._client_lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        """Close the HTTP connections and end the client's thread."""
+        with self._calls_lock:
+            calls, self._calls = self._calls, None
+        if calls is not None:
+            calls.close()
+
+
+#: a forked child's inherited call loops: the parent's, so never used nor closed there; held (collected, a loop that
+#: seems to run warns)
+_INHERITED: list[object] = []
+
+
+class _CallLoop:
+    """An asyncio event loop on a daemon thread, with the ``httpx.AsyncClient`` whose calls run there: a call
+    cancelled at its deadline ends wherever it is. (A sync httpx call cannot be: its timeouts bound each read, so an
+    endpoint sending a byte a second held it forever; httpx has no total timeout, encode/httpx#1450.)"""
+
+    def __init__(self, owner: object, client: Any) -> None:
+        import asyncio
+
+        self.client = client
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name="rag-llm", daemon=True)
+        self._thread.start()
+        # an owner collected unclosed ends the thread too (not at exit: the daemon thread just stops)
+        self._stop = weakref.finalize(owner, self._loop.call_soon_threadsafe, self._loop.stop)
+        self._stop.atexit = False
+
+    def _serve(self) -> None:
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.run_until_complete(self.client.aclose())
+            self._loop.close()
+
+    def run(self, call: Coroutine[Any, Any, _T]) -> _T:
+        """``call``'s result, waited for on this thread; an exception here (a signal's) cancels the call."""
+        import asyncio
+
+        future = asyncio.run_coroutine_threadsafe(call, self._loop)
+        try:
+            return future.result()
+        finally:
+            future.cancel()
+
+    def forget(self) -> _CallLoop:
+        """Itself, never to stop: a forked child's copy, whose thread and sockets are the parent's."""
+        self._stop.detach()
+        return self
+
+    def close(self) -> None:
+        """Close the connections and end the thread."""
+        self._stop()
+        self._thread.join()
 
 
 def chat_model_for(settings: Settings) -> OpenAICompatibleChat | None:

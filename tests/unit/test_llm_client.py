@@ -7,6 +7,7 @@ import json
 import multiprocessing
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -102,6 +103,30 @@ def test_a_forked_child_asks_on_a_connection_of_its_own(chat):
     child.join(CHILD_TIMEOUT_S)
     assert child.exitcode == 0, "the child asked on its parent's connection (or failed)"
     assert ask(chat, "parent") == parents, "the parent keeps its connection"
+
+
+def trickle(handler: Handler, body: dict[str, Any]) -> None:
+    """Headers at once, then the body a byte every 0.1 s: each read is quick, the answer takes 3 s."""
+    data = json.dumps({"choices": [{"message": {"content": "late"}}]}).encode()
+    data = b" " * (30 - len(data) % 30) + data
+    handler.send_response(200)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    try:
+        for start in range(0, len(data), len(data) // 30):
+            handler.wfile.write(data[start : start + len(data) // 30])
+            handler.wfile.flush()
+            time.sleep(0.1)
+    except OSError:  # the client left
+        pass
+
+
+def test_the_timeout_bounds_the_whole_call_not_each_read(endpoint, chat):
+    endpoint.behaviour = trickle
+    started = time.monotonic()
+    with pytest.raises(LLMError, match=r"did not answer within 0\.5 s \(RAG_LLM_TIMEOUT_S\)"):
+        ask(chat, "slowly")
+    assert time.monotonic() - started < 1.5
 
 
 def _unused_port() -> int:
