@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -147,8 +148,9 @@ class Settings:
         False, "add each chunk's keywords to its BM25 text (off: measured in docs/benchmarks.md)"
     )
     table_rows: bool = _setting(
-        False, "cut a markdown table's children between its rows, each under the table's header row (off: neutral "
-        "on the visible sets, docs/benchmarks.md)"
+        False,
+        "cut a markdown table's children between its rows, each under the table's header row (off: neutral "
+        "on the visible sets, docs/benchmarks.md)",
     )
     summary_sentences: int = _from_knob(SUMMARY_SENTENCES)
     llm_base_url: str | None = _setting(
@@ -227,6 +229,8 @@ class Settings:
             value = getattr(self, spec.name)
             if value is None:
                 continue
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigurationError(f"RAG_{spec.name.upper()} ({value!r}) must be a finite number")
             ge, le = spec.metadata.get("ge"), spec.metadata.get("le")
             if (ge is not None and value < ge) or (le is not None and value > le):
                 bounds = " and ".join(f"{word} {b}" for word, b in (("at least", ge), ("at most", le)) if b is not None)
@@ -252,8 +256,10 @@ class Settings:
             llm_rerank_weights(self.llm_rerank_weights)
         except ValueError as exc:
             raise ConfigurationError(f"RAG_LLM_RERANK_WEIGHTS: {exc}") from None
-        if self.llm_base_url and not self.llm_model:
-            raise ConfigurationError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
+        from rag_service.llm import check_llm_settings
+
+        key = check_llm_settings(self)
+        object.__setattr__(self, "llm_api_key", Secret(key) if key else None)
 
     @property
     def context_weights(self) -> tuple[float, float, float]:

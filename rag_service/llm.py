@@ -10,15 +10,17 @@ one-line reason, so callers degrade their stage and say why instead of failing t
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import weakref
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from rag_service.errors import LLMError
+from rag_service.errors import ConfigurationError, LLMError
 from rag_service.forks import ChildLock, after_fork_in_child
 from rag_service.knobs import LLM_TIMEOUT_S
+from rag_service.log import mask_url
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
@@ -63,6 +65,8 @@ class OpenAICompatibleChat:
     ) -> None:
         import httpx
 
+        if not (math.isfinite(timeout_s) and timeout_s > 0):  # asyncio would never end a nan deadline
+            raise ValueError(f"timeout_s ({timeout_s!r}) must be a positive number of seconds")
         self.name = f"llm:{model}"
         self.model = model
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -102,6 +106,10 @@ class OpenAICompatibleChat:
             raise LLMError(f"{self.url} did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
         except self._httpx.HTTPError as exc:
             raise LLMError(f"{self.url} could not be reached: {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # anything else httpx raises (an invalid URL, a header it cannot encode): degrade
+            while isinstance(exc, ExceptionGroup):  # anyio's connect attempts: the first one's error says it
+                exc = exc.exceptions[0]
+            raise LLMError(f"{self.url} could not be asked: {type(exc).__name__}: {exc}") from None
         if response.status_code != 200:
             raise LLMError(f"{self.url} answered HTTP {response.status_code}: {' '.join(response.text[:200].split())}")
         try:
@@ -167,6 +175,31 @@ class _CallLoop:
         """Close the connections and end the thread."""
         self._stop()
         self._thread.join()
+
+
+def check_llm_settings(settings: Settings) -> str | None:
+    """``RAG_LLM_API_KEY`` without the whitespace around it (a key file's newline), or None when unset;
+    ``ConfigurationError`` naming the first ``RAG_LLM_*`` setting no call could use, and the fix."""
+    from urllib.parse import urlsplit
+
+    url = settings.llm_base_url
+    if url and not settings.llm_model:
+        raise ConfigurationError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
+    if url:
+        try:
+            urlsplit(url).port  # noqa: B018 (parses the host and port)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"RAG_LLM_BASE_URL ({mask_url(url)!r}) is not a URL ({exc}); give the endpoint up to /v1, "
+                "e.g. http://localhost:8000/v1"
+            ) from None
+    key = settings.llm_api_key.get_secret_value().strip() if settings.llm_api_key else ""
+    if key and not (key.isascii() and key.isprintable() and " " not in key):
+        raise ConfigurationError(
+            "RAG_LLM_API_KEY holds a space, a control or a non-ASCII character, which an HTTP header cannot carry; "
+            "copy the key again"
+        )
+    return key or None
 
 
 def chat_model_for(settings: Settings) -> OpenAICompatibleChat | None:

@@ -141,3 +141,14 @@ def test_a_refused_connection_is_an_llm_error():
     with pytest.raises(LLMError, match="could not be reached"):
         ask(chat, "anyone?")
     chat.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [("http://[::1/v1", None), ("http://127.0.0.1:99999/v1", None), ("http://127.0.0.1:9/v1", "sk-clé")],
+)
+def test_anything_the_client_raises_is_an_llm_error(url, key):
+    chat = OpenAICompatibleChat(url, "fake", api_key=key, timeout_s=0.5)
+    with pytest.raises(LLMError, match=r"could not be (asked|reached): \w+"):
+        ask(chat, "anyone?")
+    chat.close()
