@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from rag_service.errors import ConfigurationError, LLMError
 from rag_service.forks import ChildLock, after_fork_in_child
 from rag_service.knobs import LLM_TIMEOUT_S
-from rag_service.log import mask_url
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
@@ -177,22 +176,45 @@ class _CallLoop:
         self._thread.join()
 
 
+#: a URL's userinfo (a password, or a token as the user name), with or without a scheme before it
+_USERINFO = re.compile(r"^(?P<scheme>[^:/@]*://)?[^/@]*@")
+
+
+def shown_url(url: str) -> str:
+    """``url`` with its userinfo masked (``http://***@host/v1``), as messages show it."""
+    return _USERINFO.sub(lambda found: (found["scheme"] or "") + "***@", url)
+
+
 def check_llm_settings(settings: Settings) -> str | None:
     """``RAG_LLM_API_KEY`` without the whitespace around it (a key file's newline), or None when unset;
     ``ConfigurationError`` naming the first ``RAG_LLM_*`` setting no call could use, and the fix."""
     from urllib.parse import urlsplit
 
     url = settings.llm_base_url
-    if url and not settings.llm_model:
-        raise ConfigurationError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
-    if url:
-        try:
-            urlsplit(url).port  # noqa: B018 (parses the host and port)
-        except ValueError as exc:
+    if not url:  # what asks for an LLM without one would be ignored, and nothing would say why
+        asked = {"RAG_LLM_MODEL": settings.llm_model, "RAG_LLM_API_KEY": settings.llm_api_key}
+        given = [name for name, value in asked.items() if value] + (["RAG_LLM_RERANK"] if settings.llm_rerank else [])
+        if given:
             raise ConfigurationError(
-                f"RAG_LLM_BASE_URL ({mask_url(url)!r}) is not a URL ({exc}); give the endpoint up to /v1, "
-                "e.g. http://localhost:8000/v1"
-            ) from None
+                f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} set but RAG_LLM_BASE_URL is not; set it "
+                f"to the endpoint (e.g. http://localhost:8000/v1), or unset {'it' if len(given) == 1 else 'them'}"
+            )
+        return None
+    if not settings.llm_model:
+        raise ConfigurationError("RAG_LLM_BASE_URL is set but RAG_LLM_MODEL is not; name the model to use")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (parses the port)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"RAG_LLM_BASE_URL ({shown_url(url)!r}) is not a URL ({exc}); give the endpoint up to /v1, "
+            "e.g. http://localhost:8000/v1"
+        ) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"RAG_LLM_BASE_URL ({shown_url(url)!r}) must start with http:// or https:// and name a host, "
+            "e.g. http://localhost:8000/v1"
+        )
     key = settings.llm_api_key.get_secret_value().strip() if settings.llm_api_key else ""
     if key and not (key.isascii() and key.isprintable() and " " not in key):
         raise ConfigurationError(

@@ -225,7 +225,7 @@ def test_a_failing_llm_degrades_the_rerank_never_the_call(db, settings, llm, mod
 
 
 def test_no_llm_configured_means_no_call_and_no_import(db, settings, llm):
-    service = _service(db, settings, None, llm_rerank=True)
+    service = _service(db, settings, None)  # RAG_LLM_RERANK=true without a URL is refused (test_llm_settings.py)
     service.index_texts(TEXTS, collection="t")
     assert service.retrieve("replica", context="search", collection="t").metrics.degraded == []
     assert service.chat_model() is None and llm.requests == []

@@ -66,3 +66,40 @@ def test_the_whitespace_around_a_key_is_dropped(clean_env):
     clean_env.setenv("RAG_LLM_API_KEY", " sk-s3cret\n")  # read from a file
     key = load_settings().llm_api_key
     assert key is not None and key.get_secret_value() == "sk-s3cret"
+
+
+@pytest.mark.parametrize(
+    "url", ["127.0.0.1:8000/v1", "localhost:8000/v1", "ftp://127.0.0.1/v1", "not a url", "http:///v1", "file:///v1"]
+)
+def test_a_url_without_http_or_a_host_is_refused(clean_env, url):
+    message = refused(clean_env, RAG_LLM_BASE_URL=url, RAG_LLM_MODEL="m")
+    assert message == (
+        f"RAG_LLM_BASE_URL ({url!r}) must start with http:// or https:// and name a host, e.g. http://localhost:8000/v1"
+    )
+
+
+@pytest.mark.parametrize("url", ["ftp://user:s3cret@host/v1", "user:s3cret@host:1/v1"])
+def test_a_refused_url_never_shows_its_password(clean_env, url):
+    assert "s3cret" not in refused(clean_env, RAG_LLM_BASE_URL=url, RAG_LLM_MODEL="m")
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"RAG_LLM_MODEL": "m"}, "RAG_LLM_MODEL is set but RAG_LLM_BASE_URL is not; set it"),
+        ({"RAG_LLM_RERANK": "true"}, "RAG_LLM_RERANK is set but RAG_LLM_BASE_URL is not; set it"),
+        ({"RAG_LLM_MODEL": "m", "RAG_LLM_API_KEY": "sk-s3cret"}, "RAG_LLM_MODEL and RAG_LLM_API_KEY are set but"),
+        ({"RAG_LLM_MODEL": "m", "RAG_LLM_BASE_URL": ""}, "RAG_LLM_MODEL is set but RAG_LLM_BASE_URL is not"),
+    ],
+)
+def test_what_asks_for_an_llm_without_its_url_is_refused(clean_env, variables, named):
+    message = refused(clean_env, **variables)
+    assert message.startswith(named) and "(e.g. http://localhost:8000/v1), or unset" in message
+    assert "s3cret" not in message
+
+
+def test_tuning_without_an_llm_is_not_refused(clean_env):
+    """They change nothing by themselves, and turning summaries off needs no endpoint."""
+    for name, value in [("RAG_LLM_SUMMARIES", "false"), ("RAG_LLM_TIMEOUT_S", "5"), ("RAG_LLM_RERANK_TOP", "3")]:
+        clean_env.setenv(name, value)
+    assert load_settings().llm_base_url is None
