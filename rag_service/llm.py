@@ -9,6 +9,7 @@ one-line reason, so callers degrade their stage and say why instead of failing t
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -69,8 +70,12 @@ class OpenAICompatibleChat:
         self.name = f"llm:{model}"
         self.model = model
         self.url = base_url.rstrip("/") + "/chat/completions"
+        #: what messages show: the URL without its userinfo
+        self.shown_url = shown_url(self.url)
         self.timeout_s = timeout_s
+        api_key = api_key.strip() if api_key else None
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._secrets = _secrets(base_url, api_key)
         self._httpx = httpx
         self._calls: _CallLoop | None = None
         self._calls_lock = ChildLock()
@@ -96,28 +101,38 @@ class OpenAICompatibleChat:
             return await client.post(self.url, json=body)
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
-        """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong."""
+        """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong (credentials
+        masked, also where the endpoint echoes them)."""
         body = {"model": self.model, "messages": list(messages), "max_tokens": max_tokens, "temperature": 0}
         try:
             calls = self._call_loop()
             response = calls.run(self._post(calls.client, body))
         except (TimeoutError, self._httpx.TimeoutException):
-            raise LLMError(f"{self.url} did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
+            raise self._error(f"did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
         except self._httpx.HTTPError as exc:
-            raise LLMError(f"{self.url} could not be reached: {type(exc).__name__}: {exc}") from None
+            raise self._error(f"could not be reached: {type(exc).__name__}: {exc}") from None
         except Exception as exc:  # anything else httpx raises (an invalid URL, a header it cannot encode): degrade
             while isinstance(exc, ExceptionGroup):  # anyio's connect attempts: the first one's error says it
                 exc = exc.exceptions[0]
-            raise LLMError(f"{self.url} could not be asked: {type(exc).__name__}: {exc}") from None
+            raise self._error(f"could not be asked: {type(exc).__name__}: {exc}") from None
+        text = self._redacted(response.text)
         if response.status_code != 200:
-            raise LLMError(f"{self.url} answered HTTP {response.status_code}: {' '.join(response.text[:200].split())}")
+            raise self._error(f"answered HTTP {response.status_code}: {' '.join(text[:200].split())}")
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise LLMError(f"{self.url} answered without a chat completion: {response.text[:200]!r}") from None
+            raise self._error(f"answered without a chat completion: {text[:200]!r}") from None
         if not isinstance(content, str) or not content.strip():
-            raise LLMError(f"{self.url} answered an empty completion")
-        return content.strip()
+            raise self._error("answered an empty completion")
+        return self._redacted(content.strip())
+
+    def _redacted(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _error(self, what: str) -> LLMError:
+        return LLMError(self._redacted(f"{self.shown_url} {what}"))
 
     def close(self) -> None:
         """Close the HTTP connections and end the client's thread."""
@@ -183,6 +198,19 @@ _USERINFO = re.compile(r"^(?P<scheme>[^:/@]*://)?[^/@]*@")
 def shown_url(url: str) -> str:
     """``url`` with its userinfo masked (``http://***@host/v1``), as messages show it."""
     return _USERINFO.sub(lambda found: (found["scheme"] or "") + "***@", url)
+
+
+def _secrets(url: str, api_key: str | None) -> list[str]:
+    """What an echo must not show: the key, the URL's password (or its user name when that is the token), and
+    the Basic credentials httpx sends for them (``Authorization: Basic base64(user:password)``)."""
+    from urllib.parse import unquote
+
+    found = _USERINFO.match(url)
+    userinfo = found[0].removeprefix(found["scheme"] or "").removesuffix("@") if found else ""
+    user, _, password = userinfo.partition(":")
+    basic = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode() if userinfo else ""
+    secrets = [api_key or "", password or user, basic]
+    return sorted({form for s in secrets if s for form in (s, unquote(s))}, key=len, reverse=True)
 
 
 def check_llm_settings(settings: Settings) -> str | None:

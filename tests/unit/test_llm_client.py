@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from rag_service.config import Settings
 from rag_service.errors import LLMError
-from rag_service.llm import OpenAICompatibleChat
+from rag_service.llm import OpenAICompatibleChat, chat_model_for
 
 CHILD_TIMEOUT_S = 20
 #: a handler's behaviour: it answers the request (its JSON body given) through the handler's helpers
@@ -152,3 +153,51 @@ def test_anything_the_client_raises_is_an_llm_error(url, key):
     with pytest.raises(LLMError, match=r"could not be (asked|reached): \w+"):
         ask(chat, "anyone?")
     chat.close()
+
+
+def echo_auth(handler: Handler, body: dict[str, Any]) -> None:
+    handler.send(400, f"bad request; you sent Authorization: {handler.headers.get('Authorization')}".encode())
+
+
+def status_500(handler: Handler, body: dict[str, Any]) -> None:
+    handler.send(500, b'{"error": {"message": "model crashed"}}')
+
+
+def test_an_echoed_key_is_never_shown(endpoint):
+    endpoint.behaviour = echo_auth
+    chat = OpenAICompatibleChat(endpoint.base_url, "fake", api_key="sk-s3cret", timeout_s=0.5)
+    with pytest.raises(LLMError) as raised:
+        ask(chat, "who am I?")
+    chat.close()
+    assert str(raised.value).endswith("answered HTTP 400: bad request; you sent Authorization: Bearer ***")
+
+
+@pytest.mark.parametrize("userinfo", ["user:s3cret", "user:s%33cret", "s3cret-token"])
+def test_the_urls_userinfo_is_never_shown(endpoint, userinfo):
+    endpoint.behaviour = status_500
+    chat = OpenAICompatibleChat(endpoint.base_url.replace("//", f"//{userinfo}@"), "fake", timeout_s=0.5)
+    with pytest.raises(LLMError) as raised:
+        ask(chat, "anyone?")
+    chat.close()
+    assert str(raised.value).startswith("http://***@127.0.0.1:") and "s3cret" not in str(raised.value)
+    assert "s%33cret" not in str(raised.value)
+
+
+@pytest.mark.parametrize("userinfo", ["user:s3cret", "user:s%33cret", "s3cret-token"])
+def test_the_basic_credentials_of_the_urls_userinfo_are_never_shown(endpoint, userinfo):
+    endpoint.behaviour = echo_auth  # httpx sends the userinfo as Authorization: Basic base64(user:password)
+    chat = OpenAICompatibleChat(endpoint.base_url.replace("//", f"//{userinfo}@"), "fake", timeout_s=0.5)
+    with pytest.raises(LLMError) as raised:
+        ask(chat, "anyone?")
+    chat.close()
+    assert endpoint.auth[0] is not None and endpoint.auth[0].startswith("Basic ")
+    assert str(raised.value).endswith("you sent Authorization: Basic ***")
+
+
+def test_a_key_read_with_its_newline_is_sent_without_it(endpoint):
+    settings = Settings(llm_base_url=endpoint.base_url, llm_model="fake", llm_api_key="sk-s3cret\n")
+    chat = chat_model_for(settings)
+    assert chat is not None
+    assert ask(chat, "hello").startswith("hello via port")
+    chat.close()
+    assert endpoint.auth == ["Bearer sk-s3cret"]
