@@ -277,7 +277,8 @@ _ARRAY = re.compile(r"\[[^\[\]]*\]")
 def rate_passages(model: ChatModel, query: str, passages: Sequence[str]) -> list[float]:
     """The model's relevance of each passage to ``query``, in 0..1 (its 0-10 ratings / 10).
 
-    ``LLMError`` when the answer holds no JSON array of one number per passage.
+    ``LLMError`` when the answer holds no JSON array of one number per passage, or when a rating is not finite
+    or outside 0-10 (clamped, an answer on another scale would order nothing).
     """
     numbered = "\n\n".join(f"[{i}] {' '.join(p[:RERANK_PASSAGE_CHARS].split())}" for i, p in enumerate(passages, 1))
     answer = model.complete(
@@ -300,4 +301,11 @@ def rate_passages(model: ChatModel, query: str, passages: Sequence[str]) -> list
         or not all(isinstance(r, int | float) and not isinstance(r, bool) for r in ratings)
     ):
         raise LLMError(f"the LLM's ratings are not a JSON array of {len(passages)} numbers: {answer[:120]!r}")
-    return [min(max(float(r) / 10.0, 0.0), 1.0) for r in ratings]
+    if not all(math.isfinite(r) for r in ratings):  # json reads NaN, Infinity and 1e999
+        raise LLMError(f"the LLM's ratings are not all finite numbers: {answer[:120]!r}")
+    if outside := [f"{r:g}" for r in ratings if not 0 <= r <= 10]:
+        raise LLMError(
+            f"the LLM rated {len(outside)} of {len(ratings)} passages outside 0-10 ({', '.join(outside[:5])}), "
+            f"as if on another scale: {answer[:120]!r}"
+        )
+    return [float(r) / 10.0 for r in ratings]

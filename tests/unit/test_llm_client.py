@@ -16,7 +16,7 @@ import pytest
 
 from rag_service.config import Settings
 from rag_service.errors import LLMError
-from rag_service.llm import OpenAICompatibleChat, chat_model_for
+from rag_service.llm import OpenAICompatibleChat, chat_model_for, rate_passages
 
 CHILD_TIMEOUT_S = 20
 #: a handler's behaviour: it answers the request (its JSON body given) through the handler's helpers
@@ -201,3 +201,29 @@ def test_a_key_read_with_its_newline_is_sent_without_it(endpoint):
     assert ask(chat, "hello").startswith("hello via port")
     chat.close()
     assert endpoint.auth == ["Bearer sk-s3cret"]
+
+
+def answering(content: str) -> Behaviour:
+    return lambda handler, body: handler.completion(content)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("[NaN, NaN, NaN]", "the LLM's ratings are not all finite numbers: '[NaN, NaN, NaN]'"),
+        ("[10, Infinity, 0]", "the LLM's ratings are not all finite numbers: '[10, Infinity, 0]'"),
+        ("[10, 1e999, 0]", "the LLM's ratings are not all finite numbers: '[10, 1e999, 0]'"),
+        ("[99, -5, 7]", "the LLM rated 2 of 3 passages outside 0-10 (99, -5), as if on another scale: '[99, -5, 7]'"),
+        ("[10, 10.5, 0]", "the LLM rated 1 of 3 passages outside 0-10 (10.5), as if on another scale"),
+    ],
+)
+def test_ratings_that_are_not_finite_or_out_of_range_are_an_unusable_answer(endpoint, chat, answer, reason):
+    endpoint.behaviour = answering(answer)
+    with pytest.raises(LLMError) as raised:
+        rate_passages(chat, "q", ["one", "two", "three"])
+    assert str(raised.value).startswith(reason)
+
+
+def test_ratings_in_range_become_relevances(endpoint, chat):
+    endpoint.behaviour = answering("[10, 0, 7.5]")
+    assert rate_passages(chat, "q", ["one", "two", "three"]) == [1.0, 0.0, 0.75]
