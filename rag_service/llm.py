@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from urllib.parse import unquote, urljoin, urlsplit
 
 from rag_service.errors import ConfigurationError, LLMError
 from rag_service.forks import ChildLock, after_fork_in_child
@@ -98,7 +99,16 @@ class OpenAICompatibleChat:
         import asyncio
 
         async with asyncio.timeout(self.timeout_s):  # httpx's timeouts bound each read, not the call
-            return await client.post(self.url, json=body)
+            response = await client.send(client.build_request("POST", self.url, json=body), stream=True)
+            try:
+                await response.aread()
+            except self._httpx.TimeoutException:
+                raise
+            except self._httpx.HTTPError as exc:
+                raise _BrokenOff(exc) from exc
+            finally:
+                await response.aclose()
+            return response
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
         """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong (credentials
@@ -109,27 +119,54 @@ class OpenAICompatibleChat:
             response = calls.run(self._post(calls.client, body))
         except (TimeoutError, self._httpx.TimeoutException):
             raise self._error(f"did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
-        except self._httpx.HTTPError as exc:
+        except _BrokenOff as broken:
+            exc = broken.__cause__
+            raise self._error(f"broke off its answer: {type(exc).__name__}: {exc}") from None
+        except (self._httpx.ConnectError, self._httpx.UnsupportedProtocol) as exc:
             raise self._error(f"could not be reached: {type(exc).__name__}: {exc}") from None
+        except self._httpx.HTTPError as exc:
+            raise self._error(f"did not answer: {type(exc).__name__}: {exc}") from None
         except Exception as exc:  # anything else httpx raises (an invalid URL, a header it cannot encode): degrade
             while isinstance(exc, ExceptionGroup):  # anyio's connect attempts: the first one's error says it
                 exc = exc.exceptions[0]
             raise self._error(f"could not be asked: {type(exc).__name__}: {exc}") from None
-        text = self._redacted(response.text)
+        return self._redacted(self._completion(response))
+
+    def _completion(self, response: Any) -> str:
+        if response.is_redirect:  # not followed: the URL to set is the one it points at
+            target = urljoin(self.url, response.headers.get("location", ""))
+            base = target.removesuffix("/chat/completions")
+            hint = f"; set RAG_LLM_BASE_URL to {shown_url(base)}" if base != target else ""
+            raise self._error(f"answered HTTP {response.status_code}, a redirect to {shown_url(target)}{hint}")
         if response.status_code != 200:
-            raise self._error(f"answered HTTP {response.status_code}: {' '.join(text[:200].split())}")
+            raise self._error(f"answered HTTP {response.status_code}: {' '.join(self._shown(response.text).split())}")
         try:
-            content = response.json()["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise self._error(f"answered without a chat completion: {text[:200]!r}") from None
+            text = response.content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._error(
+                f"answered a body that is not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}): "
+                f"{self._shown(response.text)!r}"
+            ) from None
+        try:
+            content = json.loads(text)["choices"][0]["message"]["content"]
+        except json.JSONDecodeError:
+            raise self._error(f"answered a body that is not JSON: {self._shown(text)!r}") from None
+        except (KeyError, IndexError, TypeError):
+            raise self._error(
+                f"answered JSON without a chat completion (choices[0].message.content): {self._shown(text)!r}"
+            ) from None
         if not isinstance(content, str) or not content.strip():
             raise self._error("answered an empty completion")
-        return self._redacted(content.strip())
+        return content.strip()
 
     def _redacted(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+    def _shown(self, body: str) -> str:
+        """The start of an answer's body, as a message shows it (redacted before it is cut: no half key)."""
+        return self._redacted(body)[:200]
 
     def _error(self, what: str) -> LLMError:
         return LLMError(self._redacted(f"{self.shown_url} {what}"))
@@ -140,6 +177,10 @@ class OpenAICompatibleChat:
             calls, self._calls = self._calls, None
         if calls is not None:
             calls.close()
+
+
+class _BrokenOff(Exception):
+    """The endpoint's answer ended early (its cause says how): it was reached, and answered in part."""
 
 
 #: a forked child's inherited call loops: the parent's, so never used nor closed there; held (collected, a loop that
@@ -203,8 +244,6 @@ def shown_url(url: str) -> str:
 def _secrets(url: str, api_key: str | None) -> list[str]:
     """What an echo must not show: the key, the URL's password (or its user name when that is the token), and
     the Basic credentials httpx sends for them (``Authorization: Basic base64(user:password)``)."""
-    from urllib.parse import unquote
-
     found = _USERINFO.match(url)
     userinfo = found[0].removeprefix(found["scheme"] or "").removesuffix("@") if found else ""
     user, _, password = userinfo.partition(":")
@@ -216,8 +255,6 @@ def _secrets(url: str, api_key: str | None) -> list[str]:
 def check_llm_settings(settings: Settings) -> str | None:
     """``RAG_LLM_API_KEY`` without the whitespace around it (a key file's newline), or None when unset;
     ``ConfigurationError`` naming the first ``RAG_LLM_*`` setting no call could use, and the fix."""
-    from urllib.parse import urlsplit
-
     url = settings.llm_base_url
     if not url:  # what asks for an LLM without one would be ignored, and nothing would say why
         asked = {"RAG_LLM_MODEL": settings.llm_model, "RAG_LLM_API_KEY": settings.llm_api_key}
@@ -277,8 +314,8 @@ _ARRAY = re.compile(r"\[[^\[\]]*\]")
 def rate_passages(model: ChatModel, query: str, passages: Sequence[str]) -> list[float]:
     """The model's relevance of each passage to ``query``, in 0..1 (its 0-10 ratings / 10).
 
-    ``LLMError`` when the answer holds no JSON array of one number per passage, or when a rating is not finite
-    or outside 0-10 (clamped, an answer on another scale would order nothing).
+    ``LLMError`` when the answer holds no JSON array of one number per passage (the first such array counts), or
+    when a rating is not finite or outside 0-10 (clamping an answer on another scale would leave no order).
     """
     numbered = "\n\n".join(f"[{i}] {' '.join(p[:RERANK_PASSAGE_CHARS].split())}" for i, p in enumerate(passages, 1))
     answer = model.complete(
@@ -288,19 +325,11 @@ def rate_passages(model: ChatModel, query: str, passages: Sequence[str]) -> list
         ],
         max_tokens=8 * len(passages) + 20,
     )
-    found = _ARRAY.search(answer)
-    ratings: Any = None
-    if found:
-        try:
-            ratings = json.loads(found[0])
-        except json.JSONDecodeError:
-            ratings = None
-    if (
-        not isinstance(ratings, list)
-        or len(ratings) != len(passages)
-        or not all(isinstance(r, int | float) and not isinstance(r, bool) for r in ratings)
-    ):
-        raise LLMError(f"the LLM's ratings are not a JSON array of {len(passages)} numbers: {answer[:120]!r}")
+    arrays = _number_arrays(answer)
+    ratings = next((array for array in arrays if len(array) == len(passages)), None)
+    if ratings is None:
+        gave = f" (it gave {max(len(array) for array in arrays)})" if arrays else ""
+        raise LLMError(f"the LLM's ratings are not a JSON array of {len(passages)} numbers{gave}: {answer[:120]!r}")
     if not all(math.isfinite(r) for r in ratings):  # json reads NaN, Infinity and 1e999
         raise LLMError(f"the LLM's ratings are not all finite numbers: {answer[:120]!r}")
     if outside := [f"{r:g}" for r in ratings if not 0 <= r <= 10]:
@@ -309,3 +338,16 @@ def rate_passages(model: ChatModel, query: str, passages: Sequence[str]) -> list
             f"as if on another scale: {answer[:120]!r}"
         )
     return [float(r) / 10.0 for r in ratings]
+
+
+def _number_arrays(answer: str) -> list[list[float]]:
+    """Every JSON array of numbers in ``answer``, in order (a model may write ``[1] is best: [10, 0, 3]``)."""
+    arrays = []
+    for found in _ARRAY.finditer(answer):
+        try:
+            parsed = json.loads(found[0])
+        except json.JSONDecodeError:
+            continue
+        if parsed and all(isinstance(r, int | float) and not isinstance(r, bool) for r in parsed):
+            arrays.append(parsed)
+    return arrays

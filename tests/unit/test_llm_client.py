@@ -227,3 +227,70 @@ def test_ratings_that_are_not_finite_or_out_of_range_are_an_unusable_answer(endp
 def test_ratings_in_range_become_relevances(endpoint, chat):
     endpoint.behaviour = answering("[10, 0, 7.5]")
     assert rate_passages(chat, "q", ["one", "two", "three"]) == [1.0, 0.0, 0.75]
+
+
+def redirect(location: str) -> Behaviour:
+    return lambda handler, body: handler.send(307, b"", Location=location)
+
+
+def cut_off(handler: Handler, body: dict[str, Any]) -> None:
+    """Promises 1000 bytes, sends 19 and closes."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.write(b'{"choices": [{"mess')
+    handler.wfile.flush()
+    handler.close_connection = True
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+def silent_close(handler: Handler, body: dict[str, Any]) -> None:
+    handler.close_connection = True
+    handler.connection.shutdown(socket.SHUT_RDWR)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "said"),
+    [
+        (
+            redirect("/elsewhere/v1/chat/completions"),
+            "answered HTTP 307, a redirect to http://127.0.0.1:{port}/elsewhere/v1/chat/completions; "
+            "set RAG_LLM_BASE_URL to http://127.0.0.1:{port}/elsewhere/v1",
+        ),
+        (
+            redirect("https://user:s3cret@llm.example/login"),
+            "answered HTTP 307, a redirect to https://***@llm.example/login",
+        ),
+        (
+            cut_off,
+            "broke off its answer: RemoteProtocolError: peer closed connection without sending complete message body "
+            "(received 19 bytes, expected 1000)",
+        ),
+        (silent_close, "did not answer: RemoteProtocolError: Server disconnected without sending a response."),
+        (
+            lambda handler, body: handler.send(200, b'{"c": "caf\xe9"}'),
+            'answered a body that is not UTF-8 (byte 0xe9 at offset 10): \'{"c": "caf\ufffd"}\'',
+        ),
+        (lambda handler, body: handler.send(200, b"{not json"), "answered a body that is not JSON: '{not json'"),
+        (
+            lambda handler, body: handler.send(200, b'{"id": "x"}'),
+            'answered JSON without a chat completion (choices[0].message.content): \'{"id": "x"}\'',
+        ),
+    ],
+)
+def test_each_failure_says_what_happened(endpoint, chat, behaviour, said):
+    endpoint.behaviour = behaviour
+    with pytest.raises(LLMError) as raised:
+        ask(chat, "anyone?")
+    port = endpoint.server_address[1]
+    assert str(raised.value) == f"http://127.0.0.1:{port}/v1/chat/completions " + said.replace("{port}", str(port))
+
+
+def test_the_ratings_are_the_array_of_one_number_per_passage(endpoint, chat):
+    endpoint.behaviour = answering("[1] is best: [10, 0, 5]")
+    assert rate_passages(chat, "q", ["one", "two", "three"]) == [1.0, 0.0, 0.5]
+    endpoint.behaviour = answering("[5, 5]")
+    with pytest.raises(
+        LLMError, match=r"^the LLM's ratings are not a JSON array of 3 numbers \(it gave 2\): '\[5, 5\]'"
+    ):
+        rate_passages(chat, "q", ["one", "two", "three"])
