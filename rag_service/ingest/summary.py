@@ -163,6 +163,7 @@ class SummaryWriter:
         self.kept = 0  # stored LLM summaries kept when the LLM failed to renew them
         self._consecutive = 0
         self._first_reason = ""
+        self._not_asked = 0  # documents the run did not ask once it stopped asking
 
     @property
     def asks_llm(self) -> bool:
@@ -181,6 +182,7 @@ class SummaryWriter:
             return kept
         asks = self.chat is not None and bool(text.strip()) and (stored is None or again or bool(stored.get(RETRY)))
         chat = self.chat if asks and self.asks_llm else None
+        self._not_asked += asks and chat is None
         if chat is not None:
             try:
                 summary = llm_summary(chat, text)
@@ -204,7 +206,7 @@ class SummaryWriter:
         """One line per problem, e.g. ``summary: the LLM failed for 3 documents ...``; empty when none."""
         if not self.failures:
             return []
-        stopped = " and was not asked again in this run" if self._consecutive >= self.MAX_CONSECUTIVE_FAILURES else ""
+        stopped = f" and was not asked for {self._not_asked} more in this run" if self._not_asked else ""
         outcomes = []
         if self.retries:
             outcomes.append(

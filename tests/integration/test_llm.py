@@ -67,10 +67,17 @@ def test_a_failing_llm_degrades_ingestion_to_extractive_summaries(db, settings, 
     assert report.ok and report.added == len(TEXTS), "ingestion never fails for the LLM"
     assert len(report.degraded) == 1 and report.degraded[0].startswith("summary: the LLM failed for 3 document(s)")
     reason = "answered HTTP 500" if mode == "error" else "did not answer within 0.5 s (RAG_LLM_TIMEOUT_S)"
-    assert reason in report.degraded[0] and "not asked again" in report.degraded[0]
+    assert reason in report.degraded[0] and f"not asked for {len(TEXTS) - 3} more" in report.degraded[0]
     assert f"degraded: {report.degraded[0]}" in report.lines()
     assert len(llm.requests) == 3, "after three failures in a row the run stops asking"
     assert {source for _, source in _summaries(connection).values()} == {"extractive"}
+
+
+def test_a_run_that_failed_for_its_last_documents_does_not_say_it_stopped_asking(db, settings, llm):
+    """"was not asked again" was said after the third failure in a row also when no document was left to ask."""
+    llm.mode = "error"
+    report = _service(db, settings, llm).index_texts(TEXTS[:3], collection="t")
+    assert report.degraded[0].startswith("summary: the LLM failed for 3 document(s); "), report.degraded
 
 
 @pytest.mark.parametrize(
