@@ -32,6 +32,8 @@ _T = TypeVar("_T")
 SUMMARY_INPUT_CHARS = 12_000
 #: characters of each candidate sent for its rating
 RERANK_PASSAGE_CHARS = 1_000
+#: the most of an answer read: a summary (800 characters kept) or one rating per passage is a few hundred bytes
+MAX_ANSWER_BYTES = 1_000_000
 
 SUMMARY_PROMPT = (
     "Summarize the document below in at most three sentences of plain text, for a search index. "
@@ -100,15 +102,21 @@ class OpenAICompatibleChat:
 
         async with asyncio.timeout(self.timeout_s):  # httpx's timeouts bound each read, not the call
             response = await client.send(client.build_request("POST", self.url, json=body), stream=True)
+            read = bytearray()
             try:
-                await response.aread()
+                async for part in response.aiter_bytes():
+                    read += part
+                    if len(read) > MAX_ANSWER_BYTES:  # a summary or ratings are a few hundred bytes: 3 MB were stored
+                        raise _TooLong
             except self._httpx.TimeoutException:
                 raise
             except self._httpx.HTTPError as exc:
                 raise _BrokenOff(exc) from exc
             finally:
                 await response.aclose()
-            return response
+            return self._httpx.Response(
+                response.status_code, headers=response.headers, content=bytes(read), request=response.request
+            )
 
     def complete(self, messages: Sequence[dict[str, str]], *, max_tokens: int) -> str:
         """The first choice's message content; ``LLMError`` naming the endpoint and what went wrong (credentials
@@ -119,6 +127,10 @@ class OpenAICompatibleChat:
             response = calls.run(self._post(calls.client, body))
         except (TimeoutError, self._httpx.TimeoutException):
             raise self._error(f"did not answer within {self.timeout_s:g} s (RAG_LLM_TIMEOUT_S)") from None
+        except _TooLong:
+            raise self._error(
+                f"answered more than {MAX_ANSWER_BYTES:,} bytes, which no completion asked for needs"
+            ) from None
         except _BrokenOff as broken:
             exc = broken.__cause__
             raise self._error(f"broke off its answer: {type(exc).__name__}: {exc}") from None
@@ -177,6 +189,10 @@ class OpenAICompatibleChat:
             calls, self._calls = self._calls, None
         if calls is not None:
             calls.close()
+
+
+class _TooLong(Exception):
+    """The endpoint's answer passed ``MAX_ANSWER_BYTES``: not read on."""
 
 
 class _BrokenOff(Exception):

@@ -294,3 +294,15 @@ def test_the_ratings_are_the_array_of_one_number_per_passage(endpoint, chat):
         LLMError, match=r"^the LLM's ratings are not a JSON array of 3 numbers \(it gave 2\): '\[5, 5\]'"
     ):
         rate_passages(chat, "q", ["one", "two", "three"])
+
+
+def test_an_answer_past_the_size_limit_is_not_read_on(endpoint, chat, monkeypatch):
+    """The whole body was read into memory: a 3 MB summary was stored, 9 MB went out with a query."""
+    import rag_service.llm as llm
+
+    monkeypatch.setattr(llm, "MAX_ANSWER_BYTES", 10_000)
+    endpoint.behaviour = lambda handler, body: handler.completion("word " * 5_000)
+    with pytest.raises(LLMError, match=r"answered more than 10,000 bytes"):
+        ask(chat, "long")
+    endpoint.behaviour = echo
+    assert ask(chat, "short").startswith("short via port")
