@@ -3,23 +3,12 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from rag_service.config import load_settings
 from rag_service.errors import ConfigurationError
 
 URL = "http://127.0.0.1:9/v1"
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    for name in [n for n in os.environ if n.upper().startswith("RAG_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    return monkeypatch
 
 
 def refused(env: pytest.MonkeyPatch, **variables: str) -> str:

@@ -11,14 +11,6 @@ from rag_service.config import Settings, default_shared_buffers, load_settings, 
 from rag_service.errors import ConfigurationError
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
-    for name in [n for n in os.environ if n.upper().startswith("RAG_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    return monkeypatch
-
-
 def test_defaults_without_environment(clean_env):
     assert load_settings() == Settings()
     assert load_settings().database_url is None and load_settings().data_dir == Path(".rag_data")
