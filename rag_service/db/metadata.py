@@ -52,26 +52,29 @@ class DocumentText:
     metadata: dict[str, Any]
 
 
-def document_text(session: Session, document_id: int) -> DocumentText | None:
+def document_text(session: Session, collection: str, document_id: int) -> DocumentText | None:
     """A document's stored text, hash and metadata; None when it is gone."""
-    row = session.execute(
-        select(Document.id, Document.content, Document.content_hash, Document.meta).where(Document.id == document_id)
-    ).first()
+    columns = select(Document.id, Document.content, Document.content_hash, Document.meta)
+    row = session.execute(columns.where(Document.collection == collection, Document.id == document_id)).first()
     return DocumentText(row[0], str(row[1]), row[2], dict(row[3] or {})) if row else None
 
 
-def stored_metadata(session: Session, document_id: int) -> dict[str, Any]:
+def stored_metadata(session: Session, collection: str, document_id: int) -> dict[str, Any]:
     """A document's stored metadata (``{}`` when it is gone)."""
-    found = session.execute(select(Document.meta).where(Document.id == document_id)).scalar_one_or_none()
+    query = select(Document.meta).where(Document.collection == collection, Document.id == document_id)
+    found = session.execute(query).scalar_one_or_none()
     return dict(found or {})
 
 
-def holding_key(session: Session, document_ids: Sequence[int], key: str) -> set[int]:
+def holding_key(session: Session, collection: str, document_ids: Sequence[int], key: str) -> set[int]:
     """Those of ``document_ids`` whose metadata has ``key``, in one query per 5,000 ids."""
     found: set[int] = set()
     for start in range(0, len(document_ids), 5000):
         ids = list(document_ids[start : start + 5000])
-        found.update(session.scalars(select(Document.id).where(Document.id.in_(ids), Document.meta.has_key(key))))
+        held = Document.meta.has_key(key)
+        found.update(
+            session.scalars(select(Document.id).where(Document.collection == collection, Document.id.in_(ids), held))
+        )
     return found
 
 
@@ -85,14 +88,21 @@ def chunk_ids(session: Session, document_ids: Sequence[int]) -> list[int]:
 
 _SET_GENERATED = text(
     "UPDATE documents SET metadata = (metadata - CAST(:keys AS text[])) || :generated "
-    "WHERE id = :id AND content_hash = :content_hash"
+    "WHERE collection = :collection AND id = :id AND content_hash = :content_hash"
 ).bindparams(bindparam("generated", type_=JSONB))
 
 
 def set_generated_metadata(
-    session: Session, document_id: int, generated: dict[str, Any], *, keys: Sequence[str], content_hash: str
+    session: Session,
+    collection: str,
+    document_id: int,
+    generated: dict[str, Any],
+    *,
+    keys: Sequence[str],
+    content_hash: str,
 ) -> bool:
     """Replace a document's ``keys`` of its metadata by ``generated`` (the rest, its text and chunks stay), unless its
     text is no longer the version of ``content_hash`` (then False: it changed since it was read)."""
-    params = {"id": document_id, "keys": list(keys), "generated": generated, "content_hash": content_hash}
+    params = {"collection": collection, "id": document_id, "keys": list(keys), "generated": generated}
+    params["content_hash"] = content_hash
     return bool(session.execute(_SET_GENERATED, params).rowcount)  # type: ignore[attr-defined]

@@ -77,12 +77,18 @@ def build_metadata(
             for start in range(0, len(refs), BATCH_DOCUMENTS):
                 batch = refs[start : start + BATCH_DOCUMENTS]
                 made = [
-                    (doc, summaries.metadata(doc.text, stored=doc.metadata, again=True)) for doc in _texts(db, batch)
+                    (doc, summaries.metadata(doc.text, stored=doc.metadata, again=True))
+                    for doc in _texts(db, name, batch)
                 ]
                 with db.transaction() as session:
                     for doc, generated in made:
                         if repo.set_generated_metadata(
-                            session, doc.id, generated, keys=GENERATED_METADATA_KEYS, content_hash=doc.content_hash
+                            session,
+                            name,
+                            doc.id,
+                            generated,
+                            keys=GENERATED_METADATA_KEYS,
+                            content_hash=doc.content_hash,
                         ):
                             report.summaries += 1 if generated.get("summary") else 0
                     ids = repo.chunk_ids(session, [ref.id for ref in batch])
@@ -102,10 +108,10 @@ def build_metadata(
     return report
 
 
-def _texts(db: Database, refs: list[repo.DocumentRef]) -> Iterator[repo.DocumentText]:
+def _texts(db: Database, collection: str, refs: list[repo.DocumentRef]) -> Iterator[repo.DocumentText]:
     """The stored texts of ``refs`` (those still there), each read in a transaction closed before it is yielded."""
     for ref in refs:
         with db.transaction() as session:
-            found = repo.document_text(session, ref.id)
+            found = repo.document_text(session, collection, ref.id)
         if found is not None:
             yield found

@@ -25,8 +25,9 @@ from rag_service.shutdown import deferred_stop
 class StoredSummaries:
     """One run's view of the stored summaries of ``collection``; ``lock`` is checked before each write."""
 
-    def __init__(self, db: Database, summaries: SummaryWriter, lock: RunLock | None = None) -> None:
+    def __init__(self, db: Database, collection: str, summaries: SummaryWriter, lock: RunLock | None = None) -> None:
         self.db = db
+        self.collection = collection
         self.summaries = summaries
         self.lock = lock
         self._looked_up: set[int] = set()  # documents whose mark is known (``look_up``)
@@ -36,7 +37,7 @@ class StoredSummaries:
         """Note which of ``documents`` are marked for the LLM, in one query (none when the run asks no LLM)."""
         if self.summaries.asks_llm:
             ids = [doc.id for doc in documents]
-            self._marked |= repo.holding_key(session, ids, RETRY)
+            self._marked |= repo.holding_key(session, self.collection, ids, RETRY)
             self._looked_up.update(ids)
 
     def of(self, existing: StoredDocument | None, digest: str) -> dict[str, Any] | None:
@@ -44,7 +45,7 @@ class StoredSummaries:
         if existing is None or existing.content_hash != digest:
             return None
         with self.db.transaction() as session:
-            return repo.stored_metadata(session, existing.id)
+            return repo.stored_metadata(session, self.collection, existing.id)
 
     def retry(self, existing: StoredDocument, text: str) -> None:
         """Ask the LLM again for the summary of an unchanged document if it is marked, and write it if it came."""
@@ -54,7 +55,7 @@ class StoredSummaries:
             marked = existing.id in self._marked
         else:
             with self.db.transaction() as session:
-                marked = bool(repo.holding_key(session, [existing.id], RETRY))
+                marked = bool(repo.holding_key(session, self.collection, [existing.id], RETRY))
         if not marked:
             return
         generated = self.summaries.metadata(text, stored={RETRY: True})
@@ -63,7 +64,12 @@ class StoredSummaries:
         with deferred_stop(), self.db.transaction() as session:
             commit_synchronously(session)
             repo.set_generated_metadata(
-                session, existing.id, generated, keys=GENERATED_METADATA_KEYS, content_hash=existing.content_hash
+                session,
+                self.collection,
+                existing.id,
+                generated,
+                keys=GENERATED_METADATA_KEYS,
+                content_hash=existing.content_hash,
             )
             if self.lock is not None:
                 self.lock.check(session)

@@ -100,7 +100,7 @@ def test_an_llm_summary_postgresql_cannot_store_is_cleaned_and_the_document_inde
 
 
 def test_an_llm_summary_is_cut_at_a_word_edge_like_an_extractive_one(db, settings, llm, connection):
-    llm.summary = "Sentence one is long. " * 100_000  # 2.2 MB: an endpoint that ignores max_tokens
+    llm.summary = "Sentence one is long. " * 20_000  # 440 kB (under the 1 MB read): an endpoint ignoring max_tokens
     report = _service(db, settings, llm).index_texts(TEXTS[:1], collection="t")
     assert report.ok and report.degraded == []
     summary, source = _summaries(connection)["serve.md"]
