@@ -209,16 +209,22 @@ def _query_overrides(args: argparse.Namespace) -> dict[str, object]:
     service; ConfigurationError for a knob given by an option and by ``--set`` (one silently won)."""
     overrides = parse_sets(args.set)
     _check_query_sets(overrides)
-    for name, option in _KNOB_OPTIONS.items():
-        value = getattr(args, name)
-        if value is not None and name in overrides:
-            typed = next(item for item in reversed(args.set) if item.partition("=")[0] == name)
-            raise ConfigurationError(
-                f"{name} is given twice, by {option} {value} and by --set {_shown_text(typed)}; give it once"
-            )
-        if value is not None:
-            overrides[name] = value
+    given = {name: getattr(args, name) for name in _KNOB_OPTIONS}
+    typed = {name: None if value is None else f"{_KNOB_OPTIONS[name]} {value}" for name, value in given.items()}
+    check_given_once(overrides, args.set, typed)
+    overrides.update((name, value) for name, value in given.items() if value is not None)
     return overrides
+
+
+def check_given_once(sets: dict[str, object], items: list[str], options: dict[str, str | None]) -> None:
+    """ConfigurationError for a knob ``--set`` gives (``sets``, parsed from ``items``) that an option gives too
+    (``options``: each knob's option as typed, None where it was not given): one of them silently won."""
+    for knob, option in options.items():
+        if option is not None and knob in sets:
+            typed = next(item for item in reversed(items) if item.partition("=")[0] == knob)
+            raise ConfigurationError(
+                f"{knob} is given twice, by {option} and by --set {_shown_text(typed)}; give it once"
+            )
 
 
 def _check_query_sets(overrides: dict[str, object]) -> None:

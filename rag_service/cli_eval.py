@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_service import IngestReport
-from rag_service.cli_commands import open_service, parse_sets
+from rag_service.cli_commands import check_given_once, open_service, parse_sets
 from rag_service.config import Settings
-from rag_service.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from rag_service.evaluation.runner import EvalConfig, EvalResult
@@ -27,14 +26,13 @@ if TYPE_CHECKING:
 def _eval_sets(args: argparse.Namespace) -> dict[str, object]:
     """``--set``'s overrides; ConfigurationError for a knob an option also gives (``--set`` silently won)."""
     sets = parse_sets(args.set)
-    options = {"candidate_k": ("--depth", args.depth), "rerank_enabled": ("--no-rerank", args.no_rerank or None)}
+    options: dict[str, str | None] = {
+        "candidate_k": None if args.depth is None else f"--depth {args.depth}",
+        "rerank_enabled": "--no-rerank" if args.no_rerank else None,
+    }
     if args.retriever != "hybrid":  # the arm's weights
-        options.update(dict.fromkeys(("vector_weight", "keyword_weight"), (f"--retriever {args.retriever}", "")))
-    for knob, (option, value) in options.items():
-        if value is not None and knob in sets:
-            shown = f"{option} {value}" if value not in ("", True) else option
-            typed = next(item for item in reversed(args.set) if item.partition("=")[0] == knob)
-            raise ConfigurationError(f"{knob} is given twice, by {shown} and by --set {typed}; give it once")
+        options.update(dict.fromkeys(("vector_weight", "keyword_weight"), f"--retriever {args.retriever}"))
+    check_given_once(sets, args.set, options)
     return sets
 
 
