@@ -45,7 +45,7 @@ from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.prune import unseen_documents
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import check_root, keyed_source, source_for
-from rag_service.ingest.storable import storable_names
+from rag_service.ingest.storable import storable_key, storable_names
 from rag_service.ingest.summary import SummaryWriter
 from rag_service.ingest.vector_sources import StoredVectors, SwitchVectors, VectorSource
 from rag_service.llm import ChatModel
@@ -151,7 +151,7 @@ class Indexer:
                 gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
                     self.db,
                     collection,
-                    scope=list(storable_names({Path(p): keyed_source(Path(p), base) for p in paths})[0].values()),
+                    scope=[kept for kept in (keyed_source(Path(p), base) for p in paths) if storable_key(kept[0])],
                     seen=set(sources.values()),
                     unreadable=[source_for(p, base) for p in found.unreadable],
                     delete=prune,

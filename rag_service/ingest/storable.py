@@ -45,21 +45,25 @@ def _text(name: str, value: object) -> str:
     return value
 
 
+def storable_key(key: str) -> bool:
+    """Whether a file's key can be stored: a name that is not UTF-8 (a Latin-1 archive's, a Windows share's) holds
+    lone surrogates once Python decodes it, which the database refuses."""
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def storable_names(
     keyed: Mapping[Path, tuple[str, str | None]],
 ) -> tuple[dict[Path, tuple[str, str | None]], list[FileProblem]]:
-    """The files whose key (``keyed``: key and origin) can be stored, and one failure for each other: a name that
-    is not UTF-8 (a Latin-1 archive's, a Windows share's) holds lone surrogates once Python decodes it, and one
-    such key sent to the database ended the whole run with a traceback."""
-    kept: dict[Path, tuple[str, str | None]] = {}
-    failed: list[FileProblem] = []
-    for path, (key, origin) in keyed.items():
-        try:
-            key.encode()
-        except UnicodeEncodeError:
-            shown = key.encode(errors="surrogateescape").decode(errors="replace")
-            fix = "its name is not UTF-8, so no source can name it; rename it to UTF-8 (e.g. convmv -f latin1 -t utf8)"
-            failed.append(FileProblem(shown, fix))
-            continue
-        kept[path] = (key, origin)
-    return kept, failed
+    """The files whose key (``keyed``: key and origin) can be stored (``storable_key``), and one failure for each
+    other: one such key sent to the database ended the whole run with a traceback."""
+    fix = "its name is not UTF-8, so no source can name it; rename it to UTF-8 (e.g. convmv -f latin1 -t utf8)"
+    failed = [
+        FileProblem(key.encode(errors="surrogateescape").decode(errors="replace"), fix)
+        for key, _ in keyed.values()
+        if not storable_key(key)
+    ]
+    return {path: keyed_source for path, keyed_source in keyed.items() if storable_key(keyed_source[0])}, failed
