@@ -22,20 +22,19 @@ from rag_service.ingest.source_keys import legacy_source_for
 
 
 def former_keys(path: Path) -> list[str]:
-    """Keys the file's document may be stored under from earlier runs: its absolute path, and its path below
-    each folder above it (``names_file`` tells which stored one is this file's)."""
+    """Keys the file's document may be stored under from earlier runs: its absolute path (first), and its path
+    below each folder above it (``names_file`` tells which stored one is this file's)."""
     parts = path.resolve().parts
     return [PurePosixPath(*parts).as_posix(), *(PurePosixPath(*parts[i:]).as_posix() for i in range(1, len(parts)))]
 
 
-def names_file(source: str, origin: str | None, path: Path) -> bool:
-    """Whether the stored document ``source`` of ``origin`` is the file ``path``'s: its key joined to its origin is
-    the file; without an origin (an absolute key, or one written before origins were kept), its key is the file's
-    absolute path or the working-directory-relative key of versions before issue 13. A document given as text
-    (origin '') is no file's."""
-    resolved = path.resolve().as_posix()
+def names_file(source: str, origin: str | None, *, resolved: str, legacy: str | None) -> bool:
+    """Whether the stored document ``source`` of ``origin`` is the file at ``resolved`` (its absolute path): its key
+    joined to its origin is the file; without an origin (an absolute key, or one written before origins were
+    kept), its key is the file's absolute path or ``legacy``, the working-directory-relative key of versions before
+    issue 13. A document given as text (origin '') is no file's."""
     if origin is None:
-        return source in (resolved, legacy_source_for(path))
+        return source in (resolved, legacy)
     return bool(origin) and posixpath.join(origin, source) == resolved
 
 
@@ -52,8 +51,15 @@ def rekey_former_documents(
     stored = repo.find_documents(session, collection=collection, sources=candidates) if candidates else {}
     rekeyed: dict[str, repo.StoredDocument] = {}
     for path, (key, origin) in missing.items():
+        keys = former[path]  # the file's absolute path first
+        legacy = legacy_source_for(path)
         match = next(
-            (k for k in former[path] if k in stored and names_file(stored[k].source, stored[k].origin, path)), None
+            (
+                k
+                for k in keys
+                if k in stored and names_file(stored[k].source, stored[k].origin, resolved=keys[0], legacy=legacy)
+            ),
+            None,
         )
         if match is None or key in rekeyed:  # a key repeated in this run: the first file's
             continue
