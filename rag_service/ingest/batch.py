@@ -102,9 +102,8 @@ class Batch:
         self.keywords = keywords
         self.graph = graph
         self.summaries = summaries
-        self.stored_summaries = StoredSummaries(
-            db, collection, summaries, lock
-        )  # kept for unchanged text, or asked again
+        # the stored summaries: kept for unchanged text, or asked again
+        self.stored_summaries = StoredSummaries(db, collection, summaries, lock)
         self.vectors = vectors  # where vectors are found instead of embedded (None: every text is embedded)
         self.pending: list[PendingDocument] = []
         self.pending_chunks = 0
