@@ -374,6 +374,10 @@ class Preset:
         updated.validate()
         return updated
 
+    def knob_values(self) -> dict[str, Any]:
+        """Every knob's value by name (``context_type`` left out), in the order of the fields."""
+        return {spec.name: getattr(self, spec.name) for spec in fields(self) if spec.name != "context_type"}
+
     def validate(self) -> None:
         """Raise ConfigurationError naming the first value of the wrong type or out of range (``knobs``)."""
         check_knobs({spec.name: getattr(self, spec.name) for spec in fields(self)})

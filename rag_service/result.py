@@ -166,6 +166,8 @@ class RetrievalMetrics:
     #: ``retrieve/relevance.py``), ``reranker`` (the cross-encoder's or the LLM's), or ``uncalibrated``
     #: (the rank-normalised fused score of a model without a calibration; ``min_relevance`` not applied)
     relevance: str = "uncalibrated"
+    #: the knobs the call ran with: its preset's values with the call's overrides (``{}`` before the preset was read)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def degrade(self, stage: str, reason: str) -> None:
         """Record that ``stage`` did not run as configured, and why (one line)."""
@@ -193,6 +195,7 @@ class RetrievalMetrics:
             "reranker": self.reranker,
             "read_from": self.read_from,
             "degraded": list(self.degraded),
+            "settings": dict(self.settings),
         }
 
 

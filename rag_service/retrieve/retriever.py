@@ -247,6 +247,7 @@ class Retriever:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
         setup, chunks = self.search_candidates(text, read_setup, options, metrics, route)
+        metrics.settings = setup.preset.knob_values()
         chunks = self._rerank(text, chunks, setup.preset, metrics)
         if setup.preset.rerank_enabled and options.ask_llm:  # rerank_enabled false is no rerank, by the LLM neither
             chunks = self._llm_rerank(text, chunks, metrics)

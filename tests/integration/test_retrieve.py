@@ -115,7 +115,11 @@ def test_preset_row_edits_apply_on_next_call(service, db):
 
 
 def test_overrides_win_and_are_validated(service):
-    assert len(service.retrieve("backups", context="search", max_chunks=2).chunks) == 2
+    result = service.retrieve("backups", context="search", max_chunks=2)
+    assert len(result.chunks) == 2
+    stock = service.preset("search")
+    assert result.metrics.settings == {**stock.knob_values(), "max_chunks": 2}, "metrics say what the call ran with"
+    assert result.to_dict()["metrics"]["settings"]["max_chunks"] == 2
     with pytest.raises(ConfigurationError, match=r"diversity \(2\.0\) must be between 0 and 1"):
         service.retrieve("backups", diversity=2.0)
     with pytest.raises(ConfigurationError, match="unknown override"):
