@@ -5,6 +5,7 @@
     retriever = UniversalRAGRetriever(context="agent", collection="kb", overrides={"max_chunks": 4})
     docs = retriever.invoke("How do backups work?")          # list[Document], most relevant first
     docs = retriever.invoke("How do backups work?", k=2)     # per-call knobs over overrides (k, top_k: max_chunks)
+    docs = retriever.invoke("How do backups work?", collection="ops", filters={"source_prefix": "runbooks/"})
     chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | llm
 
 Each ``Document`` carries the chunk text and the metadata of ``integrations.metadata.chunk_metadata``
@@ -22,7 +23,7 @@ from rag_service.integrations import (
     require_extra,
     share_service,
 )
-from rag_service.knobs import CALL_ARGUMENTS, COUNT_ALIASES, PRESET_KNOBS
+from rag_service.knobs import COUNT_ALIASES, PRESET_KNOBS
 
 require_extra("langchain_core.retrievers", extra="langchain", feature="rag_service.integrations.langchain")
 
@@ -46,7 +47,8 @@ class UniversalRAGRetriever(BaseRetriever):
 
     ``context`` is the preset (a row of ``rag_configurations``), ``collection`` and ``filters`` select
     the chunks, ``overrides`` are per-call preset overrides (``max_chunks``, ``rerank_enabled``, ...), and
-    ``invoke(query, k=2)``'s keyword arguments override them for that call (``k``, ``top_k``: ``max_chunks``).
+    ``invoke(query, k=2)``'s keyword arguments override them for that call (``k``, ``top_k``: ``max_chunks``;
+    ``context``, ``collection`` and ``filters`` replace the retriever's own).
     ``service`` defaults to the process-wide ``get_universal_rag()``.
     """
 
@@ -87,41 +89,42 @@ class UniversalRAGRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        overrides = self._call_overrides(kwargs)
-        result = self._service().retrieve(
-            query, self.context, collection=self.collection, filters=self.filters, **overrides
-        )
-        return to_documents(result)
+        call = self._call(kwargs)
+        return to_documents(self._service().retrieve(query, call.pop("context"), **call))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        overrides = self._call_overrides(kwargs)
-        result = await self._service().aretrieve(
-            query, self.context, collection=self.collection, filters=self.filters, **overrides
-        )
-        return to_documents(result)
+        call = self._call(kwargs)
+        return to_documents(await self._service().aretrieve(query, call.pop("context"), **call))
 
-    def _call_overrides(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """``overrides`` with the knobs of this call over them: ``invoke(query, k=2)`` (``BaseRetriever`` passes
-        invoke's keyword arguments on, as ``VectorStoreRetriever`` takes them over its ``search_kwargs``; they were
-        dropped unread). ``k`` / ``top_k`` are ``max_chunks``; each is checked as ``overrides`` is, in one line."""
+    def _call(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``retrieve()``'s arguments for one call: the fields, with ``invoke(query, ...)``'s keyword arguments over
+        them (``BaseRetriever`` passes them on, as ``VectorStoreRetriever`` takes them over its ``search_kwargs``).
+        ``context``, ``collection`` and ``filters`` replace the fields' for the call; any other name is a knob over
+        ``overrides`` (``k`` / ``top_k`` are ``max_chunks``); each is checked as at construction, in one line."""
         owner = type(self).__name__
         overrides = check_overrides(owner, self.overrides)  # the dict may have changed since
+        call: dict[str, Any] = {"context": self.context, "collection": self.collection, "filters": self.filters}
         per_call: dict[str, Any] = {}
         typed: dict[str, str] = {}
         for name, value in kwargs.items():
             if name in _LANGCHAIN_KWARGS:
                 continue
-            if name in CALL_ARGUMENTS:  # as check_overrides says it of overrides
-                where = "the query text" if name == "query" else f"{owner}({name}=...)"
-                raise ConfigurationError(f"invoke({name}=...) is not a preset override; pass it as {where} instead")
+            if name in call:
+                call[name] = value
+                continue
             knob = COUNT_ALIASES.get(name, name)
             if knob in per_call:
                 raise ConfigurationError(f"invoke({typed[knob]}=..., {name}=...) gives {knob} twice; pass one")
             per_call[knob], typed[knob] = value, name
         try:
-            return {**overrides, **check_overrides(owner, per_call)}
+            if not isinstance(context := call["context"], str):
+                raise ConfigurationError(f"context must be a preset's name (text), not {type(context).__name__}")
+            call["filters"] = UniversalRAGService.check_call_options(
+                collection=call["collection"], filters=call["filters"]
+            )
+            return {**call, **overrides, **check_overrides(owner, per_call)}
         except ConfigurationError as exc:
             raise ConfigurationError(f"invoke(): {exc}") from None
 

@@ -100,14 +100,31 @@ def test_invoke_keyword_arguments_are_per_call_overrides(service):
         "invoke(): max_chunks (0) must be between 1 and 1000": {"k": 0},
         "invoke(): rerank_enabled ('no') must be true or false": {"rerank_enabled": "no"},
         "invoke(k=..., max_chunks=...) gives max_chunks twice; pass one": {"k": 2, "max_chunks": 3},
-        "invoke(filters=...) is not a preset override; pass it as UniversalRAGRetriever(filters=...) instead": {
-            "filters": {"source": "kb/ops.md"}
-        },
+        "invoke(): unknown filter key(s) 'sorce'; did you mean 'source'?": {"filters": {"sorce": "kb/ops.md"}},
+        "collection 'elsewhere' does not exist; the collections are 'kb'": {"collection": "elsewhere"},
+        "invoke(): context must be a preset's name (text), not int": {"context": 3},
     }
     for message, kwargs in refused.items():
         with pytest.raises(ConfigurationError) as raised:
             retriever.invoke(query, **kwargs)
         assert str(raised.value).startswith(message), kwargs
+
+
+def test_invoke_takes_the_context_collection_and_filters_of_its_call(service):
+    """``invoke(q, filters=..., collection=...)`` was refused: a chain choosing where to search per question had to
+    build a retriever per choice. They replace the retriever's own for that call, as its knobs do."""
+    retriever = UniversalRAGRetriever(service=service, context="search", collection="kb")
+    sources = {d.metadata["source"] for d in retriever.invoke("backups and reranking")}
+    assert len(sources) == 2
+    for only in sources:
+        for call in (retriever.invoke, lambda q, **kw: asyncio.run(retriever.ainvoke(q, **kw))):
+            docs = call("backups and reranking", filters={"source": only})
+            assert docs and {d.metadata["source"] for d in docs} == {only}
+    assert retriever.filters is None  # a call's filters do not stay
+    empty = UniversalRAGRetriever(service=service, context="search", collection="default")
+    assert empty.invoke("backups", collection="kb") == retriever.invoke("backups")
+    chatbot = retriever.invoke("backups", context="chatbot", k=1)
+    assert len(chatbot) == 1
 
 
 def test_ainvoke_matches_invoke(service):
