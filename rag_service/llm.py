@@ -302,6 +302,11 @@ def check_llm_settings(settings: Settings) -> str | None:
             "RAG_LLM_API_KEY holds a space, a control or a non-ASCII character, which an HTTP header cannot carry; "
             "copy the key again"
         )
+    if key and (parts.username or parts.password):  # httpx's Basic header from the userinfo replaced the Bearer one
+        raise ConfigurationError(
+            f"RAG_LLM_BASE_URL ({shown_url(url)!r}) holds a user name or password and RAG_LLM_API_KEY is set: both "
+            "would be the Authorization header; keep one (the key is sent as Bearer)"
+        )
     return key or None
 
 

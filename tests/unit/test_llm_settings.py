@@ -92,3 +92,14 @@ def test_tuning_without_an_llm_is_not_refused(clean_env):
     for name, value in [("RAG_LLM_SUMMARIES", "false"), ("RAG_LLM_TIMEOUT_S", "5"), ("RAG_LLM_RERANK_TOP", "3")]:
         clean_env.setenv(name, value)
     assert load_settings().llm_base_url is None
+
+
+@pytest.mark.parametrize("url", ["http://user:s3cret@127.0.0.1:9/v1", "http://tok3n@127.0.0.1:9/v1"])
+def test_a_url_with_a_password_and_a_key_is_refused(clean_env, url):
+    """httpx made a Basic header of the URL's userinfo and sent it instead of the key's Bearer one, so the endpoint
+    saw the wrong credential; one of them has to go."""
+    message = refused(clean_env, RAG_LLM_BASE_URL=url, RAG_LLM_MODEL="m", RAG_LLM_API_KEY="sk-k3y")
+    assert message.startswith("RAG_LLM_BASE_URL ('http://***@127.0.0.1:9/v1') holds a user name or password")
+    assert "keep one" in message and "s3cret" not in message and "tok3n" not in message and "k3y" not in message
+    clean_env.delenv("RAG_LLM_API_KEY")
+    assert load_settings().llm_base_url == url  # either alone is fine
