@@ -89,7 +89,7 @@ _PARSER_KEEPS_TEXT_APART = (
     "FROM pg_ts_config c JOIN pg_ts_parser p ON p.oid = c.cfgparser WHERE c.oid = CAST(:fts_config AS regconfig))"
 )
 #: a staged chunk's text as its own tsvector (what the row path weighs its keywords from)
-_TEXT_VECTOR = "to_tsvector(CAST(:fts_config AS regconfig), b.content)"
+_TEXT_VECTOR = "to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text(b.content))"
 _KEYWORD_TERMS_SELECT = (
     "SELECT v.seq, u.lexeme, row_number() OVER (PARTITION BY u.lexeme ORDER BY v.seq) - 1 AS doc_freq "
     "FROM bulk_vectors v, unnest(v.tsv) AS u"
@@ -123,8 +123,8 @@ _BEST_LEXEMES_IN_ONE_PASS_SQL = (
 # priced at its weight through a function of the load's schema it runs on the workers: 73 s
 _CREATE_TEXT_VECTOR_FUNCTION = (
     "CREATE FUNCTION {}.bulk_text_vector(content text, config regconfig) RETURNS tsvector "
-    "LANGUAGE plpgsql STABLE PARALLEL SAFE COST 10000 AS $rag_text$ BEGIN RETURN to_tsvector(config, content); END "
-    "$rag_text$"
+    "LANGUAGE plpgsql STABLE PARALLEL SAFE COST 10000 AS $rag_text$ "
+    "BEGIN RETURN to_tsvector(config, rag_keyword_text(content)); END $rag_text$"
 )
 _BEST_LEXEMES_IN_ONE_PASS_SELECT = _BEST_LEXEMES_IN_ONE_PASS_SQL.format(text_vector=_TEXT_VECTOR)
 _BEST_LEXEMES_IN_ONE_PASS_BY_FUNCTION_SELECT = _BEST_LEXEMES_IN_ONE_PASS_SQL.format(

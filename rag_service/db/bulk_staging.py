@@ -31,7 +31,7 @@ _SEARCH_PATH = text("SELECT current_setting('search_path')")
 _SET_SEARCH_PATH = text("SELECT set_config('search_path', :path, true)")
 
 #: the text a chunk's tsvector (and its postings) is made of, ``b`` a staged chunk
-CHUNK_TSV = "to_tsvector(CAST(:fts_config AS regconfig), b.search_prefix || E'\\n' || b.content)"
+CHUNK_TSV = "to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text(b.search_prefix || E'\\n' || b.content))"
 # each staged chunk's tsvector: a plain projection, which the workers compute (a lateral subquery, or the
 # length beside it, would run in the leader only: 9.0 s at 100k against 3.7 here)
 _VECTORS_SELECT = "SELECT b.seq, " + CHUNK_TSV + " AS tsv FROM bulk_chunks b"  # noqa: S608 (constants only)

@@ -91,7 +91,7 @@ WITH firsts AS ({_FIRST_CHUNKS_SQL.format(scope="c.document_id = ANY(:document_i
     JOIN document_chunks c ON c.collection = :collection AND c.id = f.id
     JOIN documents d ON d.collection = c.collection AND d.id = c.document_id
 ), vectors AS MATERIALIZED (
-    SELECT document_id, context_start, to_tsvector(CAST(:fts_config AS regconfig), body) AS tsv
+    SELECT document_id, context_start, to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text(body)) AS tsv
     FROM heads WHERE length(body) <= :max_chars
 )"""  # noqa: S608 (constants of this module only)
 _WRITE_SQL = f"""{_VECTORS_SQL}, contexts AS ({{insert}}
@@ -115,7 +115,7 @@ _FIRST_REPLACED_CHUNKS = text(_FIRST_CHUNKS_SQL.format(scope=REPLACED_SCOPE))
 _BULK_VECTORS_SQL = f"""
 CREATE TEMP TABLE bulk_contexts ON COMMIT DROP AS
 SELECT c.document_id, coalesce(c.parent_start, -1) AS context_start,
-    to_tsvector(CAST(:fts_config AS regconfig), {_BODY}) AS tsv
+    to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text({_BODY})) AS tsv
 FROM document_chunks c
 JOIN documents d ON d.collection = c.collection AND d.id = c.document_id
 WHERE c.collection = :collection AND d.collection = :collection AND c.id = ANY(:first_chunks)

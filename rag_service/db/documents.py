@@ -64,7 +64,7 @@ _CHUNK_COLUMNS = (
     "document_id, collection, chunk_index, chunk_type, content, parent_content, parent_start, parent_end, headers, "
     "header_path, start_char, end_char, token_count, content_hash, embedding, content_tsv, metadata"
 )
-_CHUNK_TSV = "to_tsvector(CAST(:fts_config AS regconfig), :search_prefix || E'\\n' || :content)"
+_CHUNK_TSV = "to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text(:search_prefix || E'\\n' || :content))"
 _CHUNK_VALUES = (
     "CAST(:document_id AS bigint), CAST(:collection AS varchar), CAST(:chunk_index AS integer), "
     "CAST(:chunk_type AS varchar), CAST(:content AS text), CAST(:parent_content AS text), "
@@ -85,7 +85,7 @@ def _insert_chunk(*, keywords: bool, keywords_in_bm25: bool) -> TextClause:
         tsv = _CHUNK_TSV
         if keywords_in_bm25:
             words = "(SELECT coalesce(string_agg(value, ' '), '') FROM jsonb_array_elements_text(kw.keywords))"
-            tsv = f"{_CHUNK_TSV} || to_tsvector(CAST(:fts_config AS regconfig), {words})"
+            tsv = f"{_CHUNK_TSV} || to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text({words}))"
         sql = (
             f"INSERT INTO document_chunks ({_CHUNK_COLUMNS}) "  # noqa: S608
             f"SELECT {_CHUNK_VALUES}, {tsv}, :metadata || jsonb_build_object('keywords', kw.keywords) "

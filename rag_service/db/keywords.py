@@ -30,7 +30,7 @@ DEFAULT_KEYWORD_COUNT: int = CHUNK_KEYWORDS.default
 #: ``str.format``: ``key`` columns kept beside them, ``source`` what ``text`` comes from, ``window`` one text
 KEYWORD_TERMS_SQL = """SELECT {key}u.lexeme, greatest(coalesce(cardinality(u.positions), 0), 1)::float8 AS tf,
                sum(greatest(coalesce(cardinality(u.positions), 0), 1)) OVER ({window})::float8 AS len
-        FROM {source}unnest(to_tsvector(CAST(:fts_config AS regconfig), CAST({text} AS text))) AS u
+        FROM {source}unnest(to_tsvector(CAST(:fts_config AS regconfig), rag_keyword_text(CAST({text} AS text)))) AS u
         -- digits counted with translate(): a regexp_replace here was a third of the statement's time
         WHERE length(u.lexeme) BETWEEN 2 AND 40
           AND 2 * (length(u.lexeme) - length(translate(u.lexeme, '0123456789', ''))) <= length(u.lexeme)

@@ -27,6 +27,7 @@ from rag_service.config import (
 )
 from rag_service.db.models import Document, DocumentChunk
 from rag_service.errors import UnknownFilterError, did_you_mean
+from rag_service.keyword_text import keyword_text
 from rag_service.knobs import MAX_EF_SEARCH
 
 #: up to this many chunks in a collection, the vector arm searches with ``RAG_HNSW_EF_SEARCH`` as set
@@ -292,7 +293,9 @@ def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list
         stored = func.jsonb_to_tsvector(cfg, DocumentChunk.meta["keywords"], literal(["string"], JSONB))
         for word in f.keywords:
             conds.append(
-                stored.op("@@")(func.plainto_tsquery(cfg, bindparam("keyword", word, type_=String, unique=True)))
+                stored.op("@@")(
+                    func.plainto_tsquery(cfg, bindparam("keyword", keyword_text(word), type_=String, unique=True))
+                )
             )
     return conds
 

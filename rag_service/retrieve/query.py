@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from rag_service import knobs
 from rag_service.errors import ConfigurationError, QueryError
+from rag_service.keyword_text import folded, in_pairs
 
 #: longer queries are cut (at a word boundary) to this many characters by ``validate_query``
 MAX_QUERY_CHARS = knobs.MAX_QUERY_CHARS
@@ -279,26 +280,29 @@ def _add(items: list[str], seen: set[str], item: str) -> None:
         items.append(item)
 
 
-def parse_query(text: str) -> ParsedQuery:
+def parse_query(text: str, *, pairs: bool = True) -> ParsedQuery:
     """Split ``text`` into words, required phrases and excluded terms (websearch semantics).
 
     Duplicates are dropped case-insensitively (first spelling kept). A lone ``-`` and the word ``or``
     are ignored; an excluded token that contains special characters becomes an excluded phrase.
-    The result is bounded (``MAX_QUERY_WORDS``, ``MAX_QUERY_FILTERS``, ``MAX_PHRASE_WORDS``).
+    The result is bounded (``MAX_QUERY_WORDS``, ``MAX_QUERY_FILTERS``, ``MAX_PHRASE_WORDS``). The text is read
+    as documents are (``keyword_text``): folded, and with ``pairs`` each run of Chinese, Japanese, Thai or Korean
+    in a word becomes words of two characters, in a phrase or an exclusion a phrase of them.
     """
     parsed = ParsedQuery()
     seen_words: set[str] = set()
     seen_phrases: set[str] = set()
     seen_excluded: set[str] = set()
-    for match in _TOKEN.finditer(text):
+    split = in_pairs if pairs else str
+    for match in _TOKEN.finditer(folded(text)):
         negated, quoted, bare = match.groups()
         if bare is None:
-            phrase = _phrase(quoted)
+            phrase = _phrase(split(quoted))
             _add(parsed.excluded if negated else parsed.phrases, seen_excluded if negated else seen_phrases, phrase)
         elif _is_exclusion(bare):
-            _add(parsed.excluded, seen_excluded, " ".join(_inert_words(bare.lstrip("-"))))
+            _add(parsed.excluded, seen_excluded, " ".join(_inert_words(split(bare.lstrip("-")))))
         else:
-            for word in _inert_words(bare):
+            for word in _inert_words(split(bare)):
                 _add(parsed.words, seen_words, word)
     return _bounded(parsed)
 
@@ -386,7 +390,7 @@ def expand_query(text: str) -> list[str]:
     Quoted phrases and ``-exclusions`` are carried into variants 2 and 3 in websearch syntax.
     Variants equal to an earlier one (ignoring case and spacing) or empty are dropped.
     """
-    parsed = parse_query(text)
+    parsed = parse_query(text, pairs=False)  # a variant is embedded too: its words as written
     core_words = [w for w in parsed.words if w.casefold() not in _STOP_WORDS]
     _, required = websearch_parts(parsed)
     core = " ".join([*core_words, required]).strip()

@@ -113,9 +113,19 @@ def test_unbalanced_and_empty_quotes(text: str, words: list[str], phrases: list[
 
 def test_emoji_and_right_to_left_text() -> None:
     parsed = parse_query("🚀 rocket مرحبا بالعالم -שלום 日本語のテキスト 👍")
-    assert parsed.words == ["rocket", "مرحبا", "بالعالم", "日本語のテキスト"]
+    pairs = ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]  # Japanese is read in pairs (keyword_text)
+    assert parsed.words == ["rocket", "مرحبا", "بالعالم", *pairs]
     assert parsed.excluded == ["שלום"]
-    assert websearch_parts(parsed) == ("rocket or مرحبا or بالعالم or 日本語のテキスト", "-שלום")
+    assert websearch_parts(parsed) == (" or ".join(["rocket", "مرحبا", "بالعالم", *pairs]), "-שלום")
+
+
+def test_a_run_without_spaces_is_words_of_pairs_a_phrase_of_them_in_a_phrase_or_exclusion() -> None:
+    parsed = parse_query('全量备份 "增量备份" -冷备份 ＡＰＩ')
+    assert parsed.words == ["全量", "量备", "备份", "API"]
+    assert parsed.phrases == ["增量 量备 备份"]
+    assert parsed.excluded == ["冷备 备份"]
+    assert websearch_parts(parsed) == ("全量 or 量备 or 备份 or API", '"增量 量备 备份" -"冷备 备份"')
+    assert parse_query("全量备份", pairs=False).words == ["全量备份"]
 
 
 def test_combining_marks_stay_on_their_word() -> None:

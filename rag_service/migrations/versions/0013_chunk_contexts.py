@@ -22,6 +22,7 @@ from alembic import op
 from rag_service.config import load_settings
 from rag_service.db import citus
 from rag_service.db.contexts import write_contexts
+from rag_service.keyword_text import create_keyword_text_function
 
 revision: str = "0013"
 down_revision: str | None = "0012"
@@ -99,6 +100,7 @@ def upgrade() -> None:
     if citus.distributed_tables(bind):  # a distributed database: the new tables join the others before they fill
         citus.distribute(bind)
     fts_config = load_settings().fts_config
+    create_keyword_text_function(bind)  # write_contexts tokenizes through it (made again by 0021, its revision)
     for collection in bind.execute(sa.text("SELECT DISTINCT collection FROM documents")).scalars().all():
         ids = bind.execute(
             sa.text("SELECT id FROM documents WHERE collection = :c ORDER BY id"), {"c": collection}

@@ -1,0 +1,82 @@
+"""The text the keyword arm reads: Unicode folded, and scripts written without spaces cut into character pairs.
+
+PostgreSQL's text-search parser compares code points and splits only at spaces and punctuation, so with any
+configuration:
+
+- Chinese, Japanese and Thai text (and Korean words with their particles) became one lexeme per clause: a word
+  inside it never matched. Runs of those scripts are cut into overlapping pairs of characters (``全量备份`` ->
+  ``全量 量备 备份``), as Lucene's CJKAnalyzer and pg_bigm do: a query's pairs meet a document's wherever the
+  query's characters stand in it, and a quoted phrase is its pairs in a row.
+- ``ＡＰＩ`` (full width), ``ｶﾀｶﾅ`` (half width) and a decomposed ``é`` are other lexemes than the same text typed
+  plainly: the text is NFKC-normalised.
+- A soft hyphen or a zero-width space inside a word (``Daten\\xadsicherung``) kept it one unmatchable lexeme: format
+  characters are removed.
+
+Only what becomes a tsvector or a tsquery changes; stored texts and offsets stay as written. Documents are read
+through the SQL function ``rag_keyword_text`` (migration 0021, ``KEYWORD_TEXT_FUNCTION``), queries through
+``keyword_text`` here; ``tests/integration/test_keyword_text.py`` holds the two to the same output. ASCII text
+is returned as it is by both.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+#: Thai, kana, CJK ideographs (extension A, unified, compatibility) and Hangul syllables: scripts the parser cannot
+#: split into words (Hangul has spaces, but a word carries its particles: ``백업을`` for ``백업``)
+_UNSPACED = r"\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+#: (both as regular-expression escapes, which Python and PostgreSQL read alike)
+#: format characters that hide inside words: soft hyphen, zero-width space/joiners and direction marks,
+#: embeddings and overrides, word joiner and invisible operators, byte-order mark
+_INVISIBLE = r"\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff"
+#: a character of such a run with one of the run on each side: written twice, it ends one pair and starts the next
+_INTERIOR = f"(?<=[{_UNSPACED}])([{_UNSPACED}])(?=[{_UNSPACED}])"
+
+_INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
+_INTERIOR_RE = re.compile(_INTERIOR)
+
+#: the same as ``keyword_text``, in SQL (the database's encoding must be UTF8 for ``normalize``; else the text is
+#: given as it is, where no such character can be stored anyway). IMMUTABLE as each function it calls, and not
+#: STRICT, so the planner inlines it
+KEYWORD_TEXT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION rag_keyword_text(content text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $rag$
+SELECT CASE WHEN content ~ '[^\\x01-\\x7f]' THEN regexp_replace(regexp_replace(normalize(content, NFKC),
+    '[{_INVISIBLE}]', '', 'g'), '{_INTERIOR}', '\\1 \\1', 'g') ELSE content END
+$rag$"""
+#: a database in another encoding: the function passes its text through
+KEYWORD_TEXT_PASS_THROUGH = """
+CREATE OR REPLACE FUNCTION rag_keyword_text(content text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $rag$ SELECT content $rag$"""
+
+
+def keyword_text(text: str) -> str:
+    """``text`` as the keyword arm reads it: NFKC, no format characters, unspaced scripts in character pairs."""
+    return in_pairs(folded(text))
+
+
+def folded(text: str) -> str:
+    """``text`` NFKC-normalised, without format characters (``keyword_text`` without the pairs)."""
+    return text if text.isascii() else _INVISIBLE_RE.sub("", unicodedata.normalize("NFKC", text))
+
+
+def in_pairs(text: str) -> str:
+    """Each run of an unspaced script in ``text`` as its overlapping pairs of characters (``全量备份`` -> ``全量 量备
+    备份``); a run of one or two characters stays as it is."""
+    return text if text.isascii() else _INTERIOR_RE.sub(r"\1 \1", text)
+
+
+def keyword_text_sql(expression: str) -> str:
+    """``expression`` (SQL text) through ``rag_keyword_text``, for the statements that build tsvectors."""
+    return f"rag_keyword_text({expression})"
+
+
+def create_keyword_text_function(connection: Any) -> None:
+    """Create (or replace) ``rag_keyword_text`` in ``connection``'s database (a SQLAlchemy connection): migration
+    0021, and 0013 before it, whose contexts of stored documents are tokenized through it."""
+    from sqlalchemy import text
+
+    utf8 = connection.execute(text("SELECT current_setting('server_encoding') = 'UTF8'")).scalar_one()
+    connection.execute(text(KEYWORD_TEXT_FUNCTION if utf8 else KEYWORD_TEXT_PASS_THROUGH))
