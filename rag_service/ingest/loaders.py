@@ -1,9 +1,9 @@
 """Reading files into text: which files, how they are decoded, and what counts as their title.
 
-The stored text is the normalised text (decoded by ``textdecode``: UTF-8, or UTF-16/32 with a
-byte-order mark; the BOM removed, ``\\r\\n`` and lone ``\\r`` turned into ``\\n``), HTML reduced to its
-visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and Word files to their
-extracted text, notebooks to their cells; every chunk offset refers to it. JSON is checked to
+The stored text is the normalised text (decoded by ``textdecode``: UTF-8, UTF-16/32 with a byte-order
+mark, or HTML in the charset it declares; the BOM removed, ``\\r\\n`` and lone ``\\r`` turned into
+``\\n``), HTML reduced to its visible text with headings as ATX header lines and ``<pre>`` fenced, PDF and
+Word files to their extracted text, notebooks to their cells; every chunk offset refers to it. JSON is checked to
 parse, and minified or generated code and style sheets are refused (``minified``).
 """
 
@@ -101,7 +101,7 @@ def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str,
         return read_pdf(path, data)
     if suffix in DOCX_SUFFIXES:
         return read_docx(path, data, max_bytes=max_bytes)
-    text = decode_text(path, data)
+    text = decode_text(path, data, markup=suffix in HTML_SUFFIXES)
     title = ""
     if suffix in HTML_SUFFIXES:
         text, title = _html_document(text)
