@@ -36,7 +36,7 @@ from rag_service.ingest.formats.docxtext import read_docx
 from rag_service.ingest.formats.htmltext import html_to_text
 from rag_service.ingest.formats.notebook import read_notebook
 from rag_service.ingest.formats.pdftext import read_pdf
-from rag_service.ingest.formats.textdecode import decode_text
+from rag_service.ingest.formats.textdecode import decode_text, normalise_text
 from rag_service.ingest.jsonchunk import depth_problem
 from rag_service.ingest.latex import latex_title
 from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
@@ -191,10 +191,14 @@ _MARKUP = re.compile(r"<(?:html|body|head|h[1-6]|p|div|section|article|main|tabl
 
 
 def given_text(text: str, strategy: str) -> tuple[str, str]:
-    """A text given (not read from a file) as an .html file would be stored: for the ``html`` strategy, markup
-    becomes its visible text with ATX headings, and its ``<title>`` the title (it was stored and shown with its
-    tags, as one chunk); any other text as it is, with no title. Converted text has no tags: it stays as it is."""
-    if strategy != "html" or not isinstance(text, str) or not _MARKUP.search(text):  # not text: refused later
+    """A text given (not read from a file) as a file of its kind would be stored: normalised as a decoded file is
+    (a leading BOM dropped, else ``# Title`` on the first line is no header; line endings as ``\\n``); for the
+    ``html`` strategy, markup becomes its visible text with ATX headings, and its ``<title>`` the title (it was
+    stored and shown with its tags, as one chunk); any other text with no title. Converted text has no tags."""
+    if not isinstance(text, str):  # refused later, by the batch
+        return text, ""
+    text = normalise_text(text)
+    if strategy != "html" or not _MARKUP.search(text):
         return text, ""
     return _html_document(text)
 

@@ -122,3 +122,31 @@ def test_html_given_as_text_is_stored_as_the_same_html_file_is(db, settings, con
     assert stored[0].title == "Zoo" and "<" not in stored[0].content and "## Food" in stored[0].content
     found = service.retrieve("what do zebras eat", "search", collection="html-doc").chunks
     assert found and all("<" not in chunk.content for chunk in found)
+
+
+def test_a_given_text_is_normalised_as_the_same_file_is(db, settings, connection, tmp_path):
+    """Audit 54a (12): a text sent with a leading BOM (a Windows file read as 'utf-8', not 'utf-8-sig') kept it, so
+    its ``# Title`` was no header: the title fell back to the name and the h1 was missing from every header path;
+    the same file indexed by path drops the BOM and turns CRLF into LF."""
+    from rag_service import NewDocument
+
+    raw = "\ufeff# Руководство\r\n\r\n## Резервное копирование\r\nБазы данных копируются ежедневно.\r\n"
+    (tmp_path / "guide.md").write_bytes(raw.encode("utf-8"))
+    service = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    assert service.index_paths([tmp_path / "guide.md"], collection="bom-file").added == 1
+    assert service.index_documents([NewDocument("guide.md", raw)], collection="bom-doc").added == 1
+    assert service.index_texts([("guide.md", "", raw)], collection="bom-text").added == 1
+    stored = connection.execute(
+        text("SELECT collection, title, content FROM documents WHERE collection LIKE 'bom-%' ORDER BY collection")
+    ).all()
+    assert {(title, content) for _, title, content in stored} == {
+        ("Руководство", "# Руководство\n\n## Резервное копирование\nБазы данных копируются ежедневно.\n")
+    }, stored
+    paths = connection.execute(
+        text(
+            "SELECT c.header_path, c.start_char, c.end_char, d.content, c.content AS piece FROM document_chunks c "
+            "JOIN documents d ON d.id = c.document_id WHERE d.collection = 'bom-doc'"
+        )
+    ).all()
+    assert paths and all(row.header_path.startswith("Руководство") for row in paths), paths
+    assert all(row.content[row.start_char : row.end_char] == row.piece for row in paths)
