@@ -116,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Stop signals are taken from its first line: a Ctrl-C while the parser is built (and its modules are
     imported) says "interrupted" and exits 130 as one later does, with no traceback.
     """
+    _tolerant_output()
     joined_before = admin.joined_embedded_servers()
     with stop_signals():  # also around the handlers below: a stop while one reports is no traceback
         try:
@@ -176,6 +177,19 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
             break
         parser = subcommands[0].choices[name]
     return parser
+
+
+def _tolerant_output() -> None:
+    """Write what stdout and stderr cannot encode as ``\\uXXXX`` escapes, never as a UnicodeEncodeError.
+
+    A legacy console or a redirect in latin-1, cp1252 or cp437 cannot encode a Cyrillic or CJK answer, nor the
+    ``—`` of a citation line: ``print`` raised, a traceback instead of the answer. Python's stderr already escapes;
+    its stdout is strict. (``PYTHONUTF8=1`` or ``PYTHONIOENCODING=utf-8`` writes the characters themselves.)
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)  # a TextIOWrapper; None when the fd is closed
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            reconfigure(errors="backslashreplace")
 
 
 def run() -> None:

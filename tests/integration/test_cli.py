@@ -171,3 +171,19 @@ def test_a_reader_that_left_is_no_traceback(cli_env):
         os.close(write_end)
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
     assert done.returncode == 128 + signal.SIGPIPE
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_an_answer_stdout_cannot_encode_is_escaped_not_a_traceback(cli_env, tmp_path, encoding):
+    """Audit 54a (13): on a latin-1 or cp1252 console a Cyrillic answer, or the citation line's '—', raised
+    UnicodeEncodeError from print(): a traceback instead of the answer."""
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    (tmp_path / "ru.md").write_text("# Руководство\n\nБазы данных копируются ежедневно в два часа ночи.\n")
+    assert rag(cli_env, "reindex", str(tmp_path / "ru.md"), "--collection", "kb", "--quiet").returncode == 0
+    env = {**cli_env, "PYTHONIOENCODING": encoding}
+    for extra in ((), ("--json",)):
+        command = [sys.executable, "-m", "rag_service.cli", "query", "копируются", "--collection", "kb", *extra]
+        done = subprocess.run(command, env=env, capture_output=True, timeout=120)
+        stdout, stderr = done.stdout.decode(encoding), done.stderr.decode(encoding)
+        assert done.returncode == 0 and "Traceback" not in stderr, stderr
+        assert "\\u043a\\u043e\\u043f\\u0438\\u0440\\u0443\\u044e\\u0442\\u0441\\u044f" in stdout  # 'копируются'
