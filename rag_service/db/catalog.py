@@ -12,16 +12,26 @@ from rag_service.config import Preset
 from rag_service.db import graph
 from rag_service.db.models import Document, RagConfiguration
 from rag_service.db.presets import load_preset, stored_message, stored_problems
+from rag_service.db.source_match import key_spellings
 from rag_service.errors import ConfigurationError
 from rag_service.knobs import check_knobs
 
 
 def delete_by_source(session: Session, *, collection: str, source: str) -> int:
-    """Delete the document ``source`` of ``collection`` (its chunks cascade, its edges first); returns 0 or 1."""
-    ids = session.scalars(select(Document.id).where(Document.collection == collection, Document.source == source))
-    graph.forget_documents(session, collection=collection, document_ids=ids.all())
-    result = session.execute(delete(Document).where(Document.collection == collection, Document.source == source))
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    """Delete the document ``source`` of ``collection`` (its chunks cascade, its edges first); returns 0 or 1.
+
+    The exact key first; else the key in its other Unicode form (``key_spellings``: a name typed in NFC for a key
+    a Mac stored in NFD), so one of two documents stored under both forms is not deleted for the other."""
+    for spellings in ([source], key_spellings(source)[1:]):
+        if not spellings:
+            break
+        where = (Document.collection == collection, Document.source.in_(spellings))
+        ids = session.scalars(select(Document.id).where(*where)).all()
+        if ids:
+            graph.forget_documents(session, collection=collection, document_ids=ids)
+            result = session.execute(delete(Document).where(*where))
+            return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return 0
 
 
 def sources_ending_with(session: Session, *, collection: str, path: str, limit: int = 3) -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, String, bindparam, cast, func, literal, select
+from sqlalchemy import ColumnElement, String, bindparam, cast, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import JSONB, REGCONFIG
 
 from rag_service.config import (
@@ -26,6 +26,7 @@ from rag_service.config import (
     DEFAULT_RRF_K,
 )
 from rag_service.db.models import Document, DocumentChunk
+from rag_service.db.source_match import key_spellings
 from rag_service.errors import UnknownFilterError, did_you_mean
 from rag_service.keyword_text import keyword_text
 from rag_service.knobs import MAX_EF_SEARCH
@@ -275,10 +276,11 @@ def chunk_conditions(request: SearchRequest, *, collection: bool = True) -> list
         conds.append(DocumentChunk.collection == bindparam("collection", request.collection))
     if f.source is not None or f.source_prefix is not None or f.metadata is not None:
         docs = select(Document.id).where(Document.collection == bindparam("doc_collection", request.collection))
-        if f.source is not None:
-            docs = docs.where(Document.source == bindparam("source", f.source))
+        if f.source is not None:  # the name typed in NFC matches a key stored in NFD (macOS): key_spellings
+            docs = docs.where(Document.source.in_(bindparam("source", key_spellings(f.source), expanding=True)))
         if f.source_prefix is not None:
-            docs = docs.where(Document.source.startswith(f.source_prefix, autoescape=True))
+            prefixes = [Document.source.startswith(p, autoescape=True) for p in key_spellings(f.source_prefix)]
+            docs = docs.where(or_(*prefixes))
         if f.metadata is not None:
             docs = docs.where(Document.meta.contains(f.metadata))
         conds.append(DocumentChunk.document_id.in_(docs.scalar_subquery()))

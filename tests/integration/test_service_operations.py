@@ -70,6 +70,30 @@ def test_delete_document_removes_it_with_its_chunks_and_only_it(
         service.delete_document("tides.txt", collection=collection + "x")
 
 
+def test_a_key_stored_in_nfd_is_filtered_and_deleted_by_its_name_typed_in_nfc(
+    service: UniversalRAGService, connection: Connection
+) -> None:
+    """Audit 54a (8): a file named on macOS is keyed in NFD; the same name typed (NFC) matched no filter and
+    deleted nothing. A document stored under each form is deleted by its own exact spelling first."""
+    import unicodedata
+
+    collection = f"nfd-{uuid.uuid4().hex[:8]}"
+    nfd, nfc = (unicodedata.normalize(form, "équipe/Résumé.md") for form in ("NFD", "NFC"))
+    service.index_documents([NewDocument(nfd, KITES), NewDocument("tides.txt", TIDES)], collection=collection)
+    for filters in ({"source": nfc}, {"source_prefix": unicodedata.normalize("NFC", "équipe/")}):
+        found = service.retrieve("kites", "search", collection=collection, filters=filters, min_relevance=0.0)
+        assert found.chunks and {chunk.source for chunk in found.chunks} == {nfd}, filters
+    assert service.delete_document(nfc, collection=collection) == 1
+    assert _chunks(connection, collection, nfd) == 0
+
+    both = collection + "-both"  # a delete's lock is held to the end of the test's transaction
+    service.index_documents([NewDocument(nfd, KITES), NewDocument(nfc, KITES)], collection=both)
+    assert service.delete_document(nfc, collection=both) == 1, "the exact spelling only"
+    assert _chunks(connection, both, nfd) >= 1
+    assert service.delete_document(nfc, collection=both) == 1, "then the other spelling"
+    assert _chunks(connection, both, nfd) == 0
+
+
 def test_delete_document_is_refused_while_a_reindex_holds_the_collection(service: UniversalRAGService) -> None:
     collection = f"del-{uuid.uuid4().hex[:8]}"
     service.index_documents([NewDocument("kites.md", KITES)], collection=collection)
