@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.models import IndexSettings
 from rag_service.db.vector_columns import fit_vector_columns, schema_embedding_dim
-from rag_service.errors import EmbeddingMismatchError
+from rag_service.errors import ConfigurationError, EmbeddingMismatchError
 
 _NEW_DATABASE_HINT = "point RAG_DATABASE_URL (or RAG_DATA_DIR) at a new database for it"
 
@@ -23,6 +23,11 @@ class StoredModel(NamedTuple):
 
 
 _STORED_MODEL = text("SELECT embedding_model, switching_to, fts_config FROM index_settings WHERE id = 1")
+#: the name as ``regconfig`` reads it (unquoted: folded to lowercase); RAG_FTS_CONFIG is one identifier
+_CONFIG_EXISTS = text("SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = lower(:cfg))")
+_CONFIG_NAMES = text("SELECT cfgname FROM pg_ts_config ORDER BY cfgname")
+#: a recorded config that does not exist made no tsvector: the one that exists replaces it (see below)
+_REPLACE_FTS_CONFIG = text("UPDATE index_settings SET fts_config = :cfg WHERE id = 1 AND fts_config = :recorded")
 
 
 def read_stored_model(session: Session) -> StoredModel | None:
@@ -42,8 +47,20 @@ def check_index_settings(
     (``fit_vector_columns``).
     """
     stored = read_index_settings(session)
+    if (
+        record
+        and stored is not None
+        and stored.fts_config != fts_config
+        and not fts_config_exists(session, stored.fts_config)
+    ):
+        # a typo recorded by an earlier version (its first write failed, the record stayed): no tsvector was made
+        # with a config the server lacks, so the database is not locked to it
+        check_fts_config(session, fts_config)
+        session.execute(_REPLACE_FTS_CONFIG, {"cfg": fts_config, "recorded": stored.fts_config})
+        session.expire(stored)
     if stored is None:  # nothing written yet: the first write sizes the vector columns and records its model
         if record:
+            check_fts_config(session, fts_config)  # recorded, a typo would lock the database to it for good
             fit_vector_columns(session, model_id=model_id, dim=dim)
             session.execute(
                 text(
@@ -59,6 +76,22 @@ def check_index_settings(
         check_stored_model(stored, model_id=model_id, fts_config=fts_config)
     elif stored.fts_config != fts_config:
         raise EmbeddingMismatchError(fts_mismatch_message(stored.fts_config, fts_config))
+
+
+def fts_config_exists(session: Session, fts_config: str) -> bool:
+    """Whether the server has the text-search configuration ``fts_config``."""
+    return bool(session.execute(_CONFIG_EXISTS, {"cfg": fts_config}).scalar_one())
+
+
+def check_fts_config(session: Session, fts_config: str) -> None:
+    """Raise ConfigurationError (one line, naming the configurations the server has) unless it has ``fts_config``."""
+    if fts_config_exists(session, fts_config):
+        return
+    names = list(session.scalars(_CONFIG_NAMES))  # no closest-name hint: 'deutsch' is nearest 'dutch'
+    raise ConfigurationError(
+        f"RAG_FTS_CONFIG ({fts_config!r}) is no text-search configuration of this PostgreSQL server; "
+        f"set it to one of: {', '.join(names)}"
+    )
 
 
 def check_dimension(session: Session, *, model_id: str, dim: int) -> None:

@@ -46,3 +46,39 @@ def test_other_fts_config_is_refused(db):
         check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
         with pytest.raises(EmbeddingMismatchError, match="RAG_FTS_CONFIG is 'simple'"):
             check_index_settings(session, model_id=MODEL, dim=384, fts_config="simple")
+
+
+def test_a_missing_fts_config_is_refused_in_one_line_before_it_is_recorded(db):
+    """Audit 54a (5): RAG_FTS_CONFIG=deutsch was recorded at the first write, which then failed; the database
+    held no tsvector yet refused the corrected 'german' for good."""
+    from rag_service.errors import ConfigurationError
+
+    with db.transaction() as session:
+        with pytest.raises(ConfigurationError) as refused:
+            check_index_settings(session, model_id=MODEL, dim=384, fts_config="deutsch", record=True)
+        message = str(refused.value)
+        assert "\n" not in message
+        assert message.startswith("RAG_FTS_CONFIG ('deutsch') is no text-search configuration of this PostgreSQL")
+        assert "set it to one of: " in message and "german" in message and "english" in message
+        assert read_index_settings(session) is None, "nothing recorded"
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="german", record=True)
+        stored = read_index_settings(session)
+        assert stored is not None and stored.fts_config == "german"
+
+
+def test_a_recorded_fts_config_the_server_lacks_is_replaced_by_the_next_write(db):
+    """A database an earlier version locked to a typo (no tsvector can have been made with it) heals; a recorded
+    config that exists is still refused."""
+    from sqlalchemy import text
+
+    with db.transaction() as session:
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+        session.execute(text("UPDATE index_settings SET fts_config = 'deutsch' WHERE id = 1"))
+        session.expire_all()
+        with pytest.raises(EmbeddingMismatchError, match="use text-search config 'deutsch'"):
+            check_index_settings(session, model_id=MODEL, dim=384, fts_config="german")  # a read changes nothing
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="german", record=True)
+        stored = read_index_settings(session)
+        assert stored is not None and stored.fts_config == "german"
+        with pytest.raises(EmbeddingMismatchError, match="use text-search config 'german'"):
+            check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
