@@ -121,8 +121,9 @@ _UPSERT_DOCUMENT = text(
 
 
 #: stored with each document's chunker fingerprint; bump it when what is indexed per chunk changes,
-#: so the next run rewrites documents (unchanged chunk texts keep their vectors)
-INDEX_FORMAT = "tsv2"
+#: so the next run rewrites documents (unchanged chunk texts keep their vectors). tsv3: tsvectors read
+#: ``rag_keyword_text`` (migration 0021: CJK in pairs, NFKC), so documents of other scripts are found
+INDEX_FORMAT = "tsv3"
 
 
 def search_prefix(title: str, header_path: str, lead: str = "") -> str:

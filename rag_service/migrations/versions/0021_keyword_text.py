@@ -2,8 +2,8 @@
 
 Every tsvector built from a document's text goes through it: Unicode folded (NFKC, no format characters), and
 Chinese, Japanese, Thai and Korean runs cut into pairs of characters, so a word inside them can be found. Chunks
-written before this revision keep their tsvectors (identical for ASCII text); ``rag reindex --force`` (or
-``rag reindex --all``) rebuilds those of other scripts.
+written before this revision keep their tsvectors (identical for ASCII text) until the next ``rag reindex`` of
+their documents, which rewrites them (``db.documents.INDEX_FORMAT`` tsv3; their vectors are reused).
 
 Revision ID: 0021
 Revises: 0020
