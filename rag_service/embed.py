@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # numpy loads with the first vector: an unchanged `rag reinde
     import numpy as np
     import numpy.typing as npt
 
+    from rag_service.model_window import ModelWindow
+
     Vectors = npt.NDArray[np.float32]
 
 
@@ -139,6 +141,20 @@ class SentenceTransformerEmbedder:
                 if single_thread:
                     torch.set_num_threads(threads)
         return np.asarray(vectors, dtype=np.float32)
+
+    def window(self) -> ModelWindow | None:
+        """What the model reads: its tokenizer's count without special tokens, and ``max_seq_length`` (None: it
+        has no limit)."""
+        from rag_service.model_window import ModelWindow
+
+        tokenizer, limit = self._model.tokenizer, self._model.max_seq_length
+        if limit is None:
+            return None
+
+        def count(texts: Sequence[str]) -> list[int]:
+            return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+
+        return ModelWindow(count, int(limit))
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Encode document chunks in batches of ``batch_size``."""

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from rag_service.model_window import ModelWindow
+
     Vectors = npt.NDArray[np.float32]
 
 Precision = Literal["fp32", "int8"]
@@ -275,6 +277,7 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(max_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of each batch
         self._file = file
+        self._directory = directory
         self._query_session = cpu_session(file, threads=1)  # short queries (QUERY_ONE_THREAD_TOKENS)
         self._feeds = [i.name for i in self._query_session.get_inputs()]
         self._threaded: Any = None  # the session on intra_op_threads(), made on first use
@@ -285,6 +288,12 @@ class OnnxEmbedder:
         self.dim = dim
         self.batch_size = batch_size
         self.precision = precision
+
+    def window(self) -> ModelWindow:
+        """What the model reads: its tokenizer without truncation, and its window (``model_window``)."""
+        from rag_service.model_window import tokenizer_window
+
+        return tokenizer_window(self._directory)
 
     def _feed(self, texts: Sequence[str]) -> dict[str, Any]:
         """The model's inputs for ``texts``, padded to the longest."""

@@ -186,7 +186,7 @@ class Batch:
             self.stored_summaries.retry(existing, text)
             return
         started = time.perf_counter()
-        chunked, model_seconds = self.chunking.split(strategy, text, source)
+        chunked, model_seconds = self.chunking.split(strategy, text, source, title)
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
         metadata = document_metadata(metadata, text, self.summaries, stored=self.stored_summaries.of(existing, digest))

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.config import Settings
+from rag_service.db.documents import embedded_text
 from rag_service.embed import Embedder
-from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import configured_sizes, make_chunker
 from rag_service.ingest.fingerprint import chunker_fingerprint, document_fingerprint
 from rag_service.ingest.formats.pdftext import with_pages
+from rag_service.ingest.window_fit import WHOLE_STRATEGIES, fit_to_window
+from rag_service.model_window import ModelWindow, model_window
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +31,7 @@ class Chunking:
         self.settings = settings
         self.embedder = embedder
         self._fingerprints: dict[str, str] = {}  # per strategy: asked once per file, unchanged files too
+        self._model_window: ModelWindow | Literal[False] | None = False  # False: not read yet
 
     def check(self, strategy: str) -> None:
         """Raise ChunkingError when ``strategy`` cannot chunk under these settings (checked once)."""
@@ -37,8 +41,9 @@ class Chunking:
         """The fingerprint stored with a document chunked by ``strategy`` carrying ``metadata``."""
         return document_fingerprint(self._chunker_fingerprint(strategy), self.settings, metadata)
 
-    def split(self, strategy: str, text: str, source: str) -> tuple[ChunkedDocument, float]:
-        """The document's chunks and the seconds the model spent inside chunking (``semantic`` only)."""
+    def split(self, strategy: str, text: str, source: str, title: str = "") -> tuple[ChunkedDocument, float]:
+        """The document's chunks, each within what the embedding model reads (``window_fit``; ``title`` is embedded
+        before each), and the seconds the model spent inside chunking (``semantic`` only)."""
         model = _TimedEmbedder(self.embedder)
         size, overlap = self._sizes(strategy)
         chunker = make_chunker(
@@ -50,9 +55,24 @@ class Chunking:
             table_rows=self.settings.table_rows,
         )
         chunked = chunker.split(text)
+        window = self._window()
+        if window is not None and chunked.chunks and strategy not in WHOLE_STRATEGIES:
+            fit_to_window(text, chunked, window, lambda chunk: self._prefix(title, chunk))
         if source.lower().endswith(".pdf"):
             chunked.chunks = with_pages(text, chunked.chunks)
         return chunked, model.seconds
+
+    def _window(self) -> ModelWindow | None:
+        """The embedding model's window, read once (None: the model has none, e.g. the tests' hashing one)."""
+        if self._model_window is False:
+            self._model_window = model_window(self.embedder)
+        return self._model_window
+
+    def _prefix(self, title: str, chunk: TextChunk) -> str:
+        """What is embedded before ``chunk``'s text (``db.documents.embedded_text``)."""
+        if not self.settings.embed_headers:
+            return ""
+        return embedded_text(title, chunk.header_path, "", chunk.lead)
 
     def _sizes(self, strategy: str) -> tuple[int | None, int | None]:
         return configured_sizes(
