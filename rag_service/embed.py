@@ -145,7 +145,7 @@ class SentenceTransformerEmbedder:
     def window(self) -> ModelWindow | None:
         """What the model reads: its tokenizer's count without special tokens, and ``max_seq_length`` (None: it
         has no limit)."""
-        from rag_service.model_window import ModelWindow
+        from rag_service.model_window import ModelWindow, unknown_shares
 
         tokenizer, limit = self._model.tokenizer, self._model.max_seq_length
         if limit is None:
@@ -154,7 +154,15 @@ class SentenceTransformerEmbedder:
         def count(texts: Sequence[str]) -> list[int]:
             return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
-        return ModelWindow(count, int(limit))
+        unknown_id = tokenizer.unk_token_id
+        if unknown_id is None:
+            return ModelWindow(count, int(limit))
+
+        def unknown(texts: Sequence[str]) -> list[float]:
+            encoded = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+            return unknown_shares(texts, encoded["input_ids"], encoded["offset_mapping"], unknown_id)
+
+        return ModelWindow(count, int(limit), unknown=unknown)
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         """Encode document chunks in batches of ``batch_size``."""

@@ -21,11 +21,32 @@ from rag_service.embed import BUNDLED_MINILM_ID, LazyEmbedder, bundled_model_pat
 @dataclass(frozen=True, slots=True)
 class ModelWindow:
     """``count``: the tokens of each text, the model's special tokens left out; ``max_tokens``: what it reads,
-    special tokens included (``special`` of them)."""
+    special tokens included (``special`` of them); ``unknown``: the share of each text's characters (but spaces)
+    the vocabulary cannot read (its ``[UNK]`` token: Thai, most Han characters, emoji for MiniLM; a word of them
+    is one such token, so tokens would undercount it), None when the tokenizer has no such token."""
 
     count: Callable[[Sequence[str]], list[int]]
     max_tokens: int
     special: int = 2
+    unknown: Callable[[Sequence[str]], list[float]] | None = None
+
+
+#: a text with at least this share of characters unknown to the model is one its vector cannot represent
+UNREADABLE_SHARE = 0.5
+
+
+def unknown_shares(
+    texts: Sequence[str], ids: Sequence[Sequence[int]], offsets: Sequence[Sequence[tuple[int, int]]], unknown_id: int
+) -> list[float]:
+    """The share of each text's characters, spaces left out, within its tokens of ``unknown_id`` (0 for a text of
+    spaces only)."""
+    shares = []
+    for text, row, spans in zip(texts, ids, offsets, strict=True):
+        unknown = sum(len(text[start:end].replace(" ", "")) for i, (start, end) in zip(row, spans, strict=True)
+                      if i == unknown_id)
+        written = len("".join(text.split()))
+        shares.append(unknown / written if written else 0.0)
+    return shares
 
 
 @cache
@@ -42,7 +63,16 @@ def tokenizer_window(directory: Path) -> ModelWindow:
     def count(texts: Sequence[str]) -> list[int]:
         return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
-    return ModelWindow(count, max_tokens)
+    unknown_token = getattr(tokenizer.model, "unk_token", None)
+    unknown_id = tokenizer.token_to_id(unknown_token) if unknown_token else None
+    if unknown_id is None:
+        return ModelWindow(count, max_tokens)
+
+    def unknown(texts: Sequence[str]) -> list[float]:
+        encoded = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return unknown_shares(texts, [e.ids for e in encoded], [e.offsets for e in encoded], unknown_id)
+
+    return ModelWindow(count, max_tokens, unknown=unknown)
 
 
 def model_window(embedder: Any) -> ModelWindow | None:

@@ -189,6 +189,7 @@ class Batch:
         chunked, model_seconds = self.chunking.split(strategy, text, source, title)
         self.report.chunking_seconds += time.perf_counter() - started - model_seconds
         self.report.embedding_seconds += model_seconds
+        self.report.unreadable_chunks += chunked.unreadable
         metadata = document_metadata(metadata, text, self.summaries, stored=self.stored_summaries.of(existing, digest))
         embed_texts = [self._embed_text(title, c) for c in chunked.chunks]
         hashes = [content_hash(t) for t in embed_texts]

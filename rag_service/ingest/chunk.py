@@ -48,6 +48,8 @@ class ChunkedDocument:
 
     chunks: list[TextChunk]
     filtered: dict[str, int] = field(default_factory=dict)
+    #: chunks mostly of text the embedding model cannot read (``model_window.UNREADABLE_SHARE``)
+    unreadable: int = 0
 
     @property
     def filtered_total(self) -> int:

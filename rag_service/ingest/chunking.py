@@ -18,7 +18,7 @@ from rag_service.ingest.chunkers import configured_sizes, make_chunker
 from rag_service.ingest.fingerprint import chunker_fingerprint, document_fingerprint
 from rag_service.ingest.formats.pdftext import with_pages
 from rag_service.ingest.window_fit import WHOLE_STRATEGIES, fit_to_window
-from rag_service.model_window import ModelWindow, model_window
+from rag_service.model_window import UNREADABLE_SHARE, ModelWindow, model_window
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,6 +58,9 @@ class Chunking:
         window = self._window()
         if window is not None and chunked.chunks and strategy not in WHOLE_STRATEGIES:
             fit_to_window(text, chunked, window, lambda chunk: self._prefix(title, chunk))
+        if window is not None and window.unknown is not None and not text.isascii():
+            shares = window.unknown([chunk.content for chunk in chunked.chunks])
+            chunked.unreadable = sum(share >= UNREADABLE_SHARE for share in shares)
         if source.lower().endswith(".pdf"):
             chunked.chunks = with_pages(text, chunked.chunks)
         return chunked, model.seconds

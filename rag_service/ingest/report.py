@@ -60,6 +60,8 @@ class IngestReport:
     interrupted: bool = False
     #: stored documents in the walked folders whose files are gone, left stored (a run without ``prune``)
     gone: list[str] = field(default_factory=list)
+    #: chunks written mostly of text the embedding model cannot read (Thai, Han, emoji for MiniLM): keywords only
+    unreadable_chunks: int = 0
 
     @property
     def filtered_total(self) -> int:
@@ -102,6 +104,7 @@ class IngestReport:
         self.without_chunks += other.without_chunks
         self.interrupted = self.interrupted or other.interrupted
         self.gone += other.gone
+        self.unreadable_chunks += other.unreadable_chunks
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
@@ -127,6 +130,12 @@ class IngestReport:
             whose = "document's file is" if len(self.gone) == 1 else "documents' files are"
             them = "it" if len(self.gone) == 1 else "them"
             out.append(f"{len(self.gone)} stored {whose} gone: {named}; run with --prune to delete {them}")
+        if self.unreadable_chunks:
+            out.append(
+                f"unreadable: {self.unreadable_chunks} chunks are mostly text the embedding model cannot read (e.g. "
+                "Thai, Chinese, emoji): they are found by their words only; a multilingual RAG_EMBEDDING_MODEL "
+                "reads them"
+            )
         out += [f"degraded: {line}" for line in self.degraded]
         out += [self.model_switch] if self.model_switch else []
         return out

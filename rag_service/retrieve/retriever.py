@@ -56,6 +56,7 @@ from rag_service.retrieve.relevance import (
     section_evidence,
 )
 from rag_service.retrieve.rerank import Reranker, ranked_order
+from rag_service.retrieve.unreadable import readable_embedder
 from rag_service.retrieve.windows import fit_to_budget
 from rag_service.tokens import get_encoding
 
@@ -184,9 +185,9 @@ class Retriever:
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
         calibration = None
-        if preset.vector_weight > 0:
+        embedder = readable_embedder(query, self._embedder(), metrics) if preset.vector_weight > 0 else None
+        if embedder is not None:
             started = time.perf_counter()
-            embedder = self._embedder()
             vectors = [embedder.embed_query(v) for v in variants]
             metrics.embedding_time_ms = _ms(started)
             if note := degraded_note(embedder):
@@ -400,11 +401,9 @@ def _merge(per_variant: Sequence[Sequence[SearchHit]], preset: Preset, collectio
 
 
 def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedChunk:
-    parent = (
-        (hit.parent_content, hit.parent_start, hit.parent_end)
-        if hit.parent_content is not None and hit.parent_start is not None and hit.parent_end is not None
-        else None
-    )
+    parent = None
+    if hit.parent_content is not None and hit.parent_start is not None and hit.parent_end is not None:
+        parent = (hit.parent_content, hit.parent_start, hit.parent_end)
     return from_fields(
         RetrievedChunk,
         hit,

@@ -63,3 +63,14 @@ def test_english_and_code_chunks_are_as_before(bundled: Chunking) -> None:
 
 def test_a_model_without_a_window_cuts_nothing() -> None:
     assert model_window(HashingEmbedder()) is None
+
+
+def test_the_share_of_text_the_model_cannot_read(bundled: Chunking) -> None:
+    window = model_window(bundled.embedder)
+    assert window is not None and window.unknown is not None
+    assert window.unknown(["全量备份", "ระบบจะสำรองข้อมูล", "🚀", "nightly backups", "Базы данных", ""]) == [
+        1.0, 1.0, 1.0, 0.0, 0.0, 0.0
+    ]
+    text = "# Backup\n\n" + "ระบบจะสำรองข้อมูลทุกคืนเวลาตีสองและเก็บไว้สามสิบวัน " * 3 + "\n\n## Notes\n\nNightly backups.\n"
+    assert bundled.split("markdown", text, "th.md", "th")[0].unreadable == 1
+    assert bundled.split("markdown", _document(RUSSIAN), "ru.md", "ru")[0].unreadable == 0

@@ -1,0 +1,31 @@
+"""A query the embedding model cannot read: its vector arm is left out, and the call says so.
+
+MiniLM's vocabulary has no Thai and lacks most Han characters and emoji: such text becomes ``[UNK]`` tokens and
+every such text nearly one vector, so a Chinese query matched a Thai page at a calibrated 96% and an emoji query
+passed the ``agent`` floor (audit 54a). When most of a query's tokens are unknown to the model, the call searches
+by its words alone (``keyword_text`` reads those scripts) and ``metrics.degraded`` names the fix.
+"""
+
+from __future__ import annotations
+
+from rag_service.embed import Embedder
+from rag_service.model_window import UNREADABLE_SHARE, model_window
+from rag_service.result import RetrievalMetrics
+
+
+def readable_embedder(query: str, embedder: Embedder, metrics: RetrievalMetrics) -> Embedder | None:
+    """``embedder``, or None (with a ``metrics.degraded`` line) when most of ``query`` is text it cannot read."""
+    if query.isascii():  # every ASCII character is in the vocabularies this can tell
+        return embedder
+    window = model_window(embedder)
+    if window is None or window.unknown is None:
+        return embedder
+    share = window.unknown([query])[0]
+    if share < UNREADABLE_SHARE:
+        return embedder
+    metrics.degrade(
+        "embed",
+        f"{share:.0%} of the query is text the embedding model {embedder.model_id} cannot read (its vocabulary "
+        "lacks the script or the symbols): searched by its words only; a multilingual RAG_EMBEDDING_MODEL reads it",
+    )
+    return None
