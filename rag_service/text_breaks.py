@@ -1,14 +1,37 @@
-"""Where plain text may be cut: the breaks the recursive split cuts at and a result's window moves its edges to."""
+"""Where plain text may be cut: the breaks the recursive split cuts at and a result's window moves its edges to.
+
+Chinese and Japanese end a sentence with a full-width mark (``。！？．；``) and no space after it, and separate
+clauses with ``，`` or ``、``: those are breaks without white space. ``…`` ends a sentence only after a character of
+such a script ("完成…接下来"): English writes "Coming soon…Most" and "wait… what" inside sentences, and English text
+is cut exactly where it was. Latin marks still need white space after them ("3.14" is no end).
+"""
 
 from __future__ import annotations
 
 import re
 
+#: characters of the scripts written without spaces between words: Thai, Lao, Khmer, Myanmar, CJK punctuation,
+#: kana, Han (and its extensions), the full-width forms and half-width katakana (a regex character class's body)
+NO_SPACE_LETTERS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u2fdf\u3000-\u30ff\u31c0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f"
+)
+#: what may close a sentence after its mark: quotes and brackets; after a full-width mark CJK ones too (」』）】〕〉》)
+_CLOSERS = "\"'”’)\\]"
+_WIDE_CLOSERS = _CLOSERS + "」』）】〕〉》"
+#: a full-width sentence mark (``．`` not between full-width digits: ``３．１４``)
+_WIDE_END = "[。！？；]|．(?![０-９])"
+
 #: a line break, a blank line, and the white space that follows
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 #: a line break and the white space that follows
 LINE_BREAK = re.compile(r"\n\s*")
-#: a sentence's end: its mark, closing quotes or brackets, then white space
-SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+")
+#: a sentence's end in Chinese or Japanese: full-width marks (or ``…`` after a character of a script without spaces),
+#: their closers and any white space (none is needed)
+WIDE_SENTENCE_END = re.compile(rf"(?:(?:{_WIDE_END})+|(?<=[{NO_SPACE_LETTERS}])…+)[{_WIDE_CLOSERS}]*\s*")
+#: a sentence's end: a Latin mark, closing quotes or brackets, then white space; or a ``WIDE_SENTENCE_END``
+SENTENCE_END = re.compile(rf"[.!?][{_CLOSERS}]*\s+|{WIDE_SENTENCE_END.pattern}")
+#: a clause's end in Chinese or Japanese (``，``, ``、``) and any white space after it
+CLAUSE_BREAK = re.compile(r"[，、]\s*")
 #: white space between words
 WORD_BREAK = re.compile(r"\s+")

@@ -1,7 +1,8 @@
 """The ``recursive`` strategy: split at the coarsest separator that makes pieces fit, then merge.
 
 Separators, coarsest first: blank line (paragraph), line break, sentence end (``.``, ``!`` or ``?``
-followed by whitespace), whitespace (word), and finally fixed runs of characters. A piece keeps the
+followed by whitespace, or a full-width ``。！？；．``, none needed), clause (``，``, ``、``), whitespace (word), and
+finally fixed runs of characters (``rag_service.text_breaks``). A piece keeps the
 separator that ends it, so pieces are contiguous and a chunk is always one exact slice of the text.
 The text is taken as plain (YAML, config files, ``.txt``): the garbage filter drops pieces of only
 blank or markup lines, but a ``# comment`` line is content, not a markdown header.
@@ -25,9 +26,9 @@ from rag_service.ingest.spans import (
     trim_span,
 )
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
-from rag_service.text_breaks import LINE_BREAK, PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
+from rag_service.text_breaks import CLAUSE_BREAK, LINE_BREAK, PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
 
-SEPARATORS: tuple[re.Pattern[str], ...] = (PARAGRAPH_BREAK, LINE_BREAK, SENTENCE_END, WORD_BREAK)
+SEPARATORS: tuple[re.Pattern[str], ...] = (PARAGRAPH_BREAK, LINE_BREAK, SENTENCE_END, CLAUSE_BREAK, WORD_BREAK)
 
 
 def recursive_pieces(

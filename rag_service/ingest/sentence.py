@@ -1,8 +1,9 @@
 """The ``sentence`` strategy: chunks of whole sentences, overlapping by whole sentences.
 
 A sentence ends after ``.``, ``!`` or ``?`` (and any closing quotes or brackets) followed by
-whitespace, or at a blank line. A period does not end a sentence after a common abbreviation
-("e.g.", "Dr.", "vs.") or single-letter initials ("U.S."); "3.14" never matches (no whitespace).
+whitespace, after a full-width ``。！？；．`` (Chinese, Japanese: no whitespace needed; ``text_breaks``), or at a
+blank line. A period does not end a sentence after a common abbreviation ("e.g.", "Dr.", "vs.") or
+single-letter initials ("U.S."); "3.14" never matches (no whitespace).
 A sentence longer than ``chunk_size`` is split by the recursive splitter.
 """
 
@@ -15,8 +16,9 @@ from rag_service.ingest.garbage import empty_counts, filter_plain_spans
 from rag_service.ingest.recursive import recursive_pieces
 from rag_service.ingest.spans import Piece, Span, check_sizes, make_chunk, merge_pieces, trim_span
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, resolve_sizes
+from rag_service.text_breaks import WIDE_SENTENCE_END
 
-_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+|\n[^\S\n]*\n\s*")
+_END = re.compile(r"[.!?]+[\"'”’)\]]*\s+|\n[^\S\n]*\n\s*|" + WIDE_SENTENCE_END.pattern)
 ABBREVIATIONS = frozenset(
     ["mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "cf", "al", "fig", "figs", "vol", "approx", "dept"]
 )

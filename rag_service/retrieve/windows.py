@@ -18,14 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rag_service.result import RetrievedChunk
-from rag_service.text_breaks import PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
+from rag_service.text_breaks import CLAUSE_BREAK, PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
 
 TokenCounter = Callable[[str], int]
 #: where a window may start or end, most wanted first: a paragraph break, a sentence's end, a line break (the bare
-#: line break: a window keeps a line's indentation), a space. Hard-wrapped prose breaks lines mid-sentence, so a
-#: sentence comes before a line; a paragraph on one line has no line break at all; a long sentence has words (a
-#: window began "fer fine-tuning" and ended "143 (SI")
-_EDGES = (PARAGRAPH_BREAK, SENTENCE_END, re.compile(r"\n"), WORD_BREAK)
+#: line break: a window keeps a line's indentation), a clause's end (Chinese, Japanese: ``，``), a space. Hard-wrapped
+#: prose breaks lines mid-sentence, so a sentence comes before a line; a paragraph on one line has no line break at
+#: all; a long sentence has words (a window began "fer fine-tuning" and ended "143 (SI")
+_EDGES = (PARAGRAPH_BREAK, SENTENCE_END, re.compile(r"\n"), CLAUSE_BREAK, WORD_BREAK)
 
 
 def _start_edge(text: str, lo: int, hi: int, default: int) -> int:
