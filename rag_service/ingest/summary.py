@@ -3,9 +3,13 @@
 Only prose counts: YAML front matter, fenced code, header lines (ATX and setext; these four as the
 markdown scanner, ``rag_service.markdown_lines``, finds them), tables, HTML lines and link lists are
 left out; markdown links keep their text and inline code its content (backticks and asterisks go).
-A candidate must read like a sentence: it ends with ``.``, ``!`` or ``?``, has ``MIN_WORDS`` to
-``MAX_WORDS`` words, is mostly letters, and has no glued-together text (``review.Instructions``, a
-scraped table's cells) and no URL or template braces. The first candidate always opens the summary
+A candidate must read like a sentence: it ends with ``.``, ``!`` or ``?`` (or a full-width ``。！？``), has
+``MIN_WORDS`` to ``MAX_WORDS`` words, is mostly letters (or marks on them), and has no glued-together text
+(``review.Instructions``, a scraped table's cells) and no URL or template braces. A sentence mostly in a script
+written without spaces (Chinese, Japanese, Thai) is measured by its characters instead (``MIN_CHARS`` to
+``MAX_CHARS``: a CJK sentence is one regex word), its words for LexRank are character bigrams, and no space
+follows its ``。`` in the summary. Thai has no sentence mark: a Thai paragraph's sentences are the runs between
+its spaces, and one ends at its last letter. The first candidate always opens the summary
 and LexRank's centrality of the others is weighted by position (``LEAD_WEIGHT``): a documentation page
 says what it is about in its opening prose, while the most central sentence of a long page is often a
 detail that repeats its vocabulary (the README's summary was three such details). Sentences come
@@ -17,6 +21,7 @@ pair of sentences, so only the first ``MAX_SENTENCES`` candidates are ranked.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +31,7 @@ from rag_service.ingest.sentence import sentence_spans
 from rag_service.knobs import SUMMARY_SENTENCES
 from rag_service.llm import ChatModel, summarize
 from rag_service.markdown_lines import ANCHOR_LINE, LineKind, ScanRules, scan_lines
+from rag_service.text_breaks import NO_SPACE_LETTERS
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
@@ -38,6 +44,10 @@ MAX_SUMMARY_CHARS = 800
 MIN_WORDS = 5
 #: longer "sentences" are run-ons: scraped tables, examples pasted without punctuation
 MAX_WORDS = 80
+#: the same bounds for a sentence in a script written without spaces, in its non-space characters (a Chinese word
+#: is one to three characters)
+MIN_CHARS = 10
+MAX_CHARS = 200
 #: centrality is divided by ``1 + position / LEAD_WEIGHT`` (the 11th candidate counts half); the 1st is always kept
 LEAD_WEIGHT = 10.0
 
@@ -61,7 +71,14 @@ _WORD = re.compile(r"\w+")
 _NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|]|\\[a-z]")
 # at least this share of a sentence's non-space characters are letters
 _MIN_LETTER_SHARE = 0.8
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+#: a full-width sentence mark and its closers at the end (no space follows it in a summary either)
+_WIDE_END = re.compile(r"[。！？][\"'”’)\]」』）】〕〉》]*$")
+#: a sentence's end: a Latin mark, a full-width one, or a Thai or Lao letter (these scripts have no sentence mark)
+_SENTENCE_END = re.compile(rf"[.!?][\"')\]]*$|{_WIDE_END.pattern}|[\u0e00-\u0eff]$")
+_NO_SPACE = re.compile(f"[{NO_SPACE_LETTERS}]")
+_NO_SPACE_RUN = re.compile(f"[{NO_SPACE_LETTERS}]+")
+#: a space between Thai (or Lao) letters: where a Thai sentence ends
+_THAI_SPACE = re.compile(r"(?<=[\u0e00-\u0eff])\s+(?=[\u0e00-\u0eff])")
 #: what PostgreSQL cannot store (``jsonb`` refuses ``\u0000``; a lone surrogate is no UTF-8 character)
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -94,21 +111,45 @@ def _is_link_list_item(line: str) -> bool:
     return len(_WORD.findall(_LINK.sub("", _BULLET.sub("", line)))) < 3
 
 
+def _is_letter(character: str) -> bool:
+    """A letter or a mark on one (a Thai or Indic vowel sign, a decomposed accent)."""
+    return character.isalpha() or unicodedata.category(character).startswith("M")
+
+
+def _unspaced(sentence: str) -> bool:
+    """Whether most letters of ``sentence`` are of a script written without spaces (Chinese, Japanese, Thai)."""
+    letters = [c for c in sentence if _is_letter(c)]
+    return 2 * sum(_NO_SPACE.match(c) is not None for c in letters) > len(letters)
+
+
 def _is_prose_sentence(sentence: str) -> bool:
     """Whether ``sentence`` reads like a sentence of prose (see the module docstring)."""
-    words = len(_WORD.findall(sentence))
-    if not MIN_WORDS <= words <= MAX_WORDS or not _SENTENCE_END.search(sentence) or _NOT_PROSE.search(sentence):
-        return False
     visible = [c for c in sentence if not c.isspace()]
-    return sum(c.isalpha() for c in visible) >= _MIN_LETTER_SHARE * len(visible)
+    if _unspaced(sentence):
+        fits = MIN_CHARS <= len(visible) <= MAX_CHARS
+    else:
+        fits = MIN_WORDS <= len(_WORD.findall(sentence)) <= MAX_WORDS
+    if not fits or not _SENTENCE_END.search(sentence) or _NOT_PROSE.search(sentence):
+        return False
+    return sum(_is_letter(c) for c in visible) >= _MIN_LETTER_SHARE * len(visible)
+
+
+def _terms(sentence: str) -> list[str]:
+    """The words LexRank compares: ``_WORD``'s, and the character bigrams of the letters of a script without spaces."""
+    terms = _WORD.findall(_NO_SPACE_RUN.sub(" ", sentence))
+    for run in _NO_SPACE_RUN.findall(sentence):  # runs of letters: punctuation (，。) splits them
+        for letters in "".join(c if _is_letter(c) or c.isdigit() else " " for c in run).split():
+            terms.extend(letters[i : i + 2] for i in range(max(len(letters) - 1, 1)))
+    return terms
 
 
 def _sentences(text: str) -> list[str]:
     found = []
     for start, end in sentence_spans(text, 0, len(text)):
         sentence = " ".join(text[start:end].split())
-        if _is_prose_sentence(sentence):
-            found.append(sentence)
+        for part in _THAI_SPACE.split(sentence):
+            if _is_prose_sentence(part):
+                found.append(part)
     return found
 
 
@@ -121,9 +162,15 @@ def extractive_summary(text: str, *, sentences: int = SUMMARY_SENTENCES.default)
         return ""
     found = _sentences(prose(text))[:MAX_SENTENCES]
     if len(found) > sentences:
-        picked = central_sentences(found, sentences, words=_WORD.findall, lead_weight=LEAD_WEIGHT)
+        picked = central_sentences(found, sentences, words=_terms, lead_weight=LEAD_WEIGHT)
         found = [s for s in found if s in picked][:sentences]
-    return bounded(" ".join(found))
+    return bounded(_joined(found))
+
+
+def _joined(sentences: list[str]) -> str:
+    """The sentences with a space between two, none after a full-width mark (Chinese, Japanese)."""
+    spaced = [s if _WIDE_END.search(s) else s + " " for s in sentences[:-1]]
+    return "".join([*spaced, *sentences[-1:]])
 
 
 def bounded(summary: str) -> str:

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 from rag_service.ingest.loaders import front_matter_title, markdown_title
 from rag_service.ingest.summary import MAX_SUMMARY_CHARS, _sentences, extractive_summary, prose
+from tests.shared_data import SHARED
+
+#: the extractive summary of every anthropic-docs-qa page as it was before CJK and Thai sentences counted
+PINNED_SUMMARIES = Path(__file__).resolve().parents[1] / "data" / "english_summaries.json"
 
 PAGE = """---
 title: Autoscaling
@@ -140,3 +148,49 @@ def test_latex_documents_get_a_summary_of_their_prose():
         "We study zebra migration across the Serengeti using GPS collars. "
         "We fitted a random walk model to the positions."
     )
+
+
+ZH = (
+    "# 数据库备份\n\n在生产环境中，我们每天凌晨两点执行一次全量备份。备份文件存储在对象存储中，保留三十天。"
+    "如果需要恢复数据，请联系运维团队。\n"
+)
+JA = (
+    "# デプロイ手順\n\n本番環境へのデプロイ方法を説明します。"
+    "デプロイの前に、必ずステージング環境でテストを実行してください。問題が発生した場合は、直ちにロールバックを行います。\n"
+)
+TH = "# คู่มือ\n\nระบบจะสำรองข้อมูลฐานข้อมูลทุกวันเวลาตีสอง ไฟล์สำรองข้อมูลจะถูกเก็บไว้เป็นเวลาสามสิบวัน\n"
+
+
+def test_chinese_japanese_and_thai_documents_get_a_summary() -> None:
+    # a CJK sentence is one \\w+ "word" and ends in 。, and Thai has no sentence mark: all three had no summary
+    assert extractive_summary(ZH) == ZH.split("\n\n")[1].strip()  # no space after each 。
+    assert extractive_summary(JA) == JA.split("\n\n")[1].strip()
+    assert extractive_summary(TH) == TH.split("\n\n")[1].strip()  # its two sentences, and the space between them
+    assert _sentences("备份已完成。\n\n好的。") == [], "a sentence of a few characters is no summary material"
+
+
+def test_chinese_sentences_are_compared_by_their_character_bigrams() -> None:
+    # the last sentence shares words (全量备份, 恢复演练) with two others: the most central, though it comes last;
+    # compared as \\w+ words (one per clause) no two sentences share one, and the first three were the summary
+    lead, *others, hub = [
+        "本手册介绍数据库运维团队的日常工作。",
+        "会议室的咖啡机由行政部门负责维护。",
+        "公司年会通常安排在十二月的最后一周。",
+        "全量备份每天凌晨两点执行一次。",
+        "恢复演练每个月在测试环境中进行。",
+        "恢复演练使用前一天的全量备份。",
+    ]
+    summary = extractive_summary("".join([lead, *others, hub]), sentences=3)
+    assert summary.startswith(lead) and summary.endswith(hub), summary
+
+
+def test_english_summaries_are_as_before() -> None:
+    pinned: dict[str, str] = json.loads(PINNED_SUMMARIES.read_text(encoding="utf-8"))
+    docs = SHARED / "datasets" / "anthropic-docs-qa" / "docs"
+    files = sorted(docs.glob("*.md"))
+    assert [p.name for p in files] == sorted(pinned), f"the pages under {docs} are not the pinned ones"
+    digest = {
+        p.name: hashlib.sha256(extractive_summary(p.read_text(encoding="utf-8")).encode()).hexdigest()[:16]
+        for p in files
+    }
+    assert [name for name in pinned if digest[name] != pinned[name]] == []
