@@ -20,7 +20,8 @@ ingestion stored them.
 
 Groups are ordered by their best chunk's relevance, chunks inside a group by relevance; ``[n]`` is
 ``Source.number``. Chunks are admitted in relevance order while they fit. A chunk that does not fit
-whole is cut at a token boundary (never inside a character) and followed by the marker line
+whole is cut at a token boundary between two grapheme clusters (never inside what a reader sees as one character:
+a decomposed accent, a ZWJ emoji, a Thai or Indic vowel sign stays whole) and followed by the marker line
 ``[… truncated]`` if at least ``min_cut_tokens`` of its tokens fit; the cut chunk is the last one
 admitted. Otherwise it is left out and the next, less relevant chunks are still tried whole.
 
@@ -48,6 +49,7 @@ import tiktoken
 from rag_service.errors import ConfigurationError
 from rag_service.overlaps import joined_overlaps
 from rag_service.result import RetrievedChunk, Source
+from rag_service.text_breaks import grapheme_starts
 from rag_service.tokens import DEFAULT_ENCODING, get_encoding
 
 TRUNCATION_MARKER = "[… truncated]"
@@ -230,11 +232,12 @@ class _Builder:
             return False
         tokens = self.enc.encode(body, disallowed_special=())
         data = body.encode("utf-8")
+        starts = grapheme_starts(body)
         offsets: list[int] = []  # byte length of each cuttable prefix, shortest first
         end = 0
         for count, piece in enumerate(self.enc.decode_tokens_bytes(tokens), start=1):
             end += len(piece)
-            if self.min_cut_tokens <= count < len(tokens) and (end == len(data) or data[end] & 0xC0 != 0x80):
+            if self.min_cut_tokens <= count < len(tokens) and (end == len(data) or end in starts):
                 offsets.append(end)
         if not offsets:
             return False
@@ -423,14 +426,16 @@ def budget_shortfall(
 
 
 def fit_line(line: str, *, max_tokens: int, encoding: str = DEFAULT_ENCODING) -> tuple[str, int]:
-    """``line`` and its token count, cut at a character boundary to the longest prefix within ``max_tokens``
+    """``line`` and its token count, cut between grapheme clusters to the longest prefix within ``max_tokens``
     (the budget holds for a message too, e.g. "no relevant passages ..." under a budget of 10)."""
     enc = get_encoding(encoding)
     tokens = enc.encode(line, disallowed_special=())
     if len(tokens) <= max_tokens:
         return line, len(tokens)
+    data, starts = line.encode("utf-8"), grapheme_starts(line)
     for keep in range(max_tokens, 0, -1):  # a cut text can encode to more tokens than it was cut to: keep fewer
-        cut = b"".join(enc.decode_tokens_bytes(tokens[:keep])).decode("utf-8", errors="ignore").rstrip()
+        end = max(s for s in starts if s <= len(b"".join(enc.decode_tokens_bytes(tokens[:keep]))))
+        cut = data[:end].decode("utf-8").rstrip()
         count = len(enc.encode(cut, disallowed_special=()))
         if count <= max_tokens:
             return cut, count

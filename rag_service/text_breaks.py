@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import regex
+
 #: characters of the scripts written without spaces between words: Thai, Lao, Khmer, Myanmar, CJK punctuation,
 #: kana, Han (and its extensions), the full-width forms and half-width katakana (a regex character class's body)
 NO_SPACE_LETTERS = (
@@ -35,3 +37,13 @@ SENTENCE_END = re.compile(rf"[.!?][{_CLOSERS}]*\s+|{WIDE_SENTENCE_END.pattern}")
 CLAUSE_BREAK = re.compile(r"[，、]\s*")
 #: white space between words
 WORD_BREAK = re.compile(r"\s+")
+
+
+def grapheme_starts(text: str) -> set[int]:
+    """The UTF-8 byte offsets in ``text`` where a grapheme cluster (``\\X``, Unicode's extended one) starts: the cuts
+    that split nothing a reader sees as one character (a decomposed accent, a ZWJ emoji, a Thai vowel sign)."""
+    starts, at = set(), 0
+    for cluster in regex.findall(r"\X", text):
+        starts.add(at)
+        at += len(cluster.encode("utf-8"))
+    return starts

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
+import regex
 import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -162,6 +164,51 @@ def test_cut_never_splits_a_character() -> None:
     assert "\ufffd" not in result.text
     assert emoji.startswith(shown)
     assert result.total_tokens == count_tokens(result.text) <= 120
+
+
+#: texts where a code point is not what a reader sees as one character: a decomposed accent, a ZWJ family emoji,
+#: Devanagari conjuncts and vowel signs, Thai vowel and tone marks
+GRAPHEME_TEXTS = {
+    "French NFD": unicodedata.normalize("NFD", "Envoyez votre résumé à l’équipe. ") * 60,
+    "ZWJ emoji": "Team 👨\u200d👩\u200d👧\u200d👦 " * 200,
+    "flags and skin tones": "Teams 🇫🇷🇯🇵 👍🏽 ❤️ " * 150,
+    "Hindi": "नमस्ते दुनिया क्षत्रिय " * 100,
+    "Thai": "ระบบจะสำรองข้อมูลฐานข้อมูลทุกวันเวลาตีสอง " * 60,
+}
+
+
+def _splits_a_grapheme(shown: str, text: str) -> bool:
+    """Whether ``text`` goes on after its prefix ``shown`` with a character that continues shown's last cluster."""
+    return len(shown) < len(text) and len(regex.findall(r"\X", text[: len(shown) + 1])) == len(
+        regex.findall(r"\X", shown)
+    )
+
+
+@pytest.mark.parametrize("name", GRAPHEME_TEXTS)
+def test_the_cut_never_splits_a_grapheme_cluster(name: str) -> None:
+    # "résumé" in NFD reached the LLM as "re", a family emoji ended in a dangling ZWJ, Thai and Hindi lost vowel signs
+    text = GRAPHEME_TEXTS[name]
+    cuts = 0
+    for budget in range(60, 400, 3):
+        result = format_context([_chunk(1, GUIDE, 0.9, text)], max_tokens=budget)
+        assert result.total_tokens == count_tokens(result.text) <= budget
+        if result.cut_chunk_id is None:
+            continue
+        cuts += 1
+        shown = result.included[0]
+        assert text[shown.start_char : shown.end_char] == shown.content and text.startswith(shown.content)
+        assert shown.content in result.text
+        assert not _splits_a_grapheme(shown.content, text), (budget, shown.content[-8:], text[shown.end_char :][:3])
+    assert cuts > 50
+
+
+@pytest.mark.parametrize("name", GRAPHEME_TEXTS)
+def test_a_line_is_cut_between_grapheme_clusters(name: str) -> None:
+    line = "no relevant passages for '" + GRAPHEME_TEXTS[name][:300] + "'"
+    for budget in range(1, 60):
+        shown, tokens = format_module.fit_line(line, max_tokens=budget)
+        assert tokens == count_tokens(shown) <= budget and line.startswith(shown)
+        assert not _splits_a_grapheme(shown, line), (budget, shown[-8:])
 
 
 def test_percentages_are_clamped_and_rounded() -> None:
