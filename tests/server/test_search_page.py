@@ -6,8 +6,10 @@ import json
 import os
 import re
 import shutil
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -195,6 +197,39 @@ def test_the_match_is_marked_after_emoji(browser, live: LiveServer) -> None:  # 
     page.goto(live.url + "/?q=backups&collection=default&context=search")
     page.wait_for_selector("li.result mark")
     assert page.locator("li.result").first.locator("mark").all_inner_texts() == ["the backups section"]
+    page.close()
+
+
+#: (query, a passage that is all match, so the query's words are marked, what is marked): a CJK word inside a sentence
+#: (no space around it), a Japanese query whose pieces are found apart, a word typed in NFC in decomposed text
+MARKED_WORDS = [
+    ("全量备份", "我们每天凌晨两点执行一次全量备份，并且每小时执行一次增量备份。", ["全量备份"]),
+    (
+        "ロールバックの方法",
+        "問題が発生した場合は、直ちにロールバックを行います。方法は手順書にあります。",
+        ["ロールバック", "方法"],
+    ),
+    (
+        "Résumé",
+        unicodedata.normalize("NFD", "Résumé de l'équipe: send the résumé today.") + " No résumés.",
+        ["Re\u0301sume\u0301", "re\u0301sume\u0301"],
+    ),
+    ("PostgreSQL setup", "PostgreSQLの設定: see the PostgreS pages and the setup guide.", ["PostgreSQL", "setup"]),
+]
+
+
+@pytest.mark.parametrize(("query", "content", "marked"), MARKED_WORDS)
+def test_query_words_are_marked_inside_cjk_sentences_and_in_decomposed_text(  # type: ignore[no-untyped-def]
+    browser, live: LiveServer, query: str, content: str, marked: list[str]
+) -> None:
+    page = browser.new_page()
+    page.route("**/api/rag/retrieve", with_first_chunk(content, content))
+    page.goto(live.url + "/?" + urlencode({"q": query, "collection": "default", "context": "search"}))
+    page.wait_for_selector("li.result mark")
+    assert page.get_attribute("#query", "dir") == "auto"  # an Arabic or Hebrew query reads right to left
+    passage = page.locator("li.result .passage").first
+    assert passage.locator("mark").all_inner_texts() == marked
+    assert passage.inner_text() == content  # the marks cover whole characters: nothing lost or doubled
     page.close()
 
 

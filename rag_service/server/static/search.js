@@ -153,13 +153,70 @@ function utf16Index(text, points) {
   return units;
 }
 
-// [start, end) of every whole-word occurrence of the query's words (3+ letters, not stop words).
+// Scripts written without spaces between words (Chinese, Japanese, Thai, ...): their query words are found
+// anywhere, inside a sentence, not only between non-letters. Script_Extensions, so "ー" belongs to katakana.
+const NO_SPACE = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]/u;
+// a query word's pieces: a run of one of those scripts (全量备份, ロールバック, の, 方法), or of any other letters
+const PIECE = /\p{scx=Han}+|\p{scx=Katakana}+|\p{scx=Hiragana}+|[\p{scx=Thai}\p{scx=Lao}]+|\p{scx=Khmer}+|\p{scx=Myanmar}+|[^\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]+/gu;
+const WORD_CHAR = /[\p{L}\p{M}\p{N}_]/u;
+
+// [start, end) of every occurrence of the query's words in text: a word of a spaced script (3+ letters, not a
+// stop word) whole, between characters that are no letters of a spaced script ("PostgreSQLの" holds
+// "postgresql"); a word of a script without spaces (2+ characters; a hiragana particle or ending beside other
+// pieces is none) anywhere. Both sides are compared in NFC, so "Résumé" typed marks the text's decomposed
+// "Re\u0301sume\u0301"; the ranges are offsets into text itself, whole grapheme clusters.
 function wordRanges(text, query) {
-  const words = (query.toLowerCase().match(/[\p{L}\p{N}_]{3,}/gu) || []).filter((w) => !STOP.has(w));
+  const words = [];
+  for (const token of query.normalize("NFC").toLowerCase().match(/[\p{L}\p{M}\p{N}_]+/gu) || []) {
+    const pieces = token.match(PIECE);
+    for (const piece of pieces) {
+      if (!NO_SPACE.test(piece)) {
+        if ([...piece].length >= 3 && !STOP.has(piece)) words.push({ piece, whole: true });
+      } else if ([...piece].length >= 2 && (pieces.length === 1 || !/^\p{scx=Hiragana}+$/u.test(piece))) {
+        words.push({ piece, whole: false });
+      }
+    }
+  }
   if (!words.length) return [];
-  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  const pattern = new RegExp("(?<![\\p{L}\\p{N}_])(?:" + escaped.join("|") + ")(?![\\p{L}\\p{N}_])", "giu");
-  return [...text.matchAll(pattern)].map((m) => [m.index, m.index + m[0].length]);
+  const { normal, starts, ends } = nfcMap(text);
+  const ranges = [];
+  for (const { piece, whole } of words) {
+    const pattern = new RegExp(piece.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "giu");
+    for (const m of normal.matchAll(pattern)) {
+      const a = m.index, b = m.index + m[0].length;
+      const before = [...normal.slice(Math.max(0, a - 2), a)].pop();
+      if (!whole || !(joinsWord(before) || joinsWord(normal.slice(b, b + 2)))) ranges.push([starts[a], ends[b - 1]]);
+    }
+  }
+  ranges.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
+  const kept = [];  // of overlapping ranges the first, the longest where they start together
+  for (const range of ranges) if (!kept.length || range[0] >= kept[kept.length - 1][1]) kept.push(range);
+  return kept;
+}
+
+// Whether the character starting s is a letter of a spaced script: one that would continue a word.
+function joinsWord(s) {
+  const character = s ? String.fromCodePoint(s.codePointAt(0)) : "";
+  return WORD_CHAR.test(character) && !NO_SPACE.test(character);
+}
+
+// text in NFC, and for each of its UTF-16 units the start and end in text of the grapheme cluster it comes from
+// (NFC composes only inside a cluster: "e\u0301" is one, "é" after).
+function nfcMap(text) {
+  let normal = "";
+  const starts = [], ends = [];
+  const clusters = typeof Intl.Segmenter === "function"
+    ? [...new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(text)].map((s) => [s.index, s.segment])
+    : [...text.matchAll(/\P{M}\p{M}*|\p{M}+/gsu)].map((m) => [m.index, m[0]]);
+  for (const [index, cluster] of clusters) {
+    const composed = cluster.normalize("NFC");
+    normal += composed;
+    for (let i = 0; i < composed.length; i++) {
+      starts.push(index);
+      ends.push(index + cluster.length);
+    }
+  }
+  return { normal, starts, ends };
 }
 
 // The text cut into prose and fenced-code blocks (offsets); fence lines belong to neither. A fence
