@@ -155,7 +155,7 @@ class SentenceTransformerEmbedder:
             return [len(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
 
         unknown_id = tokenizer.unk_token_id
-        if unknown_id is None:
+        if unknown_id is None or not getattr(tokenizer, "is_fast", False):  # offsets come from fast tokenizers only
             return ModelWindow(count, int(limit))
 
         def unknown(texts: Sequence[str]) -> list[float]:

@@ -52,6 +52,19 @@ def test_onnx_vectors_are_torchs(onnx_export: Path) -> None:
 
 
 @pytest.mark.slow
+def test_torch_and_onnx_models_read_the_same_window(onnx_export: Path) -> None:
+    """Chunks are cut to the window and unreadable text is told by it (``model_window``): both backends agree."""
+    texts = [*TEXTS, "全量备份 and backups", "ระบบจะสำรองข้อมูล", "Базы данных копируются ежедневно"]
+    torch_window = SentenceTransformerEmbedder().window()
+    onnx_window = OnnxEmbedder(onnx_export, model_id=BUNDLED_MINILM_ID).window()
+    assert torch_window is not None and torch_window.unknown is not None and onnx_window.unknown is not None
+    assert torch_window.max_tokens == onnx_window.max_tokens == 256
+    assert torch_window.count(texts) == onnx_window.count(texts)
+    assert torch_window.unknown(texts) == onnx_window.unknown(texts)
+    assert onnx_window.unknown(texts)[-3:] == [4 / 14, 1.0, 0.0]  # of the characters but spaces
+
+
+@pytest.mark.slow
 def test_an_int8_vector_does_not_depend_on_its_batch(onnx_export: Path) -> None:
     """int8 scales each activation tensor by the whole batch's range: a text beside others (and the padding to the
     longest) came out at a cosine of ~0.994 to itself alone, and a query is always embedded alone."""
