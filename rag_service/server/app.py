@@ -24,6 +24,7 @@ from rag_service.server import api, ops
 from rag_service.server.auth import Guard
 from rag_service.server.config import ServerConfig
 from rag_service.server.errors import install_error_handlers
+from rag_service.server.hosts import HostPolicy, TrustedHosts, host_policy
 from rag_service.server.jobs import JobRegistry
 from rag_service.server.metrics import ApiMetrics
 from rag_service.server.middleware import (
@@ -41,10 +42,16 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 
 def create_app(
-    service: UniversalRAGService, config: ServerConfig | None = None, *, owns_service: bool = False
+    service: UniversalRAGService,
+    config: ServerConfig | None = None,
+    *,
+    owns_service: bool = False,
+    hosts: HostPolicy | None = None,
 ) -> FastAPI:
-    """The ASGI app serving ``service``; with ``owns_service`` it closes the service on shutdown."""
+    """The ASGI app serving ``service``; with ``owns_service`` it closes the service on shutdown. ``hosts``: the
+    ``Host`` names it answers (``server/hosts.py``; default: a server bound to 127.0.0.1's)."""
     config = config or ServerConfig()
+    hosts = hosts or host_policy(config, "127.0.0.1")[0]
     # the multipart parser logs each refused body's reason before raising it; the 422 already carries it
     logging.getLogger("python_multipart").setLevel(logging.ERROR)
     metrics = ApiMetrics(service.database_health)
@@ -116,6 +123,7 @@ def create_app(
     app.add_middleware(TrailingSlashWrites)
     app.add_middleware(HeadAsGet)  # innermost but one: the metrics and error layers see the HEAD as sent
     app.add_middleware(BodyLimit, limit_for=limit_for, refuse=refuse)
+    app.add_middleware(TrustedHosts, policy=hosts)  # before any route or body: DNS rebinding
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.add_middleware(UnexpectedErrors)  # outermost of ours but one: the one place an unexpected error is logged
     app.add_middleware(SecurityHeaders)  # outermost: its 500 gets them too

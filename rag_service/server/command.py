@@ -21,6 +21,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
         from rag_service.server.app import create_app
         from rag_service.server.config import load_server_config
+        from rag_service.server.hosts import host_policy
     except ImportError as exc:
         raise ConfigurationError(
             f"`rag serve` needs the server extra ({exc.name} is missing): pip install 'rag_service[server]'"
@@ -39,7 +40,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         print("rag serve: RAG_API_TOKEN is not set, so this server is read-only (writes answer 403)", file=sys.stderr)
     if config.reads_token is None:
         print("rag serve: reads are open to anyone reaching this address (RAG_API_READ_TOKEN)", file=sys.stderr)
-    app = create_app(service, config, owns_service=True)
+    hosts, note = host_policy(config, args.host)
+    if note is not None:
+        print(note, file=sys.stderr)
+    app = create_app(service, config, owns_service=True, hosts=hosts)
     server = uvicorn.Server(
         uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
     )

@@ -17,6 +17,11 @@ class ServerConfig(BaseSettings):
     token: SecretStr | None = Field(default=None, description="bearer token for writes; unset: reads only")
     read_token: SecretStr | None = Field(default=None, description="bearer token for reads; unset: open reads")
     cors_origins: list[str] = Field(default_factory=list, description="allowed origins (JSON list); empty: no CORS")
+    allowed_hosts: str = Field(
+        default="",
+        description="Host names answered besides localhost and --host (comma-separated, *.example.com for "
+        "subdomains, * for any); server/hosts.py has the default",
+    )
     threads: int = Field(default=8, ge=1, le=256, description="threads for blocking calls (retrieve, DB)")
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="largest JSON request body")
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1024, description="largest multipart upload")

@@ -81,7 +81,9 @@ def client(server_service: UniversalRAGService, server_database: Database) -> It
             "max_tokens) VALUES (:name, false, false, 0.1, 5, 1500) ON CONFLICT DO NOTHING"), {"name": FUZZ_PRESET})
     config = ServerConfig(token=WRITE_TOKEN, read_token=None, job_threshold_chars=20_000)  # type: ignore[arg-type]
     app = create_app(server_service, config)
-    with TestClient(app, raise_server_exceptions=True, headers={"Authorization": f"Bearer {WRITE_TOKEN}"}) as test:
+    auth = {"Authorization": f"Bearer {WRITE_TOKEN}"}
+    # base_url: TestClient's default Host, testserver, is no name of this server (server/hosts.py)
+    with TestClient(app, base_url="http://localhost", raise_server_exceptions=True, headers=auth) as test:
         yield test
         app.state.rag.jobs.shutdown(wait=True)  # no job may outlive the module's database
 

@@ -123,7 +123,7 @@ def _unfinished_chunked_upload(live: LiveServer, token: str | None) -> bytes:
     host, port = live.url.removeprefix("http://").split(":")
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        head = "POST /api/documents HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
+        head = "POST /api/documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: multipart/form-data; boundary=zz\r\n"
         sock.sendall(f"{head}{auth}Transfer-Encoding: chunked\r\n\r\n".encode())
         chunk = b"a" * (1 << 20)
         sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
