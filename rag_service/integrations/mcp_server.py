@@ -4,7 +4,8 @@ Tools: ``search_knowledge(query, context?, collection?, max_chunks?, min_relevan
 formatted context with ``[n]`` citations (or the one line "no relevant passages for ..." when every
 result was below the relevance floor), then a ``degraded: <stage>: <reason>`` line for each stage
 that did not run as configured; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
-With ``--allow-indexing`` also ``index_paths(paths, collection?)`` and
+With ``--allow-indexing [DIR ...]`` also ``index_paths(paths, collection?)`` (inside those folders only, the
+working directory by default, and never a hidden path: ``mcp_roots``) and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
 
 Library errors reach the client as tool errors (``is_error``): ``<tool>: <the one-line message>``; so does a call of
@@ -24,14 +25,15 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from rag_service.config import Settings
 from rag_service.errors import ConfigurationError, RagError, did_you_mean
 from rag_service.heap import freeze_startup_objects
-from rag_service.integrations import require_extra
+from rag_service.integrations import mcp_roots, require_extra
 from rag_service.integrations.mcp_lines import Reply, checked_line, sender
 from rag_service.integrations.mcp_pending import PendingRequests, forward_answers
 from rag_service.knobs import PRESET_KNOBS, name_hint
@@ -77,9 +79,14 @@ def _tool_errors() -> Iterator[None]:
 
 
 def build_server(
-    service: UniversalRAGService, *, allow_indexing: bool = False, log_level: LogLevel = "WARNING"
+    service: UniversalRAGService,
+    *,
+    allow_indexing: bool = False,
+    log_level: LogLevel = "WARNING",
+    index_roots: Sequence[Path] | None = None,
 ) -> MCPServer:
-    """An MCP server whose tools call ``service``; indexing tools only with ``allow_indexing``.
+    """An MCP server whose tools call ``service``; indexing tools only with ``allow_indexing``, ``index_paths``
+    inside ``index_roots`` only (default: the working directory; ``mcp_roots``).
 
     ``log_level`` is the SDK's (it configures the root logger): WARNING keeps stderr quiet, where the
     SDK's default INFO logs a line for every request an agent makes.
@@ -164,10 +171,17 @@ def build_server(
             return {"collections": [info.to_dict() for info in service.collections()]}
 
     if allow_indexing:
+        roots = tuple(index_roots) if index_roots is not None else mcp_roots.index_roots([])
+        where = (
+            "Index files and folders into a collection; incremental. Only paths inside "
+            f"{mcp_roots.describe(roots)} (on the server's machine; relative ones from the first), and no hidden "
+            "file or folder."
+        )
 
-        @server.tool()
+        @server.tool(description=where)
         def index_paths(paths: list[str], collection: str = "default") -> str:
-            """Index files and folders (paths on the server's machine) into a collection; incremental."""
+            if (refusal := mcp_roots.check_paths(paths, roots)) is not None:
+                raise ToolError(refusal)
             with _tool_errors():
                 report = service.index_paths(paths, collection=collection)
             missing = [p for p in paths if isinstance(p, str) and not os.path.lexists(p)]
@@ -241,6 +255,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     level = (args.log_level or settings.log_level).upper()
     if level not in LOG_LEVELS:
         raise ConfigurationError(f"log level {level!r} (RAG_LOG_LEVEL): use one of {', '.join(LOG_LEVELS)}")
+    roots = mcp_roots.index_roots(args.allow_indexing or [])  # a DIR that is no folder: one line, before any work
     configure_logging(level)  # rag_service's lines at the chosen level, in its format, not again by the SDK's
     logging.getLogger("rag_service").propagate = False  # handler on the root logger
     service = build_service(settings)
@@ -249,7 +264,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     warming = threading.Thread(target=service.warm_up, args=(DEFAULT_CONTEXT,), name="rag-warm-up", daemon=True)
     warming.start()
     try:
-        server = build_server(service, allow_indexing=args.allow_indexing, log_level=cast(LogLevel, level))
+        server = build_server(
+            service,
+            allow_indexing=args.allow_indexing is not None,
+            log_level=cast(LogLevel, level),
+            index_roots=roots,
+        )
         warming.join(WARM_UP_WAIT_S)
         freeze_startup_objects()
         anyio.run(_serve_stdio, server)
@@ -335,7 +355,14 @@ class _StdinLines:
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``rag mcp`` to the ``rag`` parser."""
     parser = commands.add_parser("mcp", help="serve search over the Model Context Protocol (stdio)")
-    parser.add_argument("--allow-indexing", action="store_true", help="also offer the index_paths and index_text tools")
+    parser.add_argument(
+        "--allow-indexing",
+        nargs="*",
+        metavar="DIR",
+        default=None,
+        help="also offer the index_paths and index_text tools; index_paths reads only inside the DIRs named "
+        "(default: the working directory), never a hidden file or folder",
+    )
     parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,

@@ -38,7 +38,7 @@ def run(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     monkeypatch.setattr(mcp_server, "freeze_startup_objects", lambda: None)
     monkeypatch.setattr(mcp_server, "configure_logging", lambda level: None)
     monkeypatch.setattr(logging.getLogger("rag_service"), "propagate", True)  # _run turns it off: put back after
-    args = argparse.Namespace(log_level="WARNING", allow_indexing=False)
+    args = argparse.Namespace(log_level="WARNING", allow_indexing=None)
     return lambda: mcp_server._run(args, Settings())
 
 
