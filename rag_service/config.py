@@ -118,7 +118,7 @@ def _from_knob(knob: Knob) -> Any:
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Service settings. ``load_settings()`` reads every field from ``RAG_<NAME>`` in the environment
-    (or a ``.env`` file in the working directory); ``Settings(...)`` takes explicit values only.
+    (or a ``.env`` file in the working directory: ``envfile``); ``Settings(...)`` takes explicit values only.
 
     A plain dataclass rather than pydantic-settings: importing that costs ~0.15 s, which every ``rag``
     command paid (a fifth of an unchanged ``rag reindex``).
@@ -330,13 +330,16 @@ def _parse(name: str, kind: str, raw: str) -> Any:
 
 
 def _environment() -> dict[str, str]:
-    """``RAG_*`` variables, names lower-cased without the prefix; ``.env`` fills what the environment lacks."""
+    """``RAG_*`` variables, names lower-cased without the prefix; ``.env`` fills what the environment lacks
+    (a committed one: not the settings ``envfile`` guards)."""
     found: dict[str, str] = {}
     dotenv_file = Path(".env")
     if dotenv_file.is_file():  # python-dotenv only when there is a file to read
         from dotenv import dotenv_values
 
-        found.update((k, v) for k, v in dotenv_values(dotenv_file).items() if v is not None)
+        from rag_service.envfile import usable
+
+        found.update((k, v) for k, v in usable(dotenv_values(dotenv_file), dotenv_file).items() if v is not None)
     found.update(os.environ)
     return {k[4:].lower(): v for k, v in found.items() if k.upper().startswith("RAG_")}
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from collections.abc import Mapping
+from pathlib import Path
 
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from rag_service.envfile import usable
 from rag_service.errors import ConfigurationError
 from rag_service.server.schemas import MAX_QUERY_CHARS
 
@@ -37,6 +41,18 @@ class ServerConfig(BaseSettings):
     )
     retry_after_s: int = Field(default=5, ge=1, description="Retry-After of a 503 when no better hint exists")
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The environment, then ``.env`` without what a committed one may not set (``envfile``)."""
+        return init_settings, env_settings, _GuardedDotEnv(settings_cls), file_secret_settings
+
     @field_validator("token", "read_token")
     @classmethod
     def _sendable(cls, value: SecretStr | None) -> SecretStr | None:
@@ -56,6 +72,13 @@ class ServerConfig(BaseSettings):
         """The read token's value, or None when reads are open."""
         value = self.read_token.get_secret_value() if self.read_token else ""
         return value or None
+
+
+class _GuardedDotEnv(DotEnvSettingsSource):
+    """``.env``'s values, without the settings ``envfile`` guards when git tracks the file."""
+
+    def _read_env_file(self, file_path: Path) -> Mapping[str, str | None]:
+        return usable(super()._read_env_file(file_path), file_path)
 
 
 def token_problem(token: str) -> str | None:
