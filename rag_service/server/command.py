@@ -21,6 +21,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
         from rag_service.server.app import create_app
         from rag_service.server.config import load_server_config
+        from rag_service.server.connections import uvicorn_options
         from rag_service.server.hosts import host_policy
     except ImportError as exc:
         raise ConfigurationError(
@@ -45,7 +46,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         print(note, file=sys.stderr)
     app = create_app(service, config, owns_service=True, hosts=hosts)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            access_log=args.access_log,
+            **uvicorn_options(config),
+        )
     )
     freeze_startup_objects()
     # bound here, so the line below names the port (the one the system chose for port 0)

@@ -40,6 +40,12 @@ class ServerConfig(BaseSettings):
         "100k characters are ~250 chunks, ~6 s of embedding on 2 CPU cores",
     )
     retry_after_s: int = Field(default=5, ge=1, description="Retry-After of a 503 when no better hint exists")
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=600, description="seconds a connection has to send each request head (408 and closed)"
+    )
+    max_connections: int = Field(
+        default=500, ge=1, description="open connections before requests get 503 (uvicorn's limit_concurrency)"
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -18,6 +18,7 @@ from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.embed import HashingEmbedder
 from rag_service.server import ServerConfig, create_app
+from rag_service.server.connections import uvicorn_options
 from rag_service.server.hosts import HostPolicy
 from rag_service.service import UniversalRAGService
 from tests.conftest import DatabaseFactory
@@ -70,13 +71,22 @@ class LiveServer:
 
 
 def start_server(
-    service: UniversalRAGService, config: ServerConfig, *, warm: bool = True, hosts: HostPolicy | None = None
+    service: UniversalRAGService,
+    config: ServerConfig,
+    *,
+    warm: bool = True,
+    hosts: HostPolicy | None = None,
+    bounded: bool = False,
 ) -> LiveServer:
     """Serve ``create_app(service, config)`` with uvicorn on a free loopback port, in a thread;
     with ``warm``, return once its warm-up is done (a reranker that blocks would block that too).
-    ``hosts``: the Host names it answers (default: those of a server bound to 127.0.0.1)."""
+    ``hosts``: the Host names it answers (default: those of a server bound to 127.0.0.1); ``bounded``: with
+    ``rag serve``'s connection bounds (``server/connections.py``)."""
     app = create_app(service, config, hosts=hosts)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    options = uvicorn_options(config) if bounded else {}
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", **options)
+    )
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
