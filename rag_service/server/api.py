@@ -39,6 +39,24 @@ from rag_service.uploads import safe_filename
 router = APIRouter(prefix="/api", responses=ErrorResponseDoc)
 
 
+#: the per-call knobs whose cost grows with their value, and the server setting bounding each on this route
+_CAPPED = {"max_chunks": "max_chunks", "candidate_k": "max_candidate_k", "max_tokens": "max_tokens"}
+
+
+def _check_caps(overrides: dict[str, Any], state: ServerState) -> None:
+    """A per-call override past the server's cap (``RAG_API_MAX_CHUNKS``, ...) is a 422 naming it: a client,
+    anonymous where reads are open, asked 25x the work and 75x the bytes of a stock preset per call."""
+    for knob, setting in _CAPPED.items():
+        cap = getattr(state.config, setting)
+        if knob in overrides and overrides[knob] > cap:
+            raise ApiError(
+                422,
+                "invalid_input",
+                f"{knob}: {overrides[knob]}; send at most {cap} (the server's RAG_API_{setting.upper()}), "
+                "or edit a preset (PUT /api/presets) for more",
+            )
+
+
 @router.post("/rag/retrieve", response_model=RetrieveResponse, tags=["retrieval"])
 async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
     """Context for a query, shaped by a preset and per-call overrides (the Python ``retrieve``).
@@ -53,6 +71,7 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
             "invalid_input",
             f"query: {len(body.query)} characters; send at most {limit} (the server's RAG_API_MAX_QUERY_CHARS)",
         )
+    _check_caps(body.given(), state)
     started = time.perf_counter()
     result = await state.run(
         state.service.retrieve,

@@ -32,6 +32,10 @@ class ServerConfig(BaseSettings):
     max_query_chars: int = Field(
         default=2000, ge=1, le=MAX_QUERY_CHARS, description="longest query text of POST /api/rag/retrieve (422 beyond)"
     )
+    # per-call overrides of POST /api/rag/retrieve past these are refused (422); a stored preset keeps its own values
+    max_chunks: int = Field(default=50, ge=1, le=1000, description="largest max_chunks a request may ask for")
+    max_candidate_k: int = Field(default=200, ge=1, le=1000, description="largest candidate_k a request may ask for")
+    max_tokens: int = Field(default=16_000, ge=1, le=1_000_000, description="largest max_tokens a request may ask for")
     max_documents: int = Field(default=1000, ge=1, description="most documents in one POST /api/documents")
     job_threshold_chars: int = Field(
         default=100_000,

@@ -72,6 +72,33 @@ def test_max_query_chars_is_the_configured_limit(serve) -> None:  # type: ignore
     assert too_long.status_code == 422 and "at most 3000" in too_long.json()["error"]["message"]
 
 
+def test_costly_overrides_are_capped_by_the_server_settings(serve) -> None:  # type: ignore[no-untyped-def]
+    """Any client of an open-reads server asked max_chunks=1000, candidate_k=1000, max_tokens=1000000 per call."""
+    default, roomy = serve(), serve(max_chunks=200, max_candidate_k=1000, max_tokens=1_000_000)
+    heavy = {"max_chunks": 1000, "candidate_k": 1000, "max_tokens": 1_000_000}
+    with default.client() as client:
+        refused = {
+            knob: client.post("/api/rag/retrieve", json={"query": "backups", knob: value})
+            for knob, value in heavy.items()
+        }
+        at_caps = client.post(
+            "/api/rag/retrieve", json={"query": "backups", "max_chunks": 50, "candidate_k": 200, "max_tokens": 16000}
+        )
+    setting = {"max_chunks": "MAX_CHUNKS", "candidate_k": "MAX_CANDIDATE_K", "max_tokens": "MAX_TOKENS"}
+    for knob, answer in refused.items():
+        assert answer.status_code == 422, answer.text
+        cap = {"max_chunks": 50, "candidate_k": 200, "max_tokens": 16000}[knob]
+        assert answer.json()["error"]["message"] == (
+            f"{knob}: {heavy[knob]}; send at most {cap} (the server's RAG_API_{setting[knob]}), "
+            "or edit a preset (PUT /api/presets) for more"
+        )
+    assert at_caps.status_code == 200, at_caps.text
+    with roomy.client() as client:
+        assert client.post("/api/rag/retrieve", json={"query": "backups", **heavy}).status_code == 422  # 1000 > 200
+        allowed = client.post("/api/rag/retrieve", json={"query": "backups", **heavy, "max_chunks": 200})
+    assert allowed.status_code == 200, allowed.text
+
+
 def test_too_many_documents_is_one_413_as_json_or_as_files(serve) -> None:  # type: ignore[no-untyped-def]
     """Files over the limit were a 422 naming the parser's limit (1000) and no setting."""
     live = serve(max_documents=3)
