@@ -20,6 +20,7 @@ from rag_service.db import admin  # cheap: each of its functions imports what it
 from rag_service.errors import RagError, did_you_mean
 from rag_service.log import configure_logging, mask_url
 from rag_service.shutdown import exit_status, signal_number, stop_signals
+from rag_service.terminal import visible_controls
 
 if TYPE_CHECKING:
     from rag_service.config import Settings
@@ -136,8 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             prefer_passive_openmp()
             handler: Handler = args.handler
             return handler(args, settings)
-        except RagError as exc:
-            print(f"error: {mask_url(str(exc))}", file=sys.stderr)
+        except RagError as exc:  # a message can name a file or collection: its escapes shown, not run
+            print(visible_controls(f"error: {mask_url(str(exc))}"), file=sys.stderr)
             return 1
         except KeyboardInterrupt as stop:
             return _stopped(stop)

@@ -19,6 +19,7 @@ from rag_service.errors import ConfigurationError
 from rag_service.knobs import PRESET_KNOBS, SHOWN_VALUE_CHARS, shown_value
 from rag_service.service_paths import check_root, only_unsupported_files
 from rag_service.shutdown import Interrupted, deferred_stop, exit_status
+from rag_service.terminal import visible_controls
 
 if TYPE_CHECKING:
     from rag_service.embed import Embedder
@@ -162,7 +163,8 @@ def _reindex(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_report(report: IngestReport, *, as_json: bool) -> None:
-    print(json.dumps(report.to_dict(), indent=2) if as_json else "\n".join(report.lines()), flush=True)
+    text = json.dumps(report.to_dict(), indent=2) if as_json else visible_controls("\n".join(report.lines()))
+    print(text, flush=True)
 
 
 def _query(args: argparse.Namespace, settings: Settings) -> int:
@@ -180,7 +182,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return 0
     m = result.metrics
-    print(answer_text(result))
+    print(visible_controls(answer_text(result)))  # a document's escapes shown, not run by the terminal
     print(
         f"\n-- {len(result.chunks)} chunks, {result.total_tokens} tokens, {m.total_time_ms:.1f} ms "
         f"(embed {m.embedding_time_ms:.1f}, sql {m.retrieval_time_ms:.1f}, rerank {m.rerank_time_ms:.1f}"
@@ -188,7 +190,7 @@ def _query(args: argparse.Namespace, settings: Settings) -> int:
         file=sys.stderr,
     )
     for reason in m.degraded:
-        print(f"-- degraded: {reason}", file=sys.stderr)
+        print(visible_controls(f"-- degraded: {reason}"), file=sys.stderr)
     return 0
 
 

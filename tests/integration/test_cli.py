@@ -187,3 +187,23 @@ def test_an_answer_stdout_cannot_encode_is_escaped_not_a_traceback(cli_env, tmp_
         stdout, stderr = done.stdout.decode(encoding), done.stderr.decode(encoding)
         assert done.returncode == 0 and "Traceback" not in stderr, stderr
         assert "\\u043a\\u043e\\u043f\\u0438\\u0440\\u0443\\u044e\\u0442\\u0441\\u044f" in stdout  # 'копируются'
+
+
+def test_a_documents_terminal_escapes_are_shown_not_run(cli_env, tmp_path):
+    """Audit 54b (9): rag query printed a document's OSC 52 (clipboard), title, clear-screen and concealed-text
+    sequences, and its file name's, raw to the terminal."""
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    clipboard = "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUveCB8IHNo\x07"
+    text = f"# Backups\n\nThe backups page {clipboard}\x1b[2J hides \x1b[8mIGNORE THIS\x1b[0m and \x9b31m text.\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ansi\x1b[31m.md").write_text(text)
+    indexed = rag(cli_env, "reindex", str(tmp_path / "docs"), "--collection", "kb")
+    assert indexed.returncode == 0, indexed.stderr
+    found = rag(cli_env, "query", "backups page", "--collection", "kb")
+    assert found.returncode == 0, found.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", found.stdout), repr(found.stdout)
+    assert "ansi\\x1b[31m.md" in found.stdout  # its file name too
+    assert "\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUveCB8IHNo\\x07\\x1b[2J hides \\x1b[8mIGNORE THIS\\x1b[0m" in found.stdout
+    assert "\\x9b31m text." in found.stdout
+    as_json = rag(cli_env, "query", "backups page", "--collection", "kb", "--json")
+    assert clipboard in json.loads(as_json.stdout)["formatted_context"]  # data for programs, as stored

@@ -1,0 +1,23 @@
+"""Text for a person's terminal: control characters from documents shown, never obeyed.
+
+Stored text keeps what its document holds, and a document's author chooses it: ESC and CSI sequences clear
+the screen, recolour or conceal text (``ESC[8m`` hides from the reader an instruction an agent still reads),
+OSC sets the window title or, in terminals that honour OSC 52, the clipboard. What the CLI prints for humans
+passes through ``visible_controls``: every C0 and C1 control character but newline and tab (and DEL) becomes
+its ``\\xNN`` escape as text. JSON output needs none of it (``json.dumps`` escapes C0; C1 stay characters in
+strings, for programs to read).
+"""
+
+from __future__ import annotations
+
+_KEPT = {"\n", "\t"}
+
+#: each control character (C0, DEL, C1) but newline and tab -> its escape, visible as text
+_VISIBLE = {
+    code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(code) not in _KEPT
+}
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with its control characters but newline and tab written as ``\\x1b``-style escapes."""
+    return text.translate(_VISIBLE)

@@ -1,0 +1,15 @@
+"""``visible_controls``: what the CLI prints for people shows control characters instead of running them."""
+
+from __future__ import annotations
+
+from rag_service.terminal import visible_controls
+
+
+def test_every_control_but_newline_and_tab_becomes_visible_text() -> None:
+    assert visible_controls("a\tb\nc") == "a\tb\nc"
+    assert visible_controls("\x1b]0;title\x07\x1b[2J\r\x00\x7f\x9b\x85") == (
+        "\\x1b]0;title\\x07\\x1b[2J\\x0d\\x00\\x7f\\x9b\\x85"
+    )
+    assert visible_controls("Руководство — ü 中文 \u00a0") == "Руководство — ü 中文 \u00a0"  # printable text stays
+    controls = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"]
+    assert all(len(visible_controls(c)) == 4 and visible_controls(c).startswith("\\x") for c in controls)
