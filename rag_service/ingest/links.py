@@ -16,6 +16,7 @@ import re
 import sys
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -26,8 +27,18 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".mdx", ".rst", ".html", ".htm", ".txt"
 #: file names that stand for their folder (``guide/`` links ``guide/index.md`` or ``guide/README.md``)
 INDEX_NAMES = ("index", "readme")
 
-_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-_HTML_LINK = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+# A markdown link is ``!?\[[^\]\n]*\]`` then ``_LINK_TARGET``, an HTML one ``<a\s[^>]*?`` then ``_HREF``, found by
+# the scanners below: run by ``finditer`` as whole patterns, they rescanned from every ``[`` (``<a ``) to the next
+# ``]`` (``>``) and from every ``](`` along its target, so a line of ``[a](b`` or lines of ``<a x`` with no ``>`` were
+# quadratic (40,000 characters: 17 s). The scanners give the same matches, skipping the starts that would fail where
+# an earlier one failed. The possessive ``++`` takes nothing back a match could use (the class excludes what follows).
+_LINK_TEXT_END = re.compile(r"[\]\n]")
+_LINK_TARGET = re.compile(r"\(\s*<?([^)\s>]++)>?(?:\s+\"[^\"]*\")?\s*\)")
+_TARGET_START = re.compile(r"\(\s*<?")
+_TARGET_RUN = re.compile(r"[^)\s>]*")
+_HTML_OPEN = re.compile(r"<a\s", re.IGNORECASE)
+_HREF = re.compile(r"href\s*=\s*[\"']([^\"']++)[\"']", re.IGNORECASE)
+_HREF_WORD = re.compile("href", re.IGNORECASE)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
@@ -68,14 +79,48 @@ def find_links(text: str, *, source: str) -> list[Link]:
     """Every link of ``text`` (the stored text of the document keyed ``source``) to a document or a section."""
     fenced = scan(text).code_blocks
     links: list[Link] = []
-    for pattern in (_MARKDOWN_LINK, _HTML_LINK):
-        for match in pattern.finditer(text):
-            if match.group(0).startswith("!") or _inside(match.start(), fenced):
-                continue
-            resolved = resolve(match.group(1), source=source)
-            if resolved is not None:
-                links.append(Link(match.start(), *resolved))
+    for start, target in [*markdown_links(text), *html_links(text)]:
+        if text.startswith("!", start) or _inside(start, fenced):
+            continue
+        resolved = resolve(target, source=source)
+        if resolved is not None:
+            links.append(Link(start, *resolved))
     return sorted(set(links), key=lambda link: (link.offset, link.target_key, link.anchor))
+
+
+def markdown_links(text: str) -> Iterator[tuple[int, str]]:
+    """``(start, target)`` of each markdown link or image (``![``) of ``text``, in linear time."""
+    pos = done = dead = 0  # no target starting before ``dead`` can match: one ending where a failed one did
+    while (opener := text.find("[", pos)) >= 0 and (closer := _LINK_TEXT_END.search(text, opener + 1)) is not None:
+        pos = closer.end()  # each "[" before this "]" or line end stops at it too
+        if closer[0] == "\n" or not text.startswith("(", pos):
+            continue
+        head = _TARGET_START.match(text, pos)
+        target = head.end() if head else pos
+        if target < dead:
+            continue
+        found = _LINK_TARGET.match(text, pos)
+        if found is None:
+            run = _TARGET_RUN.match(text, target)
+            dead = run.end() if run else target
+            continue
+        yield (opener - 1 if opener > done and text[opener - 1] == "!" else opener), found[1]
+        pos = done = found.end()
+
+
+def html_links(text: str) -> Iterator[tuple[int, str]]:
+    """``(start, href)`` of each ``<a ... href="...">`` of ``text``, in linear time."""
+    pos = 0
+    while (opener := _HTML_OPEN.search(text, pos)) is not None:
+        tag_end = text.find(">", opener.end())
+        tag_end = len(text) if tag_end < 0 else tag_end
+        for word in _HREF_WORD.finditer(text, opener.end(), tag_end):
+            if (found := _HREF.match(text, word.start())) is not None:
+                yield opener.start(), found[1]
+                pos = found.end()
+                break
+        else:
+            pos = tag_end  # each "<a " before this ">" fails as this one did
 
 
 def is_relative_link(target: str) -> bool:

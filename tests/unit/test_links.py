@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 from rag_service.ingest.graph import candidate_sources
-from rag_service.ingest.links import Link, document_key, find_links, resolve, slugify
+from rag_service.ingest.links import Link, document_key, find_links, html_links, markdown_links, resolve, slugify
 from rag_service.ingest.loaders import html_to_text
+from tests.complexity import assert_linear
 
 
 def test_relative_paths_and_anchors_resolve_against_the_linking_document():
@@ -66,3 +70,34 @@ def test_fences_open_and_close_as_the_markdown_scanner_says():
     # backticks in a backtick fence's info string make inline code, not a fence
     text = "``` `inline` ```\n[a link](real.md)\n"
     assert [link.target_key for link in find_links(text, source="index.md")] == ["real"]
+
+
+def _link_line(n: int) -> str:
+    return "# T\n\n" + "[a](b" * (n // 5) + "\n"
+
+
+def _bracket_line(n: int) -> str:
+    return "# T\n\n" + "[" * n + "\n"
+
+
+def _unclosed_anchors(n: int) -> str:
+    return "# T\n\n" + "<a x\n" * (n // 5)
+
+
+def test_links_without_their_closer_grow_linearly() -> None:
+    """A ``[a](b`` line with no ``)``, a line of ``[``, lines of ``<a x`` with no ``>``: every start rescanned to the
+    closer that never came (40,000 characters took 17 s)."""
+    for make in (_link_line, _bracket_line, _unclosed_anchors):
+        assert_linear(make, lambda text: find_links(text, source="doc.md"), n=20_000)
+
+
+def test_the_scanners_match_what_the_link_regexes_matched() -> None:
+    """Same starts and targets as ``finditer`` of the two regexes they replaced, on random texts of delimiters."""
+    markdown = re.compile(r"!?\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+    html = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+    rng = random.Random(54)
+    parts = ["[", "](", ")", "![", " ", "\n", "<", ">", ' "', "a", "[a](b", "(<", "<a ", "<A\n", "HREF", "=", "'"]
+    for _ in range(5_000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 15)))
+        assert list(markdown_links(text)) == [(m.start(), m[1]) for m in markdown.finditer(text)], text
+        assert list(html_links(text)) == [(m.start(), m[1]) for m in html.finditer(text)], text
