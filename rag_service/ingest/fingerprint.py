@@ -23,7 +23,7 @@ from rag_service.tokens import DEFAULT_ENCODING
 
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
 #: differ and documents are chunked again
-CHUNKING_VERSION = 8  # 8: chunks cut to the embedding model's window (ingest.window_fit); CJK sentence ends
+CHUNKING_VERSION = 9  # 9: a LaTeX row break \\[2pt] opens no display math; 8: model window fit, CJK ends
 
 
 def content_hash(text: str) -> str:
