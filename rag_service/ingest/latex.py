@@ -32,6 +32,10 @@ _MATH_ENVS = "equation|align|alignat|flalign|gather|multline|eqnarray|displaymat
 #: ``\\\\[2pt]`` opens nothing (it used to open display math up to the file's next ``\\]``)
 _MATH_OPEN = re.compile(r"\\\\|\\begin\{(" + _MATH_ENVS + r")(\*?)\}|\\\[|\$\$")
 
+#: a title or section name is at most this long (an unclosed brace made the rest of the document one)
+MAX_TITLE_CHARS = 2_000
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_BRACE_TOKEN = re.compile(r"\\.|[{}]", re.DOTALL)
 _TITLE = re.compile(r"\\title\s*(?:\[[^\]]*\])?\s*\{")
 #: a comment: ``%`` not escaped (preceded by an even number of backslashes) to the end of its line
 _COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
@@ -68,32 +72,58 @@ def math_spans(text: str) -> list[Span]:
     return spans
 
 
-def _braced(text: str, open_brace: int) -> tuple[str, int]:
-    """The braced argument starting at ``text[open_brace] == "{"`` (nested braces kept, verbatim) and its end."""
-    depth, pos = 0, open_brace
-    while pos < len(text):
-        char = text[pos]
-        if char == "\\":
-            pos += 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_brace + 1 : pos], pos + 1
-        pos += 1
-    return text[open_brace + 1 :], len(text)
+def _title_argument(text: str, open_brace: int, stop: int) -> str:
+    """The braced argument of a title or section name at ``open_brace``; ``""`` when it is not closed before ``stop``,
+    a blank line or ``MAX_TITLE_CHARS`` (LaTeX ends it at a paragraph; the rest of a file is no title)."""
+    stop = min(stop, open_brace + MAX_TITLE_CHARS)
+    if (blank := _BLANK_LINE.search(text, open_brace, stop)) is not None:
+        stop = blank.start()
+    close = _brace_pairs(text, open_brace, stop).get(open_brace)
+    return "" if close is None else text[open_brace + 1 : close]
+
+
+def _brace_pairs(text: str, start: int = 0, stop: int | None = None) -> dict[int, int]:
+    """Where each brace opened in ``text[start:stop]`` closes, for those that close there (a backslash escapes the
+    next character)."""
+    pairs: dict[int, int] = {}
+    opened: list[int] = []
+    for token in _BRACE_TOKEN.finditer(text, start, len(text) if stop is None else stop):
+        if token[0] == "{":
+            opened.append(token.start())
+        elif token[0] == "}" and opened:
+            pairs[opened.pop()] = token.start()
+    return pairs
 
 
 def plain_latex(text: str) -> str:
     """``text`` (a title, a section name) as plain words: ``\\label{}``, ``\\index{}``, ``\\thanks{}`` and
     ``\\footnote{}`` dropped, ``\\emph{}``, ``\\textit{}`` and the other text-formatting commands unwrapped,
-    ``\\\\`` and ``~`` read as spaces, escaped specials (``\\&``) unescaped; other commands are kept."""
-    while found := _FORMATTING.search(text):
-        argument, end = _braced(text, found.end() - 1)
-        text = text[: found.start()] + ("" if found[1] else argument) + text[end:]
-    text = _SPACING.sub(" ", text)
+    ``\\\\`` and ``~`` read as spaces, escaped specials (``\\&``) unescaped; other commands are kept.
+
+    One pass, nested commands in the arguments unwrapped on the way (it searched again from the start and copied the
+    text at each command: quadratic)."""
+    pairs = _brace_pairs(text)
+    kept: list[str] = []
+    closing: list[int] = []  # the closing braces of the arguments being unwrapped, innermost last
+    pos = 0
+    while True:
+        bound = closing[-1] if closing else len(text)
+        found = _FORMATTING.search(text, pos, bound)
+        if found is None:
+            kept.append(text[pos:bound])
+            if not closing:
+                break
+            pos = closing.pop() + 1
+            continue
+        kept.append(text[pos : found.start()])
+        close = pairs.get(found.end() - 1)
+        if found[1]:  # not text: dropped (to the end when not closed)
+            pos = bound if close is None else close + 1
+        else:
+            pos = found.end()
+            if close is not None:
+                closing.append(close)
+    text = _SPACING.sub(" ", "".join(kept))
     return " ".join(_ESCAPED.sub(r"\1", text).split())
 
 
@@ -106,14 +136,16 @@ def latex_title(text: str) -> str:
     """The ``\\title{...}`` of a LaTeX document outside comments, as plain words (``plain_latex``), or ``""``."""
     text = without_comments(text)
     found = _TITLE.search(text)
-    return plain_latex(_braced(text, found.end() - 1)[0]) if found else ""
+    return plain_latex(_title_argument(text, found.end() - 1, len(text))) if found else ""
 
 
 def latex_sections(text: str) -> list[tuple[int, int, dict[str, str]]]:
     """``(start, end, headers)`` of the preamble-and-body text before the first section and each section."""
+    commands = list(_SECTION.finditer(text))
+    stops = [m.start() for m in commands[1:]] + [len(text)]  # a name ends before the next section: linear
     found = [
-        (m.start(), _COMMANDS.index(m[1]), plain_latex(without_comments(_braced(text, m.end() - 1)[0])))
-        for m in _SECTION.finditer(text)
+        (m.start(), _COMMANDS.index(m[1]), plain_latex(without_comments(_title_argument(text, m.end() - 1, stop))))
+        for m, stop in zip(commands, stops, strict=False)
     ]
     levels = sorted({level for _, level, _ in found})
     sections: list[tuple[int, int, dict[str, str]]] = []
