@@ -98,7 +98,7 @@ def load_document(path: Path, *, max_bytes: int) -> LoadedDocument:
 def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str, str]:
     """The stored text of a file's ``data`` and its title (``""`` when it has none)."""
     if suffix in PDF_SUFFIXES:
-        return read_pdf(path, data)
+        return read_pdf(path, data, max_bytes=max_bytes)
     if suffix in DOCX_SUFFIXES:
         return read_docx(path, data, max_bytes=max_bytes)
     text = decode_text(path, data, markup=suffix in HTML_SUFFIXES)

@@ -16,6 +16,7 @@ import math
 import operator
 import re
 from collections import Counter
+from collections.abc import Callable
 from itertools import compress
 from typing import Any
 
@@ -43,16 +44,17 @@ _LEADER = re.compile(r"(?:\.\s?){4,}")
 LineSize = float | None  # None: no character on the line, or sizes unknown
 
 
-def sized_page_text(page: Any) -> tuple[str, list[float] | None]:
+def sized_page_text(page: Any, *, on_operator: Callable[..., None] | None = None) -> tuple[str, list[float] | None]:
     """The raw text of ``page`` (a ``pypdf.PageObject``) as ``extract_text`` gives it, and each character's
-    font size in points, or None when the visitor's pieces do not add up to that text (then sizes are unknown)."""
+    font size in points, or None when the visitor's pieces do not add up to that text (then sizes are unknown);
+    ``on_operator`` is called before each drawing operator (``visitor_operand_before``)."""
     pieces: list[tuple[str, float]] = []
 
     def visit(text: str, cm: list[float], tm: list[float], font: object, size: float) -> None:
         if text:
             pieces.append((text, _scaled(size, cm, tm)))
 
-    raw = str(page.extract_text(visitor_text=visit) or "")
+    raw = str(page.extract_text(visitor_text=visit, visitor_operand_before=on_operator) or "")
     if "".join(text for text, _ in pieces) != raw:  # pieces dropped or reordered: sizes would point at wrong text
         return raw, None
     return raw, [size for text, size in pieces for _ in text]

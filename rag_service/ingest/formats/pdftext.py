@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rag_service.errors import DocumentReadError, first_line
 from rag_service.ingest.chunk import TextChunk
+from rag_service.ingest.formats.pdfbudget import PdfBudget
 from rag_service.ingest.formats.pdffonts import LineSize, font_headings, large_lines, line_sizes, sized_page_text
 from rag_service.ingest.formats.pdfheadings import marked_page
 from rag_service.ingest.formats.pdfoutline import OutlineEntry, outline_headings, read_outline
@@ -46,10 +47,11 @@ _DATE = re.compile(
 )
 
 
-def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
+def read_pdf(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
     """The text layer of ``data`` (pages joined by ``PAGE_BREAK``) and its title (``""`` if none).
 
-    Raises DocumentReadError for an unreadable, encrypted or text-less (scanned) PDF.
+    Raises DocumentReadError for an unreadable, encrypted or text-less (scanned) PDF, and for one whose reading
+    would cost more than the file limit ``max_bytes`` allows (``pdfbudget``).
     """
     import pypdf
     from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
@@ -59,10 +61,15 @@ def read_pdf(path: Path, data: bytes) -> tuple[str, str]:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise FileNotDecryptedError("password required")
+        budget = PdfBudget(path, max_bytes=max_bytes)
+        budget.check_contents(reader.pages)
         outline = read_outline(reader)
         # the font signal only where there is no outline: the outline is the document's own headings, sizes a guess
         read: list[tuple[str, list[float] | None]]
-        read = [(_page_text(page), None) for page in reader.pages] if outline is not None else _sized_pages(reader)
+        if outline is not None:
+            read = [(_page_text(page, budget), None) for page in reader.pages]
+        else:
+            read = _sized_pages(reader, budget)
         title = str(reader.metadata.get("/Title") or "").strip() if reader.metadata else ""
     except (FileNotDecryptedError, DependencyError):
         raise DocumentReadError(
@@ -100,11 +107,11 @@ def _marked_text(read: list[tuple[str, list[float] | None]], outline: list[Outli
     return PAGE_BREAK.join(marked_page(page, found) for page, found in zip(kept, headings, strict=True))
 
 
-def _sized_pages(reader: object) -> list[tuple[str, list[float] | None]]:
+def _sized_pages(reader: object, budget: PdfBudget) -> list[tuple[str, list[float] | None]]:
     """Each page's text (as ``_page_text``) with its characters' font sizes (None where unknown)."""
     out: list[tuple[str, list[float] | None]] = []
     for page in reader.pages:  # type: ignore[attr-defined]
-        raw, sizes = sized_page_text(page)
+        raw, sizes = sized_page_text(page, on_operator=budget.operator)
         out.append(_cleaned(raw, sizes))
     return out
 
@@ -172,8 +179,9 @@ def _edges(page: list[str]) -> set[int]:
     return set(filled[:_EDGE_LINES] + filled[-_EDGE_LINES:])
 
 
-def _page_text(page: object) -> str:
-    return _cleaned(str(page.extract_text() or ""), None)[0]  # type: ignore[attr-defined]
+def _page_text(page: object, budget: PdfBudget) -> str:
+    raw = page.extract_text(visitor_operand_before=budget.operator)  # type: ignore[attr-defined]
+    return _cleaned(str(raw or ""), None)[0]
 
 
 def _cleaned(raw: str, sizes: list[float] | None) -> tuple[str, list[float] | None]:
