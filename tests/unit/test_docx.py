@@ -131,6 +131,51 @@ def test_a_docx_unpacking_past_the_limit_is_refused_before_it_is_unpacked(tmp_pa
         load_document(path, max_bytes=len(text) - 1)
 
 
+def _empty_paragraphs(path: Path, count: int) -> Path:
+    """A minimal Word package: one paragraph of text, then ``count`` empty ones (``<w:p/>``, 6 bytes each)."""
+    import zipfile
+
+    package = "http://schemas.openxmlformats.org/package/2006"
+    main = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+    office = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            f'<Types xmlns="{package}/content-types"><Default Extension="rels" ContentType="application/'
+            'vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/word/document.xml" ContentType="{main}"/></Types>',
+        )
+        archive.writestr(
+            "_rels/.rels",
+            f'<Relationships xmlns="{package}/relationships"><Relationship Id="rId1" Type="{office}" '
+            'Target="word/document.xml"/></Relationships>',
+        )
+        archive.writestr(
+            "word/document.xml",
+            '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+            + "<w:p><w:r><w:t>Backups restore nightly.</w:t></w:r></w:p>"
+            + "<w:p/>" * count
+            + "</w:body></w:document>",
+        )
+    return path
+
+
+def test_a_docx_of_more_elements_than_its_limit_allows_is_refused_before_python_docx_reads_it(tmp_path: Path) -> None:
+    """A 147 KB .docx of 100 MB of empty paragraphs took 2.3 GB as python-docx's tree: elements are counted first,
+    streaming, one per 16 bytes of the limit."""
+    import pytest
+
+    from rag_service.errors import DocumentReadError
+
+    path = _empty_paragraphs(tmp_path / "empty.docx", 100_000)
+    with pytest.raises(DocumentReadError) as refused:
+        load_document(path, max_bytes=MB)
+    assert str(refused.value) == (
+        f"{path} holds over 62,500 XML elements, one per 16 bytes of the limit of 1,000,000 (RAG_MAX_FILE_BYTES); "
+        "set it higher to index it"
+    )
+    assert load_document(path, max_bytes=2 * MB).text == "Backups restore nightly."
+
 
 def test_a_non_breaking_hyphen_is_kept(tmp_path: Path) -> None:
     """Word's Ctrl+Shift+- (``w:noBreakHyphen``): "555-0199" was stored as "5550199"."""
