@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.formats.htmltext import html_to_text
+from tests.complexity import assert_linear
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 
@@ -89,3 +90,20 @@ def test_a_page_without_a_body_tag_or_a_closed_head_keeps_its_text() -> None:
 def test_a_line_break_in_a_heading_keeps_it_one_heading() -> None:
     text, _ = html_to_text("<h2>Install<br>on Linux</h2><p>Use the package.</p>")
     assert text == "## Install on Linux\n\nUse the package."
+
+
+def _menu(n: int) -> str:
+    return "<html><body><nav><ul>" + "<li>item" * (n // 8) + "</ul></nav><p>Body text.</p></body></html>"
+
+
+def _nested_in_nav(n: int) -> str:
+    return "<nav>" + "<div>x" * (n // 6) + "</nav><p>Body text.</p>"
+
+
+def test_elements_open_inside_a_skipped_region_cost_linear_time() -> None:
+    """Each tag inside a ``<nav>`` (or ``<svg>``, ``<head>``) scanned the stack of the elements open in it: a menu of
+    ``<li>`` without their optional end tags was quadratic (800 KB: 43 s)."""
+    assert html_to_text(_menu(1_000)) == ("Body text.", "")
+    assert html_to_text(_nested_in_nav(1_000)) == ("Body text.", "")
+    assert_linear(_menu, html_to_text, n=200_000)
+    assert_linear(_nested_in_nav, html_to_text, n=200_000)

@@ -42,6 +42,7 @@ class _TextExtractor(HTMLParser):
         self.title_parts: list[str] = []
         self._marks_main = marks_main  # the page marks its content (<main>, role=main, <article>)
         self._skipping: list[str] = []  # an element whose text is not shown, and the elements open inside it
+        self._skipped_at: dict[str, list[int]] = {}  # where each tag is in ``_skipping``: no scan of it per tag
         self._in_title = False
         self._heading = False
         self._sectioning = 0  # open <article>, <main>, <section>, <aside>, <nav>
@@ -49,13 +50,15 @@ class _TextExtractor(HTMLParser):
         self._links: list[tuple[str | None, int]] = []  # open ``<a>``: href written at ``</a>`` or None, text start
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if "head" in self._skipping and (tag == "body" or (self._skipping[-1] == "head" and tag not in _HEAD_CONTENT)):
-            del self._skipping[self._skipping.index("head") :]  # ``</head>`` and ``<body>`` are optional
+        heads = self._skipped_at.get("head")
+        if heads and (tag == "body" or (self._skipping[-1] == "head" and tag not in _HEAD_CONTENT)):
+            self._close_skipped(heads[0])  # ``</head>`` and ``<body>`` are optional
         if tag == "title":  # the page's title, not an <svg>'s tooltip
-            self._in_title = set(self._skipping) <= {"head"}
+            self._in_title = len(self._skipping) == len(self._skipped_at.get("head", ()))
         attributes = dict(attrs)
         if self._skipping or tag in _SKIPPED_TAGS or self._is_furniture(tag, attributes):
             if tag not in _VOID_TAGS:
+                self._skipped_at.setdefault(tag, []).append(len(self._skipping))
                 self._skipping.append(tag)
             return
         if tag in _SECTIONING:
@@ -83,6 +86,12 @@ class _TextExtractor(HTMLParser):
         else:
             self._links.append((None, len(self.parts)))
 
+    def _close_skipped(self, depth: int) -> None:
+        """Close the skipped element at ``depth`` of ``_skipping`` and every one open inside it."""
+        for tag in self._skipping[depth:]:
+            self._skipped_at[tag].pop()
+        del self._skipping[depth:]
+
     def _is_furniture(self, tag: str, attrs: dict[str, str | None]) -> bool:
         """Navigation anywhere; a page-level header, footer or aside (in no article, main, section, aside or
         nav, as ARIA reads them) only on a page that marks its content, so a page without one keeps its h1."""
@@ -101,8 +110,8 @@ class _TextExtractor(HTMLParser):
         if tag == "title":
             self._in_title = False
         if self._skipping:
-            if tag in self._skipping:  # the innermost open one, and what was left open inside it
-                del self._skipping[len(self._skipping) - 1 - self._skipping[::-1].index(tag) :]
+            if self._skipped_at.get(tag):  # the innermost open one, and what was left open inside it
+                self._close_skipped(self._skipped_at[tag][-1])
             return
         if tag in _SECTIONING and self._sectioning:
             self._sectioning -= 1
