@@ -107,3 +107,17 @@ def test_elements_open_inside_a_skipped_region_cost_linear_time() -> None:
     assert html_to_text(_nested_in_nav(1_000)) == ("Body text.", "")
     assert_linear(_menu, html_to_text, n=200_000)
     assert_linear(_nested_in_nav, html_to_text, n=200_000)
+
+
+def test_markup_left_open_reads_as_text_in_linear_time() -> None:
+    """CPython 3.11.7's parser rescanned the page from every unclosed comment, ``<?``, ``<![CDATA[`` or ``<!``
+    (CVE-2025-6069: 200 KB of ``<!-- x`` took 20 s); the text is what that parser made of it."""
+    assert html_to_text("<h1>T</h1><p>a <!-- b <i>c</i> d</p>") == ("# T\n\na <!-- b <i>c d", "")
+    assert html_to_text("<p>x</p><!-- y <!-- z") == ("x\n\n<!-- y <!-- z", "")
+    assert html_to_text("<p>a <![CDATA[ b > c</p><?pi") == ("a <![CDATA[ b > c\n\n<?pi", "")
+    for unit in ("<!-- x", "<?x", "<![CDATA[", "<!x", "<!-- x >", "<![CDATA[ x >"):
+
+        def page(n: int, unit: str = unit) -> str:
+            return "<html><body><h1>T</h1>" + unit * (n // len(unit))
+
+        assert_linear(page, html_to_text, n=100_000)

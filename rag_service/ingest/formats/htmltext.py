@@ -33,6 +33,15 @@ _PERMALINK = re.compile("[\\s\u200b-\u200d\u2060\ufeff¶§#🔗]*")
 #: a page that marks its main content, so page-level header, footer and aside are furniture around it
 _MARKS_MAIN = re.compile(r"<(?:main|article)\b|\brole\s*=\s*[\"']?main\b", re.IGNORECASE)
 _PRE_BLOCK = re.compile(f"{_PRE_OPEN}(.*?)(?:{_PRE_CLOSE}|\\Z)", re.DOTALL)
+# CPython's html.parser before 3.11.13 (3.12.11, 3.13.4) scans to the end of the page from every comment, processing
+# instruction, CDATA section or declaration left open, reads it as text up to the next ">" (or "<") and goes on
+# (CVE-2025-6069, gh-135462): quadratic, 200 KB of "<!-- x" took 20 s. Worked around with the same output: an opener
+# after the page's last ">" can never close, so its "<" is escaped before parsing (read as the same text at once);
+# before it, ``_TextExtractor`` remembers where a comment's or a marked section's closer was not found, so the next
+# opener of that kind fails without scanning again, and the parser's fallback to the next ">" moves on.
+_SECTION_NAME = re.compile(r"[a-zA-Z][-_.a-zA-Z0-9]*")
+_SECTION_CLOSERS = {"temp": "]]>", "cdata": "]]>", "ignore": "]]>", "include": "]]>", "rcdata": "]]>"}
+_SECTION_CLOSERS |= {"if": "]>", "else": "]>", "endif": "]>"}
 
 
 class _TextExtractor(HTMLParser):
@@ -43,6 +52,7 @@ class _TextExtractor(HTMLParser):
         self._marks_main = marks_main  # the page marks its content (<main>, role=main, <article>)
         self._skipping: list[str] = []  # an element whose text is not shown, and the elements open inside it
         self._skipped_at: dict[str, list[int]] = {}  # where each tag is in ``_skipping``: no scan of it per tag
+        self._unclosed: tuple[dict[str, int], str] = ({}, "")  # closer -> from where it is not found; in what text
         self._in_title = False
         self._heading = False
         self._sectioning = 0  # open <article>, <main>, <section>, <aside>, <nav>
@@ -85,6 +95,32 @@ class _TextExtractor(HTMLParser):
             self._links.append((href, len(self.parts)))
         else:
             self._links.append((None, len(self.parts)))
+
+    def parse_comment(self, i: int, report: bool = True) -> int:
+        """The parser's, failing at once where a comment's closer was not found before (see ``_SECTION_NAME``)."""
+        if self._unclosed_at("-->", i + 4):
+            return -1
+        end = super().parse_comment(i, report)
+        if end < 0:
+            self._unclosed[0].setdefault("-->", i + 4)
+        return end
+
+    def parse_marked_section(self, i: int, report: bool = True) -> int:
+        """The parser's, failing at once where a marked section's closer was not found before."""
+        name = _SECTION_NAME.match(self.rawdata, i + 3)
+        closer = _SECTION_CLOSERS.get(name[0].lower()) if name else None
+        if closer is not None and self._unclosed_at(closer, i + 3):
+            return -1
+        end = super().parse_marked_section(i, report)
+        if end < 0 and closer is not None:
+            self._unclosed[0].setdefault(closer, i + 3)
+        return end
+
+    def _unclosed_at(self, closer: str, start: int) -> bool:
+        """Whether ``closer`` is known not to follow ``start`` in the text being parsed."""
+        if self._unclosed[1] is not self.rawdata:  # positions are the parser's buffer's, which feed() replaces
+            self._unclosed = ({}, self.rawdata)
+        return start >= self._unclosed[0].get(closer, len(self.rawdata) + 1)
 
     def _close_skipped(self, depth: int) -> None:
         """Close the skipped element at ``depth`` of ``_skipping`` and every one open inside it."""
@@ -153,7 +189,8 @@ def html_to_text(html: str) -> tuple[str, str]:
     aside around marked content (``<main>``, ``<article>``), are page furniture, not text.
     """
     parser = _TextExtractor(marks_main=bool(_MARKS_MAIN.search(html)))
-    parser.feed(html)
+    last_gt = html.rfind(">") + 1  # see _SECTION_NAME: what follows the last ">" opens nothing
+    parser.feed(html[:last_gt] + html[last_gt:].replace("<!", "&lt;!").replace("<?", "&lt;?"))
     parser.close()
     extracted = "".join(parser.parts)
     blocks: list[str] = []
