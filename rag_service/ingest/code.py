@@ -6,7 +6,8 @@ The language comes from the file suffix (``filetypes.CODE_LANGUAGES``).
   chunk if it fits ``chunk_size``; a class that does not fit is replaced by its own code between
   methods plus one chunk per method; a function that does not fit is split by the recursive splitter
   (its pieces keep its header path). Code between definitions (imports, constants) is merged into
-  chunks of at most ``chunk_size``. A file that does not parse is treated like the other languages.
+  chunks of at most ``chunk_size``. A file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like
+  the other languages.
 - **Other languages**: a definition line (``class``, ``func``, ``fn``, ``function``, ``public ...``;
   LangChain's per-language separators, from ``RecursiveCharacterTextSplitter.get_separators_for_language``)
   starts a new piece; pieces that do not fit are split by the recursive splitter; consecutive pieces
@@ -31,6 +32,9 @@ from rag_service.ingest.recursive import SizedChunker, recursive_pieces
 from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 
+#: a larger Python file is split as the other languages are: ``ast`` holds 150-230 bytes per character of a module
+#: (a generated 10 MB ``_pb2.py`` took 1.9 GB), and hand-written modules stay far below this (the largest are ~500 KB)
+MAX_PARSED_CHARS = 1_000_000
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
 _CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
                       "try", "throw", "finally", "catch", "foreach", "do", "loop", "match", "when", "unless",
@@ -114,7 +118,7 @@ class CodeChunker(SizedChunker):
         if not text.strip():
             return ChunkedDocument([], {})
         units: list[tuple[Span, tuple[str, ...]]] | None = None
-        if self.language == "python":
+        if self.language == "python" and len(text) <= MAX_PARSED_CHARS:
             units = self._python_units(text)
         if units is None:
             units = self._generic_units(text)
