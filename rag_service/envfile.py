@@ -90,7 +90,8 @@ def committed(path: Path) -> str | None:
             return "git tracks that file (someone committed it)"
         if done.returncode == 1:  # a checkout, and the file is not in it
             return None
-        reason = (done.stderr.strip().splitlines() or [f"git exited {done.returncode}"])[-1]
+        said = done.stderr.strip()
+        reason = said.rsplit("\n", 1)[-1] if said else f"git exited {done.returncode}"  # git's last line says why
     if not any((parent / ".git").exists() for parent in (folder, *folder.parents)):
         return None  # in no checkout: nobody committed it
     return f"it lies in a git checkout and git could not say whether it is committed ({reason})"

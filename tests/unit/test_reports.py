@@ -67,6 +67,7 @@ def _report(step: int) -> IngestReport:
         without_chunks=[f"empty{step}.md"],
         interrupted=step > 1,
         gone=[f"gone{step}.md"],
+        unreadable_chunks=10 * step,
     )
 
 
@@ -86,6 +87,7 @@ def test_merging_adds_counts_and_seconds_and_concatenates_lists():
     assert total.model_switch == "embedding model: switch 2", "the later run's word on a switch"
     assert total.interrupted, "a run stopped in any of its parts was interrupted"
     assert total.gone == ["gone1.md", "gone2.md"]
+    assert total.unreadable_chunks == 30
     assert part.to_dict() == _report(2).to_dict(), "the merged-in report is left as it was"
 
 
