@@ -28,10 +28,10 @@ def crash(tmp_path, monkeypatch) -> Path:
 
 
 def _failing_split(real):
-    def split(self, strategy: str, text: str, source: str):
+    def split(self, strategy: str, text: str, source: str, title: str = ""):
         if source.endswith("bug.md"):
             raise IndexError("list index out of range")
-        return real(self, strategy, text, source)
+        return real(self, strategy, text, source, title)
 
     return split
 
@@ -52,7 +52,7 @@ def test_each_bad_file_is_one_failed_line_and_the_rest_is_indexed(indexer, crash
 
 
 def test_a_database_error_met_while_chunking_still_ends_the_run(indexer, crash, monkeypatch):
-    def split(self, strategy: str, text: str, source: str):
+    def split(self, strategy: str, text: str, source: str, title: str = ""):
         raise ResourceClosedError("This Connection is closed")
 
     monkeypatch.setattr(Chunking, "split", split)
