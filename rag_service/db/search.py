@@ -170,7 +170,7 @@ def explain(session: Session, request: SearchRequest, *, analyze: bool = False) 
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
-    compiled = build_search(request).compile(session.get_bind())
+    compiled = build_search(request).compile(session.get_bind(), compile_kwargs={"render_postcompile": True})
     params = {k: Jsonb(v) if isinstance(v, dict) else v for k, v in compiled.params.items()}
     raw = cast_connection(session.connection().connection.dbapi_connection)
     register_vector(raw)
