@@ -17,6 +17,7 @@ during an import is sent again a few milliseconds later, until the import has en
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 from collections.abc import Iterator
@@ -106,11 +107,21 @@ def stop_signals() -> Iterator[None]:
     ours = [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else []
     ours.append(signal.SIGTERM)  # last: a process that catches SIGTERM has both
     previous = {sig: signal.signal(sig, _raise_interrupted) for sig in ours}
+    driver = logging.getLogger("psycopg")
+    driver.addFilter(_quiet_after_stop)
     try:
         yield
     finally:
+        driver.removeFilter(_quiet_after_stop)
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+
+
+def _quiet_after_stop(record: logging.LogRecord) -> bool:
+    """Drop psycopg's warnings once a stop was raised: a command it interrupted cannot be rolled back on its
+    connection ("error ignored in rollback ...: another command is already in progress"), which is expected, and
+    a stopped command prints one line (``interrupted``/``terminated``)."""
+    return not _RAISED
 
 
 @contextmanager

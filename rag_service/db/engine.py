@@ -93,6 +93,9 @@ def make_engine(url: str, settings: Settings, *, connect_timeout: int = CONNECT_
         max_overflow=settings.pool_max_overflow,
         pool_timeout=30,
         connect_args=connect_defaults(url, connect_timeout=connect_timeout),
+        # no hstore column: the dialect's type lookup at the first connect is a round trip of a cold start, run in
+        # a psycopg savepoint whose rollback, when a stop interrupted it, printed an "error ignored" warning
+        use_native_hstore=False,
     )
     _ping_when_idle(engine)
     _ENGINES.add(engine)

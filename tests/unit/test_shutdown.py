@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -24,6 +25,23 @@ def test_sigterm_raises_interrupted_within_stop_signals_and_the_handler_is_resto
         pytest.fail("SIGTERM did not raise")
     assert raised.value.signum == signal.SIGTERM and exit_status(raised.value) == 143
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_psycopgs_rollback_warning_after_a_stop_is_not_printed(monkeypatch, caplog) -> None:
+    """A stop inside the dialect's first-connect lookup (a psycopg savepoint) left its rollback failing, and psycopg's
+    "error ignored in rollback" warning reached stderr beside ``terminated`` (a cold ``rag query`` stopped early)."""
+    from rag_service import shutdown
+
+    monkeypatch.setattr(shutdown, "_RAISED", [])
+    driver = logging.getLogger("psycopg")
+    with caplog.at_level(logging.WARNING, logger="psycopg"), stop_signals():
+        driver.warning("a warning before any stop")
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGTERM)
+            pytest.fail("SIGTERM did not raise")
+        driver.warning("error ignored in rollback of <psycopg.Transaction '_pg3_1'>: another command is in progress")
+    assert [r.getMessage() for r in caplog.records] == ["a warning before any stop"]
+    assert not driver.filters, "the filter is removed with the handlers"
 
 
 @pytest.fixture
