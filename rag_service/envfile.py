@@ -75,7 +75,9 @@ def committed(path: Path) -> str | None:
     folder = path.resolve().parent
     try:
         done = subprocess.run(
-            ["git", "-C", str(folder), "ls-files", "--error-unmatch", "--", path.name],
+            # the repository is the one not trusted: its config must run nothing (core.fsmonitor is a command)
+            ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-C", str(folder), "ls-files",
+             "--error-unmatch", "--", path.name],
             capture_output=True,
             text=True,
             timeout=10,

@@ -24,6 +24,11 @@ def index_roots(folders: Sequence[str], *, cwd: Path | None = None) -> tuple[Pat
     """``--allow-indexing``'s folders, resolved (relative ones against ``cwd``, the working directory by
     default); none given: the working directory. One that is not a folder is a ConfigurationError naming it."""
     base = (cwd or Path.cwd()).resolve()
+    if not folders and base in (Path(base.anchor), Path.home().resolve()):  # MCP clients often start servers in /
+        raise ConfigurationError(
+            f"rag mcp --allow-indexing runs in {base}, which would let an agent index every file below it; "
+            "name the folders it may index: --allow-indexing DIR [DIR ...]"
+        )
     roots: list[Path] = []
     for folder in folders or ["."]:
         root = (base / os.path.expanduser(folder)).resolve()

@@ -73,7 +73,7 @@ def _is_ip(name: str) -> bool:
 
 def _as_host(name: str) -> str:
     """``--host`` or a listed name as a ``Host`` header names it: an IPv6 address in brackets, no port."""
-    name = name.strip().lower()
+    name = name.strip().lower().removeprefix("[").removesuffix("]")  # [2001:db8::1] as given or bare
     return f"[{name}]" if ":" in name and _is_ip(name) else host_name(name)
 
 

@@ -34,6 +34,17 @@ def _machine(tmp_path: Path) -> tuple[Path, Path]:
     return project, home
 
 
+def test_no_folder_named_in_the_root_or_home_folder_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """MCP clients often start servers in /: the working directory as the root let an agent index /etc/passwd."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for where in (Path("/"), tmp_path):
+        with pytest.raises(ConfigurationError, match=r"name the folders it may index: --allow-indexing DIR"):
+            index_roots([], cwd=where)
+    assert index_roots(["/tmp"], cwd=Path("/")) == (Path("/tmp").resolve(),)
+    (tmp_path / "docs").mkdir()
+    assert index_roots([], cwd=tmp_path / "docs") == ((tmp_path / "docs").resolve(),)
+
+
 def test_paths_outside_the_roots_or_hidden_are_refused_after_links_and_dots(tmp_path: Path) -> None:
     project, home = _machine(tmp_path)
     roots = index_roots([], cwd=project)

@@ -50,6 +50,13 @@ def test_the_setting_adds_names_patterns_or_any() -> None:
     assert _answers("127.0.0.1", "whatever.test", allowed_hosts="*")
 
 
+def test_an_ipv6_address_is_matched_with_or_without_its_brackets() -> None:
+    """``[2001:db8::1]`` in the setting (or ``--host [::1]``) was bracketed twice and never matched."""
+    for listed in ("[2001:db8::1]", "2001:db8::1"):
+        assert _answers("127.0.0.1", "[2001:db8::1]:8000", allowed_hosts=listed)
+    assert _answers("[2001:db8::2]", "[2001:db8::2]:8000")
+
+
 def test_a_foreign_host_gets_one_line_400_before_any_route(server_service: UniversalRAGService) -> None:
     live = start_server(server_service, ServerConfig(token=None))
     try:

@@ -93,3 +93,13 @@ def test_outside_a_checkout_the_env_is_ones_own_and_in_one_git_cannot_read_it_is
     assert envfile.committed(broken / ".env") == (
         "it lies in a git checkout and git could not say whether it is committed (git is not installed)"
     )
+
+
+def test_asking_git_runs_nothing_the_repository_configures(checkout: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``git ls-files`` ran the distrusted repository's ``core.fsmonitor`` command (code execution by ``rag query``
+    in a folder that came with its ``.git``)."""
+    marker = checkout / "ran"
+    _commit(checkout)
+    subprocess.run(["git", "-C", str(checkout), "config", "core.fsmonitor", f"touch {marker}; false"], check=True)
+    assert envfile.committed(checkout / ".env") == "git tracks that file (someone committed it)"
+    assert not marker.exists()

@@ -154,9 +154,10 @@ def test_deeply_nested_json_is_chunked_without_the_collector_traversing_its_tree
         if phase == "start":
             collections.append(info["generation"])
 
+    chunker = make_chunker("json")  # building it may meet a collection: only the split is counted
     gc.callbacks.append(count)
     try:
-        doc = make_chunker("json").split(text)
+        doc = chunker.split(text)
     finally:
         gc.callbacks.remove(count)
     assert collections == []
@@ -406,3 +407,31 @@ def test_semantic_breaks_where_the_topic_changes() -> None:
     doc = make_chunker("semantic", embedder=HashingEmbedder(), chunk_size=400, min_chunk_chars=0).split(text)
     assert_chunks_valid(text, doc)
     assert [("Cats" in c.content, "Rust" in c.content) for c in doc.chunks] == [(True, False), (False, True)]
+
+
+def test_the_collector_is_back_as_it_was_after_splits_that_overlap() -> None:
+    """Each split turned the process's collector off and back on: one ending under another turned it on early."""
+    import gc
+    import threading
+
+    from rag_service.ingest import jsonchunk
+
+    started, release = threading.Event(), threading.Event()
+    assert gc.isenabled()
+
+    def slow_split() -> None:
+        jsonchunk._pause_collector()
+        started.set()
+        release.wait(5)
+        jsonchunk._resume_collector()
+
+    other = threading.Thread(target=slow_split)
+    other.start()
+    started.wait(5)
+    jsonchunk._pause_collector()
+    assert not gc.isenabled()
+    jsonchunk._resume_collector()
+    assert not gc.isenabled(), "the other split still runs"
+    release.set()
+    other.join(5)
+    assert gc.isenabled()
