@@ -50,6 +50,8 @@ def refused_path(path: str, roots: Sequence[Path], *, cwd: Path | None = None) -
 
     The path is resolved as the indexer reads it: relative to the working directory, symbolic links and ``..``
     followed. It must lie inside a root, with no hidden part (a name starting with ``.``) below that root."""
+    if "\x00" in path:  # resolve() raised "embedded null byte": the library's line, before any file is asked
+        return f"{path!r:.60} holds a NUL byte, which no file name has; remove it"
     resolved = ((cwd or Path.cwd()) / path).resolve()
     inside = [root for root in roots if resolved.is_relative_to(root)]
     if not inside:

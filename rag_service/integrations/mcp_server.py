@@ -178,14 +178,11 @@ def build_server(
             "file or folder."
         )
 
-        from rag_service.ingest.call_checks import checked_paths
-
         @server.tool(description=where)
         def index_paths(paths: list[str], collection: str = "default") -> str:
+            if (refusal := mcp_roots.check_paths(paths, roots)) is not None:
+                raise ToolError(refusal)
             with _tool_errors():
-                checked_paths(paths)  # the library's one line for a path no file can have (a NUL byte)
-                if (refusal := mcp_roots.check_paths(paths, roots)) is not None:
-                    raise ToolError(refusal)
                 report = service.index_paths(paths, collection=collection)
             missing = [p for p in paths if isinstance(p, str) and not os.path.lexists(p)]
             return _reported(report, missing)

@@ -109,3 +109,9 @@ def test_an_agent_cannot_index_secrets_through_index_paths(mcp_env, tmp_path):  
             return str(tools["index_paths"].description)
 
     assert f"Only paths inside {home / 'notes'} " in asyncio.run(described())
+
+
+def test_a_path_with_a_nul_byte_is_one_line(tmp_path: Path) -> None:
+    assert refused_path("docs/a\x00b.md", (tmp_path,), cwd=tmp_path) == (
+        "'docs/a\\x00b.md' holds a NUL byte, which no file name has; remove it"
+    )
