@@ -3,10 +3,10 @@
 PostgreSQL's text-search parser compares code points and splits only at spaces and punctuation, so with any
 configuration:
 
-- Chinese, Japanese and Thai text (and Korean words with their particles) became one lexeme per clause: a word
-  inside it never matched. Runs of those scripts are cut into overlapping pairs of characters (``全量备份`` ->
-  ``全量 量备 备份``), as Lucene's CJKAnalyzer and pg_bigm do: a query's pairs meet a document's wherever the
-  query's characters stand in it, and a quoted phrase is its pairs in a row.
+- Chinese, Japanese, Thai, Lao, Khmer and Myanmar text (and Korean words with their particles) became one lexeme
+  per clause: a word inside it never matched. Runs of those scripts are cut into overlapping pairs of characters
+  (``全量备份`` -> ``全量 量备 备份``), as Lucene's CJKAnalyzer and pg_bigm do: a query's pairs meet a
+  document's wherever the query's characters stand in it, and a quoted phrase is its pairs in a row.
 - ``ＡＰＩ`` (full width), ``ｶﾀｶﾅ`` (half width) and a decomposed ``é`` are other lexemes than the same text typed
   plainly: the text is NFKC-normalised.
 - A soft hyphen or a zero-width space inside a word (``Daten\\xadsicherung``) kept it one unmatchable lexeme: format
@@ -24,12 +24,14 @@ import re
 import unicodedata
 from typing import Any
 
-#: Thai, kana, CJK ideographs (extension A, unified, compatibility) and Hangul syllables: scripts the parser cannot
+from rag_service.text_breaks import NO_SPACE_SCRIPTS
+
+#: the letters of the scripts written without spaces (``text_breaks``) and Hangul syllables: scripts the parser cannot
 #: split into words (Hangul has spaces, but a word carries its particles: ``백업을`` for ``백업``)
-_UNSPACED = r"\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-#: (both as regular-expression escapes, which Python and PostgreSQL read alike)
-#: format characters that hide inside words: soft hyphen, zero-width space/joiners and direction marks,
-#: embeddings and overrides, word joiner and invisible operators, byte-order mark
+_UNSPACED = NO_SPACE_SCRIPTS + "\uac00-\ud7af"
+#: format characters that hide inside words (as regular-expression escapes, which Python and PostgreSQL read
+#: alike): soft hyphen, zero-width space/joiners and direction marks, embeddings and overrides, word joiner and
+#: invisible operators, byte-order mark
 _INVISIBLE = r"\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff"
 #: a character of such a run with one of the run on each side: written twice, it ends one pair and starts the next
 _INTERIOR = f"(?<=[{_UNSPACED}])([{_UNSPACED}])(?=[{_UNSPACED}])"

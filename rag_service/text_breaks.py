@@ -12,15 +12,18 @@ import re
 
 import regex
 
-#: characters of the scripts written without spaces between words: Thai, Lao, Khmer, Myanmar, CJK punctuation,
-#: kana, Han (and its extensions), the full-width forms and half-width katakana (a regex character class's body)
-NO_SPACE_LETTERS = (
-    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u2fdf\u3000-\u30ff\u31c0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f"
+#: the letters of the scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, Han (its
+#: strokes, extensions and compatibility forms) (a regex character class's body; the keyword text pairs them)
+NO_SPACE_SCRIPTS = (
+    "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31c0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0003134f"
 )
+#: characters of those scripts' text: their letters, CJK radicals and punctuation, the full-width forms and
+#: half-width katakana
+NO_SPACE_LETTERS = NO_SPACE_SCRIPTS + "\u2e80-\u2fdf\u3000-\u303f\uff00-\uffef"
 #: what may close a sentence after its mark: quotes and brackets; after a full-width mark CJK ones too (」』）】〕〉》)
 _CLOSERS = "\"'”’)\\]"
-_WIDE_CLOSERS = _CLOSERS + "」』）】〕〉》"
+WIDE_CLOSERS = _CLOSERS + "」』）】〕〉》"
 #: a full-width sentence mark (``．`` not between full-width digits: ``３．１４``)
 _WIDE_END = "[。！？；]|．(?![０-９])"
 
@@ -30,7 +33,7 @@ PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
 LINE_BREAK = re.compile(r"\n\s*")
 #: a sentence's end in Chinese or Japanese: full-width marks (or ``…`` after a character of a script without spaces),
 #: their closers and any white space (none is needed)
-WIDE_SENTENCE_END = re.compile(rf"(?:(?:{_WIDE_END})+|(?<=[{NO_SPACE_LETTERS}])…+)[{_WIDE_CLOSERS}]*\s*")
+WIDE_SENTENCE_END = re.compile(rf"(?:(?:{_WIDE_END})+|(?<=[{NO_SPACE_LETTERS}])…+)[{WIDE_CLOSERS}]*\s*")
 #: a sentence's end: a Latin mark, closing quotes or brackets, then white space; or a ``WIDE_SENTENCE_END``
 SENTENCE_END = re.compile(rf"[.!?][{_CLOSERS}]*\s+|{WIDE_SENTENCE_END.pattern}")
 #: a clause's end in Chinese or Japanese (``，``, ``、``) and any white space after it

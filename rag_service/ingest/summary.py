@@ -31,7 +31,7 @@ from rag_service.ingest.sentence import sentence_spans
 from rag_service.knobs import SUMMARY_SENTENCES
 from rag_service.llm import ChatModel, summarize
 from rag_service.markdown_lines import ANCHOR_LINE, LineKind, ScanRules, scan_lines
-from rag_service.text_breaks import NO_SPACE_LETTERS
+from rag_service.text_breaks import NO_SPACE_LETTERS, WIDE_CLOSERS
 
 #: prose sentences ranked at most (LexRank is quadratic in them)
 MAX_SENTENCES = 200
@@ -71,7 +71,7 @@ _NOT_PROSE = re.compile(r"[a-z)][.:;!?][A-Z0-9]|://|\{\{|\}\}|[→←|]|\\[a-z]"
 # at least this share of a sentence's non-space characters are letters
 _MIN_LETTER_SHARE = 0.8
 #: a full-width sentence mark and its closers at the end (no space follows it in a summary either)
-_WIDE_END = re.compile(r"[。！？][\"'”’)\]」』）】〕〉》]*$")
+_WIDE_END = re.compile(rf"[。！？][{WIDE_CLOSERS}]*$")
 #: a sentence's end: a Latin mark, a full-width one, or a Thai or Lao letter (these scripts have no sentence mark)
 _SENTENCE_END = re.compile(rf"[.!?][\"')\]]*$|{_WIDE_END.pattern}|[\u0e00-\u0eff]$")
 _NO_SPACE = re.compile(f"[{NO_SPACE_LETTERS}]")

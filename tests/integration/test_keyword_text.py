@@ -23,6 +23,7 @@ SAMPLES = [
     "Daten\u00adsicherung re\u200bplication \ufeffword \u200emark",
     "mixed 中文English混合 text 🚀 emoji 全",
     "two 中文 one 中 and 中文字",
+    "ລະບົບ ສຳຮອງ ข้อมูล 𠀋𡈽𠀋 ၿမန်မာ ភាសាខ្មែរ",  # Lao, Han extension B, Myanmar, Khmer
     "",
 ]
 
