@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
+
+from rag_service.git_tracked import git_tracks
 
 log = logging.getLogger(__name__)
 
@@ -72,28 +73,9 @@ def usable(values: Mapping[str, V], path: Path) -> dict[str, V]:
 def committed(path: Path) -> str | None:
     """Why the ``.env`` at ``path`` counts as someone else's (git tracks it, or it lies in a checkout and git
     cannot say), or None when it is one's own."""
-    folder = path.resolve().parent
-    try:
-        done = subprocess.run(
-            # the repository is the one not trusted: its config must run nothing (core.fsmonitor is a command)
-            ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-C", str(folder), "ls-files",
-             "--error-unmatch", "--", path.name],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except FileNotFoundError:
-        reason = "git is not installed"
-    except (OSError, subprocess.SubprocessError) as exc:
-        reason = f"git failed: {exc}"
-    else:
-        if done.returncode == 0:
-            return "git tracks that file (someone committed it)"
-        if done.returncode == 1:  # a checkout, and the file is not in it
-            return None
-        said = done.stderr.strip()
-        reason = said.rsplit("\n", 1)[-1] if said else f"git exited {done.returncode}"  # git's last line says why
-    if not any((parent / ".git").exists() for parent in (folder, *folder.parents)):
-        return None  # in no checkout: nobody committed it
-    return f"it lies in a git checkout and git could not say whether it is committed ({reason})"
+    tracked = git_tracks(path)
+    if tracked is True:
+        return "git tracks that file (someone committed it)"
+    if tracked is False:
+        return None
+    return f"it lies in a git checkout and git could not say whether it is committed ({tracked})"

@@ -33,6 +33,7 @@ from rag_service.config import DEFAULT_SHARED_BUFFERS
 from rag_service.db.server_user import adopt_orphaned_files, ensure_server_user
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.forks import after_fork_in_child, at_first_use_in_child
+from rag_service.git_tracked import git_tracks
 from rag_service.shutdown import deferred_stop
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,17 @@ def _check_location(data_dir: Path) -> None:
                 f"RAG_DATA_DIR ({data_dir}) is inside root's home; as root the embedded server would make "
                 f"{home} world-traversable. Set RAG_DATA_DIR to a folder outside it, e.g. /var/lib/rag"
             )
+
+
+def _check_not_committed(pgdata: Path) -> None:
+    # A checkout's committed .rag_data/pg is a database someone else made: its configuration runs commands
+    # (restore_command, archive_command) as the server user once started.
+    if (pgdata / "PG_VERSION").exists() and git_tracks(pgdata) is True:
+        raise ConfigurationError(
+            f"the embedded database folder {pgdata} is committed to the git checkout around it: a database someone "
+            "else made, whose settings the server would run. Use a folder of your own (set RAG_DATA_DIR), or, if "
+            "it is yours, untrack it (git rm -r --cached) and add it to .gitignore"
+        )
 
 
 def _make_data_dir(data_dir: Path) -> None:
@@ -186,6 +198,7 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
     _check_location(data_dir)
     _make_data_dir(data_dir)
     pgdata = data_dir / _PGDATA
+    _check_not_committed(pgdata)
     module = _server_module()
     server_cls = module.postgres_server.PostgresServer
     try:
