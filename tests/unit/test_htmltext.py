@@ -121,3 +121,17 @@ def test_markup_left_open_reads_as_text_in_linear_time() -> None:
             return "<html><body><h1>T</h1>" + unit * (n // len(unit))
 
         assert_linear(page, html_to_text, n=100_000)
+
+
+def test_a_marked_section_of_unknown_keyword_is_skipped_as_browsers_do() -> None:
+    """CPython's parser raised on ``<![foo ...]>`` (a keyword it does not know): the whole page failed with the
+    generic "could not be read" line. Browsers read it as a bogus comment up to the next ``>``."""
+    assert html_to_text("<p>a</p><![foo bar]]><p>b</p>") == ("a\n\nb", "")
+    assert html_to_text("<p>a</p><![ x]]><p>b</p><![9 y]><p>c</p>") == ("a\n\nb\n\nc", "")
+    assert html_to_text("<p>a</p><![if !IE]><p>b</p><![endif]>") == ("a\n\nb", "")  # known keywords as before
+    assert html_to_text("<p>a</p><![foo ") == ("a\n\n<![foo", "")  # left open after the last ">": text
+
+    def page(n: int) -> str:
+        return "<p>a</p>" + "<![foo x>" * (n // 9)
+
+    assert_linear(page, html_to_text, n=100_000)

@@ -106,13 +106,17 @@ class _TextExtractor(HTMLParser):
         return end
 
     def parse_marked_section(self, i: int, report: bool = True) -> int:
-        """The parser's, failing at once where a marked section's closer was not found before."""
+        """The parser's, failing at once where a marked section's closer was not found before; one of an unknown
+        keyword (``<![foo ...]>``) is skipped to the next ``>`` as browsers do."""
         name = _SECTION_NAME.match(self.rawdata, i + 3)
         closer = _SECTION_CLOSERS.get(name[0].lower()) if name else None
-        if closer is not None and self._unclosed_at(closer, i + 3):
+        if closer is None:  # the parser raises on an unknown keyword; a browser reads a bogus comment to ">"
+            end = self.rawdata.find(">", i + 3)
+            return -1 if end < 0 else end + 1
+        if self._unclosed_at(closer, i + 3):
             return -1
         end = super().parse_marked_section(i, report)
-        if end < 0 and closer is not None:
+        if end < 0:
             self._unclosed[0].setdefault(closer, i + 3)
         return end
 
