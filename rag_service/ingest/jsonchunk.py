@@ -20,6 +20,7 @@ import gc
 import json
 import re
 import threading
+from array import array
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import ClassVar
@@ -40,18 +41,32 @@ MAX_JSON_DEPTH = 500
 
 @dataclass(slots=True)
 class JsonValue:
-    """``[start, end)`` of one value; ``members`` are ``(path step, value)`` for objects and arrays."""
+    """``[start, end)`` of one value and, for an object or array too large to be one chunk, its members: where each
+    starts (its key for an object's, its value for an array's), where each one's value starts and ends, the values
+    that are such containers themselves (None for every other value), and an object's path steps.
+
+    Members are offsets in arrays, not objects (a value of two characters cost ~400 bytes as an object); a
+    container that fits is kept as its span alone, since nothing descends into it.
+    """
 
     start: int
     end: int
-    members: list[tuple[str, JsonValue]] = field(default_factory=list)
-    #: where each member starts: its key for an object's, its value for an array's
-    member_starts: list[int] = field(default_factory=list)
+    member_starts: array[int] = field(default_factory=lambda: array("q"))
+    value_starts: array[int] = field(default_factory=lambda: array("q"))
+    value_ends: array[int] = field(default_factory=lambda: array("q"))
+    children: list[JsonValue | None] = field(default_factory=list)
+    #: an object's path steps (``.name``, ``["a b"]``); None for an array, whose steps are the indexes
+    keys: list[str] | None = None
+
+    def step(self, index: int) -> str:
+        """The path step of member ``index``."""
+        return self.keys[index] if self.keys is not None else f"[{index}]"
 
 
 class _Scanner:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, leaf_size: int) -> None:
         self.text = text
+        self.leaf_size = leaf_size  # a container of at most this many characters is kept as its span
 
     def fail(self, pos: int, what: str) -> ChunkingError:
         line = self.text.count("\n", 0, pos) + 1
@@ -66,49 +81,51 @@ class _Scanner:
         """The value at ``pos`` and all it holds, scanned without recursion: nesting costs no stack, and deeper
         than ``MAX_JSON_DEPTH`` objects and arrays is refused with its own message."""
         text = self.text
-        open_: list[tuple[JsonValue, str, str]] = []  # containers entered: node, closing character, next member's step
+        open_: list[tuple[JsonValue, str]] = []  # containers entered, and each one's closing character
         while True:
             if pos >= len(text):
                 raise self.fail(pos, "a value was expected")
-            char = text[pos]
+            char, start, node = text[pos], pos, None
             if char in "{[":
                 if len(open_) >= MAX_JSON_DEPTH:
                     raise ChunkingError(f"{_depth_problem(text, pos)}; flatten it or use another strategy")
-                node = JsonValue(pos, pos)
                 closing = "}" if char == "{" else "]"
                 pos = self.skip(pos + 1)
                 if not text.startswith(closing, pos):
-                    open_.append((node, closing, ""))
+                    open_.append((JsonValue(start, start, keys=[] if char == "{" else None), closing))
                     pos = self.member(open_, pos)
                     continue
-                node.end = pos + 1
+                end = pos + 1  # an empty container: its span
             elif char == '"':
-                node = JsonValue(pos, self.string(pos)[1])
+                end = self.string(pos)[1]
             elif match := _SCALAR.match(text, pos):
-                node = JsonValue(pos, match.end())
+                end = match.end()
             else:
                 raise self.fail(pos, f"unexpected {char!r}")
             while open_:  # hand the value to its container, closing every container it ends
-                parent, closing, step = open_[-1]
-                parent.members.append((step, node))
-                pos = self.skip(node.end)
+                parent, closing = open_[-1]
+                parent.value_starts.append(start)
+                parent.value_ends.append(end)
+                parent.children.append(node)
+                pos = self.skip(end)
                 if text.startswith(",", pos):
                     pos = self.member(open_, self.skip(pos + 1))
                     break
                 if not text.startswith(closing, pos):
                     raise self.fail(pos, f"',' or {closing!r} was expected")
                 parent.end = pos + 1
-                node = open_.pop()[0]
+                open_.pop()
+                start, end = parent.start, parent.end
+                node = parent if end - start > self.leaf_size else None
             else:
-                return node
+                return node if node is not None else JsonValue(start, end)
 
-    def member(self, open_: list[tuple[JsonValue, str, str]], pos: int) -> int:
+    def member(self, open_: list[tuple[JsonValue, str]], pos: int) -> int:
         """Past the next member's name (of an object) to its value; its path step recorded in ``open_[-1]``."""
         text = self.text
-        node, closing, _ = open_[-1]
+        node = open_[-1][0]
         node.member_starts.append(pos)
-        if closing == "]":
-            open_[-1] = (node, closing, f"[{len(node.members)}]")
+        if node.keys is None:
             return pos
         if not text.startswith('"', pos):
             raise self.fail(pos, "a quoted member name was expected")
@@ -116,8 +133,7 @@ class _Scanner:
         pos = self.skip(pos)
         if not text.startswith(":", pos):
             raise self.fail(pos, "':' was expected")
-        step = f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
-        open_[-1] = (node, closing, step)
+        node.keys.append(f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]")
         return self.skip(pos + 1)
 
     def string(self, pos: int) -> tuple[str, int]:
@@ -149,12 +165,13 @@ def depth_problem(text: str) -> str | None:
     return None
 
 
-def scan_json(text: str) -> list[JsonValue]:
-    """The top-level values of ``text`` in order (one for JSON, one per record for JSON Lines).
+def scan_json(text: str, *, leaf_size: int = 0) -> list[JsonValue]:
+    """The top-level values of ``text`` in order (one for JSON, one per record for JSON Lines); containers of at
+    most ``leaf_size`` characters inside them are kept as spans, without their members.
 
     Raises ChunkingError naming the line and column of the first syntax error.
     """
-    scanner = _Scanner(text)
+    scanner = _Scanner(text, leaf_size=leaf_size)
     values: list[JsonValue] = []
     pos = scanner.skip(0)
     while pos < len(text):
@@ -182,7 +199,7 @@ class JsonChunker(SizedChunker):
             _resume_collector()
 
     def _split(self, text: str) -> ChunkedDocument:
-        values = scan_json(text)
+        values = scan_json(text, leaf_size=self.chunk_size if self.length is len else 0)
         spans: list[tuple[int, int, str]] = []
 
         def fits(start: int, end: int) -> bool:  # in characters without a slice: one per level cost O(depth x size)
@@ -194,27 +211,26 @@ class JsonChunker(SizedChunker):
 
         def parts(node: JsonValue, path: str) -> list[tuple[JsonValue | None, int, int, str]]:
             """A too-large container's parts in order: runs of members that fit together as spans (node None),
-            and each member too large for any run as a node to descend into."""
+            and each member too large for any run as a node to descend into (None when it holds no members)."""
             found: list[tuple[JsonValue | None, int, int, str]] = []
             run: list[int] = []
 
             def flush() -> None:
                 if len(run) == 1:
-                    step, child = node.members[run[0]]
-                    found.append((None, child.start, child.end, path + step))
+                    found.append((None, node.value_starts[run[0]], node.value_ends[run[0]], path + node.step(run[0])))
                 elif run:
                     first, last = run[0], run[-1]
-                    more = f"{path}{node.members[first][0]} (+{len(run) - 1} more)"
-                    name = f"{path}[{first}..{last}]" if text[node.start] == "[" else more
-                    found.append((None, node.member_starts[first], node.members[last][1].end, name))
+                    more = f"{path}{node.step(first)} (+{len(run) - 1} more)"
+                    name = f"{path}[{first}..{last}]" if node.keys is None else more
+                    found.append((None, node.member_starts[first], node.value_ends[last], name))
                 run.clear()
 
-            for index, (step, child) in enumerate(node.members):
-                if not fits(node.member_starts[index], child.end):
+            for index, end in enumerate(node.value_ends):
+                if not fits(node.member_starts[index], end):
                     flush()
-                    found.append((child, child.start, child.end, path + step))
+                    found.append((node.children[index], node.value_starts[index], end, path + node.step(index)))
                     continue
-                if run and not fits(node.member_starts[run[0]], child.end):
+                if run and not fits(node.member_starts[run[0]], end):
                     flush()
                 run.append(index)
             flush()
@@ -224,7 +240,7 @@ class JsonChunker(SizedChunker):
             todo: list[tuple[JsonValue | None, int, int, str]] = [(value, value.start, value.end, root)]
             while todo:
                 node, start, end, path = todo.pop()
-                if node is None or not node.members or fits(start, end):
+                if node is None or not node.value_ends or fits(start, end):
                     spans.append((start, end, path))
                 else:
                     todo.extend(reversed(parts(node, path)))

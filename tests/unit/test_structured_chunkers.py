@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.latex import math_spans
+from rag_service.tokens import count_tokens
 from tests.unit.test_chunker_properties import PROPERTY_SETTINGS, assert_chunks_valid, uncovered
 
 # --- json ------------------------------------------------------------------------------------------
@@ -140,6 +142,32 @@ def test_consecutive_members_that_fit_together_are_one_chunk() -> None:
 def test_json_strategy_on_text_that_is_not_json() -> None:
     with pytest.raises(ChunkingError, match=r"not valid JSON at line 2 column 7 \(.*\); fix it or use another"):
         make_chunker("json").split('{"a": 1,\n "b": nope}')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + ",".join(str(i % 97) for i in range(100_000)) + "]",  # a long flat array
+        "[" * 400 + ",".join(["1"] * 150_000) + "]" * 400,  # nested 400 deep around it
+        "[" + ",".join(["[" * 200 + "1" + "]" * 200] * 400) + "]",  # many values nested 200 deep
+    ],
+    ids=["flat", "nested-around", "nested-many"],
+)
+def test_json_is_chunked_in_memory_a_small_multiple_of_its_size(text: str) -> None:
+    """The value tree held an object and two lists per value: ~150-230 bytes a character at the peak (a 20 MiB
+    file ~4 GB); members are offsets in arrays now and a container that fits is its span alone."""
+    import tracemalloc
+
+    chunker = make_chunker("json")
+    count_tokens("loaded")  # the tokenizer's tables, loaded once per process, are not the split's
+    tracemalloc.start()
+    try:
+        doc = chunker.split(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    kept = sum(sys.getsizeof(c) + sys.getsizeof(c.content) + sys.getsizeof(c.headers) for c in doc.chunks)
+    assert (peak - kept) / len(text) < 30, f"{(peak - kept) / len(text):.0f} bytes a character beyond the chunks"
 
 
 def test_deeply_nested_json_is_chunked_without_the_collector_traversing_its_tree() -> None:
