@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rag_service.config import Preset, Settings, load_settings
 from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
 from rag_service.db.database import Database
-from rag_service.db.index_settings import check_index_settings, check_stored_model
+from rag_service.db.index_settings import check_index_settings, check_stored_model_read
 from rag_service.db.presets import CallPreset, list_presets, read_call_preset
 from rag_service.db.replicas import ReadRouter
 from rag_service.embed import Embedder, embedder_for, stop_model_exports
@@ -337,7 +337,7 @@ class UniversalRAGService(DocumentOperations):
                     require_collection(session, collection)  # its error names the collections there are
                 # another process may have switched the stored model (or be switching it) since this one started
                 model_id, fts = self._embedder.model_id, self.settings.fts_config
-                check_stored_model(found.stored_model, model_id=model_id, fts_config=fts)
+                check_stored_model_read(session, found.stored_model, model_id=model_id, fts_config=fts)
             return found._replace(preset=preset)
 
         return read

@@ -7,6 +7,7 @@ from typing import NamedTuple
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
+from rag_service.db.locks import running_runs
 from rag_service.db.models import IndexSettings
 from rag_service.db.vector_columns import fit_vector_columns, schema_embedding_dim
 from rag_service.errors import ConfigurationError, EmbeddingMismatchError
@@ -28,6 +29,9 @@ _CONFIG_EXISTS = text("SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname =
 _CONFIG_NAMES = text("SELECT cfgname FROM pg_ts_config ORDER BY cfgname")
 #: a recorded config that does not exist made no tsvector: the one that exists replaces it (see below)
 _REPLACE_FTS_CONFIG = text("UPDATE index_settings SET fts_config = :cfg WHERE id = 1 AND fts_config = :recorded")
+#: whether any row was written with the recorded settings (every table of ``VECTOR_TABLES``; tsvectors are the chunks')
+_HOLDS_ANY = text("SELECT EXISTS (SELECT 1 FROM document_chunks) OR EXISTS (SELECT 1 FROM document_contexts)")
+_FORGET = text("DELETE FROM index_settings WHERE id = 1 AND switching_to IS NULL")
 
 
 def read_stored_model(session: Session) -> StoredModel | None:
@@ -58,6 +62,11 @@ def check_index_settings(
         check_fts_config(session, fts_config)
         session.execute(_REPLACE_FTS_CONFIG, {"cfg": fts_config, "recorded": stored.fts_config})
         session.expire(stored)
+    if record and stored is not None and _differs(stored, model_id, fts_config) and _abandoned(session):
+        # recorded by a first write that stored nothing (it failed, or was stopped): nothing to mix with
+        session.execute(_FORGET)
+        session.expire(stored)
+        stored = read_index_settings(session)
     if stored is None:  # nothing written yet: the first write sizes the vector columns and records its model
         if record:
             check_fts_config(session, fts_config)  # recorded, a typo would lock the database to it for good
@@ -71,11 +80,40 @@ def check_index_settings(
             )
             check_index_settings(session, model_id=model_id, dim=dim, fts_config=fts_config)
         return
+    if not record and _differs(stored, model_id, fts_config) and not holds_any(session):
+        return  # a read of a database that holds nothing mixes nothing (the record may be a failed first write's)
     check_dimension(session, model_id=model_id, dim=dim)
     if not (switching and stored.switching_to == model_id):
         check_stored_model(stored, model_id=model_id, fts_config=fts_config)
     elif stored.fts_config != fts_config:
         raise EmbeddingMismatchError(fts_mismatch_message(stored.fts_config, fts_config))
+
+
+def _differs(stored: IndexSettings, model_id: str, fts_config: str) -> bool:
+    return stored.switching_to is None and (stored.embedding_model, stored.fts_config) != (model_id, fts_config)
+
+
+def _abandoned(session: Session) -> bool:
+    """Whether the recorded settings are a first write's that stored nothing and runs no more: no row holds them,
+    and no run but the caller's holds a lock (one may be about to write its first rows with them)."""
+    return not holds_any(session) and running_runs(session) <= 1
+
+
+def holds_any(session: Session) -> bool:
+    """Whether the database holds a vector (or a chunk's tsvector) made with the recorded settings."""
+    return bool(session.execute(_HOLDS_ANY).scalar_one())
+
+
+def check_stored_model_read(
+    session: Session, stored: IndexSettings | StoredModel | None, *, model_id: str, fts_config: str
+) -> None:
+    """``check_stored_model`` for a read: a database holding nothing yet refuses no model (its recorded settings
+    are a first write's that stored nothing; the next write records its own)."""
+    try:
+        check_stored_model(stored, model_id=model_id, fts_config=fts_config)
+    except EmbeddingMismatchError:
+        if holds_any(session):
+            raise
 
 
 def fts_config_exists(session: Session, fts_config: str) -> bool:

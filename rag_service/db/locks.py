@@ -30,6 +30,11 @@ _HELD_BY_A_RUN = text(  # a run holds it exclusively, an edit shared
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
     "AND classid = CAST(:cls AS oid) AND objid = CAST(hashtext(:name) AS oid) AND objsubid = 2)"
 )
+_RUNS = text(  # every run's lock, whatever its collection
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock' "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND classid = CAST(:cls AS oid) AND objsubid = 2"
+)
 _LOCK_NOT_AVAILABLE = "55P03"
 # the server process holding a lock, and the server's start (a restart ends every session and reuses pids)
 _WHO = text("SELECT pg_backend_pid(), pg_postmaster_start_time()")
@@ -39,6 +44,11 @@ _STILL_HELD = text(
     "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
     "AND classid = CAST(:cls AS oid) AND objid = CAST(hashtext(:name) AS oid) AND objsubid = 2)"
 )
+
+
+def running_runs(session: Session) -> int:
+    """How many runs (ingests, reindexes) of any process hold their collection's lock now (a caller's own too)."""
+    return int(session.execute(_RUNS, {"cls": _REINDEX_LOCK_CLASS}).scalar_one())
 
 
 @dataclass(frozen=True, slots=True)

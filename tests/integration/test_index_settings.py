@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rag_service.db.index_settings import check_index_settings, read_index_settings
 from rag_service.errors import EmbeddingMismatchError
+from tests.vector_rows import insert_vectors
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _written(session, dim: int = 384) -> None:
+    """A chunk written with the recorded settings: from now on the database holds them."""
+    insert_vectors(session, "default", np.ones((1, dim), dtype=np.float32))
 
 
 def test_first_write_records_model(db):
@@ -22,6 +29,7 @@ def test_first_write_records_model(db):
 def test_other_model_is_refused(db):
     with db.transaction() as session:
         check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+        _written(session)
         with pytest.raises(EmbeddingMismatchError, match="holds vectors of 'sentence-transformers/all-MiniLM"):
             check_index_settings(session, model_id="other/model", dim=384, fts_config="english")
 
@@ -31,6 +39,7 @@ def test_other_dimension_is_refused_once_the_first_model_is_recorded(db):
         check_index_settings(session, model_id="bge-base", dim=768, fts_config="english", record=True)
         stored = read_index_settings(session)
         assert stored is not None and stored.embedding_dim == 768
+        _written(session, 768)
         with pytest.raises(EmbeddingMismatchError, match="makes 384-d vectors but this database stores 768-d"):
             check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
 
@@ -44,6 +53,7 @@ def test_a_read_before_the_first_write_checks_nothing(db):
 def test_other_fts_config_is_refused(db):
     with db.transaction() as session:
         check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+        _written(session)
         with pytest.raises(EmbeddingMismatchError, match="RAG_FTS_CONFIG is 'simple'"):
             check_index_settings(session, model_id=MODEL, dim=384, fts_config="simple")
 
@@ -73,6 +83,7 @@ def test_a_recorded_fts_config_the_server_lacks_is_replaced_by_the_next_write(db
 
     with db.transaction() as session:
         check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+        _written(session)
         session.execute(text("UPDATE index_settings SET fts_config = 'deutsch' WHERE id = 1"))
         session.expire_all()
         with pytest.raises(EmbeddingMismatchError, match="use text-search config 'deutsch'"):
@@ -82,3 +93,36 @@ def test_a_recorded_fts_config_the_server_lacks_is_replaced_by_the_next_write(db
         assert stored is not None and stored.fts_config == "german"
         with pytest.raises(EmbeddingMismatchError, match="use text-search config 'german'"):
             check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+
+
+def test_a_first_write_that_stored_nothing_locks_no_model(db):
+    """A first `rag reindex` whose files all failed (or that was stopped before its first commit) recorded its model:
+    every later read and write with another model was refused ("this database holds vectors of ...") though the
+    database held none. The next write records its own settings, and a read refuses nothing."""
+    with db.transaction() as session:
+        check_index_settings(session, model_id="test/hashing-embedder", dim=256, fts_config="simple", record=True)
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="english")  # a read: nothing to mix with
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+        stored = read_index_settings(session)
+        assert stored is not None
+        assert (stored.embedding_model, stored.embedding_dim, stored.fts_config) == (MODEL, 384, "english")
+        _written(session)
+        with pytest.raises(EmbeddingMismatchError, match="holds vectors of 'sentence-transformers/all-MiniLM"):
+            check_index_settings(session, model_id="test/hashing-embedder", dim=384, fts_config="english", record=True)
+
+
+def test_a_first_write_still_running_keeps_its_record(fresh_database):
+    """Another run that recorded its model and has not written its first rows yet (it is embedding) holds its
+    collection's lock: its record stays, and a write with another model is refused as before."""
+    from rag_service.db.locks import reindex_lock
+
+    database = fresh_database
+    with database.transaction() as session:
+        check_index_settings(session, model_id="test/hashing-embedder", dim=384, fts_config="english", record=True)
+    with reindex_lock(database.engine, "theirs"), reindex_lock(database.engine, "mine"):
+        with database.transaction() as session, pytest.raises(EmbeddingMismatchError, match="holds vectors of"):
+            check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+    with reindex_lock(database.engine, "mine"), database.transaction() as session:
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)  # theirs ended
+        stored = read_index_settings(session)
+        assert stored is not None and stored.embedding_model == MODEL
