@@ -380,7 +380,12 @@ def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     evaluate.add_argument(
         "--context", default="search", metavar="PRESET", help="preset whose knobs are used (default %(default)s)"
     )
-    evaluate.add_argument("--retriever", choices=["hybrid", "vector", "fulltext"], default="hybrid")
+    evaluate.add_argument(
+        "--retriever",
+        choices=["hybrid", "vector", "fulltext"],
+        default="hybrid",
+        help="both arms, or one alone (its weight 1, the other's 0); default %(default)s",
+    )
     evaluate.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
     evaluate.add_argument("--split", default="test", help="the qrels split (default %(default)s)")
     evaluate.add_argument(

@@ -117,5 +117,7 @@ def answer_lines(results: Sequence[RAGResult]) -> list[str]:
 def register(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``rag demo`` to the ``rag`` parser."""
     demo = commands.add_parser("demo", help="index the bundled docs and query every preset")
-    demo.add_argument("--collection", metavar="NAME", default="demo")
+    demo.add_argument(
+        "--collection", metavar="NAME", default="demo", help="collection to index into and query (default %(default)s)"
+    )
     demo.set_defaults(handler=_demo)
