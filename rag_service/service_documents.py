@@ -298,7 +298,7 @@ class DocumentOperations:
         UnknownCollectionError (naming the closest collections) when the collection holds no document at all.
 
         ReindexInProgressError while an ingest or reindex runs on the collection (it would write it back).
-        A file an older ``rag serve`` kept for the document (``uploads/<collection>/``) goes with it.
+        A file an older ``rag serve`` kept for the document (``uploads/<collection slug>-<hash>/``) goes with it.
         """
         return delete_document(
             self.db,

@@ -5,7 +5,8 @@ the resolved target is checked to lie inside the staging folder before anything 
 is kept only until its text is loaded (the database keeps the text; a reindex reads it from there):
 ``staging_folder`` removes the folder with every file in it, loaded or refused, when the call ends
 (``UniversalRAGService.read_uploads``). Servers before this one kept uploads in
-``uploads/<collection>/``; ``forget_upload`` removes such a file when its document is deleted.
+``uploads/<collection slug>-<hash>/`` (``collection_folder``); ``forget_upload`` removes such a file when its
+document is deleted.
 """
 
 from __future__ import annotations
