@@ -1,6 +1,6 @@
 """``rag mcp``: a Model Context Protocol server over stdio (extra ``mcp``, the official SDK).
 
-Tools: ``search_knowledge(query, context?, collection?, max_chunks?, min_relevance?)`` returns the
+Tools: ``search_knowledge(query, context?, collection?, max_chunks?, min_relevance?, max_tokens?)`` returns the
 formatted context with ``[n]`` citations (or the one line "no relevant passages for ..." when every
 result was below the relevance floor), then a ``degraded: <stage>: <reason>`` line for each stage
 that did not run as configured; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
