@@ -89,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="LIST-partition the (empty) document, chunk and posting tables by collection",
     )
     upgrade.set_defaults(handler=_db_upgrade)
-    status = db_commands.add_parser("status", help="server, schema, stored model, counts")
+    status = db_commands.add_parser(
+        "status", help="server, schema, stored model, counts, memory, sizes; exit 1 when the schema is not at head"
+    )
     status.set_defaults(handler=_db_status)
 
     _register_extra_commands(commands)
