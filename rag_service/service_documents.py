@@ -308,6 +308,11 @@ class DocumentOperations:
             packed_min_chunks=self.settings.bm25_packed_min_chunks,
         )
 
+    def sources_like(self, source: str, *, collection: str = "default") -> list[str]:
+        """The stored sources of ``collection`` that ``source`` may have meant (those ending with ``/source``: a
+        relative path for a document keyed by its absolute one), for the hint of a delete that found nothing."""
+        return stored_sources_like(self.db, collection=collection, source=source)
+
     def check_not_indexing(self, collection: str) -> None:
         """ReindexInProgressError while an ingest or reindex runs on ``collection`` (of any process)."""
         from rag_service.db.locks import refuse_if_running

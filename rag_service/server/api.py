@@ -32,7 +32,7 @@ from rag_service.server.schemas import (
     RetrieveResponse,
 )
 from rag_service.server.state import ReadState, ServerState, WriteState
-from rag_service.service_documents import MAX_SOURCE_CHARS, DocumentBatch, NewDocument, stored_sources_like
+from rag_service.service_documents import MAX_SOURCE_CHARS, DocumentBatch, NewDocument
 from rag_service.service_paths import only_unsupported_uploads
 from rag_service.uploads import safe_filename
 
@@ -247,7 +247,7 @@ async def delete_document(
     """Delete one document (and its chunks) by source; 404 when the collection has no such document."""
     deleted = await state.run(state.service.delete_document, source, collection=collection)
     if not deleted:
-        stored = await state.run(stored_sources_like, state.service.db, collection=collection, source=source)
+        stored = await state.run(state.service.sources_like, source, collection=collection)
         keyed = "the stored source, as listed in results"
         if stored and not stored[0].endswith("/" + source.lstrip("/")):  # a checkout's file named by its disk path
             keyed = "a file in a checkout is stored relative to it, as listed in results"
@@ -279,7 +279,8 @@ async def get_job(job_id: Annotated[str, Path(max_length=64)], state: ReadState)
     """A job's state (queued, running, succeeded, failed), counts and progress."""
     job = state.jobs.get(job_id)
     if job is None:
-        raise ApiError(404, "not_found", f"no job {job_id[:64]!r}; jobs are kept in memory until the server restarts")
+        kept = f"the server keeps running jobs and the last {state.jobs.keep} finished ones in memory until it restarts"
+        raise ApiError(404, "not_found", f"no job {job_id[:64]!r}; {kept}")
     return JSONResponse({"success": True, "job": job.to_dict()})
 
 

@@ -138,6 +138,11 @@ class JobRegistry:
         self._idle = threading.Condition(self._lock)
         self._running = 0
 
+    @property
+    def keep(self) -> int:
+        """How many finished jobs are remembered (the oldest is forgotten first); running ones always are."""
+        return self._keep
+
     def check_free(self, collection: str | None) -> None:
         """JobConflictError when a queued or running job overlaps ``collection`` (before checks that a running
         job makes wrong: a collection whose first ingest has not committed yet does not exist)."""

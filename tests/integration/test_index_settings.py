@@ -119,9 +119,10 @@ def test_a_first_write_still_running_keeps_its_record(fresh_database):
     database = fresh_database
     with database.transaction() as session:
         check_index_settings(session, model_id="test/hashing-embedder", dim=384, fts_config="english", record=True)
-    with reindex_lock(database.engine, "theirs"), reindex_lock(database.engine, "mine"):
-        with database.transaction() as session, pytest.raises(EmbeddingMismatchError, match="holds vectors of"):
-            check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
+    theirs, mine = reindex_lock(database.engine, "theirs"), reindex_lock(database.engine, "mine")
+    refused = pytest.raises(EmbeddingMismatchError, match="holds vectors of")
+    with theirs, mine, database.transaction() as session, refused:
+        check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)
     with reindex_lock(database.engine, "mine"), database.transaction() as session:
         check_index_settings(session, model_id=MODEL, dim=384, fts_config="english", record=True)  # theirs ended
         stored = read_index_settings(session)

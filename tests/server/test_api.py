@@ -379,8 +379,14 @@ def _wait(client: httpx.Client, job_id: str, *, until: Callable[[dict[str, Any]]
 
 
 def test_unknown_job_is_404(live: LiveServer) -> None:
+    """The line said jobs are kept until the server restarts; only running ones and the last 100 finished are."""
     with live.client() as client:
-        assert client.get("/api/jobs/does-not-exist").status_code == 404
+        answer = client.get("/api/jobs/does-not-exist")
+        assert answer.status_code == 404
+        assert answer.json()["error"]["message"] == (
+            "no job 'does-not-exist'; the server keeps running jobs and the last 100 finished ones in memory until "
+            "it restarts"
+        )
 
 
 def test_a_slow_retrieve_does_not_stall_the_server(  # type: ignore[no-untyped-def]

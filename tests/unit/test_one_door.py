@@ -138,3 +138,39 @@ def test_the_cli_calls_the_service_and_the_one_admin_module() -> None:
         f"the CLI calls UniversalRAGService, and {ADMIN} for database administration; these go around both:\n"
         + "\n".join(found)
     )
+
+
+#: what a front module may read of the service's database handle: its URL, to name it in a message
+DISPLAY_ONLY = {"url_for_display"}
+
+
+def database_handle_uses(path: Path, root: Path = ROOT) -> list[str]:
+    """One line per use of ``<...>.service.db`` (or ``service.db``) in ``path`` beyond ``DISPLAY_ONLY``: a front
+    module handing the service's database to a function goes around the service as an import would."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == "db"):
+            continue
+        owner = node.value
+        named = owner.attr if isinstance(owner, ast.Attribute) else owner.id if isinstance(owner, ast.Name) else None
+        parent = parents.get(node)
+        if named == "service" and not (isinstance(parent, ast.Attribute) and parent.attr in DISPLAY_ONLY):
+            found.append(f"{path.relative_to(root)}:{node.lineno} uses the service's database handle")
+    return found
+
+
+def test_front_modules_do_not_hand_the_services_database_around() -> None:
+    """`DELETE /api/documents` called ``stored_sources_like(state.service.db, ...)`` on its 404 path: no import
+    of the database, so the import check passed."""
+    found = [line for path in front_modules() for line in database_handle_uses(path)]
+    assert not found, "give the service a public method for it and call that:\n" + "\n".join(found)
+
+
+def test_the_handle_check_sees_a_use(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "run(lookup, state.service.db, x)\nservice.db.read(f)\nprint(state.service.db.url_for_display)\n"
+    )
+    assert [line.split(":")[1].split()[0] for line in database_handle_uses(probe, root=tmp_path)] == ["1", "2"]
