@@ -63,7 +63,13 @@ class DatabaseStatus:
             f"pgvector:   {self.pgvector_version or 'not installed (run `rag db upgrade`)'}",
             f"schema:     {self.revision or 'empty'} (head {self.head}){self._schema_advice()}",
         ]
-        if self.embedding_model:
+        stored_nothing = not self.unread and not any(chunks for _, chunks in self.collections.values())
+        if self.embedding_model and stored_nothing and not self.switching_to:  # db.index_settings._abandoned
+            out.append(
+                f"embeddings: none stored yet ({self.embedding_model} was recorded by a write that stored nothing; "
+                "the next write records its own)"
+            )
+        elif self.embedding_model:
             out.append(f"embeddings: {self.embedding_model} ({self.embedding_dim}-d), fts '{self.fts_config}'")
             if self.switching_to:
                 out.append(

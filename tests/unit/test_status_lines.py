@@ -80,3 +80,14 @@ def test_the_memory_line_sits_before_the_sizes():
     lines = status.lines()
     assert lines[-2].startswith("memory:     shared_buffers 6026MB on 4 kB pages; huge pages took")
     assert lines[-1] == "size:       document_chunks (table): 2048.0 MB"
+
+
+def test_a_model_recorded_by_a_write_that_stored_nothing_is_not_called_stored():
+    """A first reindex whose files all failed recorded its model; status showed it as the database's embeddings."""
+    empty = _status(collections={}).lines()
+    assert (
+        "embeddings: none stored yet (m was recorded by a write that stored nothing; the next write records its own)"
+        in empty
+    )
+    assert "embeddings: m (384-d), fts 'english'" in _status(collections={"kb": (1, 3)}).lines()
+    assert "embeddings: none stored yet" in _status(embedding_model=None, collections={}).lines()
