@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 
 from rag_service.config import DEFAULT_SHARED_BUFFERS
+from rag_service.db.server_log import roll_server_log
 from rag_service.db.server_user import adopt_orphaned_files, ensure_server_user
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.forks import after_fork_in_child, at_first_use_in_child
@@ -181,6 +182,7 @@ def revive_embedded_server(socket_dir: object) -> bool:
         try:
             with type(server)._lock:
                 clean_stale_pids(pgdata)
+                roll_server_log(pgdata)
                 server.ensure_postgres_running()
         except Exception as exc:  # the library raises bare subprocess/assert errors
             logger.warning("the embedded PostgreSQL in %s did not start again: %s: %s", pgdata, type(exc).__name__, exc)
@@ -208,6 +210,7 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
                 adopt_orphaned_files(pgdata, user)
             if pgdata.exists():
                 clean_stale_pids(pgdata)
+                roll_server_log(pgdata)  # the library appends to <pgdata>/log and never rotates it
         server = module.get_server(pgdata, cleanup_mode="stop")
         if pgdata not in _joined:
             _joined[pgdata] = server
