@@ -17,13 +17,17 @@ from rag_service.db.models import CollectionStats
 
 #: the tables retrieval reads by collection: the hybrid statement's (chunks, postings, the BM25 statistics, the
 #: contexts) and the graph walk's edges. Left out of it, a graph walk in a collection the planner estimated at
-#: one row read every edge of the collection for each chunk it stepped from (2,284 chunks: 21 ms against 0.4)
+#: one row read every edge of the collection for each chunk it stepped from (2,284 chunks: 21 ms against 0.4).
+#: SKIP_LOCKED: a table a VACUUM holds is left to it. Waiting for its lock cancelled autovacuum (PostgreSQL cancels it
+#: for a waiting session): a collection re-indexed every few seconds cancelled every vacuum of ``document_chunks``
+#: (its HNSW index is slow to vacuum), and the table and its indexes grew with each run (7x in 40 runs, 2,950 chunks)
 _ANALYZE = (
-    "ANALYZE documents, document_chunks, chunk_terms, lexeme_stats, document_contexts, context_terms, chunk_edges"
+    "ANALYZE (SKIP_LOCKED) "
+    "documents, document_chunks, chunk_terms, lexeme_stats, document_contexts, context_terms, chunk_edges"
 )
 
-#: what a rebuild of a collection's graph rewrote
-_ANALYZE_GRAPH = "ANALYZE chunk_edges"
+#: what a rebuild of a collection's graph rewrote (SKIP_LOCKED: as ``_ANALYZE``)
+_ANALYZE_GRAPH = "ANALYZE (SKIP_LOCKED) chunk_edges"
 
 #: the tables retrieval reads index-only (postings, BM25 statistics, contexts, edges). Until a VACUUM marks a new
 #: collection's pages all-visible, every such read also fetches the row: the workflow preset's retrieval on 2,284 new
@@ -43,7 +47,8 @@ def refresh_after_write(session: Session, *, collection: str, chunks_written: in
     collection's chunks (a new collection: all of them); True when it ran.
 
     ``ANALYZE`` reads a fixed-size sample (300 x ``default_statistics_target`` rows per table),
-    so its cost does not grow with the database.
+    so its cost does not grow with the database. A table a VACUUM is working on is skipped (its VACUUM
+    is not cancelled); autovacuum analyses it later.
     """
     if chunks_written <= 0:
         return False
