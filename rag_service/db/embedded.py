@@ -30,7 +30,7 @@ from typing import Any
 import psycopg
 
 from rag_service.config import DEFAULT_SHARED_BUFFERS
-from rag_service.db.server_log import roll_server_log
+from rag_service.db.server_log import keep_rolling, roll_server_log
 from rag_service.db.server_user import adopt_orphaned_files, ensure_server_user
 from rag_service.errors import ConfigurationError, DatabaseUnavailableError
 from rag_service.forks import after_fork_in_child, at_first_use_in_child
@@ -215,6 +215,7 @@ def start_embedded_server(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARE
         if pgdata not in _joined:
             _joined[pgdata] = server
             atexit.register(_leave, pgdata)  # prunes stale pids first; the library's own handler then has no work
+        keep_rolling(pgdata)  # a process that stays (rag serve, rag mcp) keeps the log bounded while it runs
         info = server.get_postmaster_info()
     except Exception as exc:  # the library raises bare subprocess/assert errors
         log_file, disk = pgdata / "log", low_disk_note(data_dir)
@@ -342,6 +343,7 @@ def _join_inherited_servers() -> None:
             continue
         _joined[pgdata] = server
         atexit.register(_leave, pgdata)
+        keep_rolling(pgdata)  # the parent's thread did not come along
 
 
 after_fork_in_child(_forget_inherited_servers)
