@@ -31,10 +31,12 @@ _ANALYZE_GRAPH = "ANALYZE (SKIP_LOCKED) chunk_edges"
 
 #: the tables retrieval reads index-only (postings, BM25 statistics, contexts, edges). Until a VACUUM marks a new
 #: collection's pages all-visible, every such read also fetches the row: the workflow preset's retrieval on 2,284 new
-#: chunks 13.9-16.6 ms p50 against 12.1-12.4 after it. Index cleanup is left to autovacuum: the new rows' pages are
-#: what matters, and it keeps the cost to those pages (0.03 s here), not the indexes' size
+#: chunks 13.9-16.6 ms p50 against 12.1-12.4 after it. INDEX_CLEANUP AUTO: a new collection leaves no dead rows, so
+#: the indexes are skipped and the cost stays with the new pages (0.03 s there). Not OFF: that left a rewritten
+#: collection's dead entries in the indexes and reset the dead-row count autovacuum goes by, so nothing ever removed
+#: them (a collection re-indexed every ~12 s: pk_chunk_terms 30x its rows' size, growing with each run)
 _VACUUM = (
-    "VACUUM (INDEX_CLEANUP OFF, SKIP_LOCKED) chunk_terms, lexeme_stats, document_contexts, context_terms, chunk_edges"
+    "VACUUM (INDEX_CLEANUP AUTO, SKIP_LOCKED) chunk_terms, lexeme_stats, document_contexts, context_terms, chunk_edges"
 )
 
 #: the share of a collection's chunks an ingest must write to refresh the statistics (autovacuum's
