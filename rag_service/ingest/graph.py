@@ -51,6 +51,9 @@ class GraphBuilder:
     #: order, keeping ids, so these are the ones rewritten already, as a first index wrote them (edges to a later one
     #: would go with its old chunks, thinning the graph at every reindex)
     replay: bool = False
+    #: a collection of at most this many chunks (and ``db.graph.EDGE_MAX_SCAN_TUPLES``) gets its similarity edges by
+    #: comparing every chunk of it (``RAG_EXACT_SEARCH_BELOW``; ``db.graph.write_similar_edges``); 0: always the index
+    exact_below: int = 0
 
     def build(
         self,
@@ -81,6 +84,7 @@ class GraphBuilder:
                 neighbours=self.neighbours,
                 min_similarity=self.min_similarity,
                 up_to_document=document_id if up_to_document is None and self.replay else up_to_document,
+                exact_below=self.exact_below,
             )
         return written
 

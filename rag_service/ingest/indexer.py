@@ -75,7 +75,7 @@ class Indexer:
         self.settings = settings
         self.chunking = Chunking(settings, embedder)
         self.bulk_min_documents = BULK_MIN_DOCUMENTS
-        self.graph = graph if graph is not None else GraphBuilder()
+        self.graph = graph if graph is not None else GraphBuilder(exact_below=settings.exact_search_below)
         self.chat = chat if settings.llm_summaries else None
         self.keywords = repo.ChunkKeywords(
             count=settings.chunk_keywords,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -348,3 +349,78 @@ def test_the_citus_catalog_is_read_once_per_connection_not_per_document(indexer,
         event.remove(engine, "before_cursor_execute", count)
     assert report.ok and report.added == 3, report.lines()
     assert len(reads) <= 1, reads
+
+
+def _exact_similar(connection, collection: str, builder: GraphBuilder) -> set[tuple[int, int]]:
+    """The similarity edges of ``collection`` with every document present, found by comparing every pair of chunks
+    (``write_similar_edges``' rule: the pool nearest of the collection, those of other documents kept)."""
+    import numpy as np
+
+    rows = connection.execute(
+        text("SELECT id, document_id, CAST(embedding AS text) FROM document_chunks WHERE collection = :c ORDER BY id"),
+        {"c": collection},
+    ).all()
+    ids, docs = [r[0] for r in rows], [r[1] for r in rows]
+    vectors = np.array([json.loads(r[2]) for r in rows], dtype=np.float32)
+    similarity = vectors @ vectors.T
+    edges = set()
+    for i in range(len(ids)):
+        nearest = [j for j in np.argsort(-similarity[i], kind="stable") if j != i]
+        pool = nearest[: store.POOL_PER_NEIGHBOUR * builder.neighbours]
+        for j in [j for j in pool if docs[j] != docs[i]][: builder.neighbours]:
+            if builder.min_similarity <= similarity[i, j] < 1.0 + 1e-6:
+                edges |= {(ids[i], ids[j]), (ids[j], ids[i])}
+    return edges
+
+
+def test_a_small_collections_similarity_edges_are_found_beside_a_large_one(db, settings, connection):
+    """A small collection's walk of the HNSW index shared with a large one spent its budget of tuples on the large
+    one's and stopped with few of its own: 66-78 of a 62-chunk collection's 356 edges beside 68,000 chunks (a table
+    this test cannot afford: in a few hundred chunks the walk's first pass sees most of the graph). A collection no
+    larger than the walk's budget is compared chunk by chunk instead: no walk, and every edge."""
+    rng = random.Random(11)
+    words = [f"term{i}" for i in range(60)]
+
+    def texts(prefix: str, documents: int, sections: int) -> list[tuple[str, str, str]]:
+        return [
+            (
+                f"{prefix}{d}.md",
+                "",
+                "\n\n".join(f"## S{s}\n\n" + " ".join(rng.choices(words, k=40)) + "." for s in range(sections)),
+            )
+            for d in range(documents)
+        ]
+
+    indexer = Indexer(db, HashingEmbedder(), settings)
+    assert indexer.index_texts(texts("big", 90, 5), collection="large", strategy="markdown").ok
+    assert indexer.index_texts(texts("small", 8, 3), collection="small", strategy="markdown").ok
+    connection.execute(text("DELETE FROM chunk_edges WHERE collection = 'small' AND kind = 'similar'"))
+    scans = text("SELECT pg_stat_get_xact_numscans(CAST('ix_document_chunks_embedding_hnsw' AS regclass))")
+    before = connection.execute(scans).scalar_one()
+    with db.transaction() as session:  # every document present: the edges depend on nothing but the vectors
+        for (document_id,) in session.execute(text("SELECT id FROM documents WHERE collection = 'small' ORDER BY id")):
+            chunk_ids = session.scalars(
+                text("SELECT id FROM document_chunks WHERE document_id = :d ORDER BY id"), {"d": document_id}
+            )
+            store.write_similar_edges(
+                session,
+                collection="small",
+                document_id=document_id,
+                chunk_ids=list(chunk_ids),
+                neighbours=indexer.graph.neighbours,
+                min_similarity=indexer.graph.min_similarity,
+                exact_below=getattr(indexer.graph, "exact_below", 0),
+            )
+    stored = set(
+        connection.execute(
+            text(
+                "SELECT source_chunk_id, target_chunk_id FROM chunk_edges "
+                "WHERE collection = 'small' AND kind = 'similar'"
+            )
+        ).all()
+    )
+    assert connection.execute(scans).scalar_one() == before, "the small collection's neighbours walked the HNSW index"
+    expected = _exact_similar(connection, "small", indexer.graph)
+    assert len(expected) > 20
+    found = len(stored & expected)
+    assert found >= 0.95 * len(expected), f"{found} of {len(expected)} edges found, {len(stored - expected)} others"
