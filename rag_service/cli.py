@@ -36,7 +36,7 @@ def _db_upgrade(args: argparse.Namespace, settings: Settings) -> int:
 
 def _db_status(args: argparse.Namespace, settings: Settings) -> int:
     lines, up_to_date = admin.database_status(settings)
-    print("\n".join(lines))
+    print(visible_controls("\n".join(lines)))  # what the database holds (names) shown, never obeyed
     replicas = admin.replica_status(settings)
     if replicas:
         print("\n".join(replicas))

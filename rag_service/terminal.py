@@ -24,3 +24,14 @@ def visible_controls(text: str) -> str:
     """``text`` with its control characters but newline and tab, and its bidirectional overrides, written as
     ``\\x1b``-style escapes."""
     return text.translate(_VISIBLE)
+
+
+#: every control character (C0 with newline and tab, DEL, C1) and bidi override -> its escape: a name in one line
+_VISIBLE_ALL = _VISIBLE | {ord(kept): f"\\x{ord(kept):02x}" for kept in _KEPT}
+
+
+def one_line(name: str) -> str:
+    """``name`` (a collection's, a source's) with every control character, newline and tab too, and every bidi
+    override written as its ``\\x0a``-style escape: it stays on the one line that shows it, and a terminal obeys
+    none of it."""
+    return name.translate(_VISIBLE_ALL)

@@ -15,6 +15,7 @@ from rag_service.db.messages import url_for_display
 from rag_service.db.migrate import current_revision, head_revision, newer_schema_error
 from rag_service.db.shared_memory import SharedMemory, read_shared_memory
 from rag_service.errors import SchemaError
+from rag_service.terminal import one_line
 
 T = TypeVar("T")
 
@@ -99,7 +100,7 @@ class DatabaseStatus:
         for name, (docs, chunks) in sorted(self.collections.items()):
             packed = ", postings packed (exact BM25)" if name in self.packed else ""
             counts = f"{docs} document{'' if docs == 1 else 's'}, {chunks} chunk{'' if chunks == 1 else 's'}"
-            out.append(f"collection: {name}: {counts}{packed}")
+            out.append(f"collection: {one_line(name)}: {counts}{packed}")  # a name's ESC or newline, shown
         if self.memory is not None:
             out.append(f"memory:     {self.memory.describe(data_bytes=sum(size for _, _, size in self.sizes))}")
         for kind, name, size in self.sizes:  # what shared_buffers should hold (README, "Your own PostgreSQL")

@@ -41,7 +41,7 @@ class BackfillReport:
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
-        names = ", ".join(self.collections) or "(none)"
+        names = ", ".join(map(repr, self.collections)) or "(none)"  # quoted: a name's ESC or newline shown
         return [
             f"collections: {names}",
             f"documents:   {self.documents} ({self.summaries} with a summary)",

@@ -91,3 +91,23 @@ def test_a_model_recorded_by_a_write_that_stored_nothing_is_not_called_stored():
     )
     assert "embeddings: m (384-d), fts 'english'" in _status(collections={"kb": (1, 3)}).lines()
     assert "embeddings: none stored yet" in _status(embedding_model=None, collections={}).lines()
+
+
+def test_a_collection_name_with_control_characters_stays_on_its_line_and_is_not_obeyed():
+    """A collection is named by whoever indexes into it (HTTP, MCP): ``rag db status`` printed ``\\x1b[2J`` (the
+    terminal cleared the screen) and a newline split a collection's line in two."""
+    lines = _status(collections={"\x1b[2Jx": (1, 1), "a\nb": (1, 2), "tab\there": (1, 3)}).lines()
+    shown = [line for line in lines if line.startswith("collection: ")]
+    assert shown == [
+        "collection: \\x1b[2Jx: 1 document, 1 chunk",
+        "collection: a\\x0ab: 1 document, 2 chunks",
+        "collection: tab\\x09here: 1 document, 3 chunks",
+    ]
+    assert not any("\x1b" in line or "\n" in line for line in lines)
+
+
+def test_the_metadata_report_quotes_the_collections_it_names():
+    from rag_service.ingest.backfill import BackfillReport
+
+    lines = BackfillReport(collections=["kb", "\x1b[2Jx"]).lines()
+    assert lines[0] == "collections: 'kb', '\\x1b[2Jx'"
