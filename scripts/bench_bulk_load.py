@@ -86,7 +86,7 @@ def _after_the_run(db: Database, settings: Settings, *, size: int) -> dict[str, 
         refresh_after_write(session, collection=COLLECTION, chunks_written=size)
     timings["ANALYZE"] = time.perf_counter() - mark
     mark = time.perf_counter()
-    settle_after_write(db)
+    settle_after_write(db, COLLECTION)
     timings["VACUUM (tables read index-only)"] = time.perf_counter() - mark
     mark = time.perf_counter()  # rag_bm25 missing: "unavailable"
     packed = packed_postings.refresh(db, COLLECTION, min_chunks=settings.bm25_packed_min_chunks)

@@ -416,7 +416,7 @@ class Indexer:
         with self.db.transaction() as session:
             analysed = refresh_after_write(session, collection=collection, chunks_written=chunks_written)
         if analysed:
-            settle_after_write(self.db)
+            settle_after_write(self.db, collection)
         done = packed_postings.refresh(self.db, collection, min_chunks=self.settings.bm25_packed_min_chunks)
         if done.action == "unavailable" and done.reason not in _PACKING_REPORTED:
             _PACKING_REPORTED.add(done.reason)
