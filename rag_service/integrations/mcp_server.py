@@ -3,7 +3,8 @@
 Tools: ``search_knowledge(query, context?, collection?, max_chunks?, min_relevance?, max_tokens?)`` returns the
 formatted context with ``[n]`` citations (or the one line "no relevant passages for ..." when every
 result was below the relevance floor), then a ``degraded: <stage>: <reason>`` line for each stage
-that did not run as configured; ``list_collections()`` returns ``{"collections": [{name, documents, chunks}]}``.
+that did not run as configured; ``list_collections(match?, limit?)`` returns ``{"collections": [{name, documents,
+chunks}]}``, the first 100 by name unless ``limit`` says otherwise (``more`` and ``hint`` say what was left out).
 With ``--allow-indexing [DIR ...]`` also ``index_paths(paths, collection?)`` (inside those folders only, the
 working directory by default, and never a hidden path: ``mcp_roots``) and
 ``index_text(source, text, title?, collection?)``; without it an agent cannot change the index.
@@ -28,7 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from rag_service.config import Settings
 from rag_service.errors import ConfigurationError, RagError, did_you_mean
@@ -165,10 +166,13 @@ def build_server(
         return "\n\n".join(part for part in (answer, "\n".join(notes)) if part)
 
     @server.tool()
-    def list_collections() -> dict[str, list[dict[str, Any]]]:
-        """The collections that hold documents, with their document and chunk counts."""
+    def list_collections(match: str | None = None, limit: int = LISTED_COLLECTIONS) -> dict[str, Any]:
+        """The collections that hold documents, by name, with their document and chunk counts: at most ``limit``
+        (1-1000; ``more`` counts the rest); ``match``: only names containing it, in any case."""
+        if isinstance(limit, int) and not 1 <= limit <= MAX_LISTED_COLLECTIONS:
+            raise ToolError(f"limit must be 1-{MAX_LISTED_COLLECTIONS}, not {limit}; pass match to narrow the list")
         with _tool_errors():
-            return {"collections": [info.to_dict() for info in service.collections()]}
+            return listed_collections(service.collections(), match=match, limit=limit)
 
     if allow_indexing:
         roots = tuple(index_roots) if index_roots is not None else mcp_roots.index_roots([])
@@ -198,6 +202,34 @@ def build_server(
             return _reported(report, [])
 
     return server
+
+
+#: collections ``list_collections`` returns unless asked for more: an agent's context is no catalogue (333
+#: collections were 51,794 characters of one answer); ``match`` finds the others
+LISTED_COLLECTIONS = 100
+MAX_LISTED_COLLECTIONS = 1000
+
+
+class _Listed(Protocol):
+    """What ``list_collections`` reads of each ``UniversalRAGService.collections()`` entry."""
+
+    @property
+    def name(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def listed_collections(infos: Sequence[_Listed], *, match: str | None, limit: int) -> dict[str, Any]:
+    """``list_collections``' answer: the first ``limit`` of ``infos`` whose name holds ``match`` (case-blind), and
+    when some are left out, how many (``more``) and how to reach them."""
+    if match:
+        infos = [info for info in infos if match.casefold() in info.name.casefold()]
+    answer: dict[str, Any] = {"collections": [info.to_dict() for info in infos[:limit]]}
+    if len(infos) > limit:
+        which = f"{len(infos)} collections" + (f" hold {match[:60]!r}" if match else "")
+        answer["more"] = len(infos) - limit
+        answer["hint"] = f"{which}; the first {limit} by name are shown: pass match (part of a name) or a larger limit"
+    return answer
 
 
 def _reported(report: IngestReport, missing: list[str]) -> str:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from rag_service.db.admin import admin_params
+from rag_service.db.collections import CollectionInfo
 from rag_service.errors import ConfigurationError
 from rag_service.integrations.mcp_server import build_server, unknown_tool_message
 from tests.integration.knowledge import write_docs
@@ -304,12 +305,46 @@ def test_requests_sent_before_stdin_ends_are_answered_not_cancelled(mcp_env, tmp
     assert '"collections"' in answers[3]["result"]["content"][0]["text"]
 
 
-def test_an_unknown_argument_of_a_tool_without_arguments_says_it_takes_none():
+def test_an_unknown_argument_of_list_collections_names_its_arguments():
     from mcp.server.mcpserver.exceptions import ToolError
 
     with pytest.raises(ToolError) as raised:
         asyncio.run(build_server(None).call_tool("list_collections", {"x": 1}))  # type: ignore[arg-type]
-    assert str(raised.value) == "list_collections: unknown argument(s) ['x']; it takes no arguments"
+    assert str(raised.value) == "list_collections: unknown argument(s) ['x']; the arguments are match, limit"
+
+
+class _Catalog:
+    """A service holding only a catalogue of ``count`` collections."""
+
+    def __init__(self, count: int) -> None:
+        self.infos = [CollectionInfo(f"team-{i:04d}", 3, 40) for i in range(count)]
+
+    def collections(self) -> list[CollectionInfo]:
+        return self.infos
+
+
+def test_list_collections_of_a_team_with_hundreds_of_collections_is_bounded_and_searchable():
+    """A team's 333 collections came back as one 51,794-character answer into the agent's context (1,000 would be
+    ~150,000): the first 100 by name, how many more, and ``match`` to find the rest."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = build_server(_Catalog(1000))  # type: ignore[arg-type]
+
+    def call(**arguments: Any) -> dict[str, Any]:
+        return cast(dict[str, Any], asyncio.run(server.call_tool("list_collections", arguments)).structured_content)
+
+    listed = call()
+    assert len(listed["collections"]) == 100 and listed["collections"][0]["name"] == "team-0000"
+    assert listed["more"] == 900 and "pass match" in listed["hint"]
+    assert len(json.dumps(listed)) < 10_000
+    found = call(match="TEAM-09")
+    assert [c["name"] for c in found["collections"]] == [f"team-{i:04d}" for i in range(900, 1000)]
+    assert "more" not in found  # all 100 that match
+    assert call(match="team-0999", limit=5) == {"collections": [{"name": "team-0999", "documents": 3, "chunks": 40}]}
+    with pytest.raises(ToolError) as raised:
+        call(limit=0)
+    assert str(raised.value) == "list_collections: limit must be 1-1000, not 0; pass match to narrow the list"
+    assert call(limit=1000)["collections"][-1]["name"] == "team-0999"
 
 
 def test_the_sdks_bare_invalid_params_error_names_what_was_wrong(mcp_env, tmp_path):
