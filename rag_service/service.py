@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_service.config import Preset, Settings, load_settings
-from rag_service.db.collections import CollectionInfo, list_collections, require_collection, validate_collection
+from rag_service.db.collections import CollectionInfo, list_collections, require_collection
 from rag_service.db.database import Database
 from rag_service.db.index_settings import check_index_settings, check_stored_model_read
 from rag_service.db.presets import CallPreset, list_presets, read_call_preset
@@ -142,7 +142,7 @@ class UniversalRAGService(DocumentOperations):
         from rag_service.db.search import ChunkFilters
         from rag_service.retrieve.retriever import RetrievalOptions
 
-        return RetrievalOptions(collection=validate_collection(collection), filters=ChunkFilters.parse(filters))
+        return RetrievalOptions(collection=self.collection_name(collection), filters=ChunkFilters.parse(filters))
 
     def chat_model(self) -> ChatModel | None:
         """The LLM of ``RAG_LLM_BASE_URL`` (built on first use), or None when none is configured."""
@@ -186,7 +186,7 @@ class UniversalRAGService(DocumentOperations):
         """
         return self._indexer().index_paths(
             paths,
-            collection=collection,
+            collection=self.collection_name(collection),
             strategy=strategy,
             prune=prune,
             force=force,
@@ -211,7 +211,7 @@ class UniversalRAGService(DocumentOperations):
         ``listener(done, total)`` hears the progress (``total`` as given)."""
         return self._indexer().index_texts(
             items,
-            collection=collection,
+            collection=self.collection_name(collection),
             strategy=strategy,
             force=force,
             progress=progress,
@@ -236,7 +236,7 @@ class UniversalRAGService(DocumentOperations):
         ``collection`` holds no document (nothing to re-chunk: likely a typo).
         """
         if collection is not None:
-            self.require_collection(collection)
+            collection = self.require_collection(collection)
         return self._indexer().reindex_all(
             collection=collection, progress=progress, listener=listener, switch_model=switch_model
         )
@@ -246,13 +246,13 @@ class UniversalRAGService(DocumentOperations):
         from rag_service.ingest.backfill import build_metadata
 
         if collection is not None:
-            self.require_collection(collection)
+            collection = self.require_collection(collection)
         return build_metadata(self.db, self.settings, self._indexer().summary_writer(), collection=collection)
 
     def build_graph(self, *, collection: str | None = None) -> GraphReport:
         """Rebuild the chunk graph of ``collection`` (or of every collection) from stored chunks; no embedding."""
         if collection is not None:
-            self.require_collection(collection)
+            collection = self.require_collection(collection)
         return self._indexer().build_graph(collection=collection)
 
     # -- retrieval -----------------------------------------------------------------------------------
@@ -363,13 +363,12 @@ class UniversalRAGService(DocumentOperations):
         with self.db.transaction() as session:
             return update_preset(session, context, values)
 
-    def require_collection(self, collection: str) -> None:
-        """Raise ``UnknownCollectionError`` (naming the existing collections) unless ``collection`` holds documents.
-
-        Every read of one collection goes through this check; indexing into a new name creates it instead.
-        """
-        name = validate_collection(collection)
+    def require_collection(self, collection: str) -> str:
+        """``collection`` as stored (``collection_name``); ``UnknownCollectionError`` naming the existing collections
+        unless it holds documents. Every read of one collection goes through this check; indexing creates one."""
+        name = self.collection_name(collection)
         self.db.read(lambda session: require_collection(session, name))
+        return name
 
     def collections(self) -> list[CollectionInfo]:
         """Every collection that holds documents, with its document and chunk counts."""

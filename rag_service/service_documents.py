@@ -184,13 +184,14 @@ def delete_document(
 ) -> int:
     """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
     from rag_service.db.catalog import delete_by_source
-    from rag_service.db.collections import require_collection, validate_collection
+    from rag_service.db.collections import require_collection, stored_spelling, validate_collection
     from rag_service.db.locks import lock_for_edit
     from rag_service.uploads import forget_upload
 
     validate_collection(collection)  # None said "is being indexed"
     if not isinstance(source, str) or not source:
         raise ConfigurationError(f"source must be a document's source (text), not {source!r:.60}")
+    collection = database.read(lambda session: stored_spelling(session, collection))  # typed NFC, stored NFD
     with database.transaction() as session:
         lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
         deleted = delete_by_source(session, collection=collection, source=source)
@@ -241,6 +242,15 @@ class DocumentOperations:
     db: Database
     #: the service's ``index_texts``
     index_texts: IndexTexts
+
+    def collection_name(self, collection: str) -> str:
+        """``collection`` validated, spelled as stored: a name typed in the other Unicode form (an accent composed or
+        decomposed) means the stored collection that looks the same (``db.collections.stored_spelling``; a probe
+        only for such a name)."""
+        from rag_service.db.collections import has_other_spellings, stored_spelling, validate_collection
+
+        name = validate_collection(collection)
+        return self.db.read(lambda session: stored_spelling(session, name)) if has_other_spellings(name) else name
 
     def check_collection_name(self, collection: str) -> str:
         """``collection`` when it is a valid name (1-200 characters, not blank); ConfigurationError otherwise."""

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.documents import collection_names
 from rag_service.db.models import Document
+from rag_service.db.source_match import key_spellings
 from rag_service.errors import ConfigurationError, UnknownCollectionError, closest_name, shown_name
 from rag_service.knobs import MAX_COLLECTION_CHARS
 
@@ -64,6 +65,24 @@ def collection_exists(session: Session, name: str) -> bool:
     """Whether ``name`` holds a document: one probe of the primary key's leading column (one shard on Citus)."""
     probe = select(Document.id).where(Document.collection == name).limit(1)
     return session.execute(probe).first() is not None
+
+
+def has_other_spellings(name: str) -> bool:
+    """Whether ``name`` reads differently in NFC or NFD (an accent composed or not): only then can a stored
+    collection that looks the same be another string."""
+    return len(key_spellings(name)) > 1
+
+
+def stored_spelling(session: Session, name: str) -> str:
+    """The stored collection ``name`` means: itself when it exists (or has one spelling only), else its other
+    Unicode form (NFC or NFD) when that one holds documents. A name typed composed (NFC, as a keyboard or a web
+    form sends it) finds the collection a macOS folder name created decomposed (NFD), and the other way round,
+    as a ``source`` filter finds its key: the two looked the same in every listing, and an ingest under the other
+    form made a second collection beside the first."""
+    spellings = key_spellings(name)
+    if len(spellings) == 1 or collection_exists(session, name):
+        return name
+    return next((other for other in spellings[1:] if collection_exists(session, other)), name)
 
 
 #: how many existing collections an UnknownCollectionError names (closest spellings first)

@@ -121,3 +121,21 @@ def test_llama_index_retriever_raises(service):
         retriever.retrieve("backups")
     with pytest.raises(UnknownCollectionError, match=re.escape(MESSAGE)):
         asyncio.run(retriever.aretrieve("backups"))
+
+
+def test_a_collection_name_typed_in_the_other_unicode_form_means_the_stored_one(service):
+    """'naïve' typed composed (NFC: a keyboard, a web form) and a macOS folder's decomposed 'naïve' (NFD) are two
+    strings that look the same: a read under one form said "collection 'naïve' does not exist; did you mean
+    'naïve'?", and an ingest under it made a second collection beside the first, alike in every listing."""
+    import unicodedata
+
+    composed, decomposed = unicodedata.normalize("NFC", "naïve"), unicodedata.normalize("NFD", "naïve")
+    assert composed != decomposed
+    assert service.index_texts([("a.md", "", "# A\n\nThe replica keeps a copy.")], collection=decomposed).ok
+    assert [c.source for c in service.retrieve("replica", collection=composed).chunks] == ["a.md"]
+    assert service.require_collection(composed) == decomposed
+    report = service.index_texts([("b.md", "", "# B\n\nThe replica lags behind.")], collection=composed)
+    assert report.ok and report.added == 1
+    assert [(c.name, c.documents) for c in service.collections() if c.name.startswith("na")] == [(decomposed, 2)]
+    assert service.build_graph(collection=composed).collections == [decomposed]
+    assert service.delete_document("b.md", collection=composed) == 1  # last: its lock lasts the test's transaction
