@@ -409,3 +409,25 @@ def test_the_page_works_under_its_content_security_policy(browser, live: LiveSer
     assert page.eval_on_selector("body", "e => getComputedStyle(e).maxWidth") != "none"
     assert refused == []
     page.close()
+
+
+def test_an_unknown_collection_in_the_address_names_ten_collections_not_all(  # type: ignore[no-untyped-def]
+    browser, live: LiveServer
+) -> None:
+    """The page named every collection in its one status line: a team's 333 made a line of ~6,000 characters. Now
+    ten, those sharing the longest start with the name first, and how many more (as the server's errors)."""
+    service = live.service
+    names = [f"team-{i:02d}" for i in range(14)]
+    for name in names:
+        assert service.index_texts([("t.md", "", f"# T\n\nNotes of {name}.")], collection=name).ok
+    try:
+        page = browser.new_page()
+        page.goto(live.url + "/?collection=team-1")
+        page.wait_for_selector("#status.error")
+        status = page.locator("#status").inner_text()
+        assert status.startswith("collection 'team-1' does not exist here; the collections are 'team-10', "), status
+        assert status.count("', '") == 9 and re.search(r"' and \d+ more \(pick one above\)$", status), status
+        page.close()
+    finally:
+        for name in names:
+            service.delete_document("t.md", collection=name)

@@ -83,9 +83,17 @@ async function loadPickers() {
   return true;
 }
 
+// At most this many names in the line; of more, those sharing the longest start with the name first (the
+// server's errors name ten too): a team's hundreds of collections made one line of thousands of characters.
+const NAMED = 10;
+
 function unknownName(kind, name, names) {
   if (!name || names.includes(name)) return "";
-  const known = names.length ? names.map((n) => `'${n}'`).join(", ") : "none yet";
+  const typed = name.toLowerCase();
+  const shared = (n) => { let i = 0; while (i < n.length && n[i].toLowerCase() === typed[i]) i++; return i; };
+  const closest = names.length > NAMED ? [...names].sort((a, b) => shared(b) - shared(a)).slice(0, NAMED) : names;
+  const more = names.length > NAMED ? ` and ${names.length - NAMED} more` : "";
+  const known = names.length ? closest.map((n) => `'${n}'`).join(", ") + more : "none yet";
   return `${kind} '${name}' does not exist here; the ${kind}s are ${known} (pick one above)`;
 }
 
