@@ -90,17 +90,18 @@ def refresh_after_write(session: Session, *, collection: str, chunks_written: in
 # partition, every collection's, so each new collection's ingest took longer than the last (0.55 s for the first of
 # 300 small collections, 1.06 s at the 150th, ANALYZE most of it)
 _PARTITIONS_ANALYZE = text(
-    "SELECT format('ANALYZE %I, %I, %I', 'documents_' || md5(CAST(:c AS text)), "
+    "SELECT format('ANALYZE (SKIP_LOCKED) %I, %I, %I', 'documents_' || md5(CAST(:c AS text)), "
     "'document_chunks_' || md5(CAST(:c AS text)), 'chunk_terms_' || md5(CAST(:c AS text)))"
 )
 _PARTITIONED_ANALYZE = text(
-    "SELECT format('ANALYZE %I, %I, %I, lexeme_stats, document_contexts, context_terms, chunk_edges', "
+    "SELECT format('ANALYZE (SKIP_LOCKED) %I, %I, %I, lexeme_stats, document_contexts, context_terms, chunk_edges', "
     "'documents_' || md5(CAST(:c AS text)), 'document_chunks_' || md5(CAST(:c AS text)), "
     "'chunk_terms_' || md5(CAST(:c AS text)))"
 )
-# and the VACUUM after it reads the collection's postings partition, not every collection's
+# and the VACUUM after it reads the collection's postings partition, not every collection's (SKIP_LOCKED and
+# INDEX_CLEANUP AUTO as ``_ANALYZE`` and ``_VACUUM``)
 _PARTITIONED_VACUUM = text(
-    "SELECT format('VACUUM (INDEX_CLEANUP OFF, SKIP_LOCKED) %I, lexeme_stats, document_contexts, context_terms, "
+    "SELECT format('VACUUM (INDEX_CLEANUP AUTO, SKIP_LOCKED) %I, lexeme_stats, document_contexts, context_terms, "
     "chunk_edges', 'chunk_terms_' || md5(CAST(:c AS text)))"
 )
 
