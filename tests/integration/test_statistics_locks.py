@@ -13,7 +13,7 @@ import time
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
-from rag_service.db.statistics import refresh_after_graph_rebuild, refresh_after_write
+from rag_service.db.statistics import PLANNED_MIN_CHUNKS, refresh_after_graph_rebuild, refresh_after_write
 
 HELD = ("document_chunks", "chunk_edges")
 
@@ -23,8 +23,10 @@ def test_the_statistics_refresh_skips_a_table_a_vacuum_holds_instead_of_waiting(
         vacuum.execute(text(f"LOCK TABLE {', '.join(HELD)} IN SHARE UPDATE EXCLUSIVE MODE"))
         with engine.connect() as conn, Session(bind=conn) as session:
             session.execute(text("SET LOCAL lock_timeout = '3s'"))  # a wait this long cancels autovacuum (1 s)
+            size = {"c": "large", "n": PLANNED_MIN_CHUNKS}  # large enough to be analysed (not left to autoanalyze)
+            session.execute(text("INSERT INTO collection_stats VALUES (:c, :n, :n)"), size)
             started = time.monotonic()
-            assert refresh_after_write(session, collection="never-written", chunks_written=1)
+            assert refresh_after_write(session, collection="large", chunks_written=PLANNED_MIN_CHUNKS)
             refresh_after_graph_rebuild(session)
             waited = time.monotonic() - started
             session.rollback()
