@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,15 +50,32 @@ def collection_folder(uploads_root: Path, collection: str) -> Path:
     return uploads_root / f"{slug}-{digest}"
 
 
+#: a staging folder older than this was left by a process killed mid-request (a request reads its files in seconds)
+STALE_STAGING_S = 6 * 3600
+
+
 @contextmanager
 def staging_folder(uploads_root: Path) -> Iterator[Path]:
-    """A fresh folder under ``uploads_root`` for one request's files, removed with them at the end."""
+    """A fresh folder under ``uploads_root`` for one request's files, removed with them at the end; folders a
+    killed process left (older than ``STALE_STAGING_S``) are removed first."""
     uploads_root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(uploads_root)
     folder = Path(tempfile.mkdtemp(dir=uploads_root, prefix=".staging-"))
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_stale_staging(uploads_root: Path) -> None:
+    cutoff = time.time() - STALE_STAGING_S
+    for left in uploads_root.glob(".staging-*"):
+        try:
+            stale = left.is_dir() and left.stat().st_mtime < cutoff
+        except OSError:  # removed by another process meanwhile
+            continue
+        if stale:
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def store_upload(folder: Path, filename: str, data: bytes) -> Path:
