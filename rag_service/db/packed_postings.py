@@ -158,9 +158,10 @@ def _settle_postings(db: Database) -> None:
     """``VACUUM (ANALYZE)`` the postings before a collection's first pack. A first pack usually follows a bulk
     load whose postings were never read: the pack's scan then set every page's hint bits and found no visibility
     map (at 100k chunks: pack 15.3 s right after the load's commit, 26.4 s inside its transaction; vacuum 2.1 s,
-    then pack 5.6 s). VACUUM skips the pages already all-visible, so on a settled table it costs little."""
+    then pack 5.6 s). VACUUM skips the pages already all-visible, so on a settled table it costs little. A table
+    another VACUUM holds is left to it (waiting would make PostgreSQL cancel an autovacuum: ``db.statistics``)."""
     started = time.perf_counter()
-    if vacuum(db, "VACUUM (ANALYZE) chunk_terms"):
+    if vacuum(db, "VACUUM (ANALYZE, SKIP_LOCKED) chunk_terms"):
         _log.info("vacuumed the postings before a first pack in %.1f s", time.perf_counter() - started)
 
 

@@ -32,3 +32,25 @@ def test_the_statistics_refresh_skips_a_table_a_vacuum_holds_instead_of_waiting(
             session.rollback()
         vacuum.rollback()
     assert waited < 1.0, f"the refresh waited {waited:.1f} s for the lock a VACUUM holds"
+
+
+def test_the_vacuum_before_a_first_pack_skips_postings_a_vacuum_holds(engine: Engine) -> None:
+    """The postings' VACUUM before a collection's first pack waited for autovacuum's lock (cancelling it)."""
+    import threading
+
+    from rag_service.db.database import Database
+    from rag_service.db.packed_postings import _settle_postings
+
+    with engine.connect() as vacuum:
+        vacuum.execute(text("LOCK TABLE chunk_terms IN SHARE UPDATE EXCLUSIVE MODE"))
+        release = threading.Timer(3.0, vacuum.rollback)  # a waiting VACUUM gets the lock after 3 s, not never
+        release.start()
+        started = time.monotonic()
+        try:
+            _settle_postings(Database(engine))
+        finally:
+            waited = time.monotonic() - started
+            release.cancel()
+            release.join()
+        vacuum.rollback()  # when the timer did not (a no-op when it did)
+    assert waited < 1.0, f"the vacuum waited {waited:.1f} s for the lock another VACUUM holds"
