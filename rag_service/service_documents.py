@@ -184,14 +184,13 @@ def delete_document(
 ) -> int:
     """Delete ``source`` of ``collection`` with its chunks and edges; see ``UniversalRAGService.delete_document``."""
     from rag_service.db.catalog import delete_by_source
-    from rag_service.db.collections import require_collection, stored_spelling, validate_collection
+    from rag_service.db.collections import require_collection, validate_collection
     from rag_service.db.locks import lock_for_edit
     from rag_service.uploads import forget_upload
 
     validate_collection(collection)  # None said "is being indexed"
     if not isinstance(source, str) or not source:
         raise ConfigurationError(f"source must be a document's source (text), not {source!r:.60}")
-    collection = database.read(lambda session: stored_spelling(session, collection))  # typed NFC, stored NFD
     with database.transaction() as session:
         lock_for_edit(session, collection)  # a running ingest or reindex would write the document back
         deleted = delete_by_source(session, collection=collection, source=source)
@@ -312,7 +311,7 @@ class DocumentOperations:
         """
         return delete_document(
             self.db,
-            collection=collection,
+            collection=self.collection_name(collection),  # typed NFC, stored NFD: the stored one
             source=source,
             uploads_root=self._uploads_root(),
             packed_min_chunks=self.settings.bm25_packed_min_chunks,

@@ -20,6 +20,7 @@ from sqlalchemy.types import BigInteger, Text
 from rag_service.db.citus import has_citus, insert_columns
 from rag_service.db.local_settings import local_settings
 from rag_service.db.models import Document, DocumentChunk
+from rag_service.db.statistics import collection_chunks
 
 if TYPE_CHECKING:  # the search modules (numpy) load when a walk runs, not for indexing
     from rag_service.db.search_request import SearchHit, SearchRequest
@@ -283,13 +284,6 @@ _INDEX_ONLY_PLAN = dict.fromkeys(("enable_seqscan", "enable_bitmapscan", "enable
 #: the exact comparison reads the collection's chunks by its key, never the whole table (a new collection is
 #: unanalysed: estimated at a few rows, a sequential scan of the table could look as cheap)
 _EXACT_PLAN = {"enable_seqscan": "off"}
-
-_COLLECTION_CHUNKS = text("SELECT coalesce((SELECT chunk_count FROM collection_stats WHERE collection = :c), 0)")
-
-
-def collection_chunks(session: Session, collection: str) -> int:
-    """How many chunks ``collection`` holds now (its statistics row, kept by the chunks' triggers)."""
-    return int(session.execute(_COLLECTION_CHUNKS, {"c": collection}).scalar_one())
 
 
 def _write_similar_batches(

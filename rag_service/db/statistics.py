@@ -59,6 +59,11 @@ _TABLE_ROWS = text(
 )
 
 
+def collection_chunks(session: Session, collection: str) -> int:
+    """How many chunks ``collection`` holds now (its statistics row, kept by the chunks' triggers; 0 without one)."""
+    return int(session.scalar(select(CollectionStats.chunk_count).where(CollectionStats.collection == collection)) or 0)
+
+
 def refresh_after_write(session: Session, *, collection: str, chunks_written: int) -> bool:
     """``ANALYZE`` the planned tables when ``chunks_written`` is at least ``REFRESH_SHARE`` of the
     collection's chunks (a new collection: all of them) and the collection is large enough for its plans to
@@ -70,11 +75,10 @@ def refresh_after_write(session: Session, *, collection: str, chunks_written: in
     """
     if chunks_written <= 0:
         return False
-    stored = session.scalar(select(CollectionStats.chunk_count).where(CollectionStats.collection == collection)) or 0
+    stored = collection_chunks(session, collection)
     if chunks_written < REFRESH_SHARE * stored or stored == 0:  # emptied: no rows, and no partitions, to analyse
         return False
-    rows = float(session.execute(_TABLE_ROWS).scalar_one())
-    small = stored < PLANNED_MIN_CHUNKS and stored < PLANNED_TABLE_SHARE * rows
+    small = stored < PLANNED_MIN_CHUNKS and stored < PLANNED_TABLE_SHARE * float(session.scalar(_TABLE_ROWS) or 0)
     if is_partitioned(session.connection()):
         statement = session.execute(_PARTITIONS_ANALYZE if small else _PARTITIONED_ANALYZE, {"c": collection})
         session.execute(text(statement.scalar_one()))
