@@ -42,8 +42,8 @@ MAX_JSON_DEPTH = 500
 @dataclass(slots=True)
 class JsonValue:
     """``[start, end)`` of one value and, for an object or array too large to be one chunk, its members: where each
-    starts (its key for an object's, its value for an array's), where each one's value starts and ends, the values
-    that are such containers themselves (None for every other value), and an object's path steps.
+    one's value starts and ends, the values that are such containers themselves (None for every other value), and
+    an object's keys: where each starts and its path step.
 
     Members are offsets in arrays, not objects (a value of two characters cost ~400 bytes as an object); a
     container that fits is kept as its span alone, since nothing descends into it.
@@ -51,7 +51,8 @@ class JsonValue:
 
     start: int
     end: int
-    member_starts: array[int] = field(default_factory=lambda: array("q"))
+    #: where each of an object's members starts (its key); an array's start where their values do
+    key_starts: array[int] = field(default_factory=lambda: array("q"))
     value_starts: array[int] = field(default_factory=lambda: array("q"))
     value_ends: array[int] = field(default_factory=lambda: array("q"))
     children: list[JsonValue | None] = field(default_factory=list)
@@ -61,6 +62,10 @@ class JsonValue:
     def step(self, index: int) -> str:
         """The path step of member ``index``."""
         return self.keys[index] if self.keys is not None else f"[{index}]"
+
+    def member_start(self, index: int) -> int:
+        """Where member ``index`` starts: its key for an object's, its value for an array's."""
+        return self.key_starts[index] if self.keys is not None else self.value_starts[index]
 
 
 class _Scanner:
@@ -124,9 +129,9 @@ class _Scanner:
         """Past the next member's name (of an object) to its value; its path step recorded in ``open_[-1]``."""
         text = self.text
         node = open_[-1][0]
-        node.member_starts.append(pos)
         if node.keys is None:
             return pos
+        node.key_starts.append(pos)
         if not text.startswith('"', pos):
             raise self.fail(pos, "a quoted member name was expected")
         key, pos = self.string(pos)
@@ -222,15 +227,15 @@ class JsonChunker(SizedChunker):
                     first, last = run[0], run[-1]
                     more = f"{path}{node.step(first)} (+{len(run) - 1} more)"
                     name = f"{path}[{first}..{last}]" if node.keys is None else more
-                    found.append((None, node.member_starts[first], node.value_ends[last], name))
+                    found.append((None, node.member_start(first), node.value_ends[last], name))
                 run.clear()
 
             for index, end in enumerate(node.value_ends):
-                if not fits(node.member_starts[index], end):
+                if not fits(node.member_start(index), end):
                     flush()
                     found.append((node.children[index], node.value_starts[index], end, path + node.step(index)))
                     continue
-                if run and not fits(node.member_starts[run[0]], end):
+                if run and not fits(node.member_start(run[0]), end):
                     flush()
                 run.append(index)
             flush()
