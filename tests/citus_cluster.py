@@ -72,6 +72,10 @@ def build_citus() -> None:
     subprocess.run(["bash", str(BUILD_SCRIPT), str(BIN / "pg_config")], check=True, env=_env())
 
 
+#: starts of one node, each on another free port when the last one was taken meanwhile
+_PORT_ATTEMPTS = 3
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -202,13 +206,23 @@ class CitusCluster:
         )
         with (data / "postgresql.conf").open("a") as conf:
             conf.write(_CONF.format(port=node.port, socket_dir=node.data, shards=shards, shared_buffers=shared_buffers))
-        subprocess.run(
-            [str(BIN / "pg_ctl"), "-D", node.data, "-l", str(data / "server.log"), "-w", "-t", "60", "start"],
-            check=True,
-            capture_output=True,
-            env=env,
-            **run_as,
-        )
+        for attempt in range(_PORT_ATTEMPTS):
+            started = subprocess.run(
+                [str(BIN / "pg_ctl"), "-D", node.data, "-l", str(data / "server.log"), "-w", "-t", "60", "start"],
+                capture_output=True,
+                env=env,
+                check=False,
+                **run_as,
+            )
+            if started.returncode == 0:
+                break
+            log = (data / "server.log").read_text(errors="replace")
+            if "could not bind" not in log or attempt == _PORT_ATTEMPTS - 1:  # say why, not only pg_ctl's status
+                raise RuntimeError(f"the test cluster's {node.name} did not start on port {node.port}:\n{log[-3000:]}")
+            # the free port was taken between _free_port and the start (another worker's server or connection)
+            node.port = _free_port()
+            with (data / "postgresql.conf").open("a") as conf:
+                conf.write(f"port = {node.port}\n")  # the last setting of a name wins
         node.started = True
 
     def stop(self) -> None:
