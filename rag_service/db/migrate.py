@@ -114,7 +114,8 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
         command.downgrade(alembic_config(conn), revision)
 
 
-#: the advisory lock (class "RM", key) a migration holds until it commits; db.locks' collection locks use class "RA"
+#: the advisory lock (class "RM", key) a migration holds until it commits; db.locks' collection locks are one-bigint
+#: locks (tagged "RA"), another key space
 _MIGRATION_LOCK = {"cls": 0x524D, "key": 0}
 
 

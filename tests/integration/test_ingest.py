@@ -291,6 +291,35 @@ def test_second_reindex_of_same_collection_is_refused(engine, indexer, corpus):
     indexer.index_paths([corpus], collection="t")
 
 
+def test_collections_whose_names_share_a_32_bit_hash_do_not_block_each_other(engine, indexer, corpus):
+    """The run lock was keyed by hashtext(name), 32 bits: among a few hundred thousand names some pairs share it,
+    and a run of one refused the other's runs and edits as if its own were running."""
+    first, second = "team-103077", "team-239063"
+    with engine.connect() as conn:
+        hashes = conn.execute(text("SELECT hashtext(:a), hashtext(:b)"), {"a": first, "b": second}).one()
+    assert hashes[0] == hashes[1], "the pair must collide under the old key for this test to mean anything"
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with reindex_lock(engine, first):
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        assert indexer.index_paths([corpus], collection=second).failed == []
+        with Session(engine) as edit:
+            lock_for_edit(edit, second)
+        with Session(engine) as edit, pytest.raises(ReindexInProgressError):
+            lock_for_edit(edit, first)  # the held one still excludes its own collection's edits
+    finally:
+        release.set()
+        thread.join()
+
+
 def test_a_run_waits_for_an_edit_and_refuses_edits_while_it_waits(engine, indexer, corpus, monkeypatch):
     """A DELETE holds the lock shared for its transaction: a run starting then waits for it instead of failing
     (a reindex-all job failed when a delete came a moment after it), and an edit arriving meanwhile is refused."""

@@ -24,7 +24,7 @@ from rag_service.db.admin import admin_params
 from rag_service.db.database import Database
 from rag_service.db.embedded import start_embedded_server
 from rag_service.db.engine import make_engine
-from rag_service.db.locks import reindex_lock
+from rag_service.db.locks import RUN_LOCK_TAG, reindex_lock
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import DatabaseUnavailableError
 from rag_service.ingest import batch, indexer
@@ -202,7 +202,8 @@ def _end_the_reindex_lock_holder(server_url: str) -> None:
     """The server ends the session holding a reindex lock (as a crash or a restart would), and waits for it."""
     with psycopg.connect(**admin_params(server_url)) as admin:  # type: ignore[arg-type]
         ended = admin.execute(
-            "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks WHERE locktype = 'advisory' AND classid = 21057"
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 "
+            f"AND CAST(classid AS bigint) >> 16 = {RUN_LOCK_TAG}"
         ).fetchall()
     assert ended == [(True,)], ended
 
