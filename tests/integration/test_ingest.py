@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -269,12 +271,14 @@ def test_reindex_all_rechunks_from_stored_text(indexer, corpus, connection, embe
     assert _chunks(connection, "docs/guide.md") == before
 
 
-def test_second_reindex_of_same_collection_is_refused(engine, indexer, corpus):
+@contextmanager
+def _held_by_another_run(engine, collection: str) -> Iterator[None]:
+    """``collection``'s run lock held by a run on another thread while the block runs."""
     holding = threading.Event()
     release = threading.Event()
 
     def hold() -> None:
-        with reindex_lock(engine, "t"):
+        with reindex_lock(engine, collection):
             holding.set()
             release.wait(10)
 
@@ -282,12 +286,17 @@ def test_second_reindex_of_same_collection_is_refused(engine, indexer, corpus):
     thread.start()
     try:
         assert holding.wait(10)
-        with pytest.raises(ReindexInProgressError, match="another ingest or reindex of collection 't'"):
-            indexer.index_paths([corpus], collection="t")
-        indexer.index_paths([corpus], collection="other")  # other collections are not blocked
+        yield
     finally:
         release.set()
         thread.join()
+
+
+def test_second_reindex_of_same_collection_is_refused(engine, indexer, corpus):
+    with _held_by_another_run(engine, "t"):
+        with pytest.raises(ReindexInProgressError, match="another ingest or reindex of collection 't'"):
+            indexer.index_paths([corpus], collection="t")
+        indexer.index_paths([corpus], collection="other")  # other collections are not blocked
     indexer.index_paths([corpus], collection="t")
 
 
@@ -298,26 +307,12 @@ def test_collections_whose_names_share_a_32_bit_hash_do_not_block_each_other(eng
     with engine.connect() as conn:
         hashes = conn.execute(text("SELECT hashtext(:a), hashtext(:b)"), {"a": first, "b": second}).one()
     assert hashes[0] == hashes[1], "the pair must collide under the old key for this test to mean anything"
-    holding = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        with reindex_lock(engine, first):
-            holding.set()
-            release.wait(10)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    try:
-        assert holding.wait(10)
+    with _held_by_another_run(engine, first):
         assert indexer.index_paths([corpus], collection=second).failed == []
         with Session(engine) as edit:
             lock_for_edit(edit, second)
         with Session(engine) as edit, pytest.raises(ReindexInProgressError):
             lock_for_edit(edit, first)  # the held one still excludes its own collection's edits
-    finally:
-        release.set()
-        thread.join()
 
 
 def test_a_run_waits_for_an_edit_and_refuses_edits_while_it_waits(engine, indexer, corpus, monkeypatch):
