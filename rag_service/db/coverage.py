@@ -22,17 +22,19 @@ _HELD_SHARE = text(
     "LEFT JOIN lexeme_stats s ON s.collection = :collection AND s.lexeme = q.lexeme), "
     "c AS (SELECT id, tsvector_to_array(content_tsv) AS held FROM document_chunks "
     "WHERE collection = :collection AND id = ANY(CAST(:ids AS bigint[]))) "
-    "SELECT coalesce(max(share), 0) FROM (SELECT c.id, coalesce(sum(w.idf) FILTER (WHERE w.lexeme = ANY(c.held)), 0) "
-    "/ nullif((SELECT sum(idf) FROM w), 0) AS share FROM c CROSS JOIN w GROUP BY c.id) AS shares"
+    "SELECT c.id, coalesce(sum(w.idf) FILTER (WHERE w.lexeme = ANY(c.held)), 0) "
+    "/ nullif((SELECT sum(idf) FROM w), 0) AS share FROM c CROSS JOIN w GROUP BY c.id"
 )
 
 
-def best_held_share(
+def held_shares(
     session: Session, *, collection: str, fts_config: str, words: str, chunk_ids: Sequence[int]
-) -> float:
-    """The largest idf-weighted share of the lexemes of ``words`` that one of ``chunk_ids`` holds (0..1; 0 when
-    ``words`` has no lexeme, the collection no statistics, or no chunk matches)."""
+) -> dict[int, float]:
+    """The idf-weighted share of the lexemes of ``words`` each of ``chunk_ids`` holds (0..1; 0 when ``words`` has no
+    lexeme, the collection no statistics, or the chunk is not in the collection)."""
     if not chunk_ids:
-        return 0.0
+        return {}
     params = {"collection": collection, "fts_config": fts_config, "words": words, "ids": [int(i) for i in chunk_ids]}
-    return float(session.execute(_HELD_SHARE, params).scalar_one() or 0.0)
+    found = {int(i): float(share or 0.0) for i, share in session.execute(_HELD_SHARE, params).all()}
+    return {int(i): found.get(int(i), 0.0) for i in chunk_ids}
+

@@ -28,9 +28,13 @@ result: below it, nothing is returned (the context says "no relevant passages");
 results after the first are kept down to ``TAIL_SHARE`` of it, so an answerable question keeps its
 ranked list while the weak tail of every answer is still cut (docs/benchmarks.md, "Issue 25 point 3
 on int8, session 10": one floor cutting every result either cost answerable questions or let
-unanswerable ones through). A first result a little under a floor of at most 0.5 still passes when one of the
-first results holds half of the question's words weighed by idf (``db.coverage``): the model scores some short,
-answerable questions low, and their rare words are the evidence it misses (docs/benchmarks.md, "Session 27").
+unanswerable ones through). A first result under a floor of at most 0.5 still passes when one of the first
+results holds half of the question's words weighed by idf (``db.coverage``): the model scores some short,
+answerable questions low, and their rare words are the evidence it misses (docs/benchmarks.md, "Session 27");
+the list then keeps the results that reach the tail or hold half of the question themselves. Code is the
+extreme case: a question naming an identifier has cosines of 0.1-0.3 to the function that defines it, so a
+floor on the model's score alone refused 41% of answerable questions on a JavaScript corpus (docs/benchmarks.md,
+"Session 56").
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ import numpy.typing as npt
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from rag_service.db.coverage import best_held_share
+from rag_service.db.coverage import held_shares
 from rag_service.db.replicas import ReadRoute
 from rag_service.db.vector_type import vector_from_send
 from rag_service.embed import BUNDLED_MINILM_ID, bundled_model_id
@@ -67,15 +71,13 @@ REFERENCE_TTL_S = 300.0
 #: once the first result passes ``min_relevance``, the results after it are kept down to this share of it
 #: (0.5 until session 27: 0.4 kept answerable lists' relevant tails on two machines' vectors, all three sets)
 TAIL_SHARE = 0.4
-#: a first result below ``min_relevance`` but at or above this share of it still passes when one of the first
-#: ``HELD_RESULTS`` results holds ``HELD_SHARE`` of the question's words, weighed by idf (``db.coverage``): short
-#: questions the model scores low but whose rare words a passage holds (docs/benchmarks.md, "Session 27"). Only
-#: for floors up to ``LEXICAL_MAX_FLOOR`` (the stock ones): it was measured on first results of 0.3-0.43, and a
-#: caller asking for more than an even chance wants the model's own score to reach it. 0.7 until session 52: a
-#: plain-text chunk of several topics scored 0.19 for "how long are logs kept?" while holding "kept for ninety
-#: days" (the stock agent refused it); 0.4 changed no out-of-domain share past 0.011 on every pairing of the visible
-#: sets and raised ray-docs-qa's floored nDCG@10 (docs/benchmarks.md, "Session 52")
-LEXICAL_FLOOR_SHARE = 0.4
+#: a first result below ``min_relevance`` still passes when one of the first ``HELD_RESULTS`` results holds
+#: ``HELD_SHARE`` of the question's words, weighed by idf (``db.coverage``): short questions the model scores low but
+#: whose rare words a passage holds (docs/benchmarks.md, "Session 27"), and questions naming code. Only for floors up
+#: to ``LEXICAL_MAX_FLOOR`` (the stock ones): a caller asking for more than an even chance wants the model's own score
+#: to reach it. The first result had to reach 0.7 of the floor until session 52 and 0.4 until session 56 (a
+#: question naming a function scored 1-2% against its definition): no share of it changed an out-of-domain share
+#: on the visible sets (docs/benchmarks.md, "Session 52" and "Session 56")
 LEXICAL_MAX_FLOOR = 0.5
 HELD_SHARE = 0.5
 HELD_RESULTS = 3
@@ -241,19 +243,18 @@ def finalize(
     *,
     calibrate: bool,
     min_relevance: float,
-    held_share: Callable[[Sequence[RetrievedChunk]], float] | None = None,
+    held_shares: Callable[[Sequence[RetrievedChunk]], Sequence[float]] | None = None,
 ) -> tuple[list[RetrievedChunk], list[RetrievedChunk]]:
     """The results in ranked order with their final relevance, gated and cut by ``min_relevance``.
 
     The order is the pipeline's (relevance descending, then position). With ``calibrate``, each
     result's relevance becomes the largest calibrated value at or below its rank (kept strictly
     decreasing, so the order survives any later sort by relevance); without it (a reranker ran, or
-    no result has a calibrated value) the pipeline's relevance stays. A first result below
-    ``min_relevance`` drops every result, unless the floor is at most ``LEXICAL_MAX_FLOOR``, the first result at
-    least ``LEXICAL_FLOOR_SHARE`` of it and
-    ``held_share`` (asked only then) says one of the first ``HELD_RESULTS`` holds ``HELD_SHARE`` of the question;
-    otherwise those below ``TAIL_SHARE * min_relevance`` are dropped. Returns the kept results and the dropped
-    ones, both in ranked order.
+    no result has a calibrated value) the pipeline's relevance stays. A first result at or above ``min_relevance``
+    keeps the results down to ``TAIL_SHARE`` of it. Below it, every result is dropped, unless the floor is at most
+    ``LEXICAL_MAX_FLOOR`` and ``held_shares`` (asked only then: each result's share of the question's words) says
+    one of the first ``HELD_RESULTS`` holds ``HELD_SHARE``: then the results that reach the tail or hold
+    ``HELD_SHARE`` themselves are kept. Returns the kept results and the dropped ones, both in ranked order.
     """
     order = sorted(range(len(chunks)), key=lambda i: (-chunks[i].relevance_score, i))
     ranked = [chunks[i] for i in order]
@@ -263,43 +264,48 @@ def finalize(
         for i in range(len(ranked) - 1, -1, -1):
             level = min(max(values[i], level + _STEP), 1.0)
             ranked[i] = replace(ranked[i], relevance_score=level)
-    if not ranked or (
-        ranked[0].relevance_score < min_relevance
-        and not _held(ranked, min_relevance=min_relevance, held_share=held_share)
-    ):
+    tail = TAIL_SHARE * min_relevance
+    if not ranked:
         return [], ranked
-    kept = [c for c in ranked if c.relevance_score >= TAIL_SHARE * min_relevance]
-    return kept, ranked[len(kept) :]
+    if ranked[0].relevance_score >= min_relevance:
+        keep = [c.relevance_score >= tail for c in ranked]
+    else:
+        shares = _shares(ranked, min_relevance=min_relevance, held_shares=held_shares)
+        if max(shares[:HELD_RESULTS], default=0.0) < HELD_SHARE:
+            return [], ranked
+        keep = [c.relevance_score >= tail or share >= HELD_SHARE for c, share in zip(ranked, shares, strict=True)]
+    kept = [c for c, k in zip(ranked, keep, strict=True) if k]
+    return kept, [c for c, k in zip(ranked, keep, strict=True) if not k]
 
 
-def _held(
+def _shares(
     ranked: Sequence[RetrievedChunk],
     *,
     min_relevance: float,
-    held_share: Callable[[Sequence[RetrievedChunk]], float] | None,
-) -> bool:
-    """Whether a first result under the floor passes on the question's words its first results hold."""
-    if held_share is None or min_relevance > LEXICAL_MAX_FLOOR:
-        return False
-    if ranked[0].relevance_score < LEXICAL_FLOOR_SHARE * min_relevance:
-        return False
-    return held_share(ranked[:HELD_RESULTS]) >= HELD_SHARE
+    held_shares: Callable[[Sequence[RetrievedChunk]], Sequence[float]] | None,
+) -> list[float]:
+    """Each result's share of the question's words, when a first result under the floor may pass on them (else
+    none held)."""
+    if held_shares is None or min_relevance > LEXICAL_MAX_FLOOR:
+        return [0.0] * len(ranked)
+    return list(held_shares(ranked))
 
 
-def held_share_reader(
+def held_shares_reader(
     route: ReadRoute, collection: str, fts_config: str, query: str
-) -> Callable[[Sequence[RetrievedChunk]], float]:
-    """``finalize``'s ``held_share`` for the user's own words of ``query`` (those BM25 scores, not its expansions):
+) -> Callable[[Sequence[RetrievedChunk]], list[float]]:
+    """``finalize``'s ``held_shares`` for the user's own words of ``query`` (those BM25 scores, not its expansions):
     one short read through the call's ``route``, the query parsed and read only when ``finalize`` asks."""
 
-    def share(chunks: Sequence[RetrievedChunk]) -> float:
+    def shares(chunks: Sequence[RetrievedChunk]) -> list[float]:
         words = bm25_text(parse_query(query))
         ids = [c.chunk_id for c in chunks]
-        return route.read(
-            lambda s: best_held_share(s, collection=collection, fts_config=fts_config, words=words, chunk_ids=ids)
+        found = route.read(
+            lambda s: held_shares(s, collection=collection, fts_config=fts_config, words=words, chunk_ids=ids)
         )
+        return [found.get(i, 0.0) for i in ids]
 
-    return share
+    return shares
 
 
 def no_relevant_passages(query: str, best: float | None, min_relevance: float) -> str:

@@ -50,7 +50,7 @@ from rag_service.retrieve.relevance import (
     ReferenceCache,
     applied_floor,
     finalize,
-    held_share_reader,
+    held_shares_reader,
     no_relevant_passages,
     score_candidates,
     section_evidence,
@@ -288,9 +288,9 @@ class Retriever:
         if metrics.reranker != NO_RERANKER:
             metrics.relevance = "reranker"
         floor = applied_floor(preset.min_relevance, metrics, given=setup.floor_given)
-        held = held_share_reader(route, options.collection, self.settings.fts_config, text)
+        held = held_shares_reader(route, options.collection, self.settings.fts_config, text)
         calibrated = metrics.relevance == "calibrated"
-        chunks, dropped = finalize(chunks, calibrate=calibrated, min_relevance=floor, held_share=held)
+        chunks, dropped = finalize(chunks, calibrate=calibrated, min_relevance=floor, held_shares=held)
         metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()

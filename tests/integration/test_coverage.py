@@ -8,7 +8,7 @@ import math
 import pytest
 from sqlalchemy import text
 
-from rag_service.db.coverage import best_held_share
+from rag_service.db.coverage import held_shares
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer
 from tests.integration.test_bm25 import TEXTS
@@ -38,15 +38,18 @@ def test_the_share_equals_the_reference(db, settings, connection, words):
     expected = [reference_share(connection, i, words) for i in ids]
     assert max(expected) > 0, "some chunk holds a word of the question"
     with db.transaction() as session:
+        shares = held_shares(session, collection="one", fts_config="english", words=words, chunk_ids=ids)
+        assert list(shares) == ids
         for chunk_id, share in zip(ids, expected, strict=True):
-            got = best_held_share(session, collection="one", fts_config="english", words=words, chunk_ids=[chunk_id])
-            assert got == pytest.approx(share, rel=1e-9)
-        best = best_held_share(session, collection="one", fts_config="english", words=words, chunk_ids=ids)
-        assert best == pytest.approx(max(expected), rel=1e-9)
+            assert shares[chunk_id] == pytest.approx(share, rel=1e-9)
+
+        def best(words: str, collection: str = "one", chunk_ids: list[int] = ids) -> float:
+            found = held_shares(session, collection=collection, fts_config="english", words=words, chunk_ids=chunk_ids)
+            return max(found.values(), default=0.0)
+
         # words the collection lacks weigh the most: a question of unknown words is held by nothing
-        assert (
-            best_held_share(session, collection="one", fts_config="english", words="zebra quokka", chunk_ids=ids) == 0
-        )
-        assert best_held_share(session, collection="one", fts_config="english", words="the of", chunk_ids=ids) == 0
-        assert best_held_share(session, collection="none", fts_config="english", words=words, chunk_ids=ids) == 0
-        assert best_held_share(session, collection="one", fts_config="english", words=words, chunk_ids=[]) == 0
+        assert best("zebra quokka") == 0
+        assert best("the of") == 0
+        assert best(words, collection="none") == 0
+        assert best(words, chunk_ids=[]) == 0
+        assert best(words, chunk_ids=[-1]) == 0  # a chunk that is not there holds nothing

@@ -112,3 +112,35 @@ def test_a_reranker_relevance_stands_and_the_floor_applies_to_it(db, settings, d
     assert result.metrics.relevance == "reranker"
     assert all("backup" in c.content.lower() for c in result.chunks)  # sigmoid(5) passes, sigmoid(-5) does not
     assert result.metrics.filtered_below_relevance >= 1
+
+
+JS = """export class Address6 {
+  constructor(address) {
+    this.address = address;
+    this.parsedAddress = this.parse(address);
+  }
+
+  isCanonical() {
+    return this.addressMinusSuffix === this.canonicalForm();
+  }
+
+  canonicalForm() {
+    return this.parsedAddress.map((part) => part.padStart(4, '0')).join(':');
+  }
+
+  toUnsignedByteArray() {
+    const bytes = this.toByteArray();
+    return bytes.map((b) => b & 0xff);
+  }
+}
+"""
+
+
+def test_a_question_naming_a_function_passes_the_agent_floor_on_the_words_its_results_hold(service):
+    """Code scores near zero against prose questions (1-2% for this one), so the floor on the model's score alone
+    refused it: the first results hold the question's rare word, and the result holding it is kept."""
+    assert service.index_texts([("ip/address6.js", "address6", JS)], collection="code", strategy="code").added == 1
+    question = "what does isCanonical return?"
+    result = service.retrieve(question, "agent", collection="code")
+    assert result.chunks and "isCanonical() {" in result.chunks[0].content, result.formatted_context
+    assert service.retrieve(UNANSWERABLE, "agent", collection="code").chunks == []

@@ -12,7 +12,6 @@ from rag_service.retrieve.relevance import (
     FULL_BACKGROUND_CHUNKS,
     HELD_RESULTS,
     HELD_SHARE,
-    LEXICAL_FLOOR_SHARE,
     LEXICAL_MAX_FLOOR,
     TAIL_SHARE,
     Calibration,
@@ -126,31 +125,43 @@ def test_the_floor_gates_on_the_first_result_and_cuts_the_rest_at_a_share_of_it(
 def test_a_first_result_under_the_floor_passes_when_its_results_hold_the_question() -> None:
     asked: list[list[int]] = []
 
-    def held(share: float):  # type: ignore[no-untyped-def]
+    def held(*shares: float):  # type: ignore[no-untyped-def]
         def read(chunks):  # type: ignore[no-untyped-def]
             asked.append([c.chunk_id for c in chunks])
-            return share
+            return [shares[i] if i < len(shares) else 0.0 for i in range(len(chunks))]
 
         return read
 
     chunks = [_chunk(i, 1.0 - i / 10, v) for i, v in enumerate((0.35, 0.3, 0.2, 0.19, 0.1), start=1)]
-    # 0.35 is under 0.43 but above LEXICAL_FLOOR_SHARE of it: the first HELD_RESULTS results are weighed
-    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_share=held(HELD_SHARE))
-    assert asked == [[1, 2, 3][:HELD_RESULTS]]
+    # 0.35 is under 0.43: each result's share of the question's words is read, the first HELD_RESULTS weighed
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_shares=held(0, 0, HELD_SHARE))
+    assert asked == [[1, 2, 3, 4, 5]]
     assert [c.chunk_id for c in kept] == [1, 2, 3, 4] and [c.chunk_id for c in dropped] == [5]  # tail: 0.4 x 0.43
-    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_share=held(HELD_SHARE - 0.01))
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_shares=held(HELD_SHARE - 0.01))
     assert kept == [] and len(dropped) == 5
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.43, held_shares=held(*[0.0] * HELD_RESULTS, 1.0))
+    assert kept == [] and len(dropped) == 5  # only the first HELD_RESULTS open the gate
     asked.clear()
-    low = [_chunk(1, 0.9, LEXICAL_FLOOR_SHARE * 0.43 - 0.01), _chunk(2, 0.8, 0.1)]
-    kept, dropped = finalize(low, calibrate=True, min_relevance=0.43, held_share=held(1.0))
-    assert kept == [] and asked == []  # too far under the floor: not asked, refused
     assert 0.43 <= LEXICAL_MAX_FLOOR < 0.9
-    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.9, held_share=held(1.0))
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.9, held_shares=held(1.0))
     assert kept == [] and asked == []  # a floor over LEXICAL_MAX_FLOOR: the model's score alone decides
-    asked.clear()
-    mixed = [_chunk(1, 0.9, 0.19), _chunk(2, 0.8, 0.1)]  # a chunk of several topics holding the answer's words
-    kept, _ = finalize(mixed, calibrate=True, min_relevance=0.45, held_share=held(0.51))
-    assert [c.chunk_id for c in kept] == [1] and asked == [[1, 2]]  # the stock agent refused it at 0.7 x 0.45
+    kept, _ = finalize(chunks, calibrate=True, min_relevance=0.3, held_shares=held(1.0))
+    assert len(kept) == 4 and asked == []  # a first result over the floor: nothing read
+
+
+def test_code_the_model_scores_near_zero_passes_on_the_words_it_holds() -> None:
+    """A question naming an identifier scores 1-2% against the function that defines it (the model reads prose):
+    the first results' words open the gate, and the results holding the question are kept however low their
+    score, while those holding neither fall to the tail cut."""
+    chunks = [_chunk(i, 1.0 - i / 10, v) for i, v in enumerate((0.02, 0.015, 0.01, 0.005), start=1)]
+
+    def held(chunks):  # type: ignore[no-untyped-def]
+        return [(0.9, 0.2, 0.6, 0.0)[i] for i in range(len(chunks))]
+
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.45, held_shares=held)
+    assert [c.chunk_id for c in kept] == [1, 3] and [c.chunk_id for c in dropped] == [2, 4]
+    kept, dropped = finalize(chunks, calibrate=True, min_relevance=0.45, held_shares=lambda c: [0.4] * len(c))
+    assert kept == [] and len(dropped) == 4  # an unanswerable one: neither score nor words
 
 
 def test_without_calibration_the_pipelines_relevance_stays() -> None:
