@@ -58,8 +58,9 @@ _CLASS_LIKE_BY_LANGUAGE = {
 _FUNCTION_NAME = re.compile(
     r"\b(?:def|func|function|fn|fun|sub|procedure)[ \t]+(?:\([^)]*\)[ \t]*)?([A-Za-z_$][\w$]*(?:[.:][A-Za-z_$][\w$]*)*)"
     r"|\b(?:table|view|index|trigger|procedure)[ \t]+(?:if[ \t]+not[ \t]+exists[ \t]+)?([\w.\"`]+)"
-    r"|(?!(?:if|for|while|switch|catch|return|new|else)\b)([A-Za-z_$][\w$]*)[ \t]*\([^;{}]*\)[ \t]*"
-    r"(?:->[^{]*|:[^{=]*|throws[^{]*|const[ \t]*)?\{?[ \t]*$",
+    # a call-like line names a definition only from a whole word: without (?<![\w$]) ``if (`` gave ``f``
+    r"|(?<![\w$])(?!(?:if|for|while|switch|catch|return|new|else|function)\b)([A-Za-z_$][\w$]*)"
+    r"[ \t]*\([^;{}]*\)[ \t]*(?:->[^{]*|:[^{=]*|throws[^{]*|const[ \t]*)?\{?[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _SHELL_FUNCTION = r"|^[ \t]*[A-Za-z_][\w-]*[ \t]*\(\)[ \t]*\{"
