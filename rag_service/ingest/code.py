@@ -29,7 +29,7 @@ from typing import ClassVar
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.filetypes import language_for
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
-from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_span
+from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_lines
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 
 #: a larger Python file is split as the other languages are: ``ast`` holds 150-230 bytes per character of a module
@@ -126,7 +126,7 @@ class CodeChunker(SizedChunker):
         base = {"h1": self.module} if self.module else {}
         chunks: list[TextChunk] = []
         for span, names in units:
-            trimmed = trim_span(text, *span)
+            trimmed = trim_lines(text, *span)
             if trimmed is None:
                 continue
             headers = {**base, **{f"h{i}": n for i, n in enumerate(names, start=len(base) + 1) if i <= 6}}
@@ -156,7 +156,8 @@ class CodeChunker(SizedChunker):
                 node_start, node_end = max(offset(first), cursor), offset((node.end_lineno or node.lineno) + 1)
                 self._plain(text, cursor, node_start, names, units)
                 path = (*names, node.name)
-                if len(text[node_start:node_end].strip()) <= self.chunk_size:  # as the trimmed chunk
+                trimmed = trim_lines(text, node_start, node_end)  # as the chunk will be
+                if trimmed is None or trimmed[1] - trimmed[0] <= self.chunk_size:
                     units.append(((node_start, node_end), path))
                 elif isinstance(node, ast.ClassDef) and any(
                     isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in node.body

@@ -50,6 +50,16 @@ def trim_span(text: str, start: int, end: int) -> Span | None:
     return start + len(piece) - len(left), end - (len(left) - len(left.rstrip()))
 
 
+def trim_lines(text: str, start: int, end: int) -> Span | None:
+    """``trim_span``, but keeping the indentation of a first line that starts inside the span: only blank lines
+    are trimmed before it (code, whose first line read de-indented against the rest). None if only whitespace."""
+    trimmed = trim_span(text, start, end)
+    if trimmed is None:
+        return None
+    line = text.rfind("\n", 0, trimmed[0]) + 1
+    return (line if line >= start else trimmed[0]), trimmed[1]
+
+
 def cut_after(text: str, start: int, end: int, pattern: re.Pattern[str]) -> list[Span]:
     """Cut ``(start, end)`` after every match of ``pattern``: contiguous spans covering it exactly."""
     spans: list[Span] = []

@@ -40,13 +40,16 @@ PROPERTY_SETTINGS = settings(
 Line = tuple[str, bool]  # (line text, required)
 
 
-def assert_chunks_valid(text: str, doc: ChunkedDocument) -> None:
-    """Exact offsets, trimmed content, cl100k token counts, indices 0..n-1 in document order."""
+def assert_chunks_valid(text: str, doc: ChunkedDocument, *, indented: bool = False) -> None:
+    """Exact offsets, trimmed content, cl100k token counts, indices 0..n-1 in document order. ``indented``
+    (``code``): a chunk may start with its first line's indentation, from the line's start."""
     previous_start = -1
     for i, chunk in enumerate(doc.chunks):
         assert chunk.chunk_index == i
         assert text[chunk.start_char : chunk.end_char] == chunk.content
-        assert chunk.content and chunk.content == chunk.content.strip()
+        indent = len(chunk.content) - len(chunk.content.lstrip(" \t")) if indented else 0
+        assert chunk.content and chunk.content[indent:] == chunk.content.strip()
+        assert indent == 0 or chunk.start_char == 0 or text[chunk.start_char - 1] == "\n"
         assert chunk.token_count == count_tokens(chunk.content)
         assert chunk.start_char >= previous_start
         previous_start = chunk.start_char
@@ -222,8 +225,9 @@ def test_empty_text_gives_no_chunks(strategy: str, text: str) -> None:
 def test_short_document_yields_one_chunk(strategy: str) -> None:
     text = "\n  See the FAQ for details.  \n"
     doc = build(strategy).split(text)
-    assert [c.content for c in doc.chunks] == ["See the FAQ for details."]
-    assert doc.chunks[0].start_char == 3
+    indent = "  " if strategy == "code" else ""  # code keeps its first line's indentation
+    assert [c.content for c in doc.chunks] == [f"{indent}See the FAQ for details."]
+    assert doc.chunks[0].start_char == 3 - len(indent)
 
 
 @pytest.mark.parametrize("strategy", TEXT_STRATEGIES)

@@ -232,12 +232,12 @@ def python_module(draw: st.DrawFn) -> tuple[str, list[str]]:
 def test_python_definitions_are_whole_where_they_fit(module: tuple[str, list[str]], size: int) -> None:
     text, _ = module
     doc = make_chunker("code", source="pkg/mod.py", chunk_size=size).split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=True)
     assert uncovered(text, doc, [i for i, ch in enumerate(text) if not ch.isspace()]) == []
     assert all(len(c.content) <= size for c in doc.chunks)
     assert all(c.headers["h1"] == "mod" for c in doc.chunks)
     for match in re.finditer(r"^( *)(?:@staticmethod\n *)?def (\w+)\(x\):\n(?:\1    .*\n)*", text, re.MULTILINE):
-        start, end = match.start() + len(match[1]), match.end() - 1  # chunks are trimmed: no indent, no newline
+        start, end = match.start(), match.end() - 1  # chunks keep the first line's indent, not the last newline
         if end - start <= size and not _in_whole_class(text, doc, start):
             holders = [c for c in doc.chunks if c.start_char <= start and end <= c.end_char]
             assert len(holders) == 1, match[0]
@@ -256,7 +256,7 @@ def test_python_header_path_module_class_function() -> None:
         + "\ndef create_agent(name):\n    return AgentFactory()\n"
     )
     doc = make_chunker("code", source="src/agents/factory.py", chunk_size=200).split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=True)
     paths = [c.header_path for c in doc.chunks]
     assert paths[0] == "factory"
     assert "factory > AgentFactory" in paths
@@ -315,7 +315,7 @@ def test_python_header_path_module_class_function() -> None:
 )
 def test_other_languages_cut_at_definitions(source: str, size: int, text: str, expected: list[str]) -> None:
     doc = make_chunker("code", source=source, chunk_size=size).split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=True)
     assert uncovered(text, doc, [i for i, ch in enumerate(text) if not ch.isspace()]) == []
     assert [c.header_path for c in doc.chunks][-len(expected) :] == expected
 
@@ -327,7 +327,7 @@ def test_code_offsets_exact_on_any_text(source: str, text: str, data: st.DataObj
     size = data.draw(st.integers(5, 200))
     overlap = data.draw(st.integers(0, size - 1))
     doc = make_chunker("code", source=source, chunk_size=size, chunk_overlap=overlap, min_chunk_chars=0).split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=True)
     assert uncovered(text, doc, [i for i, ch in enumerate(text) if not ch.isspace()]) == []
 
 
@@ -347,7 +347,7 @@ def test_a_python_module_too_large_to_parse_is_split_by_its_definition_lines() -
     finally:
         tracemalloc.stop()
     assert peak < 60 * len(text), f"{peak / len(text):.0f} bytes per character"
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=True)
     assert doc.chunks[0].content.startswith("def f0(x):") and doc.chunks[0].header_path == "gen > f0"
 
 
