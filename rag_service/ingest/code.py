@@ -20,13 +20,14 @@ The language comes from the file suffix (``filetypes.CODE_LANGUAGES``).
 
 from __future__ import annotations
 
-import ast
 import re
 from bisect import bisect_right
 from pathlib import PurePath
 from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.code_lines import Definition
+from rag_service.ingest.code_python import python_definitions
 from rag_service.ingest.filetypes import language_for
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
 from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_lines
@@ -35,6 +36,8 @@ from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 #: a larger Python file is split as the other languages are: ``ast`` holds 150-230 bytes per character of a module
 #: (a generated 10 MB ``_pb2.py`` took 1.9 GB), and hand-written modules stay far below this (the largest are ~500 KB)
 MAX_PARSED_CHARS = 1_000_000
+#: code this short (stripped) before a class's first method, or after its last, goes with that method's chunk
+SHORT_CODE_CHARS = 200
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
 _CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
                       "try", "throw", "finally", "catch", "foreach", "do", "loop", "match", "when", "unless",
@@ -118,11 +121,14 @@ class CodeChunker(SizedChunker):
         """Chunk ``text`` by definitions with exact offsets (see the module doc)."""
         if not text.strip():
             return ChunkedDocument([], {})
-        units: list[tuple[Span, tuple[str, ...]]] | None = None
+        definitions = None
         if self.language == "python" and len(text) <= MAX_PARSED_CHARS:
-            units = self._python_units(text)
-        if units is None:
+            definitions = python_definitions(text)
+        if definitions is None:
             units = self._generic_units(text)
+        else:
+            units = []
+            self._walk(text, definitions, (0, len(text)), (), units, inside=False)
         base = {"h1": self.module} if self.module else {}
         chunks: list[TextChunk] = []
         for span, names in units:
@@ -133,43 +139,52 @@ class CodeChunker(SizedChunker):
             chunks.append(make_chunk(text, trimmed, index=len(chunks), chunk_type=TEXT, headers=headers))
         return ChunkedDocument(chunks, {})
 
-    # -- Python --------------------------------------------------------------------------------------
+    # -- definitions to chunks ------------------------------------------------------------------------
 
-    def _python_units(self, text: str) -> list[tuple[Span, tuple[str, ...]]] | None:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        line_starts = [0]
-        line_starts.extend(m.end() for m in re.finditer("\n", text))
-        units: list[tuple[Span, tuple[str, ...]]] = []
-
-        def offset(line: int) -> int:  # start of 1-based ``line``; past the end: the text's end
-            return line_starts[line - 1] if line - 1 < len(line_starts) else len(text)
-
-        def walk(body: list[ast.stmt], start: int, end: int, names: tuple[str, ...]) -> None:
-            cursor = start
-            for node in body:
-                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                    continue
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                node_start, node_end = max(offset(first), cursor), offset((node.end_lineno or node.lineno) + 1)
-                self._plain(text, cursor, node_start, names, units)
-                path = (*names, node.name)
-                trimmed = trim_lines(text, node_start, node_end)  # as the chunk will be
-                if trimmed is None or trimmed[1] - trimmed[0] <= self.chunk_size:
-                    units.append(((node_start, node_end), path))
-                elif isinstance(node, ast.ClassDef) and any(
-                    isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in node.body
-                ):
-                    walk(node.body, node_start, node_end, path)
-                else:
-                    self._plain(text, node_start, node_end, path, units)
-                cursor = max(cursor, node_end)
+    def _walk(
+        self,
+        text: str,
+        definitions: list[Definition],
+        span: Span,
+        names: tuple[str, ...],
+        units: list[tuple[Span, tuple[str, ...]]],
+        *,
+        inside: bool,
+    ) -> None:
+        """Chunks of ``span`` holding ``definitions``: each whole where it fits (from its lead, else from its own
+        start), else its children walked, else split; the code between them as ``_plain``. ``inside`` a
+        definition (a class), short code before a child (the class line, a docstring, short attributes) goes
+        with it, and short code after the last one (a closing brace) too, so no tiny chunk stands alone."""
+        cursor, end = span
+        last: int | None = None  # the unit of the last definition, when it is whole
+        for node in definitions:
+            joined = [cursor] if inside and self._short(text, cursor, node.lead) else []
+            candidates = [*joined, max(node.lead, cursor), max(node.start, cursor)]
+            begin = next((c for c in candidates if self._fits(text, c, node.end)), candidates[0])
+            self._plain(text, cursor, begin, names, units)
+            path = (*names, *node.names)
+            last = None
+            if self._fits(text, begin, node.end):
+                units.append(((begin, node.end), path))
+                last = len(units) - 1
+            elif node.children:
+                self._walk(text, node.children, (begin, node.end), path, units, inside=True)
+            else:
+                self._plain(text, begin, node.end, path, units)
+            cursor = max(cursor, node.end)
+        if inside and last is not None and self._short(text, cursor, end) and self._fits(text, units[last][0][0], end):
+            (begin, _), path = units[last]
+            units[last] = ((begin, end), path)
+        else:
             self._plain(text, cursor, end, names, units)
 
-        walk(tree.body, 0, len(text), ())
-        return units
+    def _fits(self, text: str, start: int, end: int) -> bool:
+        trimmed = trim_lines(text, start, end)  # as the chunk will be
+        return trimmed is None or trimmed[1] - trimmed[0] <= self.chunk_size
+
+    @staticmethod
+    def _short(text: str, start: int, end: int) -> bool:
+        return len(text[start:end].strip()) <= SHORT_CODE_CHARS
 
     def _plain(
         self, text: str, start: int, end: int, names: tuple[str, ...], units: list[tuple[Span, tuple[str, ...]]]

@@ -37,3 +37,56 @@ def test_a_method_chunk_keeps_its_first_line_indentation() -> None:
     method = next(c for c in chunks("plat.py", text) if c.header_path == "plat > Big > m1")
     assert method.content.startswith("    def m1(self):\n        self.total")
     assert text[method.start_char - 1] == "\n"
+
+
+def test_python_comments_above_a_definition_go_with_it() -> None:
+    """D3 (Python): 13 of 16 ``#`` blocks right above a ``def`` in click+jinja2 went to the previous chunk."""
+    first = "def first():\n" + "    value = 1\n" * 60 + "    return value\n"
+    text = first + "\n\n# Explains what second does,\n# over two lines.\n@decorate\ndef second():\n    return 2\n"
+    second = chunks("mod.py", text)[-1]
+    assert second.header_path == "mod > second"
+    assert second.content.startswith("# Explains what second does,\n# over two lines.\n@decorate\ndef second():")
+
+
+def test_python_definitions_inside_top_level_blocks() -> None:
+    """D8: ``if``/``else``/``try``/``except``/``with`` bodies were not searched: their functions had no name and
+    were cut mid-way; the block's header line now leads its first definition."""
+    body = "".join(f"    value_{i} = compute({i})\n" for i in range(40))
+    text = (
+        "import os\n\n"
+        f'if os.name == "nt":\n    def home_dir():\n{body.replace("    ", "        ")}        return value_1\n'
+        'else:\n    def home_dir():\n        return os.environ["HOME"]\n\n'
+        "try:\n    from fast import parse\nexcept ImportError:\n    def parse(text):\n        return text\n"
+    )
+    found = [(c.header_path, c.content.split("\n", 2)[:2]) for c in chunks("plat.py", text, chunk_size=1500)]
+    assert found == [
+        ("plat", ["import os"]),
+        ("plat > home_dir", ['if os.name == "nt":', "    def home_dir():"]),
+        ("plat > home_dir", ["else:", "    def home_dir():"]),
+        ("plat", ["try:", "    from fast import parse"]),
+        ("plat > parse", ["except ImportError:", "    def parse(text):"]),
+    ]
+
+
+def test_python_comments_after_the_last_statement_stay_in_the_function() -> None:
+    """D8b: ``ast`` ends a function at its last statement; its commented-out tail became a chunk of its own."""
+    text = "def tail():\n    x = 1\n    return x\n    # old_return = compute_everything_again()\n\n    # return old\n"
+    text += "\n\n# about the next one\ndef after():\n    return 2\n"
+    found = [(c.header_path, c.content) for c in chunks("plat.py", text)]
+    assert found == [
+        ("plat > tail", text[: text.index("\n\n\n")]),
+        ("plat > after", "# about the next one\ndef after():\n    return 2"),
+    ]
+
+
+def test_a_class_line_joins_its_first_method() -> None:
+    """D12: a class too large for one chunk left ``class Big:`` (10 characters) as a chunk of its own."""
+    methods = "".join(f"    def m{i}(self):\n" + "        self.n = self.n + 1\n" * 20 + "\n" for i in range(3))
+    text = 'class Big:\n    """Counts."""\n\n    size = 3\n\n' + methods + "    label = 'big'\n"
+    found = [(c.header_path, c.content.split("\n", 1)[0]) for c in chunks("plat.py", text)]
+    assert found == [
+        ("plat > Big > m0", "class Big:"),
+        ("plat > Big > m1", "    def m1(self):"),
+        ("plat > Big > m2", "    def m2(self):"),
+    ]
+    assert chunks("plat.py", text)[-1].content.endswith("label = 'big'")

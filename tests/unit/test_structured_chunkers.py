@@ -259,7 +259,8 @@ def test_python_header_path_module_class_function() -> None:
     assert_chunks_valid(text, doc, indented=True)
     paths = [c.header_path for c in doc.chunks]
     assert paths[0] == "factory"
-    assert "factory > AgentFactory" in paths
+    assert paths[1] == "factory > AgentFactory > method_0"  # the class line and docstring go with its first method
+    assert doc.chunks[1].content.startswith('class AgentFactory:\n    """Builds agents."""\n\n    def method_0')
     assert "factory > AgentFactory > method_7" in paths
     assert paths[-1] == "factory > create_agent"
     assert doc.chunks[-1].content == "def create_agent(name):\n    return AgentFactory()"
