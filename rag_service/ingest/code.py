@@ -1,36 +1,31 @@
-"""The ``code`` strategy: functions and classes whole where they fit; header path module > class > function.
+"""The ``code`` strategy: one definition per chunk where it fits; header path module > class > function.
 
-The language comes from the file suffix (``filetypes.CODE_LANGUAGES``).
-
-- **Python** is parsed with ``ast``: each top-level function or class (decorators included) is one
-  chunk if it fits ``chunk_size``; a class that does not fit is replaced by its own code between
-  methods plus one chunk per method; a function that does not fit is split by the recursive splitter
-  (its pieces keep its header path). Code between definitions (imports, constants) is merged into
-  chunks of at most ``chunk_size``. A file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like
-  the other languages.
-- **Other languages**: a definition line (``class``, ``func``, ``fn``, ``function``, ``public ...``;
-  LangChain's per-language separators, from ``RecursiveCharacterTextSplitter.get_separators_for_language``)
-  starts a new piece; pieces that do not fit are split by the recursive splitter; consecutive pieces
-  are merged while they fit, so a definition that fits is never cut. LangChain's splitter itself is not
-  used: it returns no offsets and only cuts at top-level (unindented) definitions, so methods in a
-  class could not be separated. The header path of such a chunk names the first definition in it and
-  the nearest enclosing class-like declaration (by indentation): a heuristic, not a parser.
-  SQL and shell have no LangChain separators; theirs are here (statements, functions).
+The language comes from the file suffix (``filetypes.CODE_LANGUAGES``). Definitions are found by ``ast`` for
+Python (``code_python``; a file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like the other
+languages) and by definition lines and block ends for the others (``code_generic``: a heuristic, not a parser;
+LangChain's splitter itself is not used, as it returns no offsets and cuts only at unindented definitions). Each
+definition comes with the comments, attributes and decorators right above it, and is one chunk if it fits
+``chunk_size``; one that does not fit is replaced by its own code plus one chunk per nested definition (a class's
+methods), or else split by the recursive splitter (its pieces keep its header path). Inside a class, code this
+short before the first method (the class line, a docstring, a few attributes) or after the last (a closing brace)
+joins that method's chunk. Code between definitions (imports, constants) is merged into chunks of at most
+``chunk_size`` under the enclosing path, never named after a definition; a text with no definition rule (language
+``text``) has only such chunks. A chunk starts at the beginning of its first line, indentation kept.
 """
+
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
 from pathlib import PurePath
 from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.code_generic import generic_definitions
 from rag_service.ingest.code_lines import Definition
 from rag_service.ingest.code_python import python_definitions
 from rag_service.ingest.filetypes import language_for
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
-from rag_service.ingest.spans import Piece, Span, make_chunk, merge_pieces, trim_lines
+from rag_service.ingest.spans import Span, make_chunk, merge_pieces, trim_lines
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 
 #: a larger Python file is split as the other languages are: ``ast`` holds 150-230 bytes per character of a module
@@ -38,66 +33,6 @@ from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 MAX_PARSED_CHARS = 1_000_000
 #: code this short (stripped) before a class's first method, or after its last, goes with that method's chunk
 SHORT_CODE_CHARS = 200
-#: keywords that start a definition, per language (LangChain's separators minus control flow)
-_CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
-                      "try", "throw", "finally", "catch", "foreach", "do", "loop", "match", "when", "unless",
-                      "begin", "rescue", "let", "var", "val", "const"})  # fmt: skip
-_LANGCHAIN_NAMES = {
-    "js": "JS", "ts": "TS", "go": "GO", "java": "JAVA", "rust": "RUST", "c": "C", "cpp": "CPP",
-    "csharp": "CSHARP", "ruby": "RUBY", "php": "PHP", "kotlin": "KOTLIN", "swift": "SWIFT", "scala": "SCALA",
-    "python": "PYTHON", "proto": "PROTO", "lua": "LUA", "elixir": "ELIXIR", "powershell": "POWERSHELL", "sol": "SOL",
-}  # fmt: skip
-_OWN_KEYWORDS = {
-    "sql": ("create", "alter", "drop", "insert", "update", "delete", "select", "with", "grant", "comment"),
-    "shell": ("function",),
-}
-_CLASS_WORDS = "class|interface|struct|enum|trait|impl|object|namespace|module"
-_CLASS_LIKE_FORM = r"^([ \t]*)(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:{words})[ \t]+([A-Za-z_$][\w$]*)"
-_CLASS_LIKE = re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS), re.MULTILINE)
-#: a language whose declarations have words of their own (a proto file's messages and services)
-_CLASS_LIKE_BY_LANGUAGE = {
-    "proto": re.compile(_CLASS_LIKE_FORM.format(words="message|service|enum|oneof|extend"), re.MULTILINE)
-}
-_FUNCTION_NAME = re.compile(
-    r"\b(?:def|func|function|fn|fun|sub|procedure)[ \t]+(?:\([^)]*\)[ \t]*)?([A-Za-z_$][\w$]*(?:[.:][A-Za-z_$][\w$]*)*)"
-    r"|\b(?:table|view|index|trigger|procedure)[ \t]+(?:if[ \t]+not[ \t]+exists[ \t]+)?([\w.\"`]+)"
-    # a call-like line names a definition only from a whole word: without (?<![\w$]) ``if (`` gave ``f``
-    r"|(?<![\w$])(?!(?:if|for|while|switch|catch|return|new|else|function)\b)([A-Za-z_$][\w$]*)"
-    r"[ \t]*\([^;{}]*\)[ \t]*(?:->[^{]*|:[^{=]*|throws[^{]*|const[ \t]*)?\{?[ \t]*$",
-    re.IGNORECASE | re.MULTILINE,
-)
-_SHELL_FUNCTION = r"|^[ \t]*[A-Za-z_][\w-]*[ \t]*\(\)[ \t]*\{"
-#: a method or function signature line ending in ``{`` (``method1(b) {``, ``public int size() {``)
-_SIGNATURE = (
-    r"|^[ \t]*(?!(?:if|for|while|switch|catch|else|do|try|return|new)\b)(?:[\w<>\[\],.*&?@:]+[ \t]+)*"
-    r"[A-Za-z_$][\w$]*[ \t]*(?:<[^>\n]*>)?\([^;\n]*\)[^;{\n]*\{[ \t]*$"
-)
-_BRACE_LANGUAGES = frozenset(
-    {"js", "ts", "go", "java", "rust", "c", "cpp", "csharp", "php", "kotlin", "swift", "scala"}
-)
-
-
-def definition_keywords(language: str) -> tuple[str, ...]:
-    """The words that start a definition line in ``language`` (empty for unknown languages)."""
-    if language in _OWN_KEYWORDS:
-        return _OWN_KEYWORDS[language]
-    name = _LANGCHAIN_NAMES.get(language)
-    if name is None:
-        return ()
-    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
-
-    separators = RecursiveCharacterTextSplitter.get_separators_for_language(Language[name])
-    words = [s.strip() for s in separators if s.startswith("\n") and s.strip()]
-    return tuple(w for w in words if w not in _CONTROL)
-
-
-def _definition_pattern(language: str) -> re.Pattern[str] | None:
-    words = definition_keywords(language)
-    if not words:
-        return None
-    flags = re.MULTILINE | (re.IGNORECASE if language == "sql" else 0)
-    extra = _SHELL_FUNCTION if language == "shell" else _SIGNATURE if language in _BRACE_LANGUAGES else ""
-    return re.compile(r"^[ \t]*(?:" + "|".join(re.escape(w) for w in words) + r")\b" + extra, flags)
 
 
 class CodeChunker(SizedChunker):
@@ -124,11 +59,11 @@ class CodeChunker(SizedChunker):
         definitions = None
         if self.language == "python" and len(text) <= MAX_PARSED_CHARS:
             definitions = python_definitions(text)
+        trailing = definitions is None
         if definitions is None:
-            units = self._generic_units(text)
-        else:
-            units = []
-            self._walk(text, definitions, (0, len(text)), (), units, inside=False)
+            definitions = generic_definitions(text, self.language)
+        units: list[tuple[Span, tuple[str, ...]]] = []
+        self._walk(text, definitions, (0, len(text)), (), units, inside=False, trailing=trailing)
         base = {"h1": self.module} if self.module else {}
         chunks: list[TextChunk] = []
         for span, names in units:
@@ -150,14 +85,22 @@ class CodeChunker(SizedChunker):
         units: list[tuple[Span, tuple[str, ...]]],
         *,
         inside: bool,
+        trailing: bool = False,
     ) -> None:
         """Chunks of ``span`` holding ``definitions``: each whole where it fits (from its lead, else from its own
         start), else its children walked, else split; the code between them as ``_plain``. ``inside`` a
         definition (a class), short code before a child (the class line, a docstring, short attributes) goes
-        with it, and short code after the last one (a closing brace) too, so no tiny chunk stands alone."""
+        with it, and short code after the last one (a closing brace) too, so no tiny chunk stands alone.
+        ``trailing`` (the other languages): short code after any definition goes with it (``exports.A = A;``, a
+        separator comment), not only inside one."""
         cursor, end = span
         last: int | None = None  # the unit of the last definition, when it is whole
         for node in definitions:
+            gap_end = max(cursor, node.lead)
+            after_last = trailing and last is not None and self._short(text, cursor, gap_end)
+            if after_last and last is not None and self._fits(text, units[last][0][0], gap_end):
+                (begin, _), path = units[last]
+                cursor, units[last] = gap_end, ((begin, gap_end), path)
             joined = [cursor] if inside and self._short(text, cursor, node.lead) else []
             candidates = [*joined, max(node.lead, cursor), max(node.start, cursor)]
             begin = next((c for c in candidates if self._fits(text, c, node.end)), candidates[0])
@@ -168,11 +111,12 @@ class CodeChunker(SizedChunker):
                 units.append(((begin, node.end), path))
                 last = len(units) - 1
             elif node.children:
-                self._walk(text, node.children, (begin, node.end), path, units, inside=True)
+                self._walk(text, node.children, (begin, node.end), path, units, inside=True, trailing=trailing)
             else:
                 self._plain(text, begin, node.end, path, units)
             cursor = max(cursor, node.end)
-        if inside and last is not None and self._short(text, cursor, end) and self._fits(text, units[last][0][0], end):
+        joins = (inside or trailing) and last is not None and self._short(text, cursor, end)
+        if joins and last is not None and self._fits(text, units[last][0][0], end):
             (begin, _), path = units[last]
             units[last] = ((begin, end), path)
         else:
@@ -195,54 +139,3 @@ class CodeChunker(SizedChunker):
         pieces = recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
         for span in merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap):
             units.append((span, names))
-
-    # -- other languages -----------------------------------------------------------------------------
-
-    def _generic_units(self, text: str) -> list[tuple[Span, tuple[str, ...]]]:
-        pattern = _definition_pattern(self.language)
-        cuts = sorted({0, *(m.start() for m in pattern.finditer(text))} if pattern else {0})
-        pieces: list[Piece] = []
-        for start, end in zip(cuts, [*cuts[1:], len(text)], strict=True):
-            if end - start <= self.chunk_size:
-                pieces.append((start, end, end - start))
-            else:
-                pieces.extend(
-                    recursive_pieces(text, start, end, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
-                )
-        class_like = _CLASS_LIKE_BY_LANGUAGE.get(self.language, _CLASS_LIKE)
-        classes = [(m.start(), len(m[1].expandtabs(4)), m[2]) for m in class_like.finditer(text)]
-        class_starts = [c[0] for c in classes]
-        units: list[tuple[Span, tuple[str, ...]]] = []
-        for start, end in merge_pieces(pieces, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap):
-            units.append(((start, end), self._names(text, start, end, class_like, classes, class_starts)))
-        return units
-
-    @staticmethod
-    def _names(
-        text: str,
-        start: int,
-        end: int,
-        class_like: re.Pattern[str],
-        classes: list[tuple[int, int, str]],
-        class_starts: list[int],
-    ) -> tuple[str, ...]:
-        """Enclosing class (nearest earlier less-indented declaration) and the first definition in the span."""
-        body = text[start:end]
-        stripped = body.lstrip()
-        first = start + len(body) - len(stripped)
-        indent = first - (text.rfind("\n", 0, first) + 1)
-        names: list[str] = []
-        i = bisect_right(class_starts, first) - 1
-        while i >= 0:
-            if classes[i][1] < indent:
-                names.append(classes[i][2])
-                break
-            i -= 1
-        own = class_like.match(text, text.rfind("\n", 0, first) + 1)
-        if own is not None and own.start(2) < end:
-            names.append(own[2])
-        else:
-            match = _FUNCTION_NAME.search("\n".join(stripped.split("\n", 3)[:3]))
-            if match is not None:
-                names.append(next(g for g in match.groups() if g).strip('"`'))
-        return tuple(dict.fromkeys(names))

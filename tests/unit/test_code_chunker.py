@@ -90,3 +90,80 @@ def test_a_class_line_joins_its_first_method() -> None:
         ("plat > Big > m2", "    def m2(self):"),
     ]
     assert chunks("plat.py", text)[-1].content.endswith("label = 'big'")
+
+
+def _jsdoc_class(methods: int) -> str:
+    return "class Cache {\n" + "".join(
+        f"    /**\n     * Returns entry number {i} of the cache, or undefined when it was evicted.\n     */\n"
+        f"    entry{i}(key) {{\n" + "        const v = this.map.get(key);\n" * 8 + "        return v;\n    }\n\n"
+        for i in range(methods)
+    ) + "}\n"
+
+
+def test_js_methods_one_per_chunk_with_their_doc_comments() -> None:
+    """D3 + D4: six JSDoc'd methods were merged into 1,500-character chunks named after the first, and a doc
+    comment ended the chunk before its method's."""
+    found = chunks("cache.js", _jsdoc_class(6))
+    assert [c.header_path for c in found] == [f"cache > Cache > entry{i}" for i in range(6)]
+    assert found[0].content.startswith("class Cache {\n    /**\n     * Returns entry number 0")
+    for i, chunk in enumerate(found[1:], start=1):
+        assert chunk.content.startswith(f"    /**\n     * Returns entry number {i} of the cache")
+    assert found[-1].content.endswith("        return v;\n    }\n\n}")
+
+
+@pytest.mark.parametrize(
+    ("source", "lead", "definition", "name"),
+    [
+        ("lib.rs", "/// Adds one.\n#[inline]\n", "pub fn add_one(x: u32) -> u32 {\n    x + 1\n}\n", "add_one"),
+        ("api.ts", "// Logs calls.\n@Injectable()\n", "export class Api {\n  run() {\n    return 1;\n  }\n}\n", "Api"),
+        ("Api.java", "/* Serves. */\n@Deprecated\n", "public class Api {\n    int n;\n}\n", "Api"),
+        ("Api.cs", "/// <summary>Serves.</summary>\n[Serializable]\n", "public class Api {\n    int n;\n}\n", "Api"),
+        ("run.sh", "# Runs it.\n# Twice.\n", "run_it() {\n  echo hi\n}\n", "run_it"),
+        ("q.sql", "-- Adds one.\n", "CREATE FUNCTION add_one(int) RETURNS int AS 'select $1 + 1';\n", "add_one"),
+    ],
+)
+def test_comments_attributes_and_decorators_go_with_their_definition(
+    source: str, lead: str, definition: str, name: str
+) -> None:
+    """D3: Rust ``///`` lines and attributes, decorators and comments went to the previous definition's chunk."""
+    before = "x = 1;\n" * 5 if source.endswith((".sh", ".sql")) else ""
+    filler = "// filler line of the previous definition\n" * 40 if not before else "# filler\n" * 40
+    if source.endswith(".sql"):
+        filler = "-- filler\n" * 40
+    previous = {"lib.rs": "fn first() {\n", "run.sh": "first() {\n", "q.sql": "CREATE TABLE first (\n"}.get(
+        source, "function first() {\n" if source.endswith(".ts") else "class First {\n"
+    )
+    closing = ");\n" if source.endswith(".sql") else "}\n"
+    text = before + previous + filler.replace("#", "  #").replace("//", "  //") + closing + lead + definition
+    last = chunks(source, text)[-1]
+    assert last.content.startswith(lead + definition.split("\n")[0]), last.content
+    assert last.header_path.endswith(name)
+
+
+def test_names_come_from_open_blocks_rust_impls_and_go_receivers() -> None:
+    """D6: after ``struct outd {...};`` closed, every later chunk of gun.c was ``outd``; ``impl Display for
+    Store`` gave ``std``; Go methods never named their receiver; a comment's ``append(`` named a method."""
+    c_text = "struct outd {\n    int outfile;\n};\n\nint run(int n)\n{\n    int ret;\n" + "    n++;\n" * 200 + "}\n"
+    assert {c.header_path for c in chunks("gun.c", c_text)} == {"gun > outd", "gun > run"}
+    rust = 'impl std::fmt::Display for Store {\n    fn fmt(&self) -> String {\n        "Store".into()\n    }\n}\n'
+    assert [c.header_path for c in chunks("lib.rs", rust)] == ["lib > Store"]
+    go = (
+        "type Client struct {\n\tname string\n}\n\n// Start calls append(x) on the helper.\n"
+        "func (c *Client) start() error {\n\treturn nil\n}\n"
+    )
+    assert [c.header_path for c in chunks("client.go", go)] == ["client > Client", "client > Client > start"]
+
+
+def test_a_local_declaration_starts_no_definition() -> None:
+    """D7: ``    int ret;`` inside a C function was a definition start: a chunk ended on the function's ``{``."""
+    text = "local int lunpipe(unsigned have,\n                  int outfile)\n{\n    int ret;\n    unsigned flags;\n"
+    text += "    flags = flags + 1;\n" * 90 + "    return ret;\n}\n"
+    found = chunks("gun.c", text)
+    assert all(c.header_path == "gun > lunpipe" for c in found)
+    assert found[0].content.startswith("local int lunpipe(") and "int ret;" in found[0].content
+
+
+def test_text_gets_no_invented_definition_names() -> None:
+    """D15: ``--strategy code`` on a README named chunks after words followed by ``(`` (``README > retrieve``)."""
+    text = "# Guide\n\nTo search, call\nretrieve(query)\n\nand then\nsizes(x) {\n\n" * 60
+    assert {c.header_path for c in chunks("README.md", text)} == {"README"}

@@ -275,7 +275,7 @@ def test_python_header_path_module_class_function() -> None:
             "package x;\n\npublic class Store {\n    private int size;\n\n"
             "    public int size() {\n        return size;\n    }\n\n"
             "    public void clear() {\n        size = 0;\n    }\n}\n",
-            ["Store", "Store > Store > size", "Store > Store > clear"],
+            ["Store", "Store > Store", "Store > Store > size", "Store > Store > clear"],
         ),
         (
             "server.go",
@@ -303,7 +303,7 @@ def test_python_header_path_module_class_function() -> None:
             50,
             "defmodule Shop.Cart do\n  def add(cart, item) do\n    [item | cart]\n  end\n\n"
             "  defp total(cart) do\n    Enum.sum(cart)\n  end\nend\n",
-            ["cart", "cart > add", "cart > total", "cart"],
+            ["cart > Shop.Cart", "cart > Shop.Cart > add", "cart > Shop.Cart > total"],
         ),
         (
             "init.lua",

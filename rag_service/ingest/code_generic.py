@@ -1,0 +1,306 @@
+"""The definitions of a non-Python text for the ``code`` strategy, by definition lines and block ends.
+
+- **Starts**: a line starting with one of the language's definition words (LangChain's separators, from
+  ``RecursiveCharacterTextSplitter.get_separators_for_language``, minus control flow; SQL and shell have theirs
+  here), a signature line ending in ``{`` (brace languages), JS/TS ``export``/``async``/arrow forms, or a C
+  function at column 0 whose body follows. A line starting with a type or modifier word (``int``, ``void``,
+  ``public``, ``static``, ...) or ``const``/``let``/``var`` is one only at brace depth 0, or as a signature: a
+  local ``int ret;`` is not. Lines inside comments and strings are never starts.
+- **Leads**: the comment lines (``//``, ``/* */`` and JSDoc blocks, ``#``, ``--``), attributes (``#[...]``,
+  ``[...]``) and decorators (``@...``) right above a start, no blank line between, go with it.
+- **Ends**: brace languages end a definition with the brace that closes its first ``{`` (or at its ``;``: a
+  declaration); Ruby, Elixir, Lua and Python by indentation (with a closing ``end``); SQL statements at the next
+  start. A definition whose block holds others is their parent (a class and its methods).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+
+from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
+from rag_service.ingest.code_names import definition_names
+
+#: keywords that start a definition, per language (LangChain's separators minus control flow)
+_CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
+                      "try", "throw", "finally", "catch", "foreach", "do", "loop", "match", "when", "unless",
+                      "begin", "rescue", "let", "var", "val", "const"})  # fmt: skip
+_LANGCHAIN_NAMES = {
+    "js": "JS", "ts": "TS", "go": "GO", "java": "JAVA", "rust": "RUST", "c": "C", "cpp": "CPP",
+    "csharp": "CSHARP", "ruby": "RUBY", "php": "PHP", "kotlin": "KOTLIN", "swift": "SWIFT", "scala": "SCALA",
+    "python": "PYTHON", "proto": "PROTO", "lua": "LUA", "elixir": "ELIXIR", "powershell": "POWERSHELL", "sol": "SOL",
+}  # fmt: skip
+_OWN_KEYWORDS = {
+    # the other statements (grant, insert, a function body's select) are code between definitions
+    "sql": ("create",),
+    "shell": ("function",),
+}
+_SHELL_FUNCTION = r"|^[ \t]*[A-Za-z_][\w-]*[ \t]*\(\)[ \t]*\{"
+#: a method or function signature line ending in ``{`` (``method1(b) {``, ``public int size() {``, ``#evict() {``)
+_SIGNATURE_FORM = (
+    r"^[ \t]*(?!(?:if|for|while|switch|catch|else|do|try|return|new)\b)(?:[\w<>\[\],.*&?@:]+[ \t]+)*"
+    r"[*#]?[A-Za-z_$][\w$]*[ \t]*(?:<[^>\n]*>)?\([^;\n]*\)[^;{\n]*\{[ \t]*$"
+)
+_SIGNATURE = re.compile(_SIGNATURE_FORM)
+#: JS/TS definitions the keywords miss: ``export default class``, ``async function``, ``const f = (x) => {``
+_JS_FORMS = (
+    r"|^[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:declare[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?"
+    r"(?:function\b|class\b|interface\b|enum\b|namespace\b|type[ \t]+[A-Za-z_$])"
+    r"|^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:async[ \t]+)?"
+    r"(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]*)?=>|[A-Za-z_$][\w$]*[ \t]*=>)"
+)
+#: a C function at column 0, its return type possibly on the line above (``static PyObject *``)
+_C_FUNCTION = (
+    r"|^(?:[A-Za-z_][\w \t*]*[ \t*]\n)?(?!(?:if|for|while|switch|return|else|do|typedef|struct|enum|union)\b)"
+    r"[A-Za-z_][\w \t*&:<>,~]{0,200}?[A-Za-z_~][\w:~]*[ \t]*\("
+)
+#: C types declared at column 0 (``struct outd {``, ``typedef enum {``)
+_C_TYPES = r"|^(?:typedef[ \t]+)?(?:struct|union|enum)\b"
+#: Rust items the keyword ``fn`` misses: ``pub fn``, ``impl ... for ...``, ``pub struct``, ``trait``, ``mod``
+_RUST_FORMS = (
+    r"|^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:const[ \t]+)?(?:async[ \t]+)?(?:unsafe[ \t]+)?"
+    r"(?:extern[ \t]+\"[^\"\n]*\"[ \t]+)?(?:fn|impl|struct|enum|trait|mod|union)\b"
+)
+_BRACE_LANGUAGES = frozenset({"js", "ts", "go", "java", "rust", "c", "cpp", "csharp", "php", "kotlin", "swift",
+                              "scala", "proto", "sol", "shell", "powershell"})  # fmt: skip
+_SIGNATURE_LANGUAGES = _BRACE_LANGUAGES - {"proto", "sol", "shell", "powershell"}
+#: languages whose definitions end by indentation (``end`` closing them, for all but Python)
+_INDENT_LANGUAGES = frozenset({"python", "ruby", "elixir", "lua"})
+#: words that start a definition only at brace depth 0 (or on a signature line): types, modifiers, variables
+_DEPTH_ZERO_WORDS = frozenset({"void", "int", "float", "double", "public", "protected", "private", "static",
+                               "abstract", "internal", "companion", "event", "delegate", "const", "let", "var",
+                               "export"})  # fmt: skip
+_C_TYPE_WORDS = frozenset({"void", "int", "float", "double"})
+_FIRST_WORD = re.compile(r"[ \t]*([A-Za-z_]+)")
+_CLASS_WORD = re.compile(r"\b(?:class|interface|enum|struct|record|object|trait)\b")
+#: what a brace language's scan skips: comments, then strings (one line, but JS/Go backquotes), and the braces
+_SLASH_TOKENS = re.compile(
+    r"(//[^\n]*|/\*.*?(?:\*/|\Z))|(\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)|[{}]", re.S
+)
+_HASH_TOKENS = re.compile(r"((?<![\w$#{])#[^\n]*)|(\"(?:\\.|[^\"\\\n])*\"|'[^'\n]*')|[{}]")
+_HASH_COMMENTS = frozenset({"shell", "powershell"})
+#: line comments and decorators of the other languages
+_LINE_LEADS = {"python": ("#", "@"), "ruby": ("#",), "elixir": ("#", "@"), "lua": ("--",), "sql": ("--",)}
+#: attribute and decorator lines of the brace languages
+_ATTRIBUTES = {"rust": ("#[",), "php": ("#[",), "csharp": ("[",), "java": ("@",), "kotlin": ("@",),
+               "scala": ("@",), "swift": ("@",), "js": ("@",), "ts": ("@",)}  # fmt: skip
+_END_LINE = re.compile(r"[ \t]*end\b")
+_DOLLAR_QUOTE = re.compile(r"\$[A-Za-z_]*\$")
+#: the braces a definition's first lines may hold before its body's (inline types, default values)
+_BRACES_LOOKED_AT = 8
+
+
+def definition_keywords(language: str) -> tuple[str, ...]:
+    """The words that start a definition line in ``language`` (empty for unknown languages)."""
+    if language in _OWN_KEYWORDS:
+        return _OWN_KEYWORDS[language]
+    name = _LANGCHAIN_NAMES.get(language)
+    if name is None:
+        return ()
+    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
+    separators = RecursiveCharacterTextSplitter.get_separators_for_language(Language[name])
+    words = [s.strip() for s in separators if s.startswith("\n") and s.strip()]
+    return tuple(w for w in words if w not in _CONTROL)
+
+
+def definition_pattern(language: str) -> re.Pattern[str] | None:
+    """The lines that may start a definition in ``language`` (before the depth and comment checks); None: none."""
+    words = definition_keywords(language)
+    if not words:
+        return None
+    flags = re.MULTILINE | (re.IGNORECASE if language == "sql" else 0)
+    extra = _SHELL_FUNCTION if language == "shell" else ""
+    extra += "|" + _SIGNATURE_FORM if language in _SIGNATURE_LANGUAGES else ""
+    extra += {"js": _JS_FORMS, "ts": _JS_FORMS, "c": _C_FUNCTION + _C_TYPES, "cpp": _C_FUNCTION + _C_TYPES}.get(
+        language, _RUST_FORMS if language == "rust" else ""
+    )
+    return re.compile(r"^[ \t]*(?:" + "|".join(re.escape(w) for w in words) + r")\b" + extra, flags)
+
+
+class _Scan:
+    """A brace language's comments and strings, each brace's depth, and where each ``{`` closes."""
+
+    def __init__(self, text: str, language: str) -> None:
+        tokens = _HASH_TOKENS if language in _HASH_COMMENTS else _SLASH_TOKENS
+        self.skipped: list[tuple[int, int, bool]] = []  # (start, end, is a comment)
+        self.braces: list[int] = []  # each ``{``'s position, in order
+        self.depths: list[int] = []  # the depth after each brace event
+        self.events: list[int] = []
+        self.closes: dict[int, int] = {}
+        stack: list[int] = []
+        for match in tokens.finditer(text):
+            if match[1] or match[2]:
+                self.skipped.append((match.start(), match.end(), bool(match[1])))
+                continue
+            if match[0] == "{":
+                stack.append(match.start())
+                self.braces.append(match.start())
+            elif stack:
+                self.closes[stack.pop()] = match.start()
+            self.events.append(match.start())
+            self.depths.append(len(stack))
+        self.skipped_starts = [s for s, _, _ in self.skipped]
+
+    def depth(self, position: int) -> int:
+        i = bisect_right(self.events, position - 1) - 1
+        return self.depths[i] if i >= 0 else 0
+
+    def skipped_at(self, position: int) -> tuple[int, int, bool] | None:
+        i = bisect_right(self.skipped_starts, position) - 1
+        return self.skipped[i] if i >= 0 and position < self.skipped[i][1] else None
+
+    def first_open(self, start: int, limit: int) -> int | None:
+        i = bisect_right(self.braces, start - 1)
+        return self.braces[i] if i < len(self.braces) and self.braces[i] < limit else None
+
+
+def generic_definitions(text: str, language: str) -> list[Definition]:
+    """The top-level definitions of ``text`` in ``language``, their nested ones as children (see the module doc)."""
+    pattern = definition_pattern(language)
+    if pattern is None:
+        return []
+    scan = _Scan(text, language) if language in _BRACE_LANGUAGES else None
+    starts = _starts(text, language, pattern, scan)
+    leads: list[int] = []
+    is_lead = _lead_test(text, language, scan)
+    for i, start in enumerate(starts):
+        floor = line_end(text, starts[i - 1]) if i else 0
+        leads.append(max(floor, lead_start(text, start, is_lead)))
+    roots: list[Definition] = []
+    stack: list[Definition] = []
+    for i, start in enumerate(starts):
+        limit = leads[i + 1] if i + 1 < len(starts) else len(text)
+        end = _end(text, language, start, limit, scan)
+        while stack and stack[-1].end <= start:
+            stack.pop()
+        if stack:
+            end = min(end, stack[-1].end)
+        node = Definition(leads[i], start, end, definition_names(text, start, end, language))
+        (stack[-1].children if stack else roots).append(node)
+        stack.append(node)
+    return roots
+
+
+def _starts(text: str, language: str, pattern: re.Pattern[str], scan: _Scan | None) -> list[int]:
+    starts: list[int] = []
+    for match in pattern.finditer(text):
+        start = match.start()
+        first = start + len(match[0]) - len(match[0].lstrip())
+        if scan is not None:
+            if scan.skipped_at(first) is not None:
+                continue
+            word = _FIRST_WORD.match(text, start)
+            line = text[start : line_end(text, start)]
+            signature = _SIGNATURE.match(line) is not None
+            if signature and scan.depth(first) > 0 and not _after_statement(text, start):
+                continue  # ``    NEXT() != x) {``: the rest of a condition, not a method
+            if (
+                word is not None
+                and word[1] in _DEPTH_ZERO_WORDS
+                and not signature
+                and not _CLASS_WORD.search(line)
+                and (
+                    first > start
+                    or scan.depth(first) > 0
+                    or (word[1] in _C_TYPE_WORDS and _is_declaration(text, start, scan))
+                )
+            ):
+                continue  # a local ``int ret;``, a field, a global variable: not a definition
+            c_form = language in ("c", "cpp") and not _SIGNATURE.match(line)
+            keyword = word is not None and word[1] in definition_keywords(language)
+            if c_form and not keyword and (scan.depth(first) > 0 or _is_declaration(text, start, scan)):
+                continue  # a prototype or a call at column 0, not a function's definition
+        if not starts or start > starts[-1]:
+            starts.append(start)
+    return starts
+
+
+def _after_statement(text: str, start: int) -> bool:
+    """Whether the line above ``start`` (blank lines skipped) ends a statement or block, or is a comment,
+    attribute or decorator: a signature can start there, not in the middle of an expression."""
+    above = text[:start].rstrip()
+    line = above[line_start(above, len(above)) :].strip()
+    return not line or line.endswith((";", "{", "}", "},", ":", "*/")) or line.startswith(("//", "@", "#", "*"))
+
+
+def _is_declaration(text: str, start: int, scan: _Scan) -> bool:
+    """Whether the statement at ``start`` ends with ``;`` before any block opens (``int x = 5;``, a prototype)."""
+    semicolon = text.find(";", start)
+    while semicolon >= 0 and scan.skipped_at(semicolon) is not None:
+        semicolon = text.find(";", semicolon + 1)
+    opened = scan.first_open(start, len(text))
+    return semicolon >= 0 and (opened is None or semicolon < opened)
+
+
+def _lead_test(text: str, language: str, scan: _Scan | None) -> Callable[[int, int], int | None]:
+    """What ``lead_start`` asks of each line above a definition (see there)."""
+    attributes = _ATTRIBUTES.get(language, ())
+    prefixes = _LINE_LEADS.get(language, ())
+
+    def is_lead(start: int, end: int) -> int | None:
+        line = text[start:end]
+        body = line.strip()
+        first = start + len(line) - len(line.lstrip())
+        if scan is not None:
+            skipped = scan.skipped_at(first)
+            if skipped is not None and skipped[2] and skipped[1] >= start + len(line.rstrip()):
+                opener = line_start(text, skipped[0])
+                return opener if not text[opener : skipped[0]].strip() else None
+            return start if body.startswith(attributes) and attributes else None
+        return start if prefixes and body.startswith(prefixes) else None
+
+    return is_lead
+
+
+def _block(text: str, start: int, limit: int, scan: _Scan) -> int | None:
+    """The ``{`` opening the body of the definition at ``start``: the first that closes past its own line (an
+    inline ``{ ownerId: string }`` type is not it), or else the first one (a one-line body)."""
+    first = scan.first_open(start, limit)
+    opened = first
+    for _ in range(_BRACES_LOOKED_AT):
+        if opened is None or scan.closes.get(opened, len(text)) >= line_end(text, opened):
+            break
+        opened = scan.first_open(opened + 1, limit)
+    return first if opened is None else opened
+
+
+def _end(text: str, language: str, start: int, limit: int, scan: _Scan | None) -> int:
+    """Past the last line of the definition starting at ``start`` (``limit``: where the next one leads)."""
+    if scan is not None:
+        opened = _block(text, start, limit, scan)
+        if opened is not None and not _is_declaration(text, start, scan):
+            close = scan.closes.get(opened)
+            return len(text) if close is None else line_end(text, close)
+        semicolon = text.find(";", start, limit)
+        return line_end(text, semicolon) if semicolon >= 0 else limit
+    if language == "sql":
+        return _statement_end(text, start, limit)
+    if language not in _INDENT_LANGUAGES:
+        return limit
+    indent = indent_width(text[start : line_end(text, start)])
+    position = line_end(text, start)
+    while position < len(text):
+        after = line_end(text, position)
+        line = text[position:after]
+        if line.strip() and indent_width(line) <= indent and not line.lstrip().startswith((")", "]", "}", "#")):
+            return after if language != "python" and _END_LINE.match(line) else position
+        position = after
+    return len(text)
+
+
+def _statement_end(text: str, start: int, limit: int) -> int:
+    """Past the line ending the SQL statement at ``start`` with ``;``, not inside a ``$$`` body or a
+    ``BEGIN ATOMIC ... END`` (``limit`` if none does)."""
+    position, quoted, atomic = start, False, False
+    while position < limit:
+        after = line_end(text, position)
+        line = text[position:after].strip()
+        quoted ^= len(_DOLLAR_QUOTE.findall(line)) % 2 == 1
+        upper = line.upper()
+        atomic = atomic or upper.endswith("BEGIN ATOMIC")
+        if line.endswith(";") and not quoted and (not atomic or upper.startswith("END")):
+            return after
+        position = after
+    return limit

@@ -1,0 +1,54 @@
+"""The names a definition adds to a ``code`` chunk's header path, read from its own first lines (never from the
+comments above it): a class-like declaration's name, a Rust ``impl``'s type, a Go method's receiver type and name,
+or a function's name. A heuristic over one to three lines, not a parser."""
+
+from __future__ import annotations
+
+import re
+
+_CLASS_WORDS = "class|interface|struct|enum|trait|object|namespace|module|record|defmodule|defprotocol"
+_CLASS_LIKE_FORM = r"[ \t]*(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:{words})[ \t]+([A-Za-z_$][\w$]*(?:\.[A-Z][\w$]*)*)"
+_CLASS_LIKE = re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS))
+#: languages whose declarations have words of their own (a proto file's messages, a Go or TS ``type``)
+_CLASS_LIKE_BY_LANGUAGE = {
+    "proto": re.compile(_CLASS_LIKE_FORM.format(words="message|service|enum|oneof|extend")),
+    "go": re.compile(_CLASS_LIKE_FORM.format(words="type")),
+    "ts": re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS + "|type")),
+}
+#: ``impl Display for Store`` is ``Store``'s, as ``impl<T> Store<T>`` is
+_RUST_IMPL = re.compile(
+    r"[ \t]*(?:pub[ \t]+)?(?:unsafe[ \t]+)?impl\b(?:[ \t]*<[^{\n]*?>)?[ \t]+(?:[^{\n]*?[ \t]for[ \t]+)?[&*]?"
+    r"(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)"
+)
+#: ``func (c *Client) start() error {``: the receiver's type, then the method
+_GO_METHOD = re.compile(r"func[ \t]*\([^)]*?\*?([A-Za-z_]\w*)(?:\[[^\]]*\])?[ \t]*\)[ \t]*([A-Za-z_]\w*)")
+FUNCTION_NAME = re.compile(
+    r"\b(?:def|defp|defmacro|func|function\*?|fn|fun|sub|procedure)\s+(?:\([^)]*\)[ \t]*)?[\"`]?"
+    r"([A-Za-z_$][\w$]*(?:[.:][A-Za-z_$][\w$]*)*)"
+    r"|\b(?:table|view|index|trigger|procedure)[ \t]+(?:if[ \t]+not[ \t]+exists[ \t]+)?([\w.\"`]+)"
+    r"|\b(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*(?::[^=\n]*)?="
+    # a call-like line names a definition only from a whole word: without (?<![\w$]) ``if (`` gave ``f``
+    r"|(?<![\w$])(?!(?:if|for|while|switch|catch|return|new|else|function)\b)([A-Za-z_$][\w$]*)"
+    r"[ \t]*\([^;{}]*\)[ \t]*(?:->[^{]*|:[^{=]*|throws[^{]*|const[ \t]*)?\{?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def definition_names(text: str, start: int, end: int, language: str) -> tuple[str, ...]:
+    """The names of the definition whose own first line starts at ``start`` (and which ends by ``end``)."""
+    first_lines = text[start:end].split("\n", 3)
+    line = first_lines[0]
+    if language == "rust" and (impl := _RUST_IMPL.match(line)):
+        return (impl[1],)
+    if language == "go" and (method := _GO_METHOD.match(line.lstrip())):
+        return method[1], method[2]
+    declared = _CLASS_LIKE_BY_LANGUAGE.get(language, _CLASS_LIKE).match(line)
+    if declared is not None:
+        return (declared[1],)
+    # a signature over several lines (``CREATE FUNCTION`` then the name; a C return type alone above it), not a body
+    opens_body = line.rstrip().endswith(("{", ":", " do"))
+    for searched in (line,) if opens_body else (line, "\n".join(first_lines[:3])):
+        match = FUNCTION_NAME.search(searched)
+        if match is not None:
+            return (next(g for g in match.groups() if g).strip('"`'),)
+    return ()
