@@ -23,7 +23,9 @@ from rag_service.tokens import DEFAULT_ENCODING
 
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
 #: differ and documents are chunked again
-CHUNKING_VERSION = 9  # 9: LaTeX \\[2pt] opens no math; .py over 1 MB split by definition lines; 8: window fit
+#: 10: code chunks one definition each with their doc comments, indentation kept (audit 56b);
+#: 9: LaTeX \\[2pt] opens no math; .py over 1 MB split by definition lines; 8: window fit
+CHUNKING_VERSION = 10
 
 
 def content_hash(text: str) -> str:
