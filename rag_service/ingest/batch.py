@@ -36,7 +36,7 @@ from rag_service.ingest.former_keys import rekey_former_documents
 from rag_service.ingest.graph import GraphBuilder
 from rag_service.ingest.loaders import load_document
 from rag_service.ingest.metadata_policy import document_metadata
-from rag_service.ingest.pending import PendingDocument, write_groups
+from rag_service.ingest.pending import PendingDocument, count_written, write_groups
 from rag_service.ingest.progress import Progress
 from rag_service.ingest.report import FileProblem, IngestReport, file_reason
 from rag_service.ingest.storable import check_storable
@@ -327,7 +327,7 @@ class Batch:
             self._fail_all([doc for doc in pending if id(doc) not in reported], reason)
             return
         for doc in written:
-            self._count_written(doc)
+            count_written(self.report, doc, self._embedded_unwritten)
             self.report.edges_written += doc.edges
             self.report.graph_seconds += doc.graph_seconds
         if written:
@@ -342,24 +342,6 @@ class Batch:
             f"{lost}, so it stopped: the {written} document(s) it wrote stay written, the rest keep their previous "
             "versions; run it again (a run that took the lock meanwhile must finish first)"
         ) from lost
-
-    def _count_written(self, doc: PendingDocument) -> None:
-        if doc.existed:
-            self.report.updated += 1
-        else:
-            self.report.added += 1
-        self.report.chunks_written += len(doc.chunked.chunks)
-        if not doc.chunked.chunks:  # stored, but nothing of it can be found: the report says so
-            self.report.without_chunks.append(doc.source)
-        # each written chunk's vector: embedded by this run (its text's first written copy), else reused (a stored
-        # vector, or a copy of a text embedded once), so written = embedded + reused whatever stopped or failed
-        for digest in doc.chunk_hashes:
-            if digest in self._embedded_unwritten:
-                self._embedded_unwritten.discard(digest)
-                self.report.chunks_embedded += 1
-            else:
-                self.report.embeddings_reused += 1
-        self.report.add_filtered(doc.chunked.filtered)
 
     def _stage(
         self, bulk: BulkWriter, pending: list[PendingDocument], vectors: dict[str, np.ndarray[Any, Any]]
@@ -387,7 +369,7 @@ class Batch:
             with deferred_stop():
                 bulk.commit()
                 for doc in self._staged:
-                    self._count_written(doc)
+                    count_written(self.report, doc, self._embedded_unwritten)
                 self.report.edges_written += edges
                 self.report.graph_seconds += seconds
         except Exception as exc:  # nothing of the load was written

@@ -1,5 +1,5 @@
-"""A batch's documents between chunking and writing: each one chunked and waiting for vectors, and how they are
-cut into write transactions of whole documents (``Batch`` in ``batch.py``)."""
+"""A batch's documents between chunking and writing: each one chunked and waiting for vectors, how they are
+cut into write transactions of whole documents (``Batch`` in ``batch.py``), and how a written one is counted."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_service.ingest.chunk import ChunkedDocument
+from rag_service.ingest.report import IngestReport
 
 
 @dataclass(slots=True)
@@ -39,3 +40,24 @@ def write_groups(pending: list[PendingDocument], chunks: int) -> list[list[Pendi
         groups[-1].append(doc)
         size += count
     return groups
+
+
+def count_written(report: IngestReport, doc: PendingDocument, embedded_unwritten: set[str]) -> None:
+    """Count the written ``doc`` in ``report``; ``embedded_unwritten``: the texts the run embedded whose first
+    written chunk is not counted yet (each one found here is counted as embedded and dropped from it)."""
+    if doc.existed:
+        report.updated += 1
+    else:
+        report.added += 1
+    report.chunks_written += len(doc.chunked.chunks)
+    if not doc.chunked.chunks:  # stored, but nothing of it can be found: the report says so
+        report.without_chunks.append(doc.source)
+    # each written chunk's vector: embedded by this run (its text's first written copy), else reused (a stored
+    # vector, or a copy of a text embedded once), so written = embedded + reused whatever stopped or failed
+    for digest in doc.chunk_hashes:
+        if digest in embedded_unwritten:
+            embedded_unwritten.discard(digest)
+            report.chunks_embedded += 1
+        else:
+            report.embeddings_reused += 1
+    report.add_filtered(doc.chunked.filtered)
