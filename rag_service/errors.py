@@ -18,6 +18,7 @@
     ├── IngestError               a document could not be read or indexed
     │   ├── UnsupportedFileError  the file type has no loader
     │   └── DocumentReadError     unreadable, not valid UTF-8, binary, too large
+    │       └── GeneratedFileError  minified or generated code: not indexed on purpose (a run reports it skipped)
     ├── ChunkingError             invalid chunker settings (unknown strategy, overlap >= size)
     ├── ReindexInProgressError    another reindex holds this collection's lock
     ├── ModelLoadError            an embedding or reranking model cannot be loaded
@@ -124,6 +125,11 @@ class UnsupportedFileError(IngestError):
 
 class DocumentReadError(IngestError):
     """The file is unreadable, binary, badly encoded or too large."""
+
+
+class GeneratedFileError(DocumentReadError):
+    """The file is minified or generated code: read, and left out on purpose. ``load_document`` raises it as it
+    raises any DocumentReadError; an indexing run reports the file as skipped with this reason, not as failed."""
 
 
 class ChunkingError(RagError, ValueError):

@@ -26,7 +26,14 @@ from rag_service.db.database import Database, as_database_error
 from rag_service.db.locks import RunLock
 from rag_service.db.model_switch import check_vectors_writable
 from rag_service.embed import Embedder, degraded_note
-from rag_service.errors import DatabaseError, EmbeddingMismatchError, LockLostError, RagError, first_line
+from rag_service.errors import (
+    DatabaseError,
+    EmbeddingMismatchError,
+    GeneratedFileError,
+    LockLostError,
+    RagError,
+    first_line,
+)
 from rag_service.ingest.chunk import TextChunk
 from rag_service.ingest.chunkers import resolve_strategy
 from rag_service.ingest.chunking import Chunking
@@ -127,9 +134,15 @@ class Batch:
         self._known.update((source, found.get(source)) for source in keys)
 
     def add_file(self, path: Path, source: str, *, strategy: str | None, force: bool) -> None:
-        """Load the file and add its text (``add_text``); an unreadable file is reported as failed."""
+        """Load the file and add its text (``add_text``); an unreadable file is reported as failed, a minified or
+        generated one as skipped (left out on purpose: nothing to mend)."""
         try:
             loaded = load_document(path, max_bytes=self.settings.max_file_bytes)
+        except GeneratedFileError as exc:
+            kept = KEPT if self._known.get(source) is not None else ""
+            self.report.skipped.append(FileProblem(source, file_reason(path, str(exc)) + kept))
+            self.bar.advance(chunks=0, items=1)
+            return
         except RagError as exc:
             self._fail(source, file_reason(path, str(exc)), stored=self._known.get(source) is not None)
             return

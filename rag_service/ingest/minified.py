@@ -1,5 +1,5 @@
 """Minified or generated code and style sheets, which are refused: their chunks would be cut mid-token and
-match nothing anyone searches for.
+match nothing anyone searches for. A run reports them as skipped, not failed: nothing is wrong with the file.
 
 A file is taken for minified when its name says so (``app.min.js``, ``site.min.css``), when one line is over
 ``MAX_CODE_LINE_CHARS``, or when lines over ``LONG_LINE_CHARS`` hold at least ``MINIFIED_SHARE`` of its
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_service.errors import DocumentReadError
+from rag_service.errors import GeneratedFileError
 
 #: a line longer than this marks minified or generated code, whatever the rest of the file
 MAX_CODE_LINE_CHARS = 20_000
@@ -31,20 +31,23 @@ _REFUSED = "minified or generated code is not indexed; index its source instead"
 
 
 def check_not_minified(path: Path, text: str) -> None:
-    """Raise DocumentReadError when ``text`` (the file ``path``) is minified or generated code (module doc)."""
+    """Raise GeneratedFileError (a DocumentReadError) when ``text`` (the file ``path``) is minified or generated
+    code (module doc)."""
     lines = text.split("\n")
     longest = max(lines, key=len, default="")
     if len(longest) > MAX_CODE_LINE_CHARS:
         number = lines.index(longest) + 1
-        raise DocumentReadError(f"{path} has a line of {len(longest):,} characters (line {number}): {_REFUSED}")
+        raise GeneratedFileError(f"{path} has a line of {len(longest):,} characters (line {number}): {_REFUSED}")
     long = [line for line in lines if len(line) > LONG_LINE_CHARS]
     in_long = sum(len(line) for line in long)
     if in_long >= MINIFIED_MIN_CHARS and in_long >= MINIFIED_SHARE * len(text):
         spaces = sum(line.count(" ") + line.count("\t") for line in long)
         if spaces < MINIFIED_SPACE * in_long:
-            raise DocumentReadError(
+            raise GeneratedFileError(
                 f"{path} has {in_long / len(text):.0%} of its text in dense lines of over {LONG_LINE_CHARS:,} "
                 f"characters (the longest: {len(longest):,}, line {lines.index(longest) + 1}): {_REFUSED}"
             )
     if path.stem.lower().endswith(".min"):
-        raise DocumentReadError(f"{path} is named as minified code (.min): it is not indexed; index its source instead")
+        raise GeneratedFileError(
+            f"{path} is named as minified code (.min): it is not indexed; index its source instead"
+        )

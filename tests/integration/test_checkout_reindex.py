@@ -1,0 +1,57 @@
+"""`rag reindex` of a whole code checkout (audit 56b, D9 and D10): what git ignores, vendored and virtualenv
+folders and lock files are passed over and said so in one line; minified files are skipped, not failed, so the
+run exits 0; a real read error still fails it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_cli import cli_env, rag  # noqa: F401  (fixture and helper)
+
+pytestmark = pytest.mark.multiprocess
+
+#: one dense line of 15,000 characters: a bundle
+BUNDLE = "".join(f"function a{i}(b,c){{return b*{i}+c}}var x{i}=a{i}(1,2);" for i in range(300))[:15_000] + "\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def git_init(folder: Path) -> None:
+    """A real git work tree (no commit needed: ignores apply to untracked files)."""
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, capture_output=True)
+
+
+def test_a_checkout_with_a_minified_bundle_exits_0_and_says_it_was_skipped(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    repo = tmp_path / "repo"
+    git_init(repo)
+    write(repo / "src" / "app.py", "def main():\n    '''Start the harbour app.'''\n    return 0\n")
+    write(repo / "dist" / "bundle.js", BUNDLE)
+    done = rag(cli_env, "reindex", "repo", "--collection", "repo", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 added, 0 updated, 0 unchanged, 0 deleted, 0 failed, 1 skipped" in done.stdout
+    assert "skipped: dist/bundle.js: has 100% of its text in dense lines" in done.stdout
+    assert "minified or generated code is not indexed; index its source instead" in done.stdout
+    again = rag(cli_env, "reindex", "repo", "--collection", "repo", "--quiet", "--json", cwd=tmp_path)
+    assert again.returncode == 0, "and on every later run"
+    assert json.loads(again.stdout)["failed"] == []
+
+
+def test_a_real_read_error_still_fails_the_run(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    repo = tmp_path / "repo"
+    git_init(repo)
+    write(repo / "dist" / "bundle.js", BUNDLE)
+    (repo / "notes.md").write_bytes(b"# Notes\n\ncaf\xe9 au lait\n")  # Latin-1, not UTF-8
+    done = rag(cli_env, "reindex", "repo", "--collection", "repo", "--quiet", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert "0 added, 0 updated, 0 unchanged, 0 deleted, 1 failed, 1 skipped" in done.stdout
+    assert "failed: notes.md: " in done.stdout
