@@ -43,6 +43,7 @@ from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.origins import claim_keys, record_new, record_texts
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.prune import unseen_documents
+from rag_service.ingest.repeated import repeated_source
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import check_root, keyed_source, source_for
 from rag_service.ingest.storable import storable_key, storable_names
@@ -143,7 +144,7 @@ class Indexer:
                 batch.look_up(keyed)
                 seen: dict[str, str] = {}
                 for path in files:
-                    if not _repeated(sources[path], seen, report, bar, path=str(path)):  # two checkouts' docs/a.md
+                    if not repeated_source(sources[path], seen, report, bar, path=str(path)):  # two checkouts
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             record_new(self.db, collection, (keyed[p] for p in new), report)
@@ -195,7 +196,7 @@ class Indexer:
                 clocks.append(batch.clock)
                 seen: dict[str, str] = {}
                 for source, title, given in items:
-                    if not _repeated(source, seen, report, bar):
+                    if not repeated_source(source, seen, report, bar):
                         text, markup_title = given_text(given, strategy)  # HTML markup: as an .html file's
                         title = title or markup_title or (text_title(text, strategy) if isinstance(text, str) else "")
                         batch.add_text(source, title, text, strategy=strategy, force=force)
@@ -421,30 +422,3 @@ class Indexer:
         if done.action == "unavailable" and done.reason not in _PACKING_REPORTED:
             _PACKING_REPORTED.add(done.reason)
             _log.warning("collection %r keeps the bounded BM25 arm: %s", collection, done.reason)
-
-
-#: why a document whose source came earlier in the same run is not indexed
-REPEATED_SOURCE = (
-    "repeats the source of an earlier document of this run (a collection holds one document per source, so it "
-    "would replace that one): give it a source of its own; not indexed"
-)
-
-
-def _repeated(source: str, seen: dict[str, str], report: IngestReport, bar: Progress, *, path: str = "") -> bool:
-    """Whether ``source`` came earlier in this run; the later document is then reported failed, not silently
-    written over the first. ``seen`` maps each source to its file's ``path`` (files: both are named)."""
-    if source in seen:
-        kept = seen[source]
-        reason = (
-            REPEATED_SOURCE
-            if not (path and kept)
-            else (
-                f"{path} has the same source as {kept}, indexed earlier in this run (a collection holds one document "
-                "per source): index each checkout into a collection of its own, or pass --root above both; not indexed"
-            )
-        )
-        report.failed.append(FileProblem(source, reason))
-        bar.advance(chunks=0)
-        return True
-    seen[source] = path
-    return False

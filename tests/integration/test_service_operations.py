@@ -30,7 +30,7 @@ from rag_service.errors import (
     UnknownCollectionError,
     UnknownContextError,
 )
-from rag_service.ingest.indexer import REPEATED_SOURCE
+from rag_service.ingest.repeated import REPEATED_SOURCE
 from rag_service.service import UniversalRAGService
 
 KITES = "# Kites\n\nA kite flies on the wind when the line holds it against the moving air above the field."
