@@ -41,6 +41,7 @@ from rag_service.ingest.graph import GraphBuilder, GraphReport, timed_rebuild
 from rag_service.ingest.loaders import discover, given_text, text_title
 from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.origins import claim_keys, record_new, record_texts
+from rag_service.ingest.passed_over import FOLDER_KINDS
 from rag_service.ingest.progress import Progress, ProgressListener
 from rag_service.ingest.prune import unseen_documents
 from rag_service.ingest.repeated import repeated_source
@@ -127,6 +128,11 @@ class Indexer:
         found = discover([Path(p) for p in paths])
         files = found.files
         report.skipped = [FileProblem(source_for(p, base, follow_link=False), reason) for p, reason in found.skipped]
+        report.passed_over = {
+            kind: sorted(source_for(p, base, follow_link=False) + ("/" if kind in FOLDER_KINDS else "") for p in passed)
+            for kind, passed in found.passed_over.items()
+        }
+        report.degraded += [f"gitignore: {problem}" for problem in found.problems]
         roots: dict[Path, Path | None] = {}
         keyed = {p: keyed_source(p, base, known=roots) for p in files}  # (key, origin)
         keyed, report.failed = storable_names(keyed)

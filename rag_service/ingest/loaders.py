@@ -14,7 +14,7 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_service.errors import DocumentReadError, RagError, UnsupportedFileError, first_line
@@ -40,6 +40,7 @@ from rag_service.ingest.formats.textdecode import decode_text, normalise_text
 from rag_service.ingest.jsonchunk import depth_problem
 from rag_service.ingest.latex import latex_title
 from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
+from rag_service.ingest.passed_over import GitIgnores, kind_by_name
 from rag_service.ingest.report import SUPPORTED_TAIL
 from rag_service.markdown_lines import find_front_matter, scan_lines
 
@@ -219,7 +220,8 @@ def text_title(text: str, strategy: str) -> str:
 
 @dataclass(slots=True)
 class Discovery:
-    """What ``discover`` found: supported files, skipped paths with reasons, and folders it could not read.
+    """What ``discover`` found: supported files, skipped paths with reasons, and folders it could not read; what
+    its walks passed over on purpose by kind (``passed_over``), and why git could not say what it ignores.
 
     Documents below an unreadable folder were not seen, so a prune must leave them alone.
     """
@@ -227,16 +229,19 @@ class Discovery:
     files: list[Path]
     skipped: list[tuple[Path, str]]
     unreadable: list[Path]
+    passed_over: dict[str, list[Path]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
 
 
 def discover(paths: Sequence[Path]) -> Discovery:
     """Expand ``paths`` (directories recursively, sorted) into supported files and skipped ones.
 
-    Hidden files and directories and ``__pycache__`` inside directories are passed over silently; a
-    path given explicitly is always considered. A followed link is its target's file (as ``source_for``
-    keys it): listed by the target's path, so its suffix and name, not the link's, decide how it is read.
-    A folder that cannot be listed (permissions, a path too long, removed meanwhile) is skipped with the
-    reason and listed in ``unreadable``.
+    Hidden files and directories and ``__pycache__`` inside directories are passed over silently; what git
+    ignores, ``node_modules``, virtualenvs and lock files (``passed_over``) are passed over and listed by kind.
+    A path given explicitly is always considered (a folder git ignores is read whole). A followed link is its
+    target's file (as ``source_for`` keys it): listed by the target's path, so its suffix and name, not the
+    link's, decide how it is read. A folder that cannot be listed (permissions, a path too long, removed
+    meanwhile) is skipped with the reason and listed in ``unreadable``.
     """
     found = Discovery([], [], [])
     seen: set[Path] = set()
@@ -263,12 +268,19 @@ def discover(paths: Sequence[Path]) -> Discovery:
             found.skipped.append((path, _unreadable_reason(exc, "path")))
             continue
         if stat.S_ISDIR(mode):
-            walked, errors = _walk(path)
+            ignores = GitIgnores()
+            walked, errors = _walk(path, ignores, found.passed_over)
+            found.problems += ignores.problems
             inside = path.resolve()
             met: dict[Path, str | None] = {}  # each file by the path it is read by, and why it is skipped
             for file in walked:
                 left = _link_not_followed(file, inside)
-                met.setdefault(file if left is not None else _read_by(file, path, inside), left)
+                read_by = file if left is not None else _read_by(file, path, inside)
+                if left is None and file.is_symlink() and _passed_over_below(read_by, path, ignores):
+                    left = f"a symbolic link to {file.resolve()}, which a walk passes over (git ignores it, or it is "
+                    left += "vendored, a virtualenv or a lock file): not followed; name that file to index it"
+                    read_by = file
+                met.setdefault(read_by, left)
             for file, left in sorted(met.items()):
                 if left is not None:
                     found.skipped.append((file, left))
@@ -285,20 +297,41 @@ def discover(paths: Sequence[Path]) -> Discovery:
     return found
 
 
-def _walk(root: Path) -> tuple[list[Path], list[OSError]]:
-    """Every file below ``root`` but hidden ones, and the links to folders (``os.walk`` does not enter them)."""
+def _walk(root: Path, ignores: GitIgnores, passed: dict[str, list[Path]]) -> tuple[list[Path], list[OSError]]:
+    """Every file below ``root`` but hidden ones and those passed over (each added to ``passed`` by kind), and the
+    links to folders (``os.walk`` does not enter them). ``ignores`` learns what git ignores in each checkout met."""
     found: list[Path] = []
     errors: list[OSError] = []
+
+    def kept(directory: str, name: str, *, folder: bool) -> bool:
+        if _passed_over(name, folder=folder):
+            return False  # hidden, __pycache__: silently
+        path = Path(directory, name)
+        kind = ignores.kind(path, folder=folder) or kind_by_name(directory, name, folder=folder)
+        if kind is not None:
+            passed.setdefault(kind, []).append(path)
+        return kind is None
+
+    ignores.ask(root)
     for directory, dirnames, filenames in os.walk(root, onerror=errors.append):
-        dirnames[:] = [d for d in dirnames if not _passed_over(d, folder=True)]
+        if directory != str(root) and ".git" in dirnames + filenames:  # a nested checkout, a submodule
+            ignores.ask(Path(directory))
+        dirnames[:] = [d for d in dirnames if kept(directory, d, folder=True)]
         found.extend(Path(directory, d) for d in dirnames if os.path.islink(os.path.join(directory, d)))
-        found.extend(Path(directory, name) for name in filenames if not _passed_over(name, folder=False))
+        found.extend(Path(directory, name) for name in filenames if kept(directory, name, folder=False))
     return found, errors
 
 
 def _passed_over(name: str, *, folder: bool) -> bool:
     """Whether a walk leaves out a file or folder of this name: hidden ones, and ``__pycache__`` folders."""
     return name.startswith(".") or (folder and name == "__pycache__")
+
+
+def _passed_over_below(path: Path, root: Path, ignores: GitIgnores) -> bool:
+    """Whether a walk over ``root`` passes over ``path`` (spelled below it) by what git ignores or by a name."""
+    names = path.relative_to(root).parts
+    folders = [kind_by_name(root.joinpath(*names[:i]), name, folder=True) for i, name in enumerate(names[:-1])]
+    return ignores.below(path, root) or any(folders) or kind_by_name(path.parent, path.name, folder=False) is not None
 
 
 def _read_by(file: Path, root: Path, inside: Path) -> Path:

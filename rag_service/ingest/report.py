@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rag_service.ingest.passed_over import GIT_FILE, GIT_FOLDER, LOCK_FILE, NODE_MODULES, VIRTUALENV
+
 #: skipped files named per reason in the summary; the rest are counted (a folder of 300 images is one line)
 SKIPPED_NAMED = 3
 #: how a skipped file's reason ends when it lists the supported file types: the summary writes the list once
@@ -62,6 +64,9 @@ class IngestReport:
     gone: list[str] = field(default_factory=list)
     #: chunks written mostly of text the embedding model cannot read (Thai, Han, emoji for MiniLM): keywords only
     unreadable_chunks: int = 0
+    #: what the walks passed over on purpose, by kind (``passed_over``: git_folder, git_file, node_modules,
+    #: virtualenv, lock_file), each a source key (a folder's ending in ``/``); one line in ``lines()``
+    passed_over: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def filtered_total(self) -> int:
@@ -105,6 +110,8 @@ class IngestReport:
         self.interrupted = self.interrupted or other.interrupted
         self.gone += other.gone
         self.unreadable_chunks += other.unreadable_chunks
+        for kind, sources in other.passed_over.items():
+            self.passed_over.setdefault(kind, []).extend(sources)
 
     def lines(self) -> list[str]:
         """Human-readable summary."""
@@ -122,6 +129,7 @@ class IngestReport:
             out.append(f"re-keyed: {self.rekeyed} documents stored under an earlier key of their file")
         out += [f"failed: {p.source}: {p.reason}" for p in self.failed]
         out += skipped_lines(self.skipped)
+        out += [passed_over_line(self.passed_over)] if any(self.passed_over.values()) else []
         if self.without_chunks:
             named = _named(self.without_chunks)
             out.append(f"no chunks: {named}: empty, or only markup the garbage filter drops; nothing to search")
@@ -151,6 +159,28 @@ def _named(sources: list[str]) -> str:
     """Up to ``SKIPPED_NAMED`` of ``sources``, and how many more."""
     more = len(sources) - SKIPPED_NAMED
     return ", ".join(sources[:SKIPPED_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
+#: each kind of what a walk passes over, as the report counts it (one, many)
+PASSED_OVER_WORDS = {
+    GIT_FOLDER: ("folder git ignores", "folders git ignores"),
+    GIT_FILE: ("file git ignores", "files git ignores"),
+    NODE_MODULES: ("node_modules folder", "node_modules folders"),
+    VIRTUALENV: ("virtualenv", "virtualenvs"),
+    LOCK_FILE: ("lock file", "lock files"),
+}
+
+
+def passed_over_line(passed: dict[str, list[str]]) -> str:
+    """One line for what the walks passed over: a count per kind with up to ``SKIPPED_NAMED`` names, and how
+    to index one anyway (``passed over: 3 folders git ignores (node_modules/, venv/, build/), 2 lock files
+    (poetry.lock, yarn.lock); name a path to index it anyway``)."""
+    parts = []
+    for kind, sources in sorted(passed.items(), key=lambda item: list(PASSED_OVER_WORDS).index(item[0])):
+        if sources:
+            one, many = PASSED_OVER_WORDS[kind]
+            parts.append(f"{len(sources)} {one if len(sources) == 1 else many} ({_named(sorted(sources))})")
+    return f"passed over: {', '.join(parts)}; name a path to index it anyway"
 
 
 def skipped_lines(skipped: list[FileProblem]) -> list[str]:

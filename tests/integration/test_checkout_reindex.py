@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from tests.integration.test_cli import cli_env, rag  # noqa: F401  (fixture and helper)
 
@@ -55,3 +56,49 @@ def test_a_real_read_error_still_fails_the_run(cli_env, tmp_path):  # noqa: F811
     assert done.returncode == 1, done.stdout
     assert "0 added, 0 updated, 0 unchanged, 0 deleted, 1 failed, 1 skipped" in done.stdout
     assert "failed: notes.md: " in done.stdout
+
+
+def audit_checkout(root: Path) -> Path:
+    """A small checkout like audit 56b's: sources, and what a build, npm and a virtualenv leave beside them."""
+    repo = root / "repo"
+    git_init(repo)
+    write(repo / ".gitignore", "node_modules/\nvenv/\nbuild/\ndist/\n__pycache__/\n")
+    source = "def get_best_encoding(stream):\n    '''The encoding the harbour stream uses.'''\n    return 'utf-8'\n"
+    write(repo / "src" / "app" / "_compat.py", source)
+    write(repo / "build" / "lib" / "app" / "_compat.py", source)  # a build copy, identical
+    write(repo / "node_modules" / "semver" / "index.js", "module.exports = function satisfies(v) { return v }\n")
+    write(repo / "venv" / "pyvenv.cfg", "home = /usr/bin\n")
+    write(repo / "venv" / "lib" / "idna.py", "def encode(label):\n    return label\n")
+    write(repo / "dist" / "bundle.js", BUNDLE)
+    write(repo / "package-lock.json", '{"name": "harbour", "lockfileVersion": 3}\n')
+    write(repo / "poetry.lock", "[[package]]\nname = 'idna'\n")
+    return repo
+
+
+def test_index_paths_passes_over_what_git_ignores_and_lock_files_in_one_line(indexer, db, tmp_path):
+    repo = audit_checkout(tmp_path)
+    report = indexer.index_paths([repo], collection="repo")
+    assert (report.added, report.failed, report.skipped) == (1, [], [])
+    assert report.passed_over == {
+        "git_folder": ["build/", "dist/", "node_modules/", "venv/"],
+        "lock_file": ["package-lock.json", "poetry.lock"],
+    }
+    assert (
+        "passed over: 4 folders git ignores (build/, dist/, node_modules/ and 1 more), 2 lock files "
+        "(package-lock.json, poetry.lock); name a path to index it anyway"
+    ) in report.lines()
+    with db.transaction() as session:
+        sources = session.execute(text("SELECT source FROM documents WHERE collection = 'repo'")).scalars().all()
+    assert sources == ["src/app/_compat.py"], "the build copy can no longer stand in for the source"
+    named = indexer.index_paths([repo / "build", repo / "package-lock.json"], collection="repo")
+    assert named.added == 2 and named.passed_over == {}, "a path named is indexed even if ignored"
+
+
+def test_rag_reindex_of_a_checkout_says_what_it_passed_over_and_exits_0(cli_env, tmp_path):  # noqa: F811
+    assert rag(cli_env, "db", "upgrade").returncode == 0
+    audit_checkout(tmp_path)
+    done = rag(cli_env, "reindex", "repo", "--collection", "repo", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 added, 0 updated, 0 unchanged, 0 deleted, 0 failed, 0 skipped" in done.stdout
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("passed over:")]
+    assert line.startswith("passed over: 4 folders git ignores (build/, dist/, node_modules/ and 1 more)")

@@ -68,6 +68,7 @@ def _report(step: int) -> IngestReport:
         interrupted=step > 1,
         gone=[f"gone{step}.md"],
         unreadable_chunks=10 * step,
+        passed_over={"git_folder": [f"build{step}/"], f"lock_file{step}": ["yarn.lock"]},
     )
 
 
@@ -88,6 +89,8 @@ def test_merging_adds_counts_and_seconds_and_concatenates_lists():
     assert total.interrupted, "a run stopped in any of its parts was interrupted"
     assert total.gone == ["gone1.md", "gone2.md"]
     assert total.unreadable_chunks == 30
+    passed = {"git_folder": ["build1/", "build2/"], "lock_file1": ["yarn.lock"], "lock_file2": ["yarn.lock"]}
+    assert total.passed_over == passed
     assert part.to_dict() == _report(2).to_dict(), "the merged-in report is left as it was"
 
 
@@ -120,6 +123,23 @@ def test_skipped_files_are_one_line_per_reason_with_the_supported_types_once(tmp
     ]
     assert [line.count("; supported: .md") for line in skipped] == [0, 0, 1, 0], "the list once, after the types"
     assert len(report.to_dict()["skipped"]) == 8, "the JSON keeps every file"
+
+
+def test_what_was_passed_over_is_one_short_line_of_counts_and_a_few_names():
+    report = IngestReport(collection="repo")
+    assert not [line for line in report.lines() if line.startswith("passed over")], "no line when nothing was"
+    report.passed_over = {
+        "lock_file": ["yarn.lock", "poetry.lock"],
+        "git_folder": ["node_modules/", "venv/", "build/", "dist/", "out/"],
+        "virtualenv": ["tools/env/"],
+        "git_file": [],
+    }
+    [line] = [line for line in report.lines() if line.startswith("passed over")]
+    assert line == (
+        "passed over: 5 folders git ignores (build/, dist/, node_modules/ and 2 more), 1 virtualenv (tools/env/), "
+        "2 lock files (poetry.lock, yarn.lock); name a path to index it anyway"
+    )
+    assert report.to_dict()["passed_over"]["git_folder"][-1] == "out/", "the JSON keeps every name"
 
 
 def test_a_loaders_error_becomes_a_reason_without_the_path():
