@@ -316,7 +316,9 @@ def add_reindex_parser(commands: argparse._SubParsersAction) -> argparse.Argumen
         default=None,
         help="chunking strategy; auto (the default) picks one per file by its type",
     )
-    parser.add_argument("--prune", action="store_true", help="delete documents whose files are gone")
+    parser.add_argument(
+        "--prune", action="store_true", help="delete documents whose files are gone, or passed over or skipped now"
+    )
     parser.add_argument(
         "--root",
         default=None,

@@ -139,8 +139,7 @@ class Batch:
         try:
             loaded = load_document(path, max_bytes=self.settings.max_file_bytes)
         except GeneratedFileError as exc:
-            kept = KEPT if self._known.get(source) is not None else ""
-            self.report.skipped.append(FileProblem(source, file_reason(path, str(exc)) + kept))
+            self.report.skipped.append(FileProblem(source, file_reason(path, str(exc))))  # a stored version: left_out
             self.bar.advance(chunks=0, items=1)
             return
         except RagError as exc:

@@ -43,7 +43,7 @@ from rag_service.ingest.metadata_policy import user_metadata
 from rag_service.ingest.origins import claim_keys, record_new, record_texts
 from rag_service.ingest.passed_over import FOLDER_KINDS
 from rag_service.ingest.progress import Progress, ProgressListener
-from rag_service.ingest.prune import unseen_documents
+from rag_service.ingest.prune import prune_unseen
 from rag_service.ingest.repeated import repeated_source
 from rag_service.ingest.report import FileProblem, IngestReport
 from rag_service.ingest.source_keys import check_root, keyed_source, source_for
@@ -154,18 +154,15 @@ class Indexer:
                         batch.add_file(path, sources[path], strategy=strategy, force=force)
                 batch.finish()
             record_new(self.db, collection, (keyed[p] for p in new), report)
-            try:  # a lost database here leaves what the run wrote written: the report says what was not done
-                gone, report.deleted = unseen_documents(  # without ``prune``, the report names what it would delete
-                    self.db,
-                    collection,
-                    scope=[kept for kept in (keyed_source(Path(p), base) for p in paths) if storable_key(kept[0])],
-                    seen=set(sources.values()),
-                    unreadable=[source_for(p, base) for p in found.unreadable],
-                    delete=prune,
-                )
-                report.gone = [] if prune else gone
-            except DatabaseError as exc:
-                report.degraded.append(f"{'prune' if prune else 'gone files'}: not done ({exc}); run it again")
+            prune_unseen(  # without ``prune``, the report names what it would delete
+                self.db,
+                report,
+                scope=[kept for kept in (keyed_source(Path(p), base) for p in paths) if storable_key(kept[0])],
+                # a file skipped as minified is not indexed any more: its stored version is left out, as if passed over
+                seen=set(sources.values()) - {skipped.source for skipped in report.skipped},
+                unreadable=[source_for(p, base) for p in found.unreadable],
+                delete=prune,
+            )
             self._refresh_statistics(collection, report.chunks_written - written, report)
         report.seconds = time.perf_counter() - started
         return report

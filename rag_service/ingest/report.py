@@ -62,6 +62,9 @@ class IngestReport:
     interrupted: bool = False
     #: stored documents in the walked folders whose files are gone, left stored (a run without ``prune``)
     gone: list[str] = field(default_factory=list)
+    #: stored documents in the walked folders whose files are still there but not indexed now (passed over, or
+    #: skipped as minified), left stored (a run without ``prune``)
+    left_out: list[str] = field(default_factory=list)
     #: chunks written mostly of text the embedding model cannot read (Thai, Han, emoji for MiniLM): keywords only
     unreadable_chunks: int = 0
     #: what the walks passed over on purpose, by kind (``passed_over``: git_folder, git_file, node_modules,
@@ -109,6 +112,7 @@ class IngestReport:
         self.without_chunks += other.without_chunks
         self.interrupted = self.interrupted or other.interrupted
         self.gone += other.gone
+        self.left_out += other.left_out
         self.unreadable_chunks += other.unreadable_chunks
         for kind, sources in other.passed_over.items():
             self.passed_over.setdefault(kind, []).extend(sources)
@@ -138,6 +142,14 @@ class IngestReport:
             whose = "document's file is" if len(self.gone) == 1 else "documents' files are"
             them = "it" if len(self.gone) == 1 else "them"
             out.append(f"{len(self.gone)} stored {whose} gone: {named}; run with --prune to delete {them}")
+        if self.left_out:
+            named = _named(self.left_out)
+            whose = "document's file is" if len(self.left_out) == 1 else "documents' files are"
+            them = "it" if len(self.left_out) == 1 else "them"
+            out.append(
+                f"{len(self.left_out)} stored {whose} passed over or skipped now: {named}; still searchable in "
+                f"their previous version; run with --prune to delete {them}"
+            )
         if self.unreadable_chunks:
             out.append(
                 f"unreadable: {self.unreadable_chunks} chunks are mostly text the embedding model cannot read (e.g. "

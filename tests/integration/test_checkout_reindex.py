@@ -102,3 +102,38 @@ def test_rag_reindex_of_a_checkout_says_what_it_passed_over_and_exits_0(cli_env,
     assert "1 added, 0 updated, 0 unchanged, 0 deleted, 0 failed, 0 skipped" in done.stdout
     [line] = [line for line in done.stdout.splitlines() if line.startswith("passed over:")]
     assert line.startswith("passed over: 4 folders git ignores (build/, dist/, node_modules/ and 1 more)")
+
+
+def _stored(db) -> list[str]:
+    with db.transaction() as session:
+        return session.execute(text("SELECT source FROM documents ORDER BY source")).scalars().all()
+
+
+def test_documents_of_a_path_passed_over_now_are_named_and_pruned_like_gone_files(indexer, db, tmp_path):
+    """A build/ indexed before it was ignored, and a file that became a bundle: stale copies of nothing a run
+    would index now. Without --prune they stay searchable and are named (not as gone: the files are there);
+    with --prune they are deleted as a removed file is."""
+    repo = audit_checkout(tmp_path)
+    (repo / ".gitignore").write_text("node_modules/\nvenv/\ndist/\n")  # build/ not ignored yet
+    app = write(repo / "web" / "app.js", "function harbour(tide) {\n  return tide + 1;\n}\n")
+    old = write(repo / "docs" / "old.md", "# Old\n\nThe old lighthouse keeper's notes.\n")
+    first = indexer.index_paths([repo], collection="repo")
+    assert first.added == 4
+    assert _stored(db) == ["build/lib/app/_compat.py", "docs/old.md", "src/app/_compat.py", "web/app.js"]
+    (repo / ".gitignore").write_text("node_modules/\nvenv/\ndist/\nbuild/\n")
+    app.write_text(BUNDLE)  # the source replaced by its bundle
+    old.unlink()
+    kept = indexer.index_paths([repo], collection="repo")
+    assert (kept.deleted, kept.gone, kept.left_out) == (0, ["docs/old.md"], ["build/lib/app/_compat.py", "web/app.js"])
+    assert [p.source for p in kept.skipped] == ["web/app.js"] and kept.failed == []
+    assert (
+        "2 stored documents' files are passed over or skipped now: build/lib/app/_compat.py, web/app.js; still "
+        "searchable in their previous version; run with --prune to delete them"
+    ) in kept.lines()
+    assert "1 stored document's file is gone: docs/old.md; run with --prune to delete it" in kept.lines()
+    assert "web/app.js" in _stored(db) and "build/lib/app/_compat.py" in _stored(db)
+    pruned = indexer.index_paths([repo], collection="repo", prune=True)
+    assert (pruned.deleted, pruned.gone, pruned.left_out) == (3, [], [])
+    assert _stored(db) == ["src/app/_compat.py"]
+    again = indexer.index_paths([repo], collection="repo", prune=True)
+    assert (again.deleted, again.unchanged, again.left_out) == (0, 1, [])

@@ -67,6 +67,7 @@ def _report(step: int) -> IngestReport:
         without_chunks=[f"empty{step}.md"],
         interrupted=step > 1,
         gone=[f"gone{step}.md"],
+        left_out=[f"build{step}/a.py"],
         unreadable_chunks=10 * step,
         passed_over={"git_folder": [f"build{step}/"], f"lock_file{step}": ["yarn.lock"]},
     )
@@ -88,6 +89,7 @@ def test_merging_adds_counts_and_seconds_and_concatenates_lists():
     assert total.model_switch == "embedding model: switch 2", "the later run's word on a switch"
     assert total.interrupted, "a run stopped in any of its parts was interrupted"
     assert total.gone == ["gone1.md", "gone2.md"]
+    assert total.left_out == ["build1/a.py", "build2/a.py"]
     assert total.unreadable_chunks == 30
     passed = {"git_folder": ["build1/", "build2/"], "lock_file1": ["yarn.lock"], "lock_file2": ["yarn.lock"]}
     assert total.passed_over == passed
