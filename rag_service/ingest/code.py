@@ -92,7 +92,7 @@ class CodeChunker(SizedChunker):
         definition (a class), short code before a child (the class line, a docstring, short attributes) goes
         with it, and short code after the last one (a closing brace) too, so no tiny chunk stands alone.
         ``trailing`` (the other languages): short code after any definition goes with it (``exports.A = A;``, a
-        separator comment), not only inside one."""
+        separator comment), not only inside one, and a short preamble before the first goes with that one."""
         cursor, end = span
         last: int | None = None  # the unit of the last definition, when it is whole
         for node in definitions:
@@ -101,7 +101,8 @@ class CodeChunker(SizedChunker):
             if after_last and last is not None and self._fits(text, units[last][0][0], gap_end):
                 (begin, _), path = units[last]
                 cursor, units[last] = gap_end, ((begin, gap_end), path)
-            joined = [cursor] if inside and self._short(text, cursor, node.lead) else []
+            # a short file preamble (a header comment, `use strict`) has no definition of its own to join but this
+            joined = [cursor] if (inside or trailing) and self._short(text, cursor, node.lead) else []
             candidates = [*joined, max(node.lead, cursor), max(node.start, cursor)]
             begin = next((c for c in candidates if self._fits(text, c, node.end)), candidates[0])
             self._plain(text, cursor, begin, names, units)

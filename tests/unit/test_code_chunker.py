@@ -167,3 +167,16 @@ def test_text_gets_no_invented_definition_names() -> None:
     """D15: ``--strategy code`` on a README named chunks after words followed by ``(`` (``README > retrieve``)."""
     text = "# Guide\n\nTo search, call\nretrieve(query)\n\nand then\nsizes(x) {\n\n" * 60
     assert {c.header_path for c in chunks("README.md", text)} == {"README"}
+
+
+def test_a_short_file_preamble_goes_with_the_first_definition() -> None:
+    """A SQL file's one-line header comment, apart from the first CREATE by a blank line, stood alone as a chunk and
+    outranked the tables for "database schema" (the PRD query)."""
+    text = (
+        "-- Tables of the support platform.\n\n"
+        "CREATE TABLE customers (\n    id bigserial PRIMARY KEY,\n    email text NOT NULL\n);\n\n"
+        "CREATE TABLE orders (\n    id bigserial PRIMARY KEY\n);\n"
+    )
+    chunks = make_chunker("code", source="db/schema.sql").split(text).chunks
+    assert [c.content.splitlines()[0] for c in chunks] == ["-- Tables of the support platform.", "CREATE TABLE orders ("]
+    assert all(c.content == text[c.start_char : c.end_char] for c in chunks)

@@ -275,7 +275,7 @@ def test_python_header_path_module_class_function() -> None:
             "package x;\n\npublic class Store {\n    private int size;\n\n"
             "    public int size() {\n        return size;\n    }\n\n"
             "    public void clear() {\n        size = 0;\n    }\n}\n",
-            ["Store", "Store > Store", "Store > Store > size", "Store > Store > clear"],
+            ["Store > Store", "Store > Store > size", "Store > Store > clear"],  # `package x;` joins the class
         ),
         (
             "server.go",
