@@ -178,5 +178,6 @@ def test_a_short_file_preamble_goes_with_the_first_definition() -> None:
         "CREATE TABLE orders (\n    id bigserial PRIMARY KEY\n);\n"
     )
     chunks = make_chunker("code", source="db/schema.sql").split(text).chunks
-    assert [c.content.splitlines()[0] for c in chunks] == ["-- Tables of the support platform.", "CREATE TABLE orders ("]
+    firsts = [c.content.splitlines()[0] for c in chunks]
+    assert firsts == ["-- Tables of the support platform.", "CREATE TABLE orders ("]
     assert all(c.content == text[c.start_char : c.end_char] for c in chunks)
