@@ -25,7 +25,7 @@ from rag_service.db.search import ChunkFilters, SearchHit, SearchRequest
 from rag_service.db.search_request import ef_search_for, with_query_scores
 from rag_service.embed import Embedder, degraded_note
 from rag_service.errors import LLMError, ModelLoadError
-from rag_service.format import budget_shortfall, fit_line, format_context, layout_overhead
+from rag_service.format import budget_shortfall, fit_line, format_context
 from rag_service.overlaps import first_passages
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
@@ -57,8 +57,7 @@ from rag_service.retrieve.relevance import (
 )
 from rag_service.retrieve.rerank import Reranker, ranked_order
 from rag_service.retrieve.unreadable import readable_embedder
-from rag_service.retrieve.windows import fit_to_budget
-from rag_service.tokens import get_encoding
+from rag_service.retrieve.windows import fit_parents
 
 if TYPE_CHECKING:
     from rag_service.llm import ChatModel
@@ -294,7 +293,7 @@ class Retriever:
         metrics.filtered_below_relevance = len(dropped)
         if preset.return_parents:
             started = time.perf_counter()
-            chunks = _fit_parents(
+            chunks = fit_parents(
                 chunks, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata
             )
             metrics.parents_time_ms += _ms(started)
@@ -423,27 +422,3 @@ def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedCh
 
 def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, int]]:
     return {c.chunk_id: c.parent for c in chunks if c.parent is not None}
-
-
-#: texts longer than this are counted on their first part and scaled: sizing windows needs only an
-#: estimate (the formatter counts exactly), and counting whole sections was most of the parents stage
-#: (ray-docs-qa: p50 2.7 -> 1.8 ms at 8,000 -> 2,000 characters, nDCG@10 unchanged)
-COUNT_SAMPLE_CHARS = 2000
-
-
-def _fit_parents(
-    chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str, show_metadata: bool = False
-) -> list[RetrievedChunk]:
-    """Cut parents to windows around their matched children so every result fits the token budget."""
-    if not any(c.is_parent for c in chunks):
-        return chunks  # only parents are cut: with none, nothing to count (~0.5 ms of tokenizing a query)
-    enc = get_encoding(encoding)
-
-    def count(text: str) -> int:
-        if len(text) <= COUNT_SAMPLE_CHARS:
-            return len(enc.encode(text, disallowed_special=()))
-        sample = len(enc.encode(text[:COUNT_SAMPLE_CHARS], disallowed_special=()))
-        return math.ceil(sample * len(text) / COUNT_SAMPLE_CHARS)
-
-    budget = max_tokens - layout_overhead(chunks, encoding=encoding, show_metadata=show_metadata)
-    return fit_to_budget(chunks, budget=budget, count=count)

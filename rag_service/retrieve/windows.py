@@ -13,12 +13,15 @@ keep the matched child's span.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from rag_service.format import layout_overhead
 from rag_service.result import RetrievedChunk
 from rag_service.text_breaks import CLAUSE_BREAK, PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
+from rag_service.tokens import get_encoding
 
 TokenCounter = Callable[[str], int]
 #: where a window may start or end, most wanted first: a paragraph break, a sentence's end, a line break (the bare
@@ -111,3 +114,27 @@ def fit_to_budget(chunks: Sequence[RetrievedChunk], *, budget: int, count: Token
             )
         )
     return out
+
+
+#: texts longer than this are counted on their first part and scaled: sizing windows needs only an
+#: estimate (the formatter counts exactly), and counting whole sections was most of the parents stage
+#: (ray-docs-qa: p50 2.7 -> 1.8 ms at 8,000 -> 2,000 characters, nDCG@10 unchanged)
+COUNT_SAMPLE_CHARS = 2000
+
+
+def fit_parents(
+    chunks: list[RetrievedChunk], *, max_tokens: int, encoding: str, show_metadata: bool = False
+) -> list[RetrievedChunk]:
+    """Cut parents to windows around their matched children so every result fits the token budget."""
+    if not any(c.is_parent for c in chunks):
+        return chunks  # only parents are cut: with none, nothing to count (~0.5 ms of tokenizing a query)
+    enc = get_encoding(encoding)
+
+    def count(text: str) -> int:
+        if len(text) <= COUNT_SAMPLE_CHARS:
+            return len(enc.encode(text, disallowed_special=()))
+        sample = len(enc.encode(text[:COUNT_SAMPLE_CHARS], disallowed_special=()))
+        return math.ceil(sample * len(text) / COUNT_SAMPLE_CHARS)
+
+    budget = max_tokens - layout_overhead(chunks, encoding=encoding, show_metadata=show_metadata)
+    return fit_to_budget(chunks, budget=budget, count=count)
