@@ -3,8 +3,10 @@
 ``parse_query`` reads websearch syntax: ``"quoted phrases"``, ``-term`` / ``-"phrase"`` (one ``-`` at
 the start of a token, before a word of two letters or more, or a quote) to exclude, everything else a word:
 ``--address``, ``-n`` (command-line flags) and ``-2`` (a number, a list such as ``E2f-1, -2, -3``) are words.
-An unbalanced quote makes the rest of the text one phrase, as ``websearch_to_tsquery`` does. Nothing here
-ever raises on odd input.
+Quotes pair up from the left; an unbalanced last quote is literal (dropped, the text after it read as words),
+not a phrase running to the end of the text as in ``websearch_to_tsquery``: a stray ``"`` made the rest of a
+question a phrase no chunk holds (audit 56a, D1). ``as_words`` names phrases to read as words instead (the
+retriever passes those no chunk of the collection holds). Nothing here ever raises on odd input.
 
 ``websearch_parts`` turns that into two strings for ``websearch_to_tsquery``, combined in SQL as
 ``websearch_to_tsquery(cfg, any_terms) && websearch_to_tsquery(cfg, required_terms)``:
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from rag_service import knobs
@@ -57,8 +60,8 @@ MAX_PHRASE_PARTS = 16
 #: characters kept of one word, phrase or exclusion (PostgreSQL skips words over 2,047 characters)
 MAX_TERM_CHARS = 200
 
-# a phrase (optionally excluded), up to the closing quote or the end; or a run of other characters
-_TOKEN = re.compile(r'(-?)"([^"]*)"?|([^\s"]+)')
+# a phrase (optionally excluded) between two quotes; or a run of other characters (a lone quote matches neither)
+_TOKEN = re.compile(r'(-?)"([^"]*)"|([^\s"]+)')
 # characters PostgreSQL's websearch parser gives a meaning to inside an unquoted word
 _SPECIAL = re.compile(r"""["'\\!&|()<>:*\x00-\x1f\x7f\ud800-\udfff]+""")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -280,11 +283,12 @@ def _add(items: list[str], seen: set[str], item: str) -> None:
         items.append(item)
 
 
-def parse_query(text: str, *, pairs: bool = True) -> ParsedQuery:
+def parse_query(text: str, *, pairs: bool = True, as_words: Collection[str] = ()) -> ParsedQuery:
     """Split ``text`` into words, required phrases and excluded terms (websearch semantics).
 
     Duplicates are dropped case-insensitively (first spelling kept). A lone ``-`` and the word ``or``
-    are ignored; an excluded token that contains special characters becomes an excluded phrase.
+    are ignored; an excluded token that contains special characters becomes an excluded phrase. A
+    phrase in ``as_words`` (as ``phrases`` holds it, any case) is read as its words instead.
     The result is bounded (``MAX_QUERY_WORDS``, ``MAX_QUERY_FILTERS``, ``MAX_PHRASE_WORDS``). The text is read
     as documents are (``keyword_text``): folded, and with ``pairs`` each run of Chinese, Japanese, Thai or Korean
     in a word becomes words of two characters, in a phrase or an exclusion a phrase of them.
@@ -294,9 +298,13 @@ def parse_query(text: str, *, pairs: bool = True) -> ParsedQuery:
     seen_phrases: set[str] = set()
     seen_excluded: set[str] = set()
     split = in_pairs if pairs else str
+    unquoted = {phrase.casefold() for phrase in as_words}
     for match in _TOKEN.finditer(folded(text)):
         negated, quoted, bare = match.groups()
-        if bare is None:
+        if bare is None and not negated and _bounded_filter(_phrase(split(quoted))).casefold() in unquoted:
+            for word in _inert_words(split(quoted)):
+                _add(parsed.words, seen_words, word)
+        elif bare is None:
             phrase = _phrase(split(quoted))
             _add(parsed.excluded if negated else parsed.phrases, seen_excluded if negated else seen_phrases, phrase)
         elif _is_exclusion(bare):

@@ -35,6 +35,7 @@ from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_mer
 from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import diversified
 from rag_service.retrieve.parents import dedupe, expand_to_parents
+from rag_service.retrieve.phrases import phrases_as_words
 from rag_service.retrieve.query import (
     bm25_text,
     bounds_note,
@@ -138,7 +139,7 @@ class Retriever:
             setup = read_setup(session)
             preset = setup.preset
             if not prepared or prepared[0].setup != setup:
-                prepared[:] = [self._prepare(query, setup, options, metrics)]
+                prepared[:] = [self._prepare(query, setup, options, metrics, session)]
             requests, vector, calibration = prepared[0].requests, prepared[0].vector, prepared[0].calibration
             started = time.perf_counter()
             per_variant = [fused_search(session, r) for r in requests]
@@ -171,15 +172,17 @@ class Retriever:
         return found
 
     def _prepare(
-        self, query: str, setup: CallPreset, options: RetrievalOptions, metrics: RetrievalMetrics
+        self, query: str, setup: CallPreset, options: RetrievalOptions, metrics: RetrievalMetrics, session: Session
     ) -> _Prepared:
-        """The query's variants embedded and made into search requests."""
+        """The query's variants embedded and made into search requests (phrases no chunk holds as words)."""
         preset = setup.preset
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
         metrics.expansion_time_ms = _ms(started)
-        if note := bounds_note(parse_query(query)):
+        probe, phrases = self._request(query, None, setup, options), parse_query(query).phrases
+        as_words = phrases_as_words(session, probe, phrases, metrics)
+        if note := bounds_note(parse_query(query, as_words=as_words)):
             metrics.degrade("query", note)
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
@@ -192,16 +195,21 @@ class Retriever:
             if note := degraded_note(embedder):
                 metrics.degrade("embed", note)
             calibration = CALIBRATIONS.get(embedder.model_id)
-        requests = [self._request(v, vector, setup, options) for v, vector in zip(variants, vectors, strict=True)]
+        requests = [self._request(v, vec, setup, options, as_words) for v, vec in zip(variants, vectors, strict=True)]
         # the merge keeps the user's query's context scores alone (with_query_scores): the variants skip them
         requests[1:] = [replace(r, context_bm25=False, proximity=False, context_vector=False) for r in requests[1:]]
         return _Prepared(setup, requests, vectors[0], calibration)
 
     def _request(
-        self, variant: str, vector: np.ndarray[Any, Any] | None, setup: CallPreset, options: RetrievalOptions
+        self,
+        variant: str,
+        vector: np.ndarray[Any, Any] | None,
+        setup: CallPreset,
+        options: RetrievalOptions,
+        as_words: Sequence[str] = (),
     ) -> SearchRequest:
         preset = setup.preset
-        parsed = parse_query(variant)
+        parsed = parse_query(variant, as_words=as_words)
         any_terms, required = websearch_parts(parsed)
         # never fewer candidates than results asked for: max_chunks=50 of a preset reading 20 returned 20
         asked = CHILDREN_PER_SECTION * preset.max_chunks if preset.return_parents else preset.max_chunks

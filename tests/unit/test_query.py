@@ -97,8 +97,10 @@ def test_excluded_token_with_special_characters_becomes_a_phrase() -> None:
 @pytest.mark.parametrize(
     ("text", "words", "phrases"),
     [
-        ('"unbalanced phrase here', [], ["unbalanced phrase here"]),
-        ('start "closed" then "open rest', ["start", "then"], ["closed", "open rest"]),
+        ('"unbalanced phrase here', ["unbalanced", "phrase", "here"], []),
+        ('start "closed" then "open rest', ["start", "then", "open", "rest"], ["closed"]),
+        ('how to run "TorchTrainer on gpu?', ["how", "to", "run", "TorchTrainer", "on", "gpu"], []),
+        ('-"not closed', ["not", "closed"], []),
         ('a"b"c', ["a", "c"], ["b"]),
         ('"" "   " word', ["word"], []),
         ('"', [], []),
@@ -109,6 +111,25 @@ def test_unbalanced_and_empty_quotes(text: str, words: list[str], phrases: list[
     assert (parsed.words, parsed.phrases) == (words, phrases)
     _, required = websearch_parts(parsed)
     assert required.count('"') % 2 == 0
+
+
+def test_an_unbalanced_quote_is_literal_not_a_phrase_to_the_end() -> None:
+    """Audit 56a D1: a stray quote made the rest of the question one phrase no chunk holds."""
+    assert websearch_parts(parse_query('how to run "TorchTrainer on gpu?')) == (
+        "how or to or run or TorchTrainer or on or gpu",
+        "",
+    )
+    assert parse_query('"a b" c "d').phrases == ["a b"]  # quotes pair from the left; the last one is odd
+
+
+def test_phrases_named_in_as_words_are_read_as_words() -> None:
+    text = 'run "Torch Trainer" on "GPU nodes" -"old api"'
+    parsed = parse_query(text, as_words=["torch trainer"])  # any case, as phrases holds them
+    assert parsed.words == ["run", "Torch", "Trainer", "on"]
+    assert parsed.phrases == ["GPU nodes"]
+    assert parsed.excluded == ["old api"]  # an exclusion is never turned into words
+    assert parse_query(text, as_words=["GPU nodes", "Torch Trainer"]).phrases == []
+    assert parse_query(text) == parse_query(text, as_words=["not a phrase of it"])
 
 
 def test_emoji_and_right_to_left_text() -> None:
