@@ -18,19 +18,21 @@ retriever passes those no chunk of the collection holds). Nothing here ever rais
 
 Words are made inert first. Inside an unquoted word, PostgreSQL's websearch parser treats ``'`` and
 ``\\`` as quoting/escaping (``don't or it's or bar`` parses to just ``'bar'``), ``! & | ( ) <`` as
-operators and ``:`` as a weight/prefix marker, ``"`` as a phrase and a leading ``-`` as negation. So
-words are split at those characters, stripped of leading and trailing punctuation, and the word
-``or`` (any case) is dropped. Phrase text goes inside quotes, where only ``"`` is special.
+operators and ``:`` as a weight/prefix marker, ``"`` as a phrase and a leading ``-`` as negation. So words are
+split at those characters, stripped of leading and trailing punctuation (but a path's leading ``/``, which the
+``file`` lexeme keeps), and the word ``or`` (any case) is dropped. Phrase text goes inside quotes, where only ``"``
+is special.
 
 The work per query is bounded whatever its content: ``validate_query`` cuts it to
 ``MAX_QUERY_CHARS`` characters, and ``parse_query`` keeps at most ``MAX_QUERY_WORDS`` distinct words,
 ``MAX_QUERY_FILTERS`` phrases and exclusions together, and ``MAX_PHRASE_WORDS`` words per phrase. What
 is dropped is the least selective: the shortest words and filters (longer words are rarer), ties
 by position; ``bounds_note`` says what was dropped, and the retriever reports it in ``metrics.degraded``.
-PostgreSQL splits a word at most punctuation, so a kept word is also cut after ``MAX_WORD_PARTS`` runs
-of letters and digits, a phrase or exclusion after ``MAX_PHRASE_PARTS``, each after ``MAX_TERM_CHARS``
-characters: a query reaches SQL with at most ``MAX_QUERY_WORDS * MAX_WORD_PARTS`` word parts and
-``MAX_QUERY_FILTERS * MAX_PHRASE_PARTS`` filter parts, whatever its length.
+PostgreSQL splits a word at most punctuation, so a kept word is also cut after ``MAX_WORD_PARTS`` runs of letters
+and digits (into its parts, never to a prefix no lexeme equals: a long path is kept whole or left out,
+``_cut_word``), a phrase or exclusion after ``MAX_PHRASE_PARTS``, each after ``MAX_TERM_CHARS`` characters: a
+query reaches SQL with at most ``2 * MAX_QUERY_WORDS * MAX_WORD_PARTS`` word parts and ``MAX_QUERY_FILTERS *
+MAX_PHRASE_PARTS`` filter parts, whatever its length.
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ _PHRASE_UNSAFE = re.compile(r'["\x00-\x1f\x7f\ud800-\udfff]')
 _KEY_WORD = re.compile(r"\w+")
 # a run of letters and digits: what PostgreSQL's parser can make a lexeme of
 _PART = re.compile(r"[^\W_]+")
+# a path's start that PostgreSQL's ``file`` lexeme keeps: the ``/`` (and the dots of ``/.aws``). After a space
+# its parser reads ``~/.aws/x``, ``./run.sh``, ``../a/b`` as ``/.aws/x``, ``/run.sh``, ``/a/b``: so do the words
+_PATH_START = re.compile(r"/\.*\Z")
 
 _STOP_WORDS = frozenset(
     (
@@ -197,6 +202,20 @@ def _cut(term: str, max_parts: int) -> str:
     return term
 
 
+def _cut_word(word: str) -> str:
+    """``word`` within the bounds, never cut to a prefix no document lexeme can equal ("" when dropped).
+
+    A word with a ``/`` or ``.`` (a path, a dotted name) is mostly one lexeme (``file``, ``host``): kept whole up to
+    2 * ``MAX_WORD_PARTS`` parts and ``MAX_TERM_CHARS``, else dropped (a cut ``/a/b`` of ``/a/b/c`` matches nothing).
+    Another (``a-b-c``, ``a_b_c``: parts indexed on their own) keeps its first ``MAX_WORD_PARTS`` parts, as words."""
+    parts = len(_PART.findall(word))
+    if parts <= MAX_WORD_PARTS and len(word) <= MAX_TERM_CHARS:
+        return word
+    if "/" in word or "." in word:
+        return word if parts <= 2 * MAX_WORD_PARTS and len(word) <= MAX_TERM_CHARS else ""
+    return " ".join(_PART.findall(_cut(word, MAX_WORD_PARTS)))
+
+
 def _distinct(items: list[str]) -> list[str]:
     """Non-empty items holding a word character, first spelling of each (case-insensitive)."""
     seen: set[str] = set()
@@ -213,17 +232,20 @@ def _bounded_filter(text: str) -> str:
 
 def _bounded(parsed: ParsedQuery) -> ParsedQuery:
     longest = _most_selective(parsed.words, MAX_QUERY_WORDS)
-    words = _distinct([_edge_stripped(_cut(w, MAX_WORD_PARTS)) for w in longest])
+    bounded = [_cut_word(_edge_stripped(w)) for w in longest]
     phrases = _distinct([_bounded_filter(p) for p in parsed.phrases])
     excluded = _distinct([_bounded_filter(x) for x in parsed.excluded])
     filters = _most_selective([*phrases, *excluded], MAX_QUERY_FILTERS)
     kept = set(filters)
-    cut = sum(w not in longest for w in words) + sum(f not in (*parsed.phrases, *parsed.excluded) for f in filters)
+    too_long = sum(not w for w in bounded)  # dropped by _cut_word: counted with the cut ones
+    words = _distinct(bounded)
+    cut = sum(w not in longest for w in words) + too_long
+    cut += sum(f not in (*parsed.phrases, *parsed.excluded) for f in filters)
     return ParsedQuery(
         words=words,
         phrases=[p for p in phrases if p in kept],
         excluded=[x for x in excluded if x in kept],
-        dropped_words=len(parsed.words) - len(words),
+        dropped_words=len(parsed.words) - len(words) - too_long,
         dropped_filters=len(parsed.phrases) + len(parsed.excluded) - len(filters),
         cut_terms=cut,
     )
@@ -240,17 +262,20 @@ def bounds_note(parsed: ParsedQuery) -> str | None:
         parts.append(f"kept the {kept} longest of {kept + parsed.dropped_filters} phrases and -exclusions")
     if parsed.cut_terms:
         parts.append(
-            f"cut {parsed.cut_terms} long words/phrases to {MAX_WORD_PARTS}/{MAX_PHRASE_PARTS} letter-and-digit runs "
-            f"and {MAX_TERM_CHARS} characters"
+            f"cut (or, a path cut short, left out) {parsed.cut_terms} long words/phrases to "
+            f"{MAX_WORD_PARTS}/{MAX_PHRASE_PARTS} letter-and-digit runs and {MAX_TERM_CHARS} characters"
         )
     return "; ".join(parts) + " (the per-query bounds of retrieve/query.py)" if parts else None
 
 
 def _edge_stripped(piece: str) -> str:
-    """``piece`` without leading/trailing punctuation, symbols, spaces and control characters."""
+    """``piece`` without leading/trailing punctuation, symbols, spaces and control characters, but a path's
+    leading ``/`` (of ``/x``, ``~/x``, ``./x``, ``../x``), which the documents' lexeme keeps (audit 56a, D6)."""
     start, end = 0, len(piece)
     while start < end and unicodedata.category(piece[start])[0] in "PSZC":
         start += 1
+    if start < end and (path := _PATH_START.search(piece, 0, start)):
+        start = path.start()
     while end > start and unicodedata.category(piece[end - 1])[0] in "PSZC":
         end -= 1
     return piece[start:end]

@@ -25,6 +25,7 @@ The dumps are written under /var/backups/pg/nightly and the credentials are read
 ## Replication
 
 A streaming replica follows the primary with a few milliseconds of lag. Run ./promote.sh to fail over.
+Its settings live in /opt/app/releases/v2/current/config/env/prod/settings.yaml on each host.
 """,
     "search.md": """# Search
 
@@ -97,3 +98,20 @@ def test_an_unbalanced_quote_is_literal(service):
     result = service.retrieve('how do "backups run nightly', context="search", **KEYWORD_ONLY)
     assert "kb/ops.md" in {c.source for c in result.chunks}
     assert _phrase_notes(result) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "source"),
+    [
+        ("/var/backups/pg/nightly", "kb/ops.md"),
+        ("~/.pgpass", "kb/ops.md"),
+        ("./promote.sh", "kb/ops.md"),
+        ("../notes/restore.md", "kb/search.md"),
+        ("where is /opt/app/releases/v2/current/config/env/prod/settings.yaml?", "kb/ops.md"),  # 10 parts: not cut
+    ],
+)
+def test_a_path_finds_the_chunk_that_writes_it(service, query, source):
+    """The documents index ``/var/...``, ``/.pgpass``, ``/promote.sh`` (PostgreSQL's ``file`` lexeme after a
+    space): the query side stripped the ``/`` (and cut a long path to a prefix), so the keyword arm found nothing."""
+    result = service.retrieve(query, context="search", **KEYWORD_ONLY)
+    assert [c.source for c in result.chunks] == [source]

@@ -12,6 +12,7 @@ from rag_service.errors import QueryError
 from rag_service.retrieve.query import (
     MAX_QUERY_CHARS,
     ParsedQuery,
+    bounds_note,
     excluded_terms,
     expand_query,
     parse_query,
@@ -130,6 +131,29 @@ def test_phrases_named_in_as_words_are_read_as_words() -> None:
     assert parsed.excluded == ["old api"]  # an exclusion is never turned into words
     assert parse_query(text, as_words=["GPU nodes", "Torch Trainer"]).phrases == []
     assert parse_query(text) == parse_query(text, as_words=["not a phrase of it"])
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("/tmp/ray/session_latest/logs", ["/tmp/ray/session_latest/logs"]),
+        ("see ~/.aws/credentials", ["see", "/.aws/credentials"]),  # PostgreSQL's lexeme after a space
+        ("run ./run.sh or ../a/b.py", ["run", "/run.sh", "/a/b.py"]),
+        ("(/api/v1/jobs), and/or", ["/api/v1/jobs", "and/or"]),
+        ("~/ / ./", []),
+        ("/home/dev/.venv/lib/python3.10/site-packages/x.py", ["/home/dev/.venv/lib/python3.10/site-packages/x.py"]),
+    ],
+)
+def test_a_path_keeps_its_leading_slash(text: str, words: list[str]) -> None:
+    assert parse_query(text).words == words
+
+
+def test_a_long_word_is_never_cut_to_a_prefix_no_lexeme_equals() -> None:
+    twenty = "/" + "/".join("abcdefghijklmnopqrst")
+    assert parse_query(twenty).words == []  # a cut path matches nothing: left out, and said
+    assert "left out" in (bounds_note(parse_query(twenty)) or "")
+    assert parse_query("a-b-c-d-e-f-g-h-i-j").words == ["a b c d e f g h"]  # the parts, not a cut compound
+    assert parse_query("x_1_2_3_4_5_6_7_8_9").words == ["x 1 2 3 4 5 6 7"]
 
 
 def test_emoji_and_right_to_left_text() -> None:
