@@ -57,7 +57,7 @@ from rag_service.retrieve.relevance import (
     section_evidence,
 )
 from rag_service.retrieve.rerank import Reranker, ranked_order
-from rag_service.retrieve.unreadable import readable_embedder
+from rag_service.retrieve.unreadable import readable_embedder, window_note
 from rag_service.retrieve.windows import fit_parents
 
 if TYPE_CHECKING:
@@ -182,8 +182,8 @@ class Retriever:
         metrics.expansion_time_ms = _ms(started)
         probe, phrases = self._request(query, None, setup, options), parse_query(query).phrases
         as_words = phrases_as_words(session, probe, phrases, metrics)
-        if note := bounds_note(parse_query(query, as_words=as_words)):
-            metrics.degrade("query", note)
+        if probe.runs_keyword and (note := bounds_note(parse_query(query, as_words=as_words))):
+            metrics.degrade("query", note)  # the keyword arm's bounds: nothing to say for a vector-only call
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
         calibration = None
@@ -192,8 +192,9 @@ class Retriever:
             started = time.perf_counter()
             vectors = [embedder.embed_query(v) for v in variants]
             metrics.embedding_time_ms = _ms(started)
-            if note := degraded_note(embedder):
-                metrics.degrade("embed", note)
+            for note in (degraded_note(embedder), window_note(query, embedder)):
+                if note:
+                    metrics.degrade("embed", note)
             calibration = CALIBRATIONS.get(embedder.model_id)
         requests = [self._request(v, vec, setup, options, as_words) for v, vec in zip(variants, vectors, strict=True)]
         # the merge keeps the user's query's context scores alone (with_query_scores): the variants skip them

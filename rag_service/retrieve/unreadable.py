@@ -4,6 +4,9 @@ MiniLM's vocabulary has no Thai and lacks most Han characters and emoji: such te
 every such text nearly one vector, so a Chinese query matched a Thai page at a calibrated 96% and an emoji query
 passed the ``agent`` floor (audit 54a). When most of a query's tokens are unknown to the model, the call searches
 by its words alone (``keyword_text`` reads those scripts) and ``metrics.degraded`` names the fix.
+
+A query longer than the model's window is embedded from its head only: a question after a paragraph of background
+or a pasted traceback was never embedded, silently (audit 56a, D3). ``window_note`` says how much was read.
 """
 
 from __future__ import annotations
@@ -29,3 +32,20 @@ def readable_embedder(query: str, embedder: Embedder, metrics: RetrievalMetrics)
         "lacks the script or the symbols): searched by its words only; a multilingual RAG_EMBEDDING_MODEL reads it",
     )
     return None
+
+
+def window_note(query: str, embedder: Embedder) -> str | None:
+    """One line when ``query`` is longer than ``embedder``'s window (how much of it the vector arm read), else None."""
+    window = model_window(embedder)
+    if window is None:
+        return None
+    room = window.max_tokens - window.special
+    if len(query) <= room:  # a word piece is at least one character: it fits
+        return None
+    tokens = window.count([query])[0]
+    if tokens <= room:
+        return None
+    return (
+        f"the query is {tokens} tokens and the embedding model {embedder.model_id} reads {room}: the vector arm "
+        f"searched its first {room / tokens:.0%} only; ask the question alone, or put it first"
+    )
