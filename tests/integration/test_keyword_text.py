@@ -85,8 +85,18 @@ def test_a_word_is_found_in_any_of_its_spellings(service, query, source):
     assert hits and hits[0] == source, (query, hits)
 
 
-def test_a_phrase_not_in_a_row_does_not_match_and_an_exclusion_drops(service):
-    assert "zh.md" not in _keyword_hits(service, '"全量存储"')  # both words are there, never in a row
+def test_a_phrase_not_in_a_row_does_not_match_and_an_exclusion_drops(service, connection):
+    in_a_row = text(
+        "SELECT count(*) FROM document_chunks WHERE collection = 'intl' "
+        "AND content_tsv @@ websearch_to_tsquery('english', :phrase)"
+    )
+    # both words are there, never in a row: the phrase's pairs match no chunk
+    assert connection.execute(in_a_row, {"phrase": f'"{keyword_text("全量存储")}"'}).scalar() == 0
+    assert connection.execute(in_a_row, {"phrase": f'"{keyword_text("全量备份")}"'}).scalar() == 1
+    # a phrase no chunk holds is searched as words (audit 56a D1), and the call says so
+    result = service.retrieve('"全量存储"', "search", collection="intl", vector_weight=0.0, keyword_weight=1.0)
+    assert [c.source for c in result.chunks][:1] == ["zh.md"]
+    assert any("holds the quoted phrase" in line for line in result.metrics.degraded)
     assert "zh.md" not in _keyword_hits(service, "备份 -增量备份")
 
 
