@@ -68,6 +68,15 @@ def test_a_phrase_no_chunk_holds_is_searched_as_words_and_said(service):
     assert note.startswith("query: ") and '"backups at midnight"' in note and "searched its words" in note
 
 
+def test_a_phrase_of_known_words_not_in_a_row_is_absent_too(service):
+    """Every word of it is in the collection (the look-up passes), so the chunks are asked: none holds the words
+    in that order."""
+    result = service.retrieve('"thirty backups" kept', context="search", **KEYWORD_ONLY)
+    assert "kb/ops.md" in {c.source for c in result.chunks}
+    (note,) = _phrase_notes(result)
+    assert '"thirty backups"' in note
+
+
 def test_a_phrase_some_chunk_holds_still_filters_and_says_nothing(service):
     result = service.retrieve('"nightly backups" replica', context="search", **KEYWORD_ONLY)
     assert result.chunks and all("nightly backups" in c.content.lower() for c in result.chunks)
