@@ -13,6 +13,7 @@ import pytest
 
 from rag_service.embed import HashingEmbedder
 from rag_service.service import UniversalRAGService
+from tests.integration.test_bm25 import checkout_folder
 
 DOCS = {
     "ops.md": """# Operations
@@ -46,12 +47,7 @@ TRACE = (
 
 @pytest.fixture
 def service(db, settings, tmp_path, monkeypatch) -> UniversalRAGService:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / ".git").mkdir()
-    folder = tmp_path / "kb"
-    folder.mkdir()
-    for name, body in DOCS.items():
-        (folder / name).write_text(body)
+    folder = checkout_folder(tmp_path, monkeypatch, DOCS)
     svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
     assert svc.index_paths([Path(folder)]).failed == []
     return svc
