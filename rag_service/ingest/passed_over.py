@@ -13,8 +13,9 @@ files by name (``package-lock.json``, ``pnpm-lock.yaml``, ``*.lock``, ...) are p
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
+
+from rag_service.git_tracked import git_said, run_git
 
 #: the kinds of what is passed over, in the order the report names them, each folder kind ending its names in /
 GIT_FOLDER, GIT_FILE, NODE_MODULES, VIRTUALENV, LOCK_FILE = (
@@ -79,27 +80,16 @@ class GitIgnores:
     def _list(self, top: Path, inside: str) -> list[str]:
         """What git ignores in the work tree ``top`` at or below ``inside`` (relative to ``top``; folders end in
         ``/``); empty where ``top`` is no work tree, or git cannot say (then ``problems`` says why)."""
-        try:
-            done = subprocess.run(
-                # the checkout is the one not trusted: its config must run nothing (core.fsmonitor is a command)
-                ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--literal-pathspecs",
-                 "-C", str(top), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--",
-                 inside],
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )  # fmt: skip
-        except FileNotFoundError:
-            reason = "git is not installed"
-        except (OSError, subprocess.SubprocessError) as exc:
-            reason = f"git failed: {exc}"
+        args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--", inside]
+        done = run_git(top, args, timeout=GIT_TIMEOUT_S)
+        if isinstance(done, str):
+            reason = done
+        elif done.returncode == 0:
+            return [entry for entry in done.stdout.decode(errors="surrogateescape").split("\0") if entry]
+        elif b"not a git repository" in done.stderr:
+            return []  # a folder named .git, not a work tree: nothing is ignored, as outside git
         else:
-            said = done.stderr.decode(errors="replace").strip()
-            if done.returncode == 0:
-                return [entry for entry in done.stdout.decode(errors="surrogateescape").split("\0") if entry]
-            if "not a git repository" in said:
-                return []  # a folder named .git, not a work tree: nothing is ignored, as outside git
-            reason = said.rsplit("\n", 1)[-1] if said else f"git exited {done.returncode}"
+            reason = git_said(done)
         if _is_work_tree(top):
             self.problems.append(f"what git ignores in {top} is not known ({reason}); it was indexed")
         return []
