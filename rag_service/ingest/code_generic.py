@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
+from functools import cache
 
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
 from rag_service.ingest.code_names import definition_names
@@ -91,6 +92,7 @@ _DOLLAR_QUOTE = re.compile(r"\$[A-Za-z_]*\$")
 _BRACES_LOOKED_AT = 8
 
 
+@cache  # asked for each definition line a scan meets
 def definition_keywords(language: str) -> tuple[str, ...]:
     """The words that start a definition line in ``language`` (empty for unknown languages)."""
     if language in _OWN_KEYWORDS:
@@ -105,6 +107,7 @@ def definition_keywords(language: str) -> tuple[str, ...]:
     return tuple(w for w in words if w not in _CONTROL)
 
 
+@cache
 def definition_pattern(language: str) -> re.Pattern[str] | None:
     """The lines that may start a definition in ``language`` (before the depth and comment checks); None: none."""
     words = definition_keywords(language)
