@@ -326,7 +326,7 @@ def parse_query(text: str, *, pairs: bool = True, as_words: Collection[str] = ()
     unquoted = {phrase.casefold() for phrase in as_words}
     for match in _TOKEN.finditer(folded(text)):
         negated, quoted, bare = match.groups()
-        if bare is None and not negated and _bounded_filter(_phrase(split(quoted))).casefold() in unquoted:
+        if bare is None and unquoted and not negated and _bounded_filter(_phrase(split(quoted))).casefold() in unquoted:
             for word in _inert_words(split(quoted)):
                 _add(parsed.words, seen_words, word)
         elif bare is None:

@@ -303,7 +303,7 @@ def held_shares_reader(
         found = route.read(
             lambda s: held_shares(s, collection=collection, fts_config=fts_config, words=words, chunk_ids=ids)
         )
-        return [found.get(i, 0.0) for i in ids]
+        return [found[i] for i in ids]
 
     return shares
 

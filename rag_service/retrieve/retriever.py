@@ -180,9 +180,10 @@ class Retriever:
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
         metrics.expansion_time_ms = _ms(started)
-        probe, phrases = self._request(query, None, setup, options), parse_query(query).phrases
-        as_words = phrases_as_words(session, probe, phrases, metrics)
-        if probe.runs_keyword and (note := bounds_note(parse_query(query, as_words=as_words))):
+        parsed, probe = parse_query(query), self._request(query, None, setup, options)
+        as_words = phrases_as_words(session, probe, parsed.phrases, metrics)
+        parsed = parse_query(query, as_words=as_words) if as_words else parsed
+        if probe.runs_keyword and (note := bounds_note(parsed)):
             metrics.degrade("query", note)  # the keyword arm's bounds: nothing to say for a vector-only call
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
