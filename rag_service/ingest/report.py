@@ -138,18 +138,10 @@ class IngestReport:
             named = _named(self.without_chunks)
             out.append(f"no chunks: {named}: empty, or only markup the garbage filter drops; nothing to search")
         if self.gone:
-            named = _named(self.gone)
-            whose = "document's file is" if len(self.gone) == 1 else "documents' files are"
-            them = "it" if len(self.gone) == 1 else "them"
-            out.append(f"{len(self.gone)} stored {whose} gone: {named}; run with --prune to delete {them}")
+            out.append(_unseen_line(self.gone, "gone: {named}"))
         if self.left_out:
-            named = _named(self.left_out)
-            whose = "document's file is" if len(self.left_out) == 1 else "documents' files are"
-            them = "it" if len(self.left_out) == 1 else "them"
-            out.append(
-                f"{len(self.left_out)} stored {whose} passed over or skipped now: {named}; still searchable in "
-                f"their previous version; run with --prune to delete {them}"
-            )
+            now = "passed over or skipped now: {named}; still searchable in their previous version"
+            out.append(_unseen_line(self.left_out, now))
         if self.unreadable_chunks:
             out.append(
                 f"unreadable: {self.unreadable_chunks} chunks are mostly text the embedding model cannot read (e.g. "
@@ -221,3 +213,10 @@ def skipped_lines(skipped: list[FileProblem]) -> list[str]:
     if last_listed >= 0:
         lines[last_listed] += SUPPORTED_TAIL + supported
     return lines
+
+
+def _unseen_line(sources: list[str], state: str) -> str:
+    """The line naming stored documents a run did not index (``state`` holds ``{named}``), and the --prune hint."""
+    whose = "document's file is" if len(sources) == 1 else "documents' files are"
+    them = "it" if len(sources) == 1 else "them"
+    return f"{len(sources)} stored {whose} {state.format(named=_named(sources))}; run with --prune to delete {them}"
