@@ -1,4 +1,5 @@
-"""The retrieval pipeline: expand -> embed -> hybrid SQL -> merge -> rerank -> parents -> context -> MMR -> format.
+"""The retrieval pipeline: focus -> expand -> embed -> hybrid SQL -> merge -> rerank -> parents -> context -> MMR ->
+format.
 
 Each stage is timed into ``RetrievalMetrics``; a stage that cannot run as configured (the reranker
 model cannot be loaded) is skipped and reported in ``metrics.degraded``, never faked.
@@ -31,6 +32,7 @@ from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.context import add_context, context_applies
 from rag_service.retrieve.depth import deeper
+from rag_service.retrieve.focus import focus_query
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import diversified
@@ -57,7 +59,7 @@ from rag_service.retrieve.relevance import (
     section_evidence,
 )
 from rag_service.retrieve.rerank import Reranker, ranked_order
-from rag_service.retrieve.unreadable import readable_embedder, window_note
+from rag_service.retrieve.unreadable import query_window, readable_embedder, window_note
 from rag_service.retrieve.windows import fit_parents
 
 if TYPE_CHECKING:
@@ -80,9 +82,11 @@ def _ms(started: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    """A query made ready for the search under one preset: its requests, its first vector, the calibration."""
+    """A query made ready for the search under one preset: the text searched (``focus``), its requests, its first
+    vector, the calibration."""
 
     setup: CallPreset
+    text: str
     requests: list[SearchRequest]
     vector: np.ndarray[Any, Any] | None
     calibration: Calibration | None
@@ -126,8 +130,9 @@ class Retriever:
         options: RetrievalOptions,
         metrics: RetrievalMetrics,
         route: ReadRoute | None = None,
-    ) -> tuple[CallPreset, list[RetrievedChunk]]:
-        """The call's preset and the fused candidates of every query variant, merged and de-duplicated, best first.
+    ) -> tuple[CallPreset, list[RetrievedChunk], str]:
+        """The call's preset, the fused candidates of every query variant (merged and de-duplicated, best first) and
+        the text searched: ``query`` focused on its question (``retrieve.focus``).
 
         One read transaction: the preset and the collection's size (``read_setup``), then the query
         embedding, then the search, so a query pays one BEGIN/COMMIT. It reads through ``route`` (a
@@ -135,7 +140,7 @@ class Retriever:
         """
         prepared: list[_Prepared] = []  # a retried read reuses the first attempt's embeddings
 
-        def search(session: Session) -> tuple[CallPreset, list[RetrievedChunk]]:  # one snapshot throughout
+        def search(session: Session) -> tuple[CallPreset, list[RetrievedChunk], str]:  # one snapshot throughout
             setup = read_setup(session)
             preset = setup.preset
             if not prepared or prepared[0].setup != setup:
@@ -162,7 +167,7 @@ class Retriever:
                     reference = self.references.get(session, options.collection)
                     chunks = score_candidates(chunks, vector, reference, calibration)
             metrics.retrieval_time_ms = _ms(started) - metrics.graph_time_ms  # the SQL, as before the graph
-            return setup, chunks
+            return setup, chunks, prepared[0].text
 
         route = route or self.reads.route()
         found = route.read(search)
@@ -174,8 +179,13 @@ class Retriever:
     def _prepare(
         self, query: str, setup: CallPreset, options: RetrievalOptions, metrics: RetrievalMetrics, session: Session
     ) -> _Prepared:
-        """The query's variants embedded and made into search requests (phrases no chunk holds as words)."""
+        """The query focused, its variants embedded and made into search requests (phrases no chunk holds as words)."""
         preset = setup.preset
+        model = self._embedder() if preset.vector_weight > 0 else None
+        focus = focus_query(query, window=partial(query_window, model))  # the window: only where the vector arm runs
+        if focus.note:
+            metrics.degrade("query", focus.note)
+        query = focus.text
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)
@@ -188,7 +198,7 @@ class Retriever:
 
         vectors: list[np.ndarray[Any, Any] | None] = [None] * len(variants)
         calibration = None
-        embedder = readable_embedder(query, self._embedder(), metrics) if preset.vector_weight > 0 else None
+        embedder = readable_embedder(query, model, metrics) if model is not None else None
         if embedder is not None:
             started = time.perf_counter()
             vectors = [embedder.embed_query(v) for v in variants]
@@ -200,7 +210,7 @@ class Retriever:
         requests = [self._request(v, vec, setup, options, as_words) for v, vec in zip(variants, vectors, strict=True)]
         # the merge keeps the user's query's context scores alone (with_query_scores): the variants skip them
         requests[1:] = [replace(r, context_bm25=False, proximity=False, context_vector=False) for r in requests[1:]]
-        return _Prepared(setup, requests, vectors[0], calibration)
+        return _Prepared(setup, query, requests, vectors[0], calibration)
 
     def _request(
         self,
@@ -248,22 +258,22 @@ class Retriever:
         self, query: str, read_setup: SetupReader, options: RetrievalOptions, *, route: ReadRoute | None = None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
-        _, chunks, metrics = self._ranked(validate_query(query), read_setup, options, route)
+        _, chunks, metrics, _ = self._ranked(validate_query(query), read_setup, options, route)
         return chunks, metrics
 
     def _ranked(
         self, text: str, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
-    ) -> tuple[CallPreset, list[RetrievedChunk], RetrievalMetrics]:
+    ) -> tuple[CallPreset, list[RetrievedChunk], RetrievalMetrics, str]:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
-        setup, chunks = self.search_candidates(text, read_setup, options, metrics, route)
+        setup, chunks, text = self.search_candidates(text, read_setup, options, metrics, route)
         metrics.settings = setup.preset.knob_values()
         chunks = self._rerank(text, chunks, setup.preset, metrics)
         if setup.preset.rerank_enabled and options.ask_llm:  # rerank_enabled false is no rerank, by the LLM neither
             chunks = self._llm_rerank(text, chunks, metrics)
         metrics.after_rerank = len(chunks)
         metrics.total_time_ms = _ms(total_started)
-        return setup, chunks, metrics
+        return setup, chunks, metrics, text
 
     def retrieve(
         self,
@@ -279,7 +289,7 @@ class Retriever:
         total_started = time.perf_counter()
         text = validate_query(query)
         route = route or self.reads.route()  # the search and the relevance floor's read on the same server
-        setup, chunks, metrics = self._ranked(text, read_setup, options, route)
+        setup, chunks, metrics, searched = self._ranked(text, read_setup, options, route)
         preset = setup.preset
 
         started = time.perf_counter()
@@ -297,7 +307,7 @@ class Retriever:
         if metrics.reranker != NO_RERANKER:
             metrics.relevance = "reranker"
         floor = applied_floor(preset.min_relevance, metrics, given=setup.floor_given)
-        held = held_shares_reader(route, options.collection, self.settings.fts_config, text)
+        held = held_shares_reader(route, options.collection, self.settings.fts_config, searched)
         calibrated = metrics.relevance == "calibrated"
         chunks, dropped = finalize(chunks, calibrate=calibrated, min_relevance=floor, held_shares=held)
         metrics.filtered_below_relevance = len(dropped)
@@ -316,7 +326,7 @@ class Retriever:
         metrics.total_time_ms = _ms(total_started)
         context, tokens = formatted.text, formatted.total_tokens
         if not chunks:  # every result under the floor, or none at all: one line says which, not ""
-            line = no_relevant_passages(text, dropped[0].relevance_score if dropped else None, preset.min_relevance)
+            line = no_relevant_passages(searched, dropped[0].relevance_score if dropped else None, preset.min_relevance)
             context, tokens = fit_line(line, max_tokens=preset.max_tokens, encoding=encoding)
         elif starved := budget_shortfall(
             chunks, formatted, max_tokens=preset.max_tokens, encoding=encoding, show_metadata=preset.show_metadata

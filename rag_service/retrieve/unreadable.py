@@ -6,7 +6,9 @@ passed the ``agent`` floor (audit 54a). When most of a query's tokens are unknow
 by its words alone (``keyword_text`` reads those scripts) and ``metrics.degraded`` names the fix.
 
 A query longer than the model's window is embedded from its head only: a question after a paragraph of background
-or a pasted traceback was never embedded, silently (audit 56a, D3). ``window_note`` says how much was read.
+or a pasted traceback was never embedded, silently (audit 56a, D3). ``retrieve.focus`` cuts such a query to its
+question, fitted to the window ``query_window`` gives; ``window_note`` says how much was read of one still past it
+(code or machine text alone, searched as written).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from rag_service.embed import Embedder
 from rag_service.model_window import UNREADABLE_SHARE, model_window
 from rag_service.result import RetrievalMetrics
+from rag_service.retrieve.focus import Window
 
 
 def readable_embedder(query: str, embedder: Embedder, metrics: RetrievalMetrics) -> Embedder | None:
@@ -32,6 +35,12 @@ def readable_embedder(query: str, embedder: Embedder, metrics: RetrievalMetrics)
         "lacks the script or the symbols): searched by its words only; a multilingual RAG_EMBEDDING_MODEL reads it",
     )
     return None
+
+
+def query_window(embedder: Embedder | None) -> Window | None:
+    """``embedder``'s token count and how many tokens of a query it reads, or None (no embedder, or no window)."""
+    window = model_window(embedder) if embedder is not None else None
+    return None if window is None else (window.count, window.max_tokens - window.special)
 
 
 def window_note(query: str, embedder: Embedder) -> str | None:

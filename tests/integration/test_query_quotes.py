@@ -93,10 +93,14 @@ def test_a_phrase_only_outside_the_filters_counts_as_absent(service):
 
 
 def test_a_pasted_traceback_does_not_empty_the_keyword_arm(service):
+    """Its ``File "..."`` paths were phrases no chunk holds; the trace is now left out whole (retrieve/focus.py)."""
     result = service.retrieve("why do nightly backups fail?\n" + TRACE, context="search", **KEYWORD_ONLY)
     assert "kb/ops.md" in {c.source for c in result.chunks}
-    (note,) = _phrase_notes(result)
-    assert "/home/dev/app/main.py" in note and "phrases" in note
+    assert _phrase_notes(result) == []
+    assert any(line.startswith("query: searched its prose") for line in result.metrics.degraded)
+    quoted = service.retrieve('why do nightly backups fail in "/home/dev/app/main.py"?', "search", **KEYWORD_ONLY)
+    (note,) = _phrase_notes(quoted)
+    assert "/home/dev/app/main.py" in note and "kb/ops.md" in {c.source for c in quoted.chunks}
 
 
 def test_an_unbalanced_quote_is_literal(service):

@@ -2,7 +2,8 @@
 
 The bundled model reads 254 word pieces of a query: a question after a paragraph of background was never embedded,
 and ``metrics.degraded`` said nothing, while it printed the keyword arm's "kept the 32 longest words" for a
-vector-only call, where no word is searched.
+vector-only call, where no word is searched. A question after background is now focused into the window
+(retrieve/focus.py); code alone, searched as written, still gets the note.
 """
 
 from __future__ import annotations
@@ -33,10 +34,20 @@ def _window_lines(result) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def test_a_query_past_the_model_window_says_how_much_the_vector_arm_read(service):
-    result = service.retrieve(BACKGROUND + "So my question is: " + QUESTION, "search", collection="window")
+    code = "\n".join(f"restore_backup(target=fresh_db_{i}, jobs={i}, path=/backups/night_{i}.dump)" for i in range(30))
+    result = service.retrieve(code, "search", collection="window")  # code alone is searched as written
     (line,) = _window_lines(result)
     assert "reads 254" in line and "searched its first" in line and "ask the question alone, or put it first" in line
     assert _window_lines(service.retrieve(QUESTION, "search", collection="window")) == []
+
+
+def test_a_question_after_background_is_focused_inside_the_window_and_that_is_said(service):
+    """One paragraph of ~500 word pieces: its last sentences are searched (retrieve/focus.py), not its first 254."""
+    result = service.retrieve(BACKGROUND + "So my question is: " + QUESTION, "search", collection="window")
+    assert _window_lines(result) == []
+    (line,) = [line for line in result.metrics.degraded if line.startswith("query: searched")]
+    assert line.startswith("query: searched its last sentences, as many as the embedding model reads (")
+    assert result.chunks[0].source == "ops.md"
 
 
 def test_the_keyword_bounds_note_is_not_printed_for_a_vector_only_call(service):
