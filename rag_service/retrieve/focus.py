@@ -15,8 +15,8 @@ of sentences only (no word of any language or product):
    is searched as written.
 2. when more than ``FOCUS_WORDS`` words remain, the sentences ending in ``?`` and the last paragraph are kept (the
    last that does not end in ``:``, which introduces what was pasted after it): the background before them goes.
-3. when that is still past the embedding model's window, sentences are left out from the front (questions last)
-   until it fits: questions come last.
+3. when that is still past the embedding model's window (one long paragraph), its questions and its last sentences
+   up to ``FOCUS_WORDS`` words are kept, cut from the front until they fit: questions come last.
 
 A query that loses nothing is searched as written, character for character: every question of the visible sets.
 A query of machine text alone is searched by its error lines (``KeyError: 'x'``), or as written when it has none.
@@ -223,23 +223,33 @@ def _questions_and_last(paragraphs: list[str], left: _Left) -> list[str]:
 
 
 def _fit(pieces: list[str], count: Callable[[Sequence[str]], list[int]], room: int, left: _Left) -> list[str]:
-    """``pieces`` cut from the front until their tokens fit ``room``: the sentences but the questions and the last
-    one first, then those, then the last one's first words. Token counts add up over text split at whitespace."""
+    """``pieces`` when their tokens fit ``room``; else their questions and last sentences, up to ``FOCUS_WORDS`` words
+    (with no paragraph to tell the question from its background, a sentence stands for one), cut from the front
+    until they fit: the other sentences, then the questions, then the last one's first words. Token counts add up
+    over text split at whitespace."""
     sentences = [s for piece in pieces for s in _sentences(piece)]
     tokens = count(sentences)
+    if sum(tokens) <= room:
+        return pieces
+    tail, words = len(sentences) - 1, _words(sentences[-1])
+    while tail > 0 and words + _words(sentences[tail - 1]) <= FOCUS_WORDS:
+        tail, words = tail - 1, words + _words(sentences[tail - 1])
+    kept = [i for i, s in enumerate(sentences) if i >= tail or s.rstrip().endswith(_QUESTION_END)]
+    left.words += sum(_words(s) for i, s in enumerate(sentences) if i not in kept)
+    sentences, tokens = [sentences[i] for i in kept], [tokens[i] for i in kept]
     while sum(tokens) > room and len(sentences) > 1:
         i = next((j for j, s in enumerate(sentences[:-1]) if not s.rstrip().endswith(_QUESTION_END)), 0)
         left.words += _words(sentences.pop(i))
         tokens.pop(i)
     if sum(tokens) <= room:
         return sentences
-    words = sentences[0].split()
-    per_word = count(words)
+    words_of_last = sentences[0].split()
+    per_word = count(words_of_last)
     total, start = sum(per_word), 0
-    while total > room and start < len(words) - 1:
+    while total > room and start < len(words_of_last) - 1:
         total, start = total - per_word[start], start + 1
     left.words += start
-    return [" ".join(words[start:])]
+    return [" ".join(words_of_last[start:])]
 
 
 def focus_query(text: str, *, window: Callable[[], Window | None]) -> Focus:
@@ -262,21 +272,21 @@ def focus_query(text: str, *, window: Callable[[], Window | None]) -> Focus:
     keep = [kind == "prose" or (kind == "code" and not drop_code) for kind in kinds]
     left.code = left.code if drop_code else 0
     paragraphs = _paragraphs(cleaned, keep)
-    what = "its prose" if prose else "its code"
+    what, remedy = "its prose" if prose else "its code", "put it in the question"
     if prose and sum(map(_words, paragraphs)) > FOCUS_WORDS:
         before = len(paragraphs), sum(map(_words, paragraphs))
         paragraphs = _questions_and_last(paragraphs, left)
         if (len(paragraphs), sum(map(_words, paragraphs))) != before:
             what = "its questions and last paragraph"
     if prose and len("".join(paragraphs)) > _FITS_ANY_WINDOW and (model := window()) is not None:
-        cut = left.words
         fitted = _fit(paragraphs, *model, left)
-        if left.words > cut:
-            paragraphs, what = [" ".join(fitted)], "its last sentences, as many as the embedding model reads"
+        if fitted is not paragraphs:
+            paragraphs, what = [" ".join(fitted)], "its questions and last sentences"
+            remedy = f"{remedy} (the query was past the {model[1]} tokens the embedding model reads)"
     if not left:
         return Focus(text)
     focused = "\n\n".join(paragraphs)
-    return Focus(focused, _note(what, focused, left, "put it in the question"))
+    return Focus(focused, _note(what, focused, left, remedy))
 
 
 def _without_prose(text: str, lines: Sequence[str], left: _Left) -> Focus:

@@ -46,12 +46,14 @@ def test_a_question_after_background_is_focused_inside_the_window_and_that_is_sa
     result = service.retrieve(BACKGROUND + "So my question is: " + QUESTION, "search", collection="window")
     assert _window_lines(result) == []
     (line,) = [line for line in result.metrics.degraded if line.startswith("query: searched")]
-    assert line.startswith("query: searched its last sentences, as many as the embedding model reads (")
+    assert line.startswith("query: searched its questions and last sentences (")
+    assert line.endswith("(the query was past the 254 tokens the embedding model reads)")
     assert result.chunks[0].source == "ops.md"
 
 
 def test_the_keyword_bounds_note_is_not_printed_for_a_vector_only_call(service):
-    long_query = BACKGROUND + "So my question is: " + QUESTION  # 30+ distinct words: the keyword arm keeps 32
+    # one paragraph of 40+ distinct words, inside the model's window: searched as written, the keyword arm keeps 32
+    long_query = BACKGROUND[: len(BACKGROUND) // 12] + "So my question is: " + QUESTION
     vector_only = service.retrieve(long_query, "search", collection="window", vector_weight=1.0, keyword_weight=0.0)
     assert not any("longest" in line for line in vector_only.metrics.degraded)
     hybrid = service.retrieve(long_query, "search", collection="window")

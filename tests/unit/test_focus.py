@@ -86,7 +86,10 @@ def test_past_the_window_the_last_sentences_are_kept_and_questions_first() -> No
     text = f"{BACKGROUND} Is that a known problem? {BACKGROUND} So my question is: {QUESTION}"  # one paragraph
     focus = focus_query(text, window=_word_window(30))
     assert focus.text == f"Is that a known problem? So my question is: {QUESTION}"
-    assert focus.note is not None and "searched its last sentences, as many as the embedding model reads" in focus.note
+    assert focus.note == (
+        "searched its questions and last sentences (20 words); left out 118 words of background: to search any of it, "
+        "put it in the question (the query was past the 30 tokens the embedding model reads)"
+    )
     assert focus_query(text, window=_word_window(1000)) == Focus(text)  # within the window: as written
 
 
