@@ -62,7 +62,7 @@ async def retrieve(body: RetrieveRequest, state: ReadState) -> JSONResponse:
     """Context for a query, shaped by a preset and per-call overrides (the Python ``retrieve``).
 
     The ``Server-Timing`` header gives the time of the ``retrieve()`` call itself (``retrieve;dur=ms``).
-    A query longer than ``RAG_API_MAX_QUERY_CHARS`` is refused with 422.
+    A query longer than ``RAG_API_MAX_QUERY_CHARS`` (default 8000, what the library reads) is refused with 422.
     """
     limit = state.config.max_query_chars
     if len(body.query) > limit:

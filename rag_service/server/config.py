@@ -29,8 +29,13 @@ class ServerConfig(BaseSettings):
     threads: int = Field(default=8, ge=1, le=256, description="threads for blocking calls (retrieve, DB)")
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="largest JSON request body")
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1024, description="largest multipart upload")
+    # the library reads 8,000 characters and searches a long one by its question (retrieve/focus.py): a pasted
+    # traceback with its question is 1,000-6,000 of them, and 8,000 cost one retrieve() at most ~75 ms more
     max_query_chars: int = Field(
-        default=2000, ge=1, le=MAX_QUERY_CHARS, description="longest query text of POST /api/rag/retrieve (422 beyond)"
+        default=MAX_QUERY_CHARS,
+        ge=1,
+        le=MAX_QUERY_CHARS,
+        description="longest query text of POST /api/rag/retrieve (422 beyond)",
     )
     # per-call overrides of POST /api/rag/retrieve past these are refused (422); a stored preset keeps its own values
     max_chunks: int = Field(default=50, ge=1, le=1000, description="largest max_chunks a request may ask for")

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rag_service import knobs
 from rag_service.service_documents import MAX_SOURCE_CHARS
 
-#: the most ``RAG_API_MAX_QUERY_CHARS`` may allow: the longest query the library reads (``knobs``); the
-#: route enforces the configured limit (default 2000)
+#: the most ``RAG_API_MAX_QUERY_CHARS`` may allow, and its default: the longest query the library reads (``knobs``);
+#: the route enforces the configured limit
 MAX_QUERY_CHARS = knobs.MAX_QUERY_CHARS
 #: longest collection name (the library's own limit)
 MAX_COLLECTION_CHARS = knobs.MAX_COLLECTION_CHARS
@@ -120,7 +120,8 @@ class RetrieveRequest(PresetValues):
     query: str = Field(
         min_length=1,
         json_schema_extra={"maxLength": MAX_QUERY_CHARS},
-        description="the question or search text; at most RAG_API_MAX_QUERY_CHARS characters (default 2000)",
+        description="the question or search text; at most RAG_API_MAX_QUERY_CHARS characters (default 8000); a long "
+        "one is searched by its question (pasted tracebacks, logs and background left out, metrics.degraded says so)",
     )
     context: str = Field(
         default="chatbot", min_length=1, max_length=knobs.MAX_PRESET_NAME_CHARS, description="preset name"

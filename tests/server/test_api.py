@@ -99,7 +99,7 @@ def test_bad_input_is_one_json_line_4xx(live: LiveServer) -> None:
             "graph weight out of range": ({"query": "x", "graph_weight": -0.1}, 422),
             "both weights zero": ({"query": "x", "vector_weight": 0, "keyword_weight": 0}, 422),
             "bad filter": ({"query": "x", "filters": {"colour": "red"}}, 422),
-            "too long": ({"query": "x" * 5000}, 422),
+            "too long": ({"query": "x" * 9000}, 422),
         }
         for name, (body, status) in cases.items():
             response = client.post("/api/rag/retrieve", json=body)

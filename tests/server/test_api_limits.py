@@ -72,6 +72,25 @@ def test_max_query_chars_is_the_configured_limit(serve) -> None:  # type: ignore
     assert too_long.status_code == 422 and "at most 3000" in too_long.json()["error"]["message"]
 
 
+def test_by_default_a_pasted_traceback_is_accepted_and_searched_by_its_question(live) -> None:  # type: ignore[no-untyped-def]
+    """The default was 2,000 characters: a question pasted after a traceback and a log (3,000-6,000) got 422, though
+    the library reads 8,000 and searches such a query by its question (retrieve/focus.py)."""
+    frame = '  File "/home/dev/.venv/lib/python3.12/site-packages/client/pool.py", line 715, in get\n    get()\n'
+    trace = "Traceback (most recent call last):\n" + frame * 40 + "ConnectionRefusedError: [Errno 111] refused\n"
+    query = trace + "\nHow is a backup restored into a fresh database?"
+    assert 4000 < len(query) < MAX_QUERY_CHARS
+    with live.client() as client:
+        answered = client.post("/api/rag/retrieve", json={"query": query, "context": "search"})
+        refused = client.post("/api/rag/retrieve", json={"query": "backups " * 1001})
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["result"]["chunks"][0]["source"] == "ops.md"
+    (line,) = [line for line in answered.json()["metrics"]["degraded"] if line.startswith("query: searched")]
+    assert "left out 82 lines of traceback" in line
+    assert refused.status_code == 422
+    message = refused.json()["error"]["message"]
+    assert message == "query: 8008 characters; send at most 8000 (the server's RAG_API_MAX_QUERY_CHARS)"
+
+
 def test_costly_overrides_are_capped_by_the_server_settings(serve) -> None:  # type: ignore[no-untyped-def]
     """Any client of an open-reads server asked max_chunks=1000, candidate_k=1000, max_tokens=1000000 per call."""
     default, roomy = serve(), serve(max_chunks=200, max_candidate_k=1000, max_tokens=1_000_000)
