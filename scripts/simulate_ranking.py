@@ -69,7 +69,7 @@ def dump(out: Path, model: str | None = None, *, late: int = 0, sets: list[str] 
     (a window in tokens), the chunks' are that model's late-chunked ones (`_late_vectors`)."""
     from sqlalchemy import text
 
-    from rag_service.db.documents import embedded_text
+    from rag_service.db.chunk_text import embedded_text
     from rag_service.db.vector_type import vector_from_send
     from rag_service.embed import SentenceTransformerEmbedder, bundled_model_path
     from rag_service.retrieve.query import bm25_text, parse_query
@@ -149,7 +149,7 @@ def _late_vectors(
     that fits is one sequence for all its chunks)."""
     import torch
 
-    from rag_service.db.documents import search_prefix
+    from rag_service.db.chunk_text import search_prefix
 
     tokenizer, budget = model.tokenizer, window - 2
     sequences: dict[tuple[int, ...], int] = {}

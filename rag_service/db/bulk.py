@@ -38,8 +38,9 @@ from sqlalchemy.orm import Session
 from rag_service.db.bulk_keywords import one_pass_available, stage_keywords
 from rag_service.db.bulk_replace import clear_replaced
 from rag_service.db.bulk_staging import Staging
+from rag_service.db.chunk_text import keyword_prefix
 from rag_service.db.contexts import TSV_LENGTH, write_collection_contexts
-from rag_service.db.documents import ChunkKeywords, ChunkRow, search_prefix, upsert_document
+from rag_service.db.documents import ChunkKeywords, ChunkRow, upsert_document
 
 #: ``maintenance_work_mem`` per chunk for the index builds after a load: pgvector builds the HNSW graph
 #: in memory while it fits (a 384-d vector and its neighbour lists take ~2 kB) and on disk, far slower,
@@ -330,7 +331,7 @@ class BulkLoad:
                             c.token_count,
                             c.content_hash,
                             c.embedding,
-                            search_prefix(d.title, c.header_path, c.lead),
+                            keyword_prefix(d.title, c.header_path, c.lead, c.content, chunker=d.chunker),
                             Jsonb(c.metadata),
                         )
                     )

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from rag_service.config import DEFAULT_BM25_B, DEFAULT_BM25_K1, SCHEMA_EMBEDDING_DIM
 from rag_service.db import contexts, graph
+from rag_service.db.chunk_text import keyword_prefix
 from rag_service.db.citus import has_citus
 from rag_service.db.keywords import DEFAULT_KEYWORD_COUNT, KEYWORDS_SQL
 from rag_service.db.models import CollectionStats, Document, DocumentChunk
@@ -124,25 +125,6 @@ _UPSERT_DOCUMENT = text(
 #: so the next run rewrites documents (unchanged chunk texts keep their vectors). tsv3: tsvectors read
 #: ``rag_keyword_text`` (migration 0021: CJK in pairs, NFKC), so documents of other scripts are found
 INDEX_FORMAT = "tsv3"
-
-
-def search_prefix(title: str, header_path: str, lead: str = "") -> str:
-    """Text matched with a chunk besides its own: the document title, the chunk's header path and its lead
-    (``ChunkRow.lead``).
-
-    A chunk rarely repeats its document's title, yet queries often name it; the title is left out
-    when the header path already starts with it (a markdown h1).
-    """
-    parts = [title] if title and not header_path.startswith(title) else []
-    parts.extend(p for p in (header_path, lead) if p)
-    return "\n".join(parts)
-
-
-def embedded_text(title: str, header_path: str, content: str, lead: str = "") -> str:
-    """The text a chunk's vector is made from (``RAG_EMBED_HEADERS``): a chunk under headers gets its
-    ``search_prefix`` first (as BM25 sees it); a chunk without headers, its lead (if any)."""
-    prefix = search_prefix(title, header_path, lead) if header_path else lead
-    return f"{prefix}\n{content}" if prefix else content
 
 
 #: raises the transaction's commit to a synchronous one when the role or database turned it off;
@@ -345,7 +327,7 @@ def replace_document(
                     "content_hash": c.content_hash,
                     "embedding": c.embedding,
                     "fts_config": fts_config,
-                    "search_prefix": search_prefix(title, c.header_path, c.lead),
+                    "search_prefix": keyword_prefix(title, c.header_path, c.lead, c.content, chunker=chunker),
                     "metadata": c.metadata,
                     **extra,
                 }

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from rag_service.config import Settings
 from rag_service.db import documents as repo
 from rag_service.db.bulk import StagedDocument
+from rag_service.db.chunk_text import embedded_text
 from rag_service.db.database import Database, as_database_error
 from rag_service.db.locks import RunLock
 from rag_service.db.model_switch import check_vectors_writable
@@ -217,7 +218,7 @@ class Batch:
         header path and lead first (as BM25 sees them); chunks without headers, their lead (if any) and text."""
         if not self.settings.embed_headers:
             return chunk.content
-        return repo.embedded_text(title, chunk.header_path, chunk.content, chunk.lead)
+        return embedded_text(title, chunk.header_path, chunk.content, chunk.lead)
 
     def flush(self) -> None:
         """Start embedding everything pending, then write the previous batch while the model runs.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.config import Settings
-from rag_service.db.documents import embedded_text
+from rag_service.db.chunk_text import embedded_text
 from rag_service.embed import Embedder
 from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import configured_sizes, make_chunker
@@ -72,7 +72,7 @@ class Chunking:
         return self._model_window
 
     def _prefix(self, title: str, chunk: TextChunk) -> str:
-        """What is embedded before ``chunk``'s text (``db.documents.embedded_text``)."""
+        """What is embedded before ``chunk``'s text (``db.chunk_text.embedded_text``)."""
         if not self.settings.embed_headers:
             return ""
         return embedded_text(title, chunk.header_path, "", chunk.lead)

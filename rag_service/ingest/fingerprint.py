@@ -4,7 +4,8 @@ Each stored document carries its text's ``content_hash`` and a fingerprint of ho
 (``documents.chunker``); a run skips a document whose two are unchanged. The fingerprint is assembled
 here alone, e.g. ``"markdown:500:100:50:v1:tsv2:eh:kw:3f2a9c01d4e5"``: the chunker and its sizes
 (``chunker_fingerprint``), the chunk row format (``db.documents.INDEX_FORMAT``), ``:eh`` when headers
-are embedded, ``:kw`` when keywords are indexed by BM25, and a hash of the caller's metadata. A chunk's
+are embedded, ``:kw`` when keywords are indexed by BM25, ``:np`` when the keyword arm reads the names' parts
+(``keyword_text.name_parts``: code), and a hash of the caller's metadata. A chunk's
 vector is reused when the ``content_hash`` of the text it embeds is stored.
 """
 
@@ -19,6 +20,7 @@ from rag_service.db.documents import INDEX_FORMAT
 from rag_service.ingest.chunkers import checked_sizes, resolve_strategy
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, TABLE_STRATEGIES
 from rag_service.ingest.tokenchunk import load_encoding
+from rag_service.keyword_text import NAME_PART_STRATEGIES
 from rag_service.tokens import DEFAULT_ENCODING
 
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
@@ -61,6 +63,7 @@ def document_fingerprint(chunker: str, settings: Settings, metadata: dict[str, A
     embed_format = ":eh" if settings.embed_headers else ""
     embed_format += ":kw" if settings.keywords_in_bm25 and settings.chunk_keywords > 0 else ""
     embed_format += ":tr" if settings.table_rows and fingerprint_strategy(chunker) in TABLE_STRATEGIES else ""
+    embed_format += ":np" if fingerprint_strategy(chunker) in NAME_PART_STRATEGIES else ""  # keyword_text.name_parts
     tagged = ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
     return f"{chunker}:{INDEX_FORMAT}{embed_format}{tagged}"
 

@@ -1,6 +1,6 @@
 """Chunks cut to what the embedding model reads (``model_window``): every character of a chunk is in its vector.
 
-A chunk whose embedded text (its prefix, ``db.documents.embedded_text``, then its content) is longer than the
+A chunk whose embedded text (its prefix, ``db.chunk_text.embedded_text``, then its content) is longer than the
 model's window is cut into consecutive chunks that fit, at the coarsest break that makes them fit
 (``recursive_spans``, measured in the model's tokens), each with the chunk's headers, parent and metadata and
 exact offsets. English prose at the default sizes is far inside the window and never cut; Cyrillic, Arabic, CJK

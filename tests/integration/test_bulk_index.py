@@ -45,6 +45,12 @@ SETTINGS_TABLE = (
 )
 
 
+CLIENT_CODE = (
+    '"""A client of the service."""\n\n\nclass SearchClient:\n    """Searches one collection."""\n\n'
+    "    def search(self, ds, query):\n        return ds.repartition(8).hybridSearch(query)\n"
+)
+
+
 def _page(index: int, name: str, sentence: str) -> str:
     """A markdown page with sections, repeated vocabulary and links to an earlier and a later page (the
     first page ends with a table)."""
@@ -74,6 +80,8 @@ def write_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (docs / f"{name}.md").write_text(_page(index, name, sentence))
     # a page without sections: its context is the whole document
     (docs / "faq.txt").write_text("\n\n".join(sentence for _, sentence in TOPICS))
+    # code: the keyword arm reads its names' parts too (keyword_text.name_parts)
+    (docs / "client.py").write_text(CLIENT_CODE)
     return docs
 
 
@@ -183,7 +191,7 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         context_keys = {"build index pk_context_terms", "check fk_context_terms_context"}
         assert (context_keys <= set(phases)) is not partitioned
         assert ("keyword statistics" in phases) is not one_pass and "best lexemes" in phases
-        pages = len(TOPICS) + 1
+        pages = len(TOPICS) + 2
         assert (bulk.added, bulk.chunks_written) == (row.added, row.chunks_written) == (pages, row.chunks_written)
         row_state, bulk_state = dump(row_engine), dump(bulk_engine)
         # the corpus exercises what is compared
@@ -193,6 +201,9 @@ def test_a_bulk_first_index_ends_as_the_row_path_table_by_table(
         # a table row's header row ("| variable | meaning |") is in its BM25 text, not in its content
         (row_chunk,) = [c for c in row_state["document_chunks"] if any(str(f).startswith("| `RAG_BACKUP`") for f in c)]
         assert any("'variabl'" in str(field) for field in row_chunk)
+        # a code chunk's names are read in parts too: ds.repartition(8).hybridSearch -> repartition, hybrid, search
+        (code_chunk,) = [c for c in row_state["document_chunks"] if any("ds.repartition" in str(f) for f in c)]
+        assert all(any(f"'{lexeme}'" in str(field) for field in code_chunk) for lexeme in ("repartit", "hybrid"))
         content = next(f for f in row_chunk if str(f).startswith("| `RAG_BACKUP`"))  # embedded under it too
         assert content_hash(f"Install > Settings\n| variable | meaning |\n{content}") in row_chunk
         packed = row_state["bm25_packed_snapshots"]
@@ -254,7 +265,7 @@ def fail_after_finish(monkeypatch: pytest.MonkeyPatch) -> None:
 def assert_as_it_was(engine: Engine, before: dict[str, list[Any]], report: Any) -> None:
     """Every page of the corpus reported failed in one line naming the cause; the database as ``before``."""
     assert report.chunks_written == 0
-    assert len(report.failed) == len(TOPICS) + 1  # every page of the corpus
+    assert len(report.failed) == len(TOPICS) + 2  # every page of the corpus
     reason = report.failed[0].reason
     assert "disk full while building the index" in reason and "the collection is as it was" in reason
     assert "\n" not in reason

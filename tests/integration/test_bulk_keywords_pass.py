@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from rag_service.db.bulk_keywords import one_pass_available, stage_keywords
 from rag_service.db.bulk_staging import Staging
-from rag_service.db.documents import ChunkKeywords, ChunkRow, replace_document, search_prefix
+from rag_service.db.chunk_text import search_prefix
+from rag_service.db.documents import ChunkKeywords, ChunkRow, replace_document
 from rag_service.db.engine import make_engine
 from tests.integration.test_packed_postings import IN_CI
 

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from rag_service.db import contexts
-from rag_service.db.documents import ChunkRow, replace_document, search_prefix
+from rag_service.db.chunk_text import search_prefix
+from rag_service.db.documents import ChunkRow, replace_document
 from rag_service.db.search import hybrid_search
 from rag_service.embed import HashingEmbedder
 from rag_service.ingest.indexer import Indexer

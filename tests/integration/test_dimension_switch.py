@@ -91,7 +91,7 @@ def test_reindex_all_switches_a_populated_database_to_a_model_of_another_dimensi
     engine = _fresh(database_factory, settings, partitioned=partitioned)
     try:
         first = Indexer(Database(engine), narrow(), settings)
-        assert first.index_paths([docs], collection="kb").added == 7
+        assert first.index_paths([docs], collection="kb").added == 8
         assert first.index_texts(DOCS["beta"], collection="notes").added == 2
         hnsw = _rows(engine, _HNSW_INDEXES)
         assert hnsw and all("vector_cosine_ops" in definition for _, definition in hnsw)
@@ -100,7 +100,7 @@ def test_reindex_all_switches_a_populated_database_to_a_model_of_another_dimensi
         switching = Indexer(Database(engine), wide(), settings)
         switching.bulk_min_documents = 0 if bulk else 10**9
         report = switching.reindex_all(switch_model=True)
-        assert report.failed == [] and report.ok and report.updated == 9
+        assert report.failed == [] and report.ok and report.updated == 10
         assert report.model_switch == (
             f"embedding model: switched from {NARROW!r} to {WIDE!r}; every collection re-embedded"
         )

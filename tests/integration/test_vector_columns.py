@@ -41,7 +41,7 @@ def test_a_new_database_takes_the_dimension_of_its_first_model(
         indexer = Indexer(Database(engine), wide, settings)
         indexer.bulk_min_documents = 0 if bulk else 10**9
         report = indexer.index_paths([docs], collection="kb")
-        assert report.failed == [] and report.added == 7
+        assert report.failed == [] and report.added == 8
         with engine.connect() as conn:
             assert conn.execute(_COLUMN_TYPES).all() == [
                 ("document_chunks", "vector(768)"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_service.db.documents import search_prefix
+from rag_service.db.chunk_text import search_prefix
 from rag_service.ingest.children import MAX_PARENT_CHARS
 from rag_service.ingest.markdown import MarkdownChunker
 from rag_service.ingest.tables import find_tables

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag_service.config import Settings
-from rag_service.db.documents import embedded_text
+from rag_service.db.chunk_text import embedded_text
 from rag_service.embed import BUNDLED_MINILM, HashingEmbedder, embedder_for
 from rag_service.ingest.chunking import Chunking
 from rag_service.model_window import model_window

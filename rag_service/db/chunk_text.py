@@ -1,0 +1,35 @@
+"""The texts made of a chunk besides its own: what the keyword arm reads before it, what its vector is made from."""
+
+from __future__ import annotations
+
+from rag_service.keyword_text import NAME_PART_STRATEGIES, name_parts
+
+
+def search_prefix(title: str, header_path: str, lead: str = "") -> str:
+    """Text matched with a chunk besides its own: the document title, the chunk's header path and its lead
+    (``ChunkRow.lead``).
+
+    A chunk rarely repeats its document's title, yet queries often name it; the title is left out
+    when the header path already starts with it (a markdown h1).
+    """
+    parts = [title] if title and not header_path.startswith(title) else []
+    parts.extend(p for p in (header_path, lead) if p)
+    return "\n".join(parts)
+
+
+def keyword_prefix(title: str, header_path: str, lead: str, content: str, *, chunker: str) -> str:
+    """What the keyword arm reads before a chunk's ``content``: its ``search_prefix`` and, in a document chunked as
+    code (``chunker``, a fingerprint, of ``NAME_PART_STRATEGIES``), the parts of the names it and its prefix hold
+    (``keyword_text.name_parts``)."""
+    prefix = search_prefix(title, header_path, lead)
+    if chunker.split(":", 1)[0] not in NAME_PART_STRATEGIES:
+        return prefix
+    parts = name_parts(f"{prefix}\n{content}")
+    return f"{prefix}\n{parts}" if parts and prefix else parts or prefix
+
+
+def embedded_text(title: str, header_path: str, content: str, lead: str = "") -> str:
+    """The text a chunk's vector is made from (``RAG_EMBED_HEADERS``): a chunk under headers gets its
+    ``search_prefix`` first (as BM25 sees it); a chunk without headers, its lead (if any)."""
+    prefix = search_prefix(title, header_path, lead) if header_path else lead
+    return f"{prefix}\n{content}" if prefix else content
