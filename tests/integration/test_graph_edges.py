@@ -321,12 +321,12 @@ def test_a_full_reindex_on_the_row_path_keeps_the_graph_a_first_index_wrote(
     try:
         row_path = Indexer(Database(engine), HashingEmbedder(), settings)
         row_path.bulk_min_documents = 10**9
-        assert row_path.index_paths([pages], collection="kb").added == 7
+        assert row_path.index_paths([pages], collection="kb").added == 8
         with engine.connect() as conn:
             first = conn.execute(_EDGES).all()
         assert any(kind == store.SIMILAR for _, _, kind, _ in first)
         for _ in range(2):
-            assert row_path.reindex_all().updated == 7
+            assert row_path.reindex_all().updated == 8
             with engine.connect() as conn:
                 assert conn.execute(_EDGES).all() == first
     finally:
