@@ -12,11 +12,13 @@ configuration:
 - A soft hyphen or a zero-width space inside a word (``Daten\\xadsicherung``) kept it one unmatchable lexeme: format
   characters are removed.
 
-A code document's chunks are matched by the parts of their names too (``name_parts``, added to what the keyword arm
-reads of them, ``db.documents.keyword_prefix``): the parser keeps ``ds.repartition`` (a ``host``) and ``ScalingConfig``
-whole and drops ``<T>`` (a ``tag``), so ``repartition``, ``scaling config`` and ``T`` never met them (audit 56a D7,
-56b D2). Documentation is not: its code blocks' names are made of the prose's own words, whose weight they took
-(anthropic-docs-qa -0.016, ray-docs-qa's BM25 arm -0.020 nDCG@10; docs/benchmarks.md "Session 57").
+Names the parser reads whole or not at all are given to the keyword arm in words too, after a chunk's prefix
+(``db.chunk_text.keyword_prefix``; audit 56a D7, 56b D2): every document's bare ``<name>`` (``<head_node_host>``, a
+``tag`` to the parser, dropped: ``bare_tag_names``), and a code document's dotted and CamelCase names in parts
+(``ds.repartition``, a ``host``, and ``ScalingConfig`` never met ``repartition`` and ``scaling config``:
+``name_parts``). Documentation keeps its names whole: its code samples' names are made of the prose's own words, whose
+weight their parts took (anthropic-docs-qa -0.016, ray-docs-qa's BM25 arm -0.020 nDCG@10; docs/benchmarks.md "Session
+57").
 
 Only what becomes a tsvector or a tsquery changes; stored texts and offsets stay as written. Documents are read
 through the SQL function ``rag_keyword_text`` (migration 0021, ``KEYWORD_TEXT_FUNCTION``), queries through
@@ -80,12 +82,16 @@ def keyword_text(text: str) -> str:
     return in_pairs(folded(text))
 
 
+def bare_tag_names(text: str) -> str:
+    """The names inside ``text``'s bare ``<name>``s, which the parser drops as tags (``<head_node_host>``)."""
+    return " ".join(tag[1] for tag in _BARE_TAG.finditer(text))
+
+
 def name_parts(text: str) -> str:
     """The words the parser does not make of ``text``'s names: each dotted or CamelCase name's parts and each bare
     ``<name>``, as often as they occur (``ds.repartition(n) <T> getBits`` -> ``ds repartition get Bits T``)."""
-    words = [_STEP.sub(" ", name[0]) for name in _NAME.finditer(text)]
-    words += [tag[1] for tag in _BARE_TAG.finditer(text)]
-    return " ".join(words)
+    names = " ".join(_STEP.sub(" ", name[0]) for name in _NAME.finditer(text))
+    return " ".join(words for words in (names, bare_tag_names(text)) if words)
 
 
 def folded(text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_service.keyword_text import NAME_PART_STRATEGIES, name_parts
+from rag_service.keyword_text import NAME_PART_STRATEGIES, bare_tag_names, name_parts
 
 
 def search_prefix(title: str, header_path: str, lead: str = "") -> str:
@@ -18,14 +18,13 @@ def search_prefix(title: str, header_path: str, lead: str = "") -> str:
 
 
 def keyword_prefix(title: str, header_path: str, lead: str, content: str, *, chunker: str) -> str:
-    """What the keyword arm reads before a chunk's ``content``: its ``search_prefix`` and, in a document chunked as
-    code (``chunker``, a fingerprint, of ``NAME_PART_STRATEGIES``), the parts of the names it and its prefix hold
-    (``keyword_text.name_parts``)."""
+    """What the keyword arm reads before a chunk's ``content``: its ``search_prefix``, then the words the parser does
+    not make of the names the two hold: their bare ``<name>``s, and in a document chunked as code (``chunker``, a
+    fingerprint, of ``NAME_PART_STRATEGIES``) also the parts of dotted and CamelCase names (``keyword_text``)."""
     prefix = search_prefix(title, header_path, lead)
-    if chunker.split(":", 1)[0] not in NAME_PART_STRATEGIES:
-        return prefix
-    parts = name_parts(f"{prefix}\n{content}")
-    return f"{prefix}\n{parts}" if parts and prefix else parts or prefix
+    read = name_parts if chunker.split(":", 1)[0] in NAME_PART_STRATEGIES else bare_tag_names
+    words = read(f"{prefix}\n{content}")
+    return f"{prefix}\n{words}" if words and prefix else words or prefix
 
 
 def embedded_text(title: str, header_path: str, content: str, lead: str = "") -> str:

@@ -1,7 +1,7 @@
 """Code is found by the parts of its names (audit 56a D7, audit 56b D2): the parser keeps ``ds.repartition`` and
 ``ScalingConfig`` whole and drops ``<T>``, so ``repartition``, ``scaling config`` and a type parameter never met
-them. Documentation is read as before: its code blocks' names are the prose's words (docs/benchmarks.md, "Session
-57")."""
+them. Documentation keeps its names whole (its code blocks' names are the prose's words: docs/benchmarks.md,
+"Session 57") and reads its bare ``<name>``s."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ CODE = [
     ("queue.ts", "", "function make(): Queue<Widget> {\n  return new Queue();\n}\n"),
     ("other.py", "", "def kites():\n    return 'only kites and tides and gardens'\n"),
 ]
-DOCS = [("guide.md", "Guide", "# Shuffling\n\nCall `ds.repartition(8)` on a dataset before writing it out.\n")]
+DOCS = [
+    ("guide.md", "Guide", "# Shuffling\n\nCall `ds.repartition(8)` on a dataset before writing it out.\n"),
+    ("client.md", "Client", "# Connect\n\nRun `ray.init(\"ray://<head_node_host>:10001\")` from your laptop.\n"),
+]
 
 
 @pytest.fixture
@@ -51,6 +54,7 @@ def test_code_is_found_by_its_names_parts_and_as_written(service, query, source)
     assert _keyword_hits(service, query)[:1] == [source], query
 
 
-def test_documentation_keeps_its_names_whole(service):
+def test_documentation_keeps_its_names_whole_and_reads_its_bare_tags(service):
     assert _keyword_hits(service, "ds.repartition", "docs") == ["guide.md"]
     assert _keyword_hits(service, "repartition", "docs") == []  # a documentation's names are not cut
+    assert _keyword_hits(service, "head_node_host", "docs") == ["client.md"]  # a placeholder, a tag to the parser

@@ -29,8 +29,10 @@ def test_the_parts_of_dotted_and_camel_case_names_and_bare_tags(text, parts):
     assert name_parts(text) == parts
 
 
-def test_only_code_documents_read_their_names_parts():
-    code = keyword_prefix("data.py", "data > shuffle", "", "ds.repartition(8)", chunker="code:1500:0:50:v10:tsv3:np")
+def test_only_code_documents_read_their_names_parts_every_document_its_bare_tags():
+    code = keyword_prefix("data.py", "data > shuffle", "", "ds.repartition(8)", chunker="code:1500:0:50:v10:tsv4:np")
     assert code == "data.py\ndata > shuffle\ndata py ds repartition"
-    docs = keyword_prefix("Guide", "Guide > Shuffle", "", "ds.repartition(8)", chunker="markdown:500:100:50:v10:tsv3")
+    docs = keyword_prefix("Guide", "Guide > Shuffle", "", "ds.repartition(8)", chunker="markdown:500:100:50:v10:tsv4")
     assert docs == search_prefix("Guide", "Guide > Shuffle") == "Guide > Shuffle"
+    tagged = keyword_prefix("", "", "", "ray://<head_node_host>:10001 <b class='x'>", chunker="markdown:500:100")
+    assert tagged == "head_node_host"
