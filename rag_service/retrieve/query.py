@@ -68,106 +68,11 @@ _TOKEN = re.compile(r'(-?)"([^"]*)"|([^\s"]+)')
 _SPECIAL = re.compile(r"""["'\\!&|()<>:*\x00-\x1f\x7f\ud800-\udfff]+""")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PHRASE_UNSAFE = re.compile(r'["\x00-\x1f\x7f\ud800-\udfff]')
-_KEY_WORD = re.compile(r"\w+")
 # a run of letters and digits: what PostgreSQL's parser can make a lexeme of
 _PART = re.compile(r"[^\W_]+")
 # a path's start that PostgreSQL's ``file`` lexeme keeps: the ``/`` (and the dots of ``/.aws``). After a space
 # its parser reads ``~/.aws/x``, ``./run.sh``, ``../a/b`` as ``/.aws/x``, ``/run.sh``, ``/a/b``: so do the words
 _PATH_START = re.compile(r"/\.*\Z")
-
-_STOP_WORDS = frozenset(
-    (
-        "a",
-        "about",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "being",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "for",
-        "from",
-        "get",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "she",
-        "should",
-        "so",
-        "some",
-        "tell",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "us",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "explain",
-        "describe",
-        "show",
-        "give",
-        "find",
-        "list",
-    )
-)
 
 
 @dataclass(slots=True)
@@ -394,54 +299,6 @@ def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
         boundary = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
         cleaned = (head[:boundary] if boundary >= max_chars // 2 else cleaned[:max_chars]).rstrip()
     return cleaned
-
-
-def split_identifier(word: str) -> str:
-    """``AgentFactory`` -> ``Agent Factory``, ``HTTPServer`` -> ``HTTP Server``, ``a_b`` -> ``a b``."""
-    out: list[str] = []
-    for i, ch in enumerate(word):
-        if ch == "_":
-            out.append(" ")
-            continue
-        if i and ch.isupper():
-            prev = word[i - 1]
-            nxt = word[i + 1] if i + 1 < len(word) else ""
-            if prev.islower() or prev.isdigit() or (prev.isupper() and nxt.islower()):
-                out.append(" ")
-        out.append(ch)
-    return " ".join("".join(out).split())
-
-
-def expand_query(text: str) -> list[str]:
-    """Up to three deterministic variants of ``text``, the original first; no model involved.
-
-    1. the original text;
-    2. its keyword core: the words without stop and question words
-       (``How does AgentFactory work?`` -> ``AgentFactory work``);
-    3. the core with identifiers split (``Agent Factory work``).
-
-    Quoted phrases and ``-exclusions`` are carried into variants 2 and 3 in websearch syntax.
-    Variants equal to an earlier one (ignoring case and spacing) or empty are dropped.
-    """
-    parsed = parse_query(text, pairs=False)  # a variant is embedded too: its words as written
-    core_words = [w for w in parsed.words if w.casefold() not in _STOP_WORDS]
-    _, required = websearch_parts(parsed)
-    core = " ".join([*core_words, required]).strip()
-    split = " ".join([*(split_identifier(w) for w in core_words), required]).strip()
-    original = text.strip()
-    variants = [original]
-    seen = {_variant_key(original)}
-    for variant in (core, split):
-        key = _variant_key(variant)
-        if key and key not in seen:
-            seen.add(key)
-            variants.append(variant)
-    return variants
-
-
-def _variant_key(text: str) -> str:
-    """What makes two variants the same: their word characters, ignoring case and punctuation."""
-    return " ".join(_KEY_WORD.findall(text.casefold()))
 
 
 def bm25_text(parsed: ParsedQuery) -> str:

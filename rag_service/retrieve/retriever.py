@@ -42,7 +42,6 @@ from rag_service.retrieve.query import (
     bm25_text,
     bounds_note,
     excluded_terms,
-    expand_query,
     parse_query,
     validate_query,
     websearch_parts,
@@ -60,6 +59,7 @@ from rag_service.retrieve.relevance import (
 )
 from rag_service.retrieve.rerank import Reranker, ranked_order
 from rag_service.retrieve.unreadable import query_window, readable_embedder, window_note
+from rag_service.retrieve.variants import expand_query
 from rag_service.retrieve.windows import fit_parents
 
 if TYPE_CHECKING:

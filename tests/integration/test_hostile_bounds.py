@@ -24,11 +24,11 @@ from rag_service.retrieve.query import (
     MAX_WORD_PARTS,
     bm25_text,
     bounds_note,
-    expand_query,
     parse_query,
     validate_query,
     websearch_parts,
 )
+from rag_service.retrieve.variants import expand_query
 
 #: PostgreSQL's parser may add a token per compound (``a-b`` is ``a-b``, ``a`` and ``b``): twice the
 #: letter-and-digit runs the parse keeps, plus one per term

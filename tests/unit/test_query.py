@@ -14,12 +14,11 @@ from rag_service.retrieve.query import (
     ParsedQuery,
     bounds_note,
     excluded_terms,
-    expand_query,
     parse_query,
-    split_identifier,
     validate_query,
     websearch_parts,
 )
+from rag_service.retrieve.variants import expand_query, split_identifier
 from tests.complexity import assert_linear
 
 # characters PostgreSQL's websearch parser interprets inside an unquoted word
