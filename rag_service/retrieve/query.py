@@ -280,10 +280,10 @@ def _excluded_inert(parsed: ParsedQuery) -> list[str]:
 def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
     """The query ready to search: stripped, control characters removed, at most ``max_chars`` long.
 
-    Raises ``QueryError`` when nothing but whitespace is left. A longer query is not refused: it is
-    cut at the last whitespace before ``max_chars`` (or at ``max_chars`` if there is none in the
-    second half, e.g. CJK text), since the embedding model reads only its first few hundred tokens
-    anyway. Lone surrogates (invalid in UTF-8 and in PostgreSQL) become ``?``.
+    Raises ``QueryError`` when nothing but whitespace is left. A longer query is not refused: its first and last
+    ``max_chars // 2`` characters are kept, each cut at whitespace where there is some (not in CJK text), so a
+    question after a long paste is still there for ``retrieve.focus`` to find (``cut_note`` says so). Lone surrogates
+    (invalid in UTF-8 and in PostgreSQL) become ``?``.
     """
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ConfigurationError(
@@ -295,10 +295,28 @@ def validate_query(text: str, *, max_chars: int = MAX_QUERY_CHARS) -> str:
     if not cleaned:
         raise QueryError("query is empty; pass the question to search for")
     if len(cleaned) > max_chars:
-        head = cleaned[: max_chars + 1]
-        boundary = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
-        cleaned = (head[:boundary] if boundary >= max_chars // 2 else cleaned[:max_chars]).rstrip()
+        half = max(max_chars // 2, 1)
+        tail = _head(cleaned[::-1], max_chars - half - 1)[::-1] if max_chars > 2 else ""
+        cleaned = f"{_head(cleaned, half)}\n{tail}".strip()
     return cleaned
+
+
+def _head(text: str, size: int) -> str:
+    """``text``'s first ``size`` characters, cut at its last whitespace when that is in their second half."""
+    head = text[: size + 1]
+    boundary = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return (head[:boundary] if boundary >= size // 2 else text[:size]).strip()
+
+
+def cut_note(query: str, max_chars: int = MAX_QUERY_CHARS) -> str | None:
+    """One line for ``metrics.degraded`` when ``validate_query`` cut ``query``, else None."""
+    size = len(query.strip())
+    if size <= max_chars:
+        return None
+    return (
+        f"the query is {size:,} characters: searched its first and last {max_chars // 2:,} "
+        f"(a query's bound, {max_chars:,}); ask the question alone, or put it first or last"
+    )
 
 
 def bm25_text(parsed: ParsedQuery) -> str:

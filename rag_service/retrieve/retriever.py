@@ -41,6 +41,7 @@ from rag_service.retrieve.phrases import phrases_as_words
 from rag_service.retrieve.query import (
     bm25_text,
     bounds_note,
+    cut_note,
     excluded_terms,
     parse_query,
     validate_query,
@@ -258,14 +259,17 @@ class Retriever:
         self, query: str, read_setup: SetupReader, options: RetrievalOptions, *, route: ReadRoute | None = None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
-        _, chunks, metrics, _ = self._ranked(validate_query(query), read_setup, options, route)
+        _, chunks, metrics, _ = self._ranked(query, read_setup, options, route)
         return chunks, metrics
 
     def _ranked(
-        self, text: str, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
+        self, query: str, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
     ) -> tuple[CallPreset, list[RetrievedChunk], RetrievalMetrics, str]:
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
+        text = validate_query(query)
+        if note := cut_note(query):
+            metrics.degrade("query", note)
         setup, chunks, text = self.search_candidates(text, read_setup, options, metrics, route)
         metrics.settings = setup.preset.knob_values()
         chunks = self._rerank(text, chunks, setup.preset, metrics)
@@ -287,9 +291,8 @@ class Retriever:
         """The whole pipeline for one query; ``read_setup`` reads the call's preset in its search
         transaction, ``route`` carries the call's reads (see ``db.replicas``)."""
         total_started = time.perf_counter()
-        text = validate_query(query)
         route = route or self.reads.route()  # the search and the relevance floor's read on the same server
-        setup, chunks, metrics, searched = self._ranked(text, read_setup, options, route)
+        setup, chunks, metrics, searched = self._ranked(query, read_setup, options, route)
         preset = setup.preset
 
         started = time.perf_counter()
@@ -337,7 +340,7 @@ class Retriever:
             formatted_context=context,
             total_tokens=tokens,
             sources=formatted.sources,
-            query=text,
+            query=validate_query(query),
             context_type=preset.context_type,
             metrics=metrics,
         )

@@ -90,3 +90,12 @@ def test_a_traceback_alone_is_searched_by_its_error_line(service):
     source, degraded = _first(service, TRACEBACK)
     assert source == "errors.md"
     assert any(line.startswith("query: searched its error lines (5 words)") for line in degraded)
+
+
+def test_a_question_after_a_paste_past_the_query_bound_is_still_found(service):
+    """A query over ``MAX_QUERY_CHARS`` keeps its first and last halves: the question at the end of a long paste was
+    cut off with the rest of the tail, and the call searched the trace alone without a word."""
+    paste = "\n".join([TRACEBACK, LOG] * 20)  # ~20,000 characters of trace and log
+    source, degraded = _first(service, f"{paste}\n\n{QUESTION}")
+    assert source == "ops.md"
+    assert any(line.startswith("query: the query is ") and "its first and last 4,000" in line for line in degraded)

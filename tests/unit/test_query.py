@@ -13,6 +13,7 @@ from rag_service.retrieve.query import (
     MAX_QUERY_CHARS,
     ParsedQuery,
     bounds_note,
+    cut_note,
     excluded_terms,
     parse_query,
     validate_query,
@@ -266,18 +267,25 @@ def test_validate_query_cleans() -> None:
     assert validate_query("bad \ud800 surrogate") == "bad ? surrogate"
 
 
-def test_validate_query_truncates_long_queries_at_a_word_boundary() -> None:
-    text = "word " * 20_000  # 100,000 characters
+def test_validate_query_keeps_the_head_and_tail_of_a_long_query_cut_at_words() -> None:
+    text = "word " * 20_000 + "how do I restore a backup?"  # 100,000 characters, the question last
     cut = validate_query(text)
-    assert len(cut) <= MAX_QUERY_CHARS
-    assert cut.endswith("word") and text.startswith(cut)
-    assert len(cut) > MAX_QUERY_CHARS - 10
+    assert MAX_QUERY_CHARS - 10 < len(cut) <= MAX_QUERY_CHARS
+    head, tail = cut.split("\n")
+    assert text.startswith(head) and head.endswith("word") and tail.endswith("a backup?") and tail.startswith("word")
+    assert cut_note(text) == (
+        "the query is 100,026 characters: searched its first and last 4,000 (a query's bound, 8,000); ask the "
+        "question alone, or put it first or last"
+    )
+    assert cut_note("short question") is None
 
 
 def test_validate_query_hard_cuts_text_without_spaces() -> None:
     text = "日本語" * 40_000
-    assert validate_query(text) == text[:MAX_QUERY_CHARS]
-    assert validate_query("abc def", max_chars=5) == "abc"
+    half = MAX_QUERY_CHARS // 2
+    assert validate_query(text) == f"{text[:half]}\n{text[-(half - 1):]}"
+    assert validate_query("abc def", max_chars=5) == "ab\nef"
+    assert validate_query("abc def", max_chars=1) == "a"
 
 
 def _hostile(seed: int, length: int = 20_000) -> str:
