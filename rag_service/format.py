@@ -25,6 +25,9 @@ a decomposed accent, a ZWJ emoji, a Thai or Indic vowel sign stays whole) and fo
 ``[… truncated]`` if at least ``min_cut_tokens`` of its tokens fit; the cut chunk is the last one
 admitted. Otherwise it is left out and the next, less relevant chunks are still tried whole.
 
+A code or configuration result (by its source's suffix) is cited by its lines and fenced with its language
+(``fences``): ``§ src/app.py:L120-145 · App > run (relevance 87%)``, then its text in a fence; prose as above.
+
 Results of one document that overlap are shown once, joined into the better one (``overlaps``).
 A chunk's text that leaves a fenced code block open (a passage cut out of one, or the cut itself) gets the
 block's fence on a line after it, so no header, citation or marker line is ever read as code.
@@ -40,13 +43,16 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import tiktoken
 
 from rag_service.errors import ConfigurationError
+from rag_service.fences import citation, opener_chars, shown_body
+from rag_service.fences import clean as _clean
+from rag_service.fences import closed_fences as _closed_fences
+from rag_service.lines import span_end_line
 from rag_service.overlaps import joined_overlaps
 from rag_service.result import RetrievedChunk, Source
 from rag_service.text_breaks import grapheme_starts
@@ -93,37 +99,6 @@ class _Group:
     summary: str = ""
 
 
-def _clean(text: str) -> str:
-    """``text`` as valid UTF-8 (lone surrogates replaced)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
-    return text
-
-
-#: a fenced code block's fence line (CommonMark: up to 3 spaces, then 3+ backticks or tildes)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
-
-
-def _closed_fences(body: str) -> str:
-    """``body`` with the code block it leaves open closed on a line of its own. A passage cut out of a document (a
-    chunk, a window, the budget's cut) can open a fence it does not close; the section, citation and marker lines
-    after it were then read as code."""
-    opened: str | None = None
-    for fence, rest in _FENCE.findall(body):
-        if opened is None:
-            opened = fence
-        elif fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():
-            opened = None
-    return body if opened is None else f"{body}\n{opened}"
-
-
-def _shown_body(chunk: RetrievedChunk) -> str:
-    """The text a chunk's block shows: valid UTF-8, stripped, its code fences closed."""
-    return _closed_fences(_clean(chunk.content).strip())
-
-
 def _one_line(text: str) -> str:
     return " ".join(_clean(text).split())
 
@@ -146,7 +121,8 @@ def _new_group(chunk: RetrievedChunk, show_metadata: bool) -> _Group:
 
 def _chunk_header(chunk: RetrievedChunk, show_metadata: bool = False) -> str:
     percent = round(min(1.0, max(0.0, _relevance(chunk))) * 100)
-    path = _one_line(chunk.header_path)
+    path, cited = _one_line(chunk.header_path), citation(chunk)
+    path = f"{cited} · {path}" if cited and path else cited or path
     line = f"§ {path} (relevance {percent}%)" if path else f"(relevance {percent}%)"
     keywords = chunk.metadata.get("keywords") if show_metadata else None
     if keywords and isinstance(keywords, list):
@@ -314,7 +290,7 @@ def format_context(
         if builder.cut_entry is not None:
             omitted = True
             continue
-        if not builder.offer(chunk, _chunk_header(chunk, show_metadata), _shown_body(chunk)):
+        if not builder.offer(chunk, _chunk_header(chunk, show_metadata), shown_body(chunk)):
             omitted = True
     text, total, dropped = builder.settle()
 
@@ -341,13 +317,15 @@ def _as_shown(entry: _Entry) -> RetrievedChunk:
     chunk = entry.chunk
     if not entry.cut:
         return chunk
-    lead = len(chunk.content) - len(chunk.content.lstrip())  # the body is shown stripped
-    content = chunk.content[: lead + entry.shown_chars]
+    lead = len(chunk.content) - len(chunk.content.lstrip())  # the body is shown stripped, code after its fence line
+    content = chunk.content[: lead + entry.shown_chars - opener_chars(chunk)]
     end = chunk.start_char + len(content)
     return replace(
         chunk,
         content=content,
         end_char=end,
+        end_line=(last := None if chunk.start_line is None else span_end_line(chunk.start_line, content)),
+        match_end_line=None if last is None or chunk.match_end_line is None else min(chunk.match_end_line, last),
         match_start=min(chunk.match_start, end),
         match_end=min(chunk.match_end, end),
         content_hash=hashlib.sha256(content.encode()).hexdigest(),
@@ -366,7 +344,8 @@ def layout_overhead(
     groups: dict[str, _Group] = {}
     for chunk in chunks:
         group = groups.setdefault(chunk.source, _new_group(chunk, show_metadata))
-        group.entries.append(_Entry(chunk, _chunk_header(chunk, show_metadata)))
+        fence = shown_body(replace(chunk, content=""))  # a code result's fence lines are layout too
+        group.entries.append(_Entry(chunk, f"{_chunk_header(chunk, show_metadata)}\n{fence}".rstrip("\n")))
     if not groups:
         return 0
     return len(get_encoding(encoding).encode(_render(list(groups.values())), disallowed_special=())) + 2 * len(chunks)
@@ -383,7 +362,7 @@ def smallest_budget(
     budget that held no result has to grow to. Found by bisection over ``format_context`` itself."""
     whole = layout_overhead([chunk], encoding=encoding, show_metadata=show_metadata)
     # the chunk whole, with slack for the seams the count of its parts can miss: shown at this budget
-    high = whole + len(get_encoding(encoding).encode(_shown_body(chunk), disallowed_special=())) + 8
+    high = whole + len(get_encoding(encoding).encode(shown_body(chunk), disallowed_special=())) + 8
     low = 1  # invariant: ``high`` shows the chunk, ``low - 1`` does not
     while low < high:
         mid = (low + high) // 2

@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from rag_service.lines import lines_before, span_end_line
 from rag_service.result import RetrievedChunk
 
 
@@ -66,10 +67,13 @@ def _joined(kept: RetrievedChunk, other: RetrievedChunk) -> RetrievedChunk:
     before = other.content[: max(kept.start_char - other.start_char, 0)]
     after = other.content[len(other.content) - max(other.end_char - kept.end_char, 0) :]
     content = before + kept.content + after
+    first = kept.start_line - lines_before(before, len(before)) if kept.start_line is not None else None
     return replace(
         kept,
         content=content,
         start_char=min(kept.start_char, other.start_char),
         end_char=max(kept.end_char, other.end_char),
         content_hash=hashlib.sha256(content.encode()).hexdigest(),
+        start_line=first,
+        end_line=span_end_line(first, content) if first is not None else None,
     )

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag_service.lines import END_LINE, START_LINE
+
 #: ``RetrievalMetrics.reranker`` when no reranker ran
 NO_RERANKER = "none"
 
@@ -95,10 +97,26 @@ class RetrievedChunk:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: its document's ``metadata.summary`` ("" when none)
     summary: str = ""
+    #: 1-based first and last line (inclusive) of ``start_char``/``end_char`` and of ``match_start``/``match_end``
+    #: in the source document's text; None (unknown) for chunks stored before lines were (``rag_service.lines``)
+    #: and for documents whose text was extracted (PDF, Word, HTML, notebooks). Taken out of the stored metadata.
+    start_line: int | None = None
+    end_line: int | None = None
+    match_start_line: int | None = None
+    match_end_line: int | None = None
 
     def __post_init__(self) -> None:
-        if self.match_start < 0 or self.match_end < 0:
+        unset = self.match_start < 0 or self.match_end < 0
+        if unset:
             self.match_start, self.match_end = self.start_char, self.end_char
+        if START_LINE in self.metadata or END_LINE in self.metadata:  # stored at ingest: the chunk's own span
+            lines = self.metadata
+            self.metadata = {k: v for k, v in lines.items() if k not in (START_LINE, END_LINE)}
+            if self.start_line is None:
+                self.start_line, self.end_line = lines.get(START_LINE), lines.get(END_LINE)
+        whole = (self.match_start, self.match_end) == (self.start_char, self.end_char)
+        if self.match_start_line is None and (unset or whole):
+            self.match_start_line, self.match_end_line = self.start_line, self.end_line
 
     def to_dict(self, *, summary: bool = True) -> dict[str, Any]:
         """JSON-ready dict in a fixed key order; without the embedding (and without ``summary`` when False)."""
@@ -116,6 +134,10 @@ class RetrievedChunk:
             "end_char": int(self.end_char),
             "match_start": int(self.match_start),
             "match_end": int(self.match_end),
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "match_start_line": self.match_start_line,
+            "match_end_line": self.match_end_line,
             "relevance_score": float(self.relevance_score),
             "scores": self.scores.as_dict(),
             "content_hash": self.content_hash,

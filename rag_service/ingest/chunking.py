@@ -6,8 +6,10 @@ the fingerprint a document chunked so is stored with, and the split itself with 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag_service.config import Settings
@@ -15,9 +17,11 @@ from rag_service.db.chunk_text import embedded_text
 from rag_service.embed import Embedder
 from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import configured_sizes, make_chunker
+from rag_service.ingest.filetypes import CONVERTED_SUFFIXES
 from rag_service.ingest.fingerprint import chunker_fingerprint, document_fingerprint
 from rag_service.ingest.formats.pdftext import with_pages
 from rag_service.ingest.window_fit import WHOLE_STRATEGIES, fit_to_window
+from rag_service.lines import END_LINE, START_LINE, newline_offsets, span_lines
 from rag_service.model_window import UNREADABLE_SHARE, ModelWindow, model_window
 
 if TYPE_CHECKING:
@@ -63,6 +67,8 @@ class Chunking:
             chunked.unreadable = sum(share >= UNREADABLE_SHARE for share in shares)
         if source.lower().endswith(".pdf"):
             chunked.chunks = with_pages(text, chunked.chunks)
+        if PurePath(source).suffix.lower() not in CONVERTED_SUFFIXES:
+            chunked.chunks = with_lines(text, chunked.chunks)
         return chunked, model.seconds
 
     def _window(self) -> ModelWindow | None:
@@ -88,6 +94,17 @@ class Chunking:
             make_chunker(strategy, chunk_size=size, chunk_overlap=overlap, embedder=self.embedder)  # validates
             self._fingerprints[strategy] = chunker_fingerprint(strategy, chunk_size=size, chunk_overlap=overlap)
         return self._fingerprints[strategy]
+
+
+def with_lines(text: str, chunks: list[TextChunk]) -> list[TextChunk]:
+    """``chunks`` with their first and last line in ``text`` (``lines.START_LINE``/``END_LINE``) in their metadata:
+    one pass over the text, then a bisection per chunk, so retrieval reads them and never counts."""
+    newlines = newline_offsets(text)
+    out: list[TextChunk] = []
+    for chunk in chunks:
+        first, last = span_lines(newlines, chunk.start_char, chunk.end_char)
+        out.append(dataclasses.replace(chunk, metadata={**chunk.metadata, START_LINE: first, END_LINE: last}))
+    return out
 
 
 class _TimedEmbedder:

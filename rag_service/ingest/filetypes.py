@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePath
 
+from rag_service.languages import CODE_LANGUAGES
+
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 HTML_SUFFIXES = (".html", ".htm")
 PLAIN_SUFFIXES = (".txt", ".text", ".rst")
@@ -17,42 +19,6 @@ LATEX_SUFFIXES = (".tex",)
 PDF_SUFFIXES = (".pdf",)
 DOCX_SUFFIXES = (".docx",)
 NOTEBOOK_SUFFIXES = (".ipynb",)
-#: source-code suffix -> language name used by the ``code`` strategy
-CODE_LANGUAGES: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".js": "js",
-    ".mjs": "js",
-    ".cjs": "js",
-    ".jsx": "js",
-    ".ts": "ts",
-    ".tsx": "ts",
-    ".go": "go",
-    ".java": "java",
-    ".rs": "rust",
-    ".c": "c",
-    ".h": "c",
-    ".cpp": "cpp",
-    ".cc": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".cs": "csharp",
-    ".rb": "ruby",
-    ".php": "php",
-    ".kt": "kotlin",
-    ".kts": "kotlin",
-    ".swift": "swift",
-    ".scala": "scala",
-    ".sql": "sql",
-    ".sh": "shell",
-    ".bash": "shell",
-    ".proto": "proto",
-    ".lua": "lua",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".ps1": "powershell",
-    ".sol": "sol",
-}
 CODE_SUFFIXES = tuple(CODE_LANGUAGES)
 #: what else a repository holds as text (configuration, styles, infrastructure, languages without definition
 #: rules here): read as UTF-8, chunked by ``recursive``. Not data dumps (``.csv``, ``.xml``); ``.env`` files are
@@ -80,6 +46,8 @@ TEXT_SUFFIXES = (
     *REPOSITORY_TEXT_SUFFIXES,
 )
 SUPPORTED_SUFFIXES = (*TEXT_SUFFIXES, *PDF_SUFFIXES, *DOCX_SUFFIXES)
+#: files whose stored text is not the file's own (extracted or converted): their chunks have no line numbers
+CONVERTED_SUFFIXES = frozenset((*PDF_SUFFIXES, *DOCX_SUFFIXES, *HTML_SUFFIXES, *NOTEBOOK_SUFFIXES))
 
 #: the strategy ``auto`` picks for each suffix; anything else gets ``recursive``
 _BY_SUFFIX: dict[str, str] = {

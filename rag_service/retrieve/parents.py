@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 
+from rag_service.lines import lines_before, span_end_line
 from rag_service.result import RetrievedChunk
 
 
@@ -71,12 +72,21 @@ def expand_to_parents(
                 content_hash=hashlib.sha256(content.encode()).hexdigest(),
                 is_parent=True,
                 chunk_type="parent",
+                start_line=(first := _section_start_line(chunk, content, start)),
+                end_line=None if first is None else span_end_line(first, content),
             )
         )
     if weight > 0:
         out = [replace(c, relevance_score=min(max(1.0 - m, 0.0), 1.0)) for c, m in zip(out, miss, strict=True)]
         out = [out[i] for i in sorted(range(len(out)), key=lambda i: (-out[i].relevance_score, i))]
     return dedupe(out)
+
+
+def _section_start_line(child: RetrievedChunk, content: str, start: int) -> int | None:
+    """The first line of the section ``content`` (at ``start``) from its child's: counted in the text at hand."""
+    if child.start_line is None or not start <= child.start_char <= start + len(content):
+        return None
+    return child.start_line - lines_before(content, child.start_char - start)
 
 
 def _nearest(section: RetrievedChunk, child: RetrievedChunk) -> RetrievedChunk:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from rag_service.format import layout_overhead
+from rag_service.lines import lines_before, span_end_line
 from rag_service.result import RetrievedChunk
 from rag_service.text_breaks import CLAUSE_BREAK, PARAGRAPH_BREAK, SENTENCE_END, WORD_BREAK
 from rag_service.tokens import get_encoding
@@ -104,6 +105,8 @@ def fit_to_budget(chunks: Sequence[RetrievedChunk], *, budget: int, count: Token
         chars = max(int(len(chunk.content) * level / size), chunk.match_end - chunk.match_start)
         lo, hi = window_span(chunk.start_char, chunk.end_char, chunk.match_start, chunk.match_end, chunk.content, chars)
         content = chunk.content[lo - chunk.start_char : hi - chunk.start_char]
+        first = chunk.start_line
+        first = None if first is None else first + lines_before(chunk.content, lo - chunk.start_char)
         out.append(
             replace(
                 chunk,
@@ -111,6 +114,8 @@ def fit_to_budget(chunks: Sequence[RetrievedChunk], *, budget: int, count: Token
                 start_char=lo,
                 end_char=hi,
                 content_hash=hashlib.sha256(content.encode()).hexdigest(),
+                start_line=first,
+                end_line=None if first is None else span_end_line(first, content),
             )
         )
     return out

@@ -1,0 +1,80 @@
+"""Code blocks in the LLM context (``format.py``): a code result's text fenced with its language and cited by its
+lines (``src/app.py:L120-145``), and a prose passage's open fence closed.
+
+A code or configuration file (``languages.fence_language``) is shown in a fence of its language, one backtick
+longer than any fence inside it, so nothing in the code ends it early; its citation names the lines the shown
+(stripped) text spans, where the chunk's lines are known. Prose is shown as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag_service.languages import fence_language
+from rag_service.lines import lines_before, span_end_line
+from rag_service.result import RetrievedChunk
+
+#: a fenced code block's fence line (CommonMark: up to 3 spaces, then 3+ backticks or tildes)
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def clean(text: str) -> str:
+    """``text`` as valid UTF-8 (lone surrogates replaced)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+def closed_fences(body: str) -> str:
+    """``body`` with the code block it leaves open closed on a line of its own. A passage cut out of a document (a
+    chunk, a window, the budget's cut) can open a fence it does not close; the section, citation and marker lines
+    after it were then read as code."""
+    opened: str | None = None
+    for fence, rest in FENCE.findall(body):
+        if opened is None:
+            opened = fence
+        elif fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():
+            opened = None
+    return body if opened is None else f"{body}\n{opened}"
+
+
+def fenced(body: str, language: str) -> str:
+    """``body`` in a backtick fence of ``language``, longer than any backtick fence line inside it."""
+    inner = max((len(f) for f, _ in FENCE.findall(body) if f[0] == "`"), default=2)
+    ticks = "`" * max(3, inner + 1)
+    return f"{ticks}{language}\n{body}\n{ticks}"
+
+
+def shown_body(chunk: RetrievedChunk) -> str:
+    """The text a chunk's block shows: valid UTF-8, stripped; code fenced with its language, prose's fences closed."""
+    body = clean(chunk.content).strip()
+    language = fence_language(chunk.source)
+    return closed_fences(body) if language is None else fenced(body, language)
+
+
+def opener_chars(chunk: RetrievedChunk) -> int:
+    """Characters ``shown_body`` puts before the chunk's text (its fence line), 0 for prose."""
+    return len(shown_body(chunk).partition("\n")[0]) + 1 if fence_language(chunk.source) else 0
+
+
+def shown_lines(chunk: RetrievedChunk) -> tuple[int, int] | None:
+    """First and last line of the chunk's text as shown (stripped), None when its lines are unknown."""
+    if chunk.start_line is None:
+        return None
+    stripped = chunk.content.lstrip()
+    first = chunk.start_line + lines_before(chunk.content, len(chunk.content) - len(stripped))
+    return first, span_end_line(first, stripped.rstrip())
+
+
+def citation(chunk: RetrievedChunk) -> str | None:
+    """``path:L120-145`` (``path:L12`` for one line, ``path`` when the lines are unknown) for a code result, None
+    for prose."""
+    if fence_language(chunk.source) is None:
+        return None
+    path = " ".join(clean(chunk.source).split())
+    lines = shown_lines(chunk)
+    if lines is None:
+        return path
+    return f"{path}:L{lines[0]}" if lines[0] == lines[1] else f"{path}:L{lines[0]}-{lines[1]}"
