@@ -9,6 +9,7 @@ from rag_service.errors import ChunkingError
 from rag_service.ingest.character import CharacterChunker
 from rag_service.ingest.chunk import Chunker
 from rag_service.ingest.code import CodeChunker
+from rag_service.ingest.configfile import ConfigChunker
 from rag_service.ingest.jsonchunk import JsonChunker
 from rag_service.ingest.latex import LatexChunker
 from rag_service.ingest.markdown import MarkdownChunker
@@ -84,8 +85,8 @@ def make_chunker(
     """Build the chunker for ``strategy``; None sizes take the strategy's defaults (``DEFAULT_SIZES``).
 
     ``auto`` picks by ``source`` (``recommend_strategy``); ``code`` takes its language from ``source``'s
-    suffix; ``semantic`` needs ``embedder``. A ``chunk_size`` given without ``chunk_overlap`` gets
-    ``min(default overlap, chunk_size // 5)``.
+    suffix, ``config`` its syntax and file name; ``semantic`` needs ``embedder``. A ``chunk_size`` given without
+    ``chunk_overlap`` gets ``min(default overlap, chunk_size // 5)``.
 
     Raises ChunkingError for an unknown strategy, ``chunk_size <= 0``, ``chunk_overlap < 0``,
     ``chunk_overlap >= chunk_size``, ``token`` with an encoding that cannot be loaded, or ``semantic``
@@ -98,6 +99,8 @@ def make_chunker(
         return TokenChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, encoding=encoding)
     if strategy == "code":
         return CodeChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, source=source)
+    if strategy == "config":
+        return ConfigChunker(chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, source=source)
     if strategy == "semantic":
         return SemanticChunker(
             chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, embedder=embedder

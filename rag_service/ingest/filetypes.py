@@ -59,6 +59,7 @@ _BY_SUFFIX: dict[str, str] = {
     **dict.fromkeys(JSON_SUFFIXES, "json"),
     **dict.fromkeys(LATEX_SUFFIXES, "latex"),
     **dict.fromkeys(CODE_SUFFIXES, "code"),
+    **dict.fromkeys((".toml", *YAML_SUFFIXES), "config"),  # tables and keys as headers (``configfile``)
 }
 _MIME_TYPES: dict[str, str] = {
     "text/markdown": "markdown",
@@ -95,6 +96,11 @@ _MIME_TYPES: dict[str, str] = {
     "text/x-sql": "code",
     "application/x-sh": "code",
     "text/x-shellscript": "code",
+    "application/toml": "config",
+    "application/yaml": "config",
+    "application/x-yaml": "config",
+    "text/yaml": "config",
+    "text/x-yaml": "config",
 }
 
 
@@ -102,7 +108,8 @@ def recommend_strategy(path_or_mime: str | PurePath) -> str:
     """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
 
     Markdown, notebooks, Word and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
-    LaTeX -> ``latex``; source code -> ``code``; everything else (text, YAML) -> ``recursive``.
+    LaTeX -> ``latex``; source code -> ``code``; TOML and YAML -> ``config``; everything else (text, INI) ->
+    ``recursive``.
     """
     value = str(path_or_mime).strip()
     if "/" in value and not isinstance(path_or_mime, PurePath):

@@ -37,6 +37,7 @@ STRATEGY_DESCRIPTIONS = {
     "latex": "sections as headers; math environments never split",
     "semantic-markdown": "whole header sections merged while they fit",
     "code": "functions and classes whole where they fit; module > class > function",
+    "config": "TOML tables and YAML keys as sections: file > table (or key > nested key)",
 }
 STRATEGIES = tuple(STRATEGY_DESCRIPTIONS)
 AUTO = "auto"

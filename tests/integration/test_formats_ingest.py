@@ -69,7 +69,7 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
         "in/guide.md": "markdown",
         "in/app.py": "code",
         "in/data.json": "json",
-        "in/conf.yaml": "recursive",
+        "in/conf.yaml": "config",
         "in/paper.tex": "latex",
         "in/manual.pdf": "markdown",
         "in/spec.docx": "markdown",

@@ -239,7 +239,7 @@ def test_separator_only_document_gives_no_chunks(strategy: str) -> None:
 
 #: the strategies that give no header paths: a ``#`` line is text there (a comment, or a header whose words
 #: would have no header path to live in)
-PLAIN_STRATEGIES = ("recursive", "sentence", "character", "token", "semantic")
+PLAIN_STRATEGIES = ("recursive", "sentence", "character", "token", "semantic", "config")  # config: a comment
 
 
 @pytest.mark.parametrize("strategy", [s for s in TEXT_STRATEGIES if s not in PLAIN_STRATEGIES])
@@ -264,12 +264,12 @@ def test_strategies_without_header_paths_read_hash_lines_as_text(strategy: str) 
 def test_strategies_are_fixed() -> None:
     assert set(STRATEGIES) == {
         "character", "token", "sentence", "recursive", "markdown", "semantic", "html", "json", "latex",
-        "semantic-markdown", "code",
+        "semantic-markdown", "code", "config",
     }  # fmt: skip
 
 
 def test_unknown_strategy_names_it_and_the_valid_ones() -> None:
-    with pytest.raises(ChunkingError, match=r"'semantik'.*character, token, .*, code, auto$"):
+    with pytest.raises(ChunkingError, match=r"'semantik'.*character, token, .*, code, config, auto$"):
         make_chunker("semantik")
 
 
@@ -339,7 +339,10 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("m.ipynb", "markdown"),
         ("n.docx", "markdown"),
         ("o.pdf", "markdown"),
-        ("p.yaml", "recursive"),
+        ("p.yaml", "config"),
+        ("q.yml", "config"),
+        ("pyproject.toml", "config"),
+        ("setup.cfg", "recursive"),
     ],
 )
 def test_recommend_strategy_for_a_path(name: str, strategy: str) -> None:

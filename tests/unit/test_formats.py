@@ -41,7 +41,8 @@ def test_every_required_suffix_is_supported() -> None:
         ("spec.docx", "markdown"),
         ("analysis.ipynb", "markdown"),
         ("manual.pdf", "markdown"),
-        ("config.yaml", "recursive"),
+        ("config.yaml", "config"),
+        ("application/yaml", "config"),
         ("notes.txt", "recursive"),
         ("text/markdown", "markdown"),
         ("text/html; charset=utf-8", "html"),
@@ -56,9 +57,9 @@ def test_recommend_strategy(value: str | Path, strategy: str) -> None:
     assert strategy in list_strategies()
 
 
-def test_list_strategies_has_all_eleven_and_auto() -> None:
+def test_list_strategies_has_all_twelve_and_auto() -> None:
     names = list_strategies()
-    assert names[-1] == "auto" and len(names) == 12 and len(set(names)) == 12
+    assert names[-1] == "auto" and len(names) == 13 and len(set(names)) == 13
 
 
 def test_pdf_pages_are_separated_and_numbered(tmp_path: Path) -> None:

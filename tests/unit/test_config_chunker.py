@@ -1,0 +1,121 @@
+"""The ``config`` strategy (audit 56b D14): TOML tables and YAML keys are headers, offsets exact, invalid files still
+split where their lines allow, and ``auto`` picks it for ``.toml``, ``.yaml`` and ``.yml``."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_service.ingest.chunkers import make_chunker, recommend_strategy
+
+PYPROJECT = """\
+[project]
+name = "demo"
+description = '''
+[not.a.table]
+'''
+
+# type checking
+[tool.mypy]
+python_version = "3.11"
+strict = true
+
+[[tool.mypy.overrides]]
+module = "yaml.*"
+ignore_missing_imports = true
+
+[[tool.mypy.overrides]]
+module = "toml.*"
+ignore_missing_imports = true
+
+[ tool . "ruff" ]
+line-length = 120
+"""
+
+WORKFLOW = """\
+name: ci
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+{steps}
+  # the docs job
+  docs:
+    runs-on: ubuntu-latest
+    steps:
+      - run: make docs
+"""
+
+
+def _split(text: str, source: str, **sizes: int):
+    chunks = make_chunker("auto", source=source, **sizes).split(text).chunks
+    for chunk in chunks:
+        assert text[chunk.start_char : chunk.end_char] == chunk.content
+    return chunks
+
+
+def _paths(chunks) -> list[str]:
+    return [chunk.header_path for chunk in chunks]
+
+
+@pytest.mark.parametrize("name", ["pyproject.toml", "ci.yaml", "ci.YML"])
+def test_auto_picks_config_for_toml_and_yaml(name):
+    assert recommend_strategy(name) == "config"
+
+
+def test_toml_tables_are_headers_with_their_comments_and_arrays_joined():
+    chunks = _split(PYPROJECT, "pyproject.toml")
+    assert _paths(chunks) == [
+        "pyproject.toml > project",
+        "pyproject.toml > tool.mypy",
+        "pyproject.toml > tool.mypy.overrides",
+        "pyproject.toml > tool.ruff",
+    ]
+    assert chunks[1].content.startswith("# type checking\n[tool.mypy]")  # the comment above belongs to its table
+    assert chunks[2].content.count("[[tool.mypy.overrides]]") == 2  # one array of tables, one chunk while it fits
+    assert "[not.a.table]" in chunks[0].content  # inside a multi-line string: no table
+
+
+def test_a_large_section_is_split_under_its_header():
+    keys = "".join(f"key_{i} = {i}  # setting number {i}\n" for i in range(60))
+    text = f"[small]\nname = 'a small table of one key'\n\n[big]\n{keys}"
+    chunks = _split(text, "settings.toml", chunk_size=300, chunk_overlap=50)
+    assert _paths(chunks)[0] == "settings.toml > small"
+    big = [c for c in chunks if c.header_path == "settings.toml > big"]
+    assert len(big) > 3 and all(len(c.content) <= 300 for c in big)
+    assert chunks[-1].content.endswith("# setting number 59")
+
+
+def test_yaml_top_level_keys_and_one_nested_level_where_a_block_is_large():
+    steps = "".join(f"      - run: echo step {i} of the test job, a long line\n" for i in range(12))
+    text = WORKFLOW.format(steps=steps.rstrip("\n"))
+    chunks = _split(text, "ci.yml", chunk_size=500, chunk_overlap=100)
+    paths = _paths(chunks)
+    assert paths[0] == "ci.yml"  # name and on: short keys, joined under the headers they share
+    assert chunks[0].content == "name: ci\non: [push]"
+    assert "ci.yml > jobs > test" in paths and paths[-1] == "ci.yml > jobs > docs"
+    assert next(c for c in chunks if c.header_path.endswith("test")).content.startswith("jobs:\n  test:")
+    assert chunks[-1].content.startswith("# the docs job\n  docs:")
+    assert not any("steps" in p for p in paths)  # list entries are no keys
+    whole = WORKFLOW.format(steps="      - run: pytest")
+    small = _split(whole, "ci.yml")
+    assert _paths(small) == ["ci.yml"] and small[0].content == whole.strip()  # a file that fits: one chunk
+
+
+def test_invalid_files_are_still_split_where_their_lines_allow():
+    toml = "[ok]\nname = 'fine, this table holds a value'\n\n[broken\nx = = =\n[also.ok]\nvalue = 'after the error'\n"
+    chunks = _split(toml, "bad.toml")
+    assert _paths(chunks) == ["bad.toml > ok", "bad.toml > also.ok"]
+    assert "[broken\nx = = =" in chunks[0].content  # kept, as text of the section before
+    yaml = "server:\n  port: [8080  # the port it listens on\n\tbad: indentation: here\n"
+    yaml += "client:\n  retries: 3  # how often\n"
+    chunks = _split(yaml, "bad.yaml")
+    assert _paths(chunks) == ["bad.yaml > server", "bad.yaml > client"]
+    assert "\tbad: indentation: here" in chunks[0].content
+
+
+def test_config_without_a_known_suffix_reads_toml_by_its_tables_else_yaml_keys():
+    assert _paths(_split("[section]\nkey = 'value of the key, long enough'\n", "setup.cfg")) == [""]  # auto: recursive
+    chunker = make_chunker("config", source="setup.cfg")
+    text = "[metadata]\nname = demo package with a long enough name\n"
+    assert [c.header_path for c in chunker.split(text).chunks] == ["setup.cfg > metadata"]
