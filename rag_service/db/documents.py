@@ -124,8 +124,9 @@ _UPSERT_DOCUMENT = text(
 #: stored with each document's chunker fingerprint; bump it when what is indexed per chunk changes,
 #: so the next run rewrites documents (unchanged chunk texts keep their vectors). tsv3: tsvectors read
 #: ``rag_keyword_text`` (migration 0021: CJK in pairs, NFKC), so documents of other scripts are found; tsv4: a
-#: bare ``<name>``'s name read too (``db.chunk_text.keyword_prefix``)
-INDEX_FORMAT = "tsv4"
+#: bare ``<name>``'s name read too (``db.chunk_text.keyword_prefix``); tsv5: a chunk's lines in its metadata
+#: (``rag_service.lines``), so chunks stored before them get them at the next run
+INDEX_FORMAT = "tsv5"
 
 
 #: raises the transaction's commit to a synchronous one when the role or database turned it off;

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from rag_service.db.documents import INDEX_FORMAT
 from rag_service.embed import HashingEmbedder
 from rag_service.result import RetrievedChunk
 from rag_service.service import UniversalRAGService
@@ -105,3 +106,14 @@ def test_chunks_stored_before_lines_say_unknown(service, connection):
     assert result.to_dict()["chunks"][0]["start_line"] is None
     assert "§ src/app.py · " in result.formatted_context or "§ src/app.py (relevance" in result.formatted_context
     assert ":L" not in result.formatted_context
+
+
+def test_the_next_run_gives_chunks_stored_before_lines_their_lines(service, connection):
+    """``INDEX_FORMAT`` tsv5: a document indexed under tsv4 is rewritten by the next run (its vectors reused)."""
+    service.index_texts([("src/app.py", "", _module())], collection="code", strategy="code")
+    connection.execute(text("UPDATE document_chunks SET metadata = metadata - 'start_line' - 'end_line'"))
+    before = {"now": f":{INDEX_FORMAT}", "then": ":tsv4"}
+    connection.execute(text("UPDATE documents SET chunker = replace(chunker, :now, :then)"), before)
+    assert service.index_texts([("src/app.py", "", _module())], collection="code", strategy="code").updated == 1
+    chunk = _hits(service, "delta_handler")[0]
+    _check_lines(chunk, _module())

@@ -32,24 +32,24 @@ def _chunking(**settings: Any) -> Chunking:
 @pytest.mark.parametrize(
     ("settings", "strategy", "metadata", "stored"),
     [
-        ({}, "markdown", {}, "markdown:500:100:50:v10:tsv4"),
-        ({"embed_headers": True}, "recursive", {}, "recursive:500:100:50:v10:tsv4:eh"),
-        ({"chunk_keywords": 5, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v10:tsv4:kw"),
-        ({"chunk_keywords": 0, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v10:tsv4"),
-        ({"chunk_keywords": 5, "keywords_in_bm25": False}, "markdown", {}, "markdown:500:100:50:v10:tsv4"),
-        ({"table_rows": True}, "markdown", {}, "markdown:500:100:50:v10:tsv4:tr"),
-        ({"table_rows": True}, "html", {}, "html:500:100:50:v10:tsv4:tr"),
-        ({"table_rows": True}, "recursive", {}, "recursive:500:100:50:v10:tsv4"),
+        ({}, "markdown", {}, "markdown:500:100:50:v10:tsv5"),
+        ({"embed_headers": True}, "recursive", {}, "recursive:500:100:50:v10:tsv5:eh"),
+        ({"chunk_keywords": 5, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v10:tsv5:kw"),
+        ({"chunk_keywords": 0, "keywords_in_bm25": True}, "markdown", {}, "markdown:500:100:50:v10:tsv5"),
+        ({"chunk_keywords": 5, "keywords_in_bm25": False}, "markdown", {}, "markdown:500:100:50:v10:tsv5"),
+        ({"table_rows": True}, "markdown", {}, "markdown:500:100:50:v10:tsv5:tr"),
+        ({"table_rows": True}, "html", {}, "html:500:100:50:v10:tsv5:tr"),
+        ({"table_rows": True}, "recursive", {}, "recursive:500:100:50:v10:tsv5"),
         (
             {"embed_headers": True, "chunk_keywords": 5, "keywords_in_bm25": True},
             "markdown",
             METADATA,
-            "markdown:500:100:50:v10:tsv4:eh:kw:febe0f0c9d57",
+            "markdown:500:100:50:v10:tsv5:eh:kw:febe0f0c9d57",
         ),
-        ({"chunk_size": 300, "chunk_overlap": 30}, "sentence", {}, "sentence:300:30:50:v10:tsv4"),
-        ({"chunk_size": 300, "chunk_overlap": 30}, "token", {}, "token:256:32:50:cl100k_base:v10:tsv4"),
+        ({"chunk_size": 300, "chunk_overlap": 30}, "sentence", {}, "sentence:300:30:50:v10:tsv5"),
+        ({"chunk_size": 300, "chunk_overlap": 30}, "token", {}, "token:256:32:50:cl100k_base:v10:tsv5"),
         # session 57: tsv4 (a bare <name> read), :np (code's names' parts): stored documents are written once again
-        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10:tsv4:np"),
+        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10:tsv5:np"),
     ],
 )
 def test_the_stored_fingerprint_is_what_earlier_versions_stored(
