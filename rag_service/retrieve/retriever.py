@@ -59,6 +59,7 @@ from rag_service.retrieve.relevance import (
     section_evidence,
 )
 from rag_service.retrieve.rerank import Reranker, ranked_order
+from rag_service.retrieve.spelling import respell
 from rag_service.retrieve.unreadable import query_window, readable_embedder, window_note
 from rag_service.retrieve.variants import expand_query
 from rag_service.retrieve.windows import fit_parents
@@ -186,7 +187,7 @@ class Retriever:
         focus = focus_query(query, window=partial(query_window, model))  # the window: only where the vector arm runs
         if focus.note:
             metrics.degrade("query", focus.note)
-        query = focus.text
+        query = respell(session, focus.text, options.collection, self.settings.fts_config, metrics)
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)

@@ -1,0 +1,129 @@
+"""A misspelt query word is searched as the collection spells it, on the real database (audit 56a: D5, F3).
+
+The misspelt word is a lexeme no chunk holds: the keyword arm found nothing. Respelled from the collection's own
+vocabulary (``lexeme_stats``), it finds the chunk the right spelling finds, and ``metrics.degraded`` says so. A word
+the collection holds, or holds an inflection of, and words that are not plain (identifiers, mixed case, numbers,
+other scripts, short words) are searched as typed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_service.embed import HashingEmbedder
+from rag_service.service import UniversalRAGService
+
+DOCS = [
+    (
+        "client.md",
+        "Client",
+        "# Client\n\n## Connect\n\nCall connect with the head node address to start a session; the client keeps "
+        "it open until the work is done.\n\n"
+        "## Disconnect\n\nCall disconnect when the work is done: the session ends and the node's workers stop, "
+        "and their logs are kept.\n\n"
+        "## Reconnect\n\nAfter a network error the client waits, then tries to disconnect and connect the session "
+        "to the node again.\n\n"
+        "## Shutdown\n\nShutdown has to disconnect every client first, then it stops the node and its session.\n",
+    ),
+    (
+        "deploy.md",
+        "Deploy",
+        "# Deploy\n\n## Deploy an application\n\nTo deploy, write a config file and run the deploy command; a deployed "
+        "application is listed by the status command.\n\n"
+        "## Update an application\n\nAn application is updated in place, one replica after the other, while it "
+        "serves.\n\n"
+        "## Delete an application\n\nA deleted application frees its node, its replicas and the memory they held.\n\n"
+        "## Quiesce\n\nTo quiesce a replica, drain its queue and wait until its last request is answered.\n",
+    ),
+    (
+        "storage.md",
+        "Storage",
+        "# Storage\n\n## Buckets\n\nObjects are written to buckets; every bucket has an owner, a region and a "
+        "retention period.\n",
+    ),
+]
+KEYWORD_ONLY = {"vector_weight": 0.0, "keyword_weight": 1.0, "min_relevance": 0.0}
+
+
+@pytest.fixture
+def service(db, settings) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+    assert svc.index_texts(DOCS, collection="spelling", strategy="markdown").failed == []
+    return svc
+
+
+def _search(service: UniversalRAGService, query: str, **overrides: object):  # type: ignore[no-untyped-def]
+    options = {**KEYWORD_ONLY, **overrides}
+    return service.retrieve(query, context="search", collection="spelling", **options)  # type: ignore[arg-type]
+
+
+def _spelling_notes(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [line for line in result.metrics.degraded if "not a word of the collection" in line or "not words" in line]
+
+
+def _headers(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [c.header_path for c in result.chunks]
+
+
+def test_a_misspelt_word_finds_what_its_spelling_finds_and_says_so(service):
+    right, typo = _search(service, "how do I disconnect"), _search(service, "how do I disconnnect")
+    assert _headers(typo) == _headers(right) and _headers(right), "the keyword arm found nothing for the typo"
+    assert _spelling_notes(typo) == ['query: searched "disconnect" for "disconnnect" (not a word of the collection)']
+    assert _spelling_notes(right) == []
+
+
+def test_both_arms_search_the_spelling_and_a_capitalised_word_keeps_its_capital(service):
+    result = _search(service, "Disconect the client", vector_weight=0.6, keyword_weight=0.4)
+    assert _spelling_notes(result) == ['query: searched "Disconnect" for "Disconect" (not a word of the collection)']
+    assert "Client > Disconnect" in _headers(result)[:2]
+
+
+def test_several_misspelt_words_are_named_in_one_line(service):
+    (note,) = _spelling_notes(_search(service, "disconnnect the sesion"))
+    pairs = '"disconnect" for "disconnnect", "session" for "sesion"'
+    assert note == f"query: searched {pairs} (not words of the collection)"
+
+
+def test_a_rare_word_the_collection_holds_is_never_respelled(service):
+    """``quiesce`` is written once, ``buckets`` is one edit from ``bucket``: both are words of the collection."""
+    for query in ("quiesce", "buckets", "quiesce the buckets"):
+        assert _spelling_notes(_search(service, query)) == [], query
+    (note,) = _spelling_notes(_search(service, "quiesce the buckets, then disconnnect"))
+    assert note == 'query: searched "disconnect" for "disconnnect" (not a word of the collection)'
+
+
+def test_an_inflection_the_collection_holds_is_not_respelled(service):
+    """``deploying`` is no word of the collection, but its stem ``deploy`` is: the keyword arm finds it as it is."""
+    result = _search(service, "deploying an application")
+    assert _spelling_notes(result) == []
+    assert "Deploy > Deploy an application" in _headers(result)
+    (note,) = _spelling_notes(_search(service, "deploying an aplication"))
+    assert note == 'query: searched "application" for "aplication" (not a word of the collection)'
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "disconnnect_client",  # an identifier
+        "client.disconnnect()",  # a dotted name, a call
+        "DisConnnect",  # mixed case
+        "DISCONNNECT",  # an acronym's case
+        "disconnnect2",  # letters and digits
+        "123456",  # a number
+        "trennen",  # a word of another language the collection has nothing near
+        "désconnecter",  # a word of another script's letters
+        "ndoe",  # four letters (``node`` is a word of the collection)
+        "--disconnnect",  # a flag
+        "-disconnnect",  # an exclusion
+    ],
+)
+def test_words_that_are_not_plain_are_left_alone(service, query):
+    assert _spelling_notes(_search(service, query)) == [], query
+    assert _spelling_notes(_search(service, f"{query} disconnnect")), "a plain typo beside it is still respelled"
+
+
+def test_a_query_of_many_unknown_words_is_left_as_it_is(service):
+    """More than ``MAX_UNKNOWN`` words the collection lacks: another language, not typos."""
+    result = _search(service, "wie kann ich disconnnect meine verbindung richtig beenden")
+    assert _spelling_notes(result) == []
+    assert _spelling_notes(_search(service, "wie kann ich disconnnect meine verbindung")), "three are respelled"
