@@ -3,10 +3,12 @@
 The misspelt word is a lexeme no chunk holds: the keyword arm found nothing. Respelled from the collection's own
 vocabulary (``lexeme_stats``), it finds the chunk the right spelling finds, and ``metrics.degraded`` says so. A word
 the collection holds, or holds an inflection of, and words that are not plain (identifiers, mixed case, numbers,
-other scripts, short words) are searched as typed.
+other scripts, short words) are searched as typed. Off (the default, ``RAG_TYPO_CORRECTION``), nothing is.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -45,11 +47,16 @@ DOCS = [
 KEYWORD_ONLY = {"vector_weight": 0.0, "keyword_weight": 1.0, "min_relevance": 0.0}
 
 
-@pytest.fixture
-def service(db, settings) -> UniversalRAGService:  # type: ignore[no-untyped-def]
-    svc = UniversalRAGService(settings, database=db, embedder=HashingEmbedder(), reranker=None)
+def _service(db, settings, *, typo_correction: bool) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+    on = replace(settings, typo_correction=typo_correction)
+    svc = UniversalRAGService(on, database=db, embedder=HashingEmbedder(), reranker=None)
     assert svc.index_texts(DOCS, collection="spelling", strategy="markdown").failed == []
     return svc
+
+
+@pytest.fixture
+def service(db, settings) -> UniversalRAGService:  # type: ignore[no-untyped-def]
+    return _service(db, settings, typo_correction=True)
 
 
 def _search(service: UniversalRAGService, query: str, **overrides: object):  # type: ignore[no-untyped-def]
@@ -127,3 +134,9 @@ def test_a_query_of_many_unknown_words_is_left_as_it_is(service):
     result = _search(service, "wie kann ich disconnnect meine verbindung richtig beenden")
     assert _spelling_notes(result) == []
     assert _spelling_notes(_search(service, "wie kann ich disconnnect meine verbindung")), "three are respelled"
+
+
+def test_off_by_default_nothing_is_respelled(db, settings):
+    assert settings.typo_correction is False
+    result = _search(_service(db, settings, typo_correction=False), "how do I disconnnect")
+    assert _spelling_notes(result) == [] and result.chunks == []
