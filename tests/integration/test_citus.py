@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
-from rag_service.db import citus, migrate
+from rag_service.db import citus, migrate, spelling
 from rag_service.db.database import Database
 from rag_service.db.engine import make_engine
 from rag_service.db.search import configure_vector_scan, explain
@@ -477,3 +477,31 @@ def test_scifact_rankings_on_citus_equal_one_node(citus_engine, database_factory
 def _ranked(run: dict[str, dict[str, float]]) -> dict[str, list[str]]:
     """Each query's documents best first, ties (to 1e-9) by document id."""
     return {qid: sorted(docs, key=lambda d: (-round(docs[d], 9), d)) for qid, docs in run.items()}
+
+
+def test_a_misspelt_word_is_respelled_on_the_collections_shard(citus_engine):
+    """With ``RAG_TYPO_CORRECTION``: the spelling look-ups (``lexeme_stats``, then the chunks holding a stem) are
+    single-shard router tasks, like the searches."""
+    settings = Settings(database_url=str(citus_engine.url), pool_size=2, pool_max_overflow=2, typo_correction=True)
+    service = UniversalRAGService(settings, database=Database(citus_engine), embedder=HashingEmbedder(), reranker=None)
+    texts = [
+        (f"r{i}.md", "", f"# Replicas {i}\n\nReplicas replay the write-ahead log of the primary, shard {i}.\n")
+        for i in range(4)
+    ]
+    params = {"collection": "typo", "fts_config": "english", "min_doc_freq": 3, "sample": 64, "ranked": 8, "deep": 1024}
+    try:
+        assert service.index_texts(texts, collection="typo", strategy="markdown").added == 4
+        overrides: dict[str, Any] = {"vector_weight": 0.0, "keyword_weight": 1.0, "min_relevance": 0.0}
+        result = service.retrieve("how do replicsa replay", context="search", collection="typo", **overrides)
+        assert result.metrics.degraded == ['query: searched "replicas" for "replicsa" (not a word of the collection)']
+        assert len(result.chunks) == 4
+        with Session(citus_engine) as session:
+            for statement, values in (
+                (spelling._UNKNOWN, {"words": ["replicsa"]}),
+                (spelling._CANDIDATES, {"candidates": ["replicas", "does"]}),
+            ):
+                plan = "\n".join(session.execute(text("EXPLAIN " + statement.text), {**params, **values}).scalars())
+                assert re.search(r"^\s*Task Count: 1$", plan, re.MULTILINE), plan
+    finally:
+        with citus_engine.begin() as conn:
+            conn.execute(text("DELETE FROM documents WHERE collection = 'typo'"))

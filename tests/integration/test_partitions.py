@@ -3,8 +3,10 @@ data; the BM25 statistics stay exact (a full recount) through insert, update and
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
+from typing import Any
 
 import pytest
 from alembic import command
@@ -283,3 +285,19 @@ def test_an_ingest_analyses_its_own_partitions_not_every_collections(partitioned
     with partitioned.connect() as conn:
         rows = conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = :t"), {"t": f"document_chunks_{beta}"})
         assert rows.scalar_one() > 0  # the planner knows the new partition's size
+
+
+def test_a_misspelt_word_is_respelled_on_a_partitioned_schema(partitioned, settings):
+    """With ``RAG_TYPO_CORRECTION``: the spelling look-ups read the collection's partitions of ``lexeme_stats`` and
+    ``document_chunks``."""
+    texts = [
+        (f"r{i}.md", "", f"# Replicas {i}\n\nReplicas replay the write-ahead log of the primary, shard {i}.\n")
+        for i in range(4)
+    ]
+    on = dataclasses.replace(settings, typo_correction=True)
+    service = UniversalRAGService(on, database=Database(partitioned), embedder=HashingEmbedder(), reranker=None)
+    assert service.index_texts(texts, collection="typo", strategy="markdown").added == 4
+    overrides: dict[str, Any] = {"vector_weight": 0.0, "keyword_weight": 1.0, "min_relevance": 0.0}
+    result = service.retrieve("how do replicsa replay", context="search", collection="typo", **overrides)
+    assert result.metrics.degraded == ['query: searched "replicas" for "replicsa" (not a word of the collection)']
+    assert len(result.chunks) == 4
