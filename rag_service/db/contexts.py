@@ -33,11 +33,13 @@ from rag_service.db.citus import has_citus, insert_columns
 #: tsvector holds at most 1 MB, and a document this long without sections says little as one unit
 MAX_CONTEXT_CHARS = 200_000
 
-# the text a context is matched with (c: its first chunk, d: its document)
-_BODY = """concat_ws(E'\\n',
+# the text a context is matched with (c: its first chunk, d: its document), a bare <name>'s brackets read as spaces
+# (the parser drops it as a tag; db.chunk_text.keyword_prefix gives a chunk's to its keyword text too)
+_BODY = """regexp_replace(concat_ws(E'\\n',
             CASE WHEN d.title <> '' AND NOT starts_with(c.header_path, d.title) THEN d.title END,
             nullif(c.header_path, ''),
-            CASE WHEN c.parent_start IS NULL THEN d.content ELSE c.parent_content END)"""
+            CASE WHEN c.parent_start IS NULL THEN d.content ELSE c.parent_content END),
+        '<([A-Za-z][A-Za-z0-9_.-]*)>', ' \\1 ', 'g')"""
 # a chunk that has a context: in a section, or in a document without sections
 _HAS_CONTEXT = """(c.parent_start IS NOT NULL OR NOT EXISTS (
             SELECT 1 FROM document_chunks s WHERE s.collection = :collection AND s.document_id = c.document_id

@@ -6,6 +6,7 @@ them. Documentation keeps its names whole (its code blocks' names are the prose'
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 
 from rag_service.embed import HashingEmbedder
 from rag_service.service import UniversalRAGService
@@ -58,3 +59,10 @@ def test_documentation_keeps_its_names_whole_and_reads_its_bare_tags(service):
     assert _keyword_hits(service, "ds.repartition", "docs") == ["guide.md"]
     assert _keyword_hits(service, "repartition", "docs") == []  # a documentation's names are not cut
     assert _keyword_hits(service, "head_node_host", "docs") == ["client.md"]  # a placeholder, a tag to the parser
+
+
+def test_a_section_context_reads_its_bare_tags(service, connection):
+    held = connection.execute(
+        text("SELECT count(*) FROM context_terms WHERE collection = 'docs' AND lexeme IN ('head', 'node', 'host')")
+    ).scalar_one()
+    assert held == 3  # the context BM25 (a section's words) reads the placeholder as the chunk does
