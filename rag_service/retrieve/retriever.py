@@ -260,17 +260,17 @@ class Retriever:
         self, query: str, read_setup: SetupReader, options: RetrievalOptions, *, route: ReadRoute | None = None
     ) -> tuple[list[RetrievedChunk], RetrievalMetrics]:
         """Fused (and, if enabled, reranked) candidates before parents, MMR and formatting."""
-        _, chunks, metrics, _ = self._ranked(query, read_setup, options, route)
+        _, chunks, metrics, _ = self._ranked(validate_query(query), cut_note(query), read_setup, options, route)
         return chunks, metrics
 
     def _ranked(
-        self, query: str, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
+        self, text: str, cut: str | None, read_setup: SetupReader, options: RetrievalOptions, route: ReadRoute | None
     ) -> tuple[CallPreset, list[RetrievedChunk], RetrievalMetrics, str]:
+        """The validated ``text``'s candidates, reranked, and the text searched; ``cut``: ``cut_note``'s line."""
         total_started = time.perf_counter()
         metrics = RetrievalMetrics()
-        text = validate_query(query)
-        if note := cut_note(query):
-            metrics.degrade("query", note)
+        if cut:
+            metrics.degrade("query", cut)
         setup, chunks, text = self.search_candidates(text, read_setup, options, metrics, route)
         metrics.settings = setup.preset.knob_values()
         chunks = self._rerank(text, chunks, setup.preset, metrics)
@@ -292,8 +292,9 @@ class Retriever:
         """The whole pipeline for one query; ``read_setup`` reads the call's preset in its search
         transaction, ``route`` carries the call's reads (see ``db.replicas``)."""
         total_started = time.perf_counter()
+        text = validate_query(query)
         route = route or self.reads.route()  # the search and the relevance floor's read on the same server
-        setup, chunks, metrics, searched = self._ranked(query, read_setup, options, route)
+        setup, chunks, metrics, searched = self._ranked(text, cut_note(query), read_setup, options, route)
         preset = setup.preset
 
         started = time.perf_counter()
@@ -341,7 +342,7 @@ class Retriever:
             formatted_context=context,
             total_tokens=tokens,
             sources=formatted.sources,
-            query=validate_query(query),
+            query=text,
             context_type=preset.context_type,
             metrics=metrics,
         )
