@@ -60,7 +60,9 @@ _NAME = re.compile(
 #: where a name's parts meet: a dot or hyphen, before a CamelCase step's capital (``get|Bits``, ``HTTP|Server``)
 _STEP = re.compile(r"[.-]|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: a bare ``<name>`` (a type parameter, a placeholder), which the parser drops as a tag; one with attributes is a tag
-_BARE_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9_.-]*)>")
+#: (a pattern PostgreSQL reads alike: ``db.contexts`` reads a section's so)
+BARE_TAG = r"<([A-Za-z][A-Za-z0-9_.-]*)>"
+_BARE_TAG = re.compile(BARE_TAG)
 
 #: the same as ``keyword_text``, in SQL (the database's encoding must be UTF8 for ``normalize``; else the text is
 #: given as it is, where no such character can be stored anyway). IMMUTABLE as each function it calls, and not

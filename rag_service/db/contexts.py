@@ -28,6 +28,7 @@ from sqlalchemy.types import BigInteger
 from rag_service.db.bulk_replace import REPLACED_SCOPE
 from rag_service.db.bulk_staging import run_in_parallel
 from rag_service.db.citus import has_citus, insert_columns
+from rag_service.keyword_text import BARE_TAG
 
 #: a context longer than this (characters) is not stored, so its chunks have no context score: PostgreSQL's
 #: tsvector holds at most 1 MB, and a document this long without sections says little as one unit
@@ -39,7 +40,7 @@ _BODY = """regexp_replace(concat_ws(E'\\n',
             CASE WHEN d.title <> '' AND NOT starts_with(c.header_path, d.title) THEN d.title END,
             nullif(c.header_path, ''),
             CASE WHEN c.parent_start IS NULL THEN d.content ELSE c.parent_content END),
-        '<([A-Za-z][A-Za-z0-9_.-]*)>', ' \\1 ', 'g')"""
+        '""" + BARE_TAG + """', ' \\1 ', 'g')"""
 # a chunk that has a context: in a section, or in a document without sections
 _HAS_CONTEXT = """(c.parent_start IS NOT NULL OR NOT EXISTS (
             SELECT 1 FROM document_chunks s WHERE s.collection = :collection AND s.document_id = c.document_id
