@@ -27,6 +27,7 @@ admitted. Otherwise it is left out and the next, less relevant chunks are still 
 
 A code or configuration result (by its source's suffix) is cited by its lines and fenced with its language
 (``fences``): ``§ src/app.py:L120-145 · App > run (relevance 87%)``, then its text in a fence; prose as above.
+A cut one cites the lines it shows, and its cut is sized with that header.
 
 Results of one document that overlap are shown once, joined into the better one (``overlaps``).
 A chunk's text that leaves a fenced code block open (a passage cut out of one, or the cut itself) gets the
@@ -86,9 +87,12 @@ class FormattedContext:
 class _Entry:
     chunk: RetrievedChunk
     block: str  # chunk header line + "\n" + shown text
-    cut: bool = False
-    #: a cut entry's characters of the chunk's (stripped) text shown
-    shown_chars: int = 0
+    #: a cut entry's chunk as its block shows it (``_part``), None for a whole one
+    part: RetrievedChunk | None = None
+
+    @property
+    def cut(self) -> bool:
+        return self.part is not None
 
 
 @dataclass(slots=True)
@@ -197,13 +201,15 @@ class _Builder:
                 self.estimate = exact
                 return True
             self._remove(entry)
-        return self.try_cut(chunk, header, body)
+        return self.try_cut(chunk, body)
 
-    def try_cut(self, chunk: RetrievedChunk, header: str, body: str) -> bool:
-        """Admit the longest token prefix of ``body`` (>= min_cut_tokens) that fits, with the marker."""
+    def try_cut(self, chunk: RetrievedChunk, body: str) -> bool:
+        """Admit the longest token prefix of ``body`` (>= min_cut_tokens) that fits, with the marker, under a
+        header citing the lines that prefix shows (each prefix is counted with its own header)."""
         if self.cut_entry is not None:
             return False
-        room = self.max_tokens - self.estimate - self._overhead(chunk) - self.count(header)
+        shortest = _chunk_header(_part(chunk, 0), self.show_metadata)  # a citation of one line: the fewest tokens
+        room = self.max_tokens - self.estimate - self._overhead(chunk) - self.count(shortest)
         if room - self.count(TRUNCATION_MARKER) - 2 < self.min_cut_tokens - len(self.admitted) - 2:
             return False
         tokens = self.enc.encode(body, disallowed_special=())
@@ -220,8 +226,9 @@ class _Builder:
 
         def entry_at(index: int) -> _Entry:
             shown = data[: offsets[index]].decode("utf-8").rstrip()
-            block = f"{header}\n{_closed_fences(shown)}\n{TRUNCATION_MARKER}"
-            return _Entry(chunk, block, cut=True, shown_chars=len(shown))
+            part = _part(chunk, len(shown))
+            header = _chunk_header(part, self.show_metadata)
+            return _Entry(chunk, f"{header}\n{_closed_fences(shown)}\n{TRUNCATION_MARKER}", part=part)
 
         def fits(index: int) -> int | None:
             entry = entry_at(index)
@@ -258,8 +265,7 @@ class _Builder:
                 self.cut_entry = None
             else:
                 self.estimate = self.exact()
-                header, _, body = last.block.partition("\n")
-                self.try_cut(last.chunk, header, body)
+                self.try_cut(last.chunk, last.block.partition("\n")[2])  # the header is one line
             text = _render(list(self.groups.values()))
             total = self.count(text)
         return text, total, dropped
@@ -299,7 +305,7 @@ def format_context(
         Source(number, group.source, group.title, [entry.chunk.chunk_id for entry in group.entries])
         for number, group in enumerate(groups, start=1)
     ]
-    included = [_as_shown(entry) for group in groups for entry in group.entries]
+    included = [entry.part or entry.chunk for group in groups for entry in group.entries]
     cut = builder.cut_entry
     return FormattedContext(
         text=text,
@@ -311,14 +317,12 @@ def format_context(
     )
 
 
-def _as_shown(entry: _Entry) -> RetrievedChunk:
-    """The chunk of ``entry`` as its block shows it: a cut one holds only the part before the marker (it was
-    returned whole, so a caller handing ``content`` on gave an LLM text the budget had left out)."""
-    chunk = entry.chunk
-    if not entry.cut:
-        return chunk
+def _part(chunk: RetrievedChunk, shown_chars: int) -> RetrievedChunk:
+    """``chunk`` cut to the part a cut block shows, ``shown_chars`` characters of ``shown_body`` (it was returned
+    whole, so a caller handing ``content`` on gave an LLM text the budget had left out; its header cited all its
+    lines)."""
     lead = len(chunk.content) - len(chunk.content.lstrip())  # the body is shown stripped, code after its fence line
-    content = chunk.content[: lead + entry.shown_chars - opener_chars(chunk)]
+    content = chunk.content[: lead + max(shown_chars - opener_chars(chunk), 0)]
     end = chunk.start_char + len(content)
     return replace(
         chunk,

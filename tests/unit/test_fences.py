@@ -40,3 +40,31 @@ def test_a_cut_code_result_keeps_its_text_exact_and_the_budget():
         assert CODE[cut.start_char : cut.end_char] == cut.content and cut.content.startswith("def f0")
         assert cut.end_line == CODE.count("\n", 0, cut.end_char - 1) + 1
         assert "\n```\n[… truncated]" in shown.text  # the fence is closed before the marker
+
+
+def _shown_code(text: str) -> str:
+    """The code lines a cut result shows: between its opening fence line and the fence closed before the marker."""
+    return text.split("```python\n", 1)[1].rsplit("\n```\n[… truncated]", 1)[0]
+
+
+def test_a_cut_code_result_cites_the_lines_it_shows():
+    # the header said the whole chunk's lines (L1-179) while the text showed lines 1-11 of it
+    for budget, last in ((90, 11), (150, 20), (400, 65)):
+        shown = format_context([_code(0, len(CODE))], max_tokens=budget, min_cut_tokens=20)
+        (cut,) = shown.included
+        assert shown.text.split("\n")[1] == f"§ src/app.py:L1-{last} (relevance 50%)"
+        assert cut.end_line == last == _shown_code(shown.text).count("\n") + 1
+        assert shown.total_tokens == len(get_encoding("cl100k_base").encode(shown.text)) <= budget
+
+
+def test_a_cut_fits_the_budget_with_the_header_it_shows():
+    # 1,200 lines: the whole chunk's "L1-1200" takes a token more than a cut's "L1-27"; the cut is sized with its own
+    code = "".join(f"v{i} = {i}\n" for i in range(1200))
+    chunk = span_chunk(code, 0, len(code), source="src/values.py", start_line=1)
+    enc = get_encoding("cl100k_base")
+    for budget in range(80, 200, 7):
+        shown = format_context([chunk], max_tokens=budget, min_cut_tokens=20)
+        (cut,) = shown.included
+        assert shown.text.split("\n")[1] == f"§ src/values.py:L1-{cut.end_line} (relevance 50%)"
+        assert _shown_code(shown.text) == code[: cut.end_char] and cut.end_line == cut.content.count("\n") + 1
+        assert budget - 2 <= shown.total_tokens == len(enc.encode(shown.text)) <= budget
