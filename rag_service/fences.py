@@ -2,8 +2,9 @@
 lines (``src/app.py:L120-145``), and a prose passage's open fence closed.
 
 A code or configuration file (``languages.fence_language``) is shown in a fence of its language, one backtick
-longer than any fence inside it, so nothing in the code ends it early; its citation names the lines the shown
-(stripped) text spans, where the chunk's lines are known. Prose is shown as it is.
+longer than any fence inside it, so nothing in the code ends it early; its citation names the lines the shown text
+spans, where the chunk's lines are known. Shown text drops a chunk's leading blank lines and trailing whitespace; code
+keeps its first line's indentation (a chunk starting inside a method stays aligned), prose is stripped.
 """
 
 from __future__ import annotations
@@ -47,9 +48,22 @@ def fenced(body: str, language: str) -> str:
     return f"{ticks}{language}\n{body}\n{ticks}"
 
 
+def shown_start(chunk: RetrievedChunk) -> int:
+    """Where the shown text starts in ``chunk.content``: its first non-blank character, or for code the start of
+    that character's line (its indentation kept)."""
+    first = len(chunk.content) - len(chunk.content.lstrip())
+    return first if fence_language(chunk.source) is None else chunk.content.rfind("\n", 0, first) + 1
+
+
+def shown_text(chunk: RetrievedChunk) -> str:
+    """The chunk's text as its block shows it, before any fence: valid UTF-8 (as long as ``content``), from
+    ``shown_start``, trailing whitespace dropped."""
+    return clean(chunk.content)[shown_start(chunk) :].rstrip()
+
+
 def shown_body(chunk: RetrievedChunk) -> str:
-    """The text a chunk's block shows: valid UTF-8, stripped; code fenced with its language, prose's fences closed."""
-    body = clean(chunk.content).strip()
+    """The text a chunk's block shows: ``shown_text``, code fenced with its language, prose's fences closed."""
+    body = shown_text(chunk)
     language = fence_language(chunk.source)
     return closed_fences(body) if language is None else fenced(body, language)
 
@@ -60,12 +74,12 @@ def opener_chars(chunk: RetrievedChunk) -> int:
 
 
 def shown_lines(chunk: RetrievedChunk) -> tuple[int, int] | None:
-    """First and last line of the chunk's text as shown (stripped), None when its lines are unknown."""
+    """First and last line of the chunk's text as shown, None when its lines are unknown."""
     if chunk.start_line is None:
         return None
-    stripped = chunk.content.lstrip()
-    first = chunk.start_line + lines_before(chunk.content, len(chunk.content) - len(stripped))
-    return first, span_end_line(first, stripped.rstrip())
+    start = shown_start(chunk)
+    first = chunk.start_line + lines_before(chunk.content, start)
+    return first, span_end_line(first, chunk.content[start:].rstrip())
 
 
 def citation(chunk: RetrievedChunk) -> str | None:

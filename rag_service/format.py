@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 import tiktoken
 
 from rag_service.errors import ConfigurationError
-from rag_service.fences import citation, opener_chars, shown_body
+from rag_service.fences import citation, opener_chars, shown_body, shown_start, shown_text
 from rag_service.fences import clean as _clean
 from rag_service.fences import closed_fences as _closed_fences
 from rag_service.lines import span_end_line
@@ -321,8 +321,9 @@ def _part(chunk: RetrievedChunk, shown_chars: int) -> RetrievedChunk:
     """``chunk`` cut to the part a cut block shows, ``shown_chars`` characters of ``shown_body`` (it was returned
     whole, so a caller handing ``content`` on gave an LLM text the budget had left out; its header cited all its
     lines)."""
-    lead = len(chunk.content) - len(chunk.content.lstrip())  # the body is shown stripped, code after its fence line
-    content = chunk.content[: lead + max(shown_chars - opener_chars(chunk), 0)]
+    # the shown text starts at shown_start, code's after its fence line; a fence the layout closed is no content
+    shown = min(max(shown_chars - opener_chars(chunk), 0), len(shown_text(chunk)))
+    content = chunk.content[: shown_start(chunk) + shown]
     end = chunk.start_char + len(content)
     return replace(
         chunk,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_service.fences import citation, fenced
+from rag_service.fences import citation, fenced, shown_body
 from rag_service.format import format_context
 from rag_service.tokens import get_encoding
 from tests.retrieved import span_chunk
@@ -68,3 +68,54 @@ def test_a_cut_fits_the_budget_with_the_header_it_shows():
         assert shown.text.split("\n")[1] == f"§ src/values.py:L1-{cut.end_line} (relevance 50%)"
         assert _shown_code(shown.text) == code[: cut.end_char] and cut.end_line == cut.content.count("\n") + 1
         assert budget - 2 <= shown.total_tokens == len(enc.encode(shown.text)) <= budget
+
+
+STORE = (
+    "class Store:\n"
+    "    def save(self, item):\n"
+    "        self.items.append(item)\n"
+    "        return item\n"
+    "\n"
+    "    def load(self):\n"
+    "        return self.items\n"
+)
+SETTINGS = "server:\n  http:\n    port: 8080\n    host: 0.0.0.0\n"
+
+
+def test_a_code_result_keeps_its_first_line_s_indentation():
+    # D11: a chunk starting inside a method showed its first line flush left, the next ones indented
+    save = STORE.index("        self"), STORE.index("\n    def load")
+    body = span_chunk(STORE, *save, source="src/store.py", start_line=3)
+    assert format_context([body], max_tokens=500).text == (
+        "[1] src/store.py\n"
+        "§ src/store.py:L3-4 (relevance 50%)\n"
+        "```python\n"
+        "        self.items.append(item)\n"
+        "        return item\n"
+        "```"
+    )
+    load = span_chunk(STORE, STORE.index("\n\n    def load"), len(STORE), source="src/store.py", start_line=4)
+    assert shown_body(load) == "```python\n    def load(self):\n        return self.items\n```"  # blank lines dropped
+    assert citation(load) == "src/store.py:L6-7"
+    nested = SETTINGS.index("    port"), len(SETTINGS)
+    port = span_chunk(SETTINGS, *nested, source="deploy/app.yaml", start_line=3)
+    assert shown_body(port) == "```yaml\n    port: 8080\n    host: 0.0.0.0\n```"
+    assert citation(port) == "deploy/app.yaml:L3-4"
+    assert shown_body(span_chunk(SETTINGS, *nested)) == "port: 8080\n    host: 0.0.0.0"  # prose: stripped, as before
+
+
+def test_a_cut_indented_code_result_shows_and_holds_its_indentation():
+    code = "class Big:\n    def run(self):\n" + "".join(f"        step_{i} = work({i})\n" for i in range(300))
+    start = code.index("        step_0") - 1  # from the line break before it: a blank start is not shown
+    match = {"match_start": code.index("        step_2 "), "match_end": code.index("        step_250 ")}
+    chunk = span_chunk(code, start, len(code), source="src/big.py", start_line=2, **match)
+    for budget in (90, 160):
+        shown = format_context([chunk], max_tokens=budget, min_cut_tokens=20)
+        (cut,) = shown.included
+        assert (cut.content, cut.start_char) == (code[start : cut.end_char], start)
+        assert cut.content.startswith("\n        step_0 = work(0)\n") and cut.content == cut.content.rstrip()
+        assert cut.end_line == code.count("\n", 0, cut.end_char) + 1
+        assert (cut.match_start, cut.match_end) == (match["match_start"], cut.end_char)  # kept inside the part
+        assert shown.text.split("\n")[1] == f"§ src/big.py:L3-{cut.end_line} (relevance 50%)"
+        assert _shown_code(shown.text) == cut.content[1:]
+        assert shown.total_tokens == len(get_encoding("cl100k_base").encode(shown.text)) <= budget

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from rag_service import format as format_module
 from rag_service.errors import ConfigurationError
+from rag_service.fences import shown_text
 from rag_service.format import TRUNCATION_MARKER, format_context
 from rag_service.result import ChunkScores, RetrievedChunk
 from rag_service.tokens import count_tokens, get_encoding
@@ -226,7 +227,11 @@ texts = st.lists(
     max_size=300,
 ).map("".join)
 chunk_specs = st.lists(
-    st.tuples(st.sampled_from([GUIDE, FAQ, "a/b.rst", "emoji🚀.md"]), st.floats(0.0, 1.0), texts),
+    st.tuples(
+        st.sampled_from([GUIDE, FAQ, "a/b.rst", "emoji🚀.md", "src/app.py", "deploy/app.yaml"]),
+        st.floats(0.0, 1.0),
+        texts,
+    ),
     max_size=8,
 )
 
@@ -238,6 +243,7 @@ def test_budget_is_never_exceeded(specs: list[tuple[str, float, str]], max_token
         replace(
             _chunk(i, source, rel, text, header_path="H > Sub" if i % 2 else "", title="T" if i % 3 else ""),
             document_id=i,
+            start_line=10 * i + 1,
         )
         for i, (source, rel, text) in enumerate(specs)
     ]
@@ -248,9 +254,8 @@ def test_budget_is_never_exceeded(specs: list[tuple[str, float, str]], max_token
     assert [s.number for s in result.sources] == list(range(1, len(result.sources) + 1))
     assert {s.source for s in result.sources} == {c.source for c in result.included}
     for chunk in result.included:
-        body = chunk.content.strip()
-        if body:
-            assert body in result.text  # as shown: whole, or the one cut chunk's part
+        if body := shown_text(chunk):
+            assert body in result.text  # as shown (code from its first line's indentation): whole, or the cut part
         assert chunk.end_char - chunk.start_char == len(chunk.content)
         assert chunk.start_char <= chunk.match_start <= chunk.match_end <= chunk.end_char
     if result.cut_chunk_id is not None:
