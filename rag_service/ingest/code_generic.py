@@ -16,12 +16,12 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Callable
 from functools import cache
 
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
 from rag_service.ingest.code_names import definition_names
+from rag_service.ingest.code_scan import Scan
 
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
 _CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
@@ -75,12 +75,6 @@ _DEPTH_ZERO_WORDS = frozenset({"void", "int", "float", "double", "public", "prot
 _C_TYPE_WORDS = frozenset({"void", "int", "float", "double"})
 _FIRST_WORD = re.compile(r"[ \t]*([A-Za-z_]+)")
 _CLASS_WORD = re.compile(r"\b(?:class|interface|enum|struct|record|object|trait)\b")
-#: what a brace language's scan skips: comments, then strings (one line, but JS/Go backquotes), and the braces
-_SLASH_TOKENS = re.compile(
-    r"(//[^\n]*|/\*.*?(?:\*/|\Z))|(\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)|[{}]", re.S
-)
-_HASH_TOKENS = re.compile(r"((?<![\w$#{])#[^\n]*)|(\"(?:\\.|[^\"\\\n])*\"|'[^'\n]*')|[{}]")
-_HASH_COMMENTS = frozenset({"shell", "powershell"})
 #: line comments and decorators of the other languages
 _LINE_LEADS = {"python": ("#", "@"), "ruby": ("#",), "elixir": ("#", "@"), "lua": ("--",), "sql": ("--",)}
 #: attribute and decorator lines of the brace languages
@@ -122,49 +116,12 @@ def definition_pattern(language: str) -> re.Pattern[str] | None:
     return re.compile(r"^[ \t]*(?:" + "|".join(re.escape(w) for w in words) + r")\b" + extra, flags)
 
 
-class _Scan:
-    """A brace language's comments and strings, each brace's depth, and where each ``{`` closes."""
-
-    def __init__(self, text: str, language: str) -> None:
-        tokens = _HASH_TOKENS if language in _HASH_COMMENTS else _SLASH_TOKENS
-        self.skipped: list[tuple[int, int, bool]] = []  # (start, end, is a comment)
-        self.braces: list[int] = []  # each ``{``'s position, in order
-        self.depths: list[int] = []  # the depth after each brace event
-        self.events: list[int] = []
-        self.closes: dict[int, int] = {}
-        stack: list[int] = []
-        for match in tokens.finditer(text):
-            if match[1] or match[2]:
-                self.skipped.append((match.start(), match.end(), bool(match[1])))
-                continue
-            if match[0] == "{":
-                stack.append(match.start())
-                self.braces.append(match.start())
-            elif stack:
-                self.closes[stack.pop()] = match.start()
-            self.events.append(match.start())
-            self.depths.append(len(stack))
-        self.skipped_starts = [s for s, _, _ in self.skipped]
-
-    def depth(self, position: int) -> int:
-        i = bisect_right(self.events, position - 1) - 1
-        return self.depths[i] if i >= 0 else 0
-
-    def skipped_at(self, position: int) -> tuple[int, int, bool] | None:
-        i = bisect_right(self.skipped_starts, position) - 1
-        return self.skipped[i] if i >= 0 and position < self.skipped[i][1] else None
-
-    def first_open(self, start: int, limit: int) -> int | None:
-        i = bisect_right(self.braces, start - 1)
-        return self.braces[i] if i < len(self.braces) and self.braces[i] < limit else None
-
-
 def generic_definitions(text: str, language: str) -> list[Definition]:
     """The top-level definitions of ``text`` in ``language``, their nested ones as children (see the module doc)."""
     pattern = definition_pattern(language)
     if pattern is None:
         return []
-    scan = _Scan(text, language) if language in _BRACE_LANGUAGES else None
+    scan = Scan(text, language) if language in _BRACE_LANGUAGES else None
     starts = _starts(text, language, pattern, scan)
     leads: list[int] = []
     is_lead = _lead_test(text, language, scan)
@@ -186,7 +143,7 @@ def generic_definitions(text: str, language: str) -> list[Definition]:
     return roots
 
 
-def _starts(text: str, language: str, pattern: re.Pattern[str], scan: _Scan | None) -> list[int]:
+def _starts(text: str, language: str, pattern: re.Pattern[str], scan: Scan | None) -> list[int]:
     starts: list[int] = []
     for match in pattern.finditer(text):
         start = match.start()
@@ -228,7 +185,7 @@ def _after_statement(text: str, start: int) -> bool:
     return not line or line.endswith((";", "{", "}", "},", ":", "*/")) or line.startswith(("//", "@", "#", "*"))
 
 
-def _is_declaration(text: str, start: int, scan: _Scan) -> bool:
+def _is_declaration(text: str, start: int, scan: Scan) -> bool:
     """Whether the statement at ``start`` ends with ``;`` before any block opens (``int x = 5;``, a prototype)."""
     semicolon = text.find(";", start)
     while semicolon >= 0 and scan.skipped_at(semicolon) is not None:
@@ -237,7 +194,7 @@ def _is_declaration(text: str, start: int, scan: _Scan) -> bool:
     return semicolon >= 0 and (opened is None or semicolon < opened)
 
 
-def _lead_test(text: str, language: str, scan: _Scan | None) -> Callable[[int, int], int | None]:
+def _lead_test(text: str, language: str, scan: Scan | None) -> Callable[[int, int], int | None]:
     """What ``lead_start`` asks of each line above a definition (see there)."""
     attributes = _ATTRIBUTES.get(language, ())
     prefixes = _LINE_LEADS.get(language, ())
@@ -257,7 +214,7 @@ def _lead_test(text: str, language: str, scan: _Scan | None) -> Callable[[int, i
     return is_lead
 
 
-def _block(text: str, start: int, limit: int, scan: _Scan) -> int | None:
+def _block(text: str, start: int, limit: int, scan: Scan) -> int | None:
     """The ``{`` opening the body of the definition at ``start``: the first that closes past its own line (an
     inline ``{ ownerId: string }`` type is not it), or else the first one (a one-line body)."""
     first = scan.first_open(start, limit)
@@ -269,7 +226,7 @@ def _block(text: str, start: int, limit: int, scan: _Scan) -> int | None:
     return first if opened is None else opened
 
 
-def _end(text: str, language: str, start: int, limit: int, scan: _Scan | None) -> int:
+def _end(text: str, language: str, start: int, limit: int, scan: Scan | None) -> int:
     """Past the last line of the definition starting at ``start`` (``limit``: where the next one leads)."""
     if scan is not None:
         opened = _block(text, start, limit, scan)

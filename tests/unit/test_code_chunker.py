@@ -6,6 +6,7 @@ import pytest
 
 from rag_service.ingest.chunk import TextChunk
 from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.code_scan import Scan
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
 
@@ -181,3 +182,68 @@ def test_a_short_file_preamble_goes_with_the_first_definition() -> None:
     firsts = [c.content.splitlines()[0] for c in chunks]
     assert firsts == ["-- Tables of the support platform.", "CREATE TABLE orders ("]
     assert all(c.content == text[c.start_char : c.end_char] for c in chunks)
+
+
+_REGEX_LITERALS = """\
+function opens(s) {
+  return s.split(/{/).length;
+}
+
+function closes(s) {
+  return s.replace(/[}]/g, "").trim();
+}
+
+function quotes(s) {
+  return s.split(/"/).length + "{";
+}
+
+function backquote(s) {
+  return s.split(/`/).length;
+}
+
+function slash(p) {
+  if (/^[a-z]:\\//i.test(p)) {
+    return p;
+  }
+  return null;
+}
+
+function last() {
+  return 1;
+}
+"""
+
+
+def test_js_regex_literals_hold_no_braces_quotes_or_comments() -> None:
+    """56b: a regex literal's ``{``, ``}``, quote or backquote counted as code (a block swallowed the next function
+    or ended early), and ``/\\//`` opened a ``//`` comment that hid the ``{`` after it."""
+    found = [(c.header_path, c.content) for c in chunks("re.js", _REGEX_LITERALS)]
+    blocks = [block.strip() for block in _REGEX_LITERALS.split("\n\n")]
+    names = ["opens", "closes", "quotes", "backquote", "slash", "last"]
+    assert found == [(f"re > {name}", block) for name, block in zip(names, blocks, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "division", ["a / b", "(a + b) / 2", "sizes[0] / 2", "n++ / 2", "total /2", "<p>{a}</p>", "1 /* c */ / 2"]
+)
+def test_a_slash_after_a_value_is_a_division(division: str) -> None:
+    """Where ``/`` follows a value (a name, ``)``, ``]``, a comment after one) it divides, and JSX's ``</p>`` closes a
+    tag: no regex literal starts there."""
+    first = f'function ratio(a, b, n, sizes, total) {{\n  const r = {division}; const s = "/{{";\n  return r;\n}}\n'
+    text = first + "\nfunction after() {\n  return 1;\n}\n"
+    assert [c.header_path for c in chunks("ratio.js", text)] == ["ratio > ratio", "ratio > after"]
+
+
+@pytest.mark.parametrize(
+    ("code", "literal"),
+    [
+        ("x = /{/;", True), ("f(/{/)", True), ("return /{/.test(s)", True), ("s => /{/.test(s)", True),
+        ("a = b /* c */ || /{/.x", True), ("/{/.test(s)", True), ("typeof /{/", True), ("a ? /{/ : 1", True),
+        ("a / b / {}", False), ("n-- /{/", False), ("r = f(x) /{/", False), ("a > /{/", False),
+    ],
+)
+def test_where_a_regex_literal_starts(code: str, literal: bool) -> None:
+    """A ``/`` opens a regex literal where an expression may start, else it divides."""
+    scan = Scan(code, "js")
+    assert any(code[s:e].startswith("/{/") for s, e, _ in scan.skipped) == literal
+    assert scan.depth(len(code)) == (0 if literal else 1) - code.count("}")
