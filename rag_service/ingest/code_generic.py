@@ -20,8 +20,8 @@ from collections.abc import Callable
 from functools import cache
 
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
-from rag_service.ingest.code_names import definition_names
-from rag_service.ingest.code_scan import Scan
+from rag_service.ingest.code_names import JS_METHOD_FORM, definition_names
+from rag_service.ingest.code_scan import JS_LANGUAGES, Scan
 
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
 _CONTROL = frozenset({"if", "for", "while", "switch", "case", "default", "else", "return", "continue", "break",
@@ -51,6 +51,15 @@ _JS_FORMS = (
     r"|^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:async[ \t]+)?"
     r"(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]*)?=>|[A-Za-z_$][\w$]*[ \t]*=>)"
 )
+#: JS/TS signatures whose parameters go on past the line (``  async request(``, ``const f = async (``): each is
+#: one where its ``(`` closes on a later line before a body (``) {``, ``): Promise<T> {``, ``) => ``)
+_JS_OPEN_METHOD = re.compile("^" + JS_METHOD_FORM, re.MULTILINE)
+_JS_OPEN_ARROW = re.compile(
+    r"^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:async[ \t]+)?\(",
+    re.MULTILINE,
+)
+_METHOD_BODY = re.compile(r"[ \t]*(?::[^;{}=()]*)?\s*\{")
+_ARROW_BODY = re.compile(r"[ \t]*(?::[^;{}=()]*)?\s*=>")
 #: a C function at column 0, its return type possibly on the line above (``static PyObject *``)
 _C_FUNCTION = (
     r"|^(?:[A-Za-z_][\w \t*]*[ \t*]\n)?(?!(?:if|for|while|switch|return|else|do|typedef|struct|enum|union)\b)"
@@ -145,15 +154,13 @@ def generic_definitions(text: str, language: str) -> list[Definition]:
 
 def _starts(text: str, language: str, pattern: re.Pattern[str], scan: Scan | None) -> list[int]:
     starts: list[int] = []
-    for match in pattern.finditer(text):
-        start = match.start()
-        first = start + len(match[0]) - len(match[0].lstrip())
+    for start, first, open_method in _candidates(text, language, pattern, scan):
         if scan is not None:
             if scan.skipped_at(first) is not None:
                 continue
             word = _FIRST_WORD.match(text, start)
             line = text[start : line_end(text, start)]
-            signature = _SIGNATURE.match(line) is not None
+            signature = open_method or _SIGNATURE.match(line) is not None
             if signature and scan.depth(first) > 0 and not _after_statement(text, start):
                 continue  # ``    NEXT() != x) {``: the rest of a condition, not a method
             if (
@@ -175,6 +182,24 @@ def _starts(text: str, language: str, pattern: re.Pattern[str], scan: Scan | Non
         if not starts or start > starts[-1]:
             starts.append(start)
     return starts
+
+
+def _candidates(
+    text: str, language: str, pattern: re.Pattern[str], scan: Scan | None
+) -> list[tuple[int, int, bool]]:
+    """The lines that may start a definition, in order: their start, their first non-blank character, and whether
+    the line is a JS/TS method signature over several lines (judged as a signature)."""
+    found = {m.start(): (m.start() + len(m[0]) - len(m[0].lstrip()), False) for m in pattern.finditer(text)}
+    if scan is not None and language in JS_LANGUAGES:
+        for body, forms in ((_METHOD_BODY, _JS_OPEN_METHOD), (_ARROW_BODY, _JS_OPEN_ARROW)):
+            for match in forms.finditer(text):
+                paren = match.end() - 1
+                close = scan.paren_closes.get(paren)
+                if close is None or text.find("\n", paren, close) < 0 or not body.match(text, close + 1):
+                    continue  # on one line (the forms above), a call, or no signature
+                indent = len(match[0]) - len(match[0].lstrip())
+                found.setdefault(match.start(), (match.start() + indent, forms is _JS_OPEN_METHOD))
+    return [(start, *found[start]) for start in sorted(found)]
 
 
 def _after_statement(text: str, start: int) -> bool:
@@ -214,22 +239,24 @@ def _lead_test(text: str, language: str, scan: Scan | None) -> Callable[[int, in
     return is_lead
 
 
-def _block(text: str, start: int, limit: int, scan: Scan) -> int | None:
+def _block(text: str, start: int, limit: int, scan: Scan, language: str) -> int | None:
     """The ``{`` opening the body of the definition at ``start``: the first that closes past its own line (an
-    inline ``{ ownerId: string }`` type is not it), or else the first one (a one-line body)."""
-    first = scan.first_open(start, limit)
+    inline ``{ ownerId: string }`` type is not it), or else the first one (a one-line body). In JS/TS, a brace
+    inside the signature's parens (a destructured parameter, an object type over several lines) is not it either."""
+    depth = scan.paren_depth(start) if language in JS_LANGUAGES else None
+    first = scan.first_open(start, limit, paren_depth=depth)
     opened = first
     for _ in range(_BRACES_LOOKED_AT):
         if opened is None or scan.closes.get(opened, len(text)) >= line_end(text, opened):
             break
-        opened = scan.first_open(opened + 1, limit)
+        opened = scan.first_open(opened + 1, limit, paren_depth=depth)
     return first if opened is None else opened
 
 
 def _end(text: str, language: str, start: int, limit: int, scan: Scan | None) -> int:
     """Past the last line of the definition starting at ``start`` (``limit``: where the next one leads)."""
     if scan is not None:
-        opened = _block(text, start, limit, scan)
+        opened = _block(text, start, limit, scan, language)
         if opened is not None and not _is_declaration(text, start, scan):
             close = scan.closes.get(opened)
             return len(text) if close is None else line_end(text, close)

@@ -34,6 +34,18 @@ FUNCTION_NAME = re.compile(
 )
 
 
+#: a JS/TS method's first line up to its ``(``, its name captured (``  static async *load<T>(``); never a control
+#: statement (``if (``) nor a call after a keyword (``return f(``)
+JS_METHOD_FORM = (
+    r"[ \t]*(?!(?:if|for|while|switch|catch|with|else|do|try|return|new|await|typeof|throw|yield|super|function"
+    r"|delete|void|case)\b)(?:(?:static|async|get|set|public|private|protected|readonly|override|abstract)[ \t]+)*"
+    r"(?:\*[ \t]*)?#?([A-Za-z_$][\w$]*)[ \t]*(?:<[^>\n]*>)?\("
+)
+_JS_METHOD = re.compile(JS_METHOD_FORM)
+#: the lines a JS/TS signature may take
+_SIGNATURE_LINES = 40
+
+
 def definition_names(text: str, start: int, end: int, language: str) -> tuple[str, ...]:
     """The names of the definition whose own first line starts at ``start`` (and which ends by ``end``)."""
     first_lines = text[start:end].split("\n", 3)
@@ -45,10 +57,26 @@ def definition_names(text: str, start: int, end: int, language: str) -> tuple[st
     declared = _CLASS_LIKE_BY_LANGUAGE.get(language, _CLASS_LIKE).match(line)
     if declared is not None:
         return (declared[1],)
+    if language in ("js", "ts") and line.count("(") > line.count(")"):
+        line = _joined_signature(text[start:end])  # ``  async request(`` and its parameters, one per line
     # a signature over several lines (``CREATE FUNCTION`` then the name; a C return type alone above it), not a body
     opens_body = line.rstrip().endswith(("{", ":", " do"))
     for searched in (line,) if opens_body else (line, "\n".join(first_lines[:3])):
         match = FUNCTION_NAME.search(searched)
         if match is not None:
             return (next(g for g in match.groups() if g).strip('"`'),)
+    if language in ("js", "ts") and (method := _JS_METHOD.match(line)):
+        return (method[1],)  # ``async walk(entry = this.cwd, opts = {}) {``: braces in its parameters
     return ()
+
+
+def _joined_signature(definition: str) -> str:
+    """A JS/TS signature whose parameters go on past its first line, on one line: its lines up to the one where
+    its parens close (at most ``_SIGNATURE_LINES``), their indentation collapsed."""
+    lines: list[str] = []
+    for line in definition.split("\n", _SIGNATURE_LINES)[:_SIGNATURE_LINES]:
+        lines.append(line.strip())
+        joined = " ".join(lines)
+        if joined.count("(") <= joined.count(")"):
+            break
+    return " ".join(lines)

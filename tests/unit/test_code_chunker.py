@@ -6,6 +6,8 @@ import pytest
 
 from rag_service.ingest.chunk import TextChunk
 from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.code_generic import generic_definitions
+from rag_service.ingest.code_lines import Definition
 from rag_service.ingest.code_scan import Scan
 from tests.unit.test_chunker_properties import assert_chunks_valid
 
@@ -247,3 +249,108 @@ def test_where_a_regex_literal_starts(code: str, literal: bool) -> None:
     scan = Scan(code, "js")
     assert any(code[s:e].startswith("/{/") for s, e, _ in scan.skipped) == literal
     assert scan.depth(len(code)) == (0 if literal else 1) - code.count("}")
+
+
+_PADDING = "".join(f"    const step{i} = compute(step, {i});\n" for i in range(6))
+_MULTILINE_SIGNATURES = f"""\
+class Client {{
+  constructor(
+    host,
+    port
+  ) {{
+{_PADDING}    this.host = host;
+  }}
+
+  async request(
+    method,
+    path,
+    body
+  )
+  {{
+    if (Number.isNaN(method) ||
+        path < 0) {{
+      return;
+    }}
+{_PADDING}    return send(method, path, body);
+  }}
+
+  readdir(entry = this.cwd, opts = {{
+    withFileTypes: true,
+  }}) {{
+{_PADDING}    return entry;
+  }}
+}}
+
+function connect(
+  host,
+  {{ retries = 3,
+    timeout = 10 }}
+) {{
+{_PADDING}  return new Client(host, retries, timeout);
+}}
+
+export const fetchAll = async (
+  urls,
+  limit
+) => {{
+{_PADDING}  return Promise.all(urls.slice(0, limit));
+}};
+
+function after() {{
+  return 1;
+}}
+"""
+
+
+def test_js_signatures_over_several_lines() -> None:
+    """56b: a method whose parameters stand one per line was no definition (it joined the one before), a
+    multi-line destructured parameter was taken for the body (the block ended early), and a multi-line arrow
+    function was not named, nor a method with braces in its parameters; a condition over several lines is no
+    definition."""
+    found = [(c.header_path, c.content.split("\n")[0].strip(), c.content.split("\n")[-1]) for c in
+             chunks("client.js", _MULTILINE_SIGNATURES, chunk_size=400)]
+    assert found == [
+        ("client > Client > constructor", "class Client {", "  }"),
+        ("client > Client > request", "async request(", "  }"),
+        ("client > Client > readdir", "readdir(entry = this.cwd, opts = {", "}"),
+        ("client > connect", "function connect(", "}"),
+        ("client > fetchAll", "export const fetchAll = async (", "};"),
+        ("client > after", "function after() {", "}"),
+    ]
+    assert _definition_names(generic_definitions(_MULTILINE_SIGNATURES, "js")) == [
+        ("Client",),
+        ("Client", "constructor"),
+        ("Client", "request"),
+        ("Client", "readdir"),
+        ("connect",),
+        ("fetchAll",),
+        ("after",),
+    ]
+
+
+def _definition_names(definitions: list[Definition], path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Each definition's names under its parents', in order."""
+    found: list[tuple[str, ...]] = []
+    for node in definitions:
+        found.append((*path, *node.names))
+        found.extend(_definition_names(node.children, found[-1]))
+    return found
+
+
+def test_ts_signatures_with_types_over_several_lines() -> None:
+    """An inline object type over several lines is a parameter's type, not the body; a typed method over several
+    lines is a definition, and a multi-line call is not."""
+    text = (
+        "export async function load(\n  path: string,\n  options: {\n    encoding: string;\n    flag?: string;\n"
+        f"  }},\n): Promise<string> {{\n{_PADDING}  return read(path, options);\n}}\n\n"
+        "export class Server {\n  private async handle(\n    req: Request,\n    res: Response,\n"
+        f"  ): Promise<void> {{\n{_PADDING}    await reply(\n      res,\n      req,\n    );\n  }}\n\n"
+        f"  stop(): void {{\n{_PADDING}    this.closed = true;\n  }}\n}}\n"
+    )
+    found = [(c.header_path, c.content.split("\n")[0].strip(), c.content.split("\n")[-1]) for c in
+             chunks("server.ts", text, chunk_size=400)]
+    assert found == [
+        ("server > load", "export async function load(", "}"),
+        ("server > Server > handle", "export class Server {", "  }"),
+        ("server > Server > stop", "stop(): void {", "}"),
+    ]
