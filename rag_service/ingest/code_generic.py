@@ -2,15 +2,17 @@
 
 - **Starts**: a line starting with one of the language's definition words (LangChain's separators, from
   ``RecursiveCharacterTextSplitter.get_separators_for_language``, minus control flow; SQL and shell have theirs
-  here), a signature line ending in ``{`` (brace languages), JS/TS ``export``/``async``/arrow forms, or a C
-  function at column 0 whose body follows. A line starting with a type or modifier word (``int``, ``void``,
-  ``public``, ``static``, ...) or ``const``/``let``/``var`` is one only at brace depth 0, or as a signature: a
-  local ``int ret;`` is not. Lines inside comments and strings are never starts.
+  here), a signature line ending in ``{`` (brace languages), JS/TS ``export``/``async``/arrow forms and methods or
+  arrows whose parameters go on over the next lines (their ``(`` closing before a body), or a C function at column
+  0 whose body follows. A line starting with a type or modifier word (``int``, ``void``, ``public``, ``static``,
+  ...) or ``const``/``let``/``var`` is one only at brace depth 0, or as a signature: a local ``int ret;`` is not.
+  Lines inside comments, strings and JS/TS regex literals are never starts (``code_scan``).
 - **Leads**: the comment lines (``//``, ``/* */`` and JSDoc blocks, ``#``, ``--``), attributes (``#[...]``,
   ``[...]``) and decorators (``@...``) right above a start, no blank line between, go with it.
-- **Ends**: brace languages end a definition with the brace that closes its first ``{`` (or at its ``;``: a
-  declaration); Ruby, Elixir, Lua and Python by indentation (with a closing ``end``); SQL statements at the next
-  start. A definition whose block holds others is their parent (a class and its methods).
+- **Ends**: brace languages end a definition with the brace that closes its first ``{`` (in JS/TS, the first
+  outside its signature's parens; or at its ``;``: a declaration); Ruby, Elixir, Lua and Python by indentation
+  (with a closing ``end``); SQL statements at the next start. A definition whose block holds others is their parent
+  (a class and its methods).
 """
 
 from __future__ import annotations
