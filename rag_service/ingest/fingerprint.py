@@ -28,6 +28,9 @@ from rag_service.tokens import DEFAULT_ENCODING
 #: 10: code chunks one definition each with their doc comments, indentation kept (audit 56b);
 #: 9: LaTeX \\[2pt] opens no math; .py over 1 MB split by definition lines; 8: window fit
 CHUNKING_VERSION = 10
+#: bump a strategy's revision when a change alters only that strategy's chunks: only its documents are chunked again
+#: (``v10.1``); reset them all when CHUNKING_VERSION is bumped. code 1: JS/TS regex literals, signatures over lines
+STRATEGY_REVISIONS = {"code": 1}
 
 
 def content_hash(text: str) -> str:
@@ -47,14 +50,17 @@ def chunker_fingerprint(
 
     The first part of a document's fingerprint. Defaults are resolved first, so ``None`` and the
     explicit default agree. The encoding appears only for ``token``, the one strategy it affects
-    (``"token:256:32:50:cl100k_base:v1"``). Raises ChunkingError where ``make_chunker`` would.
+    (``"token:256:32:50:cl100k_base:v1"``); a strategy revised since the last ``CHUNKING_VERSION`` carries its
+    revision (``"code:1500:0:50:v10.1"``). Raises ChunkingError where ``make_chunker`` would.
     """
     strategy = resolve_strategy(strategy)
     size, overlap = checked_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
+    revision = STRATEGY_REVISIONS.get(strategy)
+    version = f"v{CHUNKING_VERSION}" if revision is None else f"v{CHUNKING_VERSION}.{revision}"
     if strategy == "token":
         load_encoding(encoding)
-        return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:v{CHUNKING_VERSION}"
-    return f"{strategy}:{size}:{overlap}:{min_chunk_chars}:v{CHUNKING_VERSION}"
+        return f"token:{size}:{overlap}:{min_chunk_chars}:{encoding}:{version}"
+    return f"{strategy}:{size}:{overlap}:{min_chunk_chars}:{version}"
 
 
 def document_fingerprint(chunker: str, settings: Settings, metadata: dict[str, Any]) -> str:

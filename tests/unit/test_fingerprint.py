@@ -49,7 +49,8 @@ def _chunking(**settings: Any) -> Chunking:
         ({"chunk_size": 300, "chunk_overlap": 30}, "sentence", {}, "sentence:300:30:50:v10:tsv5"),
         ({"chunk_size": 300, "chunk_overlap": 30}, "token", {}, "token:256:32:50:cl100k_base:v10:tsv5"),
         # session 57: tsv4 (a bare <name> read), :np (code's names' parts): stored documents are written once again
-        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10:tsv5:np"),
+        # session 58: the code strategy's revision 1 (JS/TS regex literals): only code documents are chunked again
+        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10.1:tsv5:np"),
     ],
 )
 def test_the_stored_fingerprint_is_what_earlier_versions_stored(
