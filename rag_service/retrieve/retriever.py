@@ -187,7 +187,7 @@ class Retriever:
         focus = focus_query(query, window=partial(query_window, model))  # the window: only where the vector arm runs
         if focus.note:
             metrics.degrade("query", focus.note)
-        query = respell(session, focus.text, options.collection, self.settings, metrics)
+        query = respell(session, focus.text, options.collection, self.settings, metrics, self._embedder())
         started = time.perf_counter()
         variants = expand_query(query) if preset.expand_query else [query]
         metrics.query_variants = len(variants)

@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from rag_service.embed import HashingEmbedder
+from rag_service.embed import HashingEmbedder, bundled_model_path
+from rag_service.model_window import ModelWindow, tokenizer_window
 from rag_service.service import UniversalRAGService
 
 DOCS = [
@@ -140,3 +141,42 @@ def test_off_by_default_nothing_is_respelled(db, settings):
     assert settings.typo_correction is False
     result = _search(_service(db, settings, typo_correction=False), "how do I disconnnect")
     assert _spelling_notes(result) == [] and result.chunks == []
+
+
+CURL = (
+    "fetch.md",
+    "Fetch",
+    "# Fetch\n\n## Download\n\nRun curl with the address of the file to download it into the folder you are in, "
+    "under the name the server gives it.\n\n"
+    "## Upload\n\nRun curl with the upload flag and the path of a file to send that file to the server, which "
+    "answers with its new address.\n\n"
+    "## Headers\n\nGive curl a header with the header flag, once per header, when the server asks for a token or "
+    "a content type.\n",
+)
+
+
+class _ReadingEmbedder(HashingEmbedder):
+    """The hashing embedder with the bundled model's tokenizer as its window (``model_window``): the model's own
+    vocabulary (BERT uncased WordPiece), read from its files."""
+
+    def window(self) -> ModelWindow:
+        return tokenizer_window(bundled_model_path())
+
+
+@pytest.mark.parametrize("vector_weight", [0.0, 0.6])
+def test_a_word_of_the_models_vocabulary_is_searched_as_typed(db, settings, vector_weight):
+    """``curly`` is no word of the collection and one edit from ``curl``, which it holds: it is a word of the
+    embedding model's vocabulary (one token), so a real word, searched as typed by both arms; a typo beside it is
+    still respelled (``servr``: read in pieces). Without a model's vocabulary (the hashing embedder) ``curly`` is
+    respelled, as before."""
+    weights = {"vector_weight": vector_weight, "keyword_weight": 1.0 - vector_weight}
+    reading = UniversalRAGService(
+        replace(settings, typo_correction=True), database=db, embedder=_ReadingEmbedder(), reranker=None
+    )
+    assert reading.index_texts([*DOCS, CURL], collection="spelling", strategy="markdown").failed == []
+    assert _spelling_notes(_search(reading, "an opening curly brace", **weights)) == []
+    (note,) = _spelling_notes(_search(reading, "an opening curly brace from the servr", **weights))
+    assert note == 'query: searched "server" for "servr" (not a word of the collection)'
+    hashing = _service(db, settings, typo_correction=True)
+    (note,) = _spelling_notes(_search(hashing, "an opening curly brace from the servr", **weights))
+    assert note == 'query: searched "curl" for "curly", "server" for "servr" (not words of the collection)'
