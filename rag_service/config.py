@@ -211,7 +211,7 @@ class Settings:
         ge=0.0,
         le=10.0,
     )
-    typo_correction: bool = _setting(False, "search query words the collection lacks as it spells them")
+    typo_correction: bool = _setting(False, "search query words unknown to the collection and model as it spells them")
     parallel_arms_from: int = _setting(
         DEFAULT_PARALLEL_ARMS_FROM,
         "collections of at least this many chunks run a hybrid search's two arms at once, the keyword arm on a "
