@@ -53,6 +53,7 @@ from sqlalchemy.orm import Session
 from rag_service.config import Settings
 from rag_service.db.spelling import Spelling, likeliest_spellings, unknown_words
 from rag_service.embed import Embedder
+from rag_service.errors import ModelLoadError
 from rag_service.result import RetrievalMetrics
 from rag_service.retrieve.unreadable import query_window
 
@@ -187,7 +188,11 @@ def respell(
         return query
 
     def count() -> TokenCount | None:
-        window = query_window(embedder)
+        try:
+            window = query_window(embedder)
+        except ModelLoadError as exc:  # a keyword-only search needs no model: respell without the guard, say so
+            metrics.degrade("query", f"typo correction read no vocabulary of {embedder.model_id} ({exc})")
+            return None
         return None if window is None else window[0]
 
     fixes = spellings(session, query, collection=collection, fts_config=settings.fts_config, count=count)

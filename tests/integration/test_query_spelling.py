@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from rag_service.embed import HashingEmbedder, bundled_model_path
+from rag_service.errors import ModelLoadError
 from rag_service.model_window import ModelWindow, tokenizer_window
 from rag_service.service import UniversalRAGService
 
@@ -180,3 +181,29 @@ def test_a_word_of_the_models_vocabulary_is_searched_as_typed(db, settings, vect
     hashing = _service(db, settings, typo_correction=True)
     (note,) = _spelling_notes(_search(hashing, "an opening curly brace from the servr", **weights))
     assert note == 'query: searched "curl" for "curly", "server" for "servr" (not words of the collection)'
+
+
+class _UnloadableEmbedder(HashingEmbedder):
+    """An embedder whose model cannot be loaded when its window is asked once ``missing`` (a model uninstalled after
+    the collection was indexed)."""
+
+    missing = False
+
+    def window(self) -> ModelWindow | None:
+        if self.missing:
+            raise ModelLoadError("model 'test/missing' is not installed: pip install it")
+        return None
+
+
+def test_a_keyword_search_with_no_loadable_model_still_respells_and_says_so(db, settings):
+    """A keyword-only search needs no model: when the model's vocabulary cannot be read, the typo is respelled as
+    without the guard and one line says why no word was exempt, instead of the search failing."""
+    embedder = _UnloadableEmbedder()
+    svc = UniversalRAGService(replace(settings, typo_correction=True), database=db, embedder=embedder, reranker=None)
+    assert svc.index_texts(DOCS, collection="spelling", strategy="markdown").failed == []
+    embedder.missing = True
+    result = _search(svc, "how do I disconnnect", **KEYWORD_ONLY)
+    assert _spelling_notes(result) == ['query: searched "disconnect" for "disconnnect" (not a word of the collection)']
+    (note,) = [line for line in result.metrics.degraded if "vocabulary" in line]
+    assert note.startswith("query: typo correction read no vocabulary of test/hashing-embedder")
+    assert result.chunks
