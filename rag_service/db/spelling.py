@@ -23,12 +23,14 @@ DEEP_CHUNKS = 1024
 #: spellings of the most frequent stems whose text is read, per word
 RANKED_SPELLINGS = 8
 
-# words with a lexeme (not stop words) none of whose lexemes the collection holds; one primary-key probe per word
-_UNKNOWN = text(
-    "SELECT w.word FROM unnest(CAST(:words AS text[])) AS w(word) "
+# each word with a lexeme (not a stop word), and whether the collection holds one of its lexemes; one primary-key probe
+# per word
+_KNOWN = text(
+    "SELECT w.word, EXISTS (SELECT 1 FROM unnest(v.lexemes) AS l(lexeme) JOIN lexeme_stats s "
+    "ON s.collection = CAST(:collection AS varchar) AND s.lexeme = l.lexeme) AS known "
+    "FROM unnest(CAST(:words AS text[])) AS w(word) "
     "CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector(CAST(:fts_config AS regconfig), w.word)) AS lexemes) v "
-    "WHERE cardinality(v.lexemes) > 0 AND NOT EXISTS (SELECT 1 FROM unnest(v.lexemes) AS l(lexeme) "
-    "JOIN lexeme_stats s ON s.collection = CAST(:collection AS varchar) AND s.lexeme = l.lexeme)"
+    "WHERE cardinality(v.lexemes) > 0"
 )
 
 # The spellings among :candidates that are stop words (no lexeme: words of every text), and the :ranked whose stems
@@ -78,13 +80,20 @@ class Spelling:
         return self.doc_freq == 0
 
 
+def known_words(session: Session, *, collection: str, fts_config: str, words: Sequence[str]) -> dict[str, bool]:
+    """Each of ``words`` (lower case) that is no stop word, and whether ``collection`` holds one of its lexemes (the
+    word, or an inflection of it)."""
+    if not words:
+        return {}
+    params = {"words": list(words), "fts_config": fts_config, "collection": collection}
+    return {row.word: row.known for row in session.execute(_KNOWN, params)}
+
+
 def unknown_words(session: Session, *, collection: str, fts_config: str, words: Sequence[str]) -> list[str]:
     """The ``words`` (lower case) that are neither stop words nor hold a lexeme ``collection`` holds: not words of
     the collection, nor inflections of one."""
-    if not words:
-        return []
-    params = {"words": list(words), "fts_config": fts_config, "collection": collection}
-    return list(session.execute(_UNKNOWN, params).scalars())
+    known = known_words(session, collection=collection, fts_config=fts_config, words=words)
+    return [word for word in words if known.get(word) is False]
 
 
 def likeliest_spellings(

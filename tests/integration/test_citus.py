@@ -497,7 +497,7 @@ def test_a_misspelt_word_is_respelled_on_the_collections_shard(citus_engine):
         assert len(result.chunks) == 4
         with Session(citus_engine) as session:
             for statement, values in (
-                (spelling._UNKNOWN, {"words": ["replicsa"]}),
+                (spelling._KNOWN, {"words": ["replicsa"]}),
                 (spelling._CANDIDATES, {"candidates": ["replicas", "does"]}),
             ):
                 plan = "\n".join(session.execute(text("EXPLAIN " + statement.text), {**params, **values}).scalars())

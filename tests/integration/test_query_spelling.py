@@ -135,6 +135,7 @@ def test_a_query_of_many_unknown_words_is_left_as_it_is(service):
     """More than ``MAX_UNKNOWN`` words the collection lacks: another language, not typos."""
     result = _search(service, "wie kann ich disconnnect meine verbindung richtig beenden")
     assert _spelling_notes(result) == []
+    assert len(_unknown_notes(result)) == 1, "it is said once, as another language or subject"
     assert _spelling_notes(_search(service, "wie kann ich disconnnect meine verbindung")), "three are respelled"
 
 
@@ -207,3 +208,21 @@ def test_a_keyword_search_with_no_loadable_model_still_respells_and_says_so(db, 
     (note,) = [line for line in result.metrics.degraded if "vocabulary" in line]
     assert note.startswith("query: typo correction read no vocabulary of test/hashing-embedder")
     assert result.chunks
+
+
+def _unknown_notes(result) -> list[str]:  # type: ignore[no-untyped-def]
+    return [line for line in result.metrics.degraded if "appear nowhere in the collection" in line]
+
+
+@pytest.mark.parametrize("typo_correction", [False, True])
+def test_a_question_in_another_language_is_named_as_such(db, settings, typo_correction):
+    """Most of a German question's words are no words of the English collection: one line says so and names them,
+    whether typo correction is on or off; the question in English, and one with a few unknown words, get none."""
+    svc = _service(db, settings, typo_correction=typo_correction)
+    result = _search(svc, "Wie kann ich die Sitzung mit dem Knoten wieder verbinden?", min_relevance=0.0)
+    assert _unknown_notes(result) == [
+        'query: 10 of its 10 words appear nowhere in the collection ("wie", "kann", "ich", "die", "sitzung", ...): '
+        "if it is in another language than the documents, ask in theirs; else they may not cover it"
+    ]
+    assert _unknown_notes(_search(svc, "How do I connect the session to the node again?")) == []
+    assert _unknown_notes(_search(svc, "How do I connect the session to the cluster gateway again?")) == []
