@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 # linear in the text: a scheme is at most 32 characters and a password (RFC 3986 userinfo) holds no
 # unescaped "/", so no match attempt scans far (unbounded, a 30,000-letter word in an error took 9.6 s)
@@ -41,13 +43,29 @@ def _masking_factory(*args: object, **kwargs: object) -> logging.LogRecord:
     return record
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is at each record: one made under a redirect since closed (a test's capture) would
+    print a "Logging error" traceback for a record logged at exit."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:  # the base class sets it; stderr is read at each record instead
+        pass
+
+
 def configure_logging(level: str = "WARNING") -> None:
     """Log to stderr at ``level``; every record in the process (any logger) has URL passwords masked."""
     logging.setLogRecordFactory(_masking_factory)
     logger = logging.getLogger("rag_service")
     logger.setLevel(level.upper())
     if not logger.handlers:
-        handler = logging.StreamHandler()
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
 
