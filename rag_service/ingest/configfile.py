@@ -2,11 +2,20 @@
 
 A TOML file's sections open at its table lines (``[tool.mypy]``, ``[[tool.mypy.overrides]]``); a YAML file's at its
 top-level keys (``jobs:``), and where one key's block is longer than ``chunk_size``, at the keys one level inside it
-(``jobs > test``). The comment lines right above a header belong to its section; the text before the first is a
-section with the file's name alone. Headers: ``h1`` the file's name, ``h2`` the table or key, ``h3`` the nested key, so
-a chunk's header path is ``pyproject.toml > tool.mypy``. Consecutive sections of one path (an array of tables) are
-joined while they fit; a section longer than ``chunk_size`` is split by the recursive splitter, and ``#`` lines are
-text, as ``recursive`` reads them.
+(``jobs > test``). A YAML file of several documents (``---``) is a section per document, named by its ``kind`` and
+``metadata.name`` (a Kubernetes manifest: ``Deployment web``) or its number (``document 2``), and split at its keys
+only where it is longer than ``chunk_size`` (``k8s.yaml > Deployment web > spec``). The comment lines right above a
+header belong to its section; the text before the first is a section with the file's name alone. Headers: ``h1`` the
+file's name, then the document, the table or key and the nested key, so a chunk's header path is
+``pyproject.toml > tool.mypy``. Consecutive sections of one path (an array of tables) are joined while they fit, as is
+a section shorter than ``min_chunk_chars`` with the next.
+
+A section longer than ``chunk_size`` is cut between its entries (keys, list items: a workflow's steps), those of
+the shallowest indentation first, joined while they fit; an entry still too long is cut between its own, and one
+with none (a long string) by the recursive splitter. Nothing inside a value opens a section or is cut between
+entries: a multi-line string, a block scalar (``run: |``), an open bracket (``configlines``). A chunk keeps its
+first line's indentation (YAML's structure is its indentation) and drops the bare ``---`` at its edges; ``#`` lines
+are text, as ``recursive`` reads them.
 
 The split is line-based, not parsed: ``tomllib`` and PyYAML give no character offsets for a table or a key's block
 (PyYAML's marks do, but it stops at the first error), and an invalid file is still indexed, with the sections its
@@ -16,87 +25,210 @@ lines show. Which syntax: the suffix (``.toml``; ``.yaml``/``.yml``), else TOML 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import Any, ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.configlines import Line, toml_lines, unquoted, yaml_lines
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
-from rag_service.ingest.spans import make_chunk, trim_span
+from rag_service.ingest.spans import Span, make_chunk, trim_span
 
-#: a TOML key part: bare, or quoted
-_KEY = r"""(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')"""
-#: a TOML table line, ``[a.b]`` or ``[[a.b]]``, with an optional comment; group 1 is the name
-_TABLE = re.compile(rf"^[ \t]*\[\[?[ \t]*({_KEY}(?:[ \t]*\.[ \t]*{_KEY})*)[ \t]*\]\]?[ \t]*(?:#.*)?$")
-#: a YAML mapping key that opens a line (after its indentation): plain or quoted, then ``:`` and a blank or the end
-_YAML_KEY = re.compile(r"""^([ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s#:\-?'"!&*|>%@`{}\[\],][^:#\n]*?)[ \t]*:(?=[ \t]|$)""")
-_COMMENT = re.compile(r"^[ \t]*#")
 TOML_SUFFIXES = (".toml",)
 YAML_SUFFIXES = (".yaml", ".yml")
+#: a document's name is cut to this many characters
+_NAME_CHARS = 80
 
 #: ``(start, headers)`` of one section's first character; a section runs to the next one's start
 Opening = tuple[int, dict[str, str]]
+#: whether ``text[start:end]`` is longer than ``chunk_size``
+TooLong = Callable[[int, int], bool]
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    """Each line of ``text`` with its start offset (without its ``\\n``)."""
-    out, pos = [], 0
-    for line in text.split("\n"):
-        out.append((pos, line))
-        pos += len(line) + 1
+def _with_comments(lines: Sequence[Line], index: int, floor: int = 0) -> int:
+    """The start of line ``index`` moved up over the comment lines right above it (not above line ``floor``)."""
+    while index > floor and lines[index - 1].comment:
+        index -= 1
+    return lines[index].start
+
+
+def _end(lines: Sequence[Line], stop: int, text: str) -> int:
+    return lines[stop].start if stop < len(lines) else len(text)
+
+
+def toml_openings(lines: Sequence[Line]) -> list[Opening]:
+    """Where each TOML table (``[a.b]``, ``[[a.b]]``) opens, outside strings and arrays."""
+    return [(_with_comments(lines, i), {"h2": line.key or ""}) for i, line in enumerate(lines) if line.table]
+
+
+def _documents(lines: Sequence[Line]) -> list[tuple[int, int]]:
+    """``(first, stop)`` line ranges of a YAML text's documents that hold anything but comments, each from its
+    ``---`` marker (moved up over the comments right above it)."""
+    bounds = [i for i, line in enumerate(lines) if line.marker and line.text.startswith("---")]
+    starts = [0, *bounds] if not bounds or bounds[0] > 0 else bounds
+    documents = []
+    for n, first in enumerate(starts):
+        stop = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        if any(line.entry or (not line.blank and not line.comment and not line.marker) for line in lines[first:stop]):
+            documents.append((first, stop))
+    return documents
+
+
+def _value(line: Line) -> str:
+    """A key line's plain value, without a comment or quotes."""
+    value = line.text.split(":", 1)[1] if ":" in line.text else ""
+    return unquoted(re.sub(r"(^|[ \t])#.*$", "", value).strip())
+
+
+def _document_name(lines: Sequence[Line], first: int, stop: int, number: int) -> str:
+    """``kind`` and ``metadata.name`` (or a top-level ``name``) of a YAML document, else ``document <number>``."""
+    kind = name = ""
+    in_metadata = False
+    for line in lines[first:stop]:
+        if not line.entry:
+            continue
+        if line.indent == 0:
+            in_metadata = line.key == "metadata"
+            kind = kind or (_value(line) if line.key == "kind" else "")
+            name = name or (_value(line) if line.key == "name" else "")
+        elif in_metadata and line.key == "name" and not name:
+            name = _value(line)
+    return " ".join(part for part in (kind, name) if part)[:_NAME_CHARS] or f"document {number}"
+
+
+def _key_openings(
+    lines: Sequence[Line],
+    first: int,
+    stop: int,
+    text: str,
+    base: dict[str, str],
+    levels: tuple[str, str],
+    too_long: TooLong,
+) -> list[Opening]:
+    """Where each top-level key of lines ``first..stop`` opens (``levels[0]``), and the keys one level inside a block
+    ``too_long`` says is too long (``levels[1]``)."""
+    tops = [i for i in range(first, stop) if lines[i].key is not None and lines[i].indent == 0]
+    openings: list[Opening] = []
+    for n, i in enumerate(tops):
+        block_stop = tops[n + 1] if n + 1 < len(tops) else stop
+        key = lines[i].key or ""
+        openings.append((_with_comments(lines, i, first), {**base, levels[0]: key}))
+        if not too_long(lines[i].start, _end(lines, block_stop, text)):
+            continue
+        entries = [j for j in range(i + 1, block_stop) if lines[j].entry]
+        depth = min((lines[j].indent for j in entries), default=0)  # its entries' indentation
+        for j in entries:
+            if not depth or lines[j].indent != depth or lines[j].key is None:
+                continue
+            start = _with_comments(lines, j, i + 1)
+            if openings[-1][1] == {**base, levels[0]: key} and not text[openings[-1][0] : start].strip().count("\n"):
+                start = openings.pop()[0]  # the key's own line alone (``jobs:``) opens its first entry
+            openings.append((start, {**base, levels[0]: key, levels[1]: lines[j].key or ""}))
+    return openings
+
+
+def yaml_openings(lines: Sequence[Line], text: str, *, too_long: TooLong) -> list[Opening]:
+    """Where each YAML document (of several), top-level key and, in a block ``too_long(start, end)`` says is too
+    long, key one level inside opens; lists and text inside a value never open one."""
+    documents = _documents(lines)
+    if len(documents) < 2:
+        return _key_openings(lines, 0, len(lines), text, {}, ("h2", "h3"), too_long)
+    openings: list[Opening] = []
+    for number, (first, stop) in enumerate(documents, start=1):
+        start = _with_comments(lines, first)
+        base = {"h2": _document_name(lines, first, stop, number)}
+        openings.append((start, base))
+        if too_long(start, _end(lines, stop, text)):
+            keys = _key_openings(lines, first, stop, text, base, ("h3", "h4"), too_long)
+            if keys and keys[0][0] <= start:
+                openings.pop()  # the document's first key opens at its start
+            openings += keys
+    return openings
+
+
+def entry_spans(
+    lines: Sequence[Line],
+    start: int,
+    end: int,
+    *,
+    too_long: TooLong,
+    fallback: Callable[[int, int], list[Span]],
+    offsets: Sequence[int] | None = None,
+) -> list[Span]:
+    """``[start, end)`` cut before its entries (``_cut``), then neighbouring pieces joined while they fit.
+    ``offsets``: the lines' starts (computed when not given)."""
+    offsets = [line.start for line in lines] if offsets is None else offsets
+    joined: list[Span] = []
+    for lo, hi in _cut(lines, offsets, start, end, too_long=too_long, fallback=fallback):
+        if joined and joined[-1][1] == lo and not too_long(joined[-1][0], hi):
+            joined[-1] = (joined[-1][0], hi)
+        else:
+            joined.append((lo, hi))
+    return joined
+
+
+def _cut(
+    lines: Sequence[Line],
+    offsets: Sequence[int],
+    start: int,
+    end: int,
+    *,
+    too_long: TooLong,
+    fallback: Callable[[int, int], list[Span]],
+) -> list[Span]:
+    """``[start, end)`` cut before its entries of the shallowest indentation that leaves more than the lines that
+    open them before the first cut (``spec:`` alone), the pieces joined while they fit; a piece still too long is
+    cut so in turn, and one without such entries by ``fallback``."""
+    first, last = bisect_right(offsets, start) - 1, bisect_right(offsets, max(end - 1, start)) - 1
+    inner = [i for i in range(first + 1, last + 1) if lines[i].entry]
+    cuts: list[int] = []
+    for level in sorted({lines[i].indent for i in inner}):
+        at = [i for i in inner if lines[i].indent == level]
+        if all(lines[j].opener or lines[j].blank or lines[j].comment for j in range(first, at[0])):
+            at = at[1:]  # the first piece would be only the keys that open it
+        if at:
+            cuts = sorted({_with_comments(lines, i, first + 1) for i in at} - {start})
+            break
+    if not cuts:
+        return fallback(start, end)
+    pieces: list[Span] = []
+    for lo, hi in zip([start, *cuts], [*cuts, end], strict=True):
+        if pieces and not too_long(pieces[-1][0], hi):
+            pieces[-1] = (pieces[-1][0], hi)
+        else:
+            pieces.append((lo, hi))
+    out: list[Span] = []
+    for lo, hi in pieces:
+        if too_long(lo, hi):
+            out += _cut(lines, offsets, lo, hi, too_long=too_long, fallback=fallback)
+        else:
+            out.append((lo, hi))
     return out
 
 
-def _with_comments(lines: list[tuple[int, str]], index: int) -> int:
-    """The start of line ``index`` moved up over the comment lines right above it."""
-    while index > 0 and _COMMENT.match(lines[index - 1][1]):
-        index -= 1
-    return lines[index][0]
+def shown_span(text: str, start: int, end: int) -> Span | None:
+    """``(start, end)`` trimmed of blank lines, whitespace and bare ``---`` lines at its edges, its first line's
+    indentation kept; None when nothing else is left."""
+    span = trim_span(text, start, end)
+    while span is not None:
+        first_end = text.find("\n", span[0], span[1])
+        last_start = text.rfind("\n", span[0], span[1]) + 1
+        if _bare_marker(text[span[0] : first_end if first_end >= 0 else span[1]]):
+            span = None if first_end < 0 else trim_span(text, first_end, span[1])
+        elif last_start > span[0] and _bare_marker(text[last_start : span[1]]):
+            span = trim_span(text, span[0], last_start)
+        else:
+            break
+    if span is None:
+        return None
+    line = text.rfind("\n", 0, span[0]) + 1  # a section starts on a line's start: never before the document
+    return (line if not text[line : span[0]].strip(" \t") else span[0]), span[1]
 
 
-def _unquoted(key: str) -> str:
-    return key[1:-1] if len(key) > 1 and key[0] in "\"'" and key[-1] == key[0] else key
-
-
-def _table_name(key: str) -> str:
-    """A TOML table name as a header: its parts' quotes and the spaces around its dots dropped."""
-    return ".".join(_unquoted(part) for part in re.findall(_KEY, key))
-
-
-def toml_openings(text: str) -> list[Opening]:
-    """Where each TOML table (``[a.b]``, ``[[a.b]]``) opens, outside multi-line strings."""
-    lines = _lines(text)
-    openings: list[Opening] = []
-    quote: str | None = None  # the multi-line string a line is inside of
-    for i, (_, line) in enumerate(lines):
-        if quote is None and (found := _TABLE.match(line)) is not None:
-            openings.append((_with_comments(lines, i), {"h2": _table_name(found[1])}))
-        for delimiter in re.findall(r'"""|\'\'\'', line):
-            quote = delimiter if quote is None else None if delimiter == quote else quote
-    return openings
-
-
-def yaml_openings(text: str, *, too_long: Any) -> list[Opening]:
-    """Where each top-level YAML key opens, and the keys one level inside a block ``too_long(start, end)`` says is
-    too long; ``---`` document markers, lists and indented text never open one."""
-    lines = _lines(text)
-    tops = [(i, _unquoted(m[2])) for i, (_, line) in enumerate(lines) if (m := _YAML_KEY.match(line)) and not m[1]]
-    openings: list[Opening] = []
-    for n, (i, key) in enumerate(tops):
-        stop = tops[n + 1][0] if n + 1 < len(tops) else len(lines)
-        openings.append((_with_comments(lines, i), {"h2": key}))
-        end = lines[stop][0] if stop < len(lines) else len(text)
-        if not too_long(lines[i][0], end):
-            continue
-        block = [line for _, line in lines[i + 1 : stop] if line.strip() and not _COMMENT.match(line)]
-        depth = min((len(line) - len(line.lstrip(" \t")) for line in block), default=0)  # its entries' indentation
-        for j, (_, line) in enumerate(lines[i + 1 : stop], start=i + 1):
-            if depth and (found := _YAML_KEY.match(line)) is not None and len(found[1]) == depth:
-                start = _with_comments(lines, j)
-                if openings[-1][1] == {"h2": key} and not text[openings[-1][0] : start].strip().count("\n"):
-                    start = openings.pop()[0]  # the key's own line alone (``jobs:``) opens its first entry
-                openings.append((start, {"h2": key, "h3": _unquoted(found[2])}))
-    return openings
+def _bare_marker(line: str) -> bool:
+    return re.fullmatch(r"(?:---|\.\.\.)[ \t]*(?:#.*)?", line.strip()) is not None
 
 
 class ConfigChunker(SizedChunker):
@@ -109,14 +241,21 @@ class ConfigChunker(SizedChunker):
         self.name = PurePath(source).name if source else ""
         self.suffix = PurePath(source).suffix.lower() if source else ""
 
-    def sections(self, text: str) -> list[tuple[int, int, dict[str, str]]]:
-        """``(start, end, headers)`` of each section in order, the text before the first included."""
+    def lines(self, text: str) -> list[Line]:
+        """The lines of ``text`` as its syntax reads them: YAML by its suffix, TOML by its suffix or its table lines,
+        else YAML."""
         if self.suffix in YAML_SUFFIXES:
-            openings = self._yaml(text)
+            return yaml_lines(text)
+        lines = toml_lines(text)
+        return lines if self.suffix in TOML_SUFFIXES or any(line.table for line in lines) else yaml_lines(text)
+
+    def sections(self, text: str, lines: Sequence[Line] | None = None) -> list[tuple[int, int, dict[str, str]]]:
+        """``(start, end, headers)`` of each section in order, the text before the first included."""
+        lines = self.lines(text) if lines is None else lines
+        if self.suffix in TOML_SUFFIXES or any(line.table for line in lines):
+            openings = toml_openings(lines)
         else:
-            openings = toml_openings(text)
-            if not openings and self.suffix not in TOML_SUFFIXES:
-                openings = self._yaml(text)
+            openings = yaml_openings(lines, text, too_long=self._too_long(text))
         base = {"h1": self.name} if self.name else {}
         starts = sorted({start: headers for start, headers in openings}.items())
         if not starts or starts[0][0] > 0:
@@ -124,34 +263,39 @@ class ConfigChunker(SizedChunker):
         ends = [start for start, _ in starts[1:]] + [len(text)]
         return [(start, end, {**base, **h}) for (start, h), end in zip(starts, ends, strict=True)]
 
-    def _yaml(self, text: str) -> list[Opening]:
-        return yaml_openings(text, too_long=lambda start, end: self.length(text[start:end]) > self.chunk_size)
+    def _too_long(self, text: str) -> TooLong:
+        return lambda start, end: self.length(text[start:end]) > self.chunk_size
 
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into its sections (see the module doc) with exact offsets; drop garbage pieces."""
         if not text.strip():
             return ChunkedDocument([], {})
+        lines = self.lines(text)
+        too_long = self._too_long(text)
         groups: list[tuple[int, int, dict[str, str]]] = []
-        for start, end, headers in self.sections(text):
-            if groups and self.length(text[groups[-1][0] : end]) <= self.chunk_size:
+        for start, end, headers in self.sections(text, lines):
+            if groups and not too_long(groups[-1][0], end):
                 last_start, last_end, last = groups[-1]
                 if last == headers or len(text[last_start:last_end].strip()) < self.min_chunk_chars:
                     # ``[[array]]`` tables of one name, or a short section and the next: one chunk, their shared headers
                     groups[-1] = (last_start, end, {k: v for k, v in headers.items() if last.get(k) == v})
                     continue
             groups.append((start, end, headers))
-        lines = DocumentLines(text, markdown=False)  # ``# ...`` is a comment: text
+
+        def fallback(start: int, end: int) -> list[Span]:
+            return recursive_spans(
+                text, start, end, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, length=self.length
+            )
+
+        offsets = [line.start for line in lines]
+        document = DocumentLines(text, markdown=False)  # ``# ...`` is a comment: text
         counts = empty_counts()
         chunks: list[TextChunk] = []
         for start, end, headers in groups:
-            span = trim_span(text, start, end)
-            if span is None:
-                continue
-            pieces = [span]
-            if self.length(text[span[0] : span[1]]) > self.chunk_size:
-                pieces = recursive_spans(
-                    text, *span, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, length=self.length
-                )
-            for piece in filter_spans(lines, pieces, min_chunk_chars=self.min_chunk_chars, counts=counts):
+            pieces = [(start, end)]
+            if too_long(start, end):
+                pieces = entry_spans(lines, start, end, too_long=too_long, fallback=fallback, offsets=offsets)
+            spans = [span for lo, hi in pieces if (span := shown_span(text, lo, hi)) is not None]
+            for piece in filter_spans(document, spans, min_chunk_chars=self.min_chunk_chars, counts=counts):
                 chunks.append(make_chunk(text, piece, index=len(chunks), chunk_type=TEXT, headers=headers))
         return ChunkedDocument(chunks, counts)

@@ -29,8 +29,10 @@ from rag_service.tokens import DEFAULT_ENCODING
 #: 9: LaTeX \\[2pt] opens no math; .py over 1 MB split by definition lines; 8: window fit
 CHUNKING_VERSION = 10
 #: bump a strategy's revision when a change alters only that strategy's chunks: only its documents are chunked again
-#: (``v10.1``); reset them all when CHUNKING_VERSION is bumped. code 1: JS/TS regex literals, signatures over lines
-STRATEGY_REVISIONS = {"code": 1}
+#: (``v10.1``); reset them all when CHUNKING_VERSION is bumped. code 1: JS/TS regex literals, signatures over lines;
+#: config 1: YAML documents apart, nothing inside a value opens a section, long sections cut between entries,
+#: first lines indented (audit 58c)
+STRATEGY_REVISIONS = {"code": 1, "config": 1}
 
 
 def content_hash(text: str) -> str:

@@ -24,6 +24,8 @@ from rag_service.tokens import count_tokens
 
 #: strategies for any prose text, with the garbage filter (``code`` and ``json``: test_structured_chunkers.py)
 TEXT_STRATEGIES = tuple(s for s in STRATEGIES if s not in ("code", "json"))
+#: the strategies whose chunks keep their first line's indentation (code; YAML's structure is its indentation)
+INDENTED_STRATEGIES = ("code", "config")
 #: a documented in-memory Embedder (rag_service.embed), so ``semantic`` needs no model here
 EMBEDDER = HashingEmbedder()
 
@@ -170,7 +172,7 @@ def test_offsets_exact_and_no_text_lost(strategy: str, document: tuple[str, list
     text, required = document
     chunker, size = chunker_for(strategy, data)
     doc = chunker.split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=strategy in INDENTED_STRATEGIES)
     assert uncovered(text, doc, required) == []
     if strategy != "token":
         assert all(len(c.content) <= size for c in doc.chunks)
@@ -181,7 +183,7 @@ def test_offsets_exact_and_no_text_lost(strategy: str, document: tuple[str, list
 @given(text=st.text(st.characters(codec="utf-8"), max_size=400), data=st.data())
 def test_offsets_exact_on_any_text(strategy: str, text: str, data: st.DataObject) -> None:
     doc = chunker_for(strategy, data)[0].split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=strategy in INDENTED_STRATEGIES)
     if not text.strip():
         assert doc == ChunkedDocument([], {})
 
@@ -191,7 +193,7 @@ def test_offsets_exact_on_any_text(strategy: str, text: str, data: st.DataObject
 @given(text=st.text(st.sampled_from(list("ab漢😀 \n\t.!?")), max_size=400), data=st.data())
 def test_plain_text_is_never_dropped(strategy: str, text: str, data: st.DataObject) -> None:
     doc = chunker_for(strategy, data)[0].split(text)
-    assert_chunks_valid(text, doc)
+    assert_chunks_valid(text, doc, indented=strategy in INDENTED_STRATEGIES)
     assert uncovered(text, doc, [i for i, ch in enumerate(text) if not ch.isspace()]) == []
     assert doc.filtered_total == doc.filtered.get("too_short", 0)  # only overlap remnants go
 
@@ -225,7 +227,7 @@ def test_empty_text_gives_no_chunks(strategy: str, text: str) -> None:
 def test_short_document_yields_one_chunk(strategy: str) -> None:
     text = "\n  See the FAQ for details.  \n"
     doc = build(strategy).split(text)
-    indent = "  " if strategy == "code" else ""  # code keeps its first line's indentation
+    indent = "  " if strategy in INDENTED_STRATEGIES else ""  # code and config keep their first line's indentation
     assert [c.content for c in doc.chunks] == [f"{indent}See the FAQ for details."]
     assert doc.chunks[0].start_char == 3 - len(indent)
 
@@ -254,7 +256,8 @@ def test_strategies_without_header_paths_read_hash_lines_as_text(strategy: str) 
     """``recursive`` chunks YAML, config files and plain text, where ``# ...`` is a comment: content. So do the
     other strategies without header paths."""
     doc = build(strategy).split("# Title\n\n## Sub\n\n---\n")
-    assert [c.content for c in doc.chunks] == ["# Title\n\n## Sub\n\n---"]
+    shown = "# Title\n\n## Sub" if strategy == "config" else "# Title\n\n## Sub\n\n---"  # config: a YAML marker
+    assert [c.content for c in doc.chunks] == [shown]
     assert doc.filtered["header_only"] == 0
 
 

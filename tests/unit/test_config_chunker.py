@@ -95,7 +95,7 @@ def test_yaml_top_level_keys_and_one_nested_level_where_a_block_is_large():
     assert chunks[0].content == "name: ci\non: [push]"
     assert "ci.yml > jobs > test" in paths and paths[-1] == "ci.yml > jobs > docs"
     assert next(c for c in chunks if c.header_path.endswith("test")).content.startswith("jobs:\n  test:")
-    assert chunks[-1].content.startswith("# the docs job\n  docs:")
+    assert chunks[-1].content.startswith("  # the docs job\n  docs:")  # its first line's indentation kept
     assert not any("steps" in p for p in paths)  # list entries are no keys
     whole = WORKFLOW.format(steps="      - run: pytest")
     small = _split(whole, "ci.yml")
@@ -119,3 +119,98 @@ def test_config_without_a_known_suffix_reads_toml_by_its_tables_else_yaml_keys()
     chunker = make_chunker("config", source="setup.cfg")
     text = "[metadata]\nname = demo package with a long enough name\n"
     assert [c.header_path for c in chunker.split(text).chunks] == ["setup.cfg > metadata"]
+
+
+# -- audit 58c: documents, values that look like keys, long sections, indentation ---------------------------------
+
+K8S = """\
+# the web tier
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: web
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-frontend
+  labels:
+    app: web-frontend
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+{containers}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web-frontend
+spec:
+  ports:
+    - port: 80
+      targetPort: 8080
+---
+kind: ConfigMap
+data:
+  nginx.conf: |
+    server:
+      listen: 8080
+"""
+
+
+def test_yaml_documents_are_kept_apart_and_named_by_kind_and_name():
+    containers = "".join(f"        - name: sidecar-{i}\n          image: example.com/sidecar:{i}\n" for i in range(8))
+    text = K8S.format(containers=containers.rstrip("\n"))
+    chunks = _split(text, "web.yaml", chunk_size=400, chunk_overlap=80)
+    paths = _paths(chunks)
+    assert paths[0] == "web.yaml > Namespace web" and chunks[0].content.startswith("# the web tier\napiVersion: v1")
+    assert "web.yaml > Service web-frontend" in paths and paths[-1] == "web.yaml > ConfigMap"
+    deployment = [c for c in chunks if "Deployment web-frontend" in c.header_path]
+    assert len(deployment) > 1  # longer than a chunk: split at its keys, under the document's name
+    assert any(p.startswith("web.yaml > Deployment web-frontend > spec") for p in paths)
+    for chunk in chunks:  # no chunk holds two documents, nor starts or ends with their marker
+        assert "\n---\n" not in chunk.content and not chunk.content.startswith("---")
+        assert not chunk.content.endswith("---")
+        assert chunk.content.count("kind:") <= 1
+
+
+def test_a_block_scalar_holding_key_like_lines_opens_no_section():
+    lines = "".join(f"  Note {i}: the field {i} is read by the indexer and the retriever alike.\n" for i in range(20))
+    text = f"description: |\n{lines}\nversion: 2\n"
+    chunks = _split(text, "chart.yaml", chunk_size=500, chunk_overlap=100)
+    assert set(_paths(chunks)) <= {"chart.yaml > description", "chart.yaml > version", "chart.yaml"}
+    quoted = 'message: "a quoted scalar\nworld: over two lines, not a key"\nafter: a real key with a value\n'
+    assert [h.get("h2") for _, _, h in make_chunker("config", source="q.yaml").sections(quoted)] == ["message", "after"]
+
+
+def test_toml_strings_in_comments_and_arrays_of_arrays_open_nothing():
+    text = (
+        '[tool.pytest.ini_options]\n# strings use """ in docstrings\naddopts = "-q"\n\n'
+        '[matrix]\ninclude = [\n  ["linux", "x86_64"],\n  ["macos"]\n]\n\n[tool.coverage.run]\nbranch = true\n'
+    )
+    sections = make_chunker("config", source="pyproject.toml").sections(text)
+    assert [h.get("h2") for _, _, h in sections] == ["tool.pytest.ini_options", "matrix", "tool.coverage.run"]
+
+
+def test_a_long_section_is_cut_between_its_entries_never_inside_a_value():
+    steps = "".join(
+        f"      - name: Step {i}\n        run: |\n          echo start {i}\n          key{i}: not a key\n"
+        f"          echo end {i}\n"
+        for i in range(14)
+    )
+    text = f"jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n{steps}"
+    chunks = _split(text, "ci.yml", chunk_size=400, chunk_overlap=80)
+    assert len(chunks) > 3 and all(len(c.content) <= 400 for c in chunks)
+    for chunk in chunks[1:]:
+        assert chunk.content.startswith("      - name: Step")  # whole steps, each with its block scalar
+        assert chunk.content.count("echo start") == chunk.content.count("echo end")
+
+
+def test_a_nested_section_keeps_its_first_line_indentation():
+    values = "".join(f"    setting_{i}: {i}  # the setting number {i}\n" for i in range(20))
+    text = f"postgresql:\n  enabled: true\n  primary:\n{values}  metrics:\n    enabled: true\n"
+    chunks = _split(text, "values.yaml", chunk_size=400, chunk_overlap=80)
+    primary = [c for c in chunks if c.header_path == "values.yaml > postgresql > primary"]
+    assert primary and primary[0].content.startswith("  primary:\n    setting_0")
