@@ -330,6 +330,8 @@ def _part(chunk: RetrievedChunk, shown_chars: int) -> RetrievedChunk:
         content=content,
         end_char=end,
         end_line=(last := None if chunk.start_line is None else span_end_line(chunk.start_line, content)),
+        # a match past the cut is an empty span at its end: its lines too (they were the cut line's and beyond)
+        match_start_line=None if last is None or chunk.match_start_line is None else min(chunk.match_start_line, last),
         match_end_line=None if last is None or chunk.match_end_line is None else min(chunk.match_end_line, last),
         match_start=min(chunk.match_start, end),
         match_end=min(chunk.match_end, end),

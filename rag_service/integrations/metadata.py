@@ -20,8 +20,9 @@ def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None, degraded: lis
     """Where ``chunk`` comes from and how it scored, JSON-ready.
 
     ``start_char``/``end_char`` are offsets into the source document's text, ``match_start``/
-    ``match_end`` the span that matched the query, ``start_line``/``end_line`` the span's 1-based lines (None when
-    unknown); ``relevance_score`` is in 0..1; ``citation`` is
+    ``match_end`` the span that matched the query, ``start_line``/``end_line`` the span's 1-based lines and
+    ``match_start_line``/``match_end_line`` the matched span's (None when unknown: a PDF, a chunk stored before
+    lines were); ``relevance_score`` is in 0..1; ``citation`` is
     the ``[n]`` of the chunk's source in the result's formatted context (None when the token budget
     left the chunk out of it); ``keywords`` and ``summary`` are the chunk's and its document's (issue 17);
     ``degraded`` is the call's ``metrics.degraded`` (empty when every stage ran as configured).
@@ -42,6 +43,8 @@ def chunk_metadata(chunk: RetrievedChunk, *, citation: int | None, degraded: lis
         "match_end": int(chunk.match_end),
         "start_line": chunk.start_line,
         "end_line": chunk.end_line,
+        "match_start_line": chunk.match_start_line,
+        "match_end_line": chunk.match_end_line,
         "relevance_score": float(chunk.relevance_score),
         "scores": chunk.scores.as_dict(),
         "keywords": list(chunk.metadata.get("keywords", [])),

@@ -119,3 +119,14 @@ def test_a_cut_indented_code_result_shows_and_holds_its_indentation():
         assert shown.text.split("\n")[1] == f"§ src/big.py:L3-{cut.end_line} (relevance 50%)"
         assert _shown_code(shown.text) == cut.content[1:]
         assert shown.total_tokens == len(get_encoding("cl100k_base").encode(shown.text)) <= budget
+
+
+def test_a_cut_before_the_match_gives_no_inverted_match_lines():
+    # audit 58c: the cut showed lines 1-11 of a chunk whose match was on line 150: match lines 150-11 (inverted)
+    match = CODE.index("def f50")
+    chunk = _code(0, len(CODE), match_start=match, match_end=match + 30, match_start_line=150, match_end_line=151)
+    (cut,) = format_context([chunk], max_tokens=90, min_cut_tokens=20).included
+    assert cut.end_line is not None and cut.end_line < 150
+    assert cut.match_start_line is not None and cut.match_end_line is not None
+    assert cut.start_line <= cut.match_start_line <= cut.match_end_line <= cut.end_line
+    assert cut.match_start == cut.match_end == cut.end_char  # a match past the shown text: empty, at its end

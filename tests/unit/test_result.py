@@ -114,3 +114,20 @@ def test_result_json_gives_each_document_summary_once() -> None:
     assert data["documents"][0]["summary"] == chunks[0].summary
     assert json.dumps(data).count("What document 3 is about.") == 50  # once, not once per chunk
     assert chunks[0].to_dict()["summary"] == chunks[0].summary  # a single chunk's own dict keeps it
+
+
+def test_the_adapters_metadata_carries_every_line_a_result_s_json_does():
+    # audit 58c: LangChain/LlamaIndex metadata had start_line/end_line but not the matched span's lines
+    from rag_service.integrations.metadata import chunk_metadata
+
+    doc = "intro\n\n## Install\nrun pip\nthen import it\n"
+    chunk = RetrievedChunk(
+        chunk_id=1, document_id=1, source="docs/guide.md", content=doc[7:], headers={}, header_path="",
+        start_char=7, end_char=len(doc), relevance_score=0.5, scores=ChunkScores(fused=0.5), collection="c",
+        chunk_type="parent", match_start=doc.index("run"), match_end=doc.index("then"),
+        start_line=3, end_line=5, match_start_line=4, match_end_line=4,
+    )  # fmt: skip
+    data, metadata = chunk.to_dict(), chunk_metadata(chunk, citation=1)
+    lines = [key for key in data if key.endswith("_line")]
+    assert lines == ["start_line", "end_line", "match_start_line", "match_end_line"]
+    assert {key: metadata[key] for key in lines} == {key: data[key] for key in lines}
