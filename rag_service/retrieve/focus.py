@@ -7,12 +7,16 @@ words of background). ``focus_query`` keeps what the question is made of, by the
 of sentences only (no word of any language or product):
 
 1. machine text is left out: a traceback (its header lines, ``File "...", line N`` and indented ``at ...`` frames,
-   ``SomethingError: ...`` lines, and the lines run together with them), lines that start with a timestamp or a log
-   level, a short line ending in ``:`` right before those (their label: ``I get this error:``), lines holding only a
-   URL, and a URL standing apart from its sentence (at a line's start, after a sentence's end, in a bracketed aside).
-   Code is left out of a query over ``FOCUS_WORDS`` words too: lines indented by a tab or 4 spaces, fenced blocks,
-   lines where fewer than half the tokens are plain words; a short question keeps its line of code, and code alone
-   is searched as written.
+   ``SomethingError: ...`` lines, Go's and Rust's panics, and the lines run together with them), lines that start
+   with a timestamp, a log level, a glog prefix (``E0501 12:00:06``), a client address (an access log) or a JSON
+   log's key, a short line ending in ``:`` right before those (their label: ``I get this error:``), lines holding
+   only a URL, and a URL standing apart from its sentence (at a line's start, after a sentence's end, in a bracketed
+   aside). A line ending in ``?`` is a question however it starts (``Error: ... What did I miss?``), unless it is run
+   together with machine text. Code is left out of a query over ``FOCUS_WORDS`` words too: lines indented by a tab
+   or 4 spaces, fenced blocks (but a question in one), lines where fewer than half the tokens are plain words, and
+   in a block holding such lines those that end no sentence and are not mostly words (``for x in y.items:``); a
+   name or a short command on its own line inside a sentence stays in it; a short question keeps its line of code,
+   and code alone is searched as written.
 2. when more than ``FOCUS_WORDS`` words remain, the sentences ending in ``?`` and the last paragraph are kept (the
    last that does not end in ``:``, which introduces what was pasted after it): the background before them goes.
 3. when that is still past the embedding model's window (one long paragraph), its questions and its last sentences
@@ -39,13 +43,19 @@ Window = tuple[Callable[[Sequence[str]], list[int]], int]
 
 _TRACE_HEADER = re.compile(
     r"\s*(?:Traceback \(most recent call last\)|During handling of the above exception"
-    r"|The above exception was the direct cause|Caused by:|Exception in thread )"
+    r"|The above exception was the direct cause|Caused by:|Exception in thread "
+    # Go: the panic, its signal, each goroutine, go run's exit; Rust: the panic, its backtrace and note
+    r"|panic: |\[signal |goroutine \d+ \[|exit status \d+\s*$|thread '[^']*' panicked at |stack backtrace:\s*$"
+    r"|note: run with `RUST_BACKTRACE)"
 )
 _FRAME = re.compile(r'\s*File "[^"]*", line \d+|\s+at \S+|\s*\.\.\. \d+ more\s*$')
-_ERROR = re.compile(r"\s*(?:[\w$]+\.)*[\w$]*(?:Error|Exception|Warning)(?::|\s*$)")
+_ERROR = re.compile(r"\s*(?:Uncaught (?:\(in promise\) )?)?(?:[\w$]+\.)*[\w$]*(?:Error|Exception|Warning)(?::|\s*$)")
 _LOG = re.compile(
     r"\s*[\[(]?(?:\d{4}[-/.]\d\d[-/.]\d\d[ T]\d|\d{1,2}:\d\d:\d\d|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d"
-    r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE)\b)"
+    r"|(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL|SEVERE)\b"
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d"  # glog/klog (Kubernetes): E0501 12:00:06.123456
+    r'|\{\s*"(?:level|lvl|severity|time|timestamp|ts|@timestamp|msg|message)"\s*:'  # a JSON log line
+    r"|\d{1,3}(?:\.\d{1,3}){3} \S+ \S+ \[)"  # an access log: 127.0.0.1 - - [01/May/2024:12:00:07 +0000]
 )
 _URL = re.compile(r"<?\b(?:https?|ftp)://[^\s<>]+")
 _URL_LINE = re.compile(r"\s*(?:<?\b(?:https?|ftp)://[^\s<>]+>?\s*)+$")
@@ -57,6 +67,11 @@ _TOKEN_BREAK = re.compile(r"[\s\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]+")
 _EDGE = "\"'“”‘’`«»()[]{}<>,.;:!?¿¡。，、；：！？"
 _SENTENCE_END = re.compile(r"(?<=[.?!؟])\s+|(?<=[。？！])\s*")  # CJK sentences need no space after their end
 _QUESTION_END = ("?", "？", "؟")
+_SENTENCE_ENDS = (".", "!", "…", "。", "！", *_QUESTION_END)
+#: a line of at most this many tokens between two lines of one sentence is a name or a command it holds
+INLINE_TOKENS = 3
+#: a line with fewer plain words than this share, in a block of lines holding code, is code too (``x = f(y)``)
+CODE_BLOCK_SHARE = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +98,13 @@ class _Left:
 
     def described(self) -> str:
         parts = [
-            f"{n} {what}"
-            for n, what in (
-                (self.trace, "lines of traceback"),
-                (self.log, "log lines"),
-                (self.code, "lines of code or output"),
-                (self.urls, "URLs" if self.urls > 1 else "URL"),
-                (self.words, "words of background"),
+            f"{n} {one if n == 1 else many}"
+            for n, one, many in (
+                (self.trace, "line of traceback", "lines of traceback"),
+                (self.log, "log line", "log lines"),
+                (self.code, "line of code or output", "lines of code or output"),
+                (self.urls, "URL", "URLs"),
+                (self.words, "word of background", "words of background"),
             )
             if n
         ]
@@ -121,8 +136,9 @@ def _kinds(lines: Sequence[str]) -> list[str]:
         if _FENCE.match(line):
             fenced = not fenced
             kinds.append("code")
-        elif fenced:
-            kinds.append(_machine_kind(line) or "code")
+        elif fenced:  # a question written in a fence is still one
+            question = line.rstrip().endswith(_QUESTION_END) and _plain_share(line) >= 0.5
+            kinds.append(_machine_kind(line) or ("prose" if question else "code"))
         elif not line.strip():
             kinds.append("blank")
         else:
@@ -138,7 +154,40 @@ def _kinds(lines: Sequence[str]) -> list[str]:
         for i in range(start, end):
             kinds[i] = machine if machine and kinds[i] == "code" else kinds[i]
         start = end + 1
+    _questions_and_names(lines, kinds)
+    _code_blocks(lines, kinds)
     return kinds
+
+
+def _questions_and_names(lines: Sequence[str], kinds: list[str]) -> None:
+    """A question that starts like a log or an error line (``Error: ... What did I miss?``) is prose, unless it is
+    run together with machine text (a traceback's ``Did you mean: 'x'?``); so is a name or a short command on its own
+    line between two lines of one sentence (``How do I call`` / ``retrieve_with_context`` / ``with a filter?``)."""
+    machine = ("trace", "log")
+    for i, line in enumerate(lines):
+        before = kinds[i - 1] if i else "blank"
+        after = kinds[i + 1] if i + 1 < len(kinds) else "blank"
+        if kinds[i] in machine and line.rstrip().endswith(_QUESTION_END):
+            kinds[i] = kinds[i] if before in machine or after in machine else "prose"
+        elif kinds[i] == "code" and before == after == "prose" and not _INDENTED.match(line):
+            inline = len(line.split()) <= INLINE_TOKENS and not lines[i - 1].rstrip().endswith((*_SENTENCE_ENDS, ":"))
+            kinds[i] = "prose" if inline else kinds[i]
+
+
+def _code_blocks(lines: Sequence[str], kinds: list[str]) -> None:
+    """In a block of lines (between blank lines) holding code, a line of few plain words that ends no sentence is
+    code too: a pasted block's unindented lines (``results = svc.retrieve(q)``, ``for chunk in results:``)."""
+    start = 0
+    while start < len(kinds):
+        end = start
+        while end < len(kinds) and kinds[end] != "blank":
+            end += 1
+        if "code" in kinds[start:end]:
+            for i in range(start, end):
+                stripped = lines[i].rstrip()
+                shaped = _plain_share(stripped) < CODE_BLOCK_SHARE and not stripped.endswith(_SENTENCE_ENDS)
+                kinds[i] = "code" if kinds[i] == "prose" and shaped else kinds[i]
+        start = end + 1
 
 
 def _without_bare_urls(line: str) -> tuple[str, int]:

@@ -176,3 +176,76 @@ def test_prose_lines_that_name_an_error_stay() -> None:
         "Exception handling in my script retries three times."
     )
     assert _focus(text) == Focus(text)
+
+
+# -- audit 58c ------------------------------------------------------------------------------------------------------
+
+
+def test_a_question_that_starts_like_a_log_or_an_error_line_is_kept() -> None:
+    # the line holding the question was left out as machine text, and the background alone searched
+    for line in (
+        'Error: relation "documents" does not exist. What migration did I miss?',
+        "Warning: this makes chunks longer than the model reads. Should I lower it?",
+        "INFO: the export is HTML. Can I index an export of the space?",
+    ):
+        text = f"We upgraded last night and ran the migrations again.\n{line}"
+        assert _focus(text) == Focus(text)
+    trace = f"{TRACEBACK}\nNameError: name 'restor' is not defined. Did you mean: 'restore'?\n\n{QUESTION}"
+    assert _focus(trace).text == QUESTION  # a traceback's own line ending in "?" goes with it
+
+
+def test_an_identifier_on_its_own_line_stays_in_its_sentence() -> None:
+    text = f"{BACKGROUND}\n\nHow do I call\nretrieve_with_context\nwith a collection filter and a max_tokens budget?"
+    focus = _focus(text)
+    assert focus.text == "How do I call\nretrieve_with_context\nwith a collection filter and a max_tokens budget?"
+    assert focus.note is not None and "code" not in focus.note
+
+
+def test_go_and_rust_panics_are_left_out() -> None:
+    go = (
+        "panic: runtime error: invalid memory address or nil pointer dereference\n"
+        "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4a1b2c]\n\n"
+        "goroutine 1 [running]:\nmain.(*Server).Handle(0x0, {0x5d8e40, 0xc000010000})\n"
+        "\t/home/me/srv/main.go:42 +0x2c\nmain.main()\n\t/home/me/srv/main.go:17 +0x85\nexit status 2"
+    )
+    assert _focus(f"{go}\n\n{QUESTION}").text == QUESTION
+    rust = (
+        "thread 'main' panicked at 'called `Option::unwrap()` on a `None` value', src/main.rs:4:37\n"
+        "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+    )
+    assert _focus(f"{rust}\n\n{QUESTION}").text == QUESTION
+    js = "Uncaught TypeError: Cannot read properties of undefined (reading 'map')\n    at TodoList (TodoList.jsx:14:23)"
+    assert _focus(f"{js}\n\n{QUESTION}").text == QUESTION
+
+
+def test_kubernetes_json_and_access_log_lines_are_left_out() -> None:
+    logs = (
+        "E0501 12:00:06.123456       1 reflector.go:138] failed to list *v1.Pod: connection refused\n"
+        '{"level":"error","ts":1714564806.5,"msg":"request failed","path":"/api/search","status":504}\n'
+        '127.0.0.1 - - [01/May/2024:12:00:07 +0000] "POST /api/search HTTP/1.1" 504 0 "-" "curl/8.0"'
+    )
+    focus = _focus(f"{logs}\n\n{QUESTION}")
+    assert focus.text == QUESTION
+    assert focus.note is not None and "3 log lines" in focus.note
+
+
+def test_unindented_lines_of_a_pasted_block_of_code_are_code() -> None:
+    code = (
+        "results = service.retrieve(query, collection=collection_name)\n"
+        "for chunk in results.chunks:\n    print(chunk.source, chunk.start_line, chunk.relevance_score)"
+    )
+    focus = _focus(f"{BACKGROUND}\n\n{code}\n\n{QUESTION}")
+    assert focus.text == QUESTION
+    assert focus.note is not None and "3 lines of code or output" in focus.note
+
+
+def test_a_question_in_a_fence_is_a_question() -> None:
+    text = f"{BACKGROUND}\n\n```\n{QUESTION}\n```"
+    assert _focus(text).text == QUESTION
+
+
+def test_the_note_counts_one_line_in_the_singular() -> None:
+    focus = _focus(f"{QUESTION}\n\nTraceback (most recent call last):")
+    assert focus.note == (
+        "searched its prose (11 words); left out 1 line of traceback: to search any of it, put it in the question"
+    )
