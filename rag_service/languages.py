@@ -41,8 +41,16 @@ CODE_LANGUAGES: dict[str, str] = {
     ".ps1": "powershell",
     ".sol": "sol",
 }
-#: configuration suffixes shown fenced (and cited by line) like code, with the fence's language
-CONFIG_LANGUAGES: dict[str, str] = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
+#: configuration and data suffixes shown fenced (and cited by line) like code, with the fence's language
+CONFIG_LANGUAGES: dict[str, str] = {
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".json": "json",
+    ".jsonl": "json",
+}
 
 
 def fence_language(source: str) -> str | None:

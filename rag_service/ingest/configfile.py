@@ -17,9 +17,13 @@ entries: a multi-line string, a block scalar (``run: |``), an open bracket (``co
 first line's indentation (YAML's structure is its indentation) and drops the bare ``---`` at its edges; ``#`` lines
 are text, as ``recursive`` reads them.
 
+An INI file (``.ini``, ``.cfg``: ``setup.cfg``, ``tox.ini``) is read as TOML's tables are, its section lines
+(``[testenv:py311]``) the headers, its unindented key lines the entries (an indented line continues a value).
+
 The split is line-based, not parsed: ``tomllib`` and PyYAML give no character offsets for a table or a key's block
 (PyYAML's marks do, but it stops at the first error), and an invalid file is still indexed, with the sections its
-lines show. Which syntax: the suffix (``.toml``; ``.yaml``/``.yml``), else TOML when a table line is found.
+lines show. Which syntax: the suffix (``.toml``; ``.yaml``/``.yml``; ``.ini``/``.cfg``), else TOML when a table line
+is found, else YAML.
 """
 
 from __future__ import annotations
@@ -31,13 +35,14 @@ from pathlib import PurePath
 from typing import Any, ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
-from rag_service.ingest.configlines import Line, toml_lines, unquoted, yaml_lines
+from rag_service.ingest.configlines import Line, ini_lines, toml_lines, unquoted, yaml_lines
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
 from rag_service.ingest.spans import Span, make_chunk, trim_span
 
 TOML_SUFFIXES = (".toml",)
 YAML_SUFFIXES = (".yaml", ".yml")
+INI_SUFFIXES = (".ini", ".cfg")
 #: a document's name is cut to this many characters
 _NAME_CHARS = 80
 
@@ -242,17 +247,19 @@ class ConfigChunker(SizedChunker):
         self.suffix = PurePath(source).suffix.lower() if source else ""
 
     def lines(self, text: str) -> list[Line]:
-        """The lines of ``text`` as its syntax reads them: YAML by its suffix, TOML by its suffix or its table lines,
-        else YAML."""
+        """The lines of ``text`` as its syntax reads them: YAML or INI by its suffix, TOML by its suffix or its table
+        lines, else YAML."""
         if self.suffix in YAML_SUFFIXES:
             return yaml_lines(text)
+        if self.suffix in INI_SUFFIXES:
+            return ini_lines(text)
         lines = toml_lines(text)
         return lines if self.suffix in TOML_SUFFIXES or any(line.table for line in lines) else yaml_lines(text)
 
     def sections(self, text: str, lines: Sequence[Line] | None = None) -> list[tuple[int, int, dict[str, str]]]:
         """``(start, end, headers)`` of each section in order, the text before the first included."""
         lines = self.lines(text) if lines is None else lines
-        if self.suffix in TOML_SUFFIXES or any(line.table for line in lines):
+        if self.suffix in (*TOML_SUFFIXES, *INI_SUFFIXES) or any(line.table for line in lines):
             openings = toml_openings(lines)
         else:
             openings = yaml_openings(lines, text, too_long=self._too_long(text))

@@ -153,6 +153,26 @@ def _toml_scan_lines(text: str, ignored: set[int]) -> tuple[list[Line], int | No
     return out, (opened_at if quote is not None else None)
 
 
+# -- INI -----------------------------------------------------------------------------------------------------------
+
+#: an INI section line at a line's start, ``[testenv:py311]``, with an optional comment; group 1 is the name
+INI_SECTION = re.compile(r"^\[([^\[\]\n]+)\][ \t]*(?:[#;].*)?$")
+_INI_COMMENT = re.compile(r"^[ \t]*[#;]")
+
+
+def ini_lines(text: str) -> list[Line]:
+    """The lines of an INI text (``setup.cfg``, ``tox.ini``): a section line is a table, each unindented key line an
+    entry; an indented line continues the value above it, and ``#`` or ``;`` opens a comment line."""
+    out: list[Line] = []
+    for start, line, indent in _split(text):
+        if (found := INI_SECTION.match(line)) is not None:
+            out.append(Line(start, line, indent, entry=True, key=found[1].strip(), table=True, opener=True))
+            continue
+        comment = bool(_INI_COMMENT.match(line))
+        out.append(Line(start, line, indent, entry=not indent and bool(line.strip()) and not comment, comment=comment))
+    return out
+
+
 # -- YAML ----------------------------------------------------------------------------------------------------------
 
 

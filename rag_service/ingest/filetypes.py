@@ -21,8 +21,8 @@ DOCX_SUFFIXES = (".docx",)
 NOTEBOOK_SUFFIXES = (".ipynb",)
 CODE_SUFFIXES = tuple(CODE_LANGUAGES)
 #: what else a repository holds as text (configuration, styles, infrastructure, languages without definition
-#: rules here): read as UTF-8, chunked by ``recursive``. Not data dumps (``.csv``, ``.xml``); ``.env`` files are
-#: hidden, so a folder's secrets are never read
+#: rules here): read as UTF-8, chunked by ``recursive`` (``.toml``, ``.ini``, ``.cfg``: ``config``). Not data dumps
+#: (``.csv``, ``.xml``); ``.env`` files are hidden, so a folder's secrets are never read
 REPOSITORY_TEXT_SUFFIXES = (
     ".toml", ".ini", ".cfg", ".conf", ".properties", ".css", ".scss", ".less", ".tf", ".hcl", ".graphql", ".gql",
     ".r", ".pl", ".pm", ".hs", ".dart", ".vue", ".svelte",
@@ -60,6 +60,7 @@ _BY_SUFFIX: dict[str, str] = {
     **dict.fromkeys(LATEX_SUFFIXES, "latex"),
     **dict.fromkeys(CODE_SUFFIXES, "code"),
     **dict.fromkeys((".toml", *YAML_SUFFIXES), "config"),  # tables and keys as headers (``configfile``)
+    **dict.fromkeys((".ini", ".cfg"), "config"),  # INI sections as headers (``setup.cfg > options``)
 }
 _MIME_TYPES: dict[str, str] = {
     "text/markdown": "markdown",
@@ -108,8 +109,8 @@ def recommend_strategy(path_or_mime: str | PurePath) -> str:
     """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
 
     Markdown, notebooks, Word and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
-    LaTeX -> ``latex``; source code -> ``code``; TOML and YAML -> ``config``; everything else (text, INI) ->
-    ``recursive``.
+    LaTeX -> ``latex``; source code -> ``code``; TOML, YAML and INI (``.ini``, ``.cfg``) -> ``config``; everything
+    else (text, ``.conf``, ``.properties``) -> ``recursive``.
     """
     value = str(path_or_mime).strip()
     if "/" in value and not isinstance(path_or_mime, PurePath):

@@ -345,7 +345,10 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("p.yaml", "config"),
         ("q.yml", "config"),
         ("pyproject.toml", "config"),
-        ("setup.cfg", "recursive"),
+        ("setup.cfg", "config"),  # INI sections as headers (audit 58c)
+        ("tox.INI", "config"),
+        ("nginx.conf", "recursive"),
+        ("app.properties", "recursive"),
     ],
 )
 def test_recommend_strategy_for_a_path(name: str, strategy: str) -> None:

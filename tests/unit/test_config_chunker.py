@@ -58,7 +58,7 @@ def _paths(chunks) -> list[str]:
     return [chunk.header_path for chunk in chunks]
 
 
-@pytest.mark.parametrize("name", ["pyproject.toml", "ci.yaml", "ci.YML"])
+@pytest.mark.parametrize("name", ["pyproject.toml", "ci.yaml", "ci.YML", "setup.cfg", "tox.ini"])
 def test_auto_picks_config_for_toml_and_yaml(name):
     assert recommend_strategy(name) == "config"
 
@@ -115,10 +115,28 @@ def test_invalid_files_are_still_split_where_their_lines_allow():
 
 
 def test_config_without_a_known_suffix_reads_toml_by_its_tables_else_yaml_keys():
-    assert _paths(_split("[section]\nkey = 'value of the key, long enough'\n", "setup.cfg")) == [""]  # auto: recursive
-    chunker = make_chunker("config", source="setup.cfg")
+    chunker = make_chunker("config", source="settings.conf")
     text = "[metadata]\nname = demo package with a long enough name\n"
-    assert [c.header_path for c in chunker.split(text).chunks] == ["setup.cfg > metadata"]
+    assert [c.header_path for c in chunker.split(text).chunks] == ["settings.conf > metadata"]
+    text = "server:\n  port: 8080  # the port the server listens on\n"
+    assert [c.header_path for c in chunker.split(text).chunks] == ["settings.conf > server"]
+
+
+def test_ini_sections_are_headers_whatever_their_names():
+    # audit 58c: setup.cfg and tox.ini went to ``recursive``: a chunk never said which [testenv] it came from
+    tox = (
+        "[tox]\nenvlist = py311, docs\n\n"
+        "[testenv:py311]\n; the unit tests\ndeps =\n    pytest>=8\n    hypothesis\n"
+        "commands = pytest tests/unit {posargs}\n\n"
+        "[testenv:docs]\ndeps = mkdocs-material\ncommands = mkdocs build --strict --site-dir site\n\n"
+        "[mypy-yaml.*]\nignore_missing_imports = True\n"
+    )
+    chunks = _split(tox, "tox.ini", chunk_size=80, chunk_overlap=10)
+    assert "tox.ini > testenv:py311" in _paths(chunks) and "tox.ini > testenv:docs" in _paths(chunks)
+    assert _paths(chunks)[-1] == "tox.ini > mypy-yaml.*"
+    py311 = [c.content for c in chunks if c.header_path == "tox.ini > testenv:py311"]
+    deps = "[testenv:py311]\n; the unit tests\ndeps =\n    pytest>=8\n    hypothesis"  # a value with its key
+    assert py311 == [deps, "commands = pytest tests/unit {posargs}"]
 
 
 # -- audit 58c: documents, values that look like keys, long sections, indentation ---------------------------------

@@ -130,3 +130,14 @@ def test_a_cut_before_the_match_gives_no_inverted_match_lines():
     assert cut.match_start_line is not None and cut.match_end_line is not None
     assert cut.start_line <= cut.match_start_line <= cut.match_end_line <= cut.end_line
     assert cut.match_start == cut.match_end == cut.end_char  # a match past the shown text: empty, at its end
+
+
+def test_json_and_ini_results_are_fenced_and_cited_like_toml_and_yaml():
+    # audit 58c: a .json result was shown as prose (no fence, no lines); .ini and .cfg went unchunked by section
+    doc = '{\n  "name": "web",\n  "scripts": {"build": "vite build"}\n}\n'
+    chunk = span_chunk(doc, 4, doc.index("}\n}") + 1, source="package.json", start_line=2)
+    assert citation(chunk) == "package.json:L2-3"
+    assert shown_body(chunk) == '```json\n"name": "web",\n  "scripts": {"build": "vite build"}\n```'
+    ini = "[flake8]\nmax-line-length = 120\n"
+    assert shown_body(span_chunk(ini, 0, len(ini) - 1, source="setup.cfg", start_line=1)).startswith("```ini\n[flake8]")
+    assert citation(span_chunk(ini, 0, 8, source="tox.ini", start_line=1)) == "tox.ini:L1"
