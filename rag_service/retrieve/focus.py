@@ -18,7 +18,8 @@ of sentences only (no word of any language or product):
    name or a short command on its own line inside a sentence stays in it; a short question keeps its line of code,
    and code alone is searched as written.
 2. when more than ``FOCUS_WORDS`` words remain, the sentences ending in ``?`` and the last paragraph are kept (the
-   last that does not end in ``:``, which introduces what was pasted after it): the background before them goes.
+   last that does not end in ``:``, which introduces what was pasted after it; a list's last item brings the list and
+   its introducing line): the background before them goes.
 3. when that is still past the embedding model's window (one long paragraph), its questions and its last sentences
    up to ``FOCUS_WORDS`` words are kept, cut from the front until they fit: questions come last.
 
@@ -68,6 +69,8 @@ _EDGE = "\"'“”‘’`«»()[]{}<>,.;:!?¿¡。，、；：！？"
 _SENTENCE_END = re.compile(r"(?<=[.?!؟])\s+|(?<=[。？！])\s*")  # CJK sentences need no space after their end
 _QUESTION_END = ("?", "？", "؟")
 _SENTENCE_ENDS = (".", "!", "…", "。", "！", *_QUESTION_END)
+#: a numbered or bulleted list's item (``1. ...``, ``2) ...``, ``- ...``)
+_LIST_ITEM = re.compile(r"\s*(?:\d{1,3}[.)]|[-*•])\s")
 #: a line of at most this many tokens between two lines of one sentence is a name or a command it holds
 INLINE_TOKENS = 3
 #: a line with fewer plain words than this share, in a block of lines holding code, is code too (``x = f(y)``)
@@ -257,14 +260,21 @@ def _words(text: str) -> int:
 
 
 def _questions_and_last(paragraphs: list[str], left: _Left) -> list[str]:
-    """The sentences ending in ``?`` before the last paragraph, then that paragraph (the last not ending in ``:``)."""
+    """The sentences ending in ``?`` before the last paragraph, then that paragraph (the last not ending in ``:``);
+    a last paragraph that is a list's item brings the list's other items and the line introducing them (``...:``)."""
     last = next((i for i in range(len(paragraphs) - 1, -1, -1) if not paragraphs[i].endswith(":")), None)
     last = len(paragraphs) - 1 if last is None else last
+    first = last
+    if _LIST_ITEM.match(paragraphs[last]):
+        while first > 0 and _LIST_ITEM.match(paragraphs[first - 1]):
+            first -= 1
+        first -= first > 0 and paragraphs[first - 1].endswith(":")
     kept = []
     for i, paragraph in enumerate(paragraphs):
-        sentences = [paragraph] if i == last else _sentences(paragraph)
+        whole = first <= i <= last
+        sentences = [paragraph] if whole else _sentences(paragraph)
         for sentence in sentences:
-            if i == last or sentence.rstrip().endswith(_QUESTION_END):
+            if whole or sentence.rstrip().endswith(_QUESTION_END):
                 kept.append(sentence)
             else:
                 left.words += _words(sentence)

@@ -249,3 +249,15 @@ def test_the_note_counts_one_line_in_the_singular() -> None:
     assert focus.note == (
         "searched its prose (11 words); left out 1 line of traceback: to search any of it, put it in the question"
     )
+
+
+def test_a_list_of_questions_without_question_marks_is_kept_whole() -> None:
+    # only the last item was searched: the others were "background" before the last paragraph
+    items = [
+        "1. the right chunk size for markdown files with long tables",
+        "2. using a different embedding model for each collection we index",
+        "3. what happens to stored vectors when switching the model later",
+    ]
+    intro = "I have three questions about setting up the service for our team:"
+    text = "\n\n".join([BACKGROUND, intro, *items])
+    assert _focus(text).text == "\n\n".join([intro, *items])
