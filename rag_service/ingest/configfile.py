@@ -141,9 +141,12 @@ def yaml_openings(lines: Sequence[Line], text: str, *, too_long: TooLong) -> lis
     if len(documents) < 2:
         return _key_openings(lines, 0, len(lines), text, {}, ("h2", "h3"), too_long)
     openings: list[Opening] = []
+    seen: dict[str, int] = {}
     for number, (first, stop) in enumerate(documents, start=1):
         start = _with_comments(lines, first)
-        base = {"h2": _document_name(lines, first, stop, number)}
+        name = _document_name(lines, first, stop, number)
+        seen[name] = seen.get(name, 0) + 1
+        base = {"h2": name if seen[name] == 1 else f"{name} ({seen[name]})"}  # two documents of a name stay apart
         openings.append((start, base))
         if too_long(start, _end(lines, stop, text)):
             keys = _key_openings(lines, first, stop, text, base, ("h3", "h4"), too_long)

@@ -232,3 +232,11 @@ def test_a_nested_section_keeps_its_first_line_indentation():
     chunks = _split(text, "values.yaml", chunk_size=400, chunk_overlap=80)
     primary = [c for c in chunks if c.header_path == "values.yaml > postgresql > primary"]
     assert primary and primary[0].content.startswith("  primary:\n    setting_0")
+
+
+def test_two_documents_of_one_name_stay_apart():
+    doc = "kind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: {mode}\n"
+    text = "---\n".join(doc.format(mode=mode) for mode in ("development", "production"))
+    chunks = _split(text, "cm.yaml")
+    assert _paths(chunks) == ["cm.yaml > ConfigMap settings", "cm.yaml > ConfigMap settings (2)"]
+    assert all(c.content.endswith(mode) for c, mode in zip(chunks, ("development", "production"), strict=True))
