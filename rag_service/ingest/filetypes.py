@@ -117,7 +117,9 @@ def recommend_strategy(path_or_mime: str | PurePath) -> str:
         mime = value.split(";", 1)[0].strip().lower()
         if mime in _MIME_TYPES:
             return _MIME_TYPES[mime]
-    suffix = value.lower() if value.startswith(".") and "/" not in value else PurePath(value).suffix.lower()
+    # ``.yml`` is a bare suffix, ``.travis.yml`` a file's name
+    bare = not isinstance(path_or_mime, PurePath) and value.startswith(".") and not {"/", "."} & set(value[1:])
+    suffix = value.lower() if bare else PurePath(value).suffix.lower()
     return _BY_SUFFIX.get(suffix, "recursive")
 
 

@@ -240,3 +240,13 @@ def test_two_documents_of_one_name_stay_apart():
     chunks = _split(text, "cm.yaml")
     assert _paths(chunks) == ["cm.yaml > ConfigMap settings", "cm.yaml > ConfigMap settings (2)"]
     assert all(c.content.endswith(mode) for c, mode in zip(chunks, ("development", "production"), strict=True))
+
+
+@pytest.mark.parametrize("name", [".pre-commit-config.yaml", ".travis.yml", ".golangci.yml"])
+def test_a_dotfile_at_a_checkout_s_root_is_read_by_its_suffix_not_as_a_bare_suffix(name):
+    # audit 58c: its key (no folder) read as a bare suffix (".pre-commit-config.yaml"): recursive, yet fenced as YAML
+    from pathlib import Path
+
+    assert recommend_strategy(name) == recommend_strategy(Path(name)) == "config"
+    assert recommend_strategy(".yaml") == "config" and recommend_strategy(".eslintrc.json") == "json"
+    assert recommend_strategy(".bashrc") == "recursive" and recommend_strategy(".py") == "code"
