@@ -4,7 +4,10 @@ A ``/`` in JS/TS starts a regex literal (``/[{}]/g``, ``/"/``, ``/\\//``) only w
 the text's start, after an operator or punctuation that expects a value (``(``, ``,``, ``=``, ``:``, ``[``, ``!``,
 ``&``, ``|``, ``?``, ``{``, ``}``, ``;``, ``=>``, ...) or a keyword such as ``return`` or ``typeof``; after a name,
 a number, ``)`` or ``]`` it divides. Without this, a literal's braces and quotes counted as code and ``/\\//``
-opened a ``//`` comment. The other languages are scanned as before (no regex literals, no parens).
+opened a ``//`` comment. Rust's strings run over lines, its raw strings (``r#"..."#``) take no escapes, and its
+``'`` opens a char literal (``'{'``, ``'\\''``, ``b'x'``) only where one closes, not a lifetime (``<'a>``, ``&'a str``);
+Go's raw strings (backquotes) take no escapes. The other languages are scanned as before (no regex literals, no
+parens).
 """
 
 from __future__ import annotations
@@ -14,12 +17,22 @@ from bisect import bisect_right
 
 _COMMENTS = r"(//[^\n]*|/\*.*?(?:\*/|\Z))"
 _STRINGS = r"(\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)"
-#: comments, then strings (one line, but JS/Go backquotes), and the braces
+#: comments, then strings (one line, but JS backquotes), and the braces
 _SLASH_TOKENS = re.compile(_COMMENTS + "|" + _STRINGS + r"|[{}]", re.S)
 #: JS/TS: also regex literals (one line; a ``/`` inside a ``[...]`` class does not end one) and parens
 _JS_TOKENS = re.compile(_COMMENTS + "|" + _STRINGS + r"|(/(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\[\n])+/)|[{}()]", re.S)
+#: Rust: comments, raw strings (``r#"..."#``, ``br"..."``), strings over lines, char literals (not lifetimes)
+_RUST_TOKENS = re.compile(
+    _COMMENTS
+    + r'|((?<![\w])b?r(#*)".*?"\3|"(?:\\.|[^"\\])*"'
+    + r"""|b?'(?:\\(?:u\{[0-9A-Fa-f_]{1,8}\}|x[0-9A-Fa-f]{2}|.)|[^'\\\n])')"""
+    + r"|[{}]",
+    re.S,
+)
+#: Go: comments, strings and runes, raw strings without escapes
+_GO_TOKENS = re.compile(_COMMENTS + r"""|("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`[^`]*`)|[{}]""", re.S)
 _HASH_TOKENS = re.compile(r"((?<![\w$#{])#[^\n]*)|(\"(?:\\.|[^\"\\\n])*\"|'[^'\n]*')|[{}]")
-_HASH_COMMENTS = frozenset({"shell", "powershell"})
+_TOKENS = {"shell": _HASH_TOKENS, "powershell": _HASH_TOKENS, "rust": _RUST_TOKENS, "go": _GO_TOKENS}
 JS_LANGUAGES = frozenset({"js", "ts"})
 _COMMENT, _STRING, _REGEX = 1, 2, 3
 #: what a value may follow (``>`` only as ``=>``: JSX's ``</p>`` is no regex; ``+``/``-`` not doubled: ``n++ / 2``)
@@ -34,8 +47,9 @@ class Scan:
     ``{`` closes; in JS/TS also each paren's depth and where each ``(`` closes."""
 
     def __init__(self, text: str, language: str) -> None:
+        self.language = language
         js = language in JS_LANGUAGES
-        tokens = _HASH_TOKENS if language in _HASH_COMMENTS else _JS_TOKENS if js else _SLASH_TOKENS
+        tokens = _TOKENS.get(language, _JS_TOKENS if js else _SLASH_TOKENS)
         self.skipped: list[tuple[int, int, bool]] = []  # (start, end, is a comment)
         self.braces: list[int] = []  # each ``{``'s position, in order
         self.depths: list[int] = []  # the depth after each brace event
