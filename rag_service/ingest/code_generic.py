@@ -21,6 +21,16 @@ import re
 from collections.abc import Callable
 from functools import cache
 
+from rag_service.ingest.code_items import (
+    GO_KEYWORDS,
+    ITEM_LANGUAGES,
+    RUST_ITEM_FORM,
+    go_spec_starts,
+    group_end,
+    is_group,
+    is_item_start,
+    keeps_child,
+)
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
 from rag_service.ingest.code_names import JS_METHOD_FORM, definition_names
 from rag_service.ingest.code_scan import JS_LANGUAGES, Scan
@@ -69,14 +79,12 @@ _C_FUNCTION = (
 )
 #: C types declared at column 0 (``struct outd {``, ``typedef enum {``)
 _C_TYPES = r"|^(?:typedef[ \t]+)?(?:struct|union|enum)\b"
-#: Rust items the keyword ``fn`` misses: ``pub fn``, ``impl ... for ...``, ``pub struct``, ``trait``, ``mod``
-_RUST_FORMS = (
-    r"|^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:const[ \t]+)?(?:async[ \t]+)?(?:unsafe[ \t]+)?"
-    r"(?:extern[ \t]+\"[^\"\n]*\"[ \t]+)?(?:fn|impl|struct|enum|trait|mod|union)\b"
-)
+#: Rust items the keyword ``fn`` misses: ``pub fn``, ``impl ... for ...``, ``pub struct``, ``macro_rules!``, ...
+_RUST_FORMS = "|^" + RUST_ITEM_FORM
 _BRACE_LANGUAGES = frozenset({"js", "ts", "go", "java", "rust", "c", "cpp", "csharp", "php", "kotlin", "swift",
                               "scala", "proto", "sol", "shell", "powershell"})  # fmt: skip
-_SIGNATURE_LANGUAGES = _BRACE_LANGUAGES - {"proto", "sol", "shell", "powershell"}
+#: (every Rust item starts with its keyword: a Rust line ending in ``{`` is no signature for that alone)
+_SIGNATURE_LANGUAGES = _BRACE_LANGUAGES - {"proto", "sol", "shell", "powershell", "rust"}
 #: languages whose definitions end by indentation (``end`` closing them, for all but Python)
 _INDENT_LANGUAGES = frozenset({"python", "ruby", "elixir", "lua"})
 #: words that start a definition only at brace depth 0 (or on a signature line): types, modifiers, variables
@@ -109,7 +117,7 @@ def definition_keywords(language: str) -> tuple[str, ...]:
 
     separators = RecursiveCharacterTextSplitter.get_separators_for_language(Language[name])
     words = [s.strip() for s in separators if s.startswith("\n") and s.strip()]
-    return tuple(w for w in words if w not in _CONTROL)
+    return tuple(w for w in words if w not in _CONTROL) + (GO_KEYWORDS if language == "go" else ())
 
 
 @cache
@@ -146,6 +154,8 @@ def generic_definitions(text: str, language: str) -> list[Definition]:
         end = _end(text, language, start, limit, scan)
         while stack and stack[-1].end <= start:
             stack.pop()
+        if stack and language == "rust" and not keeps_child(text, stack[-1].start, start):
+            continue
         if stack:
             end = min(end, stack[-1].end)
         node = Definition(leads[i], start, end, definition_names(text, start, end, language))
@@ -159,6 +169,12 @@ def _starts(text: str, language: str, pattern: re.Pattern[str], scan: Scan | Non
     for start, first, open_method in _candidates(text, language, pattern, scan):
         if scan is not None:
             if scan.skipped_at(first) is not None:
+                continue
+            if language in ITEM_LANGUAGES:
+                if not is_item_start(text, language, start, first, scan):
+                    continue
+                if not starts or start > starts[-1]:
+                    starts.append(start)
                 continue
             word = _FIRST_WORD.match(text, start)
             line = text[start : line_end(text, start)]
@@ -192,6 +208,10 @@ def _candidates(
     """The lines that may start a definition, in order: their start, their first non-blank character, and whether
     the line is a JS/TS method signature over several lines (judged as a signature)."""
     found = {m.start(): (m.start() + len(m[0]) - len(m[0].lstrip()), False) for m in pattern.finditer(text)}
+    if scan is not None and language == "go":
+        for start in go_spec_starts(text, scan):
+            line = text[start : line_end(text, start)]
+            found.setdefault(start, (start + len(line) - len(line.lstrip(" \t")), False))
     if scan is not None and language in JS_LANGUAGES:
         for body, forms in ((_METHOD_BODY, _JS_OPEN_METHOD), (_ARROW_BODY, _JS_OPEN_ARROW)):
             for match in forms.finditer(text):
@@ -213,9 +233,13 @@ def _after_statement(text: str, start: int) -> bool:
 
 
 def _is_declaration(text: str, start: int, scan: Scan) -> bool:
-    """Whether the statement at ``start`` ends with ``;`` before any block opens (``int x = 5;``, a prototype)."""
+    """Whether the statement at ``start`` ends with ``;`` before any block opens (``int x = 5;``, a prototype).
+    In Rust, a ``;`` inside brackets is an array type's (``fn f() -> [u8; 3] {``)."""
     semicolon = text.find(";", start)
-    while semicolon >= 0 and scan.skipped_at(semicolon) is not None:
+    while semicolon >= 0 and (
+        scan.skipped_at(semicolon) is not None
+        or (scan.language == "rust" and text.count("[", start, semicolon) > text.count("]", start, semicolon))
+    ):
         semicolon = text.find(";", semicolon + 1)
     opened = scan.first_open(start, len(text))
     return semicolon >= 0 and (opened is None or semicolon < opened)
@@ -257,6 +281,8 @@ def _block(text: str, start: int, limit: int, scan: Scan, language: str) -> int 
 
 def _end(text: str, language: str, start: int, limit: int, scan: Scan | None) -> int:
     """Past the last line of the definition starting at ``start`` (``limit``: where the next one leads)."""
+    if language == "go" and is_group(text, start):
+        return group_end(text, start)
     if scan is not None:
         opened = _block(text, start, limit, scan, language)
         if opened is not None and not _is_declaration(text, start, scan):

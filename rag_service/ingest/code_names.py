@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from rag_service.ingest.code_items import ITEM_LANGUAGES, item_names
+
 _CLASS_WORDS = "class|interface|struct|enum|trait|object|namespace|module|record|defmodule|defprotocol"
 _CLASS_LIKE_FORM = r"[ \t]*(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:{words})[ \t]+([A-Za-z_$][\w$]*(?:\.[A-Z][\w$]*)*)"
 _CLASS_LIKE = re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS))
@@ -15,10 +17,10 @@ _CLASS_LIKE_BY_LANGUAGE = {
     "go": re.compile(_CLASS_LIKE_FORM.format(words="type")),
     "ts": re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS + "|type")),
 }
-#: ``impl Display for Store`` is ``Store``'s, as ``impl<T> Store<T>`` is
+#: ``impl Display for Store`` is ``Store``'s, as ``impl<T> Store<T>`` and ``impl<'a> IntoIterator for &'a Store`` are
 _RUST_IMPL = re.compile(
-    r"[ \t]*(?:pub[ \t]+)?(?:unsafe[ \t]+)?impl\b(?:[ \t]*<[^{\n]*?>)?[ \t]+(?:[^{\n]*?[ \t]for[ \t]+)?[&*]?"
-    r"(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)"
+    r"[ \t]*(?:pub[ \t]+)?(?:unsafe[ \t]+)?impl\b(?:[ \t]*<[^{\n]*?>)?[ \t]+(?:[^{\n]*?[ \t]for[ \t]+)?"
+    r"(?:[&*][ \t]*(?:'\w+[ \t]+)?(?:mut[ \t]+)?)?(?:[A-Za-z_]\w*::)*([A-Za-z_]\w*)"
 )
 #: ``func (c *Client) start() error {``: the receiver's type, then the method
 _GO_METHOD = re.compile(r"func[ \t]*\([^)]*?\*?([A-Za-z_]\w*)(?:\[[^\]]*\])?[ \t]*\)[ \t]*([A-Za-z_]\w*)")
@@ -54,6 +56,8 @@ def definition_names(text: str, start: int, end: int, language: str) -> tuple[st
         return (impl[1],)
     if language == "go" and (method := _GO_METHOD.match(line.lstrip())):
         return method[1], method[2]
+    if language in ITEM_LANGUAGES and (item := item_names(line, language)) is not None:
+        return item
     declared = _CLASS_LIKE_BY_LANGUAGE.get(language, _CLASS_LIKE).match(line)
     if declared is not None:
         return (declared[1],)

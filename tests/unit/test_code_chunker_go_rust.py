@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from rag_service.ingest.code_generic import generic_definitions
 from rag_service.ingest.code_scan import Scan
-from tests.unit.test_code_chunker import chunks
+from tests.unit.test_code_chunker import _definition_names, chunks
 
 
 def _paths(source: str, text: str, **sizes: int) -> list[tuple[str, str]]:
@@ -30,6 +31,22 @@ def test_rust_lifetimes_are_no_char_literals(code: str, hidden: bool) -> None:
     scan = Scan(code, "rust")
     braces = code.count("{") - sum(code[s:e].count("{") for s, e, _ in scan.skipped)
     assert braces == (0 if hidden else 1), scan.skipped
+
+
+def test_rust_a_lifetime_does_not_close_its_module_early() -> None:
+    """``pub mod parse { pub struct Input<'a> { text: &'a str } ... }``: the struct's ``{`` was hidden, its ``}``
+    closed the module, and the module's functions fell out of it."""
+    text = (
+        "pub mod parse {\n    /// Holds the input.\n    pub struct Input<'a> { text: &'a str }\n\n"
+        "    /// Reads a word.\n    pub fn word(input: &Input) -> usize {\n        input.text.len()\n    }\n}\n\n"
+        "/// Counts.\npub fn count() -> usize {\n    2\n}\n"
+    )
+    assert _definition_names(generic_definitions(text, "rust")) == [
+        ("parse",),
+        ("parse", "Input"),
+        ("parse", "word"),
+        ("count",),
+    ]
 
 
 _RUST_STRINGS = '''\
@@ -67,8 +84,206 @@ def test_rust_raw_and_multi_line_strings_hold_no_code() -> None:
     ]
 
 
+def test_rust_code_inside_a_raw_string_is_no_definition() -> None:
+    """anyhow's build.rs holds a probe program in ``r#"..."#``: its ``struct E`` and ``impl Display for E`` were
+    definitions of the build script."""
+    text = 'const PROBE: &str = r#"\n    struct E;\n    impl Display for E {\n        fn fmt() {}\n    }\n"#;\n'
+    text += "\nfn main() {\n    compile(PROBE);\n}\n"
+    assert _definition_names(generic_definitions(text, "rust")) == [("PROBE",), ("main",)]
+
+
+_RUST_ITEMS = """\
+use std::fmt;
+
+/// Makes a function.
+#[macro_export]
+macro_rules! make {
+    ($name:ident) => {
+        fn $name() -> u32 { 1 }
+    };
+}
+
+/// Settings.
+pub mod settings {
+    /// The default size.
+    pub const SIZE: usize = 8;
+
+    /// Reads it.
+    pub(crate) fn read() -> usize {
+        SIZE
+    }
+
+    pub(super) unsafe fn write(v: usize) {
+        drop(v);
+    }
+}
+
+/// An alias.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// A limit.
+pub static LIMIT: u32 = 10;
+
+impl<T> Stack<T>
+where
+    T: fmt::Debug,
+{
+    /// Pushes.
+    pub fn push(&mut self, v: T) {
+        self.items.push(v);
+    }
+}
+"""
+
+
+def test_rust_items_are_named() -> None:
+    """``pub(crate) fn read`` was named ``pub``; ``macro_rules! make`` was no definition but the ``fn $name`` in its
+    body was; ``mod settings`` had no name; ``type``, ``static`` and ``const`` items went with the chunk before."""
+    assert _definition_names(generic_definitions(_RUST_ITEMS, "rust")) == [
+        ("make",),
+        ("settings",),
+        ("settings", "SIZE"),
+        ("settings", "read"),
+        ("settings", "write"),
+        ("Result",),
+        ("LIMIT",),
+        ("Stack",),
+        ("Stack", "push"),
+    ]
+    found = _paths("items.rs", _RUST_ITEMS)
+    assert ("items > Result", "/// An alias.") in found and ("items > LIMIT", "/// A limit.") in found
+    assert all("$name" not in path and not path.endswith("pub") for path, _ in found)
+
+
+_RUST_BODY = "".join(f"    let step{i} = compute(step, {i});\n" for i in range(8))
+_RUST_BIG_FN = f"""\
+impl Parser {{
+    /// Parses a group.
+    fn parse_group(&self) -> Ast {{
+{_RUST_BODY}        let (ast, frame) = match self.stack.pop() {{
+            Some(Frame::Group(g)) => match g.kind {{
+                Kind::Named => g,
+            }},
+            None => return Ast::empty(),
+        }};
+{_RUST_BODY}        if let Some(x) = ast.first() {{
+            return x;
+        }}
+        unsafe {{
+            ast.raw()
+        }}
+    }}
+}}
+"""
+
+
+def test_rust_expressions_in_a_body_are_no_definitions() -> None:
+    """A too-large function was walked for nested definitions, and ``let (a, b) = match x {``, ``Some(..) =>
+    match .. {`` were taken for them: chunks named ``let``, ``Some``, ``match``."""
+    assert _definition_names(generic_definitions(_RUST_BIG_FN, "rust")) == [("Parser",), ("Parser", "parse_group")]
+    found = _paths("parse.rs", _RUST_BIG_FN, chunk_size=400)
+    assert {path for path, _ in found[:-1]} == {"parse > Parser > parse_group"}
+    assert found[-1] in (("parse > Parser", "}"), ("parse > Parser > parse_group", "}"))
+
+
+_GO_BODY = "".join(f"\tstep{i} := compute(step, {i})\n" for i in range(8))
+_GO_CLOSURES = f"""\
+package cobra
+
+// Run runs the command.
+func (c *Command) Run(args []string) error {{
+{_GO_BODY}\tdefer func() {{
+\t\trecover()
+\t}}()
+\tcmd := &Command{{
+\t\tPreRun: func(_ *Command, args []string) {{
+\t\t\tcount++
+\t\t}},
+\t}}
+\tsort.Slice(args, func(i, j int) bool {{
+\t\treturn args[i] < args[j]
+\t}})
+{_GO_BODY}\treturn cmd.Execute()
+}}
+
+// Stop stops it.
+func Stop() {{
+}}
+"""
+
+
+def test_go_function_literals_are_no_definitions() -> None:
+    """``defer func() {``, ``PreRun: func(...) {`` and ``func(i, j int) bool {`` inside a function were nested
+    definitions: a large function came out as three-line chunks named ``func`` or ``int > bool``."""
+    assert _definition_names(generic_definitions(_GO_CLOSURES, "go")) == [("Command", "Run"), ("Stop",)]
+    paths = {path for path, _ in _paths("command.go", _GO_CLOSURES, chunk_size=300)}
+    assert paths == {"command > Command > Run", "command > Stop"}
+
+
+_GO_DECLARATIONS = """\
+package cmp
+
+// Start starts c.
+func (c *Client) Start() error {
+\treturn nil
+}
+
+// Greeting is a raw string with a brace.
+const Greeting = `hello {
+world`
+
+// ErrClosed is returned when closed.
+var ErrClosed = errors.New("closed")
+
+type (
+\t// Point is a point.
+\tPoint struct{ X, Y int }
+
+\t// Size is a size.
+\tSize int
+)
+
+// Stop stops c.
+func (c Client) Stop() {
+\tfmt.Println(`\\`)
+}
+"""
+
+
+def test_go_var_const_and_grouped_types_are_definitions() -> None:
+    """A documented ``const``/``var`` was no definition: its doc and value joined the function before (named after
+    it); a ``type (...)`` group had no names and ended at the first ``}`` inside it."""
+    assert _definition_names(generic_definitions(_GO_DECLARATIONS, "go")) == [
+        ("Client", "Start"),
+        ("Greeting",),
+        ("ErrClosed",),
+        (),
+        ("Point",),
+        ("Size",),
+        ("Client", "Stop"),
+    ]
+    found = _paths("client.go", _GO_DECLARATIONS, chunk_size=80)
+    assert ("client > Greeting", "// Greeting is a raw string with a brace.") in found
+    assert ("client > ErrClosed", "// ErrClosed is returned when closed.") in found
+    assert ("client > Size", "// Size is a size.") in found
+    assert found[-1] == ("client > Client > Stop", "// Stop stops c.")
+
+
 def test_go_raw_strings_have_no_escapes() -> None:
     """A Go raw string takes no backslash escapes: `` `\\` `` ended there, not at the next backquote."""
     code = "var sep = `\\`\nfunc f() {\n\tg(`}`)\n}\n"
     scan = Scan(code, "go")
     assert [code[s:e] for s, e, _ in scan.skipped] == ["`\\`", "`}`"]
+
+
+def test_rust_array_types_and_impls_for_references() -> None:
+    """``fn encode(cp: u32) -> [u8; 3] {`` ended at its own line (the array type's ``;`` read as a declaration's), and
+    ``impl<'a> IntoIterator for &'a Group`` was named after the trait, not the type."""
+    text = (
+        "fn encode(cp: u32) -> [u8; 3] {\n    const TAG: u8 = 0b1000_0000;\n    [TAG, TAG, TAG]\n}\n\n"
+        "impl<'a, K> IntoIterator for &'a mut Group<K> {\n    fn into_iter(self) -> Iter<'a, K> {\n"
+        "        self.iter()\n    }\n}\n"
+    )
+    definitions = generic_definitions(text, "rust")
+    assert _definition_names(definitions) == [("encode",), ("Group",), ("Group", "into_iter")]
+    assert text[definitions[0].start : definitions[0].end].endswith("[TAG, TAG, TAG]\n}\n")

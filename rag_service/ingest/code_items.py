@@ -1,0 +1,111 @@
+"""Go's and Rust's items for the ``code`` strategy: which definition lines of ``code_generic`` are items, and where
+Go's grouped declarations end. A heuristic over lines and braces, as the rest of the generic path.
+
+- **Go** declares at the top level only: a ``func``, ``type``, ``var`` or ``const`` line at brace depth 0 starts a
+  definition, never a function literal in a body (``defer func() {``, ``Run: func(...) {``). A group (``type (``,
+  ``var (``, ``const (``) ends at its closing ``)`` line, and each spec in it (``Point struct{...}``, ``ErrClosed =
+  ...``), with its comment, is a definition of its own.
+- **Rust** items start with their keyword (``fn``, ``struct``, ``enum``, ``union``, ``trait``, ``impl``, ``mod``,
+  ``type``, ``const``, ``static``, ``macro_rules!``, after a visibility and qualifiers), never with a statement of a
+  body (``let (a, b) = match x {``, ``Some(y) => match z {``). A ``mod x;`` declaration is no definition; a
+  ``macro_rules!`` body holds none (``fn $name()`` is a pattern); ``type``, ``const`` and ``static`` items count at
+  the top level and in a ``mod``, not in an ``impl``, ``trait`` or function (an associated type goes with the code
+  around it).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag_service.ingest.code_lines import line_end
+from rag_service.ingest.code_scan import Scan
+
+ITEM_LANGUAGES = frozenset({"go", "rust"})
+#: the words besides LangChain's that start a Go definition (they are JS statements, hence not theirs)
+GO_KEYWORDS = ("var", "const")
+_RUST_QUALIFIERS = (
+    r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:default[ \t]+)?(?:const[ \t]+)?(?:async[ \t]+)?(?:unsafe[ \t]+)?"
+    r"(?:extern[ \t]+\"[^\"\n]*\"[ \t]+)?"
+)
+#: a Rust item's first line (``pub(crate) unsafe fn``, ``impl<T>``, ``pub static mut``, ``macro_rules! name``)
+RUST_ITEM_FORM = (
+    _RUST_QUALIFIERS + r"(?:(?:fn|impl|struct|enum|trait|mod|union|type|const|static)\b|macro_rules![ \t]*[A-Za-z_])"
+)
+_RUST_ITEM = re.compile(RUST_ITEM_FORM)
+#: a Rust item and its name (``r#type`` is ``type``; ``const _`` has none)
+_RUST_NAMED = re.compile(
+    _RUST_QUALIFIERS
+    + r"(?:(?:fn|struct|enum|trait|mod|union|type|const|static(?:[ \t]+(?:mut|ref))?)[ \t]+|macro_rules![ \t]*)"
+    r"(?:r#)?([A-Za-z_]\w*)"
+)
+_RUST_DECLARATION = re.compile(_RUST_QUALIFIERS + r"mod[ \t]+\w+[ \t]*;")
+_RUST_LEAF = re.compile(r"[ \t]*macro_rules!")
+_RUST_MOD = re.compile(_RUST_QUALIFIERS + r"mod\b")
+_RUST_TOP_ONLY = re.compile(
+    r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:type|static|const(?![ \t]+(?:fn|unsafe|async|extern)\b))\b"
+)
+_GO_GROUP = re.compile(r"^(?:type|var|const)[ \t]*\([ \t]*(?://[^\n]*)?$", re.MULTILINE)
+_GO_GROUP_END = re.compile(r"^\)", re.MULTILINE)
+_GO_SPEC = re.compile(r"[ \t]+([A-Za-z_]\w*)")
+_GO_DECLARED = re.compile(r"(?:type|var|const)[ \t]+([A-Za-z_]\w*)")
+
+
+def is_item_start(text: str, language: str, start: int, first: int, scan: Scan) -> bool:
+    """Whether the candidate line at ``start`` (its first non-blank character at ``first``) starts an item."""
+    line = text[start : line_end(text, start)]
+    if language == "go":
+        return scan.depth(first) == 0
+    return _RUST_ITEM.match(line) is not None and _RUST_DECLARATION.match(line) is None
+
+
+def go_spec_starts(text: str, scan: Scan) -> list[int]:
+    """The starts of the specs of Go's grouped declarations: the lines inside a group at its first spec's
+    indentation and brace depth 0 that start with a name (comments, a struct's fields, a value's lines are not)."""
+    starts: list[int] = []
+    for group in _GO_GROUP.finditer(text):
+        end = group_end(text, group.start())
+        position, indent = line_end(text, group.start()), None
+        while position < end:
+            after = line_end(text, position)
+            spec = _GO_SPEC.match(text, position, after)
+            width = spec.start(1) - position if spec else -1
+            if spec is not None and scan.skipped_at(spec.start(1)) is None and scan.depth(spec.start(1)) == 0:
+                indent = width if indent is None else indent
+                if width == indent:
+                    starts.append(position)
+            position = after
+    return starts
+
+
+def group_end(text: str, start: int) -> int:
+    """Past the ``)`` line closing the Go group whose first line starts at ``start`` (the text's end if none)."""
+    closing = _GO_GROUP_END.search(text, line_end(text, start))
+    return len(text) if closing is None else line_end(text, closing.start())
+
+
+def is_group(text: str, start: int) -> bool:
+    """Whether the line at ``start`` opens a Go group (``type (``, ``var (``, ``const (``)."""
+    return _GO_GROUP.match(text, start) is not None
+
+
+def keeps_child(text: str, parent: int, child: int) -> bool:
+    """Whether a Rust item at ``child`` is a definition inside the one at ``parent``: none inside a
+    ``macro_rules!``, and a ``type``, ``const`` or ``static`` only inside a ``mod``."""
+    if _RUST_LEAF.match(text, parent):
+        return False
+    return _RUST_TOP_ONLY.match(text, child) is None or _RUST_MOD.match(text, parent) is not None
+
+
+def item_names(line: str, language: str) -> tuple[str, ...] | None:
+    """The name of the Go declaration or spec, or of the Rust item (not ``impl``), on ``line``; None when ``line``
+    is not one of those (a Go ``func``: ``code_names`` reads it)."""
+    if language == "rust":
+        named = _RUST_NAMED.match(line)
+        return None if named is None else (() if named[1] == "_" else (named[1],))
+    if _GO_GROUP.match(line):
+        return ()  # a group is named by its specs
+    declared = _GO_DECLARED.match(line)
+    if declared is not None:
+        return (declared[1],)
+    spec = _GO_SPEC.match(line)
+    return (spec[1],) if spec is not None and not line.lstrip().startswith("func") else None
