@@ -4,13 +4,15 @@ The language comes from the file suffix (``filetypes.CODE_LANGUAGES``). Definiti
 Python (``code_python``; a file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like the other
 languages) and by definition lines and block ends for the others (``code_generic``: a heuristic, not a parser;
 LangChain's splitter itself is not used, as it returns no offsets and cuts only at unindented definitions). Each
-definition comes with the comments, attributes and decorators right above it, and is one chunk if it fits
-``chunk_size``; one that does not fit is replaced by its own code plus one chunk per nested definition (a class's
-methods), or else split by the recursive splitter (its pieces keep its header path). Inside a class, code this
-short before the first method (the class line, a docstring, a few attributes) or after the last (a closing brace)
-joins that method's chunk. Code between definitions (imports, constants) is merged into chunks of at most
-``chunk_size`` under the enclosing path, never named after a definition; a text with no definition rule (language
-``text``) has only such chunks. A chunk starts at the beginning of its first line, indentation kept.
+definition comes with the comments, attributes and decorators right above it (in Go and Rust, comments too long to
+go with it are chunked apart under its name), and is one chunk if it fits ``chunk_size``; one that does not fit is
+replaced by its own code plus one chunk per nested definition (a class's methods), or else split by the recursive
+splitter (its pieces keep its header path). Inside a class, code this short before the first method (the class
+line, a docstring, a few attributes) or after the last (a closing brace) joins that method's chunk. Code between
+definitions (imports, constants) is merged into chunks of at most ``chunk_size`` under the enclosing path, never
+named after a definition; a text with no definition rule (language ``text``) has only such chunks. A chunk starts
+at the beginning of its first line, indentation kept. The header path starts with the module: the file's stem, a
+Rust ``mod.rs``'s folder.
 """
 
 
@@ -21,6 +23,7 @@ from typing import ClassVar
 
 from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
 from rag_service.ingest.code_generic import generic_definitions
+from rag_service.ingest.code_items import ITEM_LANGUAGES
 from rag_service.ingest.code_lines import Definition
 from rag_service.ingest.code_python import python_definitions
 from rag_service.ingest.filetypes import language_for
@@ -50,7 +53,10 @@ class CodeChunker(SizedChunker):
     ) -> None:
         super().__init__(chunk_size=chunk_size, chunk_overlap=chunk_overlap, min_chunk_chars=min_chunk_chars)
         self.language = language_for(source)
-        self.module = PurePath(source).stem if source else ""
+        path = PurePath(source)
+        # a Rust ``mod.rs`` is its folder's module (``src/ast/mod.rs`` is ``ast``)
+        folder = self.language == "rust" and path.name == "mod.rs" and path.parent.name
+        self.module = (folder or path.stem) if source else ""
 
     def split(self, text: str) -> ChunkedDocument:
         """Chunk ``text`` by definitions with exact offsets (see the module doc)."""
@@ -105,8 +111,13 @@ class CodeChunker(SizedChunker):
             joined = [cursor] if (inside or trailing) and self._short(text, cursor, node.lead) else []
             candidates = [*joined, max(node.lead, cursor), max(node.start, cursor)]
             begin = next((c for c in candidates if self._fits(text, c, node.end)), candidates[0])
-            self._plain(text, cursor, begin, names, units)
             path = (*names, *node.names)
+            lead = max(node.lead, cursor)
+            if lead < begin and self.language in ITEM_LANGUAGES:  # a lead too long for its definition: named after it
+                self._plain(text, cursor, lead, names, units)
+                self._plain(text, lead, begin, path, units)
+            else:
+                self._plain(text, cursor, begin, names, units)
             last = None
             if self._fits(text, begin, node.end):
                 units.append(((begin, node.end), path))

@@ -276,6 +276,24 @@ def test_go_raw_strings_have_no_escapes() -> None:
     assert [code[s:e] for s, e, _ in scan.skipped] == ["`\\`", "`}`"]
 
 
+def test_rust_mod_rs_is_named_after_its_folder() -> None:
+    """``src/ast/mod.rs`` and ``src/hir/mod.rs`` both cited ``mod > Literal``: a ``mod.rs`` is its folder's module."""
+    text = "pub struct Literal {\n    c: char,\n}\n"
+    assert [c.header_path for c in chunks("src/ast/mod.rs", text)] == ["ast > Literal"]
+    assert [c.header_path for c in chunks("lib.rs", text)] == ["lib > Literal"]
+
+
+def test_a_doc_comment_too_long_to_join_its_definition_is_named_after_it() -> None:
+    """A doc comment that does not fit with its definition was split under the file's name alone (go-cmp's
+    ``Equal``: 60 lines of doc cited as ``compare``), so a question its doc answers cited no definition."""
+    doc = "".join(f"// Equal rule {i}: values of kind {i} compare by their fields, recursively.\n" for i in range(30))
+    text = f"package cmp\n\nimport \"fmt\"\n\n{doc}func Equal(x, y interface{{}}) bool {{\n\treturn x == y\n}}\n"
+    found = chunks("compare.go", text)
+    assert found[0].header_path == "compare"
+    assert [c.header_path for c in found[1:]] == ["compare > Equal"] * (len(found) - 1)
+    assert found[-1].content.startswith("func Equal(") or "func Equal(" in found[-1].content
+
+
 def test_rust_array_types_and_impls_for_references() -> None:
     """``fn encode(cp: u32) -> [u8; 3] {`` ended at its own line (the array type's ``;`` read as a declaration's), and
     ``impl<'a> IntoIterator for &'a Group`` was named after the trait, not the type."""
