@@ -1,18 +1,19 @@
 """The ``code`` strategy: one definition per chunk where it fits; header path module > class > function.
 
-The language comes from the file suffix (``filetypes.CODE_LANGUAGES``). Definitions are found by ``ast`` for
-Python (``code_python``; a file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like the other
-languages) and by definition lines and block ends for the others (``code_generic``: a heuristic, not a parser;
-LangChain's splitter itself is not used, as it returns no offsets and cuts only at unindented definitions). Each
-definition comes with the comments, attributes and decorators right above it (in Go and Rust, comments too long to
-go with it are chunked apart under its name), and is one chunk if it fits ``chunk_size``; one that does not fit is
-replaced by its own code plus one chunk per nested definition (a class's methods), or else split by the recursive
-splitter (its pieces keep its header path). Inside a class, code this short before the first method (the class
-line, a docstring, a few attributes) or after the last (a closing brace) joins that method's chunk. Code between
-definitions (imports, constants) is merged into chunks of at most ``chunk_size`` under the enclosing path, never
-named after a definition; a text with no definition rule (language ``text``) has only such chunks. A chunk starts
-at the beginning of its first line, indentation kept. The header path starts with the module: the file's stem, a
-Rust ``mod.rs``'s folder.
+The language comes from the file suffix (``filetypes.CODE_LANGUAGES``). Definitions are found by ``ast`` for Python
+(``code_python``; a file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like the other languages)
+and by definition lines and block ends for the others (``code_generic``: a heuristic, not a parser; LangChain's
+splitter itself is not used, as it returns no offsets and cuts only at unindented definitions). Each definition
+comes with the comments, attributes and decorators right above it (in Go and Rust, comments too long to go with it
+are chunked apart under its name), and is one chunk if it fits ``chunk_size``; one that does not fit, and a Rust
+``impl``, ``trait`` or ``mod`` block whatever its size (its items are Rust's methods, as a Go method is a definition
+of its own), is replaced by its own code plus one chunk per nested definition (a class's methods), or else split by
+the recursive splitter (its pieces keep its header path). Inside a class, code this short before the first method
+(the class line, a docstring, a few attributes) or after the last (a closing brace) joins that method's chunk. Code
+between definitions (imports, constants) is merged into chunks of at most ``chunk_size`` under the enclosing path,
+never named after a definition; a text with no definition rule (language ``text``) has only such chunks. A chunk
+starts at the beginning of its first line, indentation kept. The header path starts with the module: the file's
+stem, a Rust ``mod.rs``'s folder.
 """
 
 
@@ -119,7 +120,7 @@ class CodeChunker(SizedChunker):
             else:
                 self._plain(text, cursor, begin, names, units)
             last = None
-            if self._fits(text, begin, node.end):
+            if self._fits(text, begin, node.end) and not (node.container and node.children):
                 units.append(((begin, node.end), path))
                 last = len(units) - 1
             elif node.children:

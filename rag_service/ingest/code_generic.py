@@ -27,6 +27,7 @@ from rag_service.ingest.code_items import (
     RUST_ITEM_FORM,
     go_spec_starts,
     group_end,
+    is_container,
     is_group,
     is_item_start,
     keeps_child,
@@ -158,7 +159,8 @@ def generic_definitions(text: str, language: str) -> list[Definition]:
             continue
         if stack:
             end = min(end, stack[-1].end)
-        node = Definition(leads[i], start, end, definition_names(text, start, end, language))
+        names = definition_names(text, start, end, language)
+        node = Definition(leads[i], start, end, names, container=language == "rust" and is_container(text, start))
         (stack[-1].children if stack else roots).append(node)
         stack.append(node)
     return roots

@@ -40,6 +40,7 @@ _RUST_NAMED = re.compile(
 )
 _RUST_DECLARATION = re.compile(_RUST_QUALIFIERS + r"mod[ \t]+\w+[ \t]*;")
 _RUST_LEAF = re.compile(r"[ \t]*macro_rules!")
+_RUST_CONTAINER = re.compile(_RUST_QUALIFIERS + r"(?:impl|trait|mod)\b")
 _RUST_MOD = re.compile(_RUST_QUALIFIERS + r"mod\b")
 _RUST_TOP_ONLY = re.compile(
     r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:type|static|const(?![ \t]+(?:fn|unsafe|async|extern)\b))\b"
@@ -86,6 +87,11 @@ def group_end(text: str, start: int) -> int:
 def is_group(text: str, start: int) -> bool:
     """Whether the line at ``start`` opens a Go group (``type (``, ``var (``, ``const (``)."""
     return _GO_GROUP.match(text, start) is not None
+
+
+def is_container(text: str, start: int) -> bool:
+    """Whether the Rust item at ``start`` is an ``impl``, ``trait`` or ``mod`` block (chunked as its items)."""
+    return _RUST_CONTAINER.match(text, start) is not None
 
 
 def keeps_child(text: str, parent: int, child: int) -> bool:

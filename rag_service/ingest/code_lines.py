@@ -12,13 +12,15 @@ class Definition:
     """A definition in a text: ``lead`` is where its chunk may start (the comments, attributes and decorators right
     above it, or the header of the block it is the first statement of), ``start`` its own first line (decorators
     included), ``end`` past its last line; ``names`` extend the header path; ``children`` are the definitions
-    nested in it (a class's methods), in order."""
+    nested in it (a class's methods), in order; a ``container`` (a Rust ``impl``, ``trait`` or ``mod``) is chunked as
+    its children even where it would fit whole."""
 
     lead: int
     start: int
     end: int
     names: tuple[str, ...]
     children: list[Definition] = field(default_factory=list)
+    container: bool = False
 
 
 class Lines:

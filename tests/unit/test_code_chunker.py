@@ -149,7 +149,7 @@ def test_names_come_from_open_blocks_rust_impls_and_go_receivers() -> None:
     c_text = "struct outd {\n    int outfile;\n};\n\nint run(int n)\n{\n    int ret;\n" + "    n++;\n" * 200 + "}\n"
     assert {c.header_path for c in chunks("gun.c", c_text)} == {"gun > outd", "gun > run"}
     rust = 'impl std::fmt::Display for Store {\n    fn fmt(&self) -> String {\n        "Store".into()\n    }\n}\n'
-    assert [c.header_path for c in chunks("lib.rs", rust)] == ["lib > Store"]
+    assert [c.header_path for c in chunks("lib.rs", rust)] == ["lib > Store > fmt"]
     go = (
         "type Client struct {\n\tname string\n}\n\n// Start calls append(x) on the helper.\n"
         "func (c *Client) start() error {\n\treturn nil\n}\n"

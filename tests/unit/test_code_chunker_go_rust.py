@@ -305,3 +305,22 @@ def test_rust_array_types_and_impls_for_references() -> None:
     definitions = generic_definitions(text, "rust")
     assert _definition_names(definitions) == [("encode",), ("Group",), ("Group", "into_iter")]
     assert text[definitions[0].start : definitions[0].end].endswith("[TAG, TAG, TAG]\n}\n")
+
+
+def test_rust_impl_trait_and_mod_blocks_are_chunked_as_their_items() -> None:
+    """A small ``impl`` was one chunk named after its type: its methods (``Literal::is_cut``) were named nowhere
+    and shared one vector (name questions 0.485 against 0.670 nDCG@10 for methods with chunks of their own). Each
+    item now has its chunk, the block's first line with the first item and its closing brace with the last, as a
+    Go method does."""
+    text = (
+        "/// A literal.\nimpl Literal {\n    type Item = u8;\n\n    /// Whether it was cut.\n"
+        "    pub fn is_cut(&self) -> bool {\n        self.cut\n    }\n\n"
+        "    pub fn cut(&mut self) {\n        self.cut = true;\n    }\n}\n\n"
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn cuts() {\n        assert!(true);\n    }\n}\n"
+    )
+    found = [(c.header_path, c.content) for c in chunks("literal.rs", text)]
+    paths = ["literal > Literal > is_cut", "literal > Literal > cut", "literal > tests > cuts"]
+    assert [path for path, _ in found] == paths
+    assert found[0][1].startswith("/// A literal.\nimpl Literal {\n    type Item = u8;")
+    assert found[1][1].endswith("self.cut = true;\n    }\n}")
+    assert found[2][1].startswith("#[cfg(test)]\nmod tests {") and found[2][1].endswith("}\n}")
