@@ -25,6 +25,7 @@ from rag_service.ingest.code_items import (
     GO_KEYWORDS,
     ITEM_LANGUAGES,
     RUST_ITEM_FORM,
+    attribute_start,
     go_spec_starts,
     group_end,
     is_container,
@@ -261,6 +262,8 @@ def _lead_test(text: str, language: str, scan: Scan | None) -> Callable[[int, in
             if skipped is not None and skipped[2] and skipped[1] >= start + len(line.rstrip()):
                 opener = line_start(text, skipped[0])
                 return opener if not text[opener : skipped[0]].strip() else None
+            if language == "rust" and body.endswith("]") and not body.startswith("#["):
+                return attribute_start(text, start)  # the last line of ``#[cfg(any(`` over several lines
             return start if body.startswith(attributes) and attributes else None
         return start if prefixes and body.startswith(prefixes) else None
 

@@ -45,6 +45,8 @@ _RUST_MOD = re.compile(_RUST_QUALIFIERS + r"mod\b")
 _RUST_TOP_ONLY = re.compile(
     r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:type|static|const(?![ \t]+(?:fn|unsafe|async|extern)\b))\b"
 )
+#: the lines a Rust attribute may take
+_ATTRIBUTE_LINES = 12
 _GO_GROUP = re.compile(r"^(?:type|var|const)[ \t]*\([ \t]*(?://[^\n]*)?$", re.MULTILINE)
 _GO_GROUP_END = re.compile(r"^\)", re.MULTILINE)
 _GO_SPEC = re.compile(r"[ \t]+([A-Za-z_]\w*)")
@@ -100,6 +102,23 @@ def keeps_child(text: str, parent: int, child: int) -> bool:
     if _RUST_LEAF.match(text, parent):
         return False
     return _RUST_TOP_ONLY.match(text, child) is None or _RUST_MOD.match(text, parent) is not None
+
+
+def attribute_start(text: str, end_line: int) -> int | None:
+    """The start of the line opening the Rust attribute whose last line starts at ``end_line`` (``#[cfg(any(`` ...
+    ``))]``), at most ``_ATTRIBUTE_LINES`` lines up; None if no ``#[`` there balances its brackets."""
+    start, closing = end_line, text.find("\n", end_line)
+    for _ in range(_ATTRIBUTE_LINES):
+        if start == 0:
+            return None
+        start = text.rfind("\n", 0, start - 1) + 1
+        if text[start:closing].lstrip().startswith("#[") and _balanced(text[start:closing]):
+            return start
+    return None
+
+
+def _balanced(code: str) -> bool:
+    return code.count("[") == code.count("]") and code.count("(") == code.count(")")
 
 
 def item_names(line: str, language: str) -> tuple[str, ...] | None:

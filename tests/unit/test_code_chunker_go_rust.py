@@ -324,3 +324,15 @@ def test_rust_impl_trait_and_mod_blocks_are_chunked_as_their_items() -> None:
     assert found[0][1].startswith("/// A literal.\nimpl Literal {\n    type Item = u8;")
     assert found[1][1].endswith("self.cut = true;\n    }\n}")
     assert found[2][1].startswith("#[cfg(test)]\nmod tests {") and found[2][1].endswith("}\n}")
+
+
+def test_rust_an_attribute_over_several_lines_goes_with_its_item() -> None:
+    """``#[cfg(all(\\n    feature = "std",\\n))]`` above a function (11 in regex-syntax's tests): the lead stopped at
+    its last line, so the attribute and the doc above it went to the chunk before."""
+    text = (
+        "/// Fixed buffer.\npub struct Buf {\n    data: [u8; 4],\n}\n\n"
+        '/// Makes one.\n#[cfg(any(\n    feature = "std",\n    feature = "alloc",\n))]\n#[inline]\n'
+        "pub fn make() -> Buf {\n    Buf { data: [0; 4] }\n}\n"
+    )
+    found = _paths("buf.rs", text)
+    assert found == [("buf > Buf", "/// Fixed buffer."), ("buf > make", "/// Makes one.")]
