@@ -29,10 +29,10 @@ from rag_service.tokens import DEFAULT_ENCODING
 #: 9: LaTeX \\[2pt] opens no math; .py over 1 MB split by definition lines; 8: window fit
 CHUNKING_VERSION = 10
 #: bump a strategy's revision when a change alters only that strategy's chunks: only its documents are chunked again
-#: (``v10.1``); reset them all when CHUNKING_VERSION is bumped. code 1: JS/TS regex literals, signatures over lines;
-#: config 1: YAML documents apart, nothing inside a value opens a section, long sections cut between entries,
-#: first lines indented (audit 58c)
-STRATEGY_REVISIONS = {"code": 1, "config": 1}
+#: (``v10.2``); reset them all when CHUNKING_VERSION is bumped. code 1: JS/TS regex literals, signatures over lines;
+#: code 2: Go's and Rust's items (audit 58); config 1: YAML documents apart, nothing inside a value opens a section,
+#: long sections cut between entries, first lines indented (audit 58c)
+STRATEGY_REVISIONS = {"code": 2, "config": 1}
 
 
 def content_hash(text: str) -> str:
@@ -53,7 +53,7 @@ def chunker_fingerprint(
     The first part of a document's fingerprint. Defaults are resolved first, so ``None`` and the
     explicit default agree. The encoding appears only for ``token``, the one strategy it affects
     (``"token:256:32:50:cl100k_base:v1"``); a strategy revised since the last ``CHUNKING_VERSION`` carries its
-    revision (``"code:1500:0:50:v10.1"``). Raises ChunkingError where ``make_chunker`` would.
+    revision (``"code:1500:0:50:v10.2"``). Raises ChunkingError where ``make_chunker`` would.
     """
     strategy = resolve_strategy(strategy)
     size, overlap = checked_sizes(strategy, chunk_size, chunk_overlap, min_chunk_chars)
