@@ -31,7 +31,7 @@ from rag_service.ingest.code_items import (
     is_container,
     is_group,
     is_item_start,
-    keeps_child,
+    keeps_item,
 )
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
 from rag_service.ingest.code_names import JS_METHOD_FORM, definition_names
@@ -156,7 +156,8 @@ def generic_definitions(text: str, language: str) -> list[Definition]:
         end = _end(text, language, start, limit, scan)
         while stack and stack[-1].end <= start:
             stack.pop()
-        if stack and language == "rust" and not keeps_child(text, stack[-1].start, start):
+        parent = stack[-1].start if stack else None
+        if language in ITEM_LANGUAGES and not keeps_item(text, language, parent, start, documented=leads[i] < start):
             continue
         if stack:
             end = min(end, stack[-1].end)

@@ -11,6 +11,7 @@ Go's grouped declarations end. A heuristic over lines and braces, as the rest of
   ``macro_rules!`` body holds none (``fn $name()`` is a pattern); ``type``, ``const`` and ``static`` items count at
   the top level and in a ``mod``, not in an ``impl``, ``trait`` or function (an associated type goes with the code
   around it).
+- A value (Go's ``var``/``const``, Rust's ``const``/``static``) is a definition only where a comment documents it.
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ _RUST_DECLARATION = re.compile(_RUST_QUALIFIERS + r"mod[ \t]+\w+[ \t]*;")
 _RUST_LEAF = re.compile(r"[ \t]*macro_rules!")
 _RUST_CONTAINER = re.compile(_RUST_QUALIFIERS + r"(?:impl|trait|mod)\b")
 _RUST_MOD = re.compile(_RUST_QUALIFIERS + r"mod\b")
-_RUST_TOP_ONLY = re.compile(
-    r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:type|static|const(?![ \t]+(?:fn|unsafe|async|extern)\b))\b"
-)
+_RUST_VALUE_FORM = r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:static|const(?![ \t]+(?:fn|unsafe|async|extern)\b)"
+_RUST_TOP_ONLY = re.compile(_RUST_VALUE_FORM + r"|type)\b")
 #: the lines a Rust attribute may take
 _ATTRIBUTE_LINES = 12
+_RUST_VALUE = re.compile(_RUST_VALUE_FORM + r")\b")
+_GO_VALUE = re.compile(r"(?:var|const)\b")
 _GO_GROUP = re.compile(r"^(?:type|var|const)[ \t]*\([ \t]*(?://[^\n]*)?$", re.MULTILINE)
 _GO_GROUP_END = re.compile(r"^\)", re.MULTILINE)
 _GO_SPEC = re.compile(r"[ \t]+([A-Za-z_]\w*)")
@@ -96,12 +98,22 @@ def is_container(text: str, start: int) -> bool:
     return _RUST_CONTAINER.match(text, start) is not None
 
 
-def keeps_child(text: str, parent: int, child: int) -> bool:
-    """Whether a Rust item at ``child`` is a definition inside the one at ``parent``: none inside a
-    ``macro_rules!``, and a ``type``, ``const`` or ``static`` only inside a ``mod``."""
-    if _RUST_LEAF.match(text, parent):
+def keeps_item(text: str, language: str, parent: int | None, start: int, *, documented: bool) -> bool:
+    """Whether the item starting at ``start`` (inside the one starting at ``parent``, if any) is a definition: in
+    Rust none inside a ``macro_rules!``, and a ``type``, ``const`` or ``static`` only at the top level or in a
+    ``mod``; a Go ``var``/``const`` (or a spec of their groups) and a Rust ``const``/``static`` only where a comment
+    or attribute ``documented`` it (an undocumented ``var minNamePadding = 11`` stays with the code around it: as a
+    chunk of its own, named after itself, it outranked the function its name is part of)."""
+    if language == "go":
+        if is_group(text, start):
+            return True
+        value = _GO_VALUE.match(text, start) or (parent is not None and _GO_VALUE.match(text, parent))
+        return documented or not value
+    if parent is not None and _RUST_LEAF.match(text, parent):
         return False
-    return _RUST_TOP_ONLY.match(text, child) is None or _RUST_MOD.match(text, parent) is not None
+    if parent is not None and _RUST_TOP_ONLY.match(text, start) and not _RUST_MOD.match(text, parent):
+        return False
+    return documented or not _RUST_VALUE.match(text, start)
 
 
 def attribute_start(text: str, end_line: int) -> int | None:
