@@ -12,6 +12,8 @@ Go's grouped declarations end. A heuristic over lines and braces, as the rest of
   the top level and in a ``mod``, not in an ``impl``, ``trait`` or function (an associated type goes with the code
   around it).
 - A value (Go's ``var``/``const``, Rust's ``const``/``static``) is a definition only where a comment documents it.
+- A Rust ``impl``, ``trait`` or ``mod`` is a container (``is_container``: chunked as its items, as Go's methods are),
+  and an attribute over several lines (``#[cfg(any(`` ... ``))]``) leads its item (``attribute_start``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 from rag_service.ingest.code_lines import line_end
 from rag_service.ingest.code_scan import Scan
 
+#: the languages whose definitions are read as their items here
 ITEM_LANGUAGES = frozenset({"go", "rust"})
 #: the words besides LangChain's that start a Go definition (they are JS statements, hence not theirs)
 GO_KEYWORDS = ("var", "const")
