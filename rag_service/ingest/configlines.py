@@ -12,6 +12,7 @@ reads any file, valid or not.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: a TOML key part: bare, or quoted
@@ -117,16 +118,22 @@ def _toml_scan(line: str, quote: str | None, depth: int) -> tuple[str | None, in
     return quote, depth
 
 
+def _scanned_until_closed(scan: Callable[[str, set[int]], tuple[list[Line], int | None]], text: str) -> list[Line]:
+    """``scan``'s lines of ``text``, scanned again with each value left open at the end read as none where it opened,
+    until nothing is left open (or the same line is)."""
+    ignored: set[int] = set()
+    while True:
+        lines, open_at = scan(text, ignored)
+        if open_at is None or open_at in ignored:
+            return lines
+        ignored.add(open_at)
+
+
 def toml_lines(text: str) -> list[Line]:
     """The lines of a TOML text: a table line (outside strings and arrays; unindented, also inside an array an
     invalid file left open) and each key line outside a value are entries. A multi-line string still open at the
     end is read as none (a stray triple quote of an invalid file hides no table)."""
-    ignored: set[int] = set()
-    while True:
-        lines, open_at = _toml_scan_lines(text, ignored)
-        if open_at is None or open_at in ignored:
-            return lines
-        ignored.add(open_at)
+    return _scanned_until_closed(_toml_scan_lines, text)
 
 
 def _toml_scan_lines(text: str, ignored: set[int]) -> tuple[list[Line], int | None]:
@@ -263,12 +270,7 @@ def _inside(line: str, indent: int, state: _YamlState) -> bool:
 def yaml_lines(text: str) -> list[Line]:
     """The lines of a YAML text: keys and list items outside a value are entries; document markers at column 0. A
     quoted scalar or bracket still open at the end is read as none (an invalid file's stray quote hides no key)."""
-    ignored: set[int] = set()
-    while True:
-        lines, open_at = _yaml_scan_lines(text, ignored)
-        if open_at is None or open_at in ignored:
-            return lines
-        ignored.add(open_at)
+    return _scanned_until_closed(_yaml_scan_lines, text)
 
 
 def _yaml_scan_lines(text: str, ignored: set[int]) -> tuple[list[Line], int | None]:
