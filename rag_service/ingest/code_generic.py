@@ -34,7 +34,7 @@ from rag_service.ingest.code_items import (
     keeps_item,
 )
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
-from rag_service.ingest.code_names import JS_METHOD_FORM, definition_names
+from rag_service.ingest.code_names import JS_ASSIGNED_CLASS_FORM, JS_METHOD_FORM, definition_names
 from rag_service.ingest.code_scan import JS_LANGUAGES, Scan
 
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
@@ -58,12 +58,14 @@ _SIGNATURE_FORM = (
     r"[*#]?[A-Za-z_$][\w$]*[ \t]*(?:<[^>\n]*>)?\([^;\n]*\)[^;{\n]*\{[ \t]*$"
 )
 _SIGNATURE = re.compile(_SIGNATURE_FORM)
-#: JS/TS definitions the keywords miss: ``export default class``, ``async function``, ``const f = (x) => {``
+#: JS/TS definitions the keywords miss: ``export default class``, ``async function``, ``const f = (x) => {``,
+#: a class assigned (``module.exports = class X {``, ``exports.X = class {``, ``const X = class {``)
 _JS_FORMS = (
     r"|^[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:declare[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?"
     r"(?:function\b|class\b|interface\b|enum\b|namespace\b|type[ \t]+[A-Za-z_$])"
     r"|^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:async[ \t]+)?"
     r"(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]*)?=>|[A-Za-z_$][\w$]*[ \t]*=>)"
+    r"|^" + JS_ASSIGNED_CLASS_FORM
 )
 #: JS/TS signatures whose parameters go on past the line (``  async request(``, ``const f = async (``): each is
 #: one where its ``(`` closes on a later line before a body (``) {``, ``): Promise<T> {``, ``) => ``)

@@ -1,6 +1,7 @@
 """The names a definition adds to a ``code`` chunk's header path, read from its own first lines (never from the
 comments above it): a class-like declaration's name, a Rust ``impl``'s type, a Go method's receiver type and name,
-or a function's name. A heuristic over one to three lines, not a parser."""
+a JS/TS class's assigned name or an object method's key, or a function's name. A heuristic over one to three lines,
+not a parser."""
 
 from __future__ import annotations
 
@@ -44,6 +45,21 @@ JS_METHOD_FORM = (
     r"(?:\*[ \t]*)?#?([A-Za-z_$][\w$]*)[ \t]*(?:<[^>\n]*>)?\("
 )
 _JS_METHOD = re.compile(JS_METHOD_FORM)
+#: a JS/TS class assigned to a name (``const X = class {``, ``exports.X = class {``) or to ``module.exports``
+JS_ASSIGNED_CLASS_FORM = (
+    r"[ \t]*(?:export[ \t]+)?(?:(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*(?::[^=\n]*)?"
+    r"|(?:module\.)?exports(?:\.[A-Za-z_$][\w$]*)?[ \t]*)=[ \t]*class\b"
+)
+#: the same, naming it after what it is assigned to, else its own name (``module.exports = class Store {``)
+_JS_ASSIGNED_CLASS = re.compile(
+    r"[ \t]*(?:export[ \t]+)?(?:(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*(?::[^=\n]*)?"
+    r"|(?:module\.)?exports(?:\.([A-Za-z_$][\w$]*))?[ \t]*)=[ \t]*class\b"
+    r"(?:[ \t]+(?!(?:extends|implements)\b)([A-Za-z_$][\w$]*))?"
+)
+#: an object's method as a property (``close: function (key) {``, ``flush: async (entries) => {``): its key
+_JS_PROPERTY = re.compile(
+    r"[ \t]*([A-Za-z_$][\w$]*)[ \t]*:[ \t]*(?:async[ \t]+)?(?:function\b|\(|[A-Za-z_$][\w$]*[ \t]*=>)"
+)
 #: the lines a JS/TS signature may take
 _SIGNATURE_LINES = 40
 
@@ -58,6 +74,8 @@ def definition_names(text: str, start: int, end: int, language: str) -> tuple[st
         return method[1], method[2]
     if language in ITEM_LANGUAGES and (item := item_names(line, language)) is not None:
         return item
+    if language in ("js", "ts") and (assigned := _JS_ASSIGNED_CLASS.match(line) or _JS_PROPERTY.match(line)):
+        return tuple(name for name in assigned.groups() if name)[:1]
     declared = _CLASS_LIKE_BY_LANGUAGE.get(language, _CLASS_LIKE).match(line)
     if declared is not None:
         return (declared[1],)

@@ -1,0 +1,63 @@
+"""The ``code`` strategy on JS/TS forms the last audits left: classes and objects assigned to a name or to
+``module.exports``, and doc comments too long to go with their definition."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_service.ingest.chunk import TextChunk
+from rag_service.ingest.chunkers import make_chunker
+from tests.unit.test_chunker_properties import assert_chunks_valid
+
+_BODY = "".join(f"    this.value{i} = compute({i}, options, this.defaults);\n" for i in range(18))
+
+
+def chunks(source: str, text: str) -> list[TextChunk]:
+    doc = make_chunker("code", source=source).split(text)
+    assert_chunks_valid(text, doc, indented=True)
+    return doc.chunks
+
+
+def _class_body() -> str:
+    """Two methods too long to share a chunk (the class does not fit whole)."""
+    return f"  constructor(options) {{\n{_BODY}  }}\n\n  get(key) {{\n{_BODY}    return this.value1;\n  }}\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "opening", "closing"),
+    [
+        ("index.js", "module.exports = class Store {\n", "};\n"),
+        ("index.js", "module.exports = class {\n", "};\n"),
+        ("index.js", "exports.Store = class {\n", "};\n"),
+        ("index.js", "module.exports.Store = class extends Base {\n", "};\n"),
+        ("index.js", "export default class Store {\n", "}\n"),
+        ("index.js", "const Store = class {\n", "};\n"),
+        ("index.ts", "export const Store = class implements Cache {\n", "};\n"),
+    ],
+)
+def test_a_class_assigned_or_exported_is_a_class(source: str, opening: str, closing: str) -> None:
+    """``module.exports = class X {``, ``exports.X = class {`` and ``const X = class {`` were no definitions: their
+    methods sat under the module (``index > constructor``), the class line with the first of them."""
+    text = f"'use strict';\n\n{opening}{_class_body()}{closing}"
+    found = chunks(source, text)
+    name = "Store" if "Store" in opening else None
+    paths = ["index", name, "constructor"], ["index", name, "get"]
+    assert [c.header_path for c in found] == [" > ".join(n for n in p if n) for p in paths]
+    assert found[0].content.startswith("'use strict';\n\n" + opening + "  constructor(options) {")
+    assert found[-1].content.endswith("return this.value1;\n  }\n" + closing.rstrip())
+
+
+def test_the_methods_of_an_exported_object_are_named() -> None:
+    """``module.exports = { a() {...}, b: function () {...}, c: async (x) => {...} }``: ``b`` and ``c`` were
+    definitions without a name, cited as the module alone."""
+    text = (
+        "module.exports = {\n"
+        f"  open(options) {{\n{_BODY}  }},\n\n"
+        f"  close: function (key) {{\n{_BODY}  }},\n\n"
+        f"  flush: async (entries) => {{\n{_BODY}  }},\n\n"
+        f"  drain: async function* drain(entries) {{\n{_BODY}  }},\n"
+        "};\n"
+    )
+    found = chunks("index.js", text)
+    assert [c.header_path for c in found] == ["index > open", "index > close", "index > flush", "index > drain"]
+    assert found[1].content.startswith("  close: function (key) {")
