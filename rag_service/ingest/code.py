@@ -4,8 +4,8 @@ The language comes from the file suffix (``filetypes.CODE_LANGUAGES``). Definiti
 (``code_python``; a file that does not parse, or is over ``MAX_PARSED_CHARS``, is treated like the other languages)
 and by definition lines and block ends for the others (``code_generic``: a heuristic, not a parser; LangChain's
 splitter itself is not used, as it returns no offsets and cuts only at unindented definitions). Each definition
-comes with the comments, attributes and decorators right above it (in Go and Rust, comments too long to go with it
-are chunked apart under its name), and is one chunk if it fits ``chunk_size``; one that does not fit, and a Rust
+comes with the comments, attributes and decorators right above it (in Go, Rust, JS and TS, comments too long to go
+with it are chunked apart under its name), and is one chunk if it fits ``chunk_size``; one that does not fit, and a Rust
 ``impl``, ``trait`` or ``mod`` block whatever its size (its items are Rust's methods, as a Go method is a definition
 of its own), is replaced by its own code plus one chunk per nested definition (a class's methods), or else split by
 the recursive splitter (its pieces keep its header path). Inside a class, code this short before the first method
@@ -27,6 +27,7 @@ from rag_service.ingest.code_generic import generic_definitions
 from rag_service.ingest.code_items import ITEM_LANGUAGES
 from rag_service.ingest.code_lines import Definition
 from rag_service.ingest.code_python import python_definitions
+from rag_service.ingest.code_scan import JS_LANGUAGES
 from rag_service.ingest.filetypes import language_for
 from rag_service.ingest.recursive import SizedChunker, recursive_pieces
 from rag_service.ingest.spans import Span, make_chunk, merge_pieces, trim_lines
@@ -37,6 +38,8 @@ from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS
 MAX_PARSED_CHARS = 1_000_000
 #: code this short (stripped) before a class's first method, or after its last, goes with that method's chunk
 SHORT_CODE_CHARS = 200
+#: the languages whose comments too long to go with their definition are chunked apart under its name
+_NAMED_LEADS = ITEM_LANGUAGES | JS_LANGUAGES
 
 
 class CodeChunker(SizedChunker):
@@ -114,7 +117,7 @@ class CodeChunker(SizedChunker):
             begin = next((c for c in candidates if self._fits(text, c, node.end)), candidates[0])
             path = (*names, *node.names)
             lead = max(node.lead, cursor)
-            if lead < begin and self.language in ITEM_LANGUAGES:  # a lead too long for its definition: named after it
+            if lead < begin and self.language in _NAMED_LEADS:  # a lead too long for its definition: named after it
                 self._plain(text, cursor, lead, names, units)
                 self._plain(text, lead, begin, path, units)
             else:

@@ -61,3 +61,36 @@ def test_the_methods_of_an_exported_object_are_named() -> None:
     found = chunks("index.js", text)
     assert [c.header_path for c in found] == ["index > open", "index > close", "index > flush", "index > drain"]
     assert found[1].content.startswith("  close: function (key) {")
+
+
+def _jsdoc(lines: int) -> str:
+    return "/**\n" + "".join(f" * Rule {i}: entries of kind {i} are loaded lazily, then cached by key.\n"
+                             for i in range(lines)) + " */\n"  # fmt: skip
+
+
+@pytest.mark.parametrize("source", ["loader.js", "loader.ts"])
+def test_a_doc_comment_too_long_to_join_its_definition_is_named_after_it(source: str) -> None:
+    """A JSDoc block that does not fit with its function was split under the file's name alone (as Go's and Rust's
+    were), so a question its doc answers cited no definition."""
+    doc = _jsdoc(30)
+    assert len(doc) > 1_500
+    text = f"import {{ cache }} from './cache';\n\n{doc}export function load(key) {{\n{_BODY}  return key;\n}}\n"
+    found = chunks(source, text)
+    assert found[0].header_path == "loader"
+    assert found[0].content == "import { cache } from './cache';"
+    assert [c.header_path for c in found[1:]] == ["loader > load"] * (len(found) - 1)
+    assert found[1].content.startswith("/**\n * Rule 0:")
+    assert found[-1].content.startswith("export function load(key) {")
+
+
+def test_a_method_doc_comment_too_long_is_named_after_the_method() -> None:
+    """The same inside a class: the doc pieces carried the class's path, not the method's."""
+    doc = "".join("  " + line + "\n" for line in _jsdoc(30).splitlines())
+    text = (
+        f"class Loader {{\n  constructor(options) {{\n{_BODY}  }}\n\n"
+        f"{doc}  load(key) {{\n{_BODY}    return key;\n  }}\n}}\n"
+    )
+    found = chunks("loader.js", text)
+    assert found[0].header_path == "loader > Loader > constructor"
+    assert [c.header_path for c in found[1:]] == ["loader > Loader > load"] * (len(found) - 1)
+    assert found[-1].content.startswith("  load(key) {")
