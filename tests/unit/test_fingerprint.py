@@ -51,7 +51,8 @@ def _chunking(**settings: Any) -> Chunking:
         # session 57: tsv4 (a bare <name> read), :np (code's names' parts): stored documents are written once again
         # session 58: the code strategy's revision 1 (JS/TS regex literals): only code documents are chunked again
         # audit 58: the code strategy's revision 2 (Go's and Rust's items): only code documents are chunked again
-        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10.2:tsv5:np"),
+        # the code strategy's revision 3 (JS/TS classes assigned, object methods, long doc comments): code documents
+        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10.3:tsv5:np"),
         # audit 58c: the config strategy's revision 1 (documents, values, entries, indentation): only config documents
         ({}, "config", {}, "config:500:100:50:v10.1:tsv5"),
         ({}, "recursive", {}, "recursive:500:100:50:v10:tsv5"),
