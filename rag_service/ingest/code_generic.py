@@ -59,13 +59,15 @@ _SIGNATURE_FORM = (
 )
 _SIGNATURE = re.compile(_SIGNATURE_FORM)
 #: JS/TS definitions the keywords miss: ``export default class``, ``async function``, ``const f = (x) => {``,
-#: a class assigned (``module.exports = class X {``, ``exports.X = class {``, ``const X = class {``)
+#: a class assigned (``module.exports = class X {``, ``exports.X = class {``, ``const X = class {``), an object's
+#: arrow method (``close: (key) => {``)
 _JS_FORMS = (
     r"|^[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:declare[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?"
     r"(?:function\b|class\b|interface\b|enum\b|namespace\b|type[ \t]+[A-Za-z_$])"
     r"|^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+[A-Za-z_$][\w$]*[ \t]*(?::[^=\n]*)?=[ \t]*(?:async[ \t]+)?"
     r"(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]*)?=>|[A-Za-z_$][\w$]*[ \t]*=>)"
     r"|^" + JS_ASSIGNED_CLASS_FORM
+    + r"|^[ \t]*[A-Za-z_$][\w$]*[ \t]*:[ \t]*(?:async[ \t]+)?(?:\([^()\n]*\)|[A-Za-z_$][\w$]*)[ \t]*=>[ \t]*\{[ \t]*$"
 )
 #: JS/TS signatures whose parameters go on past the line (``  async request(``, ``const f = async (``): each is
 #: one where its ``(`` closes on a later line before a body (``) {``, ``): Promise<T> {``, ``) => ``)

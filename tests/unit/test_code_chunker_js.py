@@ -48,18 +48,20 @@ def test_a_class_assigned_or_exported_is_a_class(source: str, opening: str, clos
 
 
 def test_the_methods_of_an_exported_object_are_named() -> None:
-    """``module.exports = { a() {...}, b: function () {...}, c: async (x) => {...} }``: ``b`` and ``c`` were
-    definitions without a name, cited as the module alone."""
+    """``module.exports = { a() {...}, b: function () {...}, c: async (x) => {...}, d: () => {...} }``: ``b`` and
+    ``c`` were definitions without a name, cited as the module alone, and ``d`` no definition."""
     text = (
         "module.exports = {\n"
         f"  open(options) {{\n{_BODY}  }},\n\n"
         f"  close: function (key) {{\n{_BODY}  }},\n\n"
         f"  flush: async (entries) => {{\n{_BODY}  }},\n\n"
-        f"  drain: async function* drain(entries) {{\n{_BODY}  }},\n"
+        f"  drain: async function* drain(entries) {{\n{_BODY}  }},\n\n"
+        f"  reset: () => {{\n{_BODY}  }},\n"
         "};\n"
     )
     found = chunks("index.js", text)
-    assert [c.header_path for c in found] == ["index > open", "index > close", "index > flush", "index > drain"]
+    names = ["open", "close", "flush", "drain", "reset"]
+    assert [c.header_path for c in found] == [f"index > {name}" for name in names]
     assert found[1].content.startswith("  close: function (key) {")
 
 
