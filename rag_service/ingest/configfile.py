@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import Any, ClassVar
 
-from rag_service.ingest.chunk import TEXT, ChunkedDocument, TextChunk
-from rag_service.ingest.configlines import Line, ini_lines, toml_lines, unquoted, yaml_lines
+from rag_service.ingest.chunk import HEADER_KEYS, TEXT, ChunkedDocument, TextChunk
+from rag_service.ingest.configlines import YAML_KEY, Line, ini_lines, toml_lines, unquoted, yaml_lines
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
 from rag_service.ingest.recursive import SizedChunker, recursive_spans
 from rag_service.ingest.spans import Span, make_chunk, trim_span
@@ -46,8 +46,10 @@ INI_SUFFIXES = (".ini", ".cfg")
 #: a document's name is cut to this many characters
 _NAME_CHARS = 80
 
-#: ``(start, headers)`` of one section's first character; a section runs to the next one's start
-Opening = tuple[int, dict[str, str]]
+#: ``(start, headers, kin)`` of one section's first character; a section runs to the next one's start. ``kin``: the
+#: array a TOML ``[[array]]`` table or a whole YAML list item belongs to (``bin``, ``-``), else ``""``: sections of one
+#: kin are joined while they fit
+Opening = tuple[int, dict[str, str], str]
 #: whether ``text[start:end]`` is longer than ``chunk_size``
 TooLong = Callable[[int, int], bool]
 
@@ -64,8 +66,43 @@ def _end(lines: Sequence[Line], stop: int, text: str) -> int:
 
 
 def toml_openings(lines: Sequence[Line]) -> list[Opening]:
-    """Where each TOML table (``[a.b]``, ``[[a.b]]``) opens, outside strings and arrays."""
-    return [(_with_comments(lines, i), {"h2": line.key or ""}) for i, line in enumerate(lines) if line.table]
+    """Where each TOML table (``[a.b]``, ``[[a.b]]``) opens, outside strings and arrays; an array's table is named by
+    its ``name`` key (``bin cli``), else by its place in the array (``bin (2)``)."""
+    tables = [i for i, line in enumerate(lines) if line.table]
+    names: list[str] = []
+    places: dict[str, int] = {}
+    for n, i in enumerate(tables):
+        name = lines[i].key or ""
+        if lines[i].text.lstrip().startswith("[["):
+            places[name] = places.get(name, 0) + 1
+            stop = tables[n + 1] if n + 1 < len(tables) else len(lines)
+            own = next((_value(line, "=") for line in lines[i + 1 : stop] if _toml_key(line) == "name"), "")
+            name = f"{name} {own[:_NAME_CHARS]}" if own else name if places[name] == 1 else f"{name} ({places[name]})"
+        names.append(name)
+    return [
+        (
+            _with_comments(lines, i),
+            {"h2": name},
+            (lines[i].key or "") if lines[i].text.lstrip().startswith("[[") else "",
+        )
+        for i, name in zip(tables, numbered(names), strict=True)
+    ]
+
+
+def _toml_key(line: Line) -> str | None:
+    """The bare key a TOML key line sets (``name = ...``), else None."""
+    found = re.match(r"[ \t]*([A-Za-z0-9_-]+|\"[^\"\n]*\")[ \t]*=", line.text) if line.entry else None
+    return unquoted(found[1]) if found is not None else None
+
+
+def numbered(names: Sequence[str]) -> list[str]:
+    """``names`` with each repeat told apart by its count: ``web``, ``web (2)``."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
 
 
 def _documents(lines: Sequence[Line]) -> list[tuple[int, int]]:
@@ -81,9 +118,9 @@ def _documents(lines: Sequence[Line]) -> list[tuple[int, int]]:
     return documents
 
 
-def _value(line: Line) -> str:
-    """A key line's plain value, without a comment or quotes."""
-    value = line.text.split(":", 1)[1] if ":" in line.text else ""
+def _value(line: Line, sign: str = ":") -> str:
+    """A key line's plain value (after ``sign``), without a comment or quotes."""
+    value = line.text.split(sign, 1)[1] if sign in line.text else ""
     return unquoted(re.sub(r"(^|[ \t])#.*$", "", value).strip())
 
 
@@ -103,23 +140,74 @@ def _document_name(lines: Sequence[Line], first: int, stop: int, number: int) ->
     return " ".join(part for part in (kind, name) if part)[:_NAME_CHARS] or f"document {number}"
 
 
+def _item_key(line: Line) -> tuple[int, str | None]:
+    """The column of a YAML list item's own text (after its dashes) and the key it opens there, if any."""
+    column = len(line.text) - len(re.sub(r"^[ \t]*(?:-(?:[ \t]+|$))+", "", line.text))
+    found = YAML_KEY.match(line.text[column:])
+    return column, (unquoted(found[2]) if found is not None else None)
+
+
+def _item_name(lines: Sequence[Line], first: int, stop: int, number: int) -> str:
+    """A YAML list item's ``name`` (else ``id``, ``key``, ``title``) when a plain scalar, else ``item <number>``."""
+    column, own = _item_key(lines[first])
+    keys = {own: lines[first]} if own is not None else {}
+    for line in lines[first + 1 : stop]:
+        if line.key is not None and line.indent == column:
+            keys.setdefault(line.key, line)
+    for key in ("name", "id", "key", "title"):
+        value = _value(keys[key]) if key in keys else ""
+        if value and value[0] not in "|>[{&*!":
+            return value[:_NAME_CHARS]
+    return f"item {number}"
+
+
+def _body_openings(
+    lines: Sequence[Line], first: int, stop: int, text: str, base: dict[str, str], level: int, too_long: TooLong
+) -> list[Opening]:
+    """The openings of a YAML document's lines ``first..stop``: its list items (``h<level>``) when it is a list,
+    else its keys (``_key_openings``)."""
+    items = [i for i in range(first, stop) if lines[i].entry and lines[i].indent == 0]
+    levels = (f"h{level}", f"h{level + 1}")
+    if not items or not lines[items[0]].item:
+        tops = [i for i in items if lines[i].key is not None]
+        return _key_openings(lines, first, tops, stop, text, base, levels, too_long)
+    items = [i for i in items if lines[i].item]
+    blocks = list(zip(items, [*items[1:], stop], strict=True))
+    names = numbered([_item_name(lines, i, end, n) for n, (i, end) in enumerate(blocks, start=1)])
+    openings: list[Opening] = []
+    for (i, end), name in zip(blocks, names, strict=True):
+        column, own = _item_key(lines[i])
+        tops = [i] * (own is not None) + [j for j in range(i + 1, end) if lines[j].key and lines[j].indent == column]
+        if names == ["item 1"]:  # one item, unnamed: its keys are the file's sections, as one document's are
+            return _key_openings(lines, first, tops, stop, text, base, levels, too_long)
+        start = _with_comments(lines, i, first)
+        if not too_long(start, _end(lines, end, text)):
+            openings.append((start, {**base, levels[0]: name}, "-"))
+            continue
+        keys = _key_openings(
+            lines, first, tops, end, text, {**base, levels[0]: name}, (*levels[1:], f"h{level + 2}"), too_long
+        )
+        openings += keys if keys and keys[0][0] <= start else [(start, {**base, levels[0]: name}, ""), *keys]
+    return openings
+
+
 def _key_openings(
     lines: Sequence[Line],
     first: int,
+    tops: Sequence[int],
     stop: int,
     text: str,
     base: dict[str, str],
     levels: tuple[str, str],
     too_long: TooLong,
 ) -> list[Opening]:
-    """Where each top-level key of lines ``first..stop`` opens (``levels[0]``), and the keys one level inside a block
-    ``too_long`` says is too long (``levels[1]``)."""
-    tops = [i for i in range(first, stop) if lines[i].key is not None and lines[i].indent == 0]
+    """Where each key on the lines ``tops`` opens (``levels[0]``), up to ``stop`` and never above line ``first``, and
+    the keys one level inside a block ``too_long`` says is too long (``levels[1]``)."""
     openings: list[Opening] = []
     for n, i in enumerate(tops):
         block_stop = tops[n + 1] if n + 1 < len(tops) else stop
-        key = lines[i].key or ""
-        openings.append((_with_comments(lines, i, first), {**base, levels[0]: key}))
+        key = lines[i].key or _item_key(lines[i])[1] or ""
+        openings.append((_with_comments(lines, i, first), {**base, levels[0]: key}, ""))
         if not too_long(lines[i].start, _end(lines, block_stop, text)):
             continue
         entries = [j for j in range(i + 1, block_stop) if lines[j].entry]
@@ -130,7 +218,7 @@ def _key_openings(
             start = _with_comments(lines, j, i + 1)
             if openings[-1][1] == {**base, levels[0]: key} and not text[openings[-1][0] : start].strip().count("\n"):
                 start = openings.pop()[0]  # the key's own line alone (``jobs:``) opens its first entry
-            openings.append((start, {**base, levels[0]: key, levels[1]: lines[j].key or ""}))
+            openings.append((start, {**base, levels[0]: key, levels[1]: lines[j].key or ""}, ""))
     return openings
 
 
@@ -139,17 +227,15 @@ def yaml_openings(lines: Sequence[Line], text: str, *, too_long: TooLong) -> lis
     long, key one level inside opens; lists and text inside a value never open one."""
     documents = _documents(lines)
     if len(documents) < 2:
-        return _key_openings(lines, 0, len(lines), text, {}, ("h2", "h3"), too_long)
+        return _body_openings(lines, 0, len(lines), text, {}, 2, too_long)
     openings: list[Opening] = []
-    seen: dict[str, int] = {}
-    for number, (first, stop) in enumerate(documents, start=1):
+    names = numbered([_document_name(lines, first, stop, n) for n, (first, stop) in enumerate(documents, start=1)])
+    for (first, stop), name in zip(documents, names, strict=True):
         start = _with_comments(lines, first)
-        name = _document_name(lines, first, stop, number)
-        seen[name] = seen.get(name, 0) + 1
-        base = {"h2": name if seen[name] == 1 else f"{name} ({seen[name]})"}  # two documents of a name stay apart
-        openings.append((start, base))
+        base = {"h2": name}  # two documents of a name stay apart: ``ConfigMap settings (2)``
+        openings.append((start, base, ""))
         if too_long(start, _end(lines, stop, text)):
-            keys = _key_openings(lines, first, stop, text, base, ("h3", "h4"), too_long)
+            keys = _body_openings(lines, first, stop, text, base, 3, too_long)
             if keys and keys[0][0] <= start:
                 openings.pop()  # the document's first key opens at its start
             openings += keys
@@ -216,6 +302,29 @@ def _cut(
     return out
 
 
+def merged_headers(first: dict[str, str], second: dict[str, str]) -> dict[str, str]:
+    """The headers of two neighbouring sections joined: those they share, then, at the first level where they
+    differ, both names (``image, service``; a numbered copy of a listed name, ``bin (2)``, adds none), cut at
+    ``_NAME_CHARS`` with ``…``; deeper levels are dropped. A section with no name there (the text before the first
+    key) names nothing: the other's headers are kept whole."""
+    out: dict[str, str] = {}
+    for key in HEADER_KEYS:
+        a, b = first.get(key), second.get(key)
+        if a == b and a is not None:
+            out[key] = a
+            continue
+        if a is None or b is None:
+            rest = second if a is None else first
+            return {**out, **{k: v for k, v in rest.items() if HEADER_KEYS.index(k) >= HEADER_KEYS.index(key)}}
+        names = a.split(", ")
+        copy = re.fullmatch(r"(.*) \(\d+\)", b)
+        if b not in names and (copy is None or copy[1] not in names) and not a.endswith("…"):
+            a = f"{a}, {b}" if len(a) + len(b) + 2 <= _NAME_CHARS else f"{a}, …"
+        out[key] = a
+        break
+    return out
+
+
 def shown_span(text: str, start: int, end: int) -> Span | None:
     """``(start, end)`` trimmed of blank lines, whitespace and bare ``---`` lines at its edges, its first line's
     indentation kept; None when nothing else is left."""
@@ -261,17 +370,21 @@ class ConfigChunker(SizedChunker):
 
     def sections(self, text: str, lines: Sequence[Line] | None = None) -> list[tuple[int, int, dict[str, str]]]:
         """``(start, end, headers)`` of each section in order, the text before the first included."""
+        return [(start, end, headers) for start, end, headers, _ in self._sections(text, lines)]
+
+    def _sections(self, text: str, lines: Sequence[Line] | None = None) -> list[tuple[int, int, dict[str, str], str]]:
+        """``sections`` with each one's kin (see ``Opening``)."""
         lines = self.lines(text) if lines is None else lines
         if self.suffix in (*TOML_SUFFIXES, *INI_SUFFIXES) or any(line.table for line in lines):
             openings = toml_openings(lines)
         else:
             openings = yaml_openings(lines, text, too_long=self._too_long(text))
         base = {"h1": self.name} if self.name else {}
-        starts = sorted({start: headers for start, headers in openings}.items())
+        starts = sorted({start: (headers, kin) for start, headers, kin in openings}.items())
         if not starts or starts[0][0] > 0:
-            starts.insert(0, (0, {}))
+            starts.insert(0, (0, ({}, "")))
         ends = [start for start, _ in starts[1:]] + [len(text)]
-        return [(start, end, {**base, **h}) for (start, h), end in zip(starts, ends, strict=True)]
+        return [(start, end, {**base, **h}, kin) for (start, (h, kin)), end in zip(starts, ends, strict=True)]
 
     def _too_long(self, text: str) -> TooLong:
         return lambda start, end: self.length(text[start:end]) > self.chunk_size
@@ -282,15 +395,15 @@ class ConfigChunker(SizedChunker):
             return ChunkedDocument([], {})
         lines = self.lines(text)
         too_long = self._too_long(text)
-        groups: list[tuple[int, int, dict[str, str]]] = []
-        for start, end, headers in self.sections(text, lines):
+        groups: list[tuple[int, int, dict[str, str], str]] = []
+        for start, end, headers, kin in self._sections(text, lines):
             if groups and not too_long(groups[-1][0], end):
-                last_start, last_end, last = groups[-1]
-                if last == headers or len(text[last_start:last_end].strip()) < self.min_chunk_chars:
-                    # ``[[array]]`` tables of one name, or a short section and the next: one chunk, their shared headers
-                    groups[-1] = (last_start, end, {k: v for k, v in headers.items() if last.get(k) == v})
+                last_start, last_end, last, last_kin = groups[-1]
+                if (kin and kin == last_kin) or len(text[last_start:last_end].strip()) < self.min_chunk_chars:
+                    # ``[[array]]`` tables or list items of one array, or a short section and the next: one chunk
+                    groups[-1] = (last_start, end, merged_headers(last, headers), kin if kin == last_kin else "")
                     continue
-            groups.append((start, end, headers))
+            groups.append((start, end, headers, kin))
 
         def fallback(start: int, end: int) -> list[Span]:
             return recursive_spans(
@@ -301,7 +414,7 @@ class ConfigChunker(SizedChunker):
         document = DocumentLines(text, markdown=False)  # ``# ...`` is a comment: text
         counts = empty_counts()
         chunks: list[TextChunk] = []
-        for start, end, headers in groups:
+        for start, end, headers, _ in groups:
             pieces = [(start, end)]
             if too_long(start, end):
                 pieces = entry_spans(lines, start, end, too_long=too_long, fallback=fallback, offsets=offsets)

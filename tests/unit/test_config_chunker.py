@@ -91,7 +91,7 @@ def test_yaml_top_level_keys_and_one_nested_level_where_a_block_is_large():
     text = WORKFLOW.format(steps=steps.rstrip("\n"))
     chunks = _split(text, "ci.yml", chunk_size=500, chunk_overlap=100)
     paths = _paths(chunks)
-    assert paths[0] == "ci.yml"  # name and on: short keys, joined under the headers they share
+    assert paths[0] == "ci.yml > name, on"  # name and on: short keys, joined and both named
     assert chunks[0].content == "name: ci\non: [push]"
     assert "ci.yml > jobs > test" in paths and paths[-1] == "ci.yml > jobs > docs"
     assert next(c for c in chunks if c.header_path.endswith("test")).content.startswith("jobs:\n  test:")
@@ -99,7 +99,7 @@ def test_yaml_top_level_keys_and_one_nested_level_where_a_block_is_large():
     assert not any("steps" in p for p in paths)  # list entries are no keys
     whole = WORKFLOW.format(steps="      - run: pytest")
     small = _split(whole, "ci.yml")
-    assert _paths(small) == ["ci.yml"] and small[0].content == whole.strip()  # a file that fits: one chunk
+    assert _paths(small) == ["ci.yml > name, on, jobs"] and small[0].content == whole.strip()  # one chunk
 
 
 def test_invalid_files_are_still_split_where_their_lines_allow():
@@ -250,3 +250,71 @@ def test_a_dotfile_at_a_checkout_s_root_is_read_by_its_suffix_not_as_a_bare_suff
     assert recommend_strategy(name) == recommend_strategy(Path(name)) == "config"
     assert recommend_strategy(".yaml") == "config" and recommend_strategy(".eslintrc.json") == "json"
     assert recommend_strategy(".bashrc") == "recursive" and recommend_strategy(".py") == "code"
+
+
+# -- fix-cfg2: list items, [[array]] entries and merged sections are named ------------------------------------------
+
+PLAYBOOK = """\
+- name: Install web
+  hosts: web
+  become: true
+  tasks:
+{tasks}
+- name: Configure database
+  hosts: db
+  tasks:
+    - name: Install postgres
+      apt:
+        name: postgresql
+"""
+
+
+def test_a_top_level_list_s_items_are_sections_named_by_their_name():
+    tasks = "".join(
+        f"    - name: Task {i}\n      apt:\n        name: package-{i}\n        state: present\n" for i in range(12)
+    )
+    text = PLAYBOOK.format(tasks=tasks.rstrip("\n"))
+    chunks = _split(text, "site.yml", chunk_size=300, chunk_overlap=60)
+    paths = _paths(chunks)
+    assert paths[-1] == "site.yml > Configure database"
+    web = [c for c in chunks if c.header_path.startswith("site.yml > Install web > tasks")]
+    assert len(web) > 2  # its long ``tasks`` key split under its own header, cut between tasks
+    assert all(c.content.lstrip().startswith(("tasks:", "- name: Task")) for c in web)
+    assert all(p.startswith("site.yml > Install web") for p in paths[:-1])
+    steps = "- uses: actions/checkout@v4\n  with:\n    fetch-depth: 0\n- id: build\n  run: make build all targets\n"
+    assert _paths(_split(steps, "steps.yml", chunk_size=60, chunk_overlap=10)) == [
+        "steps.yml > item 1",
+        "steps.yml > build",
+    ]
+
+
+def test_toml_array_tables_are_named_by_their_name_key_else_numbered():
+    text = (
+        '[package]\nname = "tool"\nversion = "0.1.0"\nedition = "2021"\n\n'
+        '[[bin]]\nname = "cli"\npath = "src/cli.rs"\nrequired-features = ["cli"]\n\n'
+        '[[bin]]\npath = "src/other.rs"\nrequired-features = ["other"]\n\n'
+        '[[bin]]\nname = "server"\npath = "src/server.rs"\nrequired-features = ["server"]\n'
+    )
+    sections = make_chunker("config", source="Cargo.toml").sections(text)
+    assert [h.get("h2") for _, _, h in sections] == ["package", "bin cli", "bin (2)", "bin server"]
+    chunks = _split(text, "Cargo.toml", chunk_size=80, chunk_overlap=10)
+    assert _paths(chunks) == [
+        "Cargo.toml > package",
+        "Cargo.toml > bin cli",
+        "Cargo.toml > bin (2)",
+        "Cargo.toml > bin server",
+    ]
+    joined = _split(text, "Cargo.toml", chunk_size=500, chunk_overlap=100)  # one array's tables joined while they fit
+    assert _paths(joined) == ["Cargo.toml > package", "Cargo.toml > bin cli, bin (2), bin server"]
+
+
+def test_a_short_section_merged_with_the_next_keeps_both_names():
+    text = 'image:\n  tag: "1.25"\nservice:\n  type: ClusterIP\n  port: 80\n  annotations:\n    a: "a longer block"\n'
+    chunks = _split(text, "values.yaml", chunk_size=200, chunk_overlap=40)
+    assert _paths(chunks) == ["values.yaml > image, service"]
+    nested = "jobs:\n  lint:\n    run: ruff\n  test:\n    run: pytest\n  docs:\n"
+    nested += "".join(f"    step_{i}: run the step {i}\n" for i in range(8))
+    paths = _paths(_split(nested, "ci.yml", chunk_size=200, chunk_overlap=40))
+    assert paths[0] == "ci.yml > jobs > lint, test"  # only the level they differ at lists them
+    text = "# Default values for the chart.\n\nreplicaCount: 1\n"
+    assert _paths(_split(text, "values.yaml")) == ["values.yaml > replicaCount"]  # the comment above adds no name
