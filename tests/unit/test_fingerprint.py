@@ -54,7 +54,8 @@ def _chunking(**settings: Any) -> Chunking:
         # the code strategy's revision 3 (JS/TS classes assigned, object methods, long doc comments): code documents
         ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10.3:tsv5:np"),
         # audit 58c: the config strategy's revision 1 (documents, values, entries, indentation): only config documents
-        ({}, "config", {}, "config:500:100:50:v10.1:tsv5"),
+        # fix-cfg2: its revision 2 (list items and [[array]] tables named, merged sections name their parts)
+        ({}, "config", {}, "config:500:100:50:v10.2:tsv5"),
         ({}, "recursive", {}, "recursive:500:100:50:v10:tsv5"),
     ],
 )
