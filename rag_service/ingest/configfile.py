@@ -7,8 +7,12 @@ top-level keys (``jobs:``), and where one key's block is longer than ``chunk_siz
 only where it is longer than ``chunk_size`` (``k8s.yaml > Deployment web > spec``). The comment lines right above a
 header belong to its section; the text before the first is a section with the file's name alone. Headers: ``h1`` the
 file's name, then the document, the table or key and the nested key, so a chunk's header path is
-``pyproject.toml > tool.mypy``. Consecutive sections of one path (an array of tables) are joined while they fit, as is
-a section shorter than ``min_chunk_chars`` with the next.
+``pyproject.toml > tool.mypy``. A YAML file (or document) whose top level is a list (an Ansible playbook) is a section
+per item, named by its ``name`` (else ``id``, ``key``, ``title``; else ``item 2``) and split at its keys where it is
+long (``site.yml > Install web > tasks``); a lone unnamed item is no level of its own. An ``[[array]]`` table is
+named by its ``name`` key (``Cargo.toml > bin cli``), else by its place (``bin (2)``). Consecutive tables or items of
+one array are joined while they fit, as is a section shorter than ``min_chunk_chars`` with the next; a joined chunk
+names its parts where their headers part (``values.yaml > image, service``: ``merged_headers``).
 
 A section longer than ``chunk_size`` is cut between its entries (keys, list items: a workflow's steps), those of
 the shallowest indentation first, joined while they fit; an entry still too long is cut between its own, and one
