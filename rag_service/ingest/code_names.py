@@ -10,7 +10,11 @@ import re
 from rag_service.ingest.code_items import ITEM_LANGUAGES, item_names
 
 _CLASS_WORDS = "class|interface|struct|enum|trait|object|namespace|module|record|defmodule|defprotocol"
-_CLASS_LIKE_FORM = r"[ \t]*(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:{words})[ \t]+([A-Za-z_$][\w$]*(?:\.[A-Z][\w$]*)*)"
+#: an anonymous class (``export default class extends Base {``) has no name: its keyword is none
+_CLASS_LIKE_FORM = (
+    r"[ \t]*(?:[\w@\[\]()\"',.=]+[ \t]+)*?(?:{words})[ \t]+(?!(?:extends|implements)\b)"
+    r"([A-Za-z_$][\w$]*(?:\.[A-Z][\w$]*)*)"
+)
 _CLASS_LIKE = re.compile(_CLASS_LIKE_FORM.format(words=_CLASS_WORDS))
 #: languages whose declarations have words of their own (a proto file's messages, a Go or TS ``type``)
 _CLASS_LIKE_BY_LANGUAGE = {

@@ -31,13 +31,16 @@ def _class_body() -> str:
         ("index.js", "exports.Store = class {\n", "};\n"),
         ("index.js", "module.exports.Store = class extends Base {\n", "};\n"),
         ("index.js", "export default class Store {\n", "}\n"),
+        ("index.js", "export default class extends Base {\n", "}\n"),
+        ("index.ts", "export default class implements Cache {\n", "}\n"),
         ("index.js", "const Store = class {\n", "};\n"),
         ("index.ts", "export const Store = class implements Cache {\n", "};\n"),
     ],
 )
 def test_a_class_assigned_or_exported_is_a_class(source: str, opening: str, closing: str) -> None:
     """``module.exports = class X {``, ``exports.X = class {`` and ``const X = class {`` were no definitions: their
-    methods sat under the module (``index > constructor``), the class line with the first of them."""
+    methods sat under the module (``index > constructor``), the class line with the first of them. An anonymous
+    ``export default class extends Base {`` was named ``extends``."""
     text = f"'use strict';\n\n{opening}{_class_body()}{closing}"
     found = chunks(source, text)
     name = "Store" if "Store" in opening else None
