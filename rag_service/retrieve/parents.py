@@ -95,3 +95,8 @@ def _nearest(section: RetrievedChunk, child: RetrievedChunk) -> RetrievedChunk:
     if other is None or (own is not None and own >= other):
         return section
     return replace(section, scores=replace(section.scores, proximity=other))
+
+
+def parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, int]]:
+    """Each chunk's ``parent`` (its section's content and span) by chunk id, for those with one."""
+    return {c.chunk_id: c.parent for c in chunks if c.parent is not None}

@@ -36,7 +36,7 @@ from rag_service.retrieve.focus import focus_query
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
 from rag_service.retrieve.graph import graph_rerank
 from rag_service.retrieve.mmr import diversified
-from rag_service.retrieve.parents import dedupe, expand_to_parents
+from rag_service.retrieve.parents import dedupe, expand_to_parents, parent_map
 from rag_service.retrieve.phrases import phrases_as_words
 from rag_service.retrieve.query import (
     bm25_text,
@@ -299,7 +299,7 @@ class Retriever:
 
         started = time.perf_counter()
         if preset.return_parents:
-            chunks = expand_to_parents(section_evidence(chunks), _parent_map(chunks))
+            chunks = expand_to_parents(section_evidence(chunks), parent_map(chunks))
             if metrics.reranker == NO_RERANKER:  # a reranker's order stands
                 chunks = add_context(chunks, self.settings.context_weights)
         metrics.parents_time_ms = _ms(started)
@@ -444,6 +444,3 @@ def _to_chunk(hit: SearchHit, best_score: float, collection: str) -> RetrievedCh
         parent=parent,
     )
 
-
-def _parent_map(chunks: Sequence[RetrievedChunk]) -> dict[int, tuple[str, int, int]]:
-    return {c.chunk_id: c.parent for c in chunks if c.parent is not None}
