@@ -104,6 +104,8 @@ class RetrievedChunk:
     end_line: int | None = None
     match_start_line: int | None = None
     match_end_line: int | None = None
+    #: its document's chunker fingerprint (``code:...``: ``retrieve.definitions``); not part of ``to_dict``
+    chunker: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         unset = self.match_start < 0 or self.match_end < 0

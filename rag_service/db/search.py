@@ -224,6 +224,7 @@ def hit_columns() -> tuple[Any, ...]:
         c.document_id,
         d.source,
         d.title,
+        d.chunker,
         c.content,
         c.headers,
         c.header_path,

@@ -255,6 +255,8 @@ class SearchHit:
     proximity_score: float | None = None
     #: the query's cosine with the mean vector of the chunk's context (None: not asked for, or no stored context)
     context_similarity: float | None = None
+    #: its document's chunker fingerprint (``code:...`` for code: ``retrieve.definitions``)
+    chunker: str = ""
 
 
 def with_query_scores(hit: SearchHit, asked: SearchHit | None) -> SearchHit:
