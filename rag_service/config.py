@@ -72,6 +72,10 @@ DEFAULT_PROXIMITY_WEIGHT = 0.15
 #: the weight of each result's context similarity (the query's cosine with the mean vector of its section or
 #: document), screened on all three visible sets in session 29 (scripts/simulate_ranking.py; benchmarks.md)
 DEFAULT_CONTEXT_VECTOR_WEIGHT = 0.1
+#: the definition bonus's weight (``retrieve.definitions``), chosen on Rust (audit 58): 0.25 / 0.5 / 0.75 / 1.0 gave
+#: search+workflow nDCG@10 0.548 / 0.574 / 0.592 / 0.595 (0 gives 0.518); 1.0 puts every named definition first and
+#: loses on questions by description (types a/b)
+DEFAULT_DEFINITION_WEIGHT = 0.75
 #: from this many chunks a hybrid search runs its arms at once (``db.parallel_search``; docs/benchmarks.md "Session 30")
 DEFAULT_PARALLEL_ARMS_FROM = 500_000
 # the preset knobs' defaults and ranges: rag_service.knobs (re-exported above)
@@ -211,6 +215,12 @@ class Settings:
         "document) added to its fused relevance beside the context BM25; 0 turns it off",
         ge=0.0,
         le=10.0,
+    )
+    definition_weight: float = _setting(
+        DEFAULT_DEFINITION_WEIGHT,
+        "share of the way to relevance 1 a code chunk moves when the question names its definition; 0 turns it off",
+        ge=0.0,
+        le=1.0,
     )
     typo_correction: bool = _setting(False, "search query words unknown to the collection and model as it spells them")
     parallel_arms_from: int = _setting(

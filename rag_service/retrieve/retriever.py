@@ -31,6 +31,7 @@ from rag_service.overlaps import first_passages
 from rag_service.records import from_fields
 from rag_service.result import NO_RERANKER, ChunkScores, RAGResult, RetrievalMetrics, RetrievedChunk
 from rag_service.retrieve.context import add_context, context_applies
+from rag_service.retrieve.definitions import add_definitions
 from rag_service.retrieve.depth import deeper
 from rag_service.retrieve.focus import focus_query
 from rag_service.retrieve.fusion import max_linear_score, max_rrf_score, rrf_merge_lists
@@ -154,6 +155,7 @@ class Retriever:
             while (more := deeper(requests, per_variant, len(chunks), preset.max_chunks)) is not None:
                 requests, per_variant = more, [fused_search(session, r) for r in more]  # repeated texts: read on
                 chunks = _merge(per_variant, preset, options.collection)
+            chunks = add_definitions(chunks, prepared[0].text, self.settings.definition_weight)  # code: names asked
             if not preset.return_parents:  # results are chunks: each one's context joins its fused relevance
                 chunks = add_context(chunks, self.settings.context_weights)
             if preset.graph_weight > 0:
