@@ -89,13 +89,6 @@ def known_words(session: Session, *, collection: str, fts_config: str, words: Se
     return {row.word: row.known for row in session.execute(_KNOWN, params)}
 
 
-def unknown_words(session: Session, *, collection: str, fts_config: str, words: Sequence[str]) -> list[str]:
-    """The ``words`` (lower case) that are neither stop words nor hold a lexeme ``collection`` holds: not words of
-    the collection, nor inflections of one."""
-    known = known_words(session, collection=collection, fts_config=fts_config, words=words)
-    return [word for word in words if known.get(word) is False]
-
-
 def likeliest_spellings(
     session: Session, *, collection: str, fts_config: str, candidates: Collection[str], min_doc_freq: int
 ) -> list[Spelling]:

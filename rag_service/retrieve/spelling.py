@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from sqlalchemy.orm import Session
 
 from rag_service.config import Settings
-from rag_service.db.spelling import Spelling, known_words, likeliest_spellings, unknown_words
+from rag_service.db.spelling import Spelling, known_words, likeliest_spellings
 from rag_service.embed import Embedder
 from rag_service.errors import ModelLoadError
 from rag_service.result import RetrievalMetrics
@@ -145,13 +145,20 @@ def _spelling(session: Session, word: str, *, collection: str, fts_config: str) 
 
 
 def spellings(
-    session: Session, query: str, *, collection: str, fts_config: str, count: Callable[[], TokenCount | None]
+    session: Session,
+    query: str,
+    *,
+    collection: str,
+    fts_config: str,
+    count: Callable[[], TokenCount | None],
+    known: dict[str, bool],
 ) -> dict[str, str]:
     """Each word of ``query`` taken for a typo, as first written, mapped to the collection's spelling of it
-    (capitalised where the word was; empty: none). ``count()`` gives the embedding model's token count (None: no
-    model), asked only when a word is no word of the collection: a word of the model's vocabulary is no typo."""
+    (capitalised where the word was; empty: none). ``known``: ``known_words`` of at least its ``plain_words``.
+    ``count()`` gives the embedding model's token count (None: no model), asked only when a word is no word of the
+    collection: a word of the model's vocabulary is no typo."""
     words = plain_words(query)
-    unknown = set(unknown_words(session, collection=collection, fts_config=fts_config, words=list(words)))
+    unknown = {word for word in words if known.get(word) is False}
     if len(unknown) > MAX_UNKNOWN:
         return {}
     unknown -= model_words(sorted(unknown), count() if unknown else None)
@@ -178,20 +185,26 @@ def respelled(query: str, fixes: dict[str, str]) -> str:
     return _PLAIN.sub(respell, query)
 
 
-def unknown_note(session: Session, query: str, *, collection: str, fts_config: str) -> str | None:
-    """One line when more than ``MAX_UNKNOWN`` of ``query``'s words, and at least half of them, are no words of
-    ``collection`` (nor inflections of one): a question in another language than the documents (audit 56a: German
-    and Spanish questions on English docs lost 0.1-0.3 nDCG@10 with no word said), or on a subject they lack; else
-    None. Stop words and numbers do not count. Chosen before measuring: none of the visible sets' 617 questions gets
-    it, 16 and 13 of ray-docs-qa's 20 questions in German and Spanish do, 131 of SciFact's 300 asked of ray-docs-qa."""
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:MAX_CHECKED]
-    known = known_words(session, collection=collection, fts_config=fts_config, words=words)
-    missing = [word for word in words if known.get(word) is False]
-    if len(missing) <= MAX_UNKNOWN or 2 * len(missing) < len(known):
+def query_words(query: str) -> list[str]:
+    """The words of ``query`` ``unknown_note`` reads: runs of letters of any script, lower case, each once, the first
+    ``MAX_CHECKED``."""
+    return list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:MAX_CHECKED]
+
+
+def unknown_note(words: Sequence[str], known: dict[str, bool]) -> str | None:
+    """One line when more than ``MAX_UNKNOWN`` of a query's ``words`` (``query_words``), and at least half of them, are
+    no words of the collection (``known``: ``known_words`` of them; nor inflections of one): a question in another
+    language than the documents (audit 56a: German and Spanish questions on English docs lost 0.1-0.3 nDCG@10 with no
+    word said), or on a subject they lack; else None. Stop words and numbers do not count. Chosen before measuring:
+    none of the visible sets' 617 questions gets it, 16 and 13 of ray-docs-qa's 20 questions in German and Spanish
+    do, 131 of SciFact's 300 asked of ray-docs-qa."""
+    counted = [word for word in words if word in known]  # stop words have no lexeme: not counted
+    missing = [word for word in counted if not known[word]]
+    if len(missing) <= MAX_UNKNOWN or 2 * len(missing) < len(counted):
         return None
     shown = ", ".join(f'"{word}"' for word in missing[:5]) + (", ..." if len(missing) > 5 else "")
     return (
-        f"{len(missing)} of its {len(known)} words appear nowhere in the collection ({shown}): if it is in another "
+        f"{len(missing)} of its {len(counted)} words appear nowhere in the collection ({shown}): if it is in another "
         "language than the documents, ask in theirs; else they may not cover it"
     )
 
@@ -201,10 +214,13 @@ def respell(
 ) -> str:
     """``query`` with the words taken for typos spelt as ``collection`` spells them, and one ``metrics.degraded`` line
     naming each; ``query`` itself when none is, or when ``settings.typo_correction`` is off. First, one line when most
-    of its words are no words of the collection (``unknown_note``: one statement). ``embedder``'s vocabulary tells a
-    word from a typo whichever arms search (``model_window``: the bundled model's is read from its files, no model is
-    loaded)."""
-    if note := unknown_note(session, query, collection=collection, fts_config=settings.fts_config):
+    of its words are no words of the collection (``unknown_note``; one statement reads which words the collection
+    holds, for both). ``embedder``'s vocabulary tells a word from a typo whichever arms search (``model_window``: the
+    bundled model's is read from its files, no model is loaded)."""
+    words = query_words(query)
+    checked = list(dict.fromkeys([*words, *plain_words(query)])) if settings.typo_correction else words
+    known = known_words(session, collection=collection, fts_config=settings.fts_config, words=checked)
+    if note := unknown_note(words, known):
         metrics.degrade("query", note)
     if not settings.typo_correction:
         return query
@@ -217,10 +233,12 @@ def respell(
             return None
         return None if window is None else window[0]
 
-    fixes = spellings(session, query, collection=collection, fts_config=settings.fts_config, count=count)
+    fixes = spellings(
+        session, query, collection=collection, fts_config=settings.fts_config, count=count, known=known
+    )
     if not fixes:
         return query
     pairs = ", ".join(f'"{spelling}" for "{typed}"' for typed, spelling in fixes.items())
-    words = "words" if len(fixes) > 1 else "a word"
-    metrics.degrade("query", f"searched {pairs} (not {words} of the collection)")
+    nouns = "words" if len(fixes) > 1 else "a word"
+    metrics.degrade("query", f"searched {pairs} (not {nouns} of the collection)")
     return respelled(query, fixes)
