@@ -49,6 +49,12 @@ _INTERIOR_RE = re.compile(_INTERIOR)
 
 #: the chunking strategies whose chunks are matched by the parts of their names too (``name_parts``)
 NAME_PART_STRATEGIES = frozenset({"code"})
+
+
+def reads_name_parts(chunker: str) -> bool:
+    """Whether a document whose fingerprint is ``chunker`` (``code:1500:0:50:v10.3:...``) is chunked by one of the
+    ``NAME_PART_STRATEGIES``: its chunks' header paths end in definitions' names, and names are read in parts."""
+    return chunker.split(":", 1)[0] in NAME_PART_STRATEGIES
 #: a name with parts: joined by dots between names (``ds.map``, ``tf.keras.Model``; not ``3.14``) or with a CamelCase
 #: step (``getBits``, ``HTTPServer``), hyphens inside it; a method after a call (``f(x).getBits``), not in a path or a
 #: URL (after ``/``), not part of a word with letters outside ASCII (``naïveBayes``)

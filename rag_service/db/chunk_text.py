@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_service.keyword_text import NAME_PART_STRATEGIES, bare_tag_names, name_parts
+from rag_service.keyword_text import bare_tag_names, name_parts, reads_name_parts
 
 
 def search_prefix(title: str, header_path: str, lead: str = "") -> str:
@@ -22,7 +22,7 @@ def keyword_prefix(title: str, header_path: str, lead: str, content: str, *, chu
     not make of the names the two hold: their bare ``<name>``s, and in a document chunked as code (``chunker``, a
     fingerprint, of ``NAME_PART_STRATEGIES``) also the parts of dotted and CamelCase names (``keyword_text``)."""
     prefix = search_prefix(title, header_path, lead)
-    read = name_parts if chunker.split(":", 1)[0] in NAME_PART_STRATEGIES else bare_tag_names
+    read = name_parts if reads_name_parts(chunker) else bare_tag_names
     words = read(f"{prefix}\n{content}")
     return f"{prefix}\n{words}" if words and prefix else words or prefix
 

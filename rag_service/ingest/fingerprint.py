@@ -20,7 +20,7 @@ from rag_service.db.documents import INDEX_FORMAT
 from rag_service.ingest.chunkers import checked_sizes, resolve_strategy
 from rag_service.ingest.strategies import DEFAULT_MIN_CHUNK_CHARS, TABLE_STRATEGIES
 from rag_service.ingest.tokenchunk import load_encoding
-from rag_service.keyword_text import NAME_PART_STRATEGIES
+from rag_service.keyword_text import reads_name_parts
 from rag_service.tokens import DEFAULT_ENCODING
 
 #: bump whenever a change to chunking logic changes the chunks of some text: stored fingerprints then
@@ -74,7 +74,7 @@ def document_fingerprint(chunker: str, settings: Settings, metadata: dict[str, A
     embed_format = ":eh" if settings.embed_headers else ""
     embed_format += ":kw" if settings.keywords_in_bm25 and settings.chunk_keywords > 0 else ""
     embed_format += ":tr" if settings.table_rows and fingerprint_strategy(chunker) in TABLE_STRATEGIES else ""
-    embed_format += ":np" if fingerprint_strategy(chunker) in NAME_PART_STRATEGIES else ""  # keyword_text.name_parts
+    embed_format += ":np" if reads_name_parts(chunker) else ""  # keyword_text.name_parts
     tagged = ":" + content_hash(json.dumps(metadata, sort_keys=True))[:12] if metadata else ""
     return f"{chunker}:{INDEX_FORMAT}{embed_format}{tagged}"
 

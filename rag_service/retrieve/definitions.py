@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from rag_service.keyword_text import NAME_PART_STRATEGIES
+from rag_service.keyword_text import reads_name_parts
 from rag_service.result import RetrievedChunk
 
 #: the most words in a row read as one name (``scaling config`` for ``ScalingConfig``)
@@ -82,7 +82,7 @@ class QueryNames:
 
 def is_code(chunk: RetrievedChunk) -> bool:
     """Whether ``chunk``'s document was chunked by a strategy whose header paths end in definitions' names."""
-    return chunk.chunker.split(":", 1)[0] in NAME_PART_STRATEGIES
+    return reads_name_parts(chunk.chunker)
 
 
 def add_definitions(chunks: Sequence[RetrievedChunk], query: str, weight: float) -> list[RetrievedChunk]:
