@@ -393,6 +393,14 @@ class ConfigChunker(SizedChunker):
     def _too_long(self, text: str) -> TooLong:
         return lambda start, end: self.length(text[start:end]) > self.chunk_size
 
+    def _shown(self, text: str, start: int, end: int) -> Span | None:
+        """``shown_span``, without the first line's indentation where it would not fit ``chunk_size`` (a piece the
+        recursive fallback cut to the size: 13 characters shown of a size of 12)."""
+        span = shown_span(text, start, end)
+        if span is not None and text[span[0]] in " \t" and self.length(text[span[0] : span[1]]) > self.chunk_size:
+            return trim_span(text, *span)
+        return span
+
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into its sections (see the module doc) with exact offsets; drop garbage pieces."""
         if not text.strip():
@@ -415,14 +423,14 @@ class ConfigChunker(SizedChunker):
             )
 
         offsets = [line.start for line in lines]
-        document = DocumentLines(text, markdown=False)  # ``# ...`` is a comment: text
+        document = DocumentLines(text, syntax="plain")  # ``# ...`` is a comment: text
         counts = empty_counts()
         chunks: list[TextChunk] = []
         for start, end, headers, _ in groups:
             pieces = [(start, end)]
             if too_long(start, end):
                 pieces = entry_spans(lines, start, end, too_long=too_long, fallback=fallback, offsets=offsets)
-            spans = [span for lo, hi in pieces if (span := shown_span(text, lo, hi)) is not None]
+            spans = [span for lo, hi in pieces if (span := self._shown(text, lo, hi)) is not None]
             for piece in filter_spans(document, spans, min_chunk_chars=self.min_chunk_chars, counts=counts):
                 chunks.append(make_chunk(text, piece, index=len(chunks), chunk_type=TEXT, headers=headers))
         return ChunkedDocument(chunks, counts)

@@ -318,3 +318,11 @@ def test_a_short_section_merged_with_the_next_keeps_both_names():
     assert paths[0] == "ci.yml > jobs > lint, test"  # only the level they differ at lists them
     text = "# Default values for the chart.\n\nreplicaCount: 1\n"
     assert _paths(_split(text, "values.yaml")) == ["values.yaml > replicaCount"]  # the comment above adds no name
+
+
+def test_a_piece_cut_to_the_size_is_shown_without_an_indentation_that_does_not_fit() -> None:
+    """The recursive fallback cut ``0 0000000000`` to a size of 12; its line's indentation made 13 characters."""
+    text = " 0\n 0 0 0\n 0 0000000000. \n"
+    doc = make_chunker("config", chunk_size=12, chunk_overlap=0, min_chunk_chars=0).split(text)
+    assert "0 0000000000" in [c.content for c in doc.chunks]
+    assert all(len(c.content) <= 12 for c in doc.chunks)
