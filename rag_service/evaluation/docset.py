@@ -67,7 +67,7 @@ def load_docset(dataset_dir: Path, *, split: str = "test", max_bytes: int = DEFA
                     "add the file or fix the row"
                 )
             if name not in numbers:
-                found = sections(load_document(files[name], max_bytes=max_bytes).text)
+                found = sections(load_document(files[name], max_bytes=max_bytes).text, name)
                 numbers[name] = range(found[0].number, found[-1].number + 1)
             if int(number) not in numbers[name]:
                 raise DocumentReadError(
@@ -91,7 +91,7 @@ class SectionMapper:
     """
 
     def __init__(self, texts: dict[str, str], *, sources: dict[str, str] | None = None) -> None:
-        self._index = {name: SectionIndex(text) for name, text in texts.items()}
+        self._index = {name: SectionIndex(text, name) for name, text in texts.items()}
         self._names = sorted(texts, key=len, reverse=True)
         self._by_source: dict[str, str | None] = {}
         self._exact = sources is not None

@@ -5,7 +5,8 @@ The rule (``ray-docs-qa/SOURCE.md``, fixed by INTERFACE.md): the text is split a
 that lies outside fenced code (an opening run of three or more backticks or tildes, closed by a run
 of the same character at least as long; an unclosed fence runs to the end of the file). A file that
 starts with a header has section 1 at offset 0; otherwise the text before the first header is
-section 0. So the section of an offset is the number of headers that start at or before it.
+section 0. So the section of an offset is the number of headers that start at or before it. A
+reStructuredText file (``.rst``) is split the same way at its section titles (``rag_service.rst_lines``).
 
 The lines are read by the one markdown scanner (``rag_service.markdown_lines``) with the two
 parameters where this rule differs from the chunkers': a header without a title (``#``) splits
@@ -17,7 +18,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from rag_service.ingest.filetypes import RST_SUFFIXES
 from rag_service.markdown_lines import ScanRules, atx_headers
+from rag_service.rst_lines import rst_headers
 
 #: where the section rule departs from the chunkers' (module docstring)
 SECTION_RULES = ScanRules(empty_headers=True, front_matter=False)
@@ -32,14 +35,17 @@ class Section:
     end: int
 
 
-def header_starts(text: str) -> list[int]:
-    """Offsets of the lines that are ATX headers outside fenced code, in order (the section rule above)."""
+def header_starts(text: str, name: str = "") -> list[int]:
+    """Offsets of the lines that are ATX headers outside fenced code, in order (the section rule above); for a
+    reStructuredText file (``name`` ends ``.rst``) the first lines of its section titles (``rst_lines``)."""
+    if name.lower().endswith(RST_SUFFIXES):
+        return [header.start for header in rst_headers(text)]
     return [header.start for header in atx_headers(text, SECTION_RULES)]
 
 
-def sections(text: str) -> list[Section]:
-    """Every section of ``text`` with its number and span (see the module docstring)."""
-    starts = header_starts(text)
+def sections(text: str, name: str = "") -> list[Section]:
+    """Every section of ``text`` (the file ``name``) with its number and span (see the module docstring)."""
+    starts = header_starts(text, name)
     bounds = starts if starts and starts[0] == 0 else [0, *starts]
     first = 1 if starts and starts[0] == 0 else 0
     ends = [*bounds[1:], len(text)]
@@ -51,8 +57,8 @@ class SectionIndex:
 
     __slots__ = ("_starts",)
 
-    def __init__(self, text: str) -> None:
-        self._starts = header_starts(text)
+    def __init__(self, text: str, name: str = "") -> None:
+        self._starts = header_starts(text, name)
 
     def section_at(self, offset: int) -> int:
         """The number of the section holding ``offset`` (headers starting at or before it)."""

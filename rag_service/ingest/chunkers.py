@@ -14,6 +14,7 @@ from rag_service.ingest.jsonchunk import JsonChunker
 from rag_service.ingest.latex import LatexChunker
 from rag_service.ingest.markdown import MarkdownChunker
 from rag_service.ingest.recursive import RecursiveChunker
+from rag_service.ingest.rst import RstChunker
 from rag_service.ingest.sections import HtmlChunker, SemanticMarkdownChunker
 from rag_service.ingest.semantic import SemanticChunker
 from rag_service.ingest.sentence import SentenceChunker
@@ -114,6 +115,7 @@ def make_chunker(
         "semantic-markdown": SemanticMarkdownChunker,
         "json": JsonChunker,
         "latex": LatexChunker,
+        "rst": RstChunker,
     }
     tables = {"table_rows": table_rows} if strategy in TABLE_STRATEGIES else {}
     return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, **tables)

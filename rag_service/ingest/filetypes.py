@@ -12,7 +12,8 @@ from rag_service.languages import CODE_LANGUAGES
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 HTML_SUFFIXES = (".html", ".htm")
-PLAIN_SUFFIXES = (".txt", ".text", ".rst")
+PLAIN_SUFFIXES = (".txt", ".text")
+RST_SUFFIXES = (".rst", ".rest")
 JSON_SUFFIXES = (".json", ".jsonl")
 YAML_SUFFIXES = (".yaml", ".yml")
 LATEX_SUFFIXES = (".tex",)
@@ -37,6 +38,7 @@ NAMED_TEXT_FILES = frozenset({
 TEXT_SUFFIXES = (
     *MARKDOWN_SUFFIXES,
     *PLAIN_SUFFIXES,
+    *RST_SUFFIXES,
     *HTML_SUFFIXES,
     *JSON_SUFFIXES,
     *YAML_SUFFIXES,
@@ -58,6 +60,7 @@ _BY_SUFFIX: dict[str, str] = {
     **dict.fromkeys(HTML_SUFFIXES, "html"),
     **dict.fromkeys(JSON_SUFFIXES, "json"),
     **dict.fromkeys(LATEX_SUFFIXES, "latex"),
+    **dict.fromkeys(RST_SUFFIXES, "rst"),  # titles over adornment lines as headers (``rst_lines``)
     **dict.fromkeys(CODE_SUFFIXES, "code"),
     **dict.fromkeys((".toml", *YAML_SUFFIXES), "config"),  # tables and keys as headers (``configfile``)
     **dict.fromkeys((".ini", ".cfg"), "config"),  # INI sections as headers (``setup.cfg > options``)
@@ -72,6 +75,7 @@ _MIME_TYPES: dict[str, str] = {
     "application/jsonl": "json",
     "application/x-tex": "latex",
     "text/x-tex": "latex",
+    "text/x-rst": "rst",
     "application/x-latex": "latex",
     "application/x-ipynb+json": "markdown",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "markdown",
@@ -109,8 +113,8 @@ def recommend_strategy(path_or_mime: str | PurePath) -> str:
     """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
 
     Markdown, notebooks, Word and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
-    LaTeX -> ``latex``; source code -> ``code``; TOML, YAML and INI (``.ini``, ``.cfg``) -> ``config``; everything
-    else (text, ``.conf``, ``.properties``) -> ``recursive``.
+    LaTeX -> ``latex``; reStructuredText -> ``rst``; source code -> ``code``; TOML, YAML and INI (``.ini``,
+    ``.cfg``) -> ``config``; everything else (text, ``.conf``, ``.properties``) -> ``recursive``.
     """
     value = str(path_or_mime).strip()
     if "/" in value and not isinstance(path_or_mime, PurePath):

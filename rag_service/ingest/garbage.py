@@ -28,11 +28,16 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
+from typing import Literal
 
 from rag_service.ingest.spans import Span
 from rag_service.markdown_lines import ANCHOR_LINE, Header, LineKind, scan_lines
+from rag_service.rst_lines import LABEL_LINE, rst_lines
+
+#: how a document's lines are read: as markdown, as text with no structure, or as reStructuredText
+Syntax = Literal["markdown", "plain", "rst"]
 
 SEPARATOR = "separator"
 HEADER_ONLY = "header_only"
@@ -49,31 +54,33 @@ _MARKUP_START = frozenset("-=*_`~#")
 class DocumentLines:
     """The lines of one document, classified once; answers questions about spans of it.
 
-    ``markdown=False`` reads text that is not markdown (YAML, config files, plain text): no line is a header,
+    ``syntax="plain"`` reads text that is not markdown (YAML, config files, plain text): no line is a header,
     fence or anchor there, so ``# Note 3: ...`` (a comment) is content; markup lines and blank ones stay what
-    they are.
+    they are. ``syntax="rst"`` reads reStructuredText (``rst_lines``): titles are headers, their adornment lines
+    markup, labels (``.. _install:``) anchors.
     """
 
     __slots__ = ("_content_prefix", "_kinds", "_starts", "headers", "text")
 
-    def __init__(self, text: str, *, markdown: bool = True) -> None:
+    def __init__(self, text: str, *, syntax: Syntax = "markdown") -> None:
         self.text = text
         self.headers: list[Header] = []
         self._starts: list[int] = []
         kinds = bytearray()
         content_sizes: list[int] = []
-        for start, end, line_kind, header in scan_lines(text) if markdown else _plain_lines(text):
-            # the scanner's kinds, as the filter sees them: code is content, a fence line is markup
+        anchor = _ANCHORS.get(syntax)
+        for start, end, line_kind, header in _SCANNERS[syntax](text):
+            # the scanner's kinds, as the filter sees them: code is content, a fence line or an adornment is markup
             self._starts.append(start)
             size, kind = 0, _MARKUP
             if line_kind is LineKind.HEADER and header is not None:
                 self.headers.append(header)
                 kind = _HEADER
-            elif line_kind is not LineKind.FENCE:
+            elif line_kind is not LineKind.FENCE and line_kind is not LineKind.SETEXT_UNDERLINE:
                 body = text[start:end].strip()
                 if not body:
                     kind = _BLANK
-                elif markdown and line_kind is not LineKind.CODE and ANCHOR_LINE.fullmatch(body):
+                elif anchor is not None and line_kind is not LineKind.CODE and anchor.fullmatch(body):
                     kind = _ANCHOR
                 elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
                     size, kind = len(body), _CONTENT
@@ -128,6 +135,15 @@ def _plain_lines(text: str) -> Iterator[tuple[int, int, LineKind, None]]:
         start += len(line) + 1
 
 
+#: how each syntax's lines are read, and which of its lines are anchors
+_SCANNERS: dict[str, Callable[[str], Iterable[tuple[int, int, LineKind, Header | None]]]] = {
+    "markdown": scan_lines,
+    "plain": _plain_lines,
+    "rst": rst_lines,
+}
+_ANCHORS = {"markdown": ANCHOR_LINE, "rst": LABEL_LINE}
+
+
 def empty_counts() -> dict[str, int]:
     """A fresh ``filtered`` mapping with every reason at zero."""
     return dict.fromkeys(REASONS, 0)
@@ -178,4 +194,4 @@ def _union(text: str, spans: Sequence[Span]) -> list[Span]:
 
 def filter_plain_spans(text: str, spans: Sequence[Span], *, min_chunk_chars: int, counts: dict[str, int]) -> list[Span]:
     """``filter_spans`` over ``text`` read as not markdown, for the strategies that give no header paths."""
-    return filter_spans(DocumentLines(text, markdown=False), spans, min_chunk_chars=min_chunk_chars, counts=counts)
+    return filter_spans(DocumentLines(text, syntax="plain"), spans, min_chunk_chars=min_chunk_chars, counts=counts)

@@ -27,6 +27,7 @@ from rag_service.ingest.filetypes import (
     MARKDOWN_SUFFIXES,
     NOTEBOOK_SUFFIXES,
     PDF_SUFFIXES,
+    RST_SUFFIXES,
     SUPPORTED_SUFFIXES,
     file_suffix,
     supported_kinds,
@@ -43,6 +44,7 @@ from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
 from rag_service.ingest.passed_over import GitIgnores, kind_by_name
 from rag_service.ingest.report import SUPPORTED_TAIL
 from rag_service.markdown_lines import find_front_matter, scan_lines
+from rag_service.rst_lines import rst_title
 
 __all__ = [
     "HTML_SUFFIXES",
@@ -117,6 +119,8 @@ def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str,
         check_not_minified(path, text)
     elif suffix in LATEX_SUFFIXES:
         title = latex_title(text)
+    elif suffix in RST_SUFFIXES:
+        title = rst_title(text)
     return text, title
 
 
@@ -212,9 +216,12 @@ def _html_document(html: str) -> tuple[str, str]:
 
 def text_title(text: str, strategy: str) -> str:
     """The title a text given without one carries itself, read as a file chunked by ``strategy`` would be:
-    ``\\title{}`` for LaTeX, none for code and JSON (a ``# comment`` is no title), else ``markdown_title``."""
+    ``\\title{}`` for LaTeX, the first title for reStructuredText, none for code and JSON (a ``# comment`` is no
+    title), else ``markdown_title``."""
     if strategy == "latex":
         return latex_title(text)
+    if strategy == "rst":
+        return rst_title(text)
     return "" if strategy in ("code", "json") else markdown_title(text)
 
 

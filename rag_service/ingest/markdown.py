@@ -27,7 +27,7 @@ from typing import ClassVar
 
 from rag_service.ingest.children import split_sections
 from rag_service.ingest.chunk import ChunkedDocument
-from rag_service.ingest.garbage import DocumentLines
+from rag_service.ingest.garbage import DocumentLines, Syntax
 from rag_service.ingest.recursive import SizedChunker
 from rag_service.markdown_lines import Header
 
@@ -136,11 +136,13 @@ class MarkdownChunker(SizedChunker):
     """
 
     strategy: ClassVar[str] = "markdown"
+    #: how the lines are read: the ``rst`` strategy is this one over reStructuredText titles
+    syntax: ClassVar[Syntax] = "markdown"
 
     def split(self, text: str) -> ChunkedDocument:
         """Split ``text`` into sections and their children with exact offsets; drop garbage pieces."""
         if not text.strip():
             return ChunkedDocument([], {})
-        lines = DocumentLines(text)
+        lines = DocumentLines(text, syntax=self.syntax)
         sections = join_small_sections(markdown_sections(lines), min_chunk_chars=self.min_chunk_chars)
         return split_sections(self, lines, ((s.start, s.end, s.headers()) for s in sections))

@@ -36,6 +36,8 @@ def test_every_required_suffix_is_supported() -> None:
         ("data.json", "json"),
         ("events.jsonl", "json"),
         ("paper.tex", "latex"),
+        ("docs/install.rst", "rst"),
+        ("text/x-rst", "rst"),
         ("page.HTML", "html"),
         ("README.md", "markdown"),
         ("spec.docx", "markdown"),
@@ -57,9 +59,9 @@ def test_recommend_strategy(value: str | Path, strategy: str) -> None:
     assert strategy in list_strategies()
 
 
-def test_list_strategies_has_all_twelve_and_auto() -> None:
+def test_list_strategies_has_all_thirteen_and_auto() -> None:
     names = list_strategies()
-    assert names[-1] == "auto" and len(names) == 13 and len(set(names)) == 13
+    assert names[-1] == "auto" and len(names) == 14 and len(set(names)) == 14
 
 
 def test_pdf_pages_are_separated_and_numbered(tmp_path: Path) -> None:

@@ -1,0 +1,21 @@
+"""The ``rst`` strategy: reStructuredText sections as parents, their recursive pieces as children.
+
+The ``markdown`` strategy's sections, read from reStructuredText titles (``rag_service.rst_lines``: a title
+over an adornment line, with or without an overline; levels in the order the styles first appear) instead of
+ATX headers: sections at levels 1-4, small ones joined to a neighbour, each child with its title path and its
+section as ``parent_content``. A label (``.. _install:``) before a title belongs to the section it names.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rag_service.ingest.garbage import Syntax
+from rag_service.ingest.markdown import MarkdownChunker
+
+
+class RstChunker(MarkdownChunker):
+    """Chunker for the ``rst`` strategy: ``CHILD`` chunks with title paths and their parent section."""
+
+    strategy: ClassVar[str] = "rst"
+    syntax: ClassVar[Syntax] = "rst"

@@ -1,0 +1,114 @@
+"""The section titles of a reStructuredText text, read line by line with exact offsets.
+
+Docutils' rules for titles (restructuredtext.html#sections), as far as sections need them:
+
+- an *adornment* line is one 7-bit punctuation character (``= - ` : ' " ~ ^ _ * + # < >`` and the
+  rest) repeated, trailing spaces allowed;
+- a title is a text line at column 0 that starts a block (after a blank line, the text's start,
+  another title, or a one-line explicit markup line such as a label) with an adornment line right
+  under it at least as long as the title, or at least 4 characters long (docutils warns, and takes
+  it); with an overline as well, the overline is the same character and length as the underline and
+  the title line may be inset. A bullet item, an explicit markup line (``.. note::``), a field
+  (``:param x:``), a line block (``| ...``) or a doctest (``>>>``) is no title;
+- levels follow the order in which the adornment styles (character, with or without overline) first
+  appear: the first style seen is level 1. Deeper than 6 counts as 6.
+
+Literal blocks, directive bodies and block quotes are indented, so nothing in them starts a title.
+A label (``.. _install:``), as Sphinx documentation puts before its titles, is an anchor line.
+Written here rather than read through docutils: docutils reports line numbers, not character
+offsets, and parses (and reports errors on) far more than sections need.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from rag_service.markdown_lines import Header, Line, LineKind
+
+#: a label for cross-references, which renders as nothing: ``.. _install-guide:`` (the name may be quoted)
+LABEL_LINE = re.compile(r"\.\. _(?:`[^`]+`|[^:`\s][^:`]*):")
+_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*[ \t]*")
+#: lines that start a construct of their own even when an adornment line follows them
+_NOT_TITLE = re.compile(r"(?:[-*+\u2022\u2023\u2043][ \t]|\.\.(?:[ \t]|$)|:[^:\s][^:]*:(?:[ \t]|$)|\|(?:[ \t]|$)|>>>)")
+_INLINE_LITERAL = re.compile(r"``([^`]+)``")
+MAX_LEVEL = 6
+
+
+def _adornment(line: str) -> str:
+    """``line`` without trailing spaces if it is an adornment line, else ``""``."""
+    return line.rstrip(" \t") if _ADORNMENT.fullmatch(line) else ""
+
+
+def _title_text(line: str) -> str:
+    """A title as shown in a header path: stripped, ``\\`\\`code\\`\\``` written as markdown's ``\\`code\\```."""
+    return _INLINE_LITERAL.sub(r"`\1`", line.strip())
+
+
+def rst_lines(text: str) -> Iterator[Line]:
+    """Every line of ``text`` in order as ``markdown_lines.Line``: blank, text, or part of a title.
+
+    A title's first line (its overline, else its text line) is ``HEADER`` and carries the ``Header``, which spans
+    every line of the title; its other lines are ``SETEXT_UNDERLINE`` (markup). ``\\r`` before ``\\n`` belongs
+    to the line ending.
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for raw in text.split("\n"):
+        end = start + len(raw) - (raw[-1:] == "\r")
+        spans.append((start, end))
+        start += len(raw) + 1
+    bodies = [text[s:e] for s, e in spans]
+    styles: dict[tuple[str, bool], int] = {}
+    block_start = True
+    i = 0
+    while i < len(spans):
+        body = bodies[i]
+        if not body.strip():
+            yield Line(*spans[i], LineKind.BLANK, None)
+            block_start, i = True, i + 1
+            continue
+        found = _title_at(bodies, i) if block_start else None
+        if found is None:
+            yield Line(*spans[i], LineKind.TEXT, None)
+            block_start = bool(LABEL_LINE.fullmatch(body.strip())) and not body[0].isspace()
+            i += 1
+            continue
+        count, title, style = found
+        level = min(styles.setdefault(style, len(styles) + 1), MAX_LEVEL)
+        header = Header(level, _title_text(title), spans[i][0], spans[i + count - 1][1])
+        yield Line(*spans[i], LineKind.HEADER, header)
+        for j in range(i + 1, i + count):
+            yield Line(*spans[j], LineKind.SETEXT_UNDERLINE, None)
+        block_start, i = True, i + count
+
+
+def _title_at(bodies: list[str], i: int) -> tuple[int, str, tuple[str, bool]] | None:
+    """``(lines, title, style)`` of the title starting at line ``i`` (the start of a block), or None."""
+    first = bodies[i]
+    over = _adornment(first)
+    if over:
+        if i + 2 >= len(bodies) or not bodies[i + 1].strip() or _adornment(bodies[i + 1]):
+            return None
+        title = bodies[i + 1].strip()
+        under = _adornment(bodies[i + 2])
+        if under != over or (len(over) < len(title) and len(over) < 4):
+            return None
+        return 3, title, (over[0], True)
+    if i + 1 >= len(bodies) or first[0].isspace() or _NOT_TITLE.match(first):
+        return None
+    under = _adornment(bodies[i + 1])
+    title = first.rstrip()
+    if not under or (len(under) < len(title) and len(under) < 4):
+        return None
+    return 2, title, (under[0], False)
+
+
+def rst_headers(text: str) -> list[Header]:
+    """The section titles of ``text`` in order."""
+    return [line.header for line in rst_lines(text) if line.header is not None]
+
+
+def rst_title(text: str) -> str:
+    """The document's title: its first section title (level 1 by the rule above), else ``""``."""
+    return next((line.header.title for line in rst_lines(text) if line.header is not None), "")
