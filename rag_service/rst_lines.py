@@ -32,6 +32,7 @@ _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*[ \t]*")
 #: lines that start a construct of their own even when an adornment line follows them
 _NOT_TITLE = re.compile(r"(?:[-*+\u2022\u2023\u2043][ \t]|\.\.(?:[ \t]|$)|:[^:\s][^:]*:(?:[ \t]|$)|\|(?:[ \t]|$)|>>>)")
 _INLINE_LITERAL = re.compile(r"``([^`]+)``")
+_ESCAPE = re.compile(r"\\(.)")
 MAX_LEVEL = 6
 
 
@@ -41,8 +42,9 @@ def _adornment(line: str) -> str:
 
 
 def _title_text(line: str) -> str:
-    """A title as shown in a header path: stripped, ``\\`\\`code\\`\\``` written as markdown's ``\\`code\\```."""
-    return _INLINE_LITERAL.sub(r"`\1`", line.strip())
+    """A title as shown in a header path: stripped, backslash escapes read (``compute\\_engine``: ``compute_engine``),
+    ``\\`\\`code\\`\\``` written as markdown's ``\\`code\\```."""
+    return _INLINE_LITERAL.sub(r"`\1`", _ESCAPE.sub(r"\1", line.strip()))
 
 
 def rst_lines(text: str) -> Iterator[Line]:
