@@ -6,7 +6,8 @@ that lies outside fenced code (an opening run of three or more backticks or tild
 of the same character at least as long; an unclosed fence runs to the end of the file). A file that
 starts with a header has section 1 at offset 0; otherwise the text before the first header is
 section 0. So the section of an offset is the number of headers that start at or before it. A
-reStructuredText file (``.rst``) is split the same way at its section titles (``rag_service.rst_lines``).
+reStructuredText file (``.rst``) is split the same way at its section titles (``rag_service.rst_lines``), and an
+AsciiDoc file (``.adoc``) at its ``=`` title lines (``rag_service.asciidoc_lines``).
 
 The lines are read by the one markdown scanner (``rag_service.markdown_lines``) with the two
 parameters where this rule differs from the chunkers': a header without a title (``#``) splits
@@ -18,7 +19,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from rag_service.ingest.filetypes import RST_SUFFIXES
+from rag_service.asciidoc_lines import asciidoc_headers
+from rag_service.ingest.filetypes import ASCIIDOC_SUFFIXES, RST_SUFFIXES
 from rag_service.markdown_lines import ScanRules, atx_headers
 from rag_service.rst_lines import rst_headers
 
@@ -40,6 +42,8 @@ def header_starts(text: str, name: str = "") -> list[int]:
     reStructuredText file (``name`` ends ``.rst``) the first lines of its section titles (``rst_lines``)."""
     if name.lower().endswith(RST_SUFFIXES):
         return [header.start for header in rst_headers(text)]
+    if name.lower().endswith(ASCIIDOC_SUFFIXES):
+        return [header.start for header in asciidoc_headers(text)]
     return [header.start for header in atx_headers(text, SECTION_RULES)]
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rag_service.errors import ChunkingError
+from rag_service.ingest.asciidoc import AsciidocChunker
 from rag_service.ingest.character import CharacterChunker
 from rag_service.ingest.chunk import Chunker
 from rag_service.ingest.code import CodeChunker
@@ -116,6 +117,7 @@ def make_chunker(
         "json": JsonChunker,
         "latex": LatexChunker,
         "rst": RstChunker,
+        "asciidoc": AsciidocChunker,
     }
     tables = {"table_rows": table_rows} if strategy in TABLE_STRATEGIES else {}
     return chunkers[strategy](chunk_size=size, chunk_overlap=overlap, min_chunk_chars=min_chunk_chars, **tables)

@@ -14,6 +14,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 HTML_SUFFIXES = (".html", ".htm")
 PLAIN_SUFFIXES = (".txt", ".text")
 RST_SUFFIXES = (".rst", ".rest")
+ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")  # not ``.asc``: PGP armour too
 JSON_SUFFIXES = (".json", ".jsonl")
 YAML_SUFFIXES = (".yaml", ".yml")
 LATEX_SUFFIXES = (".tex",)
@@ -39,6 +40,7 @@ TEXT_SUFFIXES = (
     *MARKDOWN_SUFFIXES,
     *PLAIN_SUFFIXES,
     *RST_SUFFIXES,
+    *ASCIIDOC_SUFFIXES,
     *HTML_SUFFIXES,
     *JSON_SUFFIXES,
     *YAML_SUFFIXES,
@@ -61,6 +63,7 @@ _BY_SUFFIX: dict[str, str] = {
     **dict.fromkeys(JSON_SUFFIXES, "json"),
     **dict.fromkeys(LATEX_SUFFIXES, "latex"),
     **dict.fromkeys(RST_SUFFIXES, "rst"),  # titles over adornment lines as headers (``rst_lines``)
+    **dict.fromkeys(ASCIIDOC_SUFFIXES, "asciidoc"),  # ``== Title`` lines as headers (``asciidoc_lines``)
     **dict.fromkeys(CODE_SUFFIXES, "code"),
     **dict.fromkeys((".toml", *YAML_SUFFIXES), "config"),  # tables and keys as headers (``configfile``)
     **dict.fromkeys((".ini", ".cfg"), "config"),  # INI sections as headers (``setup.cfg > options``)
@@ -76,6 +79,8 @@ _MIME_TYPES: dict[str, str] = {
     "application/x-tex": "latex",
     "text/x-tex": "latex",
     "text/x-rst": "rst",
+    "text/asciidoc": "asciidoc",
+    "text/x-asciidoc": "asciidoc",
     "application/x-latex": "latex",
     "application/x-ipynb+json": "markdown",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "markdown",
@@ -113,8 +118,9 @@ def recommend_strategy(path_or_mime: str | PurePath) -> str:
     """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
 
     Markdown, notebooks, Word and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
-    LaTeX -> ``latex``; reStructuredText -> ``rst``; source code -> ``code``; TOML, YAML and INI (``.ini``,
-    ``.cfg``) -> ``config``; everything else (text, ``.conf``, ``.properties``) -> ``recursive``.
+    LaTeX -> ``latex``; reStructuredText -> ``rst``; AsciiDoc -> ``asciidoc``; source code -> ``code``; TOML,
+    YAML and INI (``.ini``, ``.cfg``) -> ``config``; everything else (text, ``.conf``, ``.properties``) ->
+    ``recursive``.
     """
     value = str(path_or_mime).strip()
     if "/" in value and not isinstance(path_or_mime, PurePath):

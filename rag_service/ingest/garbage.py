@@ -32,12 +32,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 from typing import Literal
 
+from rag_service.asciidoc_lines import ANCHOR_LINE as ASCIIDOC_ANCHOR
+from rag_service.asciidoc_lines import asciidoc_lines
 from rag_service.ingest.spans import Span
 from rag_service.markdown_lines import ANCHOR_LINE, Header, LineKind, scan_lines
 from rag_service.rst_lines import LABEL_LINE, rst_lines
 
 #: how a document's lines are read: as markdown, as text with no structure, or as reStructuredText
-Syntax = Literal["markdown", "plain", "rst"]
+Syntax = Literal["markdown", "plain", "rst", "asciidoc"]
 
 SEPARATOR = "separator"
 HEADER_ONLY = "header_only"
@@ -57,7 +59,8 @@ class DocumentLines:
     ``syntax="plain"`` reads text that is not markdown (YAML, config files, plain text): no line is a header,
     fence or anchor there, so ``# Note 3: ...`` (a comment) is content; markup lines and blank ones stay what
     they are. ``syntax="rst"`` reads reStructuredText (``rst_lines``): titles are headers, their adornment lines
-    markup, labels (``.. _install:``) anchors.
+    markup, labels (``.. _install:``) anchors; ``syntax="asciidoc"`` AsciiDoc (``asciidoc_lines``): ``== Title`` lines
+    are headers, delimited blocks code, ``[[install]]`` anchors.
     """
 
     __slots__ = ("_content_prefix", "_kinds", "_starts", "headers", "text")
@@ -140,8 +143,9 @@ _SCANNERS: dict[str, Callable[[str], Iterable[tuple[int, int, LineKind, Header |
     "markdown": scan_lines,
     "plain": _plain_lines,
     "rst": rst_lines,
+    "asciidoc": asciidoc_lines,
 }
-_ANCHORS = {"markdown": ANCHOR_LINE, "rst": LABEL_LINE}
+_ANCHORS = {"markdown": ANCHOR_LINE, "rst": LABEL_LINE, "asciidoc": ASCIIDOC_ANCHOR}
 
 
 def empty_counts() -> dict[str, int]:

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_service.asciidoc_lines import asciidoc_title
 from rag_service.errors import DocumentReadError, RagError, UnsupportedFileError, first_line
 from rag_service.ingest.filetypes import (
+    ASCIIDOC_SUFFIXES,
     CODE_SUFFIXES,
     DOCX_SUFFIXES,
     HTML_SUFFIXES,
@@ -121,6 +123,8 @@ def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str,
         title = latex_title(text)
     elif suffix in RST_SUFFIXES:
         title = rst_title(text)
+    elif suffix in ASCIIDOC_SUFFIXES:
+        title = asciidoc_title(text)
     return text, title
 
 
@@ -216,12 +220,14 @@ def _html_document(html: str) -> tuple[str, str]:
 
 def text_title(text: str, strategy: str) -> str:
     """The title a text given without one carries itself, read as a file chunked by ``strategy`` would be:
-    ``\\title{}`` for LaTeX, the first title for reStructuredText, none for code and JSON (a ``# comment`` is no
-    title), else ``markdown_title``."""
+    ``\\title{}`` for LaTeX, the first title for reStructuredText, ``= Title`` for AsciiDoc, none for code and JSON
+    (a ``# comment`` is no title), else ``markdown_title``."""
     if strategy == "latex":
         return latex_title(text)
     if strategy == "rst":
         return rst_title(text)
+    if strategy == "asciidoc":
+        return asciidoc_title(text)
     return "" if strategy in ("code", "json") else markdown_title(text)
 
 

@@ -36,6 +36,7 @@ STRATEGY_DESCRIPTIONS = {
     "json": "each chunk one valid JSON value, its JSON path as the header path",
     "latex": "sections as headers; math environments never split",
     "rst": "reStructuredText titles as headers: sections as parents, their recursive pieces as children",
+    "asciidoc": "AsciiDoc titles (== Section) as headers: sections as parents, their recursive pieces as children",
     "semantic-markdown": "whole header sections merged while they fit",
     "code": "functions and classes whole where they fit; module > class > function",
     "config": "TOML tables and YAML keys as sections: file > table (or key > nested key)",

@@ -28,6 +28,9 @@ def mixed(tmp_path, monkeypatch) -> Path:
     (d / "data.json").write_text('{"servers": [{"host": "db.internal", "port": 5432}]}')
     (d / "conf.yaml").write_text("server:\n  host: db.internal\n  port: 5432\n")
     (d / "paper.tex").write_text("\\section{Intro}\nText.\n\\begin{equation}\nE = mc^2\n\\end{equation}\n")
+    backups, restores = "Backups run every night at two and are kept for thirty days.", "Restores are tested monthly."
+    (d / "ops.rst").write_text(f"Ops\n===\n\n.. _backups:\n\nBackups\n-------\n\n{backups}\n")
+    (d / "ops.adoc").write_text(f"= Ops\n\n[[restores]]\n== Restores\n\n{restores} A restore takes an hour or less.\n")
     make_pdf(d / "manual.pdf", ["Backups run every night at two.", "Restores are tested monthly."], title="Ops manual")
     make_docx(
         d / "spec.docx",
@@ -62,7 +65,7 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
         ("in/bundle.js", "has a line of 10,485,760 characters (line 1): minified or generated code is not indexed; "
          "index its source instead")
     ]  # fmt: skip
-    assert report.added == 8
+    assert report.added == 10
     with db.transaction() as session:
         chunkers = dict(session.execute(text("SELECT source, split_part(chunker, ':', 1) FROM documents")).all())
     assert chunkers == {
@@ -71,6 +74,8 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
         "in/data.json": "json",
         "in/conf.yaml": "config",
         "in/paper.tex": "latex",
+        "in/ops.rst": "rst",
+        "in/ops.adoc": "asciidoc",
         "in/manual.pdf": "markdown",
         "in/spec.docx": "markdown",
         "in/nb.ipynb": "markdown",
@@ -104,6 +109,12 @@ def test_stored_offsets_pages_and_header_paths(indexer, mixed, db):
     assert "Restores are tested monthly." in pdf[0][0]
     assert [r[1] for r in _chunks(db, "in/spec.docx")] == ["Spec", "Spec > Limits"]
     assert [r[1] for r in _chunks(db, "in/app.py")] == ["app > main"]
+    assert [(r[0], r[1]) for r in _chunks(db, "in/ops.rst")] == [
+        ("Backups\n-------\n\nBackups run every night at two and are kept for thirty days.", "Ops > Backups")
+    ]
+    assert [(r[0], r[1]) for r in _chunks(db, "in/ops.adoc")] == [
+        ("== Restores\n\nRestores are tested monthly. A restore takes an hour or less.", "Ops > Restores")
+    ]
     assert [(r[0], r[1]) for r in _chunks(db, "in/data.json")] == [
         ('{"servers": [{"host": "db.internal", "port": 5432}]}', "$")
     ]

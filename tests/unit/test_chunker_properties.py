@@ -280,7 +280,7 @@ def test_strategies_without_header_paths_read_hash_lines_as_text(strategy: str) 
 def test_strategies_are_fixed() -> None:
     assert set(STRATEGIES) == {
         "character", "token", "sentence", "recursive", "markdown", "semantic", "html", "json", "latex", "rst",
-        "semantic-markdown", "code", "config",
+        "asciidoc", "semantic-markdown", "code", "config",
     }  # fmt: skip
 
 
@@ -346,6 +346,7 @@ def test_fingerprint_is_short_stable_and_tracks_settings() -> None:
         ("e.html", "html"),
         ("f.rst", "rst"),
         ("f2.REST", "rst"),
+        ("f3.adoc", "asciidoc"),
         ("README", "recursive"),
         ("g.py", "code"),
         ("h.tsx", "code"),

@@ -23,7 +23,7 @@ REQUIRED_CODE += [".swift", ".scala", ".sql", ".sh"]
 def test_every_required_suffix_is_supported() -> None:
     assert set(REQUIRED_CODE) <= set(CODE_SUFFIXES)
     assert {".json", ".jsonl", ".yaml", ".yml", ".tex", ".pdf", ".docx", ".ipynb"} <= set(SUPPORTED_SUFFIXES)
-    assert {".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm"} <= set(SUPPORTED_SUFFIXES)
+    assert {".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".adoc", ".html", ".htm"} <= set(SUPPORTED_SUFFIXES)
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,9 @@ def test_every_required_suffix_is_supported() -> None:
         ("paper.tex", "latex"),
         ("docs/install.rst", "rst"),
         ("text/x-rst", "rst"),
+        ("guide.adoc", "asciidoc"),
+        ("text/asciidoc", "asciidoc"),
+        ("keys.asc", "recursive"),  # PGP armour as often as AsciiDoc
         ("page.HTML", "html"),
         ("README.md", "markdown"),
         ("spec.docx", "markdown"),
@@ -59,9 +62,9 @@ def test_recommend_strategy(value: str | Path, strategy: str) -> None:
     assert strategy in list_strategies()
 
 
-def test_list_strategies_has_all_thirteen_and_auto() -> None:
+def test_list_strategies_has_all_fourteen_and_auto() -> None:
     names = list_strategies()
-    assert names[-1] == "auto" and len(names) == 14 and len(set(names)) == 14
+    assert names[-1] == "auto" and len(names) == 15 and len(set(names)) == 15
 
 
 def test_pdf_pages_are_separated_and_numbered(tmp_path: Path) -> None:
