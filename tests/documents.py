@@ -1,5 +1,5 @@
-"""Test documents in binary formats, generated on the spot: PDFs (text, scanned, encrypted, with headings) and Word
-files."""
+"""Test documents in binary formats, generated on the spot: PDFs (text, scanned, encrypted, with headings), Word and
+PowerPoint files."""
 
 from __future__ import annotations
 
@@ -91,6 +91,43 @@ def make_docx(path: Path, blocks: list[tuple[str, str]], *, title: str = "") -> 
         else:
             document.add_paragraph(text)
     document.save(str(path))
+    return path
+
+
+def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -> Path:
+    """A PowerPoint file, one slide per dict: ``title`` (str), ``bullets`` (``(level, text)`` pairs, in a text box
+    below the title), ``table`` (rows of cells), ``group`` (texts of boxes grouped together), ``notes`` (str)."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    if title:
+        deck.core_properties.title = title
+    for spec in slides:
+        slide = deck.slides.add_slide(deck.slide_layouts[5 if spec.get("title") else 6])  # title only / blank
+        if spec.get("title"):
+            slide.shapes.title.text = str(spec["title"])
+        top = Inches(2)
+        if bullets := spec.get("bullets"):
+            frame = slide.shapes.add_textbox(Inches(1), top, Inches(8), Inches(2)).text_frame
+            for i, (level, text) in enumerate(bullets):  # type: ignore[misc, attr-defined]
+                paragraph = frame.paragraphs[0] if i == 0 else frame.add_paragraph()
+                paragraph.text, paragraph.level = text, level
+            top += Inches(2)
+        if rows := spec.get("table"):
+            rows = list(rows)  # type: ignore[call-overload]
+            table = slide.shapes.add_table(len(rows), len(rows[0]), Inches(1), top, Inches(8), Inches(1)).table
+            for r, row in enumerate(rows):
+                for c, cell in enumerate(row):
+                    table.cell(r, c).text = cell
+            top += Inches(1.5)
+        if texts := spec.get("group"):
+            group = slide.shapes.add_group_shape()
+            for i, text in enumerate(texts):  # type: ignore[arg-type]
+                group.shapes.add_textbox(Inches(1 + 3 * i), top, Inches(2), Inches(1)).text_frame.text = text
+        if notes := spec.get("notes"):
+            slide.notes_slide.notes_text_frame.text = str(notes)
+    deck.save(str(path))
     return path
 
 

@@ -17,7 +17,7 @@ from rag_service.db.chunk_text import embedded_text
 from rag_service.embed import Embedder
 from rag_service.ingest.chunk import ChunkedDocument, TextChunk
 from rag_service.ingest.chunkers import configured_sizes, make_chunker
-from rag_service.ingest.filetypes import CONVERTED_SUFFIXES
+from rag_service.ingest.filetypes import CONVERTED_SUFFIXES, PAGED_SUFFIXES
 from rag_service.ingest.fingerprint import chunker_fingerprint, document_fingerprint
 from rag_service.ingest.formats.pdftext import with_pages
 from rag_service.ingest.window_fit import WHOLE_STRATEGIES, fit_to_window
@@ -65,7 +65,7 @@ class Chunking:
         if window is not None and window.unknown is not None and not text.isascii():
             shares = window.unknown([chunk.content for chunk in chunked.chunks])
             chunked.unreadable = sum(share >= UNREADABLE_SHARE for share in shares)
-        if source.lower().endswith(".pdf"):
+        if PurePath(source).suffix.lower() in PAGED_SUFFIXES:
             chunked.chunks = with_pages(text, chunked.chunks)
         if PurePath(source).suffix.lower() not in CONVERTED_SUFFIXES:
             chunked.chunks = with_lines(text, chunked.chunks)

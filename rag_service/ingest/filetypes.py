@@ -20,6 +20,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 LATEX_SUFFIXES = (".tex",)
 PDF_SUFFIXES = (".pdf",)
 DOCX_SUFFIXES = (".docx",)
+PPTX_SUFFIXES = (".pptx",)
 NOTEBOOK_SUFFIXES = (".ipynb",)
 CODE_SUFFIXES = tuple(CODE_LANGUAGES)
 #: what else a repository holds as text (configuration, styles, infrastructure, languages without definition
@@ -35,7 +36,7 @@ NAMED_TEXT_FILES = frozenset({
     "contributing", "codeowners", "dockerfile", "containerfile", "makefile", "gnumakefile", "jenkinsfile",
     "vagrantfile", "gemfile", "rakefile", "procfile", "justfile",
 })  # fmt: skip
-#: files read as UTF-8 text (everything but PDF, DOCX)
+#: files read as UTF-8 text (everything but PDF, DOCX, PPTX)
 TEXT_SUFFIXES = (
     *MARKDOWN_SUFFIXES,
     *PLAIN_SUFFIXES,
@@ -49,9 +50,11 @@ TEXT_SUFFIXES = (
     *CODE_SUFFIXES,
     *REPOSITORY_TEXT_SUFFIXES,
 )
-SUPPORTED_SUFFIXES = (*TEXT_SUFFIXES, *PDF_SUFFIXES, *DOCX_SUFFIXES)
+SUPPORTED_SUFFIXES = (*TEXT_SUFFIXES, *PDF_SUFFIXES, *DOCX_SUFFIXES, *PPTX_SUFFIXES)
 #: files whose stored text is not the file's own (extracted or converted): their chunks have no line numbers
-CONVERTED_SUFFIXES = frozenset((*PDF_SUFFIXES, *DOCX_SUFFIXES, *HTML_SUFFIXES, *NOTEBOOK_SUFFIXES))
+CONVERTED_SUFFIXES = frozenset((*PDF_SUFFIXES, *DOCX_SUFFIXES, *PPTX_SUFFIXES, *HTML_SUFFIXES, *NOTEBOOK_SUFFIXES))
+#: files stored as pages (a PDF's) or slides joined by a page break: their chunks carry ``page_start``/``page_end``
+PAGED_SUFFIXES = frozenset((*PDF_SUFFIXES, *PPTX_SUFFIXES))
 
 #: the strategy ``auto`` picks for each suffix; anything else gets ``recursive``
 _BY_SUFFIX: dict[str, str] = {
@@ -59,6 +62,7 @@ _BY_SUFFIX: dict[str, str] = {
     **dict.fromkeys(NOTEBOOK_SUFFIXES, "markdown"),  # markdown cells and fenced code cells
     **dict.fromkeys(DOCX_SUFFIXES, "markdown"),  # headings are written as ATX header lines
     **dict.fromkeys(PDF_SUFFIXES, "markdown"),  # so are a PDF's, from its outline or its fonts (``pdftext``)
+    **dict.fromkeys(PPTX_SUFFIXES, "markdown"),  # and a slide's title (``pptxtext``)
     **dict.fromkeys(HTML_SUFFIXES, "html"),
     **dict.fromkeys(JSON_SUFFIXES, "json"),
     **dict.fromkeys(LATEX_SUFFIXES, "latex"),
@@ -85,6 +89,7 @@ _MIME_TYPES: dict[str, str] = {
     "application/x-ipynb+json": "markdown",
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "markdown",
     "application/pdf": "markdown",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "markdown",
     "text/x-python": "code",
     "text/x-script.python": "code",
     "application/javascript": "code",
@@ -117,7 +122,7 @@ _MIME_TYPES: dict[str, str] = {
 def recommend_strategy(path_or_mime: str | PurePath) -> str:
     """The chunking strategy ``auto`` uses for a file path, a bare suffix (``".py"``) or a MIME type.
 
-    Markdown, notebooks, Word and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
+    Markdown, notebooks, Word, PowerPoint and PDF files -> ``markdown``; HTML -> ``html``; JSON/JSONL -> ``json``;
     LaTeX -> ``latex``; reStructuredText -> ``rst``; AsciiDoc -> ``asciidoc``; source code -> ``code``; TOML,
     YAML and INI (``.ini``, ``.cfg``) -> ``config``; everything else (text, ``.conf``, ``.properties``) ->
     ``recursive``.

@@ -29,6 +29,7 @@ from rag_service.ingest.filetypes import (
     MARKDOWN_SUFFIXES,
     NOTEBOOK_SUFFIXES,
     PDF_SUFFIXES,
+    PPTX_SUFFIXES,
     RST_SUFFIXES,
     SUPPORTED_SUFFIXES,
     file_suffix,
@@ -39,6 +40,7 @@ from rag_service.ingest.formats.docxtext import read_docx
 from rag_service.ingest.formats.htmltext import html_to_text
 from rag_service.ingest.formats.notebook import read_notebook
 from rag_service.ingest.formats.pdftext import read_pdf
+from rag_service.ingest.formats.pptxtext import read_pptx
 from rag_service.ingest.formats.textdecode import decode_text, normalise_text
 from rag_service.ingest.jsonchunk import depth_problem
 from rag_service.ingest.latex import latex_title
@@ -106,6 +108,8 @@ def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str,
         return read_pdf(path, data, max_bytes=max_bytes)
     if suffix in DOCX_SUFFIXES:
         return read_docx(path, data, max_bytes=max_bytes)
+    if suffix in PPTX_SUFFIXES:
+        return read_pptx(path, data, max_bytes=max_bytes)
     text = decode_text(path, data, markup=suffix in HTML_SUFFIXES)
     title = ""
     if suffix in HTML_SUFFIXES:

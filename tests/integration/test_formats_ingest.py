@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from rag_service.service import UniversalRAGService
-from tests.documents import make_docx, make_notebook, make_pdf, make_structured_pdf
+from tests.documents import make_docx, make_notebook, make_pdf, make_pptx, make_structured_pdf
 
 PROJECT = Path(__file__).resolve().parents[1] / "data" / "prd_project"
 
@@ -42,6 +42,13 @@ def mixed(tmp_path, monkeypatch) -> Path:
         ],
     )
     make_notebook(d / "nb.ipynb", [("markdown", "# Notebook\n\nSome analysis."), ("code", "print(1)")])
+    make_pptx(
+        d / "deck.pptx",
+        [
+            {"title": "Roadmap", "bullets": [(0, "The search page ships in the third quarter, with filters.")]},
+            {"title": "Pricing", "table": [["Plan", "Price per seat and month"], ["Team", "20 dollars, paid yearly"]]},
+        ],
+    )
     # the bad ones
     (d / "broken.json").write_text('{"a": [1, 2,, 3]}')
     make_pdf(d / "scan.pdf", ["x"], scanned=True)
@@ -65,7 +72,7 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
         ("in/bundle.js", "has a line of 10,485,760 characters (line 1): minified or generated code is not indexed; "
          "index its source instead")
     ]  # fmt: skip
-    assert report.added == 10
+    assert report.added == 11
     with db.transaction() as session:
         chunkers = dict(session.execute(text("SELECT source, split_part(chunker, ':', 1) FROM documents")).all())
     assert chunkers == {
@@ -79,6 +86,7 @@ def test_bad_files_fail_alone_with_one_line_reasons(indexer, mixed, db):
         "in/manual.pdf": "markdown",
         "in/spec.docx": "markdown",
         "in/nb.ipynb": "markdown",
+        "in/deck.pptx": "markdown",
     }
 
 
@@ -99,7 +107,8 @@ def _chunks(db, source: str) -> list[tuple[str, str, dict, int, int, str]]:
 
 def test_stored_offsets_pages_and_header_paths(indexer, mixed, db):
     indexer.index_paths([mixed], collection="mixed")
-    for source in ["in/manual.pdf", "in/spec.docx", "in/app.py", "in/data.json", "in/paper.tex", "in/nb.ipynb"]:
+    for source in ["manual.pdf", "spec.docx", "deck.pptx", "app.py", "data.json", "paper.tex", "nb.ipynb"]:
+        source = f"in/{source}"
         rows = _chunks(db, source)
         assert rows, source
         for content, _, _, start, end, stored in rows:
@@ -108,6 +117,8 @@ def test_stored_offsets_pages_and_header_paths(indexer, mixed, db):
     assert [(r[2]["page_start"], r[2]["page_end"]) for r in pdf] == [(1, 2)]  # one short chunk over both pages
     assert "Restores are tested monthly." in pdf[0][0]
     assert [r[1] for r in _chunks(db, "in/spec.docx")] == ["Spec", "Spec > Limits"]
+    deck = _chunks(db, "in/deck.pptx")
+    assert [(r[1], r[2]["page_start"], r[2]["page_end"]) for r in deck] == [("Roadmap", 1, 1), ("Pricing", 2, 2)]
     assert [r[1] for r in _chunks(db, "in/app.py")] == ["app > main"]
     assert [(r[0], r[1]) for r in _chunks(db, "in/ops.rst")] == [
         ("Backups\n-------\n\nBackups run every night at two and are kept for thirty days.", "Ops > Backups")

@@ -22,7 +22,7 @@ REQUIRED_CODE += [".swift", ".scala", ".sql", ".sh"]
 
 def test_every_required_suffix_is_supported() -> None:
     assert set(REQUIRED_CODE) <= set(CODE_SUFFIXES)
-    assert {".json", ".jsonl", ".yaml", ".yml", ".tex", ".pdf", ".docx", ".ipynb"} <= set(SUPPORTED_SUFFIXES)
+    assert {".json", ".jsonl", ".yaml", ".yml", ".tex", ".pdf", ".docx", ".pptx", ".ipynb"} <= set(SUPPORTED_SUFFIXES)
     assert {".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".adoc", ".html", ".htm"} <= set(SUPPORTED_SUFFIXES)
 
 
@@ -44,6 +44,7 @@ def test_every_required_suffix_is_supported() -> None:
         ("page.HTML", "html"),
         ("README.md", "markdown"),
         ("spec.docx", "markdown"),
+        ("deck.pptx", "markdown"),
         ("analysis.ipynb", "markdown"),
         ("manual.pdf", "markdown"),
         ("config.yaml", "config"),

@@ -1,0 +1,90 @@
+"""PowerPoint (.pptx) files: each slide a section under its title, slides separated as a PDF's pages.
+
+A slide is written as an ATX h1 line with its title (``Slide N`` when it has none), then the text of its other
+shapes in reading order (top to bottom, then left to right; groups opened), one line per paragraph, indented two
+spaces per outline level; a table one line per row, cells joined by `` | ``; then its speaker notes after
+``Notes:``. Lines that would read as a header or a fence are escaped, as Word's are. Slides are joined by the PDF
+page break (``pdftext.PAGE_BREAK``), so a chunk's ``page_start``/``page_end`` are its slide numbers. The title is the
+package's core title, else the first slide's. Read with python-pptx, after ``ooxml.check_package``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from rag_service.ingest.formats.markdown_escape import escape_plain_line
+from rag_service.ingest.formats.ooxml import PackageKind, read_package
+from rag_service.ingest.formats.pdftext import PAGE_BREAK
+
+
+def read_pptx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
+    """The text of the presentation ``data`` (see the module doc) and its title.
+
+    Raises DocumentReadError for a file that is not a readable .pptx, or too large unpacked (``ooxml``).
+    """
+    from pptx import Presentation
+    from pptx.exc import PackageNotFoundError
+
+    kind = PackageKind("PowerPoint presentation", ".pptx", "pptx", PackageNotFoundError, "no presentation inside")
+
+    def read(stream: BytesIO) -> tuple[list[tuple[str, str]], str]:
+        deck = Presentation(stream)
+        slides = [_slide(slide) for slide in deck.slides]
+        return slides, (deck.core_properties.title or "").strip()
+
+    slides, title = read_package(path, data, kind, max_bytes=max_bytes, read=read)
+    pages = []
+    for number, (heading, body) in enumerate(slides, 1):
+        page = f"# {heading or f'Slide {number}'}"
+        pages.append(f"{page}\n\n{body}" if body else page)
+    return PAGE_BREAK.join(pages), title or next((heading for heading, _ in slides if heading), "")
+
+
+def _slide(slide: Any) -> tuple[str, str]:
+    """``(title, body)`` of one slide: its title's text (``""`` without one) and the rest as lines."""
+    title_shape = slide.shapes.title
+    heading = _one_line(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ""
+    title_id = title_shape.shape_id if title_shape is not None else None  # proxies: compared by id, not identity
+    shapes = [shape for shape in _reading_order(slide.shapes) if shape.shape_id != title_id]
+    blocks = ["\n".join(lines) for shape in shapes if (lines := list(_shape_lines(shape)))]
+    if slide.has_notes_slide and (notes := slide.notes_slide.notes_text_frame) is not None:
+        text = "\n".join(escape_plain_line(line.strip()) for line in _text(notes.text).split("\n") if line.strip())
+        if text:
+            blocks.append(f"Notes: {text}")
+    return heading, "\n\n".join(blocks)
+
+
+def _reading_order(shapes: Any) -> list[Any]:
+    """``shapes`` top to bottom, then left to right (a placeholder without a position keeps its place)."""
+    return sorted(shapes, key=lambda shape: (shape.top or 0, shape.left or 0))
+
+
+def _shape_lines(shape: Any) -> Iterator[str]:
+    """The lines of one shape: its paragraphs, a table's rows, a group's shapes in reading order."""
+    if getattr(shape, "shapes", None) is not None:  # a group
+        for inner in _reading_order(shape.shapes):
+            yield from _shape_lines(inner)
+        return
+    if getattr(shape, "has_table", False) and shape.has_table:
+        for row in shape.table.rows:
+            cells = [_one_line(cell.text) for cell in row.cells]
+            if any(cells):
+                yield escape_plain_line(" | ".join(cells))
+        return
+    if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+        for paragraph in shape.text_frame.paragraphs:
+            for line in _text(paragraph.text).split("\n"):
+                if line.strip():
+                    yield "  " * paragraph.level + escape_plain_line(line.strip())
+
+
+def _text(text: str) -> str:
+    """python-pptx's text with its line breaks (a vertical tab for ``<a:br>``) as newlines."""
+    return text.replace("\v", "\n").replace("\r", "\n")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_text(text).split())

@@ -1,0 +1,77 @@
+"""PowerPoint files: slides as sections under their titles, in reading order, with tables, groups and notes."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rag_service.errors import DocumentReadError
+from rag_service.ingest.chunkers import make_chunker, recommend_strategy
+from rag_service.ingest.formats.pdftext import PAGE_BREAK, with_pages
+from rag_service.ingest.loaders import load_document
+from tests.documents import make_pptx
+
+MB = 1_000_000
+
+DECK: list[dict[str, object]] = [
+    {
+        "title": "Q3 roadmap",
+        "bullets": [(0, "Ship the search page"), (1, "with filters"), (0, "# of users doubles")],
+        "notes": "Say that filters come first.\nThen dates.",
+    },
+    {"bullets": [(0, "An untitled slide")], "table": [["Plan", "Price"], ["Team", "$20"], ["", ""]]},
+    {"title": "Grouped", "group": ["Left box", "Right box"]},
+]
+
+
+def test_slides_are_sections_in_reading_order_with_tables_groups_and_notes(tmp_path: Path) -> None:
+    loaded = load_document(make_pptx(tmp_path / "deck.pptx", DECK), max_bytes=MB)
+    assert loaded.title == "Q3 roadmap"  # no core title: the first slide's
+    assert loaded.text.split(PAGE_BREAK) == [
+        "# Q3 roadmap\n\nShip the search page\n  with filters\n\\# of users doubles\n\n"
+        "Notes: Say that filters come first.\nThen dates.",
+        "# Slide 2\n\nAn untitled slide\n\nPlan | Price\nTeam | $20",  # an empty row is left out
+        "# Grouped\n\nLeft box\nRight box",
+    ]
+    assert load_document(make_pptx(tmp_path / "t.pptx", DECK, title="Roadmap"), max_bytes=MB).title == "Roadmap"
+
+
+def test_a_chunk_of_a_deck_carries_its_slides_as_pages_and_its_title_as_header(tmp_path: Path) -> None:
+    text = load_document(make_pptx(tmp_path / "deck.pptx", DECK), max_bytes=MB).text
+    assert recommend_strategy("deck.pptx") == "markdown"
+    chunks = with_pages(text, make_chunker("markdown", min_chunk_chars=10).split(text).chunks)
+    by_header = {c.headers.get("h1"): c for c in chunks}
+    assert by_header["Grouped"].metadata == {"page_start": 3, "page_end": 3}
+    assert by_header["Q3 roadmap"].metadata["page_start"] == 1
+
+
+def test_an_unreadable_deck_is_one_line_naming_it(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.pptx"
+    broken.write_bytes(b"PK\x03\x04" + b"\x00not a zip" * 30)
+    with pytest.raises(DocumentReadError) as refused:
+        load_document(broken, max_bytes=MB)
+    assert str(refused.value) == (
+        f"{broken} is not a readable PowerPoint presentation (not a zip archive, as a .pptx is); re-save it as .pptx"
+    )
+    other = tmp_path / "other.pptx"
+    with zipfile.ZipFile(other, "w") as archive:
+        archive.writestr("hello.txt", "no package here")
+    with pytest.raises(DocumentReadError, match=r"other\.pptx is not a readable PowerPoint presentation \("):
+        load_document(other, max_bytes=MB)
+
+
+def test_a_deck_unpacking_past_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    slides: list[dict[str, object]] = [{"title": f"Slide {i}", "bullets": [(0, "word " * 5000)]} for i in range(40)]
+    path = make_pptx(tmp_path / "big.pptx", slides)
+    with zipfile.ZipFile(path) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    limit = unpacked // 6
+    assert path.stat().st_size < limit, "precondition: the file is within the limit, its parts are not"
+    with pytest.raises(DocumentReadError) as refused:
+        load_document(path, max_bytes=limit)
+    assert str(refused.value) == (
+        f"{path} unpacks to {unpacked:,} bytes, over 5 x the limit of {limit:,} bytes (RAG_MAX_FILE_BYTES); "
+        "set it higher to index it"
+    )
