@@ -28,13 +28,11 @@ from rag_service.markdown_lines import Header, Line, LineKind
 
 #: an anchor for cross-references, which renders as nothing: ``[[install]]``, ``[[install,Install]]``, ``[#install]``
 ANCHOR_LINE = re.compile(r"\[\[[^\[\]\s]+\]\]|\[#[^\[\],.\s%]+\]")
-_TITLE = re.compile(r"(={1,6}|#{1,6})[ \t]+(\S.*?)(?:[ \t]+\1)?[ \t]*")
+_TITLE = re.compile(r"(={1,6}|#{1,6})[ \t]+(\S.*)")
 _DELIMITER = re.compile(r"-{4,}|\.{4,}|={4,}|\*{4,}|_{4,}|\+{4,}|/{4,}|--|[|,:!]={3,}")
 #: a line that may stand above a block: an anchor, an attribute list ``[source,python]``, a block title ``.Example``
 _ABOVE_BLOCK = re.compile(ANCHOR_LINE.pattern + r"|\[[^\]]*\][ \t]*|\.[^.\s].*")
 _DISCRETE = re.compile(r"\[(?:discrete|float)\b[^\]]*\][ \t]*")
-#: the title's own inline anchor, ``[[id]]`` at its end
-_INLINE_ANCHOR = re.compile(r"[ \t]*\[\[[^\]]*\]\]$")
 #: Asciidoctor's built-in attributes for characters a title cannot write plainly (``C{plus}{plus}``)
 _CHARACTERS = {
     "plus": "+", "pp": "++", "cpp": "C++", "amp": "&", "lt": "<", "gt": ">", "startsb": "[", "endsb": "]",
@@ -67,8 +65,7 @@ def asciidoc_lines(text: str) -> Iterator[Line]:
         elif delimiter := _delimiter(bare):
             kind, closer = LineKind.FENCE, delimiter
         elif block_start and (title := _TITLE.fullmatch(bare)) and not discrete:
-            name = _CHARACTER_REFERENCE.sub(lambda m: _CHARACTERS[m[1]], _INLINE_ANCHOR.sub("", title[2]))
-            header = Header(len(title[1]), name, start, end)
+            header = Header(len(title[1]), _title_text(title[2], title[1]), start, end)
             kind = LineKind.HEADER
         elif block_start and _ABOVE_BLOCK.fullmatch(bare):
             discrete = discrete or bool(_DISCRETE.fullmatch(bare))  # the lines above a block: it starts below them
@@ -78,6 +75,17 @@ def asciidoc_lines(text: str) -> Iterator[Line]:
             discrete = False  # a title ends a block of its own: the next line may start one
         yield Line(start, end, kind, header)
         start += len(raw) + 1
+
+
+def _title_text(text: str, marks: str) -> str:
+    """A title's words (``text`` right-stripped): without the closing marks of the symmetric form (``== Title ==``)
+    and its own trailing anchor (``[[id]]``), character references read. No regex over the line's end: one with a
+    lazy title and optional closing marks backtracked quadratically over a long run of spaces (20,000: 2 s)."""
+    if text.endswith(marks) and text[: -len(marks)].endswith((" ", "\t")):
+        text = text[: -len(marks)].rstrip(" \t")
+    if text.endswith("]]") and (anchor := text.rfind("[[")) > 0 and "]" not in text[anchor + 2 : -2]:
+        text = text[:anchor].rstrip(" \t")
+    return _CHARACTER_REFERENCE.sub(lambda m: _CHARACTERS[m[1]], text)
 
 
 def _delimiter(line: str) -> str:

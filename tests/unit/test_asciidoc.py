@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from rag_service.evaluation.sections import SectionIndex
 from rag_service.ingest.chunk import CHILD
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.loaders import load_document, text_title
+from tests.complexity import assert_linear
 
 GUIDE = """= Ray Serve
 Jane Doe <jane@example.com>
@@ -97,3 +99,18 @@ def test_asciidoc_files_are_titled_chunked_by_auto_and_numbered_for_the_evaluati
     assert index.section_at(0) == 1  # starts with its title: section 1
     assert index.section_at(GUIDE.index("Run pip")) == 2
     assert index.section_at(GUIDE.index("Replicas scale")) == 4
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "== x" + " " * n + "y\n",  # a lazy title regex backtracked over the spaces: 20,000 took 2 s
+        lambda n: "== x" + " " * n + "==\n",
+        lambda n: "== a [[" + " " * n + "\n",
+        lambda n: "----\n" * (n // 5),  # blocks opened and closed
+        lambda n: "== T\n" * (n // 5),
+        lambda n: "[discrete]\n" * (n // 11),
+    ],
+)
+def test_titles_are_read_in_linear_time(make: Callable[[int], str]) -> None:
+    assert_linear(make, asciidoc_headers, n=200_000)

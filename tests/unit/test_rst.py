@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from rag_service.ingest.chunk import CHILD
 from rag_service.ingest.chunkers import make_chunker
 from rag_service.ingest.loaders import load_document, text_title
 from rag_service.rst_lines import rst_headers, rst_title
+from tests.complexity import assert_linear
 
 GUIDE = """.. _top:
 
@@ -126,3 +128,18 @@ def test_an_rst_file_is_numbered_at_its_titles_for_the_evaluation() -> None:
     assert index.section_at(GUIDE.index("Run pip")) == 2
     assert index.section_at(GUIDE.index("Replicas scale")) == 4
     assert SectionIndex(GUIDE, "guide.md").section_at(len(GUIDE) - 1) == 0  # a markdown file: no ATX header
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "=" * n + "\n",
+        lambda n: "T\n" + "=" * n + "\n",
+        lambda n: "=====\nT\n=====\n\n" * (n // 15),
+        lambda n: "T\n-\n" * (n // 4),
+        lambda n: "``" + "a" * n + "\n---\n",
+        lambda n: "x" + " " * n + "\n" + "-" * 4 + "\n",
+    ],
+)
+def test_titles_are_read_in_linear_time(make: Callable[[int], str]) -> None:
+    assert_linear(make, rst_headers, n=200_000)
