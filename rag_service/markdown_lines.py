@@ -78,9 +78,12 @@ class LineKind(IntEnum):
     FENCE = 4  # an opening or closing fence line
     CODE = 5  # a line inside fenced code (blank ones too)
     FRONT_MATTER = 6  # a line of the front matter, its ``---`` lines included
+    #: a line that renders no text, in the other markups' readers (``rst_lines``, ``asciidoc_lines``): a comment, a
+    #: directive's options, an attribute entry; the markdown scanner gives none
+    MARKUP = 7
 
 
-_BLANK, _TEXT, _HEADER, _SETEXT_UNDERLINE_KIND, _FENCE, _CODE, _FRONT_MATTER = LineKind
+_BLANK, _TEXT, _HEADER, _SETEXT_UNDERLINE_KIND, _FENCE, _CODE, _FRONT_MATTER, _ = LineKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,8 @@ REASONS = (SEPARATOR, HEADER_ONLY, TOO_SHORT)
 
 _BLANK, _CONTENT, _MARKUP, _HEADER, _ANCHOR = 0, 1, 2, 3, 4
 
+#: the scanners' kinds of lines that only mark structure: a fence, an underline
+_DELIMITERS = frozenset({LineKind.FENCE, LineKind.SETEXT_UNDERLINE})
 _MARKUP_LINE = re.compile(r"[\s\-=*_`~#]+")
 _MARKUP_START = frozenset("-=*_`~#")
 
@@ -73,18 +75,21 @@ class DocumentLines:
         content_sizes: list[int] = []
         anchor = _ANCHORS.get(syntax)
         for start, end, line_kind, header in _SCANNERS[syntax](text):
-            # the scanner's kinds, as the filter sees them: code is content, a fence line or an adornment is markup
+            # the scanner's kinds, as the filter sees them: code is content, a fence line, an adornment or a line
+            # that renders no text is markup, unless it is an anchor (a section's last lines leave those out)
             self._starts.append(start)
             size, kind = 0, _MARKUP
             if line_kind is LineKind.HEADER and header is not None:
                 self.headers.append(header)
                 kind = _HEADER
-            elif line_kind is not LineKind.FENCE and line_kind is not LineKind.SETEXT_UNDERLINE:
+            elif line_kind not in _DELIMITERS:
                 body = text[start:end].strip()
                 if not body:
                     kind = _BLANK
                 elif anchor is not None and line_kind is not LineKind.CODE and anchor.fullmatch(body):
                     kind = _ANCHOR
+                elif line_kind is LineKind.MARKUP:
+                    kind = _MARKUP
                 elif line_kind is LineKind.CODE or body[0] not in _MARKUP_START or not _MARKUP_LINE.fullmatch(body):
                     size, kind = len(body), _CONTENT
             kinds.append(kind)

@@ -66,7 +66,20 @@ def test_titles_outside_blocks_and_discrete_headings() -> None:
         ("```\n== fenced\n```\n== After\n", [(2, "After")]),
         ("--\n== open block\n--\n", []),
         ("----\n== unclosed listing\n", []),  # an unclosed block runs to the end
-        ("Text:\n----\n== code right under a paragraph\n----\n", []),
+        ("Some text:\n----\n== code right under a paragraph\n----\n", []),
+        # audit 59, each as Asciidoctor 2.0.18 reads it:
+        ("Text:\n----\n== a title\n----\n", [(2, "Text:"), (2, "a title")]),  # two-line titles, not a block
+        ("My Guide\n========\n\n== Install\n", [(1, "My Guide"), (2, "Install")]),
+        ("Deep\n^^^^\n", [(4, "Deep")]),
+        ("Far off\n----\n", []),  # an underline more than one character off: a listing block
+        ("= Doc\n\nIntro.\n\n// tag::quick[]\n== Quick Setup\n", [(1, "Doc"), (2, "Quick Setup")]),
+        (":_mod-docs-content-type: ASSEMBLY\n[id=\"pid\"]\n= PID limits\n", [(1, "PID limits")]),
+        ("Body.\n\nifndef::env-github[]\n== Section A\n", [(2, "Section A")]),
+        ("Body.\n\n:context: admin\n== Section A\n", [(2, "Section A")]),
+        ("[discrete]\n\n== Discrete after a blank line\n\n== Next\n", [(2, "Next")]),
+        ("= Guide\n:product: Acme\n\n== Install {product}\n", [(1, "Guide"), (2, "Install Acme")]),
+        ("== link:https://x.org[X], xref:o.adoc[Other page], <<id,this>>\n", [(2, "X, Other page, this")]),
+        ("== *Strong* and _em_ but my_snake_name\n", [(2, "Strong and em but my_snake_name")]),
         (".Example title\n== Title\n", [(2, "Title")]),  # a block title above the title
         ("[#anchor]\n== Title\n", [(2, "Title")]),
         ("== Title\r\n\r\nText.\r\n", [(2, "Title")]),
@@ -90,11 +103,30 @@ def test_the_asciidoc_strategy_gives_sections_with_title_paths_and_parents() -> 
     assert not any("[[install]]" in (c.parent_content or "") for c in doc.chunks)
 
 
+def test_lines_that_render_nothing_are_markup_so_a_title_over_them_keeps_its_own_section() -> None:
+    """``:toc:`` under the title counted as text: the title's section was joined to its first child, whose chunks then
+    showed only ``h1`` (audit 59). Comments, attribute entries, includes and ``[id=...]`` anchors are in no chunk of
+    their own either (one at a section's end stays in its last chunk, as markdown's ``---`` does)."""
+    body = "Download the archive and unpack it into /opt/tool, then add /opt/tool/bin to PATH."
+    text = f"// Module included in: a.adoc\n= User Guide\n:toc: left\n:icons: font\n\n== Installation\n\n{body}\n"
+    doc = make_chunker("asciidoc").split(text)
+    assert [(c.headers, c.content) for c in doc.chunks] == [
+        ({"h1": "User Guide", "h2": "Installation"}, f"== Installation\n\n{body}")
+    ]
+    anchored = f"== A\n\n{body}\n\n[id=\"b_{{context}}\"]\n== B\n\n{body}\n\n// end of B\n\ninclude::c.adoc[]\n\n"
+    assert [c.content.split("\n")[-1] for c in make_chunker("asciidoc").split(anchored).chunks] == [
+        body,
+        "include::c.adoc[]",
+    ]
+    assert make_chunker("asciidoc").split("// only a comment\n\ninclude::a.adoc[]\n").chunks == []
+
+
 def test_asciidoc_files_are_titled_chunked_by_auto_and_numbered_for_the_evaluation(tmp_path: Path) -> None:
     path = tmp_path / "guide.adoc"
     path.write_text(GUIDE)
     assert load_document(path, max_bytes=1 << 20).title == text_title(GUIDE, "asciidoc") == "Ray Serve"
     assert type(make_chunker("auto", source=str(path))).__name__ == "AsciidocChunker"
+    assert asciidoc_title("[[jndi]]\n== JNDI\n\nText.\n") == "JNDI"  # a chapter file: its first title
     index = SectionIndex(GUIDE, "guide.adoc")
     assert index.section_at(0) == 1  # starts with its title: section 1
     assert index.section_at(GUIDE.index("Run pip")) == 2
