@@ -10,7 +10,8 @@
 - **Leads**: the comment lines (``//``, ``/* */`` and JSDoc blocks, ``#``, ``--``), attributes (``#[...]``,
   ``[...]``) and decorators (``@...``) right above a start, no blank line between, go with it.
 - **Ends**: brace languages end a definition with the brace that closes its first ``{`` (in JS/TS, the first
-  outside its signature's parens; or at its ``;``: a declaration); Ruby, Elixir, Lua and Python by indentation
+  outside its signature's parens; or at its ``;``: a declaration; a Rust ``macro_rules!`` in parens or brackets at
+  its closing one); Ruby, Elixir, Lua and Python by indentation
   (with a closing ``end``); SQL statements at the next start. A definition whose block holds others is their parent
   (a class and its methods).
 """
@@ -32,6 +33,7 @@ from rag_service.ingest.code_items import (
     is_group,
     is_item_start,
     keeps_item,
+    macro_end,
 )
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
 from rag_service.ingest.code_names import JS_ASSIGNED_CLASS_FORM, JS_METHOD_FORM, definition_names
@@ -293,6 +295,8 @@ def _end(text: str, language: str, start: int, limit: int, scan: Scan | None) ->
     """Past the last line of the definition starting at ``start`` (``limit``: where the next one leads)."""
     if language == "go" and is_group(text, start):
         return group_end(text, start)
+    if language == "rust" and scan is not None and (closed := macro_end(text, start, scan)) is not None:
+        return closed
     if scan is not None:
         opened = _block(text, start, limit, scan, language)
         if opened is not None and not _is_declaration(text, start, scan):

@@ -1,5 +1,6 @@
 """Go's and Rust's items for the ``code`` strategy: which definition lines of ``code_generic`` are items, and where
-Go's grouped declarations end. A heuristic over lines and braces, as the rest of the generic path.
+Go's grouped declarations and Rust's bracketed macros end. A heuristic over lines and braces, as the rest of the
+generic path.
 
 - **Go** declares at the top level only: a ``func``, ``type``, ``var`` or ``const`` line at brace depth 0 starts a
   definition, never a function literal in a body (``defer func() {``, ``Run: func(...) {``). A group (``type (``,
@@ -10,7 +11,8 @@ Go's grouped declarations end. A heuristic over lines and braces, as the rest of
   body (``let (a, b) = match x {``, ``Some(y) => match z {``). A ``mod x;`` declaration is no definition; a
   ``macro_rules!`` body holds none (``fn $name()`` is a pattern); ``type``, ``const`` and ``static`` items count at
   the top level and in a ``mod``, not in an ``impl``, ``trait`` or function (an associated type goes with the code
-  around it).
+  around it). A ``macro_rules!`` in parens or brackets (``macro_rules! m ( ... );``) ends with the line of its
+  closing delimiter (``macro_end``); one in braces ends as any block.
 - A value (Go's ``var``/``const``, Rust's ``const``/``static``) is a definition only where a comment documents it.
 - A Rust ``impl``, ``trait`` or ``mod`` is a container (``is_container``: chunked as its items, as Go's methods are),
   and an attribute over several lines (``#[cfg(any(`` ... ``))]``) leads its item (``attribute_start``).
@@ -44,6 +46,8 @@ _RUST_NAMED = re.compile(
 )
 _RUST_DECLARATION = re.compile(_RUST_QUALIFIERS + r"mod[ \t]+\w+[ \t]*;")
 _RUST_LEAF = re.compile(r"[ \t]*macro_rules!")
+_RUST_BRACKETED_MACRO = re.compile(r"[ \t]*macro_rules![ \t]*[A-Za-z_]\w*\s*([(\[])")
+_BRACKETS = {"(": re.compile(r"[()]"), "[": re.compile(r"[\[\]]")}
 _RUST_CONTAINER = re.compile(_RUST_QUALIFIERS + r"(?:impl|trait|mod)\b")
 _RUST_MOD = re.compile(_RUST_QUALIFIERS + r"mod\b")
 _RUST_VALUE_FORM = r"[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?(?:static|const(?![ \t]+(?:fn|unsafe|async|extern)\b)"
@@ -94,6 +98,22 @@ def group_end(text: str, start: int) -> int:
 def is_group(text: str, start: int) -> bool:
     """Whether the line at ``start`` opens a Go group (``type (``, ``var (``, ``const (``)."""
     return _GO_GROUP.match(text, start) is not None
+
+
+def macro_end(text: str, start: int, scan: Scan) -> int | None:
+    """Past the line closing the Rust ``macro_rules!`` at ``start`` whose rules are in parens or brackets (the
+    text's end if none does); None for any other item (a ``macro_rules! m {`` ends as any block)."""
+    macro = _RUST_BRACKETED_MACRO.match(text, start)
+    if macro is None:
+        return None
+    depth = 0
+    for bracket in _BRACKETS[macro[1]].finditer(text, macro.start(1)):
+        if scan.skipped_at(bracket.start()) is not None:
+            continue  # in a comment, string or char literal
+        depth += 1 if bracket[0] == macro[1] else -1
+        if depth == 0:
+            return line_end(text, bracket.start())
+    return len(text)
 
 
 def is_container(text: str, start: int) -> bool:

@@ -356,3 +356,54 @@ def test_an_undocumented_value_stays_with_the_code_around_it() -> None:
     assert _paths("command.go", go)[0] == ("command > Command > Len", "func (c *Command) Len() int {")
     rust = "const LIMIT: u32 = 3;\n\n/// The step.\npub static STEP: u32 = 2;\n\nconst fn twice() -> u32 {\n    2\n}\n"
     assert _definition_names(generic_definitions(rust, "rust")) == [("STEP",), ("twice",)]
+
+
+_RUST_MACROS = """\
+/// Implements `Next` for tuples.
+macro_rules! impl_next (
+    () => (); // stop
+
+    ($A:ident, $($B:ident,)*) => (
+        impl<$A, $($B),*> Next for ($A, $($B,)*) {
+            fn next(&mut self) -> Option<$A> {
+                None
+            }
+        }
+        impl_next!($($B,)*);
+    );
+);
+
+/// Squares.
+macro_rules! square [
+    ($x:expr) => { $x * $x };
+    ($x:expr, $y:expr) => { square!($x) + square!($y) };
+];
+
+/// Doubles.
+macro_rules! double {
+    ($x:expr) => { 2 * $x };
+}
+
+impl_next!(A, B, C,);
+
+/// Adds.
+pub fn add(a: u32, b: u32) -> u32 {
+    a + b
+}
+"""
+
+
+def test_rust_macro_rules_in_parens_or_brackets_ends_at_its_closing_delimiter() -> None:
+    """``macro_rules! m ( ... );`` (itertools' ``impl_cons_iter!``) ended at its first rule's ``;``: the ``impl``
+    and ``fn`` of its later rules became definitions of their own, and ``m [ ... ];`` lost every rule after its
+    first. Rust allows all three delimiters; each macro is one definition to its closing one."""
+    definitions = generic_definitions(_RUST_MACROS, "rust")
+    assert _definition_names(definitions) == [("impl_next",), ("square",), ("double",), ("add",)]
+    ends = [_RUST_MACROS[d.start : d.end].rsplit("\n", 2)[1] for d in definitions]
+    assert ends == [");", "];", "}", "}"]
+    found = [(c.header_path, c.content) for c in chunks("tuples.rs", _RUST_MACROS)]
+    assert [path for path, _ in found] == ["tuples > impl_next", "tuples > square", "tuples > double", "tuples > add"]
+    assert found[0][1].startswith("/// Implements `Next` for tuples.\nmacro_rules! impl_next (\n")
+    assert found[0][1].endswith("        impl_next!($($B,)*);\n    );\n);")
+    assert found[1][1].endswith("square!($y) };\n];")
+    assert found[2][1].endswith("}\n\nimpl_next!(A, B, C,);")
