@@ -11,9 +11,9 @@
   ``[...]``) and decorators (``@...``) right above a start, no blank line between, go with it.
 - **Ends**: brace languages end a definition with the brace that closes its first ``{`` (in JS/TS, the first
   outside its signature's parens; or at its ``;``: a declaration; a Rust ``macro_rules!`` in parens or brackets at
-  its closing one); Ruby, Elixir, Lua and Python by indentation
-  (with a closing ``end``); SQL statements at the next start. A definition whose block holds others is their parent
-  (a class and its methods).
+  its closing one); Ruby, Elixir, Lua and Python by indentation (with a closing ``end``); SQL statements at the
+  next start. A definition whose block holds others is their parent (a class and its methods); a TS interface or
+  type alias holds none: its members have no bodies (the ``{`` of ``getUser(id: string): {`` opens an object type).
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ _JS_FORMS = (
     r"(?:function\b|\([^)\n]*\)[ \t]*(?::[^=\n]*)?=>|[A-Za-z_$][\w$]*[ \t]*=>)"
     r"|^" + JS_ASSIGNED_CLASS_FORM
     + r"|^[ \t]*[A-Za-z_$][\w$]*[ \t]*:[ \t]*(?:async[ \t]+)?(?:\([^()\n]*\)|[A-Za-z_$][\w$]*)[ \t]*=>[ \t]*\{[ \t]*$"
+)
+#: a TS interface or type alias (``export interface Store {``, ``type Api = {``): its members are no definitions
+_TS_TYPE = re.compile(
+    r"[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:declare[ \t]+)?(?:interface\b|type[ \t]+[A-Za-z_$])"
 )
 #: JS/TS signatures whose parameters go on past the line (``  async request(``, ``const f = async (``): each is
 #: one where its ``(`` closes on a later line before a body (``) {``, ``): Promise<T> {``, ``) => ``)
@@ -165,6 +169,8 @@ def generic_definitions(text: str, language: str) -> list[Definition]:
         parent = stack[-1].start if stack else None
         if language in ITEM_LANGUAGES and not keeps_item(text, language, parent, start, documented=leads[i] < start):
             continue
+        if language in JS_LANGUAGES and parent is not None and _TS_TYPE.match(text, parent):
+            continue  # a member's inline object type (``load: () => {``) is no body
         if stack:
             end = min(end, stack[-1].end)
         names = definition_names(text, start, end, language)

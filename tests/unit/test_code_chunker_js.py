@@ -1,5 +1,5 @@
 """The ``code`` strategy on JS/TS forms the last audits left: classes and objects assigned to a name or to
-``module.exports``, and doc comments too long to go with their definition."""
+``module.exports``, doc comments too long to go with their definition, and TS types' members."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import pytest
 
 from rag_service.ingest.chunk import TextChunk
 from rag_service.ingest.chunkers import make_chunker
+from rag_service.ingest.code_generic import generic_definitions
 from tests.unit.test_chunker_properties import assert_chunks_valid
+from tests.unit.test_code_chunker import _definition_names
 
 _BODY = "".join(f"    this.value{i} = compute({i}, options, this.defaults);\n" for i in range(18))
 
 
-def chunks(source: str, text: str) -> list[TextChunk]:
-    doc = make_chunker("code", source=source).split(text)
+def chunks(source: str, text: str, **sizes: int) -> list[TextChunk]:
+    doc = make_chunker("code", source=source, **sizes).split(text)
     assert_chunks_valid(text, doc, indented=True)
     return doc.chunks
 
@@ -99,3 +101,48 @@ def test_a_method_doc_comment_too_long_is_named_after_the_method() -> None:
     assert found[0].header_path == "loader > Loader > constructor"
     assert [c.header_path for c in found[1:]] == ["loader > Loader > load"] * (len(found) - 1)
     assert found[-1].content.startswith("  load(key) {")
+
+
+_TS_TYPES = """\
+import { Db } from "./db";
+
+/** Where users are kept. */
+export interface UserStore {
+  /** One user by id. */
+  getUser(id: string): {
+    name: string;
+    age: number;
+  };
+  load: () => {
+    ok: boolean;
+  };
+  count(): { total: number; active: number };
+  save(user: { name: string }): void;
+}
+
+export type Api = {
+  fetch(url: string): {
+    status: number;
+    body: string;
+  };
+};
+
+export function makeStore(db: Db): UserStore {
+  return db.store();
+}
+"""
+
+
+def test_a_ts_interface_member_returning_an_object_type_is_no_definition() -> None:
+    """``getUser(id: string): {`` and ``load: () => {`` in an interface (or a type literal) were read as methods
+    whose body was their inline return type: an interface too long for one chunk was cut into members named as
+    methods (``store > UserStore > getUser``). Members have no bodies; the interface stays one definition."""
+    assert _definition_names(generic_definitions(_TS_TYPES, "ts")) == [("UserStore",), ("Api",), ("makeStore",)]
+    found = chunks("store.ts", _TS_TYPES, chunk_size=120)
+    paths = ["store > UserStore"] * 3 + ["store > Api", "store > makeStore"]
+    assert [c.header_path for c in found] == paths
+    assert found[0].content.startswith('import { Db } from "./db";\n\n/** Where users are kept. */\nexport interface')
+    assert found[1].content.startswith("getUser(id: string): {\n    name: string;")
+    assert found[2].content.endswith("save(user: { name: string }): void;\n}")
+    assert found[3].content.startswith("export type Api = {\n  fetch(url: string): {")
+    assert found[4].content == "export function makeStore(db: Db): UserStore {\n  return db.store();\n}"
