@@ -36,7 +36,7 @@ from rag_service.ingest.code_items import (
     macro_end,
 )
 from rag_service.ingest.code_lines import Definition, indent_width, lead_start, line_end, line_start
-from rag_service.ingest.code_names import JS_ASSIGNED_CLASS_FORM, JS_METHOD_FORM, definition_names
+from rag_service.ingest.code_names import JS_ASSIGNED_CLASS_FORM, JS_METHOD_FORM, JS_PROPERTY, definition_names
 from rag_service.ingest.code_scan import JS_LANGUAGES, Scan
 
 #: keywords that start a definition, per language (LangChain's separators minus control flow)
@@ -195,7 +195,9 @@ def _starts(text: str, language: str, pattern: re.Pattern[str], scan: Scan | Non
             word = _FIRST_WORD.match(text, start)
             line = text[start : line_end(text, start)]
             signature = open_method or _SIGNATURE.match(line) is not None
-            if signature and scan.depth(first) > 0 and not _after_statement(text, start):
+            # an object's ``key: function (x) {`` is a method whatever ends the line above (``name: 'cache',``)
+            keyed = language in JS_LANGUAGES and JS_PROPERTY.match(line) is not None
+            if signature and scan.depth(first) > 0 and not keyed and not _after_statement(text, start):
                 continue  # ``    NEXT() != x) {``: the rest of a condition, not a method
             if (
                 word is not None

@@ -61,7 +61,7 @@ _JS_ASSIGNED_CLASS = re.compile(
     r"(?:[ \t]+(?!(?:extends|implements)\b)([A-Za-z_$][\w$]*))?"
 )
 #: an object's method as a property (``close: function (key) {``, ``flush: async (entries) => {``): its key
-_JS_PROPERTY = re.compile(
+JS_PROPERTY = re.compile(
     r"[ \t]*([A-Za-z_$][\w$]*)[ \t]*:[ \t]*(?:async[ \t]+)?(?:function\b|\(|[A-Za-z_$][\w$]*[ \t]*=>)"
 )
 #: the lines a JS/TS signature may take
@@ -78,7 +78,7 @@ def definition_names(text: str, start: int, end: int, language: str) -> tuple[st
         return method[1], method[2]
     if language in ITEM_LANGUAGES and (item := item_names(line, language)) is not None:
         return item
-    if language in ("js", "ts") and (assigned := _JS_ASSIGNED_CLASS.match(line) or _JS_PROPERTY.match(line)):
+    if language in ("js", "ts") and (assigned := _JS_ASSIGNED_CLASS.match(line) or JS_PROPERTY.match(line)):
         return tuple(name for name in assigned.groups() if name)[:1]
     declared = _CLASS_LIKE_BY_LANGUAGE.get(language, _CLASS_LIKE).match(line)
     if declared is not None:

@@ -70,6 +70,29 @@ def test_the_methods_of_an_exported_object_are_named() -> None:
     assert found[1].content.startswith("  close: function (key) {")
 
 
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "flush: entries => {",
+        "flush: async entries => {",
+        "flush: (entries) => {",
+        "flush: async (entries) => {",
+        "flush: function (entries) {",
+        "flush: async function (entries) {",
+    ],
+)
+@pytest.mark.parametrize("before", ["  name: 'cache',\n", "  open() {\n    return 1;\n  },\n"])
+def test_an_objects_method_is_named_after_its_key_whatever_its_form(opening: str, before: str) -> None:
+    """``key: x => {`` without parentheses is a definition named ``key``, as ``key: (x) => {`` is. After a value
+    (``name: 'cache',``), ``key: async (x) => {`` and ``key: function (x) {`` were no definitions: read as
+    signatures, a line ending in ``,`` above them was taken for an expression they continue."""
+    text = f"module.exports = {{\n{before}  {opening}\n{_BODY}  }},\n}};\n"
+    found = chunks("index.js", text)
+    assert [c.header_path for c in found][-1] == "index > flush"
+    assert f"\n  {opening}\n    this.value0 = " in f"\n{found[-1].content}"  # short code above may join it
+    assert found[-1].content.endswith("this.defaults);\n  },\n};")
+
+
 def _jsdoc(lines: int) -> str:
     return "/**\n" + "".join(f" * Rule {i}: entries of kind {i} are loaded lazily, then cached by key.\n"
                              for i in range(lines)) + " */\n"  # fmt: skip
