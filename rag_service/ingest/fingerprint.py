@@ -31,11 +31,12 @@ CHUNKING_VERSION = 10
 #: bump a strategy's revision when a change alters only that strategy's chunks: only its documents are chunked again
 #: (``v10.2``); reset them all when CHUNKING_VERSION is bumped.
 #: code 1: JS/TS regex literals, signatures over lines; code 2: Go's and Rust's items (audit 58); code 3: JS/TS
-#: classes assigned or anonymous, object methods' keys, long doc comments named after their definition.
+#: classes assigned or anonymous, object methods' keys, long doc comments named after their definition; code 4:
+#: Rust ``macro_rules!`` in parens or brackets, TS interface members no definitions, ``key: function`` after a value.
 #: config 1: YAML documents apart, nothing inside a value opens a section, long sections cut between entries, first
 #: lines indented (audit 58c); config 2: YAML list items and ``[[array]]`` tables named, a merged section names its
 #: parts (``image, service``)
-STRATEGY_REVISIONS = {"code": 3, "config": 2}
+STRATEGY_REVISIONS = {"code": 4, "config": 2}
 
 
 def content_hash(text: str) -> str:

@@ -52,7 +52,8 @@ def _chunking(**settings: Any) -> Chunking:
         # session 58: the code strategy's revision 1 (JS/TS regex literals): only code documents are chunked again
         # audit 58: the code strategy's revision 2 (Go's and Rust's items): only code documents are chunked again
         # the code strategy's revision 3 (JS/TS classes assigned, object methods, long doc comments): code documents
-        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10.3:tsv5:np"),
+        # fix-code: its revision 4 (Rust macro_rules! in parens, TS interface members, key: function after a value)
+        ({"chunk_size": 300, "chunk_overlap": 30}, "code", {}, "code:1500:0:50:v10.4:tsv5:np"),
         # audit 58c: the config strategy's revision 1 (documents, values, entries, indentation): only config documents
         # fix-cfg2: its revision 2 (list items and [[array]] tables named, merged sections name their parts)
         ({}, "config", {}, "config:500:100:50:v10.2:tsv5"),
