@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag_service.asciidoc_lines import asciidoc_headers
 from rag_service.embed import HashingEmbedder
 from rag_service.errors import ChunkingError
 from rag_service.ingest.chunk import CHILD, TEXT, ChunkedDocument, Chunker
@@ -67,11 +68,12 @@ def assert_chunks_valid(text: str, doc: ChunkedDocument, *, indented: bool = Fal
 
 
 def outside_titles(strategy: str, text: str, required: list[int]) -> list[int]:
-    """``required`` without the offsets in reStructuredText titles for ``rst``: a line over ``---`` is a title
+    """``required`` without the offsets in the titles of ``rst`` and ``asciidoc``: a line over ``---`` is a title
     there, shown as its section's header path as a markdown header is (and dropped with a section of no text)."""
-    if strategy != "rst":
+    readers = {"rst": rst_headers, "asciidoc": asciidoc_headers}
+    if strategy not in readers:
         return required
-    titles = [(header.start, header.end) for header in rst_headers(text)]
+    titles = [(header.start, header.end) for header in readers[strategy](text)]
     return [i for i in required if not any(start <= i < end for start, end in titles)]
 
 
@@ -206,7 +208,7 @@ def test_plain_text_is_never_dropped(strategy: str, text: str, data: st.DataObje
     assert_chunks_valid(text, doc, indented=strategy in INDENTED_STRATEGIES)
     visible = outside_titles(strategy, text, [i for i, ch in enumerate(text) if not ch.isspace()])
     assert uncovered(text, doc, visible) == []
-    if strategy != "rst":  # an rst title over ``!!!`` with no text under it is dropped, as a markdown header alone
+    if strategy not in ("rst", "asciidoc"):  # a title over ``!!!``/``+++`` and no text is dropped, as a markdown header
         assert doc.filtered_total == doc.filtered.get("too_short", 0)  # only overlap remnants go
 
 
