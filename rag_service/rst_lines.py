@@ -5,7 +5,7 @@ Docutils' rules for titles (restructuredtext.html#sections), as far as sections 
 - an *adornment* line is one 7-bit punctuation character (``= - ` : ' " ~ ^ _ * + # < >`` and the
   rest) repeated, trailing spaces allowed;
 - a title is a text line at column 0 that starts a block (after a blank line, the text's start,
-  another title, or a one-line explicit markup line such as a label) with an adornment line right
+  another title, an indented block's last line, or one line of explicit markup or a field) with an adornment line right
   under it at least as long as the title, or at least 4 characters long (docutils warns, and takes
   it); with an overline as well, the overline is the same character and length as the underline and
   the title line may be inset. A bullet item, an explicit markup line (``.. note::``), a field
@@ -14,7 +14,9 @@ Docutils' rules for titles (restructuredtext.html#sections), as far as sections 
   appear: the first style seen is level 1. Deeper than 6 counts as 6.
 
 Literal blocks, directive bodies and block quotes are indented, so nothing in them starts a title.
-A label (``.. _install:``), as Sphinx documentation puts before its titles, is an anchor line.
+A label (``.. _install:``), as Sphinx documentation puts before its titles, is an anchor line; lines that render no
+text are markup (``rst_markup``). A title reads as rendered (``rst_markup.shown_title``): ``:mod:`bisect``` as
+``bisect``, a substitution the file defines replaced.
 Written here rather than read through docutils: docutils reports line numbers, not character
 offsets, and parses (and reports errors on) far more than sections need.
 """
@@ -25,14 +27,16 @@ import re
 from collections.abc import Iterator
 
 from rag_service.markdown_lines import Header, Line, LineKind
+from rag_service.rst_markup import GRID_BORDER, OPTION, explicit_markup, shown_title, substitutions
 
 #: a label for cross-references, which renders as nothing: ``.. _install-guide:`` (the name may be quoted)
 LABEL_LINE = re.compile(r"\.\. _(?:`[^`]+`|[^:`\s][^:`]*):")
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1*[ \t]*")
 #: lines that start a construct of their own even when an adornment line follows them
 _NOT_TITLE = re.compile(r"(?:[-*+\u2022\u2023\u2043][ \t]|\.\.(?:[ \t]|$)|:[^:\s][^:]*:(?:[ \t]|$)|\|(?:[ \t]|$)|>>>)")
-_INLINE_LITERAL = re.compile(r"``([^`]+)``")
-_ESCAPE = re.compile(r"\\(.)")
+_EXPLICIT = re.compile(r"\.\.(?:[ \t]|$)")
+#: a field at the document's start (``:orphan:``, ``:tocdepth: 2``), which Sphinx reads as metadata
+_FIELD = re.compile(r":[\w-]+:(?:[ \t].*)?")
 MAX_LEVEL = 6
 
 
@@ -41,48 +45,62 @@ def _adornment(line: str) -> str:
     return line.rstrip(" \t") if _ADORNMENT.fullmatch(line) else ""
 
 
-def _title_text(line: str) -> str:
-    """A title as shown in a header path: stripped, backslash escapes read (``compute\\_engine``: ``compute_engine``),
-    ``\\`\\`code\\`\\``` written as markdown's ``\\`code\\```."""
-    return _INLINE_LITERAL.sub(r"`\1`", _ESCAPE.sub(r"\1", line.strip()))
-
-
 def rst_lines(text: str) -> Iterator[Line]:
-    """Every line of ``text`` in order as ``markdown_lines.Line``: blank, text, or part of a title.
+    """Every line of ``text`` in order as ``markdown_lines.Line``: blank, text, markup, or part of a title.
 
     A title's first line (its overline, else its text line) is ``HEADER`` and carries the ``Header``, which spans
-    every line of the title; its other lines are ``SETEXT_UNDERLINE`` (markup). ``\\r`` before ``\\n`` belongs
-    to the line ending.
+    every line of the title; its other lines are ``SETEXT_UNDERLINE``. Lines that render no text (``rst_markup``: a
+    comment, a directive's options, a navigation directive, a grid table's border, a field such as ``:orphan:``
+    before the first title) are ``MARKUP``. ``\\r`` before ``\\n`` belongs to the line ending.
     """
     spans: list[tuple[int, int]] = []
     start = 0
     for raw in text.split("\n"):
-        end = start + len(raw) - (raw[-1:] == "\r")
-        spans.append((start, end))
+        spans.append((start, start + len(raw) - (raw[-1:] == "\r")))
         start += len(raw) + 1
     bodies = [text[s:e] for s, e in spans]
+    replace = substitutions(text) if "replace::" in text else {}
     styles: dict[tuple[str, bool], int] = {}
-    block_start = True
+    block_start, titled, indented = True, False, False
+    markup_over: int | None = None  # inside a markup block (a comment's, a navigation directive's): lines indented more
+    options_over: int | None = None  # right under a directive: its option lines, indented more
     i = 0
     while i < len(spans):
         body = bodies[i]
-        if not body.strip():
+        stripped = body.strip()
+        indent = len(body) - len(body.lstrip(" \t"))
+        kind = LineKind.TEXT
+        if not stripped:
             yield Line(*spans[i], LineKind.BLANK, None)
-            block_start, i = True, i + 1
+            block_start, options_over, i = True, None, i + 1
             continue
-        found = _title_at(bodies, i) if block_start else None
-        if found is None:
-            yield Line(*spans[i], LineKind.TEXT, None)
-            block_start = bool(LABEL_LINE.fullmatch(body.strip())) and not body[0].isspace()
-            i += 1
+        if markup_over is not None and indent <= markup_over:
+            markup_over = None
+        if options_over is not None and not (indent > options_over and OPTION.fullmatch(body)):
+            options_over = None
+        block_start = block_start or (indented and indent == 0)  # a block quote or a directive's body ended
+        indented = indent > 0
+        if markup_over is not None or options_over is not None:
+            kind = LineKind.MARKUP
+        elif block_start and (found := _title_at(bodies, i)) is not None:
+            count, title, style = found
+            level = min(styles.setdefault(style, len(styles) + 1), MAX_LEVEL)
+            header = Header(level, shown_title(title, replace), spans[i][0], spans[i + count - 1][1])
+            yield Line(*spans[i], LineKind.HEADER, header)
+            for j in range(i + 1, i + count):
+                yield Line(*spans[j], LineKind.SETEXT_UNDERLINE, None)
+            block_start, titled, i = True, True, i + count
             continue
-        count, title, style = found
-        level = min(styles.setdefault(style, len(styles) + 1), MAX_LEVEL)
-        header = Header(level, _title_text(title), spans[i][0], spans[i + count - 1][1])
-        yield Line(*spans[i], LineKind.HEADER, header)
-        for j in range(i + 1, i + count):
-            yield Line(*spans[j], LineKind.SETEXT_UNDERLINE, None)
-        block_start, i = True, i + count
+        elif stripped.startswith("..") and _EXPLICIT.match(stripped):
+            markup = explicit_markup(stripped)
+            kind = LineKind.TEXT if markup.text else LineKind.MARKUP
+            markup_over, options_over = (indent, None) if markup.body_is_markup else (None, indent)
+        elif GRID_BORDER.fullmatch(stripped) or (not titled and indent == 0 and _FIELD.fullmatch(stripped)):
+            kind = LineKind.MARKUP
+        yield Line(*spans[i], kind, None)
+        # one line of explicit markup or a field is a block of its own: a title may follow right under it
+        block_start = indent == 0 and (stripped.startswith("..") or _FIELD.fullmatch(stripped) is not None)
+        i += 1
 
 
 def _title_at(bodies: list[str], i: int) -> tuple[int, str, tuple[str, bool]] | None:

@@ -6,7 +6,7 @@ cut between rows with ``table_rows``: ``ingest/tables.py``), garbage pieces drop
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rag_service.ingest.chunk import CHILD, ChunkedDocument, TextChunk
 from rag_service.ingest.garbage import DocumentLines, empty_counts, filter_spans
@@ -26,11 +26,17 @@ SectionHeaders = dict[str, str] | Sequence[tuple[int, dict[str, str]]]
 
 
 def split_sections(
-    chunker: SizedChunker, lines: DocumentLines, sections: Iterable[tuple[int, int, SectionHeaders]]
+    chunker: SizedChunker,
+    lines: DocumentLines,
+    sections: Iterable[tuple[int, int, SectionHeaders]],
+    *,
+    leads: Callable[[int], str] | None = None,
 ) -> ChunkedDocument:
     """Each ``(start, end, headers)`` section a parent and its recursive pieces ``CHILD`` chunks.
 
-    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``.
+    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``. ``leads(offset)``
+    gives a child that starts at ``offset`` the lead a table row's header would (reStructuredText: the name of the
+    directive whose body it is cut from).
     """
     text = lines.text
     counts = empty_counts()
@@ -44,7 +50,8 @@ def split_sections(
             if reason is not None:
                 counts[reason] += 1
                 continue
-            _add_children(chunker, lines, parent, headers, tables_within(tables, ends, parent), chunks, counts)
+            inside = tables_within(tables, ends, parent)
+            _add_children(chunker, lines, parent, headers, inside, chunks, counts, leads)
     return ChunkedDocument(chunks, counts)
 
 
@@ -75,13 +82,14 @@ def _add_children(
     tables: list[Table],
     chunks: list[TextChunk],
     counts: dict[str, int],
+    leads: Callable[[int], str] | None,
 ) -> None:
     """Append the kept children of ``parent`` to ``chunks`` (the dropped ones counted in ``counts``)."""
     text = lines.text
     children = dict(_children(chunker, text, parent, tables))
     shared = (parent, text[parent[0] : parent[1]])
     for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
-        lead = children[child]
+        lead = children[child] or (leads(child[0]) if leads is not None else "")
         shown = _headers_at(headers, child[0])
         chunks.append(
             make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=shown, parent=shared, lead=lead)

@@ -22,6 +22,7 @@ text (a header alone, ``---``) are dropped and counted by the garbage filter. An
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -56,7 +57,9 @@ class _Section:
             path=_common(self.path, other.path),
             parent=_common(self.parent, other.parent),
             content=self.content + other.content,
-            parts=tuple(sorted((*self.parts, *other.parts), key=lambda part: part[0])),
+            # adjacent sections, each part list in order: joined in order without sorting (sorting every join took
+            # 4 s over 16,000 title-only sections, audit 59)
+            parts=(*self.parts, *other.parts) if self.start <= other.start else (*other.parts, *self.parts),
         )
 
     def headers(self) -> list[tuple[int, dict[str, str]]]:
@@ -145,4 +148,9 @@ class MarkdownChunker(SizedChunker):
             return ChunkedDocument([], {})
         lines = DocumentLines(text, syntax=self.syntax)
         sections = join_small_sections(markdown_sections(lines), min_chunk_chars=self.min_chunk_chars)
-        return split_sections(self, lines, ((s.start, s.end, s.headers()) for s in sections))
+        parts = ((s.start, s.end, s.headers()) for s in sections)
+        return split_sections(self, lines, parts, leads=self.leads(text))
+
+    def leads(self, text: str) -> Callable[[int], str] | None:
+        """What leads a child starting at an offset of ``text`` (``children.split_sections``); markdown: nothing."""
+        return None

@@ -3,15 +3,18 @@
 The ``markdown`` strategy's sections, read from reStructuredText titles (``rag_service.rst_lines``: a title
 over an adornment line, with or without an overline; levels in the order the styles first appear) instead of
 ATX headers: sections at levels 1-4, small ones joined to a neighbour, each child with its title path and its
-section as ``parent_content``. A label (``.. _install:``) before a title belongs to the section it names.
+section as ``parent_content``. A label (``.. _install:``) before a title belongs to the section it names; a piece
+of an object directive's body is led by the directive's argument (``rst_markup.directive_leads``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rag_service.ingest.garbage import Syntax
 from rag_service.ingest.markdown import MarkdownChunker
+from rag_service.rst_markup import directive_leads
 
 
 class RstChunker(MarkdownChunker):
@@ -19,3 +22,8 @@ class RstChunker(MarkdownChunker):
 
     strategy: ClassVar[str] = "rst"
     syntax: ClassVar[Syntax] = "rst"
+
+    def leads(self, text: str) -> Callable[[int], str] | None:
+        """A child cut from an object directive's body (``.. function:: bisect_left(a, x)``) is led by its argument:
+        the description's piece no longer lost the name it describes (253 of 464 such pieces, audit 59)."""
+        return directive_leads(text) if ".. " in text else None

@@ -74,6 +74,14 @@ def test_an_overline_makes_another_style_than_the_same_underline_alone() -> None
         (".. _x:\nTitle\n=====\n", [(1, "Title")]),  # right under a label
         ("Title\r\n=====\r\n\r\nText.\r\n", [(1, "Title")]),
         ("compute\\_engine package\n========================\n", [(1, "compute_engine package")]),  # escapes read
+        # audit 59: titles as docutils reads them after one line of markup or an indented block, and as rendered
+        ("Intro.\n\n.. a comment\nTitle\n=====\n", [(1, "Title")]),
+        (":orphan:\nTitle\n=====\n", [(1, "Title")]),
+        ("Example::\n\n    code\nTitle\n=====\n", [(1, "Title")]),
+        (":mod:`!bisect` --- Bisection\n===========================\n", [(1, "bisect --- Bisection")]),
+        (".. |ASN.1| replace:: BitString\n\n|ASN.1| type\n------------\n", [(1, "BitString type")]),
+        ("`Sphinx <https://sphinx-doc.org>`_ *setup*\n===========================\n", [(1, "Sphinx setup")]),
+        (":py:func:`~a.b.load` and Title_\n==============================\n", [(1, "load and Title")]),
     ],
 )
 def test_what_is_a_title(text: str, titles: list[tuple[int, str]]) -> None:
@@ -102,6 +110,51 @@ def test_the_rst_strategy_gives_sections_with_title_paths_and_parents() -> None:
     assert install.parent_content == "Install ``ray``\n---------------\n\nRun pip install."
     # a label ends the section before the title it names, and renders as nothing: in no chunk (as markdown's anchors)
     assert not any(".. _" in (c.parent_content or "") for c in doc.chunks)
+
+
+BODY = "Download the archive and unpack it into /opt/tool, then add /opt/tool/bin to PATH."
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        ".. contents::\n   :local:\n",
+        ".. currentmodule:: urllib3\n",
+        ".. toctree::\n   :maxdepth: 2\n\n   install\n   usage/index\n",
+        ".. automodule:: google.auth\n   :members:\n   :show-inheritance:\n",
+        ".. Foo documentation master file, created by\n   sphinx-quickstart on Mon Nov 19 15:06:52 2018.\n",
+        ".. _python: https://www.python.org\n.. |br| raw:: html\n\n   <br/>\n",
+    ],
+)
+def test_markup_that_renders_no_text_is_in_no_chunk_of_its_own_and_a_title_keeps_its_section(markup: str) -> None:
+    """``.. contents::`` under a title counted as text: the title's section was joined to its first child, whose
+    chunks then showed only ``h1`` (every CMake manual); comments and toctrees were chunks of their own (audit 59)."""
+    text = f"User Guide\n==========\n\n{markup}\nInstallation\n------------\n\n{BODY}\n"
+    chunks = make_chunker("rst").split(text).chunks
+    assert [(c.headers, c.content) for c in chunks] == [
+        ({"h1": "User Guide", "h2": "Installation"}, f"Installation\n------------\n\n{BODY}")
+    ]
+
+
+def test_a_grid_tables_border_alone_is_no_chunk() -> None:
+    """The closing border of rsa's command table was a chunk of its own (audit 59)."""
+    border = f"+{'-' * 10}+{'-' * 50}+\n"
+    rows = "".join(f"| cmd{i}     | {'does one thing and then another thing':<48} |\n{border}" for i in range(3))
+    grid = f"+{'-' * 10}+{'-' * 50}+\n| Command  | {'Usage':<48} |\n+{'=' * 10}+{'=' * 50}+\n{rows}"
+    doc = make_chunker("rst", chunk_size=200, chunk_overlap=0).split(f"Commands\n========\n\n{grid}")
+    assert all(c.content.strip("+-=\n") for c in doc.chunks)
+    assert doc.filtered["separator"] >= 1
+
+
+def test_a_piece_of_an_object_directives_body_is_led_by_its_name() -> None:
+    """The description of ``bisect_left`` was cut from its ``.. function::`` line and never named it (253 of 464 such
+    pieces of real files, audit 59): the name leads it, for the embedding and the keyword arm."""
+    body = "".join(f"   Sentence {i} of the description, which goes on for a while.\n" for i in range(12))
+    text = f"API\n===\n\nIntro line of the page.\n\n.. function:: bisect_left(a, x, lo=0)\n\n{body}\nAfter it.\n"
+    chunks = make_chunker("rst", chunk_size=300, chunk_overlap=0).split(text).chunks
+    inside = [c for c in chunks if c.content.startswith("Sentence")]
+    assert inside and {c.lead for c in inside} == {"bisect_left(a, x, lo=0)"}
+    assert all(c.lead == "" for c in chunks if not c.content.startswith("Sentence"))
 
 
 def test_an_adornment_line_is_markup_and_a_title_alone_gives_no_chunk() -> None:
