@@ -130,5 +130,8 @@ def rst_headers(text: str) -> list[Header]:
 
 
 def rst_title(text: str) -> str:
-    """The document's title: its first section title (level 1 by the rule above), else ``""``."""
-    return next((line.header.title for line in rst_lines(text) if line.header is not None), "")
+    """The document's title: its one level-1 title, else ``""`` (the file's name is used). As docutils' ``doctitle``
+    promotes only a lone top-level section: a page of several sections at the first level has no title of its own,
+    and the first section's would be every chunk's title (as markdown without an h1 takes the file's name)."""
+    first_level = [header.title for header in rst_headers(text) if header.level == 1]
+    return first_level[0] if len(first_level) == 1 else ""

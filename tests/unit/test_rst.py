@@ -171,6 +171,8 @@ def test_rst_files_are_titled_and_chunked_by_auto(tmp_path: Path) -> None:
     untitled = tmp_path / "notes.rst"
     untitled.write_text("No title here.\n")
     assert load_document(untitled, max_bytes=1 << 20).title == "notes"
+    # several sections at the first level: no document title (docutils promotes only a lone one), the file's name
+    assert rst_title("Install\n=======\n\nText.\n\nUsage\n=====\n\nText.\n") == ""
 
 
 def test_an_rst_file_is_numbered_at_its_titles_for_the_evaluation() -> None:
