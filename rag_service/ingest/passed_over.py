@@ -6,8 +6,10 @@ In a git work tree a walk asks git once which untracked files and folders it ign
 --directory``), with the checkout's configuration kept from running anything, as ``git_tracked`` asks. A folder
 holding its own ``.git`` (a nested checkout, a submodule) is asked about in turn. A folder the user names that git
 ignores whole (``rag reindex build/``) is read whole: naming it is the user's choice, as naming a file is. Without
-git, or outside a work tree, nothing is ignored by git; ``node_modules``, a folder holding ``pyvenv.cfg`` and lock
-files by name (``package-lock.json``, ``pnpm-lock.yaml``, ``*.lock``, ...) are passed over everywhere.
+git, or outside a work tree, nothing is ignored by git; ``node_modules``, a folder holding ``pyvenv.cfg``, a
+documentation tool's output (``DOCS_BUILD_MARKERS``: Sphinx's ``_build/html`` beside its ``.rst`` sources stored
+every page twice or three times, its copies took 67 of 95 result slots, audit 59b) and lock files by name
+(``package-lock.json``, ``pnpm-lock.yaml``, ``*.lock``, ...) are passed over everywhere.
 """
 
 from __future__ import annotations
@@ -18,14 +20,19 @@ from pathlib import Path
 from rag_service.git_tracked import git_said, run_git
 
 #: the kinds of what is passed over, in the order the report names them, each folder kind ending its names in /
-GIT_FOLDER, GIT_FILE, NODE_MODULES, VIRTUALENV, LOCK_FILE = (
+GIT_FOLDER, GIT_FILE, NODE_MODULES, VIRTUALENV, DOCS_BUILD, LOCK_FILE = (
     "git_folder",
     "git_file",
     "node_modules",
     "virtualenv",
+    "docs_build",
     "lock_file",
 )
-FOLDER_KINDS = frozenset({GIT_FOLDER, NODE_MODULES, VIRTUALENV})
+FOLDER_KINDS = frozenset({GIT_FOLDER, NODE_MODULES, VIRTUALENV, DOCS_BUILD})
+#: a file whose presence makes a folder a documentation tool's output: Sphinx's HTML (``.buildinfo``) and doctrees
+#: (``environment.pickle``), an Antora site (its UI's ``_/js/site.js``), a MkDocs site (``search/search_index.json``)
+DOCS_BUILD_MARKERS = (".buildinfo", "environment.pickle", os.path.join("_", "js", "site.js"),
+                      os.path.join("search", "search_index.json"))  # fmt: skip
 #: lock files not named ``*.lock``
 LOCK_NAMES = frozenset({"package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml"})
 #: how long git may take to list what a work tree ignores
@@ -34,11 +41,14 @@ GIT_TIMEOUT_S = 60
 
 def kind_by_name(directory: str | Path, name: str, *, folder: bool) -> str | None:
     """The kind (above) of the entry ``name`` of ``directory`` a walk passes over whatever git says, or None:
-    ``node_modules``, a virtualenv (a folder holding ``pyvenv.cfg``), a lock file."""
+    ``node_modules``, a virtualenv (a folder holding ``pyvenv.cfg``), a documentation build, a lock file."""
     if folder:
         if name == "node_modules":
             return NODE_MODULES
-        return VIRTUALENV if os.path.isfile(os.path.join(directory, name, "pyvenv.cfg")) else None
+        inside = os.path.join(directory, name)
+        if os.path.isfile(os.path.join(inside, "pyvenv.cfg")):
+            return VIRTUALENV
+        return DOCS_BUILD if any(os.path.isfile(os.path.join(inside, m)) for m in DOCS_BUILD_MARKERS) else None
     return LOCK_FILE if name in LOCK_NAMES or name.endswith(".lock") else None
 
 

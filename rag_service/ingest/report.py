@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rag_service.ingest.passed_over import GIT_FILE, GIT_FOLDER, LOCK_FILE, NODE_MODULES, VIRTUALENV
+from rag_service.ingest.passed_over import DOCS_BUILD, GIT_FILE, GIT_FOLDER, LOCK_FILE, NODE_MODULES, VIRTUALENV
 
 #: skipped files named per reason in the summary; the rest are counted (a folder of 300 images is one line)
 SKIPPED_NAMED = 3
@@ -171,6 +171,7 @@ PASSED_OVER_WORDS = {
     GIT_FILE: ("file git ignores", "files git ignores"),
     NODE_MODULES: ("node_modules folder", "node_modules folders"),
     VIRTUALENV: ("virtualenv", "virtualenvs"),
+    DOCS_BUILD: ("documentation build", "documentation builds"),
     LOCK_FILE: ("lock file", "lock files"),
 }
 
