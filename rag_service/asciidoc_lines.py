@@ -20,14 +20,16 @@ Asciidoctor's rules, as far as sections need them (docs.asciidoctor.org, "Sectio
 
 Lines that render no text (anchors, attribute lists and entries, comments, preprocessor lines, ``toc::[]``) are
 ``MARKUP``; an anchor also names the title under it for links (``ANCHOR_LINE``). A title reads as shown: attribute
-references of the file's own entries (``{product}``) and the built-in character ones (``C{plus}{plus}``) replaced,
-``link:``/``xref:`` macros, URLs with text and ``<<id,text>>`` reduced to their text, ``*strong*`` and ``_emphasis_``
-unmarked. Written here: Python has no maintained AsciiDoc parser that reports where a section starts (asciidoc-py,
-the legacy one, renders documents), and sections need only these line rules.
+references of the file's own entries (``{product}``; the document title's from the entries under it too) and the
+built-in character ones (``C{plus}{plus}``) replaced, ``link:``/``xref:`` macros, URLs with text and ``<<id,text>>``
+reduced to their text, ``*strong*`` and ``_emphasis_`` unmarked. Written here: Python has no maintained AsciiDoc
+parser that reports where a section starts (asciidoc-py, the legacy one, renders documents), and sections need
+only these line rules.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -89,15 +91,16 @@ def asciidoc_lines(text: str) -> Iterator[Line]:
             kind = LineKind.MARKUP
         elif block_start and (entry := _ATTRIBUTE_ENTRY.fullmatch(bare)):
             kind = LineKind.MARKUP
-            if entry[1] or entry[3]:
-                attributes.pop(entry[2], None)
-            else:
-                attributes[entry[2]] = entry[4] or ""
+            _set_attribute(attributes, entry)
         elif block_start and _ABOVE_BLOCK.fullmatch(bare):
             kind = LineKind.TEXT if bare.startswith(".") else LineKind.MARKUP  # a block title is shown
             discrete = discrete or bool(_DISCRETE.fullmatch(bare))
         elif block_start and (found := _title_at(bares, i)) is not None:
             level, title, count = found
+            if level == 1 and count == 1:  # the document's header: its entries under the title apply to it too
+                for below in itertools.takewhile(str.strip, bares[i + 1 :]):
+                    if entry := _ATTRIBUTE_ENTRY.fullmatch(below):
+                        _set_attribute(attributes, entry)
             if not discrete:
                 kind = LineKind.HEADER
                 header = Header(level, _shown(title, attributes), spans[i][0], spans[i + count - 1][1])
@@ -111,6 +114,14 @@ def asciidoc_lines(text: str) -> Iterator[Line]:
         for j in range(i + 1, i + count):
             yield Line(*spans[j], LineKind.SETEXT_UNDERLINE, None)
         i += count
+
+
+def _set_attribute(attributes: dict[str, str], entry: re.Match[str]) -> None:
+    """Apply an attribute entry (``:name: value``; ``:name!:`` or ``:!name:`` unsets)."""
+    if entry[1] or entry[3]:
+        attributes.pop(entry[2], None)
+    else:
+        attributes[entry[2]] = entry[4] or ""
 
 
 def _title_at(bares: list[str], i: int) -> tuple[int, str, int] | None:

@@ -52,7 +52,7 @@ import tiktoken
 from rag_service.errors import ConfigurationError
 from rag_service.fences import citation, opener_chars, shown_body, shown_start, shown_text
 from rag_service.fences import clean as _clean
-from rag_service.fences import closed_fences as _closed_fences
+from rag_service.fences import closes_fences as _closes_fences
 from rag_service.lines import span_end_line
 from rag_service.overlaps import joined_overlaps
 from rag_service.result import RetrievedChunk, Source
@@ -228,7 +228,7 @@ class _Builder:
             shown = data[: offsets[index]].decode("utf-8").rstrip()
             part = _part(chunk, len(shown))
             header = _chunk_header(part, self.show_metadata)
-            return _Entry(chunk, f"{header}\n{_closed_fences(shown)}\n{TRUNCATION_MARKER}", part=part)
+            return _Entry(chunk, f"{header}\n{_closes_fences(chunk, shown)}\n{TRUNCATION_MARKER}", part=part)
 
         def fits(index: int) -> int | None:
             entry = entry_at(index)

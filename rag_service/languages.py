@@ -53,6 +53,16 @@ CONFIG_LANGUAGES: dict[str, str] = {
 }
 
 
+#: prose formats that are no markdown: their text has titles underlined with ``~~~~`` and no fences
+RST_SUFFIXES = (".rst", ".rest")
+ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")  # not ``.asc``: PGP armour too
+
+
+def has_markdown_fences(source: str) -> bool:
+    """Whether a prose source's text may hold markdown fences (a ``~~~~`` line under an rst title is no fence)."""
+    return not source.lower().endswith((*RST_SUFFIXES, *ASCIIDOC_SUFFIXES))
+
+
 def fence_language(source: str) -> str | None:
     """The fence language of a source path whose text is code or configuration, else None (prose)."""
     suffix = PurePath(source).suffix.lower()

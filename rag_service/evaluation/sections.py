@@ -20,7 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from rag_service.asciidoc_lines import asciidoc_headers
-from rag_service.ingest.filetypes import ASCIIDOC_SUFFIXES, RST_SUFFIXES
+from rag_service.languages import ASCIIDOC_SUFFIXES, RST_SUFFIXES
 from rag_service.markdown_lines import ScanRules, atx_headers
 from rag_service.rst_lines import rst_headers
 

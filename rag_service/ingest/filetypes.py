@@ -8,13 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import PurePath
 
-from rag_service.languages import CODE_LANGUAGES
+from rag_service.languages import ASCIIDOC_SUFFIXES, CODE_LANGUAGES, RST_SUFFIXES
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 HTML_SUFFIXES = (".html", ".htm")
 PLAIN_SUFFIXES = (".txt", ".text")
-RST_SUFFIXES = (".rst", ".rest")
-ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")  # not ``.asc``: PGP armour too
 JSON_SUFFIXES = (".json", ".jsonl")
 YAML_SUFFIXES = (".yaml", ".yml")
 LATEX_SUFFIXES = (".tex",)

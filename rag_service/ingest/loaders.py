@@ -20,7 +20,6 @@ from pathlib import Path
 from rag_service.asciidoc_lines import asciidoc_title
 from rag_service.errors import DocumentReadError, RagError, UnsupportedFileError, first_line
 from rag_service.ingest.filetypes import (
-    ASCIIDOC_SUFFIXES,
     CODE_SUFFIXES,
     DOCX_SUFFIXES,
     HTML_SUFFIXES,
@@ -30,7 +29,6 @@ from rag_service.ingest.filetypes import (
     NOTEBOOK_SUFFIXES,
     PDF_SUFFIXES,
     PPTX_SUFFIXES,
-    RST_SUFFIXES,
     SUPPORTED_SUFFIXES,
     file_suffix,
     supported_kinds,
@@ -47,6 +45,7 @@ from rag_service.ingest.latex import latex_title
 from rag_service.ingest.minified import STYLE_SUFFIXES, check_not_minified
 from rag_service.ingest.passed_over import GitIgnores, kind_by_name
 from rag_service.ingest.report import SUPPORTED_TAIL
+from rag_service.languages import ASCIIDOC_SUFFIXES, RST_SUFFIXES
 from rag_service.markdown_lines import find_front_matter, scan_lines
 from rag_service.rst_lines import rst_title
 

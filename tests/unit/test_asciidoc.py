@@ -148,3 +148,10 @@ def test_asciidoc_files_are_titled_chunked_by_auto_and_numbered_for_the_evaluati
 )
 def test_titles_are_read_in_linear_time(make: Callable[[int], str]) -> None:
     assert_linear(make, asciidoc_headers, n=200_000)
+
+
+def test_a_document_title_reads_the_attributes_its_header_sets_under_it() -> None:
+    """``= Operating {product}`` over ``:product: Zephyr Vault`` (the usual header) kept ``{product}`` in the title and
+    every header path (audit 59b)."""
+    text = "= Operating {product}\n:product: Zephyr Vault\n:toc:\n\n== Upgrading {product}\n\nRun the upgrade.\n"
+    assert _titles(text) == [(1, "Operating Zephyr Vault"), (2, "Upgrading Zephyr Vault")]

@@ -141,3 +141,14 @@ def test_json_and_ini_results_are_fenced_and_cited_like_toml_and_yaml():
     ini = "[flake8]\nmax-line-length = 120\n"
     assert shown_body(span_chunk(ini, 0, len(ini) - 1, source="setup.cfg", start_line=1)).startswith("```ini\n[flake8]")
     assert citation(span_chunk(ini, 0, 8, source="tox.ini", start_line=1)) == "tox.ini:L1"
+
+
+def test_an_rst_or_asciidoc_title_underline_is_no_fence_to_close():
+    """``Details\\n~~~~~~~`` in a .rst section got a stray ``~~~~~~~`` after it, read as an open markdown fence, and a
+    markdown renderer showed the section as code (audit 59b); a markdown result's open fence is still closed."""
+    text = "Details\n~~~~~~~\n\nWidgets are configured with the frobnicate option."
+    for source in ("docs/guide.rst", "docs/guide.adoc"):
+        assert shown_body(span_chunk(text, 0, len(text), source=source)) == text
+        shown = format_context([span_chunk(text, 0, len(text), source=source)], max_tokens=12, min_cut_tokens=2)
+        assert "~~~~~~~\n" not in shown.text.split("configured", 1)[-1]
+    assert shown_body(span_chunk(text, 0, len(text), source="docs/guide.md")).endswith("option.\n~~~~~~~")

@@ -121,7 +121,7 @@ BODY = "Download the archive and unpack it into /opt/tool, then add /opt/tool/bi
         ".. contents::\n   :local:\n",
         ".. currentmodule:: urllib3\n",
         ".. toctree::\n   :maxdepth: 2\n\n   install\n   usage/index\n",
-        ".. automodule:: google.auth\n   :members:\n   :show-inheritance:\n",
+        ".. highlight:: python\n   :linenothreshold: 5\n",
         ".. Foo documentation master file, created by\n   sphinx-quickstart on Mon Nov 19 15:06:52 2018.\n",
         ".. _python: https://www.python.org\n.. |br| raw:: html\n\n   <br/>\n",
     ],
@@ -198,3 +198,14 @@ def test_an_rst_file_is_numbered_at_its_titles_for_the_evaluation() -> None:
 )
 def test_titles_are_read_in_linear_time(make: Callable[[int], str]) -> None:
     assert_linear(make, rst_headers, n=200_000)
+
+
+def test_an_autodoc_pages_targets_are_its_text() -> None:
+    """Click's api.rst (71 ``auto*`` directives) kept 2 chunks: the sections of targets alone were dropped as titles
+    without text, and ``progressbar`` could not be found (audit 59b)."""
+    text = "API\n===\n\nDecorators\n----------\n\n.. autofunction:: command\n\n.. autofunction:: group\n\n" + (
+        "Utilities\n---------\n\n.. autofunction:: progressbar\n   :noindex:\n\n.. autoclass:: Context\n   :members:\n"
+    )
+    chunks = make_chunker("rst", min_chunk_chars=10).split(text).chunks
+    assert [c.headers.get("h2") for c in chunks] == ["Decorators", "Utilities"]
+    assert ".. autofunction:: progressbar" in chunks[1].content
