@@ -6,8 +6,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-#: the checkout is the one not trusted: its config must run nothing (core.fsmonitor is a command)
-_UNTRUSTED = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "--literal-pathspecs")
+#: the checkout is the one not trusted: its config must run nothing (core.fsmonitor is a command). With that kept
+#: from running, a checkout owned by another user (mounted into a container, unpacked as another user) is read
+#: too: git refused it as of "dubious ownership" and its whole git-ignored build was indexed (audit 59b)
+_UNTRUSTED = (
+    "git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*",
+    "--literal-pathspecs",
+)  # fmt: skip
 
 
 def run_git(folder: Path, args: list[str], *, timeout: float) -> subprocess.CompletedProcess[bytes] | str:
@@ -24,9 +29,11 @@ def run_git(folder: Path, args: list[str], *, timeout: float) -> subprocess.Comp
 
 
 def git_said(done: subprocess.CompletedProcess[bytes]) -> str:
-    """Why a git command failed: the last line of what it said (git's last line says why), else its status."""
-    said = done.stderr.decode(errors="replace").strip()
-    return said.rsplit("\n", 1)[-1] if said else f"git exited {done.returncode}"
+    """Why a git command failed: its ``fatal:`` line, else the last line of what it said, else its status (a
+    refusal's last line may be the command it suggests, not the reason)."""
+    lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (fatal or lines or [f"git exited {done.returncode}"])[-1]
 
 
 def git_tracks(path: Path) -> bool | str:

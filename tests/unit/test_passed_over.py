@@ -4,11 +4,13 @@ read anyway; hidden entries and ``__pycache__`` stay passed over silently (audit
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from rag_service.git_tracked import git_said
 from rag_service.ingest.loaders import discover
 
 
@@ -149,3 +151,24 @@ def test_a_documentation_tools_output_beside_its_sources_is_passed_over_unless_n
     }
     named = discover([tmp_path / "docs" / "_build" / "html"])  # naming the site indexes it, as any folder
     assert tmp_path / "docs/_build/html/index.html" in named.files
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a checkout away needs root")
+def test_a_checkout_owned_by_another_user_is_read_with_what_git_ignores(checkout: Path):
+    """git refused a checkout mounted or unpacked as another user ("dubious ownership"); its git-ignored build was
+    indexed and the line quoted git's suggested command instead of the reason (audit 59b)."""
+    for path in [checkout, *checkout.rglob("*")]:
+        os.lchown(path, 1001, 1001)
+    found = discover([checkout])
+    assert found.problems == []
+    assert checkout / "build" / "lib" / "app.py" not in found.files
+
+
+def test_a_git_failure_is_told_by_its_fatal_line():
+    said = (
+        b"fatal: detected dubious ownership in repository at '/x'\nTo add an exception for this directory, call:\n"
+        b"\n\tgit config --global --add safe.directory /x\n"
+    )
+    done = subprocess.CompletedProcess(["git"], 128, b"", said)
+    assert git_said(done) == "fatal: detected dubious ownership in repository at '/x'"
+    assert git_said(subprocess.CompletedProcess(["git"], 2, b"", b"")) == "git exited 2"
