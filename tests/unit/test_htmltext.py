@@ -135,3 +135,13 @@ def test_a_marked_section_of_unknown_keyword_is_skipped_as_browsers_do() -> None
         return "<p>a</p>" + "<![foo x>" * (n // 9)
 
     assert_linear(page, html_to_text, n=100_000)
+
+
+def test_sphinx_permalinks_after_signatures_and_captions_are_left_out() -> None:
+    """193 of 949 chunks of Click's built HTML held ``[¶](#click.command)`` after a signature (audit 59b)."""
+    text, _ = html_to_text(
+        "<main><dl><dt id='click.command'><code>click.command(name)</code>"
+        "<a class='headerlink' href='#click.command' title='Link to this definition'>¶</a></dt>"
+        "<dd><p>Creates a command.</p></dd></dl></main>"
+    )
+    assert "¶" not in text and "click.command(name)" in text

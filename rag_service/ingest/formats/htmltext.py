@@ -138,6 +138,8 @@ class _TextExtractor(HTMLParser):
         role = (attrs.get("role") or "").strip().lower()
         if tag == "nav" or role in ("navigation", "search"):
             return True
+        if tag == "a" and "headerlink" in (attrs.get("class") or "").split():  # Sphinx's and MkDocs' ``¶`` permalinks
+            return True
         page_level = tag in ("header", "footer", "aside") or role in ("banner", "contentinfo", "complementary")
         return page_level and self._marks_main and not self._sectioning
 
