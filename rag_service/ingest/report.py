@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rag_service.ingest.passed_over import DOCS_BUILD, GIT_FILE, GIT_FOLDER, LOCK_FILE, NODE_MODULES, VIRTUALENV
+from rag_service.languages import ASCIIDOC_SUFFIXES, RST_SUFFIXES
 
 #: skipped files named per reason in the summary; the rest are counted (a folder of 300 images is one line)
 SKIPPED_NAMED = 3
@@ -136,7 +137,10 @@ class IngestReport:
         out += [passed_over_line(self.passed_over)] if any(self.passed_over.values()) else []
         if self.without_chunks:
             named = _named(self.without_chunks)
-            out.append(f"no chunks: {named}: empty, or only markup the garbage filter drops; nothing to search")
+            why = "empty, or only markup the garbage filter drops"
+            if any(source.lower().endswith((*RST_SUFFIXES, *ASCIIDOC_SUFFIXES)) for source in self.without_chunks):
+                why += " (an include is not followed: index the file it names)"
+            out.append(f"no chunks: {named}: {why}; nothing to search")
         if self.gone:
             out.append(_unseen_line(self.gone, "gone: {named}"))
         if self.left_out:

@@ -166,3 +166,13 @@ def test_the_llm_stage_is_timed_in_the_metrics_endpoint() -> None:
     metrics.observe_retrieval(RetrievalMetrics(llm_time_ms=1500.0, total_time_ms=1600.0))
     text = metrics.render().decode()
     assert 'rag_retrieval_stage_duration_seconds_sum{stage="llm"} 1.5' in text
+
+
+def test_an_include_only_page_is_told_that_includes_are_not_followed():
+    """``changes.rst`` = ``.. include:: ../CHANGES.rst`` was reported "empty, or only markup" (audit 59b)."""
+    report = IngestReport(collection="docs")
+    report.without_chunks = ["docs/changes.rst"]
+    assert "no chunks: docs/changes.rst: empty, or only markup the garbage filter drops (an include is not followed: " \
+        "index the file it names); nothing to search" in report.lines()
+    report.without_chunks = ["empty.md"]
+    assert "no chunks: empty.md: empty, or only markup the garbage filter drops; nothing to search" in report.lines()
