@@ -88,6 +88,18 @@ def shown_lines(chunk: RetrievedChunk) -> tuple[int, int] | None:
     return first, span_end_line(first, chunk.content[start:].rstrip())
 
 
+def pages_cited(chunk: RetrievedChunk) -> str | None:
+    """``p. 3`` / ``pp. 3-4`` for a PDF's chunk, ``slide 3`` / ``slides 2-3`` for a deck's (its stored
+    ``page_start``/``page_end``), else None: two slides of one title were told apart only in the JSON (audit 59b)."""
+    first, last = chunk.metadata.get("page_start"), chunk.metadata.get("page_end")
+    if not isinstance(first, int) or not isinstance(last, int):
+        return None
+    slides = chunk.source.lower().endswith(".pptx")
+    if first == last:
+        return f"slide {first}" if slides else f"p. {first}"
+    return f"slides {first}-{last}" if slides else f"pp. {first}-{last}"
+
+
 def citation(chunk: RetrievedChunk) -> str | None:
     """``path:L120-145`` (``path:L12`` for one line, ``path`` when the lines are unknown) for a code result, None
     for prose."""

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 import tiktoken
 
 from rag_service.errors import ConfigurationError
-from rag_service.fences import citation, opener_chars, shown_body, shown_start, shown_text
+from rag_service.fences import citation, opener_chars, pages_cited, shown_body, shown_start, shown_text
 from rag_service.fences import clean as _clean
 from rag_service.fences import closes_fences as _closes_fences
 from rag_service.lines import span_end_line
@@ -125,7 +125,7 @@ def _new_group(chunk: RetrievedChunk, show_metadata: bool) -> _Group:
 
 def _chunk_header(chunk: RetrievedChunk, show_metadata: bool = False) -> str:
     percent = round(min(1.0, max(0.0, _relevance(chunk))) * 100)
-    path, cited = _one_line(chunk.header_path), citation(chunk)
+    path, cited = _one_line(chunk.header_path), citation(chunk) or pages_cited(chunk)
     path = f"{cited} · {path}" if cited and path else cited or path
     line = f"§ {path} (relevance {percent}%)" if path else f"(relevance {percent}%)"
     keywords = chunk.metadata.get("keywords") if show_metadata else None

@@ -152,3 +152,12 @@ def test_an_rst_or_asciidoc_title_underline_is_no_fence_to_close():
         shown = format_context([span_chunk(text, 0, len(text), source=source)], max_tokens=12, min_cut_tokens=2)
         assert "~~~~~~~\n" not in shown.text.split("configured", 1)[-1]
     assert shown_body(span_chunk(text, 0, len(text), source="docs/guide.md")).endswith("option.\n~~~~~~~")
+
+
+def test_a_pdfs_or_decks_chunk_is_cited_by_its_pages_or_slides():
+    text = "Restores are tested every month on a copy of the production database."
+    pdf = span_chunk(text, 0, len(text), source="ops/manual.pdf", metadata={"page_start": 3, "page_end": 4})
+    deck = span_chunk(text, 0, len(text), source="q3.pptx", metadata={"page_start": 5, "page_end": 5})
+    assert format_context([pdf], max_tokens=200).text.startswith("[1] ops/manual.pdf\n§ pp. 3-4 (relevance")
+    assert "\n§ slide 5 (relevance" in format_context([deck], max_tokens=200).text
+    assert "§ p." not in format_context([span_chunk(text, 0, len(text))], max_tokens=200).text
