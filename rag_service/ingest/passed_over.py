@@ -8,7 +8,8 @@ holding its own ``.git`` (a nested checkout, a submodule) is asked about in turn
 ignores whole (``rag reindex build/``) is read whole: naming it is the user's choice, as naming a file is. Without
 git, or outside a work tree, nothing is ignored by git; ``node_modules``, a folder holding ``pyvenv.cfg``, a
 documentation tool's output (``DOCS_BUILD_MARKERS``: Sphinx's ``_build/html`` beside its ``.rst`` sources stored
-every page twice or three times, its copies took 67 of 95 result slots, audit 59b) and lock files by name
+every page twice or three times, its copies took 67 of 95 result slots, audit 59b), a Sphinx project's theme
+folders (``SPHINX_THEME_FOLDERS``) and lock files by name
 (``package-lock.json``, ``pnpm-lock.yaml``, ``*.lock``, ...) are passed over everywhere.
 """
 
@@ -20,15 +21,19 @@ from pathlib import Path
 from rag_service.git_tracked import git_said, run_git
 
 #: the kinds of what is passed over, in the order the report names them, each folder kind ending its names in /
-GIT_FOLDER, GIT_FILE, NODE_MODULES, VIRTUALENV, DOCS_BUILD, LOCK_FILE = (
+GIT_FOLDER, GIT_FILE, NODE_MODULES, VIRTUALENV, DOCS_BUILD, DOCS_THEME, LOCK_FILE = (
     "git_folder",
     "git_file",
     "node_modules",
     "virtualenv",
     "docs_build",
+    "docs_theme",
     "lock_file",
 )
-FOLDER_KINDS = frozenset({GIT_FOLDER, NODE_MODULES, VIRTUALENV, DOCS_BUILD})
+FOLDER_KINDS = frozenset({GIT_FOLDER, NODE_MODULES, VIRTUALENV, DOCS_BUILD, DOCS_THEME})
+#: a Sphinx project's theme folders (beside its ``conf.py``): Jinja templates, CSS and scripts, no documentation (a
+#: template titled ``{{ _('Sphinx documentation contents') }}`` came back eighth for a question, audit 59b)
+SPHINX_THEME_FOLDERS = frozenset({"_templates", "_static", "_themes"})
 #: a file whose presence makes a folder a documentation tool's output: Sphinx's HTML (``.buildinfo``) and doctrees
 #: (``environment.pickle``), an Antora site (its UI's ``_/js/site.js``), a MkDocs site (``search/search_index.json``)
 DOCS_BUILD_MARKERS = (".buildinfo", "environment.pickle", os.path.join("_", "js", "site.js"),
@@ -48,6 +53,8 @@ def kind_by_name(directory: str | Path, name: str, *, folder: bool) -> str | Non
         inside = os.path.join(directory, name)
         if os.path.isfile(os.path.join(inside, "pyvenv.cfg")):
             return VIRTUALENV
+        if name in SPHINX_THEME_FOLDERS and os.path.isfile(os.path.join(directory, "conf.py")):
+            return DOCS_THEME
         return DOCS_BUILD if any(os.path.isfile(os.path.join(inside, m)) for m in DOCS_BUILD_MARKERS) else None
     return LOCK_FILE if name in LOCK_NAMES or name.endswith(".lock") else None
 

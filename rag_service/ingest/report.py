@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rag_service.ingest.passed_over import DOCS_BUILD, GIT_FILE, GIT_FOLDER, LOCK_FILE, NODE_MODULES, VIRTUALENV
+from rag_service.ingest.passed_over import (
+    DOCS_BUILD,
+    DOCS_THEME,
+    GIT_FILE,
+    GIT_FOLDER,
+    LOCK_FILE,
+    NODE_MODULES,
+    VIRTUALENV,
+)
 from rag_service.languages import ASCIIDOC_SUFFIXES, RST_SUFFIXES
 
 #: skipped files named per reason in the summary; the rest are counted (a folder of 300 images is one line)
@@ -176,6 +184,7 @@ PASSED_OVER_WORDS = {
     NODE_MODULES: ("node_modules folder", "node_modules folders"),
     VIRTUALENV: ("virtualenv", "virtualenvs"),
     DOCS_BUILD: ("documentation build", "documentation builds"),
+    DOCS_THEME: ("documentation theme folder", "documentation theme folders"),
     LOCK_FILE: ("lock file", "lock files"),
 }
 

@@ -149,6 +149,13 @@ def test_a_documentation_tools_output_beside_its_sources_is_passed_over_unless_n
     assert _relative(tmp_path, found.passed_over) == {
         "docs_build": ["docs/_build/doctrees", "docs/_build/html", "mk/site", "site/build/site"]
     }
+    write(tmp_path / "docs/conf.py", "project = 'x'\n")
+    write(tmp_path / "docs/_templates/layout.html", "{% extends '!layout.html' %}\n")
+    write(tmp_path / "docs/_static/custom.css", "body { color: red }\n")
+    write(tmp_path / "other/_static/notes.md")  # no conf.py beside it: a folder like any other
+    found = discover([tmp_path])
+    assert _relative(tmp_path, found.passed_over)["docs_theme"] == ["docs/_static", "docs/_templates"]
+    assert tmp_path / "other/_static/notes.md" in found.files
     named = discover([tmp_path / "docs" / "_build" / "html"])  # naming the site indexes it, as any folder
     assert tmp_path / "docs/_build/html/index.html" in named.files
 
