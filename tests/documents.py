@@ -3,6 +3,7 @@ PowerPoint files."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -96,14 +97,17 @@ def make_docx(path: Path, blocks: list[tuple[str, str]], *, title: str = "") -> 
 
 def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -> Path:
     """A PowerPoint file, one slide per dict: ``title`` (str), ``bullets`` (``(level, text)`` pairs, in a text box
-    below the title), ``table`` (rows of cells), ``group`` (texts of boxes grouped together), ``notes`` (str)."""
+    below the title), ``table`` (rows of cells), ``group`` (texts of boxes grouped together), ``notes`` (str),
+    ``footer`` (str: the footer, with a date and the slide's number, in the layout's placeholders, as PowerPoint's
+    Header & Footer puts them)."""
     from pptx import Presentation
+    from pptx.enum.shapes import PP_PLACEHOLDER
     from pptx.util import Inches
 
     deck = Presentation()
     if title:
         deck.core_properties.title = title
-    for spec in slides:
+    for number, spec in enumerate(slides, 1):
         slide = deck.slides.add_slide(deck.slide_layouts[5 if spec.get("title") else 6])  # title only / blank
         if spec.get("title"):
             slide.shapes.title.text = str(spec["title"])
@@ -125,6 +129,13 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
             group = slide.shapes.add_group_shape()
             for i, text in enumerate(texts):  # type: ignore[arg-type]
                 group.shapes.add_textbox(Inches(1 + 3 * i), top, Inches(2), Inches(1)).text_frame.text = text
+        if footer := spec.get("footer"):
+            running = {PP_PLACEHOLDER.DATE: "March 2024", PP_PLACEHOLDER.FOOTER: footer}
+            running[PP_PLACEHOLDER.SLIDE_NUMBER] = number
+            for placeholder in slide.slide_layout.placeholders:
+                if (text := running.get(placeholder.placeholder_format.type)) is not None:
+                    slide.shapes._spTree.append(copy.deepcopy(placeholder._element))
+                    slide.placeholders[placeholder.placeholder_format.idx].text_frame.text = str(text)
         if notes := spec.get("notes"):
             slide.notes_slide.notes_text_frame.text = str(notes)
     deck.save(str(path))

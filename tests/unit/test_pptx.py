@@ -75,3 +75,16 @@ def test_a_deck_unpacking_past_the_limit_is_refused_before_it_is_read(tmp_path: 
         f"{path} unpacks to {unpacked:,} bytes, over 5 x the limit of {limit:,} bytes (RAG_MAX_FILE_BYTES); "
         "set it higher to index it"
     )
+
+
+def test_footer_date_and_slide_number_placeholders_are_left_out(tmp_path: Path) -> None:
+    from pptx import Presentation
+
+    footer = "ACME Corp, internal use only"
+    slides: list[dict[str, object]] = [
+        {"title": f"Policy {n}", "bullets": [(0, f"Rule {n}")], "footer": footer} for n in (1, 2)
+    ]
+    path = make_pptx(tmp_path / "policy.pptx", slides)
+    shown = [shape.text_frame.text for shape in Presentation(str(path)).slides[1].placeholders]
+    assert shown == ["Policy 2", "March 2024", footer, "2"], "precondition: on the slide"
+    assert load_document(path, max_bytes=MB).text.split(PAGE_BREAK) == ["# Policy 1\n\nRule 1", "# Policy 2\n\nRule 2"]

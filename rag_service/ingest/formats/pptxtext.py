@@ -3,8 +3,9 @@
 A slide is written as an ATX h1 line with its title (``Slide N`` when it has none), then the text of its other
 shapes in reading order (top to bottom, then left to right; groups opened), one line per paragraph, indented two
 spaces per outline level; a table one line per row, cells joined by `` | ``; then its speaker notes after
-``Notes:``. Lines that would read as a header or a fence are escaped, as Word's are. Slides are joined by the PDF
-page break (``pdftext.PAGE_BREAK``), so a chunk's ``page_start``/``page_end`` are its slide numbers. The title is the
+``Notes:``. Footer, date, slide-number and header placeholders are left out: they repeat on every slide. Lines that
+would read as a header or a fence are escaped, as Word's are. Slides are joined by the PDF page break
+(``pdftext.PAGE_BREAK``), so a chunk's ``page_start``/``page_end`` are its slide numbers. The title is the
 package's core title, else the first slide's. Read with python-pptx, after ``ooxml.check_package``.
 """
 
@@ -48,13 +49,21 @@ def _slide(slide: Any) -> tuple[str, str]:
     title_shape = slide.shapes.title
     heading = _one_line(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ""
     title_id = title_shape.shape_id if title_shape is not None else None  # proxies: compared by id, not identity
-    shapes = [shape for shape in _reading_order(slide.shapes) if shape.shape_id != title_id]
+    shapes = [shape for shape in _reading_order(slide.shapes) if shape.shape_id != title_id and not _running(shape)]
     blocks = ["\n".join(lines) for shape in shapes if (lines := list(_shape_lines(shape)))]
     if slide.has_notes_slide and (notes := slide.notes_slide.notes_text_frame) is not None:
         text = "\n".join(escape_plain_line(line.strip()) for line in _text(notes.text).split("\n") if line.strip())
         if text:
             blocks.append(f"Notes: {text}")
     return heading, "\n\n".join(blocks)
+
+
+def _running(shape: Any) -> bool:
+    """Whether ``shape`` is a footer, date, slide number or header placeholder: the same on every slide."""
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    running = (PP_PLACEHOLDER.FOOTER, PP_PLACEHOLDER.DATE, PP_PLACEHOLDER.SLIDE_NUMBER, PP_PLACEHOLDER.HEADER)
+    return bool(shape.is_placeholder) and shape.placeholder_format.type in running
 
 
 def _reading_order(shapes: Any) -> list[Any]:
