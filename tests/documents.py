@@ -99,7 +99,7 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
     """A PowerPoint file, one slide per dict: ``title`` (str), ``bullets`` (``(level, text)`` pairs, in a text box
     below the title), ``table`` (rows of cells), ``group`` (texts of boxes grouped together), ``notes`` (str),
     ``footer`` (str: the footer, with a date and the slide's number, in the layout's placeholders, as PowerPoint's
-    Header & Footer puts them)."""
+    Header & Footer puts them), ``hidden`` (true: a hidden slide)."""
     from pptx import Presentation
     from pptx.enum.shapes import PP_PLACEHOLDER
     from pptx.util import Inches
@@ -138,6 +138,8 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
                     slide.placeholders[placeholder.placeholder_format.idx].text_frame.text = str(text)
         if notes := spec.get("notes"):
             slide.notes_slide.notes_text_frame.text = str(notes)
+        if spec.get("hidden"):
+            slide._element.set("show", "0")
     deck.save(str(path))
     return path
 

@@ -46,6 +46,7 @@ def mixed(tmp_path, monkeypatch) -> Path:
         d / "deck.pptx",
         [
             {"title": "Roadmap", "bullets": [(0, "The search page ships in the third quarter, with filters.")]},
+            {"title": "Old pricing", "bullets": [(0, "Superseded: 30 dollars per seat")], "hidden": True},
             {"title": "Pricing", "table": [["Plan", "Price per seat and month"], ["Team", "20 dollars, paid yearly"]]},
         ],
     )
@@ -118,7 +119,7 @@ def test_stored_offsets_pages_and_header_paths(indexer, mixed, db):
     assert "Restores are tested monthly." in pdf[0][0]
     assert [r[1] for r in _chunks(db, "in/spec.docx")] == ["Spec", "Spec > Limits"]
     deck = _chunks(db, "in/deck.pptx")
-    assert [(r[1], r[2]["page_start"], r[2]["page_end"]) for r in deck] == [("Roadmap", 1, 1), ("Pricing", 2, 2)]
+    assert [(r[1], r[2]["page_start"], r[2]["page_end"]) for r in deck] == [("Roadmap", 1, 1), ("Pricing", 3, 3)]
     assert [r[1] for r in _chunks(db, "in/app.py")] == ["app > main"]
     assert [(r[0], r[1]) for r in _chunks(db, "in/ops.rst")] == [
         ("Backups\n-------\n\nBackups run every night at two and are kept for thirty days.", "Ops > Backups")

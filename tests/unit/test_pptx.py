@@ -88,3 +88,18 @@ def test_footer_date_and_slide_number_placeholders_are_left_out(tmp_path: Path) 
     shown = [shape.text_frame.text for shape in Presentation(str(path)).slides[1].placeholders]
     assert shown == ["Policy 2", "March 2024", footer, "2"], "precondition: on the slide"
     assert load_document(path, max_bytes=MB).text.split(PAGE_BREAK) == ["# Policy 1\n\nRule 1", "# Policy 2\n\nRule 2"]
+
+
+def test_hidden_slides_are_left_out_and_the_others_keep_their_numbers(tmp_path: Path) -> None:
+    slides: list[dict[str, object]] = [
+        {"title": f"Topic {n}", "bullets": [(0, f"Point number {n}.")]} for n in range(1, 6)
+    ]
+    slides[3] = {"title": "Superseded costs", "bullets": [(0, "Storage: $48,000 a month")], "hidden": True}
+    text = load_document(make_pptx(tmp_path / "deck.pptx", slides), max_bytes=MB).text
+    assert "48,000" not in text and "Superseded" not in text
+    assert text.split(PAGE_BREAK)[3] == "", "a hidden slide is an empty page"
+    chunks = with_pages(text, make_chunker("markdown", min_chunk_chars=10).split(text).chunks)
+    pages = {c.headers.get("h1"): (c.metadata["page_start"], c.metadata["page_end"]) for c in chunks}
+    assert pages == {"Topic 1": (1, 1), "Topic 2": (2, 2), "Topic 3": (3, 3), "Topic 5": (5, 5)}
+    first_hidden = [{"title": "Draft title", "hidden": True}, {"title": "Shown title"}]
+    assert load_document(make_pptx(tmp_path / "d.pptx", first_hidden), max_bytes=MB).title == "Shown title"

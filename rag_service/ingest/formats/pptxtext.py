@@ -5,8 +5,10 @@ shapes in reading order (top to bottom, then left to right; groups opened), one 
 spaces per outline level; a table one line per row, cells joined by `` | ``; then its speaker notes after
 ``Notes:``. Footer, date, slide-number and header placeholders are left out: they repeat on every slide. Lines that
 would read as a header or a fence are escaped, as Word's are. Slides are joined by the PDF page break
-(``pdftext.PAGE_BREAK``), so a chunk's ``page_start``/``page_end`` are its slide numbers. The title is the
-package's core title, else the first slide's. Read with python-pptx, after ``ooxml.check_package``.
+(``pdftext.PAGE_BREAK``), so a chunk's ``page_start``/``page_end`` are its slide numbers. A hidden slide (not
+shown in the slide show, often a backup or a superseded draft) is left out as an empty page, so the others keep
+their numbers. The title is the package's core title, else the first shown slide's. Read with python-pptx, after
+``ooxml.check_package``.
 """
 
 from __future__ import annotations
@@ -31,17 +33,21 @@ def read_pptx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
 
     kind = PackageKind("PowerPoint presentation", ".pptx", "pptx", PackageNotFoundError, "no presentation inside")
 
-    def read(stream: BytesIO) -> tuple[list[tuple[str, str]], str]:
+    def read(stream: BytesIO) -> tuple[list[tuple[str, str] | None], str]:
         deck = Presentation(stream)
-        slides = [_slide(slide) for slide in deck.slides]
+        slides = [None if slide._element.get("show") in ("0", "false") else _slide(slide) for slide in deck.slides]
         return slides, (deck.core_properties.title or "").strip()
 
     slides, title = read_package(path, data, kind, max_bytes=max_bytes, read=read)
     pages = []
-    for number, (heading, body) in enumerate(slides, 1):
+    for number, shown in enumerate(slides, 1):
+        if shown is None:  # hidden: an empty page, so the slides after it keep their numbers
+            pages.append("")
+            continue
+        heading, body = shown
         page = f"# {heading or f'Slide {number}'}"
         pages.append(f"{page}\n\n{body}" if body else page)
-    return PAGE_BREAK.join(pages), title or next((heading for heading, _ in slides if heading), "")
+    return PAGE_BREAK.join(pages), title or next((shown[0] for shown in slides if shown and shown[0]), "")
 
 
 def _slide(slide: Any) -> tuple[str, str]:
