@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from io import BytesIO
 from pathlib import Path
 
 
@@ -99,7 +100,10 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
     """A PowerPoint file, one slide per dict: ``title`` (str), ``bullets`` (``(level, text)`` pairs, in a text box
     below the title), ``table`` (rows of cells), ``group`` (texts of boxes grouped together), ``notes`` (str),
     ``footer`` (str: the footer, with a date and the slide's number, in the layout's placeholders, as PowerPoint's
-    Header & Footer puts them), ``hidden`` (true: a hidden slide)."""
+    Header & Footer puts them), ``hidden`` (true: a hidden slide), ``picture`` (a picture, below the rest, with
+    this alt text: a description, or a ``(title, description)`` pair; ``""`` leaves python-pptx's, the image's file
+    name)."""
+    from PIL import Image
     from pptx import Presentation
     from pptx.enum.shapes import PP_PLACEHOLDER
     from pptx.util import Inches
@@ -129,6 +133,14 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
             group = slide.shapes.add_group_shape()
             for i, text in enumerate(texts):  # type: ignore[arg-type]
                 group.shapes.add_textbox(Inches(1 + 3 * i), top, Inches(2), Inches(1)).text_frame.text = text
+        if (alt := spec.get("picture")) is not None:
+            image = BytesIO()
+            Image.new("RGB", (40, 20), "white").save(image, "PNG")
+            picture = slide.shapes.add_picture(image, Inches(1), top, Inches(2))
+            alt_title, description = alt if isinstance(alt, tuple) else ("", alt)
+            for name, value in (("title", alt_title), ("descr", description)):
+                if value:
+                    picture._element.nvPicPr.cNvPr.set(name, value)
         if footer := spec.get("footer"):
             running = {PP_PLACEHOLDER.DATE: "March 2024", PP_PLACEHOLDER.FOOTER: footer}
             running[PP_PLACEHOLDER.SLIDE_NUMBER] = number

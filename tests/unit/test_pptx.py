@@ -103,3 +103,24 @@ def test_hidden_slides_are_left_out_and_the_others_keep_their_numbers(tmp_path: 
     assert pages == {"Topic 1": (1, 1), "Topic 2": (2, 2), "Topic 3": (3, 3), "Topic 5": (5, 5)}
     first_hidden = [{"title": "Draft title", "hidden": True}, {"title": "Shown title"}]
     assert load_document(make_pptx(tmp_path / "d.pptx", first_hidden), max_bytes=MB).title == "Shown title"
+
+
+def test_a_pictures_alt_text_is_a_line_of_its_slide_and_its_file_name_is_not(tmp_path: Path) -> None:
+    slides: list[dict[str, object]] = [
+        {"title": "Topology", "picture": "Diagram: two availability zones,\neach with three ingest workers"},
+        {"picture": "Photo of the team at the Q3 offsite in Lisbon"},  # a slide with a picture alone
+        {"title": "Logo", "picture": ""},  # its description is the image's file name
+        {"title": "Auto", "picture": "A screenshot of a dashboard\n\nDescription automatically generated"},
+        {"title": "Both", "picture": ("Zones", "Zone A holds the primary")},
+        {"title": "Named", "picture": "Picture 2"},  # the shape's own name
+    ]
+    path = make_pptx(tmp_path / "deck.pptx", slides)
+    assert 'descr="image.png"' in zipfile.ZipFile(path).read("ppt/slides/slide3.xml").decode(), "precondition"
+    assert load_document(path, max_bytes=MB).text.split(PAGE_BREAK) == [
+        "# Topology\n\nImage: Diagram: two availability zones, each with three ingest workers",
+        "# Slide 2\n\nImage: Photo of the team at the Q3 offsite in Lisbon",
+        "# Logo",
+        "# Auto\n\nImage: A screenshot of a dashboard",  # PowerPoint's note on its own guess is no description
+        "# Both\n\nImage: Zones: Zone A holds the primary",
+        "# Named",
+    ]

@@ -2,17 +2,19 @@
 
 A slide is written as an ATX h1 line with its title (``Slide N`` when it has none), then the text of its other
 shapes in reading order (top to bottom, then left to right; groups opened), one line per paragraph, indented two
-spaces per outline level; a table one line per row, cells joined by `` | ``; then its speaker notes after
-``Notes:``. Footer, date, slide-number and header placeholders are left out: they repeat on every slide. Lines that
-would read as a header or a fence are escaped, as Word's are. Slides are joined by the PDF page break
-(``pdftext.PAGE_BREAK``), so a chunk's ``page_start``/``page_end`` are its slide numbers. A hidden slide (not
-shown in the slide show, often a backup or a superseded draft) is left out as an empty page, so the others keep
-their numbers. The title is the package's core title, else the first shown slide's. Read with python-pptx, after
-``ooxml.check_package``.
+spaces per outline level; a table one line per row, cells joined by `` | ``; a picture, or any shape without text
+(a SmartArt diagram, an embedded object), as ``Image:`` and its alt text (title and description, unless that is a
+file name or the shape's own name, ``Picture 3``); then its speaker notes after ``Notes:``. Footer, date,
+slide-number and header placeholders are left out: they repeat on every slide. Lines that would read as a header
+or a fence are escaped, as Word's are. Slides are joined by the PDF page break (``pdftext.PAGE_BREAK``), so a
+chunk's ``page_start``/``page_end`` are its slide numbers. A hidden slide (not shown in the slide show, often a
+backup or a superseded draft) is left out as an empty page, so the others keep their numbers. The title is the
+package's core title, else the first shown slide's. Read with python-pptx, after ``ooxml.check_package``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
@@ -21,6 +23,11 @@ from typing import Any
 from rag_service.ingest.formats.markdown_escape import escape_plain_line
 from rag_service.ingest.formats.ooxml import PackageKind, read_package
 from rag_service.ingest.formats.pdftext import PAGE_BREAK
+
+#: an alt text that is an image's file name (python-pptx and older PowerPoint write it there), no description
+_FILE_NAME = re.compile(r".*\.(?:png|jpe?g|gif|bmp|tiff?|svg|emf|wmf|webp|heic|ico)", re.IGNORECASE)
+#: what PowerPoint appends to an alt text it wrote itself
+_GENERATED = re.compile(r"\s*Description automatically generated(?: with (?:low|medium|high) confidence)?$")
 
 
 def read_pptx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
@@ -77,8 +84,16 @@ def _reading_order(shapes: Any) -> list[Any]:
     return sorted(shapes, key=lambda shape: (shape.top or 0, shape.left or 0))
 
 
-def _shape_lines(shape: Any) -> Iterator[str]:
-    """The lines of one shape: its paragraphs, a table's rows, a group's shapes in reading order."""
+def _shape_lines(shape: Any) -> list[str]:
+    """The lines of one shape: its paragraphs, a table's rows, a group's shapes in reading order; for a shape
+    without text (a picture, a diagram), its alt text as ``Image: ...``."""
+    lines = list(_content_lines(shape))
+    if not lines and (alt := _alt_text(shape)):
+        lines.append(escape_plain_line(f"Image: {alt}"))
+    return lines
+
+
+def _content_lines(shape: Any) -> Iterator[str]:
     if getattr(shape, "shapes", None) is not None:  # a group
         for inner in _reading_order(shape.shapes):
             yield from _shape_lines(inner)
@@ -94,6 +109,18 @@ def _shape_lines(shape: Any) -> Iterator[str]:
             for line in _text(paragraph.text).split("\n"):
                 if line.strip():
                     yield "  " * paragraph.level + escape_plain_line(line.strip())
+
+
+def _alt_text(shape: Any) -> str:
+    """The alt text of ``shape``: its title and description, without PowerPoint's note on a description it
+    guessed, and not an image's file name or the shape's own name (``Picture 3``)."""
+    found = shape._element.xpath("./*[1]/p:cNvPr")  # the shape's non-visual properties
+    parts: list[str] = []
+    for name in ("title", "descr"):
+        text = _GENERATED.sub("", _one_line(found[0].get(name) or "")) if found else ""
+        if text and text != shape.name and not _FILE_NAME.fullmatch(text) and text not in parts:
+            parts.append(text)
+    return ": ".join(parts)
 
 
 def _text(text: str) -> str:
