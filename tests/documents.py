@@ -100,11 +100,15 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
     """A PowerPoint file, one slide per dict: ``title`` (str), ``bullets`` (``(level, text)`` pairs, in a text box
     below the title), ``table`` (rows of cells), ``group`` (texts of boxes grouped together), ``notes`` (str),
     ``footer`` (str: the footer, with a date and the slide's number, in the layout's placeholders, as PowerPoint's
-    Header & Footer puts them), ``hidden`` (true: a hidden slide), ``picture`` (a picture, below the rest, with
-    this alt text: a description, or a ``(title, description)`` pair; ``""`` leaves python-pptx's, the image's file
-    name)."""
+    Header & Footer puts them), ``hidden`` (true: a hidden slide), ``chart`` (a dict: ``categories`` (a list, or a
+    dict of parent -> its list for two levels), ``series`` (name -> values), and maybe ``title``, ``axes`` (the
+    category and value axes' titles) and ``kind`` (an ``XL_CHART_TYPE`` name, clustered columns by default)),
+    ``picture`` (a picture, below the rest, with this alt text: a description, or a ``(title, description)`` pair;
+    ``""`` leaves python-pptx's, the image's file name)."""
     from PIL import Image
     from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
     from pptx.enum.shapes import PP_PLACEHOLDER
     from pptx.util import Inches
 
@@ -133,6 +137,27 @@ def make_pptx(path: Path, slides: list[dict[str, object]], *, title: str = "") -
             group = slide.shapes.add_group_shape()
             for i, text in enumerate(texts):  # type: ignore[arg-type]
                 group.shapes.add_textbox(Inches(1 + 3 * i), top, Inches(2), Inches(1)).text_frame.text = text
+        if isinstance(chart := spec.get("chart"), dict):
+            data = CategoryChartData()
+            if isinstance(chart["categories"], dict):  # two levels: parent -> its categories
+                for parent, children in chart["categories"].items():
+                    group = data.add_category(parent)
+                    for child in children:
+                        group.add_sub_category(child)
+            else:
+                data.categories = chart["categories"]
+            for name, values in chart["series"].items():
+                data.add_series(name, values)
+            kind = XL_CHART_TYPE[chart.get("kind", "COLUMN_CLUSTERED")]
+            made = slide.shapes.add_chart(kind, Inches(1), top, Inches(6), Inches(3), data).chart
+            if chart.get("title"):
+                made.has_title = True
+                made.chart_title.text_frame.text = chart["title"]
+            if axes := chart.get("axes"):
+                for axis, text in zip((made.category_axis, made.value_axis), axes, strict=True):
+                    axis.has_title = True
+                    axis.axis_title.text_frame.text = text
+            top += Inches(3.5)
         if (alt := spec.get("picture")) is not None:
             image = BytesIO()
             Image.new("RGB", (40, 20), "white").save(image, "PNG")

@@ -2,7 +2,8 @@
 
 A slide is written as an ATX h1 line with its title (``Slide N`` when it has none), then the text of its other
 shapes in reading order (top to bottom, then left to right; groups opened), one line per paragraph, indented two
-spaces per outline level; a table one line per row, cells joined by `` | ``; a picture, or any shape without text
+spaces per outline level; a table one line per row, cells joined by `` | ``; a chart as ``Chart: <title>``,
+``Axes: <titles>`` and a line per series, ``<series>: <category> <value>, ...``; a picture, or any shape without text
 (a SmartArt diagram, an embedded object), as ``Image:`` and its alt text (title and description, unless that is a
 file name or the shape's own name, ``Picture 3``); then its speaker notes after ``Notes:``. Footer, date,
 slide-number and header placeholders are left out: they repeat on every slide. Lines that would read as a header
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import suppress
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -104,11 +106,64 @@ def _content_lines(shape: Any) -> Iterator[str]:
             if any(cells):
                 yield escape_plain_line(" | ".join(cells))
         return
+    if getattr(shape, "has_chart", False) and shape.has_chart:
+        with suppress(KeyError, TypeError, ValueError):  # its part missing or damaged: what was read, if any
+            yield from (escape_plain_line(line) for line in _chart_lines(shape.chart))
+        return
     if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
         for paragraph in shape.text_frame.paragraphs:
             for line in _text(paragraph.text).split("\n"):
                 if line.strip():
                     yield "  " * paragraph.level + escape_plain_line(line.strip())
+
+
+def _chart_lines(chart: Any) -> Iterator[str]:
+    """A chart as ``Chart: <title>``, ``Axes: <category axis>, <value axis>`` (titles, where it has them), and a
+    line per series, ``<name>: <category> <value>, ...``: each number beside its category and series, which a
+    keyword search matches and a reader takes in without looking up a header."""
+    if title := _title_of(chart, "chart_title"):
+        yield f"Chart: {title}"
+    axes = []
+    for name in ("category_axis", "value_axis"):
+        with suppress(ValueError):  # a pie or doughnut chart has no axes
+            axes.append(_title_of(getattr(chart, name), "axis_title"))
+    if any(axes):
+        yield f"Axes: {', '.join(axis for axis in axes if axis)}"
+    # the series from the XML: python-pptx reads no 3-D, stock or surface chart, and its values raise on a point a
+    # worksheet left as #N/A (left out here, as a point without a value is)
+    for series in chart._chartSpace.xpath("c:chart/c:plotArea/*/c:ser"):
+        labels = _categories(series)
+        points = []
+        for at, value in _points(series, "c:val//c:pt | c:yVal//c:pt").items():
+            with suppress(ValueError):
+                points.append(f"{labels.get(at, '')} {float(value):.15g}".lstrip())  # an XY chart has no categories
+        if points:
+            name = _one_line(series.xpath("string(c:tx//c:v)"))
+            yield f"{name}: {', '.join(points)}" if name else ", ".join(points)
+
+
+def _categories(series: Any) -> dict[int, str]:
+    """The category of each point of a chart's ``series`` by index; on a multi-level axis its labels, parent first
+    (``2024 Q1``): a parent level's label stands at the first index of its group."""
+    levels = [_points(level, "c:pt") for level in series.xpath("c:cat//c:lvl")] or [_points(series, "c:cat//c:pt")]
+    labels = {}
+    for at, label in levels[0].items():
+        groups = [level[max(starts)] for level in reversed(levels[1:]) if (starts := [i for i in level if i <= at])]
+        labels[at] = " ".join([*groups, label])
+    return labels
+
+
+def _points(element: Any, path: str) -> dict[int, str]:
+    """Index -> value text of the ``c:pt`` elements at ``path`` in a chart's XML ``element``."""
+    return {int(point.get("idx")): _one_line(point.xpath("string(c:v)")) for point in element.xpath(path)}
+
+
+def _title_of(owner: Any, title: str) -> str:
+    """The text of a chart's or an axis's title, ``""`` without one (``has_title`` first: python-pptx adds a title
+    to the XML it is asked for)."""
+    if not owner.has_title or not (found := getattr(owner, title)).has_text_frame:
+        return ""
+    return _one_line(found.text_frame.text)
 
 
 def _alt_text(shape: Any) -> str:
