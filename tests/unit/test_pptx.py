@@ -157,3 +157,34 @@ def test_a_chart_is_read_as_its_title_axes_and_a_line_per_series(tmp_path: Path)
                 part = part.replace(b"c:barChart>", b"c:bar3DChart>").replace(b"<c:v>240</c:v>", b"<c:v>#N/A</c:v>")
             out.writestr(info, part)
     assert "\np95 (ms): July 182, September 150.5\n" in load_document(damaged, max_bytes=MB).text
+
+
+@pytest.mark.parametrize("default", ["PowerPoint Presentation", "Untitled presentation", "Presentation1"])
+def test_a_template_default_core_title_is_not_the_decks_title(tmp_path: Path, default: str) -> None:
+    assert load_document(make_pptx(tmp_path / "t.pptx", DECK, title=default), max_bytes=MB).title == "Q3 roadmap"
+    untitled: list[dict[str, object]] = [{"bullets": [(0, "One point"), (0, "Another point")]}]
+    assert load_document(make_pptx(tmp_path / "plan.pptx", untitled, title=default), max_bytes=MB).title == "plan"
+
+
+def test_an_untitled_first_slides_one_line_top_text_is_its_heading_and_the_decks_title(tmp_path: Path) -> None:
+    postmortem: list[dict[str, object]] = [
+        {"bullets": [(0, "Postmortem: ingest outage of 14 August")], "table": [["Impact", "3 hours"]]},
+        {"title": "Timeline", "bullets": [(0, "09:12 node image upgrade starts")]},
+        {"bullets": [(0, "A later slide's top line")], "table": [["Owner", "SRE"]]},  # only the first slide's
+    ]
+    loaded = load_document(make_pptx(tmp_path / "p.pptx", postmortem), max_bytes=MB)
+    assert loaded.title == "Postmortem: ingest outage of 14 August"
+    pages = loaded.text.split(PAGE_BREAK)
+    assert pages[0] == "# Postmortem: ingest outage of 14 August\n\nImpact | 3 hours"
+    assert pages[2] == "# Slide 3\n\nA later slide's top line\n\nOwner | SRE"
+    # more than one line on top is no title: the slide stays Slide 1, the deck takes the first slide title
+    prose: list[dict[str, object]] = [{"bullets": [(0, "Impact: 3 hours"), (0, "Cause: a wiped cache")]}, postmortem[1]]
+    loaded = load_document(make_pptx(tmp_path / "q.pptx", prose), max_bytes=MB)
+    assert (loaded.title, loaded.text.split(PAGE_BREAK)[0]) == (
+        "Timeline",
+        "# Slide 1\n\nImpact: 3 hours\nCause: a wiped cache",
+    )
+    # the first slide shown: a hidden slide before it does not count
+    hidden_first = [{"title": "Draft", "hidden": True}, postmortem[0]]
+    loaded = load_document(make_pptx(tmp_path / "r.pptx", hidden_first), max_bytes=MB)
+    assert loaded.text.split(PAGE_BREAK) == ["", "# Postmortem: ingest outage of 14 August\n\nImpact | 3 hours"]

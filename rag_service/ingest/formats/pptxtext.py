@@ -9,8 +9,14 @@ file name or the shape's own name, ``Picture 3``); then its speaker notes after 
 slide-number and header placeholders are left out: they repeat on every slide. Lines that would read as a header
 or a fence are escaped, as Word's are. Slides are joined by the PDF page break (``pdftext.PAGE_BREAK``), so a
 chunk's ``page_start``/``page_end`` are its slide numbers. A hidden slide (not shown in the slide show, often a
-backup or a superseded draft) is left out as an empty page, so the others keep their numbers. The title is the
-package's core title, else the first shown slide's. Read with python-pptx, after ``ooxml.check_package``.
+backup or a superseded draft) is left out as an empty page, so the others keep their numbers.
+
+Titles: the first slide shown, when it has no title, takes its top line as its heading (not ``Slide 1``): the text
+of its first shape with text (in reading order; tables, charts, pictures, groups passed over) when that is one line of
+at most ``TOP_LINE_CHARS`` characters, as a title set in a text box is. The deck's title is the package's core
+title, unless that is a template's default (``PowerPoint Presentation``, ``Untitled presentation``), else the
+first shown slide's heading, else the first slide title in the deck. Read with python-pptx, after
+``ooxml.check_package``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,15 @@ from rag_service.ingest.formats.markdown_escape import escape_plain_line
 from rag_service.ingest.formats.ooxml import PackageKind, read_package
 from rag_service.ingest.formats.pdftext import PAGE_BREAK
 
+#: a core title a template or an application left, not the author: PowerPoint's (in English, German, Dutch, French,
+#: Spanish, Italian, Portuguese), an unsaved deck's name, Google Slides'
+_TEMPLATE_TITLE = re.compile(
+    r"(?:untitled )?presentation\d*|powerpoint[- ](?:presentation|präsentation|presentatie)|présentation powerpoint"
+    r"|presentación de powerpoint|presentazione di powerpoint|apresentação do powerpoint",
+    re.IGNORECASE,
+)
+#: the longest top line of an untitled first slide taken as its title
+TOP_LINE_CHARS = 100
 #: an alt text that is an image's file name (python-pptx and older PowerPoint write it there), no description
 _FILE_NAME = re.compile(r".*\.(?:png|jpe?g|gif|bmp|tiff?|svg|emf|wmf|webp|heic|ico)", re.IGNORECASE)
 #: what PowerPoint appends to an alt text it wrote itself
@@ -44,8 +59,12 @@ def read_pptx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
 
     def read(stream: BytesIO) -> tuple[list[tuple[str, str] | None], str]:
         deck = Presentation(stream)
-        slides = [None if slide._element.get("show") in ("0", "false") else _slide(slide) for slide in deck.slides]
-        return slides, (deck.core_properties.title or "").strip()
+        slides: list[tuple[str, str] | None] = []
+        for slide in deck.slides:
+            hidden = slide._element.get("show") in ("0", "false")
+            slides.append(None if hidden else _slide(slide, first=all(shown is None for shown in slides)))
+        title = (deck.core_properties.title or "").strip()
+        return slides, "" if _TEMPLATE_TITLE.fullmatch(title) else title
 
     slides, title = read_package(path, data, kind, max_bytes=max_bytes, read=read)
     pages = []
@@ -59,18 +78,34 @@ def read_pptx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
     return PAGE_BREAK.join(pages), title or next((shown[0] for shown in slides if shown and shown[0]), "")
 
 
-def _slide(slide: Any) -> tuple[str, str]:
-    """``(title, body)`` of one slide: its title's text (``""`` without one) and the rest as lines."""
+def _slide(slide: Any, *, first: bool) -> tuple[str, str]:
+    """``(title, body)`` of one slide: its title's text (``""`` without one; the ``first`` slide shown may take its
+    top line, ``_top_line``) and the rest as lines."""
     title_shape = slide.shapes.title
     heading = _one_line(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ""
     title_id = title_shape.shape_id if title_shape is not None else None  # proxies: compared by id, not identity
     shapes = [shape for shape in _reading_order(slide.shapes) if shape.shape_id != title_id and not _running(shape)]
+    if first and not heading:
+        heading, shapes = _top_line(shapes)
     blocks = ["\n".join(lines) for shape in shapes if (lines := list(_shape_lines(shape)))]
     if slide.has_notes_slide and (notes := slide.notes_slide.notes_text_frame) is not None:
         text = "\n".join(escape_plain_line(line.strip()) for line in _text(notes.text).split("\n") if line.strip())
         if text:
             blocks.append(f"Notes: {text}")
     return heading, "\n\n".join(blocks)
+
+
+def _top_line(shapes: list[Any]) -> tuple[str, list[Any]]:
+    """The heading an untitled first slide takes from ``shapes`` (in reading order), and the shapes left: the text
+    of its first shape with text (a text box or placeholder; not a table, chart or picture) when that is one line of
+    at most ``TOP_LINE_CHARS``, as a title set in a text box is; else ``""`` and all the shapes."""
+    for at, shape in enumerate(shapes):
+        if getattr(shape, "has_text_frame", False) and shape.has_text_frame and shape.text_frame.text.strip():
+            lines = _text(shape.text_frame.text).strip().split("\n")
+            if len(lines) == 1 and len(line := _one_line(lines[0])) <= TOP_LINE_CHARS:
+                return line, shapes[:at] + shapes[at + 1 :]
+            break
+    return "", shapes
 
 
 def _running(shape: Any) -> bool:
