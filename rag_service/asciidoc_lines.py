@@ -54,7 +54,8 @@ _CHARACTERS = {
     "vbar": "|", "caret": "^", "asterisk": "*", "tilde": "~", "apos": "'", "quot": '"', "backslash": "\\",
     "backtick": "`", "two-colons": "::", "two-semicolons": ";;", "sp": " ", "nbsp": "\u00a0", "empty": "",
 }  # fmt: skip
-_REFERENCE = re.compile(r"\{([\w-]+)\}")
+#: an attribute reference, ``{product}``
+ATTRIBUTE_REFERENCE = re.compile(r"\{([\w-]+)\}")
 _MACRO_TEXT = re.compile(r"\b(?:link|xref|mailto):[^\s\[]*\[([^\]]*)\]|\bhttps?://[^\s\[]+\[([^\]]+)\]")
 _CROSS_REFERENCE = re.compile(r"<<([^,>]+)(?:,\s*([^>]+))?>>")
 _CONSTRAINED = re.compile(r"(?<!\w)([*_])(\S(?:[^*_]*\S)?)\1(?!\w)")
@@ -152,7 +153,7 @@ def _without_closing(text: str, marks: str) -> str:
 def _shown(title: str, attributes: dict[str, str]) -> str:
     """A title as rendered: references replaced (the file's attributes, then the built-in characters), macros and
     cross references by their text, constrained ``*strong*`` and ``_emphasis_`` unmarked."""
-    title = _REFERENCE.sub(lambda m: attributes.get(m[1], _CHARACTERS.get(m[1], m[0])), title)
+    title = ATTRIBUTE_REFERENCE.sub(lambda m: attributes.get(m[1], _CHARACTERS.get(m[1], m[0])), title)
     title = _MACRO_TEXT.sub(lambda m: m[1] or m[2] or "", title)
     title = _CROSS_REFERENCE.sub(lambda m: m[2] or m[1], title)
     return _CONSTRAINED.sub(r"\2", title).strip()
@@ -163,6 +164,17 @@ def _delimiter(line: str) -> str:
     if line.startswith("```"):
         return "`" * (len(line) - len(line.lstrip("`")))
     return line if _DELIMITER.fullmatch(line) else ""
+
+
+def attribute_values(text: str) -> dict[str, str]:
+    """The values the text's attribute entries give (``:product: Zephyr Vault``; the last entry of a name wins), read
+    at any line that is one: a value for the references of a chunk's lead, not a renderer's exact scoping."""
+    values: dict[str, str] = {}
+    if ":" in text:
+        for line in text.split("\n"):
+            if line.startswith(":") and (entry := _ATTRIBUTE_ENTRY.fullmatch(line.rstrip())):
+                _set_attribute(values, entry)
+    return {name: value for name, value in values.items() if value}
 
 
 def asciidoc_headers(text: str) -> list[Header]:

@@ -23,6 +23,8 @@ MAX_PARENT_CHARS = 64_000
 #: a section's headers: one stack for all of it, or ``(offset, stack)`` pairs in order, each stack shown on the
 #: children that start from its offset on (a short section joined to its neighbour: ``ingest/markdown.py``)
 SectionHeaders = dict[str, str] | Sequence[tuple[int, dict[str, str]]]
+#: what leads the child ``[start, end)`` of a document (``""``: nothing)
+Leads = Callable[[int, int], str]
 
 
 def split_sections(
@@ -30,13 +32,13 @@ def split_sections(
     lines: DocumentLines,
     sections: Iterable[tuple[int, int, SectionHeaders]],
     *,
-    leads: Callable[[int], str] | None = None,
+    leads: Leads | None = None,
 ) -> ChunkedDocument:
     """Each ``(start, end, headers)`` section a parent and its recursive pieces ``CHILD`` chunks.
 
-    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``. ``leads(offset)``
-    gives a child that starts at ``offset`` the lead a table row's header would (reStructuredText: the name of the
-    directive whose body it is cut from).
+    Sections and pieces that are garbage are dropped and counted; sizes come from ``chunker``. ``leads(start, end)``
+    gives the child ``[start, end)`` the lead a table row's header would (reStructuredText: the name of the directive
+    whose body it is cut from; the values of the substitutions or attributes its text refers to).
     """
     text = lines.text
     counts = empty_counts()
@@ -82,14 +84,14 @@ def _add_children(
     tables: list[Table],
     chunks: list[TextChunk],
     counts: dict[str, int],
-    leads: Callable[[int], str] | None,
+    leads: Leads | None,
 ) -> None:
     """Append the kept children of ``parent`` to ``chunks`` (the dropped ones counted in ``counts``)."""
     text = lines.text
     children = dict(_children(chunker, text, parent, tables))
     shared = (parent, text[parent[0] : parent[1]])
     for child in filter_spans(lines, list(children), min_chunk_chars=chunker.min_chunk_chars, counts=counts):
-        lead = children[child] or (leads(child[0]) if leads is not None else "")
+        lead = children[child] or (leads(*child) if leads is not None else "")
         shown = _headers_at(headers, child[0])
         chunks.append(
             make_chunk(text, child, index=len(chunks), chunk_type=CHILD, headers=shown, parent=shared, lead=lead)

@@ -22,11 +22,10 @@ text (a header alone, ``---``) are dropped and counted by the garbage filter. An
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from rag_service.ingest.children import split_sections
+from rag_service.ingest.children import Leads, split_sections
 from rag_service.ingest.chunk import ChunkedDocument
 from rag_service.ingest.garbage import DocumentLines, Syntax
 from rag_service.ingest.recursive import SizedChunker
@@ -151,6 +150,6 @@ class MarkdownChunker(SizedChunker):
         parts = ((s.start, s.end, s.headers()) for s in sections)
         return split_sections(self, lines, parts, leads=self.leads(text))
 
-    def leads(self, text: str) -> Callable[[int], str] | None:
-        """What leads a child starting at an offset of ``text`` (``children.split_sections``); markdown: nothing."""
+    def leads(self, text: str) -> Leads | None:
+        """What leads a child ``[start, end)`` of ``text`` (``children.split_sections``); markdown: nothing."""
         return None

@@ -9,12 +9,13 @@ of an object directive's body is led by the directive's argument (``rst_markup.d
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
 
+from rag_service.ingest.children import Leads
 from rag_service.ingest.garbage import Syntax
 from rag_service.ingest.markdown import MarkdownChunker
-from rag_service.rst_markup import directive_leads
+from rag_service.ingest.spans import joined_lead, referenced_values
+from rag_service.rst_markup import SUBSTITUTION_REFERENCE, directive_leads, substitutions
 
 
 class RstChunker(MarkdownChunker):
@@ -23,7 +24,16 @@ class RstChunker(MarkdownChunker):
     strategy: ClassVar[str] = "rst"
     syntax: ClassVar[Syntax] = "rst"
 
-    def leads(self, text: str) -> Callable[[int], str] | None:
+    def leads(self, text: str) -> Leads | None:
         """A child cut from an object directive's body (``.. function:: bisect_left(a, x)``) is led by its argument:
-        the description's piece no longer lost the name it describes (253 of 464 such pieces, audit 59)."""
-        return directive_leads(text) if ".. " in text else None
+        the description's piece no longer lost the name it describes (253 of 464 such pieces, audit 59); then the
+        values of the substitutions it refers to (``|ASN.1|`` reads ``BitString`` where the file replaces it so)."""
+        if ".. " not in text:
+            return None
+        directive = directive_leads(text)
+        values = substitutions(text)
+
+        def lead(start: int, end: int) -> str:
+            return joined_lead(directive(start), referenced_values(text[start:end], values, SUBSTITUTION_REFERENCE))
+
+        return lead

@@ -127,3 +127,25 @@ def make_chunk(
         parent_end=None if parent is None else parent[0][1],
         lead=lead,
     )
+
+
+#: at most this many characters of referenced values lead a child (a table of a hundred references is no lead)
+MAX_REFERENCED_CHARS = 200
+
+
+def referenced_values(text: str, values: dict[str, str], reference: re.Pattern[str]) -> str:
+    """The values of ``values`` that ``text`` refers to (group 1 of ``reference`` names one), each once, in order,
+    joined by ``, `` up to ``MAX_REFERENCED_CHARS``: what a chunk says through a file's substitutions or attributes."""
+    shown: list[str] = []
+    size = 0
+    for match in reference.finditer(text):
+        value = values.get(match[1])
+        if value and value not in shown and size + len(value) <= MAX_REFERENCED_CHARS:
+            shown.append(value)
+            size += len(value) + 2
+    return ", ".join(shown)
+
+
+def joined_lead(*parts: str) -> str:
+    """A child's lead of several parts (a directive's name, referenced values), the empty ones left out."""
+    return " · ".join(part for part in parts if part)

@@ -155,3 +155,14 @@ def test_a_document_title_reads_the_attributes_its_header_sets_under_it() -> Non
     every header path (audit 59b)."""
     text = "= Operating {product}\n:product: Zephyr Vault\n:toc:\n\n== Upgrading {product}\n\nRun the upgrade.\n"
     assert _titles(text) == [(1, "Operating Zephyr Vault"), (2, "Upgrading Zephyr Vault")]
+
+
+def test_a_chunk_is_led_by_the_values_of_the_attributes_it_refers_to() -> None:
+    """``{product} listens on port {port}`` scored 0.003 for ``8443``: the values lead the chunk (its vector and
+    keywords), while its stored text stays the file's (audit 59b)."""
+    text = "= Vault\n:product: Zephyr Vault\n:port: 8443\n\n== Network\n\n{product} listens on port {port} by day.\n"
+    (chunk,) = make_chunker("asciidoc", min_chunk_chars=10).split(text).chunks
+    assert chunk.content == "== Network\n\n{product} listens on port {port} by day."
+    assert chunk.lead == "Zephyr Vault, 8443"
+    (plain,) = make_chunker("asciidoc", min_chunk_chars=10).split("== A\n\nNo references here at all.\n").chunks
+    assert plain.lead == ""

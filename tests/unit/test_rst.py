@@ -209,3 +209,11 @@ def test_an_autodoc_pages_targets_are_its_text() -> None:
     chunks = make_chunker("rst", min_chunk_chars=10).split(text).chunks
     assert [c.headers.get("h2") for c in chunks] == ["Decorators", "Utilities"]
     assert ".. autofunction:: progressbar" in chunks[1].content
+
+
+def test_a_chunk_is_led_by_the_substitutions_it_refers_to() -> None:
+    """pyasn1's pages say ``|ASN.1| type`` throughout, with ``.. |ASN.1| replace:: BitString``: a search for BitString
+    found only the title (audit 59)."""
+    text = ".. |ASN.1| replace:: BitString\n\nBits\n====\n\nThe |ASN.1| type models a string of bits in ASN.1 data.\n"
+    (chunk,) = make_chunker("rst", min_chunk_chars=10).split(text).chunks
+    assert chunk.headers == {"h1": "Bits"} and chunk.lead == "BitString"
