@@ -128,8 +128,9 @@ class DocumentReadError(IngestError):
 
 
 class GeneratedFileError(DocumentReadError):
-    """The file is minified or generated code: read, and left out on purpose. ``load_document`` raises it as it
-    raises any DocumentReadError; an indexing run reports the file as skipped with this reason, not as failed."""
+    """The file is minified or generated code, or no document though its name says one (PGP armour named ``.asc``):
+    read, and left out on purpose. ``load_document`` raises it as it raises any DocumentReadError; an indexing run
+    reports the file as skipped with this reason, not as failed."""
 
 
 class ChunkingError(RagError, ValueError):

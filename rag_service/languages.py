@@ -55,7 +55,8 @@ CONFIG_LANGUAGES: dict[str, str] = {
 
 #: prose formats that are no markdown: their text has titles underlined with ``~~~~`` and no fences
 RST_SUFFIXES = (".rst", ".rest")
-ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc")  # not ``.asc``: PGP armour too
+#: ``.asc`` is PGP armour too (keys, signatures): the loader reads such a file as no document (``loaders``)
+ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc", ".asc")
 
 
 def has_markdown_fences(source: str) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_service.asciidoc_lines import asciidoc_title
-from rag_service.errors import DocumentReadError, RagError, UnsupportedFileError, first_line
+from rag_service.errors import DocumentReadError, GeneratedFileError, RagError, UnsupportedFileError, first_line
 from rag_service.ingest.filetypes import (
     CODE_SUFFIXES,
     DOCX_SUFFIXES,
@@ -127,6 +127,8 @@ def _read(path: Path, suffix: str, data: bytes, *, max_bytes: int) -> tuple[str,
     elif suffix in RST_SUFFIXES:
         title = rst_title(text)
     elif suffix in ASCIIDOC_SUFFIXES:
+        if _PGP_ARMOUR.match(text.lstrip()):  # a document showing a key in a listing block is still read
+            raise GeneratedFileError(f"{path} is PGP armour (-----BEGIN PGP ...), not AsciiDoc: it is not indexed")
         title = asciidoc_title(text)
     return text, title
 
@@ -179,6 +181,8 @@ def _too_large(path: Path, size: int, max_bytes: int) -> DocumentReadError:
     )
 
 
+#: a PGP key or signature, which ``.asc`` names as often as AsciiDoc (the Pro Git book's chapters): never indexed
+_PGP_ARMOUR = re.compile(r"-----BEGIN PGP [A-Z ]+-----")
 #: the ``title:`` line of YAML front matter
 _FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 

@@ -166,3 +166,17 @@ def test_a_chunk_is_led_by_the_values_of_the_attributes_it_refers_to() -> None:
     assert chunk.lead == "Zephyr Vault, 8443"
     (plain,) = make_chunker("asciidoc", min_chunk_chars=10).split("== A\n\nNo references here at all.\n").chunks
     assert plain.lead == ""
+
+
+def test_asc_is_asciidoc_unless_it_is_pgp_armour(tmp_path: Path) -> None:
+    """The Pro Git book's chapters are ``.asc``, and so are PGP keys and signatures: a key is never indexed."""
+    from rag_service.errors import GeneratedFileError
+
+    chapter = tmp_path / "ch01-getting-started.asc"
+    chapter.write_text("= Getting Started\n\nThis chapter is about getting started with Git.\n")
+    assert load_document(chapter, max_bytes=1 << 20).title == "Getting Started"
+    assert type(make_chunker("auto", source=str(chapter))).__name__ == "AsciidocChunker"
+    key = tmp_path / "release.asc"
+    key.write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBF...\n-----END PGP PUBLIC KEY BLOCK-----\n")
+    with pytest.raises(GeneratedFileError, match=r"release\.asc is PGP armour .*: it is not indexed"):
+        load_document(key, max_bytes=1 << 20)
