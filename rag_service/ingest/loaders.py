@@ -302,10 +302,10 @@ def discover(paths: Sequence[Path]) -> Discovery:
                     read_by = file
                 met.setdefault(read_by, left)
             for file, left in sorted(met.items()):
-                if left is not None:
-                    found.skipped.append((file, left))
-                else:
+                if left is None:
                     consider(file)
+                elif left:
+                    found.skipped.append((file, left))
             for error in errors:
                 folder = Path(error.filename) if error.filename is not None else path
                 found.unreadable.append(folder)
@@ -364,7 +364,9 @@ def _link_not_followed(path: Path, root: Path) -> str | None:
     """Why a walk over ``root`` (resolved) does not follow the symbolic link ``path``, or None: it is not a link,
     or a link to a file inside ``root`` the walk reads. A link out of the folder would index, and let anyone who
     may search read, a file the user never named (``/etc/passwd`` under ``docs/``); one to a hidden file, a file
-    the walk never reads (``settings.toml -> .env``)."""
+    the walk never reads (``settings.toml -> .env``). ``""``: a link to a folder inside ``root``, which the walk
+    reads where it is: left out without a word (openshift-docs keeps such links in every assembly folder, and each
+    was a line saying to name a folder that was indexed in the same run, audit 59b)."""
     if not path.is_symlink():
         return None
     try:
@@ -377,7 +379,8 @@ def _link_not_followed(path: Path, root: Path) -> str | None:
     except (RuntimeError, OSError):  # a loop: Python 3.11 raises RuntimeError, later ones OSError
         return f"a symbolic link that leads back to itself ({os.readlink(path)}): mend or remove the link"
     if stat.S_ISDIR(mode):
-        return f"a symbolic link to the folder {target}: not followed; name that folder to index it"
+        inside = target.is_relative_to(root)
+        return "" if inside else f"a symbolic link to the folder {target}: not followed; name that folder to index it"
     if not target.is_relative_to(root):
         return f"a symbolic link to {target}, outside {root}: not followed; name that file to index it"
     *folders, name = target.relative_to(root).parts

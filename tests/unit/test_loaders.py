@@ -234,6 +234,17 @@ def test_a_walk_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
     assert discover([docs / "passwd.md"]).files == [secret]  # named itself, it is the user's choice
 
 
+def test_a_link_to_a_folder_inside_the_walk_is_left_out_without_a_word(tmp_path: Path) -> None:
+    """openshift-docs keeps ``_attributes`` links in every assembly folder: each was a skipped line saying to name a
+    folder this very run indexed (audit 59b). The folder is read where it is, once."""
+    tmp_path = tmp_path.resolve()
+    shared = write(tmp_path / "_attributes" / "common.adoc", ":product: OpenShift\n")
+    guide = write(tmp_path / "install" / "guide.adoc", "= Install\n\nText.\n")
+    (tmp_path / "install" / "_attributes").symlink_to(tmp_path / "_attributes", target_is_directory=True)
+    found = discover([tmp_path])
+    assert found.files == [shared, guide] and found.skipped == []
+
+
 def test_a_link_to_a_file_of_the_folder_is_that_file_read_as_itself(tmp_path: Path) -> None:
     """A link is keyed by its target, so the document is the target read by its own name (suffix: the chunking;
     stem: the title), whichever sorts first; a link to a file the walk skips does not index it under its name."""
