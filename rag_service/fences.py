@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from rag_service.languages import fence_language, has_markdown_fences
+from rag_service.languages import fence_language, markup_of
 from rag_service.lines import lines_before, span_end_line
 from rag_service.result import RetrievedChunk
 
@@ -71,7 +71,7 @@ def shown_body(chunk: RetrievedChunk) -> str:
 def closes_fences(chunk: RetrievedChunk, body: str) -> str:
     """``closed_fences(body)`` for a markdown-like source; a reStructuredText or AsciiDoc one's as it is: a ``~~~~``
     title underline read as an open fence got a stray closing line (audit 59b)."""
-    return closed_fences(body) if has_markdown_fences(chunk.source) else body
+    return closed_fences(body) if markup_of(chunk.source) is None else body
 
 
 def opener_chars(chunk: RetrievedChunk) -> int:

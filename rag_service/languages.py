@@ -4,6 +4,7 @@ code result's text is shown in (``fences.py``). A leaf module: ingestion and ret
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import Literal
 
 #: source-code suffix -> language name used by the ``code`` strategy
 CODE_LANGUAGES: dict[str, str] = {
@@ -59,9 +60,11 @@ RST_SUFFIXES = (".rst", ".rest")
 ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc", ".asc")
 
 
-def has_markdown_fences(source: str) -> bool:
-    """Whether a prose source's text may hold markdown fences (a ``~~~~`` line under an rst title is no fence)."""
-    return not source.lower().endswith((*RST_SUFFIXES, *ASCIIDOC_SUFFIXES))
+def markup_of(source: str) -> Literal["rst", "asciidoc"] | None:
+    """``rst`` or ``asciidoc`` for a source path in those formats, else None (their text has no markdown fences, a
+    ``~~~~`` line under a title is its underline; includes are theirs; their sections are numbered at their titles)."""
+    name = source.lower()
+    return "rst" if name.endswith(RST_SUFFIXES) else "asciidoc" if name.endswith(ASCIIDOC_SUFFIXES) else None
 
 
 def fence_language(source: str) -> str | None:

@@ -20,7 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from rag_service.asciidoc_lines import asciidoc_headers
-from rag_service.languages import ASCIIDOC_SUFFIXES, RST_SUFFIXES
+from rag_service.languages import markup_of
 from rag_service.markdown_lines import ScanRules, atx_headers
 from rag_service.rst_lines import rst_headers
 
@@ -39,11 +39,10 @@ class Section:
 
 def header_starts(text: str, name: str = "") -> list[int]:
     """Offsets of the lines that are ATX headers outside fenced code, in order (the section rule above); for a
-    reStructuredText file (``name`` ends ``.rst``) the first lines of its section titles (``rst_lines``)."""
-    if name.lower().endswith(RST_SUFFIXES):
-        return [header.start for header in rst_headers(text)]
-    if name.lower().endswith(ASCIIDOC_SUFFIXES):
-        return [header.start for header in asciidoc_headers(text)]
+    reStructuredText or AsciiDoc file (``name``'s suffix) the first lines of its section titles."""
+    markup = markup_of(name)
+    if markup is not None:
+        return [header.start for header in (rst_headers if markup == "rst" else asciidoc_headers)(text)]
     return [header.start for header in atx_headers(text, SECTION_RULES)]
 
 

@@ -38,7 +38,7 @@ from rag_service.ingest.spans import Span
 from rag_service.markdown_lines import ANCHOR_LINE, Header, LineKind, scan_lines
 from rag_service.rst_lines import LABEL_LINE, rst_lines
 
-#: how a document's lines are read: as markdown, as text with no structure, or as reStructuredText
+#: how a document's lines are read: as markdown, as text with no structure, as reStructuredText or as AsciiDoc
 Syntax = Literal["markdown", "plain", "rst", "asciidoc"]
 
 SEPARATOR = "separator"

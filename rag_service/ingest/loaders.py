@@ -227,8 +227,8 @@ def _html_document(html: str) -> tuple[str, str]:
 
 def text_title(text: str, strategy: str) -> str:
     """The title a text given without one carries itself, read as a file chunked by ``strategy`` would be:
-    ``\\title{}`` for LaTeX, the first title for reStructuredText, ``= Title`` for AsciiDoc, none for code and JSON
-    (a ``# comment`` is no title), else ``markdown_title``."""
+    ``\\title{}`` for LaTeX, a lone first-level title for reStructuredText, ``= Title`` for AsciiDoc, none for code
+    and JSON (a ``# comment`` is no title), else ``markdown_title``."""
     if strategy == "latex":
         return latex_title(text)
     if strategy == "rst":

@@ -138,7 +138,7 @@ class MarkdownChunker(SizedChunker):
     """
 
     strategy: ClassVar[str] = "markdown"
-    #: how the lines are read: the ``rst`` strategy is this one over reStructuredText titles
+    #: how the lines are read: the ``rst`` and ``asciidoc`` strategies are this one over their formats' titles
     syntax: ClassVar[Syntax] = "markdown"
 
     def split(self, text: str) -> ChunkedDocument:

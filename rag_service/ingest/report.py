@@ -14,7 +14,7 @@ from rag_service.ingest.passed_over import (
     NODE_MODULES,
     VIRTUALENV,
 )
-from rag_service.languages import ASCIIDOC_SUFFIXES, RST_SUFFIXES
+from rag_service.languages import markup_of
 
 #: skipped files named per reason in the summary; the rest are counted (a folder of 300 images is one line)
 SKIPPED_NAMED = 3
@@ -146,7 +146,7 @@ class IngestReport:
         if self.without_chunks:
             named = _named(self.without_chunks)
             why = "empty, or only markup the garbage filter drops"
-            if any(source.lower().endswith((*RST_SUFFIXES, *ASCIIDOC_SUFFIXES)) for source in self.without_chunks):
+            if any(markup_of(source) is not None for source in self.without_chunks):
                 why += " (an include is not followed: index the file it names)"
             out.append(f"no chunks: {named}: {why}; nothing to search")
         if self.gone:

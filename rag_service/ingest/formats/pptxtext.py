@@ -62,7 +62,7 @@ def read_pptx(path: Path, data: bytes, *, max_bytes: int) -> tuple[str, str]:
         slides: list[tuple[str, str] | None] = []
         for slide in deck.slides:
             hidden = slide._element.get("show") in ("0", "false")
-            slides.append(None if hidden else _slide(slide, first=all(shown is None for shown in slides)))
+            slides.append(None if hidden else _slide(slide, first=not any(slides)))
         title = (deck.core_properties.title or "").strip()
         return slides, "" if _TEMPLATE_TITLE.fullmatch(title) else title
 
